@@ -1,0 +1,169 @@
+"""The command line: argument parsing and exit codes only (0 ok, 2 bad input or environment)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from . import __version__
+from .errors import CompileIQError
+from .resources import cmake_dir
+
+PROG = "compileiq-cmake"
+EPILOG = """\
+routes:
+  opt-in:      find_package(compileiq_cmake CONFIG REQUIRED) + compileiq_tune(<target> ...) in CMakeLists.txt,
+               then cmake -B build -DCOMPILEIQ_TUNE=ON && cmake --build build --target compileiq_tune
+  unmodified:  compileiq-cmake tune -S src -B build --target T --bench "prog args" --metric "time_ms=([0-9.]+)"
+               release build: cmake -S src -B rel -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(compileiq-cmake --cmake-dir)/compileiq_apply.cmake
+exit status: 0 success, 2 bad input (one line on stderr says what and how to fix it).
+"""
+
+
+def _split(values: list[str] | None) -> tuple[str, ...]:
+    out: list[str] = []
+    for v in values or []:
+        out.extend(x for x in v.replace(",", " ").split() if x)
+    return tuple(out)
+
+
+def _add_tune(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tune", help="tune the flags of one target and write compileiq.toml",
+        description="Build the target in variant trees under <build>/compileiq/ with flag sets chosen by a "
+        "nevergrad portfolio, benchmark every workload, and write the fastest valid flags that beat the "
+        "project's own build (re-measured) to the TOML.",
+    )
+    p.add_argument("-S", dest="source_dir", required=True, help="project source directory")
+    p.add_argument("-B", dest="build_dir", required=True, help="build directory (variant trees go to <build>/compileiq/)")
+    p.add_argument("--target", required=True, help="the target whose flags are tuned (CUDA or C/C++)")
+    p.add_argument("--bench", help="benchmark command line; its first word may be a target of the project")
+    p.add_argument("--bench-arg", action="append", default=[], help="one benchmark argument (repeatable; used by CMake)")
+    p.add_argument("--metric", required=True, help="regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
+    direction = p.add_mutually_exclusive_group()
+    direction.add_argument("--lower-is-better", dest="higher", action="store_false", help="default: times")
+    direction.add_argument("--higher-is-better", dest="higher", action="store_true", help="throughputs")
+    p.add_argument("--pass-regex", help="a trial is valid only if the output matches this regex")
+    p.add_argument("--verify", help="command run in the variant tree after the benchmark; must exit 0")
+    p.add_argument("--verify-arg", action="append", default=[], help="one VERIFY argument (repeatable)")
+    p.add_argument("--workload", action="append", default=[], help="extra argument set appended to the benchmark (repeatable); every one is measured")
+    p.add_argument("--budget", type=int, default=30, help="unique builds at most, the baseline included (default 30)")
+    p.add_argument("--time-limit", type=float, help="stop searching after this many seconds")
+    p.add_argument("--include-flags", action="append", help="only these flag dimensions (names from 'space', or unsafe_numerics)")
+    p.add_argument("--exclude-flags", action="append", help="never these flag dimensions; 'unsafe_numerics' forbids fast-math and the like")
+    p.add_argument("--output", help="TOML to write (default <src>/compileiq.toml)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1, help="variant trees built in parallel (benchmarks always run one at a time)")
+    p.add_argument("--repeats", type=int, default=3, help="runs per workload and trial (median taken)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
+    p.add_argument("--min-gain", type=float, default=0.01, help="smallest re-measured speedup that counts (default 0.01 = 1%%)")
+    p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Find the fastest safe compiler flags for CMake targets and apply them.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.add_argument("--cmake-dir", action="store_true", help="print the CMake package directory and exit")
+    sub = parser.add_subparsers(dest="command")
+    _add_tune(sub)
+    show = sub.add_parser("show", help="print what a compileiq.toml holds")
+    show.add_argument("file", nargs="?", default="compileiq.toml")
+    space = sub.add_parser("space", help="print a flag space")
+    space.add_argument("family", choices=["nvcc", "gcc"])
+    space.add_argument("--compiler-version", default="99")
+    entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
+    entries.add_argument("file")
+    entries.add_argument("out")
+    return parser
+
+
+def _spec_from_args(args: argparse.Namespace):
+    from .spec import MetricSpec, TuneSpec
+
+    if args.bench and args.bench_arg:
+        raise CompileIQError("give the benchmark either with --bench or with --bench-arg, not both")
+    try:
+        bench = tuple(shlex.split(args.bench)) if args.bench else tuple(args.bench_arg)
+        verify = tuple(shlex.split(args.verify)) if args.verify else tuple(args.verify_arg)
+        workloads = tuple(tuple(shlex.split(w)) for w in args.workload) or ((),)
+    except ValueError as exc:
+        raise CompileIQError(f"cannot split a command line: {exc}") from None
+    source = Path(args.source_dir).resolve()
+    return TuneSpec(
+        source_dir=source, build_dir=Path(args.build_dir).resolve(), target=args.target, benchmark=bench,
+        metric=MetricSpec.parse(args.metric, lower_is_better=not args.higher),
+        output=Path(args.output).resolve() if args.output else source / "compileiq.toml",
+        pass_regex=args.pass_regex, verify=verify, workloads=workloads, budget=args.budget,
+        time_limit=args.time_limit, include_flags=_split(args.include_flags), exclude_flags=_split(args.exclude_flags),
+        seed=args.seed, workers=args.workers, repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
+        cuda_arch=args.cuda_arch,
+    )
+
+
+def _show(path: Path) -> None:
+    from .result_file import read_entries
+
+    entries = read_entries(path)
+    print(f"{path}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
+    for e in entries:
+        where = f"sm_{e.arch}" if e.arch else "host"
+        replay = "  [REPLAY: never applied]" if e.replay else ""
+        print(f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, {e.build_type or 'no build type'}){replay}")
+        print(f"    flags:    {' '.join(e.flags) or '(none)'}")
+        print(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
+        print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)")
+        for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
+            print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}")
+        print(f"    speedup:  {e.speedup:.3f}x over {e.trials} trials, {e.date}, compileiq_cmake {e.tool_version}")
+
+
+def _space(family: str, version: str) -> None:
+    from .flags import load_space
+
+    compiler = "NVIDIA" if family == "nvcc" else "GNU"
+    space = load_space(family, compiler, version)
+    print(f"{family} flag space: {len(space.dimensions)} dimensions, {space.size} points")
+    for d in space.dimensions:
+        unsafe = "  [unsafe numerics]" if d.unsafe_numerics else ""
+        print(f"  {d.name:<26} {' | '.join(d.labels())}{unsafe}")
+    for note in space.dropped:
+        print(f"  dropped: {note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.cmake_dir:
+            print(cmake_dir())
+            return 0
+        if args.command == "tune":
+            from .tune import run_tune
+
+            run_tune(_spec_from_args(args))
+        elif args.command == "show":
+            _show(Path(args.file))
+        elif args.command == "space":
+            _space(args.family, args.compiler_version)
+        elif args.command == "cmake-entries":
+            from .result_file import cmake_entries, read_entries
+
+            text = cmake_entries(read_entries(Path(args.file)))
+            out = Path(args.out)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text)
+        else:
+            parser.print_help()
+            return 2
+    except CompileIQError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
+        return 130
+    return 0

@@ -1,0 +1,197 @@
+"""Variant build trees: configured once from the user's build settings, then rebuilt per trial after the
+trial's flag fragment (rendered from templates/) changes. The user's own build tree is only read."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from . import file_api
+from .errors import CompileIQError
+from .records import BuildResult
+from .resources import cmake_dir, templates_dir
+
+FRAGMENT_NAME = "compileiq_trial_flags.cmake"
+_CACHE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::([A-Z]+))?=(.*)$")
+_FORWARD_TYPES = {"BOOL", "STRING", "PATH", "FILEPATH", "UNINITIALIZED"}
+_NOT_FORWARDED = {
+    "CMAKE_PROJECT_TOP_LEVEL_INCLUDES", "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_CUDA_ARCHITECTURES",
+    "CMAKE_CACHEFILE_DIR", "CMAKE_HOME_DIRECTORY", "compileiq_cmake_DIR",
+}
+
+
+def cmake_quote(text: str) -> str:
+    """A quoted CMake argument that cannot end the string or expand variables."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())), undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, autoescape=False,
+    )
+    env.filters["cmake_quote"] = cmake_quote
+    return env
+
+
+def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> str:
+    template = _environment().get_template("variant_flags.cmake.j2")
+    return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(flags))
+
+
+def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
+    """Entries of <build>/CMakeCache.txt as name -> (type, value); empty when the tree is not configured."""
+    cache = build_dir / "CMakeCache.txt"
+    entries: dict[str, tuple[str, str]] = {}
+    if not cache.is_file():
+        return entries
+    for line in cache.read_text(errors="replace").splitlines():
+        if not line or line.startswith(("#", "//")):
+            continue
+        m = _CACHE_LINE.match(line)
+        if m:
+            entries[m.group(1)] = (m.group(2) or "UNINITIALIZED", m.group(3))
+    return entries
+
+
+def find_cmake(user_cache: dict[str, tuple[str, str]]) -> str:
+    """The cmake that configured the user's tree, else the one installed beside this Python, else PATH's."""
+    configured = user_cache.get("CMAKE_COMMAND", ("", ""))[1]
+    if configured and Path(configured).is_file():
+        return configured
+    beside = Path(sys.executable).parent / "cmake"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("cmake")
+    if not found:
+        raise CompileIQError("cmake not found; pip install cmake or put cmake on PATH")
+    return found
+
+
+def cmake_version(cmake: str) -> tuple[int, int]:
+    out = subprocess.run([cmake, "--version"], capture_output=True, text=True, check=False).stdout
+    m = re.search(r"(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+@dataclass(frozen=True)
+class VariantSettings:
+    """How every variant tree of one tune is configured."""
+
+    source_dir: Path
+    cmake: str
+    generator: str
+    cache: dict[str, tuple[str, str]] = field(default_factory=dict)
+    cuda_arch: str = ""
+
+    @staticmethod
+    def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str) -> tuple["VariantSettings", list[str]]:
+        """Settings copied from the user's configured tree (generator, build type, compilers, options)."""
+        notes: list[str] = []
+        user = read_cache(build_dir)
+        generator = user.get("CMAKE_GENERATOR", ("", ""))[1] or ("Ninja" if shutil.which("ninja") else "Unix Makefiles")
+        cache = {
+            name: entry for name, entry in user.items()
+            if entry[0] in _FORWARD_TYPES and name not in _NOT_FORWARDED and not name.startswith("COMPILEIQ_")
+        }
+        if not cache.get("CMAKE_BUILD_TYPE", ("", ""))[1] and "Multi-Config" not in generator:
+            cache["CMAKE_BUILD_TYPE"] = ("STRING", "Release")
+            notes.append("no CMAKE_BUILD_TYPE in the user's build tree: tuning a Release build")
+        return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache, cuda_arch=cuda_arch), notes
+
+    def initial_cache_script(self) -> str:
+        lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
+        for name, (typ, value) in sorted(self.cache.items()):
+            typ = "STRING" if typ == "UNINITIALIZED" else typ
+            lines.append(f"set({name} {cmake_quote(value)} CACHE {typ} \"\" FORCE)")
+        return "\n".join(lines) + "\n"
+
+
+class VariantTree:
+    """One reusable build tree under <build>/compileiq/ owned by one worker."""
+
+    def __init__(self, root: Path, name: str, cmake: str) -> None:
+        self.path = root / name
+        self.cmake = cmake
+        self.fragment = self.path / FRAGMENT_NAME
+
+    def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> bool:
+        """Render the trial fragment; returns True when its content changed (the next build re-runs CMake)."""
+        text = render_fragment(target, language, cuda_arch, flags)
+        if self.fragment.is_file() and self.fragment.read_text() == text:
+            return False
+        tmp = self.fragment.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, self.fragment)
+        return True
+
+    def configure(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
+        if cmake_version(self.cmake) < (3, 24):
+            raise CompileIQError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not self.fragment.is_file():
+            self.write_flags(target, language, settings.cuda_arch, ())
+        init = self.path / "compileiq_init_cache.cmake"
+        init.write_text(settings.initial_cache_script())
+        file_api.write_query(self.path)
+        includes = [str(cmake_dir() / "compileiq_variant.cmake")]
+        user_includes = settings.cache.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES")
+        if user_includes and user_includes[1]:
+            includes.insert(0, user_includes[1])
+        cmd = [
+            self.cmake, "-S", str(settings.source_dir), "-B", str(self.path), "-G", settings.generator,
+            "-C", str(init),
+            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={';'.join(includes)}",
+            f"-DCOMPILEIQ_VARIANT_FRAGMENT={self.fragment}",
+            f"-Dcompileiq_cmake_DIR={cmake_dir()}",
+            "-DCOMPILEIQ_TUNE=OFF", "-DCOMPILEIQ_APPLY=OFF", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        ]
+        if settings.cuda_arch:
+            cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.cuda_arch}-real")
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            tail = _last_error_line(proc.stdout + proc.stderr)
+            raise CompileIQError(f"configuring the variant tree {self.path} failed: {tail}")
+        return file_api.read_codemodel(self.path)
+
+    def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
+        cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
+        for t in targets:
+            cmd += ["--target", t]
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=f"build timed out after {timeout:.0f} s")
+        seconds = time.perf_counter() - start
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            return BuildResult(ok=False, seconds=seconds, log_tail=_last_error_line(log))
+        return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
+
+    def compile_commands(self, sources: tuple[Path, ...]) -> list[dict]:
+        db = self.path / "compile_commands.json"
+        if not db.is_file():
+            return []
+        wanted = {p.resolve() for p in sources}
+        return [e for e in json.loads(db.read_text()) if Path(e["file"]).resolve() in wanted]
+
+    def codemodel(self) -> file_api.CodeModel:
+        return file_api.read_codemodel(self.path)
+
+
+def _last_error_line(log: str) -> str:
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower() or "Error" in ln:
+            return ln[:400]
+    return lines[-1][:400] if lines else "no output"

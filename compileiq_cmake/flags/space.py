@@ -1,0 +1,149 @@
+"""Loading a flag space, filtering it for the installed compiler and the user's include/exclude lists,
+and the flag grammar that every flag read back from a TOML must satisfy."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CompileIQError
+from ..records import FlagSet
+
+_DATA_DIR = Path(__file__).resolve().parent
+_SAFE_TOKEN = re.compile(r"^-[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
+UNSAFE_GROUP = "unsafe_numerics"
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str
+    help: str
+    values: tuple[tuple[str, ...], ...]  # values[0] == () : the project's own flags
+    unsafe_numerics: bool = False
+
+    def labels(self) -> list[str]:
+        return ["default"] + [" ".join(v) for v in self.values[1:]]
+
+
+@dataclass(frozen=True)
+class FlagSpace:
+    family: str
+    dimensions: tuple[Dimension, ...]
+    dropped: tuple[str, ...] = ()  # "name: reason"
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.dimensions:
+            n *= len(d.values)
+        return n
+
+    def baseline(self) -> FlagSet:
+        return self.flagset({d.name: 0 for d in self.dimensions})
+
+    def flagset(self, choice: dict[str, int]) -> FlagSet:
+        pairs = tuple((d.name, int(choice.get(d.name, 0))) for d in self.dimensions)
+        flags: list[str] = []
+        for d, (_, i) in zip(self.dimensions, pairs):
+            flags.extend(d.values[i])
+        return FlagSet(choices=tuple(p for p in pairs if p[1]), flags=tuple(flags))
+
+    def flagset_from_flags(self, flags: list[str]) -> FlagSet:
+        """Map flags (e.g. from a store) back to choices; unknown flags raise CompileIQError."""
+        remaining = list(flags)
+        choice: dict[str, int] = {}
+        for d in self.dimensions:
+            for i, value in enumerate(d.values[1:], start=1):
+                if value and all(tok in remaining for tok in value):
+                    choice[d.name] = i
+                    for tok in value:
+                        remaining.remove(tok)
+                    break
+        if remaining:
+            raise CompileIQError(f"flags {remaining} are not part of the {self.family} flag space")
+        return self.flagset(choice)
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
+def family_for_compiler(language: str, compiler_id: str) -> str:
+    if language == "CUDA":
+        if compiler_id != "NVIDIA":
+            raise CompileIQError(
+                f"CUDA compiler '{compiler_id}' is not supported; configure the project with nvcc "
+                "(-DCMAKE_CUDA_COMPILER=nvcc)"
+            )
+        return "nvcc"
+    if compiler_id in ("GNU", "Clang", "AppleClang"):
+        return "gcc"
+    raise CompileIQError(f"{language} compiler '{compiler_id}' has no flag space; use GCC or Clang")
+
+
+def _read_family(family: str) -> dict:
+    path = _DATA_DIR / f"{family}.toml"
+    with path.open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def load_space(
+    family: str,
+    compiler_id: str,
+    compiler_version: str,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+) -> FlagSpace:
+    """The family's space for this compiler; `include` keeps only the named dimensions, `exclude` drops
+    named dimensions (or every unsafe-numerics one with the name ``unsafe_numerics``)."""
+    data = _read_family(family)
+    names = {d["name"] for d in data["dimension"]}
+    for name in (*include, *exclude):
+        if name not in names and name != UNSAFE_GROUP:
+            raise CompileIQError(
+                f"unknown flag dimension '{name}' for {family}; known: {', '.join(sorted(names))}, {UNSAFE_GROUP}"
+            )
+    version = _version_tuple(compiler_version)
+    kept: list[Dimension] = []
+    dropped: list[str] = []
+    for d in data["dimension"]:
+        name = d["name"]
+        unsafe = bool(d.get("unsafe_numerics", False))
+        if include and name not in include and not (UNSAFE_GROUP in include and unsafe):
+            dropped.append(f"{name}: not in the include list")
+            continue
+        if name in exclude or (unsafe and UNSAFE_GROUP in exclude):
+            dropped.append(f"{name}: excluded")
+            continue
+        if compiler_id not in d.get("compilers", data["compilers"]):
+            dropped.append(f"{name}: not supported by {compiler_id}")
+            continue
+        if "min_version" in d and version < _version_tuple(d["min_version"]):
+            dropped.append(f"{name}: needs {compiler_id} >= {d['min_version']}")
+            continue
+        values = tuple(tuple(v) for v in d["values"])
+        if values[0] != ():
+            raise ValueError(f"{family}.toml: dimension {name} must start with the empty default")
+        kept.append(Dimension(name=name, help=d.get("help", ""), values=values, unsafe_numerics=unsafe))
+    if not kept:
+        raise CompileIQError("the flag space is empty after --include-flags/--exclude-flags; allow more flags")
+    return FlagSpace(family=family, dimensions=tuple(kept), dropped=tuple(dropped))
+
+
+def known_tokens(family: str) -> frozenset[str]:
+    data = _read_family(family)
+    return frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v)
+
+
+def validate_flags(family: str, flags: list) -> tuple[str, ...]:
+    """The flag grammar: every flag is a string token of the family's catalogue. Anything else (CMake code
+    such as ``")`` or ``${...}``, a space, an unknown flag) raises CompileIQError naming the flag."""
+    tokens = known_tokens(family)
+    for flag in flags:
+        if not isinstance(flag, str) or not _SAFE_TOKEN.match(flag):
+            raise CompileIQError(f"refusing flag {flag!r}: not a plain compiler flag (possible CMake code injection)")
+        if flag not in tokens:
+            raise CompileIQError(f"refusing flag {flag!r}: not a known {family} flag of compileiq_cmake")
+    return tuple(flags)

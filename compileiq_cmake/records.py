@@ -1,0 +1,110 @@
+"""Typed records for the data that flows through a tune (frozen dataclasses, no behaviour beyond views)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+@dataclass(frozen=True)
+class FlagSet:
+    """One point of a flag space: the chosen value index per dimension (0 = the project's own default)."""
+
+    choices: tuple[tuple[str, int], ...]
+    flags: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        return json.dumps(sorted(self.flags))
+
+    @property
+    def is_baseline(self) -> bool:
+        return not self.flags
+
+    def describe(self) -> str:
+        return " ".join(self.flags) if self.flags else "(project's own flags)"
+
+
+class Status(str, Enum):
+    OK = "ok"
+    BUILD_FAILED = "build_failed"
+    RUN_FAILED = "run_failed"
+    TIMEOUT = "timeout"
+    METRIC_MISSING = "metric_missing"
+    PASS_MISSING = "pass_missing"
+    VERIFY_FAILED = "verify_failed"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Metric samples of one workload (argument set) of the benchmark."""
+
+    workload: tuple[str, ...]
+    samples: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        ordered = sorted(self.samples)
+        mid = len(ordered) // 2
+        return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median of the samples: a crude noise figure."""
+        return (max(self.samples) - min(self.samples)) / self.median if self.median else math.inf
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    ok: bool
+    seconds: float
+    log_tail: str = ""
+    compile_command: str = ""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One built and benchmarked flag set; invalid trials keep their reason and are never chosen."""
+
+    index: int
+    flagset: FlagSet
+    status: Status
+    reason: str = ""
+    measurements: tuple[Measurement, ...] = ()
+    build_seconds: float = 0.0
+    bench_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    compile_command: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.status is Status.OK
+
+    def medians(self) -> tuple[float, ...]:
+        return tuple(m.median for m in self.measurements)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """A candidate re-measured against the baseline, interleaved, on every workload."""
+
+    flagset: FlagSet
+    baseline: tuple[Measurement, ...]
+    candidate: tuple[Measurement, ...]
+    speedups: tuple[float, ...]  # per workload, > 1 means the candidate is faster / better
+    geomean_speedup: float
+    accepted: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    target: str
+    trials: tuple[Trial, ...]
+    baseline: Trial
+    winner: Comparison | None
+    toml_path: str | None
+    wall_seconds: float
+    notes: tuple[str, ...] = field(default=())

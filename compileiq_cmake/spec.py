@@ -1,0 +1,91 @@
+"""The tune request, from the CMake function or the CLI, validated before anything is built."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from .errors import CompileIQError
+
+METRIC_KEYWORDS = ("GBENCH", "NVBENCH", "WALLTIME")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    kind: str  # "regex" | "gbench" | "nvbench" | "walltime"
+    pattern: str = ""
+    lower_is_better: bool = True
+
+    @property
+    def label(self) -> str:
+        return self.pattern if self.kind == "regex" else self.kind.upper()
+
+    @staticmethod
+    def parse(text: str, lower_is_better: bool) -> "MetricSpec":
+        if text.upper() in METRIC_KEYWORDS:
+            return MetricSpec(kind=text.lower(), lower_is_better=lower_is_better)
+        try:
+            compiled = re.compile(text)
+        except re.error as exc:
+            raise CompileIQError(f"--metric regex {text!r} does not compile: {exc}") from None
+        if compiled.groups < 1:
+            raise CompileIQError(
+                f"--metric regex {text!r} needs one capture group around the number, e.g. 'time_ms=([0-9.eE+-]+)'"
+            )
+        return MetricSpec(kind="regex", pattern=text, lower_is_better=lower_is_better)
+
+
+@dataclass(frozen=True)
+class TuneSpec:
+    source_dir: Path
+    build_dir: Path
+    target: str
+    benchmark: tuple[str, ...]
+    metric: MetricSpec
+    output: Path
+    pass_regex: str | None = None
+    verify: tuple[str, ...] = ()
+    workloads: tuple[tuple[str, ...], ...] = ((),)
+    budget: int = 30
+    time_limit: float | None = None
+    include_flags: tuple[str, ...] = ()
+    exclude_flags: tuple[str, ...] = ()
+    seed: int = 0
+    workers: int = 1
+    repeats: int = 3
+    timeout: float = 120.0
+    min_gain: float = 0.01
+    cuda_arch: str | None = None  # override of the GPU's architecture (build-only use)
+
+    def identity(self) -> str:
+        """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
+        fields = asdict(self)
+        for volatile in ("budget", "time_limit", "output", "workers", "seed"):
+            fields.pop(volatile)
+        blob = json.dumps(fields, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def validate(self) -> "TuneSpec":
+        if not self.source_dir.is_dir():
+            raise CompileIQError(f"source directory {self.source_dir} does not exist; pass the project root with -S")
+        if not (self.source_dir / "CMakeLists.txt").is_file():
+            raise CompileIQError(f"{self.source_dir} has no CMakeLists.txt; pass the project root with -S")
+        if not self.target:
+            raise CompileIQError("no target given; name the target to tune with --target")
+        if not self.benchmark:
+            raise CompileIQError("no benchmark command given; use --bench 'program args' (or BENCHMARK in CMake)")
+        if self.budget < 2:
+            raise CompileIQError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
+        if self.repeats < 1 or self.workers < 1:
+            raise CompileIQError("--repeats and --workers must be at least 1")
+        if self.pass_regex is not None:
+            try:
+                re.compile(self.pass_regex)
+            except re.error as exc:
+                raise CompileIQError(f"--pass-regex {self.pass_regex!r} does not compile: {exc}") from None
+        if self.output.exists() and self.output.is_dir():
+            raise CompileIQError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
+        return self

@@ -1,0 +1,102 @@
+"""The trial store: every finished trial is written to SQLite at once, so a killed tune resumes without
+repeating or losing work; an exclusive lock keeps two tunes off one build tree."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+from .errors import CompileIQError
+from .records import FlagSet, Measurement, Status, Trial
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS trials (
+    spec TEXT NOT NULL,
+    key TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    choices TEXT NOT NULL,
+    flags TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    measurements TEXT NOT NULL,
+    build_seconds REAL NOT NULL,
+    bench_seconds REAL NOT NULL,
+    wall_seconds REAL NOT NULL,
+    compile_command TEXT NOT NULL,
+    PRIMARY KEY (spec, key)
+)
+"""
+
+
+class TuneLock:
+    """An flock on <state>/tune.lock; a second tune on the same build tree is refused."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / "tune.lock"
+        self._fd: int | None = None
+
+    def __enter__(self) -> "TuneLock":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise CompileIQError(
+                f"another compileiq tune (pid {holder}) is running on {self.path.parent.parent}; "
+                "wait for it to finish or use another build directory"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class TrialStore:
+    def __init__(self, path: Path, spec_identity: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.spec = spec_identity
+        self._db = sqlite3.connect(path)
+        self._db.execute(_SCHEMA)
+        self._db.commit()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def load(self) -> list[Trial]:
+        rows = self._db.execute(
+            "SELECT idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
+            "wall_seconds, compile_command FROM trials WHERE spec = ? ORDER BY idx",
+            (self.spec,),
+        ).fetchall()
+        trials = []
+        for idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd in rows:
+            flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
+            measurements = tuple(
+                Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"])) for m in json.loads(meas)
+            )
+            trials.append(Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd))
+        return trials
+
+    def save(self, trial: Trial) -> None:
+        meas = json.dumps([{"workload": list(m.workload), "samples": list(m.samples)} for m in trial.measurements])
+        self._db.execute(
+            "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                self.spec, trial.flagset.key, trial.index, json.dumps(trial.flagset.choices),
+                json.dumps(list(trial.flagset.flags)), trial.status.value, trial.reason, meas,
+                trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
+            ),
+        )
+        self._db.commit()
