@@ -14,7 +14,7 @@ from .records import FlagSet
 # Portfolio members: two discrete (1+1) evolution strategies of different mutation laws and random search.
 PORTFOLIO = ("DiscreteLenglerOnePlusOne", "PortfolioDiscreteOnePlusOne", "RandomSearch")
 INVALID_LOSS = 10.0  # log-ratio loss given to failed trials: worse than any real slowdown
-_MAX_REPEATS = 200
+_MAX_REPEATS = 30
 
 
 class FlagSearch:

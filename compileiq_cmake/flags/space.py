@@ -12,7 +12,7 @@ from ..errors import CompileIQError
 from ..records import FlagSet
 
 _DATA_DIR = Path(__file__).resolve().parent
-_SAFE_TOKEN = re.compile(r"^-[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
+_SAFE_TOKEN = re.compile(r"^--?[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
 UNSAFE_GROUP = "unsafe_numerics"
 
 

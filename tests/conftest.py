@@ -1,0 +1,57 @@
+"""Shared fixtures: the repository layout, a CLI runner, and helpers to configure real CMake projects."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+HAVE_NVCC = shutil.which("nvcc") is not None
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run `python -m compileiq_cmake ...` as a user would (a separate process)."""
+    return subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def cmake_dir() -> Path:
+    out = run_cli("--cmake-dir")
+    assert out.returncode == 0, out.stderr
+    return Path(out.stdout.strip())
+
+
+def configure(src: Path, build: Path, *defs: str) -> subprocess.CompletedProcess:
+    gen = ["-G", "Ninja"] if shutil.which("ninja") else []
+    proc = subprocess.run(
+        ["cmake", "-S", str(src), "-B", str(build), *gen, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *defs],
+        capture_output=True, text=True,
+    )
+    return proc
+
+
+def compile_commands(build: Path) -> list[dict]:
+    return json.loads((build / "compile_commands.json").read_text())
+
+
+def commands_for(build: Path, name_part: str) -> list[str]:
+    return [e["command"] for e in compile_commands(build) if name_part in e["file"]]
+
+
+@pytest.fixture
+def host_example(tmp_path: Path) -> Path:
+    """A private copy of examples/host_cpp (tunes write compileiq.toml into the source tree)."""
+    dst = tmp_path / "host_cpp"
+    shutil.copytree(EXAMPLES / "host_cpp", dst)
+    return dst
+
+
+needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")

@@ -1,0 +1,76 @@
+import tomllib
+from dataclasses import replace
+
+import pytest
+
+from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.result_file import FlagsEntry, cmake_entries, read_entries, write_entry
+
+
+def make_entry(**kw) -> FlagsEntry:
+    base = dict(
+        target="nbody", language="CUDA", arch="90", compiler_id="NVIDIA", compiler_version="13.0.88",
+        flags=("--use_fast_math", "-Xptxas=-O1"), build_type="Release", device="NVIDIA H200 (132 SMs)",
+        compute_capability="9.0", metric="time_ms=([0-9.]+)", lower_is_better=True,
+        workloads=("--n 16384", "--n 32768"), baseline=(2.0, 8.0), tuned=(1.5, 6.0), speedup=1.3333,
+        trials=30, date="2026-11-29T18:00:00+00:00", tool_version="0.1.0", sources_sha256="ab" * 32,
+    )
+    base.update(kw)
+    return FlagsEntry(**base)
+
+
+def test_round_trip_and_merge(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    first = make_entry()
+    write_entry(path, first)
+    assert read_entries(path) == [first]
+    host = make_entry(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0",
+                      flags=("-O3", "-march=native"), compute_capability="")
+    write_entry(path, host)
+    newer = replace(first, flags=("--restrict",), speedup=1.05)
+    write_entry(path, newer)
+    assert read_entries(path) == [host, newer]
+    assert not list(tmp_path.glob(".compileiq-*")), "temporary files left behind"
+
+
+def test_control_characters_survive(tmp_path):
+    path = tmp_path / "c.toml"
+    entry = make_entry(device="GPU \x1b[1m\"quoted\"\ttab", metric="t=([0-9]+)\\s")
+    write_entry(path, entry)
+    assert read_entries(path)[0].device == entry.device
+    assert tomllib.loads(path.read_text())["entry"][0]["metric"] == "t=([0-9]+)\\s"
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("flags", ['--use_fast_math")\nexecute_process(COMMAND rm -rf /)\n#'], "refusing flag"),
+    ("flags", ["${EVIL}"], "refusing flag"),
+    ("flags", ["-Xptxas=-O9"], "not a known nvcc flag"),
+    ("target", 'nbody")', "refusing target"),
+    ("arch", "90;sm_70", "refusing arch"),
+])
+def test_hostile_toml_is_refused(tmp_path, field, value, message):
+    path = tmp_path / "compileiq.toml"
+    write_entry(path, make_entry())
+    text = path.read_text()
+    import tomli_w
+    data = tomllib.loads(text)
+    data["entry"][0][field] = value
+    path.write_text(tomli_w.dumps(data))
+    with pytest.raises(CompileIQError, match=message):
+        read_entries(path)
+
+
+def test_malformed_toml_is_one_clear_error(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    path.write_text("schema_version = 1\n[[entry]\ntarget = 'x'\n")
+    with pytest.raises(CompileIQError, match="is not valid TOML"):
+        read_entries(path)
+    path.write_text("schema_version = 7\n")
+    with pytest.raises(CompileIQError, match="schema_version"):
+        read_entries(path)
+
+
+def test_cmake_entries_quote_everything_and_skip_replays():
+    text = cmake_entries([make_entry(), make_entry(target="other", replay=True)])
+    assert '_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 FLAGS "--use_fast_math" "-Xptxas=-O1")' in text
+    assert "_compileiq_entry(TARGET \"other\"" not in text and "replay" in text

@@ -1,0 +1,47 @@
+import multiprocessing
+
+import pytest
+
+from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
+from compileiq_cmake.store import TrialStore, TuneLock
+
+
+def _trial(i: int, flags: tuple[str, ...], status=Status.OK) -> Trial:
+    fs = FlagSet(choices=(("opt_level", i),) if flags else (), flags=flags)
+    meas = (Measurement(("--n", "8"), (1.0 + i, 1.1 + i, 0.9 + i)),) if status is Status.OK else ()
+    return Trial(i, fs, status, "" if status is Status.OK else "build failed: x.c:1: error", meas, 1.5, 0.3, 1.9, "g++ -O3 x.c")
+
+
+def test_trials_survive_a_reopen_and_other_specs_are_separate(tmp_path):
+    db = tmp_path / "trials.sqlite"
+    store = TrialStore(db, "spec-a")
+    trials = [_trial(0, ()), _trial(1, ("-O2",)), _trial(2, ("-O3",), Status.BUILD_FAILED)]
+    for t in trials:
+        store.save(t)
+    store.close()
+    assert TrialStore(db, "spec-a").load() == trials
+    assert TrialStore(db, "spec-b").load() == []
+
+
+def _hold_lock(state_dir, ready, release):
+    with TuneLock(state_dir):
+        ready.set()
+        release.wait(20)
+
+
+def test_second_tune_on_the_same_tree_is_refused(tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    ready, release = ctx.Event(), ctx.Event()
+    holder = ctx.Process(target=_hold_lock, args=(tmp_path, ready, release))
+    holder.start()
+    try:
+        assert ready.wait(20)
+        with pytest.raises(CompileIQError, match=rf"another compileiq tune \(pid {holder.pid}\) is running"):
+            with TuneLock(tmp_path):
+                pass
+    finally:
+        release.set()
+        holder.join(20)
+    with TuneLock(tmp_path):  # free again once the first tune ended
+        pass
