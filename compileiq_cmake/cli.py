@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     direction = p.add_mutually_exclusive_group()
     direction.add_argument("--lower-is-better", dest="higher", action="store_false", help="default: times")
     direction.add_argument("--higher-is-better", dest="higher", action="store_true", help="throughputs")
+    p.set_defaults(higher=False)
     p.add_argument("--pass-regex", help="a trial is valid only if the output matches this regex")
     p.add_argument("--verify", help="command run in the variant tree after the benchmark; must exit 0")
     p.add_argument("--verify-arg", action="append", default=[], help="one VERIFY argument (repeatable)")
@@ -55,7 +57,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exclude-flags", action="append", help="never these flag dimensions; 'unsafe_numerics' forbids fast-math and the like")
     p.add_argument("--output", help="TOML to write (default <src>/compileiq.toml)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=1, help="variant trees built in parallel (benchmarks always run one at a time)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="variant trees built in parallel; benchmarks always run one at a time "
+                   "(default: $COMPILEIQ_WORKERS, else 1 per 4 CPU cores, at most 4)")
     p.add_argument("--repeats", type=int, default=3, help="runs per workload and trial (median taken)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
     p.add_argument("--min-gain", type=float, default=0.01, help="smallest re-measured speedup that counts (default 0.01 = 1%%)")
@@ -76,10 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
     space = sub.add_parser("space", help="print a flag space")
     space.add_argument("family", choices=["nvcc", "gcc"])
     space.add_argument("--compiler-version", default="99")
+    trials = sub.add_parser("trials", help="print (or dump as JSON) the trials stored in a build tree")
+    trials.add_argument("-B", dest="build_dir", required=True)
+    trials.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
     entries.add_argument("out")
     return parser
+
+
+def _default_workers() -> int:
+    env = os.environ.get("COMPILEIQ_WORKERS", "")
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise CompileIQError(f"COMPILEIQ_WORKERS={env!r} must be a whole number >= 1")
+        return int(env)
+    return max(1, min(4, (os.cpu_count() or 1) // 4))
 
 
 def _spec_from_args(args: argparse.Namespace):
@@ -100,7 +116,7 @@ def _spec_from_args(args: argparse.Namespace):
         output=Path(args.output).resolve() if args.output else source / "compileiq.toml",
         pass_regex=args.pass_regex, verify=verify, workloads=workloads, budget=args.budget,
         time_limit=args.time_limit, include_flags=_split(args.include_flags), exclude_flags=_split(args.exclude_flags),
-        seed=args.seed, workers=args.workers, repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
+        seed=args.seed, workers=args.workers or _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
         cuda_arch=args.cuda_arch,
     )
 
@@ -135,6 +151,30 @@ def _space(family: str, version: str) -> None:
         print(f"  dropped: {note}")
 
 
+def _trials(build_dir: Path, as_json: bool) -> None:
+    import json
+
+    from .store import TrialStore
+
+    path = build_dir / "compileiq" / "trials.sqlite"
+    if not path.is_file():
+        raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist)")
+    store = TrialStore(path, "")
+    try:
+        groups = store.load_all()
+    finally:
+        store.close()
+    if as_json:
+        print(json.dumps({spec: [t.as_dict() for t in trials] for spec, trials in groups.items()}, indent=1))
+        return
+    for spec, trials in groups.items():
+        print(f"tune {spec}: {len(trials)} trials")
+        for t in trials:
+            medians = " / ".join(f"{m:.4g}" for m in t.medians())
+            state = medians if t.valid else f"{t.status.value}: {t.reason[:90]}"
+            print(f"  #{t.index:<3} {state:<40} {t.flagset.describe()}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -150,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             _show(Path(args.file))
         elif args.command == "space":
             _space(args.family, args.compiler_version)
+        elif args.command == "trials":
+            _trials(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":
             from .result_file import cmake_entries, read_entries
 
@@ -162,6 +204,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     except CompileIQError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as exc:
+        print(f"{PROG}: error: {sys.executable} lacks the package '{exc.name}' that compileiq_cmake needs; "
+              "install compileiq-cmake into this Python (pip install compileiq-cmake) or set COMPILEIQ_PYTHON",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)

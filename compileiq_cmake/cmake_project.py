@@ -129,6 +129,7 @@ class VariantTree:
         text = render_fragment(target, language, cuda_arch, flags)
         if self.fragment.is_file() and self.fragment.read_text() == text:
             return False
+        self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.fragment.with_suffix(".tmp")
         tmp.write_text(text)
         os.replace(tmp, self.fragment)

@@ -85,6 +85,15 @@ class Trial:
     def medians(self) -> tuple[float, ...]:
         return tuple(m.median for m in self.measurements)
 
+    def as_dict(self) -> dict:
+        return {
+            "index": self.index, "flags": list(self.flagset.flags), "status": self.status.value,
+            "reason": self.reason, "build_seconds": round(self.build_seconds, 3),
+            "bench_seconds": round(self.bench_seconds, 3), "wall_seconds": round(self.wall_seconds, 3),
+            "measurements": [{"workload": list(m.workload), "samples": list(m.samples)} for m in self.measurements],
+            "compile_command": self.compile_command,
+        }
+
 
 @dataclass(frozen=True)
 class Comparison:

@@ -75,19 +75,25 @@ class TrialStore:
         self._db.close()
 
     def load(self) -> list[Trial]:
+        """The trials of this store's tune (spec identity)."""
+        return self.load_all().get(self.spec, [])
+
+    def load_all(self) -> dict[str, list[Trial]]:
+        """Every stored trial, grouped by tune (spec identity)."""
         rows = self._db.execute(
-            "SELECT idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
-            "wall_seconds, compile_command FROM trials WHERE spec = ? ORDER BY idx",
-            (self.spec,),
+            "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
+            "wall_seconds, compile_command FROM trials ORDER BY spec, idx",
         ).fetchall()
-        trials = []
-        for idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd in rows:
+        groups: dict[str, list[Trial]] = {}
+        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd in rows:
             flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
             measurements = tuple(
                 Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"])) for m in json.loads(meas)
             )
-            trials.append(Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd))
-        return trials
+            groups.setdefault(spec, []).append(
+                Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd)
+            )
+        return groups
 
     def save(self, trial: Trial) -> None:
         meas = json.dumps([{"workload": list(m.workload), "samples": list(m.samples)} for m in trial.measurements])

@@ -1,0 +1,363 @@
+#[=======================================================================[.rst:
+CompileIQ
+---------
+
+Tune the nvcc/gcc flags of a target by rebuilding and benchmarking it, and
+apply the tuned flags that ``compileiq.toml`` records.  Loaded by
+``find_package(compileiq_cmake)``.
+
+Cache Variables
+^^^^^^^^^^^^^^^
+
+``COMPILEIQ_TUNE``
+  ``OFF`` by default.  When ``ON``, every ``compileiq_tune()`` call adds a
+  custom target that tunes its target; run them all with
+  ``cmake --build <build> --target compileiq_tune``.  Tuned flags are not
+  applied in such a build tree.
+
+``COMPILEIQ_APPLY``
+  ``ON`` by default.  When ``ON`` (and ``COMPILEIQ_TUNE`` is ``OFF``), the
+  flags recorded in the flags file are added to their targets at the end of
+  the top-level directory, once per configure, for the entries whose
+  compiler (and CUDA architecture) match this build.
+
+``COMPILEIQ_FLAGS_FILE``
+  The flags file.  Empty by default, meaning
+  ``${CMAKE_SOURCE_DIR}/compileiq.toml``, which may be missing.  A file named
+  here must exist.  Editing the file makes the next build re-configure.
+
+Commands
+^^^^^^^^
+
+.. command:: compileiq_tune
+
+  .. code-block:: cmake
+
+    compileiq_tune(<target>
+                   BENCHMARK <command> [<arg>...]
+                   METRIC <regex>|GBENCH|NVBENCH|WALLTIME
+                   [LOWER_IS_BETTER|HIGHER_IS_BETTER]
+                   [PASS_REGEX <regex>]
+                   [VERIFY <command> [<arg>...]]
+                   [WORKLOADS <args>...]
+                   [BUDGET <n>]
+                   [TIME_LIMIT <seconds>]
+                   [INCLUDE_FLAGS <dimension>...]
+                   [EXCLUDE_FLAGS <dimension>...]
+                   [OUTPUT <file>])
+
+  Declares how to tune ``<target>``, which may be defined later in the
+  project.  With ``COMPILEIQ_TUNE`` ``ON`` it adds the custom target
+  ``compileiq_tune_<target>``, which runs ``python -m compileiq_cmake tune``
+  on this build's source and build directories, and makes the
+  ``compileiq_tune`` target depend on it.  Several calls run one after
+  another, never at the same time.  Otherwise it only arranges for the flags
+  file to be applied (see ``COMPILEIQ_APPLY``).
+
+  ``BENCHMARK <command> [<arg>...]``
+    The benchmark command line.  Generator expressions are allowed, e.g.
+    ``$<TARGET_FILE:nbody_bench>``.
+  ``METRIC``
+    How to read the score from the benchmark's output: a regular expression
+    whose first group is the number, or ``GBENCH`` (Google Benchmark),
+    ``NVBENCH``, or ``WALLTIME`` (the run time of the command).
+  ``LOWER_IS_BETTER``, ``HIGHER_IS_BETTER``
+    Whether a smaller or larger metric wins; ``LOWER_IS_BETTER`` by default.
+  ``PASS_REGEX <regex>``
+    A run only counts if its output matches.
+  ``VERIFY <command> [<arg>...]``
+    A command that must exit 0 after each trial's build.
+  ``WORKLOADS <args>...``
+    Each string is one workload: arguments appended to ``BENCHMARK``.
+  ``BUDGET <n>``, ``TIME_LIMIT <seconds>``
+    The largest number of trials, and the wall time of the search.
+  ``INCLUDE_FLAGS <dimension>...``, ``EXCLUDE_FLAGS <dimension>...``
+    Restrict the flag space to, or remove from it, the named dimensions.
+  ``OUTPUT <file>``
+    Where to write the results, relative to the top-level source directory;
+    by default ``COMPILEIQ_FLAGS_FILE`` if set, else the tool's default
+    (``compileiq.toml`` in the top-level source directory).
+
+Example:
+
+.. code-block:: cmake
+
+  find_package(compileiq_cmake 0.1 REQUIRED)
+  compileiq_tune(nbody
+    BENCHMARK $<TARGET_FILE:nbody> --iterations 20
+    METRIC "([0-9.]+) GFLOP/s" HIGHER_IS_BETTER
+    WORKLOADS "--bodies 4096" "--bodies 65536")
+#]=======================================================================]
+
+include_guard(GLOBAL)
+cmake_policy(PUSH)
+cmake_policy(VERSION 3.24...4.4)
+
+option(COMPILEIQ_TUNE "Add the compileiq_tune targets (tuned flags are not applied)." OFF)
+option(COMPILEIQ_APPLY "Apply the tuned flags of the compileiq flags file." ON)
+set(COMPILEIQ_FLAGS_FILE "" CACHE FILEPATH
+  "Tuned flags file (empty: \${CMAKE_SOURCE_DIR}/compileiq.toml).")
+
+function(compileiq_tune)
+  if(ARGC LESS 1 OR ARGV0 MATCHES "^(BENCHMARK|METRIC)$")
+    message(FATAL_ERROR "compileiq_tune() needs the name of the target to tune as its first argument.")
+  endif()
+  set(target "${ARGV0}")
+  set(where "compileiq_tune(${target})")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER"
+    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT"
+    "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
+  if(arg_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
+  endif()
+  foreach(kw IN LISTS arg_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "${where}: ${kw} needs a value.")
+  endforeach()
+  if(NOT arg_BENCHMARK)
+    message(FATAL_ERROR "${where}: BENCHMARK <command> [<arg>...] is required.")
+  endif()
+  if(NOT DEFINED arg_METRIC OR arg_METRIC STREQUAL "")
+    message(FATAL_ERROR "${where}: METRIC <regex|GBENCH|NVBENCH|WALLTIME> is required.")
+  endif()
+  if(arg_LOWER_IS_BETTER AND arg_HIGHER_IS_BETTER)
+    message(FATAL_ERROR "${where}: give LOWER_IS_BETTER or HIGHER_IS_BETTER, not both.")
+  endif()
+  if(DEFINED arg_BUDGET AND NOT arg_BUDGET MATCHES "^[1-9][0-9]*$")
+    message(FATAL_ERROR "${where}: BUDGET must be a positive whole number, not '${arg_BUDGET}'.")
+  endif()
+  if(DEFINED arg_TIME_LIMIT AND NOT arg_TIME_LIMIT MATCHES "^([0-9]+\\.?[0-9]*|\\.[0-9]+)$")
+    message(FATAL_ERROR "${where}: TIME_LIMIT must be a number of seconds, not '${arg_TIME_LIMIT}'.")
+  endif()
+  if(TARGET "${target}")
+    get_target_property(aliased "${target}" ALIASED_TARGET)
+    if(aliased)
+      set(target "${aliased}")
+    endif()
+  elseif(target MATCHES "::")
+    message(FATAL_ERROR "${where}: name the target itself, not an alias or imported target.")
+  else()
+    # The target may be defined later in the project.  Deferred arguments
+    # are expanded when the call runs, hence the bracket argument.
+    cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY [==[${CMAKE_SOURCE_DIR}]==]
+      CALL _compileiq_check_tune_target [==[${target}]==])")
+  endif()
+
+  if(NOT COMPILEIQ_TUNE)
+    _compileiq_schedule_apply()
+    return()
+  endif()
+
+  set(tune_target "compileiq_tune_${target}")
+  if(TARGET "${tune_target}")
+    message(FATAL_ERROR "${where}: compileiq_tune() was already called for this target.")
+  endif()
+  _compileiq_python_command(cmd)
+  list(APPEND cmd tune -S "${CMAKE_SOURCE_DIR}" -B "${CMAKE_BINARY_DIR}" --target "${target}")
+  foreach(a IN LISTS arg_BENCHMARK)
+    list(APPEND cmd "--bench-arg=${a}")
+  endforeach()
+  list(APPEND cmd "--metric=${arg_METRIC}")
+  if(arg_HIGHER_IS_BETTER)
+    list(APPEND cmd --higher-is-better)
+  endif()
+  if(DEFINED arg_PASS_REGEX)
+    list(APPEND cmd "--pass-regex=${arg_PASS_REGEX}")
+  endif()
+  foreach(a IN LISTS arg_VERIFY)
+    list(APPEND cmd "--verify-arg=${a}")
+  endforeach()
+  foreach(a IN LISTS arg_WORKLOADS)
+    list(APPEND cmd "--workload=${a}")
+  endforeach()
+  if(DEFINED arg_BUDGET)
+    list(APPEND cmd "--budget=${arg_BUDGET}")
+  endif()
+  if(DEFINED arg_TIME_LIMIT)
+    list(APPEND cmd "--time-limit=${arg_TIME_LIMIT}")
+  endif()
+  foreach(a IN LISTS arg_INCLUDE_FLAGS)
+    list(APPEND cmd "--include-flags=${a}")
+  endforeach()
+  foreach(a IN LISTS arg_EXCLUDE_FLAGS)
+    list(APPEND cmd "--exclude-flags=${a}")
+  endforeach()
+  if(NOT DEFINED arg_OUTPUT AND COMPILEIQ_FLAGS_FILE)
+    set(arg_OUTPUT "${COMPILEIQ_FLAGS_FILE}")
+  endif()
+  if(DEFINED arg_OUTPUT)
+    cmake_path(ABSOLUTE_PATH arg_OUTPUT BASE_DIRECTORY "${CMAKE_SOURCE_DIR}")
+    list(APPEND cmd "--output=${arg_OUTPUT}")
+  endif()
+
+  add_custom_target("${tune_target}" COMMAND ${cmd}
+    WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
+    COMMENT "compileiq: tuning the flags of ${target}"
+    VERBATIM USES_TERMINAL)
+  # Chain the calls so that two tunings never share the machine.
+  get_property(previous GLOBAL PROPERTY _compileiq_last_tune_target)
+  if(previous)
+    add_dependencies("${tune_target}" "${previous}")
+  endif()
+  set_property(GLOBAL PROPERTY _compileiq_last_tune_target "${tune_target}")
+  if(NOT TARGET compileiq_tune)
+    add_custom_target(compileiq_tune)
+  endif()
+  add_dependencies(compileiq_tune "${tune_target}")
+endfunction()
+
+function(_compileiq_check_tune_target target)
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "compileiq_tune(${target}): target '${target}' is not defined by this project.")
+  endif()
+endfunction()
+
+# Schedule _compileiq_apply_flags_file at the end of the top-level directory,
+# once per configure.
+function(_compileiq_schedule_apply)
+  get_property(scheduled GLOBAL PROPERTY _compileiq_apply_scheduled)
+  if(NOT scheduled)
+    set_property(GLOBAL PROPERTY _compileiq_apply_scheduled TRUE)
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _compileiq_apply_flags_file)
+  endif()
+endfunction()
+
+# Turn the flags file into _compileiq_entry() calls (Contract 3) and run them.
+function(_compileiq_apply_flags_file)
+  if(NOT COMPILEIQ_APPLY OR COMPILEIQ_TUNE)
+    return()
+  endif()
+  if(COMPILEIQ_FLAGS_FILE)
+    set(toml "${COMPILEIQ_FLAGS_FILE}")
+    cmake_path(ABSOLUTE_PATH toml BASE_DIRECTORY "${CMAKE_SOURCE_DIR}")
+    if(NOT EXISTS "${toml}")
+      message(FATAL_ERROR "compileiq: COMPILEIQ_FLAGS_FILE=${COMPILEIQ_FLAGS_FILE} does not exist.")
+    endif()
+  else()
+    set(toml "${CMAKE_SOURCE_DIR}/compileiq.toml")
+    if(NOT EXISTS "${toml}")
+      return()
+    endif()
+  endif()
+  set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${toml}")
+  set(entries "${CMAKE_BINARY_DIR}/compileiq/entries.cmake")
+  _compileiq_python_command(cmd)
+  execute_process(COMMAND ${cmd} cmake-entries "${toml}" "${entries}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    string(STRIP "${err}" err)
+    if(err STREQUAL "")
+      set(err "'${COMPILEIQ_PYTHON} -m compileiq_cmake cmake-entries' failed: ${rc}")
+    endif()
+    message(FATAL_ERROR "compileiq: ${err}")
+  endif()
+  include("${entries}")
+endfunction()
+
+# _compileiq_add_flags(<target> <language> <flag>...)
+#   target_compile_options(<target> PRIVATE $<$<COMPILE_LANGUAGE:lang>:flag>...)
+#   with '>' ',' ';' of each flag escaped so it stays one whole token.
+function(_compileiq_add_flags target lang)
+  set(options "")
+  foreach(flag IN LISTS ARGN)
+    string(REPLACE ">" "$<ANGLE-R>" flag "${flag}")
+    string(REPLACE "," "$<COMMA>" flag "${flag}")
+    string(REPLACE ";" "$<SEMICOLON>" flag "${flag}")
+    list(APPEND options "$<$<COMPILE_LANGUAGE:${lang}>:${flag}>")
+  endforeach()
+  if(options)
+    target_compile_options("${target}" PRIVATE ${options})
+  endif()
+endfunction()
+
+# The CUDA architectures a target builds, without -real/-virtual.
+function(_compileiq_cuda_archs target out)
+  get_target_property(archs "${target}" CUDA_ARCHITECTURES)
+  if(NOT archs)
+    set(archs "${CMAKE_CUDA_ARCHITECTURES}")
+  endif()
+  if(archs STREQUAL "native" AND CMAKE_CUDA_ARCHITECTURES_NATIVE)
+    set(archs "${CMAKE_CUDA_ARCHITECTURES_NATIVE}")
+  endif()
+  list(TRANSFORM archs REPLACE "-(real|virtual)$" "")
+  list(REMOVE_DUPLICATES archs)
+  set(${out} "${archs}" PARENT_SCOPE)
+endfunction()
+
+# One entry of the flags file (Contract 3), written by `cmake-entries`:
+#   _compileiq_entry(TARGET <t> LANGUAGE <CUDA|CXX|C> ARCH <arch or empty>
+#                    COMPILER_ID <id> COMPILER_VERSION <major.minor>
+#                    FLAGS <flag>...)
+function(_compileiq_entry)
+  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION" "FLAGS")
+  set(target "${arg_TARGET}")
+  set(lang "${arg_LANGUAGE}")
+  if(NOT TARGET "${target}")
+    message(WARNING "compileiq: compileiq.toml has flags for target '${target}' "
+      "which this project does not define; ignored")
+    return()
+  endif()
+  get_target_property(aliased "${target}" ALIASED_TARGET)
+  if(aliased)
+    set(target "${aliased}")
+  endif()
+  get_target_property(type "${target}" TYPE)
+  get_target_property(imported "${target}" IMPORTED)
+  if(imported OR type MATCHES "^(INTERFACE_LIBRARY|UTILITY)$")
+    message(WARNING "compileiq: compileiq.toml has flags for target '${target}' "
+      "which this project does not compile; ignored")
+    return()
+  endif()
+  if(NOT CMAKE_${lang}_COMPILER_ID)
+    message(WARNING "compileiq: flags for ${target} were tuned for ${lang} "
+      "but this project does not enable ${lang}; not applied")
+    return()
+  endif()
+
+  set(id "${CMAKE_${lang}_COMPILER_ID}")
+  string(REGEX MATCH "^[0-9]+(\\.[0-9]+)?" version "${CMAKE_${lang}_COMPILER_VERSION}")
+  set(tuned "${arg_COMPILER_ID} ${arg_COMPILER_VERSION}")
+  set(what "${tuned}")
+  set(built "uses ${id} ${version}")
+  set(match FALSE)
+  if(id STREQUAL arg_COMPILER_ID AND version STREQUAL arg_COMPILER_VERSION)
+    set(match TRUE)
+  endif()
+  if(lang STREQUAL "CUDA" AND NOT arg_ARCH STREQUAL "")
+    _compileiq_cuda_archs("${target}" archs)
+    if(NOT arg_ARCH IN_LIST archs AND NOT archs MATCHES "^all(-major)?$")
+      set(match FALSE)
+    endif()
+    set(what "sm_${arg_ARCH}")
+    set(tuned "sm_${arg_ARCH} with ${tuned}")
+    set(built "targets ${archs} with ${id} ${version}")
+  endif()
+  if(NOT match)
+    message(WARNING "compileiq: flags for ${target} were tuned for ${tuned} "
+      "but this build ${built}; not applied")
+    return()
+  endif()
+
+  # nvcc/gcc take one set of flags per target and language: the first wins.
+  get_property(applied GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}")
+  if(applied)
+    message(WARNING "compileiq: flags for ${target} tuned for ${what} not applied: "
+      "those tuned for ${applied} already are")
+    return()
+  endif()
+  set_property(GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}" "${what}")
+  _compileiq_add_flags("${target}" "${lang}" ${arg_FLAGS})
+  list(LENGTH arg_FLAGS n)
+  list(JOIN arg_FLAGS " " shown)
+  message(STATUS "compileiq: applied ${n} tuned flags to ${target} (${lang} ${what}): ${shown}")
+  if(lang STREQUAL "CUDA" AND NOT arg_ARCH STREQUAL "")
+    list(REMOVE_ITEM archs "${arg_ARCH}")
+    if(archs)
+      list(JOIN archs ", " others)
+      message(STATUS "compileiq: note: ${target} also builds CUDA architectures "
+        "${others}; the flags tuned for sm_${arg_ARCH} apply to them too")
+    endif()
+  endif()
+endfunction()
+
+cmake_policy(POP)

@@ -1,0 +1,174 @@
+#[=======================================================================[.rst:
+compileiq_variant
+-----------------
+
+Internal to ``compileiq_cmake``: turns a build tree of the tuned project into
+a *variant tree*, where one target gets one trial's flags.  The tool
+configures such trees with:
+
+.. code-block:: console
+
+  $ cmake -S <src> -B <tree> \
+      -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=<cmake-dir>/compileiq_variant.cmake \
+      -DCOMPILEIQ_VARIANT_FRAGMENT=<tree>/compileiq_trial_flags.cmake
+
+The fragment, rendered from ``templates/variant_flags.cmake.j2``, sets
+``COMPILEIQ_VARIANT_TARGET``, ``COMPILEIQ_VARIANT_LANGUAGE`` (``CUDA``,
+``CXX`` or ``C``), ``COMPILEIQ_VARIANT_CUDA_ARCH`` (e.g. ``90``; empty for
+host targets) and ``COMPILEIQ_VARIANT_FLAGS`` (one flag per list item).
+
+At the end of the top-level directory this module:
+
+* includes the fragment, so that rewriting it re-runs CMake at the next build;
+* when ``COMPILEIQ_VARIANT_CUDA_ARCH`` is set, sets ``CUDA_ARCHITECTURES`` of
+  every compiled target to ``<arch>-real`` and removes hand-written
+  ``-arch``, ``--gpu-architecture``, ``-gencode``, ``--generate-code``,
+  ``-code`` and ``--gpu-code`` options from the targets' ``COMPILE_OPTIONS``
+  and ``INTERFACE_COMPILE_OPTIONS`` (also inside
+  ``$<$<COMPILE_LANGUAGE:CUDA>:...>``) and from ``CMAKE_CUDA_FLAGS`` and
+  ``CMAKE_CUDA_FLAGS_<CONFIG>`` (in every directory that sets them, through
+  :command:`variable_watch`);
+* adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``;
+* writes ``compileiq_variant_info.txt`` in the top-level build directory.
+
+Tuned flags from ``compileiq.toml`` are never applied in a variant tree.
+#]=======================================================================]
+
+include_guard(GLOBAL)
+cmake_policy(PUSH)
+cmake_policy(VERSION 3.24...4.4)
+
+include("${CMAKE_CURRENT_LIST_DIR}/CompileIQ.cmake")
+
+if(NOT EXISTS "${COMPILEIQ_VARIANT_FRAGMENT}")
+  message(FATAL_ERROR "compileiq: COMPILEIQ_VARIANT_FRAGMENT='${COMPILEIQ_VARIANT_FRAGMENT}' "
+    "does not name an existing trial flags fragment.")
+endif()
+# A variant tree measures exactly the trial's flags.
+set_property(GLOBAL PROPERTY _compileiq_apply_scheduled TRUE)
+
+# Remove CUDA architecture options from the list in <var>.
+function(_compileiq_strip_arch_options var)
+  set(kept "")
+  set(skip_next FALSE)
+  set(arch_re "^(-arch|--gpu-architecture|-gencode|--generate-code|-code|--gpu-code)")
+  foreach(item IN LISTS ${var})
+    if(skip_next)
+      set(skip_next FALSE)
+      continue()
+    endif()
+    set(core "${item}")
+    # $<$<COMPILE_LANGUAGE:CUDA>:...>, $<$<COMPILE_LANG_AND_ID:CUDA,NVIDIA>:...>
+    if(core MATCHES "^\\$<\\$<COMPILE_LANG[A-Z_]*:CUDA[^>]*>:(.*)$")
+      set(core "${CMAKE_MATCH_1}")
+      string(REGEX REPLACE ">$" "" core "${core}")
+    endif()
+    string(REGEX REPLACE "^SHELL:[ \t]*" "" core "${core}")
+    if(core MATCHES "${arch_re}([= \t].*)?$")
+      if(NOT CMAKE_MATCH_2)
+        set(skip_next TRUE)  # -arch sm_70 as two items
+      endif()
+      continue()
+    endif()
+    list(APPEND kept "${item}")
+  endforeach()
+  set(${var} "${kept}" PARENT_SCOPE)
+endfunction()
+
+# The same for a command-line string such as CMAKE_CUDA_FLAGS.
+function(_compileiq_strip_arch_string var)
+  separate_arguments(args UNIX_COMMAND "${${var}}")
+  set(before "${args}")
+  _compileiq_strip_arch_options(args)
+  if(NOT args STREQUAL before)
+    list(JOIN args " " flags)
+    set(${var} "${flags}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Strip CMAKE_CUDA_FLAGS and CMAKE_CUDA_FLAGS_<CONFIG> in the calling scope.
+macro(_compileiq_strip_cuda_flag_vars)
+  foreach(_compileiq_v IN ITEMS "" _DEBUG _RELEASE _RELWITHDEBINFO _MINSIZEREL)
+    _compileiq_strip_arch_string(CMAKE_CUDA_FLAGS${_compileiq_v})
+  endforeach()
+  unset(_compileiq_v)
+endmacro()
+
+# variable_watch() callback: runs in the scope that set the variable, so
+# hand-written architectures are stripped in subdirectories too.
+macro(_compileiq_watch_cuda_flags var access)
+  if("${access}" MATCHES "MODIFIED_ACCESS$")
+    _compileiq_strip_arch_string(${var})
+  endif()
+endmacro()
+
+function(_compileiq_variant_apply)
+  include("${COMPILEIQ_VARIANT_FRAGMENT}")
+  set(target "${COMPILEIQ_VARIANT_TARGET}")
+  set(arch "${COMPILEIQ_VARIANT_CUDA_ARCH}")
+  if(NOT TARGET "${target}")
+    message(FATAL_ERROR "compileiq: target '${target}' is not defined by this project")
+  endif()
+  get_target_property(aliased "${target}" ALIASED_TARGET)
+  if(aliased)
+    set(target "${aliased}")
+  endif()
+  file(WRITE "${CMAKE_BINARY_DIR}/compileiq_variant_info.txt"
+    "target=${target}\nlanguage=${COMPILEIQ_VARIANT_LANGUAGE}\narch=${arch}\n")
+
+  if(NOT arch STREQUAL "")
+    # Every target of the project: walk the directory tree.
+    set(dirs "${CMAKE_SOURCE_DIR}")
+    while(dirs)
+      list(POP_FRONT dirs dir)
+      get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+      list(APPEND dirs ${subdirs})
+      get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+      foreach(t IN LISTS targets)
+        get_target_property(type "${t}" TYPE)
+        if(type STREQUAL "UTILITY")
+          continue()
+        endif()
+        if(NOT type STREQUAL "INTERFACE_LIBRARY")
+          # Also for targets without CUDA sources: device linking uses it.
+          set_property(TARGET "${t}" PROPERTY CUDA_ARCHITECTURES "${arch}-real")
+          set(props COMPILE_OPTIONS INTERFACE_COMPILE_OPTIONS)
+        else()
+          set(props INTERFACE_COMPILE_OPTIONS)
+        endif()
+        foreach(prop IN LISTS props)
+          get_property(opts TARGET "${t}" PROPERTY ${prop})
+          set(before "${opts}")
+          _compileiq_strip_arch_options(opts)
+          if(NOT opts STREQUAL before)
+            set_property(TARGET "${t}" PROPERTY ${prop} "${opts}")
+          endif()
+        endforeach()
+      endforeach()
+    endwhile()
+  endif()
+
+  _compileiq_add_flags("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" ${COMPILEIQ_VARIANT_FLAGS})
+endfunction()
+
+# Read the architecture now, to strip it from the CUDA flags as early as here
+# (the cache value, via the top-level directory) and whenever they are set.
+function(_compileiq_variant_arch out)
+  include("${COMPILEIQ_VARIANT_FRAGMENT}")
+  set(${out} "${COMPILEIQ_VARIANT_CUDA_ARCH}" PARENT_SCOPE)
+endfunction()
+_compileiq_variant_arch(_compileiq_arch)
+if(NOT _compileiq_arch STREQUAL "")
+  _compileiq_strip_cuda_flag_vars()
+  foreach(_compileiq_v IN ITEMS "" _DEBUG _RELEASE _RELWITHDEBINFO _MINSIZEREL)
+    variable_watch(CMAKE_CUDA_FLAGS${_compileiq_v} _compileiq_watch_cuda_flags)
+  endforeach()
+  unset(_compileiq_v)
+  # Once more at the end, for flags that only come from the cache.
+  cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _compileiq_strip_cuda_flag_vars)
+endif()
+unset(_compileiq_arch)
+
+cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _compileiq_variant_apply)
+
+cmake_policy(POP)
