@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The full tuning loop on each CUDA example, on the GPU machine, through the opt-in route
+# (cmake -DCOMPILEIQ_TUNE=ON; cmake --build --target compileiq_tune), then a release configure that
+# applies the TOML, checked in compile_commands.json, and an interleaved re-measure of the release
+# binaries (plain vs tuned). Raw results go to $OUT; benchmarks/h200_report.py turns them into
+# docs/benchmarks/h200-examples.md.
+#
+# Usage (from the repository root, on the device machine, wheels carried in .whl/):
+#   bash benchmarks/h200_examples.sh [example ...]      (default: cuda_nbody cuda_stencil)
+set -u -o pipefail
+OUT=${OUT:-/tmp/compileiq-out}
+mkdir -p "$OUT"
+REPO=$(pwd)
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
+fi
+CMAKE_DIR=$(python3 -m compileiq_cmake --cmake-dir) || exit 1
+export COMPILEIQ_WORKERS=${COMPILEIQ_WORKERS:-4}
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
+  nvcc --version | tail -2; cmake --version | head -1; nproc; date -u; } > "$OUT/machine.txt" 2>&1
+examples=("$@")
+[ ${#examples[@]} -gt 0 ] || examples=(cuda_nbody cuda_stencil)
+for ex in "${examples[@]}"; do
+  work=/tmp/compileiq-work/$ex
+  rm -rf "$work"; mkdir -p "$(dirname "$work")"; cp -r "$REPO/examples/$ex" "$work"
+  echo "=== $ex: configure with COMPILEIQ_TUNE=ON"
+  cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOMPILEIQ_TUNE=ON -Dcompileiq_cmake_DIR="$CMAKE_DIR" > "$OUT/$ex-configure.log" 2>&1 || { tail -5 "$OUT/$ex-configure.log"; continue; }
+  start=$(date +%s.%N)
+  cmake --build "$work/build" --target compileiq_tune 2>&1 | tee "$OUT/$ex-tune.log" | grep -E "^\[|compileiq" | tail -60
+  end=$(date +%s.%N)
+  echo "tune_wall_seconds=$(python3 -c "print(round($end-$start,1))")" >> "$OUT/$ex-tune.log"
+  python3 -m compileiq_cmake trials -B "$work/build" --json > "$OUT/$ex-trials.json"
+  if [ -f "$work/compileiq.toml" ]; then
+    cp "$work/compileiq.toml" "$OUT/$ex-compileiq.toml"
+  fi
+  echo "=== $ex: release builds (plain, and with the TOML applied)"
+  cmake -S "$work" -B "$work/rel-plain" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOMPILEIQ_APPLY=OFF -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -Dcompileiq_cmake_DIR="$CMAKE_DIR" > "$OUT/$ex-release.log" 2>&1
+  cmake -S "$work" -B "$work/rel-tuned" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -Dcompileiq_cmake_DIR="$CMAKE_DIR" >> "$OUT/$ex-release.log" 2>&1
+  grep compileiq "$OUT/$ex-release.log"
+  cmake --build "$work/rel-plain" -j 16 >> "$OUT/$ex-release.log" 2>&1 && cmake --build "$work/rel-tuned" -j 16 >> "$OUT/$ex-release.log" 2>&1
+  cp "$work/rel-tuned/compile_commands.json" "$OUT/$ex-release-compile_commands.json"
+  python3 "$REPO/benchmarks/remeasure_release.py" "$work" "$ex" > "$OUT/$ex-remeasure.json" || echo "re-measure failed"
+  tail -c 1500 "$OUT/$ex-remeasure.json"; echo
+done
