@@ -8,14 +8,16 @@
 # Usage (from the repository root, on the device machine, wheels carried in .whl/):
 #   bash benchmarks/h200_examples.sh [example ...]      (default: cuda_nbody cuda_stencil)
 set -u -o pipefail
-OUT=${OUT:-/tmp/compileiq-out}
-mkdir -p "$OUT"
+FINAL_OUT=${OUT:-/tmp/compileiq-out}
+OUT=/tmp/compileiq-raw  # many small files; packed into $FINAL_OUT/h200-raw.tar.gz after each example
+rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL_OUT"
+pack() { tar -C "$OUT" -czf "$FINAL_OUT/h200-raw.tar.gz" .; }
 REPO=$(pwd)
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
   python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
 fi
-CMAKE_DIR=$(python3 -m compileiq_cmake --cmake-dir) || exit 1
+CMAKE_DIR=$(cd /tmp && python3 -m compileiq_cmake --cmake-dir) || exit 1  # the installed package's
 export COMPILEIQ_WORKERS=${COMPILEIQ_WORKERS:-4}
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv
   nvcc --version | tail -2; cmake --version | head -1; nproc; date -u; } > "$OUT/machine.txt" 2>&1
@@ -41,5 +43,7 @@ for ex in "${examples[@]}"; do
   cmake --build "$work/rel-plain" -j 16 >> "$OUT/$ex-release.log" 2>&1 && cmake --build "$work/rel-tuned" -j 16 >> "$OUT/$ex-release.log" 2>&1
   cp "$work/rel-tuned/compile_commands.json" "$OUT/$ex-release-compile_commands.json"
   python3 "$REPO/benchmarks/remeasure_release.py" "$work" "$ex" > "$OUT/$ex-remeasure.json" || echo "re-measure failed"
-  tail -c 1500 "$OUT/$ex-remeasure.json"; echo
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(w['args'], 'plain', w['plain_median'], 'tuned', w['tuned_median'], 'speedup %.4f' % w['speedup']) for w in d['workloads']]" "$OUT/$ex-remeasure.json"
+  pack
 done
+pack
