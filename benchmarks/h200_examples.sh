@@ -13,7 +13,7 @@ OUT=/tmp/compileiq-raw  # many small files; packed into $FINAL_OUT/h200-raw.tar.
 rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL_OUT"
 pack() { tar -C "$OUT" -czf "$FINAL_OUT/h200-raw.tar.gz" .; }
 REPO=$(pwd)
-if [ -d .whl ]; then
+if [ -d .whl ] && [ -z "${COMPILEIQ_NO_WHEELS:-}" ]; then  # the device machine: carried wheels
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
   python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
 fi
