@@ -114,6 +114,9 @@ def write_entry(path: Path, entry: FlagsEntry) -> None:
     text += tomli_w.dumps(document)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".compileiq-", suffix=".toml", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # a normal file for the repository, not mkstemp's 0600
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)
