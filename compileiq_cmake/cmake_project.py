@@ -191,6 +191,11 @@ class VariantTree:
 
 
 def _last_error_line(log: str) -> str:
+    """The most telling line of a failed configure or build: a CMake error's message, else the first line
+    that mentions an error, else the last line."""
+    cmake_error = re.search(r"CMake Error[^\n]*:\n((?:  .*\n?)+)", log)
+    if cmake_error:
+        return " ".join(ln.strip() for ln in cmake_error.group(1).splitlines() if ln.strip())[:400]
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     for ln in lines:
         if "error" in ln.lower() or "Error" in ln:

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ HAVE_NVCC = shutil.which("nvcc") is not None
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
-    """Run `python -m compileiq_cmake ...` as a user would (a separate process)."""
+    """Run `python -m compileiq_cmake ...` as a user would (a separate process). The default working
+    directory is outside the repository so that the installed package is the one imported."""
     return subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "compileiq_cmake", *args], cwd=cwd or tempfile.gettempdir(),
+        capture_output=True, text=True, timeout=timeout,
     )
 
 

@@ -1,0 +1,82 @@
+"""The whole loop, end to end, on the host C++ example, through both routes; then the release configure
+that applies the TOML, checked in compile_commands.json."""
+
+from __future__ import annotations
+
+import subprocess
+import tomllib
+
+from compileiq_cmake.result_file import read_entries
+from conftest import cmake_dir, commands_for, configure, run_cli
+
+METRIC = "time_ms=([0-9.eE+-]+)"
+
+
+def _assert_applied(src, release, flags):
+    proc = configure(src, release, "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert proc.returncode == 0, proc.stderr
+    assert "compileiq: applied" in proc.stdout
+    (command,) = commands_for(release, "main.cpp")
+    for flag in flags:
+        assert flag in command
+    return proc
+
+
+def test_opt_in_route_tunes_writes_toml_and_a_plain_configure_applies_it(host_example, tmp_path):
+    build = tmp_path / "build"
+    proc = configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON",
+                     f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert proc.returncode == 0, proc.stderr
+    tune = subprocess.run(["cmake", "--build", str(build), "--target", "compileiq_tune"],
+                          capture_output=True, text=True, timeout=900)
+    assert tune.returncode == 0, tune.stdout[-3000:] + tune.stderr[-3000:]
+    assert "[ 12/12]" in tune.stdout, "the example's BUDGET 12 must be used"
+    (entry,) = read_entries(host_example / "compileiq.toml")
+    assert entry.target == "host_kernels" and entry.language == "CXX" and entry.flags
+    assert entry.speedup > 1.01 and all(t < b for t, b in zip(entry.tuned, entry.baseline))
+    assert entry.workloads == ("--n 768", "--n 1024") and entry.trials == 12
+    assert len(entry.sources_sha256) == 64 and entry.compiler_id == "GNU"
+    # the user's tuning tree itself was not given the tuned flags
+    (own,) = commands_for(build, "main.cpp")
+    assert not any(f in own.split() for f in entry.flags if f not in ("-O2", "-O3"))
+    _assert_applied(host_example, tmp_path / "release", entry.flags)
+    off = configure(host_example, tmp_path / "off", "-DCOMPILEIQ_APPLY=OFF", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert "compileiq: applied" not in off.stdout
+    (plain,) = commands_for(tmp_path / "off", "main.cpp")
+    assert not all(f in plain.split() for f in entry.flags)
+
+
+def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    out = tmp_path / "flags" / "tuned.toml"
+    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
+                   "--bench", "host_kernels --n 768", "--metric", METRIC, "--pass-regex", "PASS",
+                   "--budget", "8", "--seed", "3", "--output", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert "[  8/8]" in proc.stdout and "re-measuring" in proc.stdout and "driver overhead" in proc.stdout
+    assert not (host_example / "compileiq.toml").exists()
+    data = tomllib.loads(out.read_text())
+    flags = data["entry"][0]["flags"]
+    release = tmp_path / "release"
+    proc = configure(host_example, release, "-DCMAKE_BUILD_TYPE=Release",
+                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
+                     f"-DCOMPILEIQ_FLAGS_FILE={out}")
+    assert proc.returncode == 0, proc.stderr
+    assert f"compileiq: applied {len(flags)} tuned flags to host_kernels" in proc.stdout
+    (command,) = commands_for(release, "main.cpp")
+    assert all(f in command for f in flags)
+    show = run_cli("show", str(out))
+    assert show.returncode == 0 and "host_kernels (CXX, host" in show.stdout and "speedup" in show.stdout
+
+
+def test_no_significant_gain_writes_no_flags(host_example, tmp_path):
+    """Only flags that cannot change this program's speed: nothing may be written."""
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
+                   "--bench", "host_kernels --n 512", "--metric", METRIC, "--pass-regex", "PASS",
+                   "--include-flags", "no_semantic_interposition", "--budget", "4", "--min-gain", "0.5")
+    assert proc.returncode == 0, proc.stderr
+    assert "no flag set beat the project's own build" in proc.stdout
+    assert not (host_example / "compileiq.toml").exists()
