@@ -1,0 +1,126 @@
+"""The CMake side: compileiq_tune() argument checks, and the apply logic's matching rules and refusal of
+hostile TOML files, through real configures."""
+
+from __future__ import annotations
+
+import shutil
+
+import tomli_w
+import tomllib
+
+from compileiq_cmake.result_file import write_entry
+from conftest import EXAMPLES, cmake_dir, commands_for, configure
+from test_result_file import make_entry
+
+
+def _host_project(tmp_path):
+    src = tmp_path / "host_cpp"
+    shutil.copytree(EXAMPLES / "host_cpp", src)
+    return src
+
+
+def _gcc_version_major_minor(build):
+    cache = (build / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")
+    text = next(cache).read_text()
+    import re
+
+    return re.search(r'set\(CMAKE_CXX_COMPILER_VERSION "(\d+\.\d+)', text).group(1)
+
+
+def _host_entry(version, **kw):
+    base = dict(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=version,
+                flags=("-funroll-loops", "-fno-math-errno"), compute_capability="", device="cpu")
+    base.update(kw)
+    return make_entry(**base)
+
+
+def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
+    src = _host_project(tmp_path)
+    probe = tmp_path / "probe"
+    assert configure(src, probe).returncode == 0
+    version = _gcc_version_major_minor(probe) + ".0"
+    toml = src / "compileiq.toml"
+
+    write_entry(toml, _host_entry(version))
+    ok = configure(src, tmp_path / "ok", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert ok.returncode == 0 and "applied 2 tuned flags to host_kernels" in ok.stdout
+    (cmd,) = commands_for(tmp_path / "ok", "main.cpp")
+    assert "-funroll-loops" in cmd and "-fno-math-errno" in cmd
+
+    toml.unlink()
+    write_entry(toml, _host_entry("1.0.0"))
+    old = configure(src, tmp_path / "old", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert old.returncode == 0
+    assert "GNU 1.0" in old.stderr and "not applied" in old.stderr.replace("\n", " ")
+    (cmd,) = commands_for(tmp_path / "old", "main.cpp")
+    assert "-funroll-loops" not in cmd
+
+    toml.unlink()
+    write_entry(toml, _host_entry(version, target="not_in_project"))
+    other = configure(src, tmp_path / "other", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert other.returncode == 0 and "not_in_project" in other.stderr
+
+
+def test_cuda_entry_for_another_architecture_is_not_applied(tmp_path):
+    """n-body builds 75;80;90: an sm_100 entry must not be applied; an sm_90 one is, with a note."""
+    src = tmp_path / "nbody"
+    shutil.copytree(EXAMPLES / "cuda_nbody", src)
+    probe = tmp_path / "probe"
+    proc = configure(src, probe)
+    if proc.returncode != 0:  # no nvcc here
+        import pytest
+        pytest.skip("CUDA is not available")
+    import re
+    text = next((probe / "CMakeFiles").glob("*/CMakeCUDACompiler.cmake")).read_text()
+    version = re.search(r'set\(CMAKE_CUDA_COMPILER_VERSION "([\d.]+)', text).group(1)
+    toml = src / "compileiq.toml"
+    write_entry(toml, make_entry(arch="100", compiler_version=version, flags=("--use_fast_math",)))
+    proc = configure(src, tmp_path / "b100", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert proc.returncode == 0 and "sm_100" in proc.stderr and "not applied" in proc.stderr.replace("\n", " ")
+    assert not any("--use_fast_math" in c for c in commands_for(tmp_path / "b100", "nbody.cu"))
+    toml.unlink()
+    write_entry(toml, make_entry(arch="90", compiler_version=version, flags=("--use_fast_math",)))
+    proc = configure(src, tmp_path / "b90", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert proc.returncode == 0 and "applied 1 tuned flags to nbody" in proc.stdout
+    assert all("--use_fast_math" in c for c in commands_for(tmp_path / "b90", "nbody.cu"))
+
+
+def test_hostile_toml_stops_the_configure_with_one_clear_message(tmp_path):
+    src = _host_project(tmp_path)
+    toml = src / "compileiq.toml"
+    write_entry(toml, _host_entry("12.2.0"))
+    data = tomllib.loads(toml.read_text())
+    data["entry"][0]["flags"] = ['-O3")\nexecute_process(COMMAND touch PWNED)\n#']
+    toml.write_text(tomli_w.dumps(data))
+    proc = configure(src, tmp_path / "b", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert proc.returncode != 0
+    assert "refusing flag" in proc.stderr
+    assert not (tmp_path / "b" / "PWNED").exists() and not (src / "PWNED").exists()
+
+
+def test_explicit_flags_file_that_does_not_exist_is_an_error(tmp_path):
+    src = _host_project(tmp_path)
+    proc = configure(src, tmp_path / "b", f"-Dcompileiq_cmake_DIR={cmake_dir()}",
+                     f"-DCOMPILEIQ_FLAGS_FILE={tmp_path / 'missing.toml'}")
+    assert proc.returncode != 0 and "missing.toml" in proc.stderr
+
+
+def test_compileiq_tune_argument_errors(tmp_path):
+    src = tmp_path / "p"
+    src.mkdir()
+    (src / "main.cpp").write_text("int main() { return 0; }\n")
+    for call, message in [
+        ("compileiq_tune(app METRIC \"t=([0-9]+)\")", "BENCHMARK"),
+        ("compileiq_tune(app BENCHMARK app)", "METRIC"),
+        ("compileiq_tune(app BENCHMARK app METRIC WALLTIME LOWER_IS_BETTER HIGHER_IS_BETTER)", "HIGHER_IS_BETTER"),
+        ("compileiq_tune(app BENCHMARK app METRIC WALLTIME BUDGET many)", "BUDGET"),
+        ("compileiq_tune(missing BENCHMARK app METRIC WALLTIME)", "missing"),
+    ]:
+        (src / "CMakeLists.txt").write_text(
+            "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp)\n"
+            "find_package(compileiq_cmake CONFIG REQUIRED)\n" + call + "\n"
+        )
+        build = tmp_path / f"b{abs(hash(call))}"
+        proc = configure(src, build, f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
+        assert proc.returncode != 0, call
+        assert message in proc.stderr, (call, proc.stderr)
