@@ -39,6 +39,8 @@ Commands
                    [LOWER_IS_BETTER|HIGHER_IS_BETTER]
                    [PASS_REGEX <regex>]
                    [VERIFY <command> [<arg>...]]
+                   [COMPARE_OUTPUT <regex>] [COMPARE_FILE <file>]
+                   [RTOL <r>] [ATOL <a>]
                    [WORKLOADS <args>...]
                    [BUDGET <n>]
                    [TIME_LIMIT <seconds>]
@@ -67,6 +69,13 @@ Commands
     A run only counts if its output matches.
   ``VERIFY <command> [<arg>...]``
     A command that must exit 0 after each trial's build.
+  ``COMPARE_OUTPUT <regex>``, ``COMPARE_FILE <file>``, ``RTOL <r>``, ``ATOL <a>``
+    Output comparison: the numbers on the output lines matching ``<regex>``
+    (or in ``<file>``, which the benchmark writes, relative to its working
+    directory) must equal the baseline build's within
+    ``|x - ref| <= ATOL + RTOL * |ref|`` (defaults 1e-5 and 0); otherwise the
+    trial is invalid ("numerics changed").  Without ``PASS_REGEX``,
+    ``VERIFY`` or a comparison, flags that change numerics are not searched.
   ``WORKLOADS <args>...``
     Each string is one workload: arguments appended to ``BENCHMARK``.
   ``BUDGET <n>``, ``TIME_LIMIT <seconds>``
@@ -98,6 +107,22 @@ option(COMPILEIQ_APPLY "Apply the tuned flags of the compileiq flags file." ON)
 set(COMPILEIQ_FLAGS_FILE "" CACHE FILEPATH
   "Tuned flags file (empty: \${CMAKE_SOURCE_DIR}/compileiq.toml).")
 
+# _compileiq_real_target(<out-var> <name>)
+#   Stores in <out-var> the target that <name> names (an alias resolved), or
+#   an empty string when <name> is no target.
+function(_compileiq_real_target out name)
+  set(real "")
+  if(TARGET "${name}")
+    get_target_property(aliased "${name}" ALIASED_TARGET)
+    if(aliased)
+      set(real "${aliased}")
+    else()
+      set(real "${name}")
+    endif()
+  endif()
+  set(${out} "${real}" PARENT_SCOPE)
+endfunction()
+
 function(compileiq_tune)
   if(ARGC LESS 1 OR ARGV0 MATCHES "^(BENCHMARK|METRIC)$")
     message(FATAL_ERROR "compileiq_tune() needs the name of the target to tune as its first argument.")
@@ -105,7 +130,7 @@ function(compileiq_tune)
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER"
-    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT"
+    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -128,11 +153,9 @@ function(compileiq_tune)
   if(DEFINED arg_TIME_LIMIT AND NOT arg_TIME_LIMIT MATCHES "^([0-9]+\\.?[0-9]*|\\.[0-9]+)$")
     message(FATAL_ERROR "${where}: TIME_LIMIT must be a number of seconds, not '${arg_TIME_LIMIT}'.")
   endif()
-  if(TARGET "${target}")
-    get_target_property(aliased "${target}" ALIASED_TARGET)
-    if(aliased)
-      set(target "${aliased}")
-    endif()
+  _compileiq_real_target(real "${target}")
+  if(real)
+    set(target "${real}")
   elseif(target MATCHES "::")
     message(FATAL_ERROR "${where}: name the target itself, not an alias or imported target.")
   else()
@@ -165,6 +188,13 @@ function(compileiq_tune)
   endif()
   foreach(a IN LISTS arg_VERIFY)
     list(APPEND cmd "--verify-arg=${a}")
+  endforeach()
+  foreach(kw IN ITEMS COMPARE_OUTPUT COMPARE_FILE RTOL ATOL)
+    if(DEFINED arg_${kw})
+      string(TOLOWER "${kw}" opt)
+      string(REPLACE "_" "-" opt "${opt}")
+      list(APPEND cmd "--${opt}=${arg_${kw}}")
+    endif()
   endforeach()
   foreach(a IN LISTS arg_WORKLOADS)
     list(APPEND cmd "--workload=${a}")
@@ -290,16 +320,12 @@ endfunction()
 function(_compileiq_entry)
   cmake_parse_arguments(PARSE_ARGV 0 arg ""
     "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION" "FLAGS")
-  set(target "${arg_TARGET}")
   set(lang "${arg_LANGUAGE}")
-  if(NOT TARGET "${target}")
-    message(WARNING "compileiq: compileiq.toml has flags for target '${target}' "
+  _compileiq_real_target(target "${arg_TARGET}")
+  if(NOT target)
+    message(WARNING "compileiq: compileiq.toml has flags for target '${arg_TARGET}' "
       "which this project does not define; ignored")
     return()
-  endif()
-  get_target_property(aliased "${target}" ALIASED_TARGET)
-  if(aliased)
-    set(target "${aliased}")
   endif()
   get_target_property(type "${target}" TYPE)
   get_target_property(imported "${target}" IMPORTED)

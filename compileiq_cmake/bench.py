@@ -112,7 +112,11 @@ class RunOutcome:
     value: float | None
     reason: str
     seconds: float
-    output: str
+    output: str  # everything the command printed (stdout and stderr)
+
+    def last_line(self) -> str:
+        lines = self.output.strip().splitlines()
+        return lines[-1][:200] if lines else "no output"
 
 
 def run_benchmark(
@@ -131,7 +135,7 @@ def run_benchmark(
         extra = ["--json", str(json_path)]
     try:
         res = run_process(argv + extra, cwd, timeout)
-        tail = res.output[-600:]
+        tail = res.output
         if res.timed_out:
             return RunOutcome(Status.TIMEOUT, None, f"timed out after {timeout:.0f} s", res.seconds, tail)
         if res.returncode != 0:
@@ -149,7 +153,7 @@ def run_benchmark(
             value = res.seconds * 1e3
         if value is None or not math.isfinite(value):
             return RunOutcome(Status.METRIC_MISSING, None, f"metric {metric.label!r} not found in output", res.seconds, tail)
-        return RunOutcome(Status.OK, value, "", res.seconds, tail)
+        return RunOutcome(Status.OK, value, "", res.seconds, res.output)
     finally:
         if json_path is not None:
             json_path.unlink(missing_ok=True)

@@ -50,6 +50,11 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pass-regex", help="a trial is valid only if the output matches this regex")
     p.add_argument("--verify", help="command run in the variant tree after the benchmark; must exit 0")
     p.add_argument("--verify-arg", action="append", default=[], help="one VERIFY argument (repeatable)")
+    p.add_argument("--compare-output", help="regex of output lines whose numbers must equal the baseline build's "
+                   "within --rtol/--atol (otherwise: 'numerics changed', the trial is invalid)")
+    p.add_argument("--compare-file", help="a file the benchmark writes whose numbers must equal the baseline's")
+    p.add_argument("--rtol", type=float, default=1e-5, help="relative tolerance of the output comparison (default 1e-5)")
+    p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance of the output comparison (default 0)")
     p.add_argument("--workload", action="append", default=[], help="extra argument set appended to the benchmark (repeatable); every one is measured")
     p.add_argument("--budget", type=int, default=30, help="unique builds at most, the baseline included (default 30)")
     p.add_argument("--time-limit", type=float, help="stop searching after this many seconds")
@@ -60,7 +65,12 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workers", type=int, default=None,
                    help="variant trees built in parallel; benchmarks always run one at a time "
                    "(default: $COMPILEIQ_WORKERS, else 1 per 4 CPU cores, at most 4)")
-    p.add_argument("--repeats", type=int, default=3, help="runs per workload and trial (median taken)")
+    p.add_argument("--repeats", type=int, default=3, help="runs per workload and trial in the search (median taken); "
+                   "promising trials get more, up to --max-repeats")
+    p.add_argument("--max-repeats", type=int, default=9)
+    p.add_argument("--warmup", type=int, default=1, help="runs per workload discarded before measuring (default 1)")
+    p.add_argument("--max-rounds", type=int, default=15,
+                   help="validation: interleaved rounds at most per candidate (stops earlier once decided)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
     p.add_argument("--min-gain", type=float, default=0.01, help="smallest re-measured speedup that counts (default 0.01 = 1%%)")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
@@ -77,9 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
     _add_tune(sub)
     show = sub.add_parser("show", help="print what a compileiq.toml holds")
     show.add_argument("file", nargs="?", default="compileiq.toml")
-    space = sub.add_parser("space", help="print a flag space")
-    space.add_argument("family", choices=["nvcc", "gcc"])
+    space = sub.add_parser("space", help="print a flag space, or the screened space of a CUDA target",
+                           description="'space nvcc|gcc' prints a catalogue; 'space -S src -B build --target T' "
+                           "configures <build>/compileiq/worker-0 and prints the target's screened CUDA space.")
+    space.add_argument("family", nargs="?", choices=["nvcc", "gcc"])
     space.add_argument("--compiler-version", default="99")
+    space.add_argument("-S", dest="source_dir", help="project source directory (with --target)")
+    space.add_argument("-B", dest="build_dir", help="build directory (with --target)")
+    space.add_argument("--target", help="screen this CUDA target: drop flag values that change none of its device code")
+    space.add_argument("--cuda-arch", default="", help="CUDA architecture (e.g. 90) instead of the detected GPU's")
+    space.add_argument("--include-flags", action="append", help="only these dimensions (or unsafe_numerics, experimental)")
+    space.add_argument("--exclude-flags", action="append", help="never these dimensions (or unsafe_numerics, experimental)")
+    space.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     trials = sub.add_parser("trials", help="print (or dump as JSON) the trials stored in a build tree")
     trials.add_argument("-B", dest="build_dir", required=True)
     trials.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
@@ -117,7 +136,9 @@ def _spec_from_args(args: argparse.Namespace):
         pass_regex=args.pass_regex, verify=verify, workloads=workloads, budget=args.budget,
         time_limit=args.time_limit, include_flags=_split(args.include_flags), exclude_flags=_split(args.exclude_flags),
         seed=args.seed, workers=args.workers or _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
-        cuda_arch=args.cuda_arch,
+        cuda_arch=args.cuda_arch, compare_output=args.compare_output, compare_file=args.compare_file,
+        rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
+        max_rounds=max(args.max_rounds, 5),
     )
 
 
@@ -138,14 +159,26 @@ def _show(path: Path) -> None:
         print(f"    speedup:  {e.speedup:.3f}x over {e.trials} trials, {e.date}, compileiq_cmake {e.tool_version}")
 
 
-def _space(family: str, version: str) -> None:
+def _space(family: str | None, version: str, args: argparse.Namespace | None = None) -> None:
     from .flags import load_space
 
+    if args is not None and args.target:
+        from .screening import format_screen, screen_target
+
+        if not args.source_dir or not args.build_dir:
+            raise CompileIQError("space --target needs -S <source dir> and -B <build dir>")
+        ts = screen_target(Path(args.source_dir).resolve(), Path(args.build_dir).resolve(), args.target, args.cuda_arch,
+                           _split(args.include_flags), _split(args.exclude_flags), args.jobs)
+        print("\n".join(format_screen(ts)))
+        return
+    if family is None:
+        raise CompileIQError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
     compiler = "NVIDIA" if family == "nvcc" else "GNU"
-    space = load_space(family, compiler, version)
+    space = load_space(family, compiler, version, _split(args.include_flags) if args else (), _split(args.exclude_flags) if args else ())
     print(f"{family} flag space: {len(space.dimensions)} dimensions, {space.size} points")
     for d in space.dimensions:
         unsafe = "  [unsafe numerics]" if d.unsafe_numerics else ""
+        unsafe += "  [experimental]" if d.experimental else ""
         print(f"  {d.name:<26} {' | '.join(d.labels())}{unsafe}")
     for note in space.dropped:
         print(f"  dropped: {note}")
@@ -189,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "show":
             _show(Path(args.file))
         elif args.command == "space":
-            _space(args.family, args.compiler_version)
+            _space(args.family, args.compiler_version, args)
         elif args.command == "trials":
             _trials(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":

@@ -35,6 +35,7 @@ class Status(str, Enum):
     METRIC_MISSING = "metric_missing"
     PASS_MISSING = "pass_missing"
     VERIFY_FAILED = "verify_failed"
+    NUMERICS_CHANGED = "numerics_changed"
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Measurement:
 
     workload: tuple[str, ...]
     samples: tuple[float, ...]
+    throttled: bool = False  # the GPU reported a thermal/power slowdown during these runs
+    numbers: tuple[float, ...] = ()  # numbers compared with the baseline's output (first run)
 
     @property
     def median(self) -> float:
@@ -90,22 +93,51 @@ class Trial:
             "index": self.index, "flags": list(self.flagset.flags), "status": self.status.value,
             "reason": self.reason, "build_seconds": round(self.build_seconds, 3),
             "bench_seconds": round(self.bench_seconds, 3), "wall_seconds": round(self.wall_seconds, 3),
-            "measurements": [{"workload": list(m.workload), "samples": list(m.samples)} for m in self.measurements],
+            "measurements": [
+                {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled}
+                for m in self.measurements
+            ],
             "compile_command": self.compile_command,
         }
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """A candidate re-measured against the baseline, interleaved, on every workload."""
+class WorkloadComparison:
+    """Baseline and candidate measured interleaved on one workload; speedup > 1: the candidate is better."""
+
+    workload: tuple[str, ...]
+    baseline: tuple[float, ...]
+    candidate: tuple[float, ...]
+    speedup: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+
+
+@dataclass(frozen=True)
+class Validation:
+    """A candidate re-measured against the baseline on every workload, in a fresh interleaved order."""
 
     flagset: FlagSet
-    baseline: tuple[Measurement, ...]
-    candidate: tuple[Measurement, ...]
-    speedups: tuple[float, ...]  # per workload, > 1 means the candidate is faster / better
+    workloads: tuple[WorkloadComparison, ...]
     geomean_speedup: float
+    geomean_ci_low: float
+    geomean_ci_high: float
     accepted: bool
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """What removing one flag (dimension) of the winner costs: speedup of keeping it, with its interval."""
+
+    dimension: str
+    flags: tuple[str, ...]
+    speedup: float
+    ci_low: float
+    ci_high: float
+    kept: bool
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -113,7 +145,8 @@ class TuneResult:
     target: str
     trials: tuple[Trial, ...]
     baseline: Trial
-    winner: Comparison | None
+    winner: Validation | None
     toml_path: str | None
     wall_seconds: float
     notes: tuple[str, ...] = field(default=())
+    contributions: tuple[Contribution, ...] = field(default=())

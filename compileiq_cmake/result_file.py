@@ -7,7 +7,7 @@ import os
 import re
 import tempfile
 import tomllib
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 
 import tomli_w
@@ -47,6 +47,11 @@ class FlagsEntry:
     tool_version: str
     sources_sha256: str
     replay: bool = False
+    speedup_ci: tuple[float, float] = (0.0, 0.0)  # 95% interval of the geometric-mean speedup
+    workload_speedups: tuple[float, ...] = ()
+    workload_ci: tuple[tuple[float, float], ...] = ()
+    p_values: tuple[float, ...] = ()
+    contributions: tuple[dict, ...] = ()  # ablation: what keeping each flag is worth
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -61,7 +66,8 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     if not isinstance(raw, dict):
         raise CompileIQError(f"{where}: an [[entry]] must be a table")
     names = {f.name for f in fields(FlagsEntry)}
-    missing = sorted(n for n in names - raw.keys() if n != "replay")
+    optional = {f.name for f in fields(FlagsEntry) if f.default is not MISSING}
+    missing = sorted(names - raw.keys() - optional)
     if missing:
         raise CompileIQError(f"{where}: entry for {raw.get('target', '?')!r} lacks {', '.join(missing)}")
     unknown = sorted(raw.keys() - names)
@@ -81,7 +87,10 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     try:
         return FlagsEntry(
             **{**raw, "flags": flags, "workloads": tuple(raw["workloads"]), "baseline": tuple(raw["baseline"]),
-               "tuned": tuple(raw["tuned"])}
+               "tuned": tuple(raw["tuned"]), "speedup_ci": tuple(raw.get("speedup_ci", (0.0, 0.0))),
+               "workload_speedups": tuple(raw.get("workload_speedups", ())),
+               "workload_ci": tuple(tuple(x) for x in raw.get("workload_ci", ())),
+               "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ()))}
         )
     except TypeError as exc:
         raise CompileIQError(f"{where}: malformed entry: {exc}") from None
@@ -102,13 +111,22 @@ def read_entries(path: Path) -> list[FlagsEntry]:
     return [_check_entry(raw, str(path)) for raw in raw_entries]
 
 
+def _plain(value):
+    """Tuples to lists, recursively (TOML arrays)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 def write_entry(path: Path, entry: FlagsEntry) -> None:
     """Merge the entry into the file (replacing one with the same target/language/arch) atomically."""
     entries = read_entries(path) if path.exists() else []
     merged = [e for e in entries if e.key != entry.key] + [entry]
     document = {
         "schema_version": SCHEMA_VERSION,
-        "entry": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(e).items()} for e in merged],
+        "entry": [_plain(asdict(e)) for e in merged],
     }
     text = "# Written by compileiq_cmake: tuned compiler flags. Commit it; configures apply it.\n"
     text += tomli_w.dumps(document)

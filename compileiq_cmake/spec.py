@@ -59,11 +59,24 @@ class TuneSpec:
     timeout: float = 120.0
     min_gain: float = 0.01
     cuda_arch: str | None = None  # override of the GPU's architecture (build-only use)
+    compare_output: str | None = None  # regex of output lines whose numbers must match the baseline's
+    compare_file: str | None = None  # a file the benchmark writes (relative to its working directory)
+    rtol: float = 1e-5
+    atol: float = 0.0
+    warmup: int = 1  # runs per workload discarded before measuring
+    max_repeats: int = 9  # search phase: promising trials are measured up to this many runs per workload
+    min_rounds: int = 5  # validation: interleaved rounds at least ...
+    max_rounds: int = 15  # ... and at most
+
+    @property
+    def checks_outputs(self) -> bool:
+        """Whether anything tells a wrong answer from a right one (beyond the exit status)."""
+        return bool(self.pass_regex or self.verify or self.compare_output or self.compare_file)
 
     def identity(self) -> str:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
-        for volatile in ("budget", "time_limit", "output", "workers", "seed"):
+        for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds"):
             fields.pop(volatile)
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -81,6 +94,13 @@ class TuneSpec:
             raise CompileIQError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
         if self.repeats < 1 or self.workers < 1:
             raise CompileIQError("--repeats and --workers must be at least 1")
+        if self.rtol < 0 or self.atol < 0:
+            raise CompileIQError("--rtol and --atol must not be negative")
+        if self.compare_output is not None:
+            try:
+                re.compile(self.compare_output)
+            except re.error as exc:
+                raise CompileIQError(f"--compare-output {self.compare_output!r} does not compile: {exc}") from None
         if self.pass_regex is not None:
             try:
                 re.compile(self.pass_regex)

@@ -27,6 +27,12 @@ CREATE TABLE IF NOT EXISTS trials (
     wall_seconds REAL NOT NULL,
     compile_command TEXT NOT NULL,
     PRIMARY KEY (spec, key)
+);
+CREATE TABLE IF NOT EXISTS results (
+    spec TEXT NOT NULL,
+    name TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (spec, name)
 )
 """
 
@@ -68,7 +74,7 @@ class TrialStore:
         self.path = path
         self.spec = spec_identity
         self._db = sqlite3.connect(path)
-        self._db.execute(_SCHEMA)
+        self._db.executescript(_SCHEMA)
         self._db.commit()
 
     def close(self) -> None:
@@ -88,15 +94,29 @@ class TrialStore:
         for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd in rows:
             flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
             measurements = tuple(
-                Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"])) for m in json.loads(meas)
+                Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"]),
+                            throttled=m.get("throttled", False), numbers=tuple(m.get("numbers", ())))
+                for m in json.loads(meas)
             )
             groups.setdefault(spec, []).append(
                 Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd)
             )
         return groups
 
+    def save_result(self, name: str, value: object) -> None:
+        """Results derived from the trials (e.g. the flag-effects model), stored beside them as JSON."""
+        self._db.execute("INSERT OR REPLACE INTO results VALUES (?,?,?)", (self.spec, name, json.dumps(value)))
+        self._db.commit()
+
+    def load_result(self, name: str) -> object | None:
+        row = self._db.execute("SELECT value FROM results WHERE spec = ? AND name = ?", (self.spec, name)).fetchone()
+        return json.loads(row[0]) if row else None
+
     def save(self, trial: Trial) -> None:
-        meas = json.dumps([{"workload": list(m.workload), "samples": list(m.samples)} for m in trial.measurements])
+        meas = json.dumps([
+            {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled, "numbers": list(m.numbers)}
+            for m in trial.measurements
+        ])
         self._db.execute(
             "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (

@@ -16,44 +16,25 @@ from pathlib import Path
 from typing import Callable
 
 from . import __version__
-from .bench import run_benchmark, run_verify
 from .cmake_project import VariantSettings, VariantTree
 from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .flags import FlagSpace, family_for_compiler, load_space
-from .gpu import detect_gpu, host_cpu
-from .records import BuildResult, Comparison, FlagSet, Measurement, Status, Trial, TuneResult
+from .gpu import GpuMonitor, detect_gpu, host_cpu
+from .measure import BenchCommand, Runner
+from .records import BuildResult, Contribution, FlagSet, Status, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, write_entry
 from .search import INVALID_LOSS, FlagSearch
 from .spec import TuneSpec
+from .stats import coarse_metric_warning, flag_effects, relative_spread
+from .validation import ablate, validate
 
 Log = Callable[[str], None]
-CONFIRM_CANDIDATES = 3
+FINALISTS = 3  # candidates validated against the baseline at the end
 
 
 def _print(line: str) -> None:
     print(line, flush=True)
-
-
-@dataclass(frozen=True)
-class BenchCommand:
-    """The benchmark (and VERIFY) command, with paths of the user's build tree mapped into a variant tree."""
-
-    argv: tuple[str, ...]
-    verify: tuple[str, ...]
-    user_build_dir: Path
-
-    def _map(self, arg: str, tree: VariantTree) -> str:
-        prefix = str(self.user_build_dir)
-        if arg == prefix or arg.startswith(prefix + "/"):
-            return str(tree.path) + arg[len(prefix):]
-        return arg
-
-    def for_tree(self, tree: VariantTree, workload: tuple[str, ...]) -> list[str]:
-        return [self._map(a, tree) for a in self.argv] + list(workload)
-
-    def verify_for_tree(self, tree: VariantTree) -> list[str]:
-        return [self._map(a, tree) for a in self.verify]
 
 
 @dataclass(frozen=True)
@@ -70,6 +51,7 @@ class TuneSetup:
     compute_capability: str
     build_targets: tuple[str, ...]
     bench: BenchCommand
+    monitor: GpuMonitor | None
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -138,8 +120,14 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
             arch = gpu.arch
             device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "%d.%d" % gpu.compute_capability
         settings = replace(settings, cuda_arch=arch)
-    space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, spec.exclude_flags)
-    trees = tuple(VariantTree(state_dir, f"worker-{i}", settings.cmake) for i in range(max(spec.workers, 2)))
+    exclude = spec.exclude_flags
+    if not spec.checks_outputs and "unsafe_numerics" not in exclude:
+        exclude = (*exclude, "unsafe_numerics")
+        log("compileiq: nothing checks the benchmark's results (no PASS_REGEX, VERIFY or output comparison): "
+            "flags that change numerics (fast-math family) are not searched")
+    space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude)
+    n_trees = max(spec.workers, FINALISTS + 1)
+    trees = tuple(VariantTree(state_dir, f"worker-{i}", settings.cmake) for i in range(n_trees))
     for tree in trees:
         tree.write_flags(spec.target, language, arch, ())
     with ThreadPoolExecutor(max_workers=len(trees)) as pool:
@@ -154,7 +142,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     return TuneSetup(
         spec=spec, state_dir=state_dir, trees=trees, target=target, language=language, toolchain=toolchain,
         space=space, cuda_arch=arch, device=device, compute_capability=capability,
-        build_targets=build_targets, bench=bench,
+        build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
     )
 
 
@@ -169,37 +157,15 @@ def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult
     return replace(result, compile_command=command)
 
 
-def _measure(setup: TuneSetup, tree: VariantTree, rounds: int) -> tuple[Status, str, tuple[Measurement, ...], float]:
-    """Run every workload `rounds` times; the first failure ends the trial with its reason."""
-    spec, seconds, measurements = setup.spec, 0.0, []
-    for workload in spec.workloads:
-        samples = []
-        for _ in range(rounds):
-            outcome = run_benchmark(setup.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex, spec.timeout)
-            seconds += outcome.seconds
-            if outcome.status is not Status.OK:
-                detail = outcome.output.strip().splitlines()[-1][:200] if outcome.output.strip() else "no output"
-                where = f" with '{' '.join(workload)}'" if workload else ""
-                return outcome.status, f"{outcome.reason}{where}; last output line: {detail}", tuple(measurements), seconds
-            samples.append(outcome.value)
-        measurements.append(Measurement(workload=workload, samples=tuple(samples)))
-    if spec.verify:
-        outcome = run_verify(setup.bench.verify_for_tree(tree), tree.path, spec.timeout)
-        seconds += outcome.seconds
-        if outcome.status is not Status.OK:
-            return outcome.status, outcome.reason, tuple(measurements), seconds
-    return Status.OK, "", tuple(measurements), seconds
-
-
-def _trial(setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet, build: BuildResult) -> Trial:
+def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
+           build: BuildResult) -> Trial:
     start = time.perf_counter()
     if not build.ok:
         return Trial(index, flagset, Status.BUILD_FAILED, f"build failed: {build.log_tail}",
                      build_seconds=build.seconds, wall_seconds=build.seconds)
-    status, reason, measurements, bench_seconds = _measure(setup, tree, setup.spec.repeats)
+    m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup)
     wall = build.seconds + (time.perf_counter() - start)
-    return Trial(index, flagset, status, reason, measurements if status is Status.OK else (),
-                 build.seconds, bench_seconds, wall, build.compile_command)
+    return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command)
 
 
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
@@ -225,43 +191,6 @@ def _baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
     if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
         return CompileIQError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
     return CompileIQError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
-
-
-def _speedup(baseline: float, candidate: float, lower_is_better: bool) -> float:
-    return baseline / candidate if lower_is_better else candidate / baseline
-
-
-def confirm(setup: TuneSetup, flagset: FlagSet, log: Log) -> Comparison:
-    """Re-build baseline and candidate side by side and measure them interleaved (ABAB...) on every workload."""
-    spec = setup.spec
-    base_tree, cand_tree = setup.trees[0], setup.trees[1]
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        builds = list(pool.map(lambda tf: _build(setup, *tf), ((base_tree, setup.space.baseline()), (cand_tree, flagset))))
-    if not all(b.ok for b in builds):
-        return Comparison(flagset, (), (), (), 0.0, False, "re-build failed")
-    rounds = max(5, spec.repeats)
-    base_samples: dict[tuple[str, ...], list[float]] = {w: [] for w in spec.workloads}
-    cand_samples: dict[tuple[str, ...], list[float]] = {w: [] for w in spec.workloads}
-    for r in range(rounds):
-        for workload in spec.workloads:
-            order = [(base_tree, base_samples), (cand_tree, cand_samples)]
-            for tree, sink in (order if r % 2 == 0 else order[::-1]):
-                outcome = run_benchmark(setup.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex, spec.timeout)
-                if outcome.status is not Status.OK:
-                    who = "baseline" if tree is base_tree else "candidate"
-                    return Comparison(flagset, (), (), (), 0.0, False, f"{who} failed on re-measure: {outcome.reason}")
-                sink[workload].append(outcome.value)
-    base = tuple(Measurement(w, tuple(s)) for w, s in base_samples.items())
-    cand = tuple(Measurement(w, tuple(s)) for w, s in cand_samples.items())
-    speedups = tuple(_speedup(b.median, c.median, spec.metric.lower_is_better) for b, c in zip(base, cand))
-    geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
-    slower = [" ".join(w.workload) or "default" for w, s in zip(base, speedups) if s < 1.0]
-    if slower:
-        return Comparison(flagset, base, cand, speedups, geomean, False, f"slower than the baseline on: {', '.join(slower)}")
-    if geomean < 1.0 + spec.min_gain:
-        return Comparison(flagset, base, cand, speedups, geomean, False,
-                          f"gain {100 * (geomean - 1):.2f}% is below the minimum {100 * spec.min_gain:.2f}%")
-    return Comparison(flagset, base, cand, speedups, geomean, True)
 
 
 def _fmt_eta(seconds: float) -> str:
@@ -302,18 +231,29 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
+    runner = Runner(spec, setup.bench, setup.monitor)
     restored = {t.flagset.key: t for t in store.load()}
     if restored:
         log(f"compileiq: resuming: {len(restored)} finished trials restored from {store.path}")
     baseline_set = setup.space.baseline()
     baseline = restored.get(baseline_set.key)
     if baseline is None:
-        baseline = _trial(setup, setup.trees[0], 0, baseline_set, _build(setup, setup.trees[0], baseline_set))
+        baseline = _trial(runner, setup, setup.trees[0], 0, baseline_set, _build(setup, setup.trees[0], baseline_set))
         if not baseline.valid:
             raise _baseline_error(baseline, setup)
         store.save(baseline)
+        first = baseline.measurements[0]
+        printed = []
+        if len(set(first.samples)) == 1 and spec.metric.kind == "regex":  # identical values: how were they printed?
+            printed = [runner.run(setup.trees[0], first.workload).printed]
+        coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], spec.min_gain)
+        if coarse:
+            log(f"compileiq: warning: {coarse}")
     elif not baseline.valid:
         raise _baseline_error(baseline, setup)
+    runner.reference.update({m.workload: m.numbers for m in baseline.measurements})
+    noise = max(relative_spread(m.samples) for m in baseline.measurements)
+    log(f"compileiq: baseline noise (robust spread of {spec.repeats} runs per workload): {100 * noise:.2f}%")
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers)
     for trial in trials.values():
@@ -339,7 +279,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             builds = list(pool.map(lambda pair: _build(setup, *pair), zip(setup.trees, batch)))
         subprocess_seconds = max(b.seconds for b in builds)
         for tree, flagset, build in zip(setup.trees, batch, builds):
-            trial = _trial(setup, tree, len(trials), flagset, build)
+            trial = _trial(runner, setup, tree, len(trials), flagset, build)
+            trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, noise)
             subprocess_seconds += trial.bench_seconds
             store.save(trial)
             trials[flagset.key] = trial
@@ -348,52 +289,110 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         overhead += (time.perf_counter() - batch_start) - subprocess_seconds
         loop_trials += len(batch)
 
-    ranked = sorted(
-        (t for t in trials.values() if t.valid and not t.flagset.is_baseline),
-        key=lambda t: loss(t, baseline, lower),
-    )
-    threshold = -math.log1p(spec.min_gain)
-    candidates = [t for t in ranked if loss(t, baseline, lower) < threshold][:CONFIRM_CANDIDATES]
-    winner: Comparison | None = None
-    for cand in candidates:
-        log(f"compileiq: re-measuring #{cand.index} against the baseline, interleaved: {cand.flagset.describe()}")
-        comparison = confirm(setup, cand.flagset, log)
-        log(f"compileiq:   {'accepted' if comparison.accepted else 'rejected'}"
-            f"{': ' + comparison.reason if comparison.reason else ''} (speedup {comparison.geomean_speedup:.3f}x)")
-        if comparison.accepted:
-            winner = comparison
-            break
+    effects = flag_effects([(t.flagset.flags, loss(t, baseline, lower)) for t in trials.values() if t.valid])
+    store.save_result("flag_effects", [
+        {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with} for e in effects
+    ])
+    ranked = sorted((t for t in trials.values() if t.valid and not t.flagset.is_baseline),
+                    key=lambda t: loss(t, baseline, lower))
+    finalists = [t.flagset for t in ranked if loss(t, baseline, lower) < 0][:FINALISTS]
+    winner, contributions = _validate_and_ablate(setup, runner, finalists, log)
     toml_path = None
     if winner is not None:
-        entry = _entry(setup, winner, len(trials))
-        write_entry(spec.output, entry)
+        write_entry(spec.output, _entry(setup, winner, contributions, len(trials)))
         toml_path = str(spec.output)
     wall = time.perf_counter() - started
     notes = []
+    throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
+    if throttled:
+        notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "
+                     "(thermal or power); see 'compileiq-cmake trials'")
     if loop_trials:
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
         notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
-    result = TuneResult(spec.target, tuple(trials.values()), baseline, winner, toml_path, wall, tuple(notes))
-    _final_table(setup, result, log)
+    result = TuneResult(spec.target, tuple(trials.values()), baseline, winner, toml_path, wall, tuple(notes),
+                        contributions)
+    _final_table(setup, result, effects, log)
     return result
 
 
-def _entry(setup: TuneSetup, winner: Comparison, n_trials: int) -> FlagsEntry:
+def _measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial, baseline: Trial,
+                               trials: dict[str, Trial], noise: float) -> Trial:
+    """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
+    so that the search's ranking of close candidates is not left to chance."""
+    spec = setup.spec
+    lower = spec.metric.lower_is_better
+    if not trial.valid:
+        return trial
+    best = min(loss(t, baseline, lower) for t in trials.values())
+    current = trial
+    while len(current.measurements[0].samples) < spec.max_repeats:
+        spread = max(noise, max(relative_spread(m.samples) for m in current.measurements))
+        if loss(current, baseline, lower) > best + 2 * spread:
+            break
+        more = runner.extend(tree, current.measurements, spec.repeats)
+        if more.status is not Status.OK:
+            return replace(current, status=more.status, reason=more.reason, measurements=())
+        current = replace(current, measurements=more.measurements, bench_seconds=current.bench_seconds + more.seconds,
+                          wall_seconds=current.wall_seconds + more.seconds)
+    return current
+
+
+def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagSet],
+                         log: Log) -> tuple[Validation | None, tuple[Contribution, ...]]:
+    spec = setup.spec
+    if not finalists:
+        return None, ()
+    build = lambda tree, fs: _build(setup, tree, fs)  # noqa: E731
+    baseline = setup.space.baseline()
+    results = validate(runner, build, setup.trees, baseline, finalists, spec.min_gain, spec.seed, log)
+    for v in results:
+        per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
+        log(f"compileiq:   {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "
+            f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
+            f"{'; ' + v.reason if v.reason else ''}")
+    accepted = sorted((v for v in results if v.accepted), key=lambda v: -v.geomean_speedup)
+    if not accepted:
+        return None, ()
+    best = accepted[0]
+    minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, spec.min_gain, spec.seed + 1, log)
+    if minimal == best.flagset:
+        return best, contributions
+    (final,) = validate(runner, build, setup.trees, baseline, [minimal], spec.min_gain, spec.seed + 2, log)
+    log(f"compileiq: minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
+        f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}")
+    if final.accepted:
+        return final, contributions
+    log("compileiq: the minimal set did not validate; keeping the full validated winner")
+    return best, contributions
+
+
+def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
     spec = setup.spec
     cache_build_type = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "")[0].cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
+    med = lambda xs: sorted(xs)[len(xs) // 2] if len(xs) % 2 else 0.5 * (sorted(xs)[len(xs) // 2 - 1] + sorted(xs)[len(xs) // 2])  # noqa: E731
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
         flags=winner.flagset.flags, build_type=cache_build_type, device=setup.device,
         compute_capability=setup.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better,
-        workloads=tuple(" ".join(w) for w in spec.workloads),
-        baseline=tuple(round(m.median, 9) for m in winner.baseline),
-        tuned=tuple(round(m.median, 9) for m in winner.candidate),
+        workloads=tuple(" ".join(w.workload) for w in winner.workloads),
+        baseline=tuple(round(med(w.baseline), 9) for w in winner.workloads),
+        tuned=tuple(round(med(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         tool_version=__version__, sources_sha256=_sources_hash(setup.target, spec.source_dir),
+        speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
+        workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),
+        workload_ci=tuple((round(w.ci_low, 4), round(w.ci_high, 4)) for w in winner.workloads),
+        p_values=tuple(float(f"{w.p_value:.3g}") for w in winner.workloads),
+        contributions=tuple(
+            {"flags": list(c.flags), "speedup": round(c.speedup, 4), "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
+             "kept": c.kept, "reason": c.reason}
+            for c in contributions if math.isfinite(c.speedup)
+        ),
     )
 
 
@@ -413,7 +412,7 @@ def _progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials:
         f"ETA {_fmt_eta(eta)}  {trial.flagset.describe()}")
 
 
-def _final_table(setup: TuneSetup, result: TuneResult, log: Log) -> None:
+def _final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None:
     spec = setup.spec
     lower = spec.metric.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
@@ -426,15 +425,24 @@ def _final_table(setup: TuneSetup, result: TuneResult, log: Log) -> None:
         speed = f"{math.exp(-loss(t, result.baseline, lower)):.3f}x" if t.valid else t.status.value
         metric = " / ".join(f"{m:.4g}" for m in t.medians()) if t.valid else ""
         log(f"  {t.index:>4}  {speed:>8}  {metric:<28}  {t.flagset.describe()}")
+    if effects:
+        log("  flag effects over all valid trials (least squares on log time; 95% CI):")
+        for e in effects[:6]:
+            log(f"    {e.flag:<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {e.trials_with} trials")
+    if result.contributions:
+        log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
+        for c in result.contributions:
+            log(f"    {' '.join(c.flags):<40} {c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}] "
+                f"{'kept' if c.kept else 'dropped'}: {c.reason}")
     if result.winner is not None:
         w = result.winner
-        per = ", ".join(f"{s:.3f}x" for s in w.speedups)
-        log(f"compileiq: winner (re-measured, interleaved): {w.geomean_speedup:.3f}x ({per}) with "
-            f"{w.flagset.describe()}")
+        per = ", ".join(f"{x.speedup:.3f}x [{x.ci_low:.3f}..{x.ci_high:.3f}]" for x in w.workloads)
+        log(f"compileiq: winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
+            f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}")
         log(f"compileiq: wrote {result.toml_path}")
     else:
-        log("compileiq: no flag set beat the project's own build significantly; no flags written for "
-            f"{spec.target}")
+        log("compileiq: no significant improvement: no flag set beat the project's own build significantly "
+            f"on every workload; no flags written for {spec.target}")
     for note in result.notes:
         log(f"compileiq: {note}")
     sys.stdout.flush()

@@ -1,0 +1,147 @@
+"""Measuring one variant tree: the benchmark command mapped into the tree, every validity check of a run
+(exit status, PASS_REGEX, metric, output comparison with the baseline, VERIFY), warm-up runs, and the GPU
+state around the runs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .bench import run_benchmark, run_verify
+from .cmake_project import VariantTree
+from .gpu import GpuMonitor
+from .numerics import extract_numbers, numerics_changed, read_file_numbers
+from .records import Measurement, Status
+from .spec import TuneSpec
+
+Workload = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BenchCommand:
+    """The benchmark (and VERIFY) command, with paths of the user's build tree mapped into a variant tree."""
+
+    argv: tuple[str, ...]
+    verify: tuple[str, ...]
+    user_build_dir: Path
+
+    def _map(self, arg: str, tree: VariantTree) -> str:
+        prefix = str(self.user_build_dir)
+        if arg == prefix or arg.startswith(prefix + "/"):
+            return str(tree.path) + arg[len(prefix):]
+        return arg
+
+    def for_tree(self, tree: VariantTree, workload: Workload) -> list[str]:
+        return [self._map(a, tree) for a in self.argv] + list(workload)
+
+    def verify_for_tree(self, tree: VariantTree) -> list[str]:
+        return [self._map(a, tree) for a in self.verify]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: Status
+    reason: str
+    value: float | None = None
+    seconds: float = 0.0
+    numbers: tuple[float, ...] = ()
+    printed: str = ""  # the metric as the program printed it (regex metrics)
+    throttled: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+
+@dataclass(frozen=True)
+class TrialMeasurement:
+    status: Status
+    reason: str
+    measurements: tuple[Measurement, ...]
+    seconds: float
+    printed: tuple[str, ...] = ()
+
+
+@dataclass
+class Runner:
+    """Runs the benchmark of one tune. `reference` holds, per workload, the numbers the baseline build
+    printed; runs of other builds must reproduce them within rtol/atol."""
+
+    spec: TuneSpec
+    bench: BenchCommand
+    monitor: GpuMonitor | None = None
+    reference: dict[Workload, tuple[float, ...]] = field(default_factory=dict)
+
+    @property
+    def compares(self) -> bool:
+        return bool(self.spec.compare_output or self.spec.compare_file)
+
+    def run(self, tree: VariantTree, workload: Workload) -> RunResult:
+        spec = self.spec
+        outcome = run_benchmark(self.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex, spec.timeout)
+        where = f" with '{' '.join(workload)}'" if workload else ""
+        if outcome.status is not Status.OK:
+            return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
+                             seconds=outcome.seconds)
+        numbers: tuple[float, ...] = ()
+        if spec.compare_output:
+            numbers = extract_numbers(outcome.output, spec.compare_output)
+        elif spec.compare_file:
+            found = read_file_numbers(tree.path / spec.compare_file)
+            if found is None:
+                return RunResult(Status.NUMERICS_CHANGED, f"the benchmark wrote no {spec.compare_file}{where}",
+                                 seconds=outcome.seconds)
+            numbers = found
+        reference = self.reference.get(workload)
+        if self.compares and reference is not None:
+            changed = numerics_changed(reference, numbers, spec.rtol, spec.atol)
+            if changed:
+                return RunResult(Status.NUMERICS_CHANGED, changed + where, seconds=outcome.seconds)
+        printed = ""
+        if spec.metric.kind == "regex":
+            matches = list(re.finditer(spec.metric.pattern, outcome.output, flags=re.MULTILINE))
+            printed = matches[-1].group(1) if matches else ""
+        state = self.monitor.sample() if self.monitor else None
+        return RunResult(Status.OK, "", outcome.value, outcome.seconds, numbers, printed,
+                         bool(state and state.throttled))
+
+    def measure(self, tree: VariantTree, repeats: int, warmup: int) -> TrialMeasurement:
+        """Every workload: `warmup` discarded runs, then `repeats` measured ones; VERIFY at the end. The
+        first invalid run ends the measurement with its reason."""
+        seconds, measurements, printed = 0.0, [], []
+        for workload in self.spec.workloads:
+            samples, numbers, throttled = [], (), False
+            for i in range(warmup + repeats):
+                res = self.run(tree, workload)
+                seconds += res.seconds
+                if not res.ok:
+                    return TrialMeasurement(res.status, res.reason, (), seconds)
+                if i == 0:
+                    numbers = res.numbers
+                if i >= warmup:
+                    samples.append(res.value)
+                    printed.append(res.printed)
+                    throttled = throttled or res.throttled
+            measurements.append(Measurement(workload, tuple(samples), throttled, numbers))
+        if self.spec.verify:
+            outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout)
+            seconds += outcome.seconds
+            if outcome.status is not Status.OK:
+                return TrialMeasurement(outcome.status, outcome.reason, (), seconds)
+        return TrialMeasurement(Status.OK, "", tuple(measurements), seconds, tuple(printed))
+
+    def extend(self, tree: VariantTree, measurements: tuple[Measurement, ...], repeats: int) -> TrialMeasurement:
+        """More samples for an already valid trial (same build still in the tree)."""
+        seconds, out = 0.0, []
+        for m in measurements:
+            samples, throttled = list(m.samples), m.throttled
+            for _ in range(repeats):
+                res = self.run(tree, m.workload)
+                seconds += res.seconds
+                if not res.ok:
+                    return TrialMeasurement(res.status, res.reason, (), seconds)
+                samples.append(res.value)
+                throttled = throttled or res.throttled
+            out.append(Measurement(m.workload, tuple(samples), throttled, m.numbers))
+        return TrialMeasurement(Status.OK, "", tuple(out), seconds)

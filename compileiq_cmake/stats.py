@@ -1,0 +1,170 @@
+"""Statistics of measurements, without I/O: medians with confidence intervals, the comparison of a
+candidate with the baseline (Welch's t-test on log values, with a minimum effect size), the resolution
+of a printed metric, and a per-flag effects model."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as _st
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+def median_ci(samples: list[float] | tuple[float, ...], confidence: float = 0.95) -> Interval:
+    """Distribution-free interval for the median from order statistics (binomial); the sample range when
+    there are too few samples for the requested confidence."""
+    xs = sorted(samples)
+    n = len(xs)
+    if n < 2:
+        return Interval(xs[0], xs[0]) if xs else Interval(math.nan, math.nan)
+    tail = (1 - confidence) / 2
+    j = 0  # the largest j with P(Bin(n, 1/2) <= j - 1) <= tail: x_(j) (1-based) is the lower bound
+    while j < n and _st.binom.cdf(j, n, 0.5) <= tail:
+        j += 1
+    if j == 0:
+        return Interval(xs[0], xs[-1])
+    return Interval(xs[j - 1], xs[n - j])
+
+
+def relative_spread(samples: list[float] | tuple[float, ...]) -> float:
+    """Robust relative noise: 1.4826 * MAD / median (the standard deviation for normal data)."""
+    med = float(np.median(samples))
+    if med == 0:
+        return math.inf
+    mad = float(np.median(np.abs(np.asarray(samples) - med)))
+    return 1.4826 * mad / abs(med)
+
+
+def resolution(samples: list[float] | tuple[float, ...]) -> float:
+    """The smallest step between distinct printed values, relative to the median (0 when all equal and
+    the printed precision is unknown: see :func:`printed_resolution`)."""
+    distinct = sorted(set(samples))
+    med = float(np.median(samples))
+    if len(distinct) < 2 or med == 0:
+        return 0.0
+    return min(b - a for a, b in zip(distinct, distinct[1:])) / abs(med)
+
+
+def printed_resolution(text: str) -> float | None:
+    """Relative resolution implied by how a number was printed: '0.00002' -> 1e-5 / 2e-5 = 0.5."""
+    text = text.strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    if value == 0:
+        return None
+    mantissa = text.lower().split("e")[0]
+    exponent = int(text.lower().split("e")[1]) if "e" in text.lower() else 0
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return 10.0 ** (exponent - decimals) / abs(value)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate vs baseline on one workload. speedup > 1: the candidate is better."""
+
+    speedup: float
+    ci: Interval
+    p_value: float  # two-sided Welch test on log values
+    n_baseline: int
+    n_candidate: int
+
+    def faster(self, min_effect: float) -> bool:
+        """Significantly better and by at least min_effect."""
+        return self.p_value < ALPHA and self.ci.low > 1.0 and self.speedup >= 1.0 + min_effect
+
+    def slower(self) -> bool:
+        """Significantly worse (any size)."""
+        return self.p_value < ALPHA and self.ci.high < 1.0
+
+    def decided(self, min_effect: float) -> bool:
+        """True when more samples would not change the verdict at the min_effect boundary."""
+        return self.ci.low > 1.0 + min_effect / 2 or self.ci.high < 1.0 + min_effect
+
+
+def compare(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95) -> Comparison:
+    """Welch's t-test and interval on log values: speedup = exp(mean log base - mean log cand)."""
+    lb = np.log(np.asarray(baseline, dtype=float))
+    lc = np.log(np.asarray(candidate, dtype=float))
+    diff = float(lb.mean() - lc.mean())
+    if not lower_is_better:
+        diff = -diff
+    vb = lb.var(ddof=1) / len(lb) if len(lb) > 1 else 0.0
+    vc = lc.var(ddof=1) / len(lc) if len(lc) > 1 else 0.0
+    se = math.sqrt(vb + vc)
+    if se == 0.0:
+        # Identical samples on both sides (a quantized metric): no noise to test against.
+        p = 1.0 if diff == 0 else 0.0
+        return Comparison(math.exp(diff), Interval(math.exp(diff), math.exp(diff)), p, len(lb), len(lc))
+    dof = (vb + vc) ** 2 / (
+        (vb**2 / (len(lb) - 1) if len(lb) > 1 else 0.0) + (vc**2 / (len(lc) - 1) if len(lc) > 1 else 0.0)
+    )
+    t = diff / se
+    p = float(2 * _st.t.sf(abs(t), dof))
+    q = float(_st.t.ppf(0.5 + confidence / 2, dof))
+    return Comparison(math.exp(diff), Interval(math.exp(diff - q * se), math.exp(diff + q * se)), p, len(lb), len(lc))
+
+
+def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:
+    """Geometric mean speedup over workloads with an interval from the per-workload intervals
+    (log half-widths combined as independent errors)."""
+    logs = [math.log(c.speedup) for c in comparisons]
+    half = [(math.log(c.ci.high) - math.log(c.ci.low)) / 2 for c in comparisons]
+    mean = sum(logs) / len(logs)
+    width = math.sqrt(sum(h * h for h in half)) / len(half)
+    return math.exp(mean), Interval(math.exp(mean - width), math.exp(mean + width))
+
+
+def coarse_metric_warning(samples, printed: list[str], min_effect: float) -> str | None:
+    """A message when the metric is printed too coarsely to resolve effects of min_effect."""
+    steps = [r for r in (printed_resolution(p) for p in printed) if r]
+    step = max(steps) if steps else resolution(samples)
+    if step and step > min_effect / 2 and len(set(samples)) <= max(2, len(samples) // 3):
+        return (f"the metric is printed with a resolution of {100 * step:.2g}% of its value, too coarse to see "
+                f"the {100 * min_effect:.2g}% differences being sought; print more digits (e.g. %.6e) or "
+                "point --metric at a finer line")
+    return None
+
+
+@dataclass(frozen=True)
+class FlagEffect:
+    flag: str
+    speedup: float  # multiplicative effect of adding the flag (> 1 faster)
+    ci: Interval
+    trials_with: int
+
+
+def flag_effects(rows: list[tuple[tuple[str, ...], float]], confidence: float = 0.95) -> list[FlagEffect]:
+    """Main effects of each flag on the log-ratio loss (negative = faster) by least squares over all
+    valid trials: loss = b0 + sum_f b_f [f present]. Flags present in every or no trial are skipped."""
+    flags = sorted({f for fs, _ in rows for f in fs})
+    flags = [f for f in flags if 0 < sum(f in fs for fs, _ in rows) < len(rows)]
+    if not flags or len(rows) <= len(flags) + 1:
+        return []
+    X = np.array([[1.0] + [1.0 if f in fs else 0.0 for f in flags] for fs, _ in rows])
+    y = np.array([loss for _, loss in rows])
+    beta, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ beta
+    dof = len(rows) - X.shape[1]
+    sigma2 = float(resid @ resid) / dof
+    cov = sigma2 * np.linalg.pinv(X.T @ X)
+    q = float(_st.t.ppf(0.5 + confidence / 2, dof))
+    out = []
+    for i, f in enumerate(flags, start=1):
+        se = math.sqrt(max(cov[i, i], 0.0))
+        out.append(FlagEffect(f, math.exp(-beta[i]), Interval(math.exp(-beta[i] - q * se), math.exp(-beta[i] + q * se)),
+                              sum(f in fs for fs, _ in rows)))
+    return sorted(out, key=lambda e: -abs(math.log(e.speedup)))
