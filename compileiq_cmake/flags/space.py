@@ -14,6 +14,8 @@ from ..records import FlagSet
 _DATA_DIR = Path(__file__).resolve().parent
 _SAFE_TOKEN = re.compile(r"^--?[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
 UNSAFE_GROUP = "unsafe_numerics"
+EXPERIMENTAL_GROUP = "experimental"
+GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP)
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,8 @@ class Dimension:
     help: str
     values: tuple[tuple[str, ...], ...]  # values[0] == () : the project's own flags
     unsafe_numerics: bool = False
+    experimental: bool = False
+    archs: tuple[int, ...] = ()  # sm numbers it applies to; () = every architecture
 
     def labels(self) -> list[str]:
         return ["default"] + [" ".join(v) for v in self.values[1:]]
@@ -61,6 +65,7 @@ class FlagSpace:
                     for tok in value:
                         remaining.remove(tok)
                     break
+        remaining = [tok for tok in remaining if tok not in rule_tokens(self.family)]  # added by canonical_flags
         if remaining:
             raise CompileIQError(f"flags {remaining} are not part of the {self.family} flag space")
         return self.flagset(choice)
@@ -95,26 +100,37 @@ def load_space(
     compiler_version: str,
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
+    arch: str = "",
 ) -> FlagSpace:
-    """The family's space for this compiler; `include` keeps only the named dimensions, `exclude` drops
-    named dimensions (or every unsafe-numerics one with the name ``unsafe_numerics``)."""
+    """The family's space for this compiler (and CUDA architecture, e.g. ``"90"``, when given).
+
+    `include` keeps only the named dimensions (``unsafe_numerics`` names that group); experimental
+    dimensions are left out unless named or included with the group name ``experimental`` (alone it adds
+    them to the default set). `exclude` drops named dimensions or a whole group."""
     data = _read_family(family)
     names = {d["name"] for d in data["dimension"]}
     for name in (*include, *exclude):
-        if name not in names and name != UNSAFE_GROUP:
+        if name not in names and name not in GROUPS:
             raise CompileIQError(
-                f"unknown flag dimension '{name}' for {family}; known: {', '.join(sorted(names))}, {UNSAFE_GROUP}"
+                f"unknown flag dimension '{name}' for {family}; known: {', '.join(sorted(names))}, {', '.join(GROUPS)}"
             )
     version = _version_tuple(compiler_version)
+    selective = tuple(n for n in include if n != EXPERIMENTAL_GROUP)
     kept: list[Dimension] = []
     dropped: list[str] = []
     for d in data["dimension"]:
         name = d["name"]
         unsafe = bool(d.get("unsafe_numerics", False))
-        if include and name not in include and not (UNSAFE_GROUP in include and unsafe):
+        experimental = bool(d.get("experimental", False))
+        archs = tuple(int(a) for a in d.get("archs", ()))
+        if selective and name not in selective and not (UNSAFE_GROUP in selective and unsafe) \
+                and not (experimental and EXPERIMENTAL_GROUP in include):
             dropped.append(f"{name}: not in the include list")
             continue
-        if name in exclude or (unsafe and UNSAFE_GROUP in exclude):
+        if experimental and name not in include and EXPERIMENTAL_GROUP not in include:
+            dropped.append(f"{name}: experimental (include it by name or with '{EXPERIMENTAL_GROUP}')")
+            continue
+        if name in exclude or (unsafe and UNSAFE_GROUP in exclude) or (experimental and EXPERIMENTAL_GROUP in exclude):
             dropped.append(f"{name}: excluded")
             continue
         if compiler_id not in d.get("compilers", data["compilers"]):
@@ -123,10 +139,17 @@ def load_space(
         if "min_version" in d and version < _version_tuple(d["min_version"]):
             dropped.append(f"{name}: needs {compiler_id} >= {d['min_version']}")
             continue
+        if "max_version" in d and version[:len(_version_tuple(d["max_version"]))] > _version_tuple(d["max_version"]):
+            dropped.append(f"{name}: needs {compiler_id} <= {d['max_version']}")
+            continue
+        if arch and archs and int(re.sub(r"\D", "", arch) or 0) not in archs:
+            dropped.append(f"{name}: does not apply to sm_{arch}")
+            continue
         values = tuple(tuple(v) for v in d["values"])
         if values[0] != ():
             raise ValueError(f"{family}.toml: dimension {name} must start with the empty default")
-        kept.append(Dimension(name=name, help=d.get("help", ""), values=values, unsafe_numerics=unsafe))
+        kept.append(Dimension(name=name, help=d.get("help", ""), values=values, unsafe_numerics=unsafe,
+                              experimental=experimental, archs=archs))
     if not kept:
         raise CompileIQError("the flag space is empty after --include-flags/--exclude-flags; allow more flags")
     return FlagSpace(family=family, dimensions=tuple(kept), dropped=tuple(dropped))
@@ -134,7 +157,12 @@ def load_space(
 
 def known_tokens(family: str) -> frozenset[str]:
     data = _read_family(family)
-    return frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v)
+    return frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v) | rule_tokens(family)
+
+
+def rule_tokens(family: str) -> frozenset[str]:
+    """Tokens that only interaction rules add (catalogue.canonical_flags), never a dimension."""
+    return frozenset(tok for r in _read_family(family).get("rule", ()) for tok in r.get("tokens", ()))
 
 
 def validate_flags(family: str, flags: list) -> tuple[str, ...]:

@@ -1,0 +1,138 @@
+"""Interaction rules of the nvcc catalogue (data in ``nvcc.toml``, ``[[rule]]``) and the adaptation of a
+flag space to the project's own effective flags and to user-given Advanced Control Files (ACF)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import CompileIQError
+from .space import Dimension, FlagSpace, _read_family, _version_tuple
+
+ACF_MIN_VERSION = "13.3"
+ACF_DIMENSION = "apply_controls"
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str  # "drop" or "repair"
+    when: tuple[str, ...]
+    drop: tuple[str, ...] = ()
+    add: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def rules(family: str = "nvcc") -> tuple[Rule, ...]:
+    out = []
+    for r in _read_family(family).get("rule", ()):
+        if r["kind"] not in ("drop", "repair"):
+            raise ValueError(f"{family}.toml: unknown rule kind {r['kind']!r}")
+        out.append(Rule(kind=r["kind"], when=tuple(r["when"]), drop=tuple(r.get("drop", ())),
+                        add=tuple(r.get("add", ())), reason=r.get("reason", "")))
+    return tuple(out)
+
+
+def canonical_flags(flags: tuple[str, ...] | list[str], family: str = "nvcc") -> tuple[str, ...]:
+    """The flags as they must reach nvcc, and the identity of the point for the search cache: duplicates
+    removed (first kept), redundant or fatal tokens dropped (``--ftz=true`` etc. under ``--use_fast_math``,
+    ptxas ``-O`` under ``--Ofast-compile``), repair tokens appended (``--restrict`` after
+    ``--extra-device-vectorization``). Two flag sets with the same result build the same code."""
+    out = list(dict.fromkeys(flags))
+    for rule in rules(family):
+        if rule.kind == "drop" and any(t in out for t in rule.when):
+            out = [t for t in out if t not in rule.drop]
+        elif rule.kind == "repair" and all(t in out for t in rule.when):
+            out.extend(t for t in rule.add if t not in out)
+    return tuple(out)
+
+
+def split_command(command: str | list[str]) -> list[str]:
+    return list(command) if isinstance(command, list) else shlex.split(command)
+
+
+def _has(flags: list[str], *patterns: str) -> str | None:
+    for tok in flags:
+        for pat in patterns:
+            if re.fullmatch(pat, tok):
+                return tok
+    return None
+
+
+def _drop_dims(space: FlagSpace, names: set[str], reason: str) -> tuple[FlagSpace, list[str]]:
+    gone = [d.name for d in space.dimensions if d.name in names]
+    if not gone:
+        return space, []
+    kept = tuple(d for d in space.dimensions if d.name not in names)
+    notes = [f"{n}: {reason}" for n in gone]
+    return replace(space, dimensions=kept, dropped=space.dropped + tuple(notes)), notes
+
+
+def _ptxas_pairs(flags: list[str]) -> list[str]:
+    """ptxas options of a command line: -Xptxas=a,b / -Xptxas a / --ptxas-options=a."""
+    out: list[str] = []
+    for i, tok in enumerate(flags):
+        m = re.fullmatch(r"(?:-Xptxas|--ptxas-options)[= ](.*)", tok)
+        if m:
+            out.extend(m.group(1).split(","))
+        elif tok in ("-Xptxas", "--ptxas-options") and i + 1 < len(flags):
+            out.extend(flags[i + 1].split(","))
+    return out
+
+
+def adapt_to_project(space: FlagSpace, project_flags: list[str]) -> tuple[FlagSpace, list[str]]:
+    """Tune around the project's own effective nvcc flags instead of adding contradictions."""
+    notes: list[str] = []
+    flags = list(project_flags)
+    ptxas = _ptxas_pairs(flags)
+    fast = _has(flags, r"--?use_fast_math")
+    if fast:
+        space, n = _drop_dims(space, {"use_fast_math", "ftz", "prec_div", "prec_sqrt"},
+                              f"the project already builds with {fast}")
+        notes += n
+    debug = _has(flags, r"-G", r"--device-debug")
+    if debug:
+        space, n = _drop_dims(space, {"ptxas_opt_level", "ofast_compile"},
+                              f"the project builds with {debug} (ptxas: optimized debugging is fatal)")
+        notes += n
+    ofc = _has(flags, r"--?Ofast-compile=.*", r"-Ofc=.*")
+    level = _has(ptxas, r"-O\d", r"--opt-level=?\d")
+    if ofc or level:
+        names = {"ofast_compile", "ptxas_opt_level"} if ofc else {"ofast_compile"}
+        space, n = _drop_dims(space, names, f"the project sets {ofc or '-Xptxas ' + str(level)} (with --Ofast-compile fatal in ptxas)")
+        notes += n
+    dlto = _has(flags, r"-dlto", r"--dlink-time-opt", r"(-gencode|--generate-code)=?.*code=.*lto_\d+.*")
+    if dlto:
+        ptxas_dims = {d.name for d in space.dimensions if all(t.startswith("-Xptxas=") for v in d.values[1:] for t in v)}
+        space, n = _drop_dims(space, ptxas_dims, f"the project builds with {dlto}: compile-step -Xptxas options are dropped")
+        notes += n
+        if any(d.name in ("use_fast_math", "ftz") for d in space.dimensions):
+            notes.append("-dlto: fast-math's FTZ is lost at the device link unless it gets -Xnvlink --Xnvvm=-ftz=1")
+    maxreg = _has(flags, r"--?maxrregcount[= ]?\d*") or _has(ptxas, r"--?maxrregcount[= ]?.*")
+    if maxreg and any(d.name == "maxrregcount" for d in space.dimensions):
+        notes.append(f"maxrregcount: the project sets {maxreg}; a tuned -maxrregcount overrides it")
+    rdc = _has(flags, r"(-rdc|--relocatable-device-code)[= ]?true", r"-dc", r"--device-c")
+    if rdc:
+        notes.append(f"the project builds relocatable device code ({rdc}); kernels are tuned as separately compiled")
+    return space, notes
+
+
+def add_acf_dimension(space: FlagSpace, acf_files: list[Path], nvcc_version: str) -> tuple[FlagSpace, list[str]]:
+    """User-given Advanced Control Files become the categorical dimension ``apply_controls`` (nvcc >= 13.3);
+    an older nvcc drops them with a note."""
+    if not acf_files:
+        return space, []
+    if _version_tuple(nvcc_version) < _version_tuple(ACF_MIN_VERSION):
+        note = f"{ACF_DIMENSION}: needs nvcc >= {ACF_MIN_VERSION} (this is {nvcc_version}); {len(acf_files)} ACF file(s) ignored"
+        return replace(space, dropped=space.dropped + (note,)), [note]
+    values: list[tuple[str, ...]] = [()]
+    for f in acf_files:
+        path = Path(f).resolve()
+        if not path.is_file():
+            raise CompileIQError(f"advanced control file {f} does not exist")
+        if any(c.isspace() for c in str(path)):
+            raise CompileIQError(f"advanced control file path {path} contains white space; move or rename it")
+        values.append((f"--apply-controls={path}",))
+    dim = Dimension(name=ACF_DIMENSION, help="NVIDIA Advanced Control Files (--apply-controls)", values=tuple(values))
+    return replace(space, dimensions=space.dimensions + (dim,)), []

@@ -1,0 +1,153 @@
+"""Probe a flag space against the installed nvcc: one tiny compile to cubin per flag value (in parallel);
+a value that nvcc rejects, or that a tool warns it ignores, is dropped with a note. Results are cached in a
+JSON file keyed by the nvcc path and version."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..errors import CompileIQError
+from .space import FlagSpace
+
+PROBE_KERNEL = r"""
+__device__ __noinline__ float probe_helper(float x) { return x > 0.f ? sqrtf(x) : -x; }
+__global__ void probe_kernel(const float* a, const float* b, float* c, int n, int mode) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc = 0.f;
+  for (int k = 0; k < n; ++k) acc += a[(i + k) % n] / (b[k] + 1.f);
+  switch (mode) {
+    case 0: acc = probe_helper(acc); break;
+    case 1: acc *= 2.f; break;
+    case 2: acc = sqrtf(acc); break;
+    default: acc -= 1.f;
+  }
+  if (i < n) c[i] = acc;
+}
+"""
+_IGNORED = re.compile(r"(?i)unknown|unrecogni[sz]ed|ignor|not supported|invalid|out of valid range|did you mean|conflicting")
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    ok: bool
+    message: str = ""  # the first telling stderr line when not ok
+
+
+def nvcc_version(nvcc_path: str) -> str:
+    """"13.0.88" from `nvcc --version`."""
+    try:
+        out = subprocess.run([nvcc_path, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
+    except OSError as exc:
+        raise CompileIQError(f"cannot run nvcc at {nvcc_path}: {exc}") from None
+    m = re.search(r"V(\d+\.\d+\.\d+)", out) or re.search(r"release (\d+\.\d+)", out)
+    if not m:
+        raise CompileIQError(f"{nvcc_path} --version printed no CUDA version; is it nvcc?")
+    return m.group(1)
+
+
+def _compile(nvcc: str, arch: str, source: Path, out: Path, tokens: tuple[str, ...]) -> tuple[int, list[str]]:
+    cmd = [nvcc, f"-arch=sm_{arch}", "-cubin", "-o", str(out), str(source), *tokens]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    except subprocess.TimeoutExpired:
+        return 124, ["probe compile timed out"]
+    lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+    return proc.returncode, lines
+
+
+def _outcome(rc: int, lines: list[str], baseline_lines: set[str]) -> ProbeOutcome:
+    new = [ln for ln in lines if ln not in baseline_lines]
+    if rc != 0:
+        telling = next((ln for ln in new if re.search(r"(?i)fatal|error", ln)), new[0] if new else f"exit status {rc}")
+        return ProbeOutcome(ok=False, message=telling[:300])
+    ignored = next((ln for ln in new if _IGNORED.search(ln)), None)
+    if ignored:
+        return ProbeOutcome(ok=False, message=ignored[:300])
+    return ProbeOutcome(ok=True)
+
+
+def _load_cache(path: Path | None, key: str) -> dict[str, dict]:
+    if path is None or not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data.get("results", {}) if data.get("key") == key else {}
+
+
+def _store_cache(path: Path | None, key: str, nvcc: str, version: str, results: dict[str, dict]) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"key": key, "nvcc": nvcc, "version": version, "results": results}, indent=1, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def probe_values(
+    values: list[tuple[str, ...]], nvcc_path: str, arch: str, cache_path: Path | None = None, jobs: int | None = None,
+) -> dict[tuple[str, ...], ProbeOutcome]:
+    """ProbeOutcome per flag value (tuple of tokens), compiled against the probe kernel for sm_<arch>."""
+    nvcc = str(Path(nvcc_path).resolve())
+    version = nvcc_version(nvcc)
+    key = f"{nvcc}|{version}"
+    cached = _load_cache(cache_path, key)
+    out: dict[tuple[str, ...], ProbeOutcome] = {}
+    todo: list[tuple[str, ...]] = []
+    for v in dict.fromkeys(values):
+        entry = cached.get(f"sm_{arch}|" + " ".join(v))
+        if entry is not None:
+            out[v] = ProbeOutcome(ok=bool(entry["ok"]), message=str(entry.get("message", "")))
+        else:
+            todo.append(v)
+    if todo:
+        with tempfile.TemporaryDirectory(prefix="compileiq-probe-") as tmp:
+            src = Path(tmp) / "probe.cu"
+            src.write_text(PROBE_KERNEL)
+            rc, base_lines = _compile(nvcc, arch, src, Path(tmp) / "base.cubin", ())
+            if rc != 0:
+                raise CompileIQError(f"nvcc cannot compile a probe kernel for sm_{arch}: {base_lines[0] if base_lines else rc}")
+            with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+                runs = list(pool.map(lambda iv: _compile(nvcc, arch, src, Path(tmp) / f"v{iv[0]}.cubin", iv[1]), enumerate(todo)))
+        for v, (rc, lines) in zip(todo, runs):
+            out[v] = _outcome(rc, lines, set(base_lines))
+            cached[f"sm_{arch}|" + " ".join(v)] = {"ok": out[v].ok, "message": out[v].message}
+        _store_cache(cache_path, key, nvcc, version, cached)
+    return out
+
+
+def probe_space(
+    space: FlagSpace, nvcc_path: str, arch: str, cache_path: Path | None = None, jobs: int | None = None,
+) -> tuple[FlagSpace, list[str]]:
+    """The space without the values the installed nvcc rejects or ignores (dimensions left with no value
+    removed), and one note per dropped value: "dropped <flag>: <first stderr line>"."""
+    values = [v for d in space.dimensions for v in d.values[1:]]
+    outcomes = probe_values(values, nvcc_path, arch, cache_path, jobs)
+    notes: list[str] = []
+    dims = []
+    dropped = list(space.dropped)
+    for d in space.dimensions:
+        kept = [()] + [v for v in d.values[1:] if outcomes[v].ok]
+        for v in d.values[1:]:
+            if not outcomes[v].ok:
+                notes.append(f"dropped {' '.join(v)}: {outcomes[v].message}")
+        if len(kept) > 1:
+            dims.append(replace(d, values=tuple(kept)))
+        else:
+            dropped.append(f"{d.name}: the installed nvcc accepts none of its values")
+    return replace(space, dimensions=tuple(dims), dropped=tuple(dropped + notes)), notes
+
+
+def default_cache_path(build_dir: Path, nvcc_path: str) -> Path:
+    import hashlib
+
+    digest = hashlib.sha256(str(Path(nvcc_path).resolve()).encode()).hexdigest()[:12]
+    return build_dir / "compileiq" / f"probe-{digest}.json"
