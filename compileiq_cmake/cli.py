@@ -239,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as exc:
+        if (exc.name or "").startswith("compileiq_cmake"):
+            raise
         print(f"{PROG}: error: {sys.executable} lacks the package '{exc.name}' that compileiq_cmake needs; "
               "install compileiq-cmake into this Python (pip install compileiq-cmake) or set COMPILEIQ_PYTHON",
               file=sys.stderr)

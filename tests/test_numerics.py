@@ -1,0 +1,21 @@
+import math
+
+from compileiq_cmake.numerics import extract_numbers, numerics_changed
+
+
+def test_extract_numbers_from_matching_lines_and_groups():
+    text = "time_ms=3.5\nchecksum=1.572883500e+06 err -2e-3\nresult: nan inf\n"
+    assert extract_numbers(text, r"^checksum") == (1.5728835e6, -2e-3)
+    assert extract_numbers(text, r"checksum=(\S+)") == (1.5728835e6,)
+    nums = extract_numbers(text, r"^result")
+    assert math.isnan(nums[0]) and nums[1] == math.inf
+
+
+def test_numerics_changed_tolerances_and_messages():
+    assert numerics_changed((1.0, 2.0), (1.0, 2.0), 0.0, 0.0) is None
+    assert numerics_changed((1.0, 2.0), (1.0000001, 2.0), 1e-6, 0.0) is None
+    msg = numerics_changed((100.0,), (103.0,), 1e-4, 0.0)
+    assert msg.startswith("numerics changed: max rel err 3.0e-02 > 1e-04")
+    assert numerics_changed((0.0,), (1e-12,), 0.0, 1e-9) is None
+    assert "2 numbers in the output" in numerics_changed((1.0,), (1.0, 2.0), 1e-3, 0.0)
+    assert "nan" in numerics_changed((1.0,), (math.nan,), 1e-3, 0.0)

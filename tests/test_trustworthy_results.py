@@ -1,0 +1,60 @@
+"""Results you can trust, end to end on host programs: an A/A tune finds nothing, and a flag that changes
+the printed results beyond the tolerance is never chosen (while a loose tolerance allows it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from compileiq_cmake.result_file import read_entries
+from conftest import configure, run_cli
+
+PROJECTS = Path(__file__).parent / "projects"
+METRIC = "time_ms=([0-9.eE+-]+)"
+
+
+def _project(tmp_path, name):
+    src = tmp_path / name
+    shutil.copytree(PROJECTS / name, src)
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    return src, build
+
+
+def test_a_a_tune_of_a_sleeping_program_reports_no_improvement_and_writes_nothing(tmp_path):
+    src, build = _project(tmp_path, "sleeper")
+    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "sleeper", "--bench", "sleeper",
+                   "--metric", METRIC, "--pass-regex", "PASS", "--budget", "6", "--seed", "1")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert "no significant improvement" in proc.stdout
+    assert not (src / "compileiq.toml").exists()
+
+
+def _tune_reassoc(src, build, rtol, output):
+    return run_cli("tune", "-S", str(src), "-B", str(build), "--target", "reassoc", "--bench", "reassoc 262144",
+                   "--metric", METRIC, "--compare-output", "^checksum=", "--rtol", rtol,
+                   "--include-flags", "fast_math,march_native", "--budget", "4", "--output", str(output))
+
+
+def test_fast_math_that_changes_printed_results_beyond_the_tolerance_is_never_chosen(tmp_path):
+    src, build = _project(tmp_path, "reassoc")
+    out = tmp_path / "strict.toml"
+    proc = _tune_reassoc(src, build, "1e-7", out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
+    fast = [t for t in trials if "-ffast-math" in t["flags"]]
+    assert fast and all(t["status"] == "numerics_changed" and "max rel err" in t["reason"] for t in fast)
+    if out.exists():
+        assert all("-ffast-math" not in e.flags for e in read_entries(out))
+
+
+def test_a_loose_tolerance_lets_the_faster_fast_math_build_win(tmp_path):
+    src, build = _project(tmp_path, "reassoc")
+    out = tmp_path / "loose.toml"
+    proc = _tune_reassoc(src, build, "1e-3", out)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    (entry,) = read_entries(out)
+    assert "-ffast-math" in entry.flags and entry.speedup > 1.5
+    assert entry.speedup_ci[0] > 1.0 and len(entry.workload_ci) == 1
+    assert any(c["kept"] and c["flags"] == ["-ffast-math"] for c in entry.contributions)
