@@ -2,7 +2,8 @@
 project: interleaved runs (ABAB...) per workload, medians and spreads, as JSON on stdout.
 
 Usage: python3 benchmarks/remeasure_release.py <example work dir> <example name> [rounds]
-The work dir holds rel-plain/ and rel-tuned/ trees; the workloads are those of the example's compileiq_tune.
+The work dir holds rel-plain/ and rel-tuned/ trees; the workloads are those of the example's compileiq_tune. Speedups are exp(mean log plain - mean log tuned)
+with a 95% Welch interval, as the tool reports them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from compileiq_cmake.stats import compare
 
 PROGRAMS = {  # example -> (executable in the tree, base args, workloads) as in its CMakeLists.txt
     "cuda_nbody": ("nbody", ["--n", "32768"], [["--n", "16384"], ["--n", "32768"]]),
@@ -42,10 +45,11 @@ def main() -> None:
             for exe, sink in ((plain, a), (tuned, b)) if r % 2 == 0 else ((tuned, b), (plain, a)):
                 sink.append(run(exe, args))
         ma, mb = statistics.median(a), statistics.median(b)
+        cmp = compare(a, b, lower_is_better=True)
         result["workloads"].append({
             "args": " ".join(w), "plain": a, "tuned": b, "plain_median": ma, "tuned_median": mb,
             "plain_spread": (max(a) - min(a)) / ma, "tuned_spread": (max(b) - min(b)) / mb,
-            "speedup": ma / mb,
+            "speedup": cmp.speedup, "ci": [cmp.ci.low, cmp.ci.high], "p_value": cmp.p_value,
         })
     print(json.dumps(result, indent=1))
 
