@@ -74,6 +74,8 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
     p.add_argument("--min-gain", type=float, default=0.01, help="smallest re-measured speedup that counts (default 0.01 = 1%%)")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
+    p.add_argument("--no-screen", dest="screen", action="store_false",
+                   help="CUDA: search the whole space, without dropping values that change no device code")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,7 +140,7 @@ def _spec_from_args(args: argparse.Namespace):
         seed=args.seed, workers=args.workers or _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
         cuda_arch=args.cuda_arch, compare_output=args.compare_output, compare_file=args.compare_file,
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
-        max_rounds=max(args.max_rounds, 5),
+        max_rounds=max(args.max_rounds, 5), screen=args.screen,
     )
 
 

@@ -65,6 +65,7 @@ class BuildResult:
     seconds: float
     log_tail: str = ""
     compile_command: str = ""
+    fingerprint: str = ""  # device-code digest of the tuned target (CUDA targets)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class Trial:
     bench_seconds: float = 0.0
     wall_seconds: float = 0.0
     compile_command: str = ""
+    fingerprint: str = ""  # digest of the tuned target's normalized SASS (CUDA), "" when not taken
+    same_code_as: int | None = None  # index of the trial whose device code (and measurement) this shares
 
     @property
     def valid(self) -> bool:
@@ -97,7 +100,8 @@ class Trial:
                 {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled}
                 for m in self.measurements
             ],
-            "compile_command": self.compile_command,
+            "compile_command": self.compile_command, "fingerprint": self.fingerprint,
+            "same_code_as": self.same_code_as,
         }
 
 

@@ -67,6 +67,7 @@ class TuneSpec:
     max_repeats: int = 9  # search phase: promising trials are measured up to this many runs per workload
     min_rounds: int = 5  # validation: interleaved rounds at least ...
     max_rounds: int = 15  # ... and at most
+    screen: bool = True  # CUDA: drop flag values that change no device code before the search
 
     @property
     def checks_outputs(self) -> bool:

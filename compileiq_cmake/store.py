@@ -26,6 +26,8 @@ CREATE TABLE IF NOT EXISTS trials (
     bench_seconds REAL NOT NULL,
     wall_seconds REAL NOT NULL,
     compile_command TEXT NOT NULL,
+    fingerprint TEXT NOT NULL DEFAULT '',
+    same_code_as INTEGER,
     PRIMARY KEY (spec, key)
 );
 CREATE TABLE IF NOT EXISTS results (
@@ -75,6 +77,10 @@ class TrialStore:
         self.spec = spec_identity
         self._db = sqlite3.connect(path)
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
+        if "fingerprint" not in columns:  # a store written by compileiq_cmake 0.1.0 before fingerprints
+            self._db.execute("ALTER TABLE trials ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
+            self._db.execute("ALTER TABLE trials ADD COLUMN same_code_as INTEGER")
         self._db.commit()
 
     def close(self) -> None:
@@ -88,10 +94,10 @@ class TrialStore:
         """Every stored trial, grouped by tune (spec identity)."""
         rows = self._db.execute(
             "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
-            "wall_seconds, compile_command FROM trials ORDER BY spec, idx",
+            "wall_seconds, compile_command, fingerprint, same_code_as FROM trials ORDER BY spec, idx",
         ).fetchall()
         groups: dict[str, list[Trial]] = {}
-        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd in rows:
+        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same in rows:
             flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
             measurements = tuple(
                 Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"]),
@@ -99,7 +105,7 @@ class TrialStore:
                 for m in json.loads(meas)
             )
             groups.setdefault(spec, []).append(
-                Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd)
+                Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd, fp, same)
             )
         return groups
 
@@ -118,11 +124,12 @@ class TrialStore:
             for m in trial.measurements
         ])
         self._db.execute(
-            "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.spec, trial.flagset.key, trial.index, json.dumps(trial.flagset.choices),
                 json.dumps(list(trial.flagset.flags)), trial.status.value, trial.reason, meas,
                 trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
+                trial.fingerprint, trial.same_code_as,
             ),
         )
         self._db.commit()

@@ -19,7 +19,11 @@ from . import __version__
 from .cmake_project import VariantSettings, VariantTree
 from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
+from .fingerprint import DeviceFingerprint, fingerprint
 from .flags import FlagSpace, family_for_compiler, load_space
+from .flags.catalogue import adapt_to_project
+from .flags.probe import default_cache_path, probe_space
+from .screening import project_flags, screen
 from .gpu import GpuMonitor, detect_gpu, host_cpu
 from .measure import BenchCommand, Runner
 from .records import BuildResult, Contribution, FlagSet, Status, Trial, TuneResult, Validation
@@ -52,6 +56,7 @@ class TuneSetup:
     build_targets: tuple[str, ...]
     bench: BenchCommand
     monitor: GpuMonitor | None
+    artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -126,6 +131,8 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         log("compileiq: nothing checks the benchmark's results (no PASS_REGEX, VERIFY or output comparison): "
             "flags that change numerics (fast-math family) are not searched")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude)
+    if language == "CUDA":
+        space = _screen_cuda_space(spec, space, first, target, toolchain, arch, settings, log)
     n_trees = max(spec.workers, FINALISTS + 1)
     trees = tuple(VariantTree(state_dir, f"worker-{i}", settings.cmake) for i in range(n_trees))
     for tree in trees:
@@ -143,7 +150,31 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         spec=spec, state_dir=state_dir, trees=trees, target=target, language=language, toolchain=toolchain,
         space=space, cuda_arch=arch, device=device, compute_capability=capability,
         build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
+        artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
+                        if a.is_relative_to(trees[0].path)),
     )
+
+
+def _screen_cuda_space(spec: TuneSpec, space: FlagSpace, tree: VariantTree, target: Target, toolchain: Toolchain,
+                       arch: str, settings: VariantSettings, log: Log) -> FlagSpace:
+    """The CUDA space checked against the installed nvcc, adapted to the project's own flags, and screened:
+    flag values that change none of the target's device code are dropped before any GPU time is spent."""
+    space, notes = probe_space(space, toolchain.path, arch, default_cache_path(spec.build_dir, toolchain.path))
+    for note in notes:
+        log(f"compileiq: {note}")
+    tree.write_flags(spec.target, "CUDA", arch, ())
+    tree.configure(replace(settings, cuda_arch=arch), spec.target, "CUDA")
+    entries = [e for e in tree.compile_commands(target.sources) if str(e.get("file", "")).endswith(".cu")]
+    space, notes = adapt_to_project(space, project_flags(entries))
+    for note in notes:
+        log(f"compileiq: {note}")
+    if not spec.screen or not entries:
+        return space
+    result = screen(space, entries, arch, jobs=os.cpu_count(), cache_dir=spec.build_dir / "compileiq")
+    kept = sum(1 for r in result.rows if r.kept)
+    log(f"compileiq: screening: {kept} of {len(result.rows)} flag values change the device code of {spec.target}; "
+        f"space {result.points_before} -> {result.points_after} points ({result.compiles} compiles, {result.seconds:.1f} s)")
+    return result.space
 
 
 def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult:
@@ -154,7 +185,11 @@ def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult
         return result
     entries = tree.compile_commands(setup.target.sources)
     command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
-    return replace(result, compile_command=command)
+    digest = ""
+    if setup.language == "CUDA" and setup.artifacts:
+        parts = [fingerprint(tree.path / rel, setup.toolchain.path) for rel in setup.artifacts]
+        digest = DeviceFingerprint.combine(parts).digest if any(p.kernels for p in parts) else ""
+    return replace(result, compile_command=command, fingerprint=digest)
 
 
 def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
@@ -165,7 +200,8 @@ def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flag
                      build_seconds=build.seconds, wall_seconds=build.seconds)
     m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup)
     wall = build.seconds + (time.perf_counter() - start)
-    return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command)
+    return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
+                 build.fingerprint)
 
 
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
@@ -279,8 +315,14 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             builds = list(pool.map(lambda pair: _build(setup, *pair), zip(setup.trees, batch)))
         subprocess_seconds = max(b.seconds for b in builds)
         for tree, flagset, build in zip(setup.trees, batch, builds):
-            trial = _trial(runner, setup, tree, len(trials), flagset, build)
-            trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, noise)
+            twin = _same_code(build, trials)
+            if twin is not None:
+                trial = replace(twin, index=len(trials), flagset=flagset, build_seconds=build.seconds, bench_seconds=0.0,
+                                wall_seconds=build.seconds, compile_command=build.compile_command,
+                                same_code_as=twin.index, reason=twin.reason or f"same device code as #{twin.index}")
+            else:
+                trial = _trial(runner, setup, tree, len(trials), flagset, build)
+                trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, noise)
             subprocess_seconds += trial.bench_seconds
             store.save(trial)
             trials[flagset.key] = trial
@@ -294,8 +336,16 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with} for e in effects
     ])
     ranked = sorted((t for t in trials.values() if t.valid and not t.flagset.is_baseline),
-                    key=lambda t: loss(t, baseline, lower))
-    finalists = [t.flagset for t in ranked if loss(t, baseline, lower) < 0][:FINALISTS]
+                    key=lambda t: (loss(t, baseline, lower), len(t.flagset.flags)))
+    finalists: list[FlagSet] = []
+    codes = {baseline.fingerprint} - {""}
+    for t in ranked:  # one flag set per device code (the one with the fewest flags), none with the baseline's code
+        if loss(t, baseline, lower) >= 0 or len(finalists) == FINALISTS:
+            break
+        if t.fingerprint and t.fingerprint in codes:
+            continue
+        codes.add(t.fingerprint)
+        finalists.append(t.flagset)
     winner, contributions = _validate_and_ablate(setup, runner, finalists, log)
     toml_path = None
     if winner is not None:
@@ -303,6 +353,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         toml_path = str(spec.output)
     wall = time.perf_counter() - started
     notes = []
+    shared = sum(1 for t in trials.values() if t.same_code_as is not None)
+    if shared:
+        notes.append(f"{shared} trials built the same device code as an earlier one and were not benchmarked again")
     throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
     if throttled:
         notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "
@@ -315,6 +368,13 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
                         contributions)
     _final_table(setup, result, effects, log)
     return result
+
+
+def _same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
+    """The measured trial whose device code this build reproduces exactly (CUDA targets), if any."""
+    if not build.ok or not build.fingerprint:
+        return None
+    return next((t for t in trials.values() if t.fingerprint == build.fingerprint and t.same_code_as is None), None)
 
 
 def _measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial, baseline: Trial,

@@ -126,6 +126,11 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
         if not builds[0].ok or not builds[1].ok:
             contributions.append(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"))
             continue
+        if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
+            contributions.append(Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"))
+            log(f"compileiq: ablation: {' '.join(flags)}: same device code without it -> dropped")
+            current = without
+            continue
         variants = {"with": trees[0], "without": trees[1]}
 
         def decided(samples) -> bool:
