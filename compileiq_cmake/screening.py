@@ -197,7 +197,7 @@ def screen(
             seen[(dim, fp.digest)] = value
             effects = _deltas(baseline, fp)
             rows.append(ScreenRow(dimension=dim, value=value, kept=True, digest=fp.digest, effects=effects,
-                                  reason=f"changes {len(effects)} of {len(baseline.kernels)} kernel(s)"))
+                                  reason=f"changes the code of {len(effects)} function(s)"))
     kept_values = {(r.dimension, r.value) for r in rows if r.kept}
     dims, dropped = [], list(space.dropped)
     for d in space.dimensions:
