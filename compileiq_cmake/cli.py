@@ -74,6 +74,8 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
     p.add_argument("--min-gain", type=float, default=0.01, help="smallest re-measured speedup that counts (default 0.01 = 1%%)")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
+    p.add_argument("--acf", action="append", default=[], metavar="FILE",
+                   help="an NVIDIA Advanced Control File to try as one more choice (nvcc >= 13.3; repeatable)")
     p.add_argument("--no-screen", dest="screen", action="store_false",
                    help="CUDA: search the whole space, without dropping values that change no device code")
 
@@ -141,6 +143,7 @@ def _spec_from_args(args: argparse.Namespace):
         cuda_arch=args.cuda_arch, compare_output=args.compare_output, compare_file=args.compare_file,
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
+        acf_files=tuple(str(Path(f).resolve()) for f in args.acf),
     )
 
 

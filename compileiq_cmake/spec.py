@@ -68,6 +68,7 @@ class TuneSpec:
     min_rounds: int = 5  # validation: interleaved rounds at least ...
     max_rounds: int = 15  # ... and at most
     screen: bool = True  # CUDA: drop flag values that change no device code before the search
+    acf_files: tuple[str, ...] = ()  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
 
     @property
     def checks_outputs(self) -> bool:

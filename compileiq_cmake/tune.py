@@ -21,8 +21,8 @@ from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .fingerprint import DeviceFingerprint, fingerprint
 from .flags import FlagSpace, family_for_compiler, load_space
-from .flags.catalogue import adapt_to_project
-from .flags.probe import default_cache_path, probe_space
+from .flags.catalogue import adapt_to_project, add_acf_dimension
+from .flags.probe import default_cache_path, nvcc_version, probe_space
 from .screening import project_flags, screen
 from .gpu import GpuMonitor, detect_gpu, host_cpu
 from .measure import BenchCommand, Runner
@@ -130,7 +130,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         exclude = (*exclude, "unsafe_numerics")
         log("compileiq: nothing checks the benchmark's results (no PASS_REGEX, VERIFY or output comparison): "
             "flags that change numerics (fast-math family) are not searched")
-    space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude)
+    space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
     if language == "CUDA":
         space = _screen_cuda_space(spec, space, first, target, toolchain, arch, settings, log)
     n_trees = max(spec.workers, FINALISTS + 1)
@@ -166,7 +166,9 @@ def _screen_cuda_space(spec: TuneSpec, space: FlagSpace, tree: VariantTree, targ
     tree.configure(replace(settings, cuda_arch=arch), spec.target, "CUDA")
     entries = [e for e in tree.compile_commands(target.sources) if str(e.get("file", "")).endswith(".cu")]
     space, notes = adapt_to_project(space, project_flags(entries))
-    for note in notes:
+    acf_space, acf_notes = add_acf_dimension(space, list(spec.acf_files), nvcc_version(toolchain.path))
+    space = acf_space
+    for note in notes + acf_notes:
         log(f"compileiq: {note}")
     if not spec.screen or not entries:
         return space
@@ -331,6 +333,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         overhead += (time.perf_counter() - batch_start) - subprocess_seconds
         loop_trials += len(batch)
 
+    search_seconds = time.perf_counter() - started
+    runs = sum(len(m.samples) + spec.warmup for t in trials.values() if t.same_code_as is None for m in t.measurements)
+    saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in trials.values() if t.same_code_as is not None)
     effects = flag_effects([(t.flagset.flags, loss(t, baseline, lower)) for t in trials.values() if t.valid])
     store.save_result("flag_effects", [
         {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with} for e in effects
@@ -354,8 +359,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     wall = time.perf_counter() - started
     notes = []
     shared = sum(1 for t in trials.values() if t.same_code_as is not None)
-    if shared:
-        notes.append(f"{shared} trials built the same device code as an earlier one and were not benchmarked again")
+    notes.append(f"search phase: {len(trials)} trials in {search_seconds:.1f} s, {runs} benchmark runs"
+                 + (f"; {shared} trials built the same device code as an earlier one and were not benchmarked "
+                    f"(about {saved} runs saved)" if shared else ""))
     throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
     if throttled:
         notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "

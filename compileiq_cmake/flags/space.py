@@ -13,6 +13,7 @@ from ..records import FlagSet
 
 _DATA_DIR = Path(__file__).resolve().parent
 _SAFE_TOKEN = re.compile(r"^--?[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
+_ACF_TOKEN = re.compile(r"^--apply-controls=/[A-Za-z0-9_.+/\-]+$")  # an Advanced Control File (absolute path)
 UNSAFE_GROUP = "unsafe_numerics"
 EXPERIMENTAL_GROUP = "experimental"
 GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP)
@@ -52,6 +53,10 @@ class FlagSpace:
         flags: list[str] = []
         for d, (_, i) in zip(self.dimensions, pairs):
             flags.extend(d.values[i])
+        if self.family == "nvcc":  # interaction rules: redundant tokens dropped, repairs added
+            from .catalogue import canonical_flags
+
+            flags = list(canonical_flags(flags))
         return FlagSet(choices=tuple(p for p in pairs if p[1]), flags=tuple(flags))
 
     def flagset_from_flags(self, flags: list[str]) -> FlagSet:
@@ -170,6 +175,8 @@ def validate_flags(family: str, flags: list) -> tuple[str, ...]:
     such as ``")`` or ``${...}``, a space, an unknown flag) raises CompileIQError naming the flag."""
     tokens = known_tokens(family)
     for flag in flags:
+        if family == "nvcc" and isinstance(flag, str) and _ACF_TOKEN.match(flag) and "/../" not in flag:
+            continue
         if not isinstance(flag, str) or not _SAFE_TOKEN.match(flag):
             raise CompileIQError(f"refusing flag {flag!r}: not a plain compiler flag (possible CMake code injection)")
         if flag not in tokens:
