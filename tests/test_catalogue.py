@@ -73,7 +73,11 @@ def test_canonical_flags_redundant_fatal_and_repair():
     assert validate_flags("nvcc", list(repaired)) == repaired
     space = load_space("nvcc", "NVIDIA", "13.0", include=("experimental", "restrict"))
     fs = space.flagset_from_flags(list(repaired))
-    assert set(fs.flags) == {"--extra-device-vectorization", "--restrict"}
+    assert dict(fs.choices).keys() == {"extra_device_vectorization", "restrict"}
+    assert set(fs.flags) == set(repaired), "a flag set carries its canonical flags (what reaches nvcc and the cache key)"
+    fm = load_space("nvcc", "NVIDIA", "13.0", include=("use_fast_math", "ftz"))
+    fast = fm.flagset({"use_fast_math": 1, "ftz": 1})
+    assert fast.flags == ("--use_fast_math",) and fast.key == fm.flagset({"use_fast_math": 1}).key
     assert canonical_flags(["--restrict"]) == ("--restrict",)
 
 
