@@ -210,7 +210,11 @@ def _trials(build_dir: Path, as_json: bool) -> None:
         for t in trials:
             medians = " / ".join(f"{m:.4g}" for m in t.medians())
             state = medians if t.valid else f"{t.status.value}: {t.reason[:90]}"
-            print(f"  #{t.index:<3} {state:<40} {t.flagset.describe()}")
+            same = f" (same device code as #{t.same_code_as})" if t.same_code_as is not None else ""
+            print(f"  #{t.index:<3} {state:<40} {t.flagset.describe()}{same}")
+            for k in t.kernels:
+                print(f"        {k.name.split(':', 1)[-1][:40]:<40} regs {k.registers}, spills {k.spill_bytes} B, "
+                      f"shared {k.shared_bytes} B, {k.instructions} instructions")
 
 
 def main(argv: list[str] | None = None) -> int:

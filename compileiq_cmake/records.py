@@ -66,6 +66,18 @@ class BuildResult:
     log_tail: str = ""
     compile_command: str = ""
     fingerprint: str = ""  # device-code digest of the tuned target (CUDA targets)
+    kernels: tuple["KernelResources", ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """Per kernel of a CUDA trial's build (cuobjdump -res-usage / -sass)."""
+
+    name: str
+    registers: int
+    spill_bytes: int
+    shared_bytes: int
+    instructions: int
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,7 @@ class Trial:
     compile_command: str = ""
     fingerprint: str = ""  # digest of the tuned target's normalized SASS (CUDA), "" when not taken
     same_code_as: int | None = None  # index of the trial whose device code (and measurement) this shares
+    kernels: tuple[KernelResources, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -101,7 +114,7 @@ class Trial:
                 for m in self.measurements
             ],
             "compile_command": self.compile_command, "fingerprint": self.fingerprint,
-            "same_code_as": self.same_code_as,
+            "same_code_as": self.same_code_as, "kernels": [k.__dict__ for k in self.kernels],
         }
 
 

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from .errors import CompileIQError
-from .records import FlagSet, Measurement, Status, Trial
+from .records import FlagSet, KernelResources, Measurement, Status, Trial
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -28,6 +28,7 @@ CREATE TABLE IF NOT EXISTS trials (
     compile_command TEXT NOT NULL,
     fingerprint TEXT NOT NULL DEFAULT '',
     same_code_as INTEGER,
+    kernels TEXT NOT NULL DEFAULT '[]',
     PRIMARY KEY (spec, key)
 );
 CREATE TABLE IF NOT EXISTS results (
@@ -81,6 +82,8 @@ class TrialStore:
         if "fingerprint" not in columns:  # a store written by compileiq_cmake 0.1.0 before fingerprints
             self._db.execute("ALTER TABLE trials ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
             self._db.execute("ALTER TABLE trials ADD COLUMN same_code_as INTEGER")
+        if "kernels" not in columns:
+            self._db.execute("ALTER TABLE trials ADD COLUMN kernels TEXT NOT NULL DEFAULT '[]'")
         self._db.commit()
 
     def close(self) -> None:
@@ -94,10 +97,10 @@ class TrialStore:
         """Every stored trial, grouped by tune (spec identity)."""
         rows = self._db.execute(
             "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
-            "wall_seconds, compile_command, fingerprint, same_code_as FROM trials ORDER BY spec, idx",
+            "wall_seconds, compile_command, fingerprint, same_code_as, kernels FROM trials ORDER BY spec, idx",
         ).fetchall()
         groups: dict[str, list[Trial]] = {}
-        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same in rows:
+        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern in rows:
             flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
             measurements = tuple(
                 Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"]),
@@ -105,7 +108,8 @@ class TrialStore:
                 for m in json.loads(meas)
             )
             groups.setdefault(spec, []).append(
-                Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd, fp, same)
+                Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd, fp, same,
+                      tuple(KernelResources(**k) for k in json.loads(kern)))
             )
         return groups
 
@@ -124,12 +128,12 @@ class TrialStore:
             for m in trial.measurements
         ])
         self._db.execute(
-            "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.spec, trial.flagset.key, trial.index, json.dumps(trial.flagset.choices),
                 json.dumps(list(trial.flagset.flags)), trial.status.value, trial.reason, meas,
                 trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
-                trial.fingerprint, trial.same_code_as,
+                trial.fingerprint, trial.same_code_as, json.dumps([k.__dict__ for k in trial.kernels]),
             ),
         )
         self._db.commit()

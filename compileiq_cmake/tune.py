@@ -26,7 +26,7 @@ from .flags.probe import default_cache_path, nvcc_version, probe_space
 from .screening import project_flags, screen
 from .gpu import GpuMonitor, detect_gpu, host_cpu
 from .measure import BenchCommand, Runner
-from .records import BuildResult, Contribution, FlagSet, Status, Trial, TuneResult, Validation
+from .records import BuildResult, Contribution, FlagSet, KernelResources, Status, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, write_entry
 from .search import INVALID_LOSS, FlagSearch
 from .spec import TuneSpec
@@ -187,11 +187,14 @@ def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult
         return result
     entries = tree.compile_commands(setup.target.sources)
     command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
-    digest = ""
+    digest, kernels = "", ()
     if setup.language == "CUDA" and setup.artifacts:
-        parts = [fingerprint(tree.path / rel, setup.toolchain.path) for rel in setup.artifacts]
-        digest = DeviceFingerprint.combine(parts).digest if any(p.kernels for p in parts) else ""
-    return replace(result, compile_command=command, fingerprint=digest)
+        code = DeviceFingerprint.combine([fingerprint(tree.path / rel, setup.toolchain.path) for rel in setup.artifacts])
+        if code.kernels:
+            digest = code.digest
+            kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
+                            for k in code.kernels)
+    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)
 
 
 def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
@@ -203,7 +206,7 @@ def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flag
     m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup)
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
-                 build.fingerprint)
+                 build.fingerprint, kernels=build.kernels)
 
 
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
@@ -321,7 +324,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             if twin is not None:
                 trial = replace(twin, index=len(trials), flagset=flagset, build_seconds=build.seconds, bench_seconds=0.0,
                                 wall_seconds=build.seconds, compile_command=build.compile_command,
-                                same_code_as=twin.index, reason=twin.reason or f"same device code as #{twin.index}")
+                                same_code_as=twin.index, reason=twin.reason or f"same device code as #{twin.index}",
+                                kernels=build.kernels)
             else:
                 trial = _trial(runner, setup, tree, len(trials), flagset, build)
                 trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, noise)

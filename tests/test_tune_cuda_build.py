@@ -1,0 +1,38 @@
+"""The CUDA side of the loop up to the GPU: setup of a tune on the n-body example (architecture given,
+no GPU here), trial builds with device-code fingerprints and per-kernel resources."""
+
+from __future__ import annotations
+
+import shutil
+
+from compileiq_cmake.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune import _build, _same_code, setup
+from compileiq_cmake.records import Status, Trial
+from conftest import EXAMPLES, configure, needs_nvcc
+
+
+@needs_nvcc
+def test_cuda_trials_get_fingerprints_and_same_code_is_recognised(tmp_path):
+    src = tmp_path / "nbody"
+    shutil.copytree(EXAMPLES / "cuda_nbody", src)
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    spec = TuneSpec(source_dir=src, build_dir=build, target="nbody", benchmark=("nbody", "--n", "1024"),
+                    metric=MetricSpec.parse("time_ms=([0-9.]+)", True), output=src / "compileiq.toml",
+                    pass_regex="PASS", cuda_arch="90", screen=False, workers=1)
+    lines: list[str] = []
+    ts = setup(spec, lines.append)
+    assert ts.language == "CUDA" and ts.cuda_arch == "90" and ts.artifacts
+    space = ts.space
+    base = _build(ts, ts.trees[0], space.baseline())
+    fast = _build(ts, ts.trees[1], space.flagset({"use_fast_math": 1}))
+    o2_set = space.flagset({"ptxas_opt_level": 2})
+    assert o2_set.flags == ("-Xptxas=-O2",)
+    o2 = _build(ts, ts.trees[2], o2_set)  # ptxas -O2 builds the same code as its default -O3
+    assert base.ok and fast.ok and o2.ok
+    assert base.fingerprint and fast.fingerprint and base.fingerprint != fast.fingerprint
+    assert o2.fingerprint == base.fingerprint and "-Xptxas=-O2" in o2.compile_command
+    assert any(k.registers > 0 and k.instructions > 0 and "nbody" in k.name.lower() for k in base.kernels)
+    measured = {"a": Trial(0, space.baseline(), Status.OK, fingerprint=base.fingerprint)}
+    assert _same_code(o2, measured) is measured["a"]
+    assert _same_code(fast, measured) is None
