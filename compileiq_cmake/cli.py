@@ -42,7 +42,7 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", required=True, help="the target whose flags are tuned (CUDA or C/C++)")
     p.add_argument("--bench", help="benchmark command line; its first word may be a target of the project")
     p.add_argument("--bench-arg", action="append", default=[], help="one benchmark argument (repeatable; used by CMake)")
-    p.add_argument("--metric", required=True, help="regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
+    p.add_argument("--metric", help="regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
     direction = p.add_mutually_exclusive_group()
     direction.add_argument("--lower-is-better", dest="higher", action="store_false", help="default: times")
     direction.add_argument("--higher-is-better", dest="higher", action="store_true", help="throughputs")
@@ -74,6 +74,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
     p.add_argument("--min-gain", type=float, default=0.01, help="smallest re-measured speedup that counts (default 0.01 = 1%%)")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
+    p.add_argument("--replay", metavar="LANDSCAPE",
+                   help="answer builds and benchmarks from a recorded landscape (benchmarks/landscapes/*.json) "
+                   "instead of running them; output and TOML are labelled REPLAY and never applied")
     p.add_argument("--acf", action="append", default=[], metavar="FILE",
                    help="an NVIDIA Advanced Control File to try as one more choice (nvcc >= 13.3; repeatable)")
     p.add_argument("--no-screen", dest="screen", action="store_false",
@@ -124,6 +127,11 @@ def _default_workers() -> int:
 def _spec_from_args(args: argparse.Namespace):
     from .spec import MetricSpec, TuneSpec
 
+    if args.replay:
+        args.metric = args.metric or "WALLTIME"
+        args.bench = args.bench or "replay"
+    elif not args.metric:
+        raise CompileIQError("--metric is required: a regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
     if args.bench and args.bench_arg:
         raise CompileIQError("give the benchmark either with --bench or with --bench-arg, not both")
     try:
@@ -143,7 +151,7 @@ def _spec_from_args(args: argparse.Namespace):
         cuda_arch=args.cuda_arch, compare_output=args.compare_output, compare_file=args.compare_file,
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
-        acf_files=tuple(str(Path(f).resolve()) for f in args.acf),
+        acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
     )
 
 

@@ -68,7 +68,8 @@ class TuneSpec:
     min_rounds: int = 5  # validation: interleaved rounds at least ...
     max_rounds: int = 15  # ... and at most
     screen: bool = True  # CUDA: drop flag values that change no device code before the search
-    acf_files: tuple[str, ...] = ()  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
+    acf_files: tuple[str, ...] = ()
+    replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
 
     @property
     def checks_outputs(self) -> bool:
@@ -84,6 +85,12 @@ class TuneSpec:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def validate(self) -> "TuneSpec":
+        if self.replay is not None:
+            if not Path(self.replay).is_file():
+                raise CompileIQError(f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)")
+            if self.budget < 2:
+                raise CompileIQError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
+            return self
         if not self.source_dir.is_dir():
             raise CompileIQError(f"source directory {self.source_dir} does not exist; pass the project root with -S")
         if not (self.source_dir / "CMakeLists.txt").is_file():

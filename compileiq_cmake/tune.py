@@ -25,7 +25,9 @@ from .flags.catalogue import adapt_to_project, add_acf_dimension
 from .flags.probe import default_cache_path, nvcc_version, probe_space
 from .screening import project_flags, screen
 from .gpu import GpuMonitor, detect_gpu, host_cpu
+from .landscape import Landscape
 from .measure import BenchCommand, Runner
+from .replay import ReplayRunner
 from .records import BuildResult, Contribution, FlagSet, KernelResources, Status, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, write_entry
 from .search import INVALID_LOSS, FlagSearch
@@ -57,6 +59,7 @@ class TuneSetup:
     bench: BenchCommand
     monitor: GpuMonitor | None
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
+    replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -155,6 +158,26 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     )
 
 
+def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
+    """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU)."""
+    landscape = Landscape.load(spec.replay)
+    meta = landscape.meta
+    gpu = (meta.get("gpu") or {}).get("name") or "no GPU"
+    arch = str((meta.get("gpu") or {}).get("arch") or meta.get("arch") or "90").removeprefix("sm_")
+    log(f"compileiq: REPLAY of {landscape.describe()}; nothing is built or run")
+    state_dir = spec.build_dir / "compileiq"
+    trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake") for i in range(max(spec.workers, FINALISTS + 1)))
+    runner = ReplayRunner(spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed)
+    version = str(meta.get("nvcc_version") or meta.get("compiler_version") or "0")
+    return TuneSetup(
+        spec=spec, state_dir=state_dir, trees=trees,
+        target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()), language="CUDA",
+        toolchain=Toolchain("CUDA", "NVIDIA", version, ""), space=landscape.space(), cuda_arch=arch,
+        device=f"{gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=f"{arch[:-1]}.{arch[-1]}",
+        build_targets=(), bench=runner.bench, monitor=None, replay=runner,
+    )
+
+
 def _screen_cuda_space(spec: TuneSpec, space: FlagSpace, tree: VariantTree, target: Target, toolchain: Toolchain,
                        arch: str, settings: VariantSettings, log: Log) -> FlagSpace:
     """The CUDA space checked against the installed nvcc, adapted to the project's own flags, and screened:
@@ -180,6 +203,8 @@ def _screen_cuda_space(spec: TuneSpec, space: FlagSpace, tree: VariantTree, targ
 
 
 def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult:
+    if setup.replay is not None:
+        return setup.replay.build(tree, flagset)
     tree.write_flags(setup.spec.target, setup.language, setup.cuda_arch, flagset.flags)
     jobs = max(1, (os.cpu_count() or 2) // len(setup.trees) or 1)
     result = tree.build(setup.build_targets, jobs=jobs, timeout=max(600.0, setup.spec.timeout))
@@ -249,7 +274,7 @@ def run_tune(spec: TuneSpec, log: Log = _print) -> TuneResult:
     stored_any = False
     try:
         with TuneLock(state_dir):
-            tune_setup = setup(spec, log)
+            tune_setup = replay_setup(spec, log) if spec.replay else setup(spec, log)
             store = TrialStore(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch)
             try:
                 result = _search(tune_setup, store, log, started)
@@ -272,7 +297,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    runner = Runner(spec, setup.bench, setup.monitor)
+    runner = setup.replay or Runner(spec, setup.bench, setup.monitor)
     restored = {t.flagset.key: t for t in store.load()}
     if restored:
         log(f"compileiq: resuming: {len(restored)} finished trials restored from {store.path}")
@@ -370,7 +395,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     if throttled:
         notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "
                      "(thermal or power); see 'compileiq-cmake trials'")
-    if loop_trials:
+    if loop_trials and setup.replay is None:
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
         notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
@@ -440,7 +465,8 @@ def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagS
 
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
     spec = setup.spec
-    cache_build_type = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "")[0].cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
+    cache_build_type = "" if setup.replay else \
+        VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "")[0].cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
     med = lambda xs: sorted(xs)[len(xs) // 2] if len(xs) % 2 else 0.5 * (sorted(xs)[len(xs) // 2 - 1] + sorted(xs)[len(xs) // 2])  # noqa: E731
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
@@ -454,6 +480,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         tool_version=__version__, sources_sha256=_sources_hash(setup.target, spec.source_dir),
+        replay=setup.replay is not None,
         speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
         workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),
         workload_ci=tuple((round(w.ci_low, 4), round(w.ci_high, 4)) for w in winner.workloads),
@@ -509,7 +536,7 @@ def _final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> Non
         per = ", ".join(f"{x.speedup:.3f}x [{x.ci_low:.3f}..{x.ci_high:.3f}]" for x in w.workloads)
         log(f"compileiq: winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
             f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}")
-        log(f"compileiq: wrote {result.toml_path}")
+        log(f"compileiq: wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""))
     else:
         log("compileiq: no significant improvement: no flag set beat the project's own build significantly "
             f"on every workload; no flags written for {spec.target}")
