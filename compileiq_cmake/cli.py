@@ -72,7 +72,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-rounds", type=int, default=15,
                    help="validation: interleaved rounds at most per candidate (stops earlier once decided)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
-    p.add_argument("--min-gain", type=float, default=0.01, help="smallest re-measured speedup that counts (default 0.01 = 1%%)")
+    p.add_argument("--min-gain", type=float, default=None,
+                   help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, twice the "
+                   "baseline's run-to-run spread))")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
     p.add_argument("--replay", metavar="LANDSCAPE",
                    help="answer builds and benchmarks from a recorded landscape (benchmarks/landscapes/*.json) "

@@ -57,7 +57,7 @@ class TuneSpec:
     workers: int = 1
     repeats: int = 3
     timeout: float = 120.0
-    min_gain: float = 0.01
+    min_gain: float | None = None  # None: derived from the baseline's noise (stats.auto_min_gain)
     cuda_arch: str | None = None  # override of the GPU's architecture (build-only use)
     compare_output: str | None = None  # regex of output lines whose numbers must match the baseline's
     compare_file: str | None = None  # a file the benchmark writes (relative to its working directory)

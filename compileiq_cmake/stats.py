@@ -72,6 +72,12 @@ def printed_resolution(text: str) -> float | None:
     return 10.0 ** (exponent - decimals) / abs(value)
 
 
+def auto_min_gain(noise: float) -> float:
+    """The smallest gain worth reporting, from the baseline's relative run-to-run spread: twice the noise,
+    at least 0.2%. A 0.4% gain counts when runs spread by 0.01%; a 10% one does not when they spread 15%."""
+    return max(0.002, 2.0 * noise)
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Candidate vs baseline on one workload. speedup > 1: the candidate is better."""

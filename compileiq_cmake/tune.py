@@ -32,7 +32,7 @@ from .records import BuildResult, Contribution, FlagSet, KernelResources, Status
 from .result_file import FlagsEntry, write_entry
 from .search import INVALID_LOSS, FlagSearch
 from .spec import TuneSpec
-from .stats import coarse_metric_warning, flag_effects, relative_spread
+from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_spread
 from .validation import ablate, validate
 
 Log = Callable[[str], None]
@@ -308,18 +308,20 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         if not baseline.valid:
             raise _baseline_error(baseline, setup)
         store.save(baseline)
-        first = baseline.measurements[0]
-        printed = []
-        if len(set(first.samples)) == 1 and spec.metric.kind == "regex":  # identical values: how were they printed?
-            printed = [runner.run(setup.trees[0], first.workload).printed]
-        coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], spec.min_gain)
-        if coarse:
-            log(f"compileiq: warning: {coarse}")
     elif not baseline.valid:
         raise _baseline_error(baseline, setup)
     runner.reference.update({m.workload: m.numbers for m in baseline.measurements})
     noise = max(relative_spread(m.samples) for m in baseline.measurements)
-    log(f"compileiq: baseline noise (robust spread of {spec.repeats} runs per workload): {100 * noise:.2f}%")
+    min_gain = spec.min_gain if spec.min_gain is not None else auto_min_gain(noise)
+    log(f"compileiq: baseline noise (robust spread of {spec.repeats} runs per workload): {100 * noise:.2f}%; "
+        f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}")
+    first = baseline.measurements[0]
+    printed = []
+    if len(set(first.samples)) == 1 and spec.metric.kind == "regex" and not restored:  # how were they printed?
+        printed = [runner.run(setup.trees[0], first.workload).printed]
+    coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], min_gain)
+    if coarse:
+        log(f"compileiq: warning: {coarse}")
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers)
     for trial in trials.values():
@@ -380,7 +382,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             continue
         codes.add(t.fingerprint)
         finalists.append(t.flagset)
-    winner, contributions = _validate_and_ablate(setup, runner, finalists, log)
+    winner, contributions = _validate_and_ablate(setup, runner, finalists, min_gain, log)
     toml_path = None
     if winner is not None:
         write_entry(spec.output, _entry(setup, winner, contributions, len(trials)))
@@ -434,14 +436,14 @@ def _measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTr
     return current
 
 
-def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagSet],
+def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagSet], min_gain: float,
                          log: Log) -> tuple[Validation | None, tuple[Contribution, ...]]:
     spec = setup.spec
     if not finalists:
         return None, ()
     build = lambda tree, fs: _build(setup, tree, fs)  # noqa: E731
     baseline = setup.space.baseline()
-    results = validate(runner, build, setup.trees, baseline, finalists, spec.min_gain, spec.seed, log)
+    results = validate(runner, build, setup.trees, baseline, finalists, min_gain, spec.seed, log)
     for v in results:
         per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
         log(f"compileiq:   {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "
@@ -451,10 +453,10 @@ def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagS
     if not accepted:
         return None, ()
     best = accepted[0]
-    minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, spec.min_gain, spec.seed + 1, log)
+    minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, min_gain, spec.seed + 1, log)
     if minimal == best.flagset:
         return best, contributions
-    (final,) = validate(runner, build, setup.trees, baseline, [minimal], spec.min_gain, spec.seed + 2, log)
+    (final,) = validate(runner, build, setup.trees, baseline, [minimal], min_gain, spec.seed + 2, log)
     log(f"compileiq: minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
         f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}")
     if final.accepted:
