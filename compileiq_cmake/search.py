@@ -1,10 +1,30 @@
-"""The search: a seeded nevergrad portfolio over the discrete flag space. A cache answers every flag set
-that was already built, so no flag set is built or benchmarked twice."""
+"""The search over the discrete flag space. Seeded and deterministic; a cache answers every flag set that was
+already built or is being built, so no flag set is proposed twice.
+
+The default (`FlagSearch`, chosen with benchmarks/search_efficiency.py, see docs/benchmarks/search.md) uses
+the structure of a flag space:
+
+1. warm start: the given flag sets (best flags of earlier tunes), mapped onto this space;
+2. single-flag changes: every value of every dimension alone (in a seeded random order), so each value's
+   own effect is known (at most `SINGLES_SHARE` of the budget);
+3. best-first local search: take the best measured valid point whose one-flag neighbourhood is not
+   exhausted and build its unseen neighbour of best prior, the prior being the single-flag effects (the
+   change's value effect minus the effect of the value it replaces). Starting from the best single this
+   combines the best singles greedily, then climbs; interactions (a flag that hurts alone but helps in
+   combination) are found because every neighbour of the incumbent is tried eventually;
+4. exploration: every `EXPLORE_EVERY`-th proposal after the singles, and whenever no neighbourhood is left,
+   comes from a nevergrad portfolio (discrete (1+1) strategies and random search) that is told every
+   result.
+
+Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
+plain nevergrad optimizer or portfolio behind the same cache), kept for comparison."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+from typing import Iterable, Sequence
 
 import nevergrad as ng
 
@@ -14,15 +34,39 @@ from .records import FlagSet
 # Portfolio members: two discrete (1+1) evolution strategies of different mutation laws and random search.
 PORTFOLIO = ("DiscreteLenglerOnePlusOne", "PortfolioDiscreteOnePlusOne", "RandomSearch")
 INVALID_LOSS = 10.0  # log-ratio loss given to failed trials: worse than any real slowdown
+SINGLES_SHARE = 0.6  # at most this share of the budget goes to single-flag changes
+EXPLORE_EVERY = 4  # after the singles, one proposal in this many comes from the nevergrad portfolio
 _MAX_REPEATS = 30
+_ENUMERATE_LIMIT = 200_000  # spaces up to this size are enumerated to find an unseen point
 
 
-class FlagSearch:
-    def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int) -> None:
+def _unseen_fallback(space: FlagSpace, rng: random.Random, taken) -> dict[str, int] | None:
+    """An unseen point: random draws first, then (small spaces) enumeration, so a small space is exhausted."""
+    for _ in range(1000):
+        choice = {d.name: rng.randrange(len(d.values)) for d in space.dimensions}
+        if not taken(space.flagset(choice).key):
+            return choice
+    if space.size <= _ENUMERATE_LIMIT:
+        for combo in itertools.product(*(range(len(d.values)) for d in space.dimensions)):
+            choice = {d.name: i for d, i in zip(space.dimensions, combo)}
+            if not taken(space.flagset(choice).key):
+                return choice
+    return None
+
+
+class NevergradSearch:
+    """A nevergrad optimizer (a registry name) or a ConfPortfolio of several behind the cache. The shipped
+    default before issue 5 was `NevergradSearch(..., optimizer=PORTFOLIO)`."""
+
+    def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
+                 optimizer: str | Sequence[str] = PORTFOLIO) -> None:
         self.space = space
         self._param = ng.p.Dict(**{d.name: ng.p.Choice(list(range(len(d.values)))) for d in space.dimensions})
         self._param.random_state.seed(seed)
-        optimizer_cls = ng.optimizers.ConfPortfolio(optimizers=list(PORTFOLIO), warmup_ratio=0.0)
+        if isinstance(optimizer, str):
+            optimizer_cls = ng.optimizers.registry[optimizer]
+        else:
+            optimizer_cls = ng.optimizers.ConfPortfolio(optimizers=list(optimizer), warmup_ratio=0.0)
         self._opt = optimizer_cls(self._param, budget=max(budget * 20, 100), num_workers=workers)
         self._losses: dict[str, float] = {}
         self._asked: dict[str, object] = {}
@@ -33,7 +77,7 @@ class FlagSearch:
 
     def tell(self, flagset: FlagSet, loss: float) -> None:
         """Tell the optimizer a result: of a flag set it asked for, or of one it never proposed (the
-        baseline, trials restored from the store)."""
+        baseline, trials restored from the store, points another strategy proposed)."""
         loss = loss if math.isfinite(loss) else INVALID_LOSS
         self._losses[flagset.key] = loss
         cand = self._asked.pop(flagset.key, None)
@@ -43,24 +87,164 @@ class FlagSearch:
             cand = self._opt.ask()
         self._opt.tell(cand, loss)
 
-    def ask(self) -> FlagSet | None:
-        """A flag set neither measured nor already asked for; None when the space seems exhausted."""
+    def ask(self, taken=None) -> FlagSet | None:
+        """A flag set neither measured nor already asked for (nor `taken(key)`); None when the space seems
+        exhausted."""
+        taken = taken or (lambda key: False)
+        busy = lambda key: key in self._losses or key in self._asked or taken(key)  # noqa: E731
         for _ in range(_MAX_REPEATS):
             cand = self._opt.ask()
             flagset = self.space.flagset(dict(cand.value))
             if flagset.key in self._losses:
                 self._opt.tell(cand, self._losses[flagset.key])
                 continue
-            if flagset.key in self._asked:
+            if busy(flagset.key):
                 continue  # already being built: its result arrives later
             self._asked[flagset.key] = cand
             return flagset
-        # The optimizer keeps proposing known points: fall back to an unseen random point.
-        for _ in range(1000):
-            choice = {d.name: self._rng.randrange(len(d.values)) for d in self.space.dimensions}
-            flagset = self.space.flagset(choice)
-            if flagset.key not in self._losses and flagset.key not in self._asked:
-                self._opt.suggest(choice)
-                self._asked[flagset.key] = self._opt.ask()
-                return flagset
+        # The optimizer keeps proposing known points: fall back to an unseen point.
+        choice = _unseen_fallback(self.space, self._rng, busy)
+        if choice is None:
+            return None
+        flagset = self.space.flagset(choice)
+        self._opt.suggest(choice)
+        self._asked[flagset.key] = self._opt.ask()
+        return flagset
+
+
+class FlagSearch:
+    """The default search: warm start, single-flag changes, best-first local search with a nevergrad
+    portfolio for exploration (module docstring). `ask()` returns None when the space is exhausted."""
+
+    def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
+                 warm_start: Sequence[FlagSet] = (), singles_share: float = SINGLES_SHARE,
+                 explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False) -> None:
+        self.space = space
+        self._dims = space.dimensions
+        self._names = [d.name for d in self._dims]
+        self._rng = random.Random(seed)
+        self._explorer = NevergradSearch(space, budget, seed, workers)
+        self._losses: dict[str, float] = {}
+        self._choice_of: dict[str, tuple[int, ...]] = {}  # key -> value index per dimension
+        self._pending: set[str] = set()
+        self._flagsets: dict[tuple[int, ...], FlagSet] = {}
+        self._exhausted: set[str] = set()  # keys whose whole neighbourhood is measured or being built
+        self._explore_every = max(0, int(explore_every))
+        self._local_asks = 0
+        self._explore_from_start = explore_from_start  # count warm-start and single-flag asks too
+        singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
+        self._rng.shuffle(singles)
+        self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
+        self._warm: list[tuple[int, ...]] = []
+        for fs in warm_start:
+            choice = self._map_flags(fs.flags)
+            if choice is not None and any(choice) and choice not in self._warm:
+                self._warm.append(choice)
+
+    # ---- bookkeeping
+    def _map_flags(self, flags: Iterable[str]) -> tuple[int, ...] | None:
+        """Value index per dimension of these flags; tokens that are not part of this space are ignored."""
+        tokens = set(flags)
+        choice = []
+        for dim in self._dims:
+            best = 0
+            for i, value in enumerate(dim.values[1:], start=1):
+                if all(t in tokens for t in value) and len(value) > len(dim.values[best]):
+                    best = i
+            choice.append(best)
+        return tuple(choice)
+
+    def _flagset(self, choice: tuple[int, ...]) -> FlagSet:
+        fs = self._flagsets.get(choice)
+        if fs is None:
+            fs = self._flagsets[choice] = self.space.flagset(dict(zip(self._names, choice)))
+        return fs
+
+    def _taken(self, key: str) -> bool:
+        return key in self._losses or key in self._pending
+
+    def seen(self, flagset: FlagSet) -> bool:
+        return flagset.key in self._losses
+
+    def tell(self, flagset: FlagSet, loss: float) -> None:
+        """Tell a result: of a flag set this search asked for, or of one it never proposed (the baseline,
+        trials restored from the store)."""
+        loss = loss if math.isfinite(loss) else INVALID_LOSS
+        self._pending.discard(flagset.key)
+        chosen = dict(flagset.choices)
+        self._choice_of.setdefault(flagset.key, tuple(chosen.get(n, 0) for n in self._names))
+        self._losses[flagset.key] = loss
+        self._explorer.tell(flagset, loss)
+
+    # ---- proposals
+    def _propose(self, choice: tuple[int, ...]) -> FlagSet | None:
+        fs = self._flagset(choice)
+        if self._taken(fs.key):
+            return None
+        self._pending.add(fs.key)
+        return fs
+
+    def _single_loss(self, d: int, i: int) -> float:
+        if i == 0:
+            return 0.0
+        choice = [0] * len(self._dims)
+        choice[d] = i
+        return self._losses.get(self._flagset(tuple(choice)).key, 0.0)
+
+    def _local(self) -> FlagSet | None:
+        """Best-first: the best valid measured point with an unseen neighbour; its neighbour of best prior."""
+        ranked = sorted((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
+        for _, key in ranked:
+            if key in self._exhausted:
+                continue
+            base = self._choice_of[key]
+            neighbours = []
+            for d, dim in enumerate(self._dims):
+                for i in range(len(dim.values)):
+                    if i == base[d]:
+                        continue
+                    choice = base[:d] + (i,) + base[d + 1:]
+                    prior = self._single_loss(d, i) - self._single_loss(d, base[d])
+                    neighbours.append((prior, d, i, choice))
+            neighbours.sort()
+            for _, _, _, choice in neighbours:
+                fs = self._propose(choice)
+                if fs is not None:
+                    return fs
+            self._exhausted.add(key)
         return None
+
+    def _explore(self) -> FlagSet | None:
+        fs = self._explorer.ask(taken=self._taken)
+        if fs is not None:
+            self._pending.add(fs.key)
+        return fs
+
+    def ask(self) -> FlagSet | None:
+        """A flag set neither measured nor being built; None when the space is exhausted."""
+        if self._explore_from_start and (self._warm or self._singles):
+            self._local_asks += 1
+            if self._explore_every and self._local_asks % self._explore_every == 0:
+                fs = self._explore()
+                if fs is not None:
+                    return fs
+        while self._warm:
+            fs = self._propose(self._warm.pop(0))
+            if fs is not None:
+                return fs
+        while self._singles:
+            d, i = self._singles.pop(0)
+            fs = self._single(d, i)
+            if fs is not None:
+                return fs
+        self._local_asks += 1
+        if self._explore_every and self._local_asks % self._explore_every == 0:
+            fs = self._explore()
+            if fs is not None:
+                return fs
+        return self._local() or self._explore()
+
+    def _single(self, d: int, i: int) -> FlagSet | None:
+        choice = [0] * len(self._dims)
+        choice[d] = i
+        return self._propose(tuple(choice))

@@ -45,3 +45,32 @@ def test_same_seed_same_proposals():
             s.tell(fs, float(len(fs.flags)))
         runs.append(seq)
     assert runs[0] == runs[1]
+
+
+def test_warm_start_flag_sets_come_first_and_foreign_flags_are_ignored():
+    from compileiq_cmake.records import FlagSet
+
+    space = load_space("gcc", "GNU", "12.2", include=("opt_level", "unroll_loops", "vect_cost_model", "march_native"))
+    good = space.flagset_from_flags(["-O3", "-funroll-loops"])
+    foreign = FlagSet(choices=(), flags=("-O3", "-fno-such-flag"))  # from another target: only -O3 maps
+    search = FlagSearch(space, budget=30, seed=0, workers=1, warm_start=[good, foreign, space.baseline()])
+    search.tell(space.baseline(), 0.0)
+    first, second = search.ask(), search.ask()
+    assert first.key == good.key
+    assert second.key == space.flagset_from_flags(["-O3"]).key
+    third = search.ask()
+    assert len(third.choices) == 1, "then single-flag changes"
+
+
+def test_single_flag_changes_then_the_best_combination():
+    space = load_space("gcc", "GNU", "12.2", include=("opt_level", "unroll_loops", "vect_cost_model", "march_native"))
+    search = FlagSearch(space, budget=30, seed=2, workers=1)
+    search.tell(space.baseline(), 0.0)
+    singles = sum(len(d.values) - 1 for d in space.dimensions)
+    proposed = []
+    for _ in range(singles + 1):
+        fs = search.ask()
+        proposed.append(fs)
+        search.tell(fs, _synthetic_loss(fs.flags))
+    assert all(len(fs.choices) == 1 for fs in proposed[:singles])
+    assert set(proposed[singles].flags) == {"-O3", "-funroll-loops"}, "the two best singles combined next"

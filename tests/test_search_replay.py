@@ -1,0 +1,95 @@
+"""Replay tests of the default search (no GPU, no compiler): the committed synthetic landscape
+benchmarks/landscapes/sample_small.json answers every build and run, with its recorded noise."""
+
+import math
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+from compileiq_cmake.landscape import Landscape
+from compileiq_cmake.result_file import read_entries
+from compileiq_cmake.search import INVALID_LOSS, FlagSearch
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"
+BUDGET = 25  # unique builds, the baseline included (as --budget counts)
+SEEDS = range(20)
+
+
+def _replay(land: Landscape, seed: int, budget: int = BUDGET):
+    """The tune loop in miniature: baseline first, noisy measurement per device code (shared by points of the
+    same code), invalid points get INVALID_LOSS. Returns the built points and the search's pick."""
+    space = land.space()
+    rng = random.Random(seed)
+    measured: dict[str, float] = {}
+
+    def measure(p):
+        if p.digest not in measured:
+            measured[p.digest] = p.code.median_us * math.exp(rng.gauss(0.0, land.noise))
+        return measured[p.digest]
+
+    base_time = measure(land.default)
+    search = FlagSearch(space, budget, seed, 1)
+    search.tell(space.baseline(), 0.0)
+    built = {space.baseline().key: (land.default, 0.0)}
+    while len(built) < budget:
+        fs = search.ask()
+        if fs is None:
+            break
+        assert fs.key not in built, f"{fs.flags} proposed twice"
+        p = land.lookup(fs.flags)
+        loss = math.log(measure(p) / base_time) if p is not None and p.valid else INVALID_LOSS
+        search.tell(fs, loss)
+        built[fs.key] = (p, loss)
+    pick = min(built.values(), key=lambda pl: pl[1])[0]  # best measured, as the tune ranks its finalists
+    return built, pick
+
+
+def test_default_search_reaches_the_known_best_within_its_budget_for_most_seeds():
+    land = Landscape.load(SAMPLE)
+    target = 0.99 * land.best_valid().speedup
+    reached = 0
+    for seed in SEEDS:
+        built, _ = _replay(land, seed)
+        assert len(built) == BUDGET
+        reached += any(p is not None and p.valid and p.speedup >= target for p, _ in built.values())
+    assert reached >= 18, f"reached 99% of the best in only {reached} of {len(SEEDS)} seeds"
+
+
+def test_invalid_points_are_never_the_pick_and_are_built():
+    land = Landscape.load(SAMPLE)
+    saw_invalid = 0
+    for seed in range(8):
+        built, pick = _replay(land, seed, budget=60)
+        saw_invalid += sum(1 for p, _ in built.values() if p is None or not p.valid)
+        assert pick is not None and pick.valid
+        assert pick.speedup > 1.0
+    assert saw_invalid, "the landscape has invalid points; a 60-build search should meet some"
+
+
+def test_same_seed_same_path_on_a_landscape():
+    land = Landscape.load(SAMPLE)
+    a, _ = _replay(land, 3)
+    b, _ = _replay(land, 3)
+    assert list(a) == list(b)
+
+
+def test_replay_tune_cli_labels_and_writes_a_replay_entry(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    out = tmp_path / "compileiq.toml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(tmp_path / "build"),
+         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "25", "--output", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    text = proc.stdout + proc.stderr
+    assert "REPLAY" in text
+    entries = read_entries(out)
+    assert len(entries) == 1 and entries[0].replay is True
+    land = Landscape.load(SAMPLE)
+    point = land.lookup(entries[0].flags)
+    assert point is not None and point.valid
+    assert point.speedup >= 0.99 * land.best_valid().speedup - 0.02  # validated winner near the known best
