@@ -79,6 +79,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replay", metavar="LANDSCAPE",
                    help="answer builds and benchmarks from a recorded landscape (benchmarks/landscapes/*.json) "
                    "instead of running them; output and TOML are labelled REPLAY and never applied")
+    p.add_argument("--warm-start", action="append", default=[], metavar="TOML",
+                   help="compileiq.toml of an earlier tune (another architecture, an earlier version of the target): "
+                   "its flag sets are tried first (repeatable)")
     p.add_argument("--acf", action="append", default=[], metavar="FILE",
                    help="an NVIDIA Advanced Control File to try as one more choice (nvcc >= 13.3; repeatable)")
     p.add_argument("--no-screen", dest="screen", action="store_false",
@@ -154,6 +157,7 @@ def _spec_from_args(args: argparse.Namespace):
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
+        warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start),
     )
 
 

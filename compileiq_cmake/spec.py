@@ -69,7 +69,8 @@ class TuneSpec:
     max_rounds: int = 15  # ... and at most
     screen: bool = True  # CUDA: drop flag values that change no device code before the search
     acf_files: tuple[str, ...] = ()
-    replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
+    replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)
+    warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
 
     @property
     def checks_outputs(self) -> bool:
@@ -79,7 +80,7 @@ class TuneSpec:
     def identity(self) -> str:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
-        for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds"):
+        for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start"):
             fields.pop(volatile)
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -103,6 +104,9 @@ class TuneSpec:
             raise CompileIQError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
         if self.repeats < 1 or self.workers < 1:
             raise CompileIQError("--repeats and --workers must be at least 1")
+        for path in self.warm_start:
+            if not Path(path).is_file():
+                raise CompileIQError(f"--warm-start {path} does not exist; give a compileiq.toml of an earlier tune")
         if self.rtol < 0 or self.atol < 0:
             raise CompileIQError("--rtol and --atol must not be negative")
         if self.compare_output is not None:

@@ -29,7 +29,7 @@ from .landscape import Landscape
 from .measure import BenchCommand, Runner
 from .replay import ReplayRunner
 from .records import BuildResult, Contribution, FlagSet, KernelResources, Status, Trial, TuneResult, Validation
-from .result_file import FlagsEntry, write_entry
+from .result_file import FlagsEntry, read_entries, write_entry
 from .search import INVALID_LOSS, FlagSearch
 from .spec import TuneSpec
 from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_spread
@@ -323,7 +323,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     if coarse:
         log(f"compileiq: warning: {coarse}")
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
-    search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers)
+    search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=_warm_start(setup, log))
     for trial in trials.values():
         search.tell(trial.flagset, loss(trial, baseline, lower))
     _progress(setup, log, baseline, baseline, trials, started)
@@ -405,6 +405,25 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
                         contributions)
     _final_table(setup, result, effects, log)
     return result
+
+
+def _warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
+    """Flag sets of earlier tunes (compileiq.toml files) that fit this space, tried first by the search."""
+    seeds: list[FlagSet] = []
+    for path in setup.spec.warm_start:
+        for entry in read_entries(Path(path)):
+            if entry.language != setup.language:
+                continue
+            known = [f for f in entry.flags if any(f in v for d in setup.space.dimensions for v in d.values)]
+            try:
+                seeds.append(setup.space.flagset_from_flags(known))
+            except CompileIQError:
+                continue
+            if len(known) < len(entry.flags):
+                log(f"compileiq: warm start from {entry.target}: {len(entry.flags) - len(known)} flag(s) outside this space ignored")
+    if seeds:
+        log(f"compileiq: warm start: {len(seeds)} flag set(s) from earlier tunes are tried first")
+    return tuple(dict.fromkeys(seeds))
 
 
 def _same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
