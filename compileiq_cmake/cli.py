@@ -214,6 +214,10 @@ def _trials(build_dir: Path, as_json: bool) -> None:
     store = TrialStore(path, "")
     try:
         groups = store.load_all()
+        effects = {}
+        for spec in groups:
+            store.spec = spec
+            effects[spec] = store.load_result("flag_effects") or []
     finally:
         store.close()
     if as_json:
@@ -229,6 +233,10 @@ def _trials(build_dir: Path, as_json: bool) -> None:
             for k in t.kernels:
                 print(f"        {k.name.split(':', 1)[-1][:40]:<40} regs {k.registers}, spills {k.spill_bytes} B, "
                       f"shared {k.shared_bytes} B, {k.instructions} instructions")
+        if effects[spec]:
+            print("  flag effects (least squares over the valid trials, 95% CI):")
+            for e in effects[spec]:
+                print(f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {e['trials_with']} trials")
 
 
 def main(argv: list[str] | None = None) -> int:

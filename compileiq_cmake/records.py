@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -52,11 +51,6 @@ class Measurement:
         ordered = sorted(self.samples)
         mid = len(ordered) // 2
         return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
-
-    @property
-    def spread(self) -> float:
-        """(max - min) / median of the samples: a crude noise figure."""
-        return (max(self.samples) - min(self.samples)) / self.median if self.median else math.inf
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import hashlib
 import math
 import os
 import shutil
+import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -488,7 +489,6 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     spec = setup.spec
     cache_build_type = "" if setup.replay else \
         VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "")[0].cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
-    med = lambda xs: sorted(xs)[len(xs) // 2] if len(xs) % 2 else 0.5 * (sorted(xs)[len(xs) // 2 - 1] + sorted(xs)[len(xs) // 2])  # noqa: E731
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
@@ -496,8 +496,8 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         compute_capability=setup.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better,
         workloads=tuple(" ".join(w.workload) for w in winner.workloads),
-        baseline=tuple(round(med(w.baseline), 9) for w in winner.workloads),
-        tuned=tuple(round(med(w.candidate), 9) for w in winner.workloads),
+        baseline=tuple(round(statistics.median(w.baseline), 9) for w in winner.workloads),
+        tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         tool_version=__version__, sources_sha256=_sources_hash(setup.target, spec.source_dir),
