@@ -129,6 +129,10 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
             arch = gpu.arch
             device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "%d.%d" % gpu.compute_capability
         settings = replace(settings, cuda_arch=arch)
+        first.write_flags(spec.target, language, arch, ())
+        model = first.configure(settings, spec.target, language)  # now building the GPU's architecture only
+    else:
+        first.write_flags(spec.target, language, arch, ())  # the next build re-runs CMake with it
     exclude = spec.exclude_flags
     if not spec.checks_outputs and "unsafe_numerics" not in exclude:
         exclude = (*exclude, "unsafe_numerics")
@@ -136,13 +140,13 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
             "flags that change numerics (fast-math family) are not searched")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
     if language == "CUDA":
-        space = _screen_cuda_space(spec, space, first, target, toolchain, arch, settings, log)
+        space = _screen_cuda_space(spec, space, first, target, toolchain, arch, log)
     n_trees = max(spec.workers, FINALISTS + 1)
-    trees = tuple(VariantTree(state_dir, f"worker-{i}", settings.cmake) for i in range(n_trees))
-    for tree in trees:
+    trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake) for i in range(1, n_trees)))
+    for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
-    with ThreadPoolExecutor(max_workers=len(trees)) as pool:
-        models = list(pool.map(lambda t: t.configure(settings, spec.target, language), trees))
+    with ThreadPoolExecutor(max_workers=len(trees) - 1) as pool:
+        models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:])]
     bench, owner = _resolve_benchmark(spec, models[0], trees[0])
     if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
         build_targets: tuple[str, ...] = ("all",)
@@ -180,14 +184,12 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
 
 
 def _screen_cuda_space(spec: TuneSpec, space: FlagSpace, tree: VariantTree, target: Target, toolchain: Toolchain,
-                       arch: str, settings: VariantSettings, log: Log) -> FlagSpace:
+                       arch: str, log: Log) -> FlagSpace:
     """The CUDA space checked against the installed nvcc, adapted to the project's own flags, and screened:
     flag values that change none of the target's device code are dropped before any GPU time is spent."""
     space, notes = probe_space(space, toolchain.path, arch, default_cache_path(spec.build_dir, toolchain.path))
     for note in notes:
         log(f"compileiq: {note}")
-    tree.write_flags(spec.target, "CUDA", arch, ())
-    tree.configure(replace(settings, cuda_arch=arch), spec.target, "CUDA")
     entries = [e for e in tree.compile_commands(target.sources) if str(e.get("file", "")).endswith(".cu")]
     space, notes = adapt_to_project(space, project_flags(entries))
     acf_space, acf_notes = add_acf_dimension(space, list(spec.acf_files), nvcc_version(toolchain.path))

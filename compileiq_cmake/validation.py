@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -78,8 +79,6 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
     workload, and compare each candidate with the baseline."""
     spec = runner.spec
     placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=len(placed)) as pool:
         builds = dict(zip(placed, pool.map(lambda item: build(*item), placed.values())))
     if not builds["baseline"].ok:
