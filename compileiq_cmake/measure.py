@@ -60,7 +60,6 @@ class TrialMeasurement:
     reason: str
     measurements: tuple[Measurement, ...]
     seconds: float
-    printed: tuple[str, ...] = ()
 
 
 @dataclass
@@ -106,42 +105,70 @@ class Runner:
         return RunResult(Status.OK, "", outcome.value, outcome.seconds, numbers, printed,
                          bool(state and state.throttled))
 
-    def measure(self, tree: VariantTree, repeats: int, warmup: int) -> TrialMeasurement:
-        """Every workload: `warmup` discarded runs, then `repeats` measured ones; VERIFY at the end. The
-        first invalid run ends the measurement with its reason."""
-        seconds, measurements, printed = 0.0, [], []
+    def _paired_samples(self, tree: VariantTree, workload: Workload, repeats: int, reference: VariantTree | None,
+                        samples: list[float], paired: list[float]) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
+        """`repeats` more runs of `tree` appended to `samples` (and, when `reference` is given, a run of the
+        baseline build in it next to each, alternating which goes first, appended to `paired`).
+        Returns (the first failed run or None, seconds, throttled, numbers printed by the first run)."""
+        seconds, throttled, numbers = 0.0, False, None
+        for i in range(repeats):
+            order = [tree] if reference is None else ([reference, tree] if (len(samples) + i) % 2 == 0 else [tree, reference])
+            for which in order:
+                res = self.run(which, workload)
+                seconds += res.seconds
+                if not res.ok:
+                    if which is reference:
+                        res = RunResult(Status.RUN_FAILED, f"the project's own build failed next to this trial: "
+                                        f"{res.reason}", seconds=res.seconds)
+                    return res, seconds, throttled, ()
+                if which is reference:
+                    paired.append(res.value)
+                else:
+                    samples.append(res.value)
+                    numbers = res.numbers if numbers is None else numbers
+                throttled = throttled or res.throttled
+        return None, seconds, throttled, numbers or ()
+
+    def measure(self, tree: VariantTree, repeats: int, warmup: int,
+                reference: VariantTree | None = None) -> TrialMeasurement:
+        """Every workload: `warmup` discarded runs, then `repeats` measured ones (each next to a run of the
+        baseline build in `reference`, when given); VERIFY at the end. The first invalid run ends the
+        measurement with its reason."""
+        seconds, measurements = 0.0, []
         for workload in self.spec.workloads:
-            samples, numbers, throttled = [], (), False
-            for i in range(warmup + repeats):
+            numbers: tuple[float, ...] | None = None
+            for _ in range(warmup):
                 res = self.run(tree, workload)
                 seconds += res.seconds
                 if not res.ok:
                     return TrialMeasurement(res.status, res.reason, (), seconds)
-                if i == 0:
-                    numbers = res.numbers
-                if i >= warmup:
-                    samples.append(res.value)
-                    printed.append(res.printed)
-                    throttled = throttled or res.throttled
-            measurements.append(Measurement(workload, tuple(samples), throttled, numbers))
+                numbers = res.numbers if numbers is None else numbers
+            samples: list[float] = []
+            paired: list[float] = []
+            failed, more, throttled, first = self._paired_samples(tree, workload, repeats, reference, samples, paired)
+            seconds += more
+            if failed is not None:
+                return TrialMeasurement(failed.status, failed.reason, (), seconds)
+            measurements.append(Measurement(workload, tuple(samples), throttled, first if numbers is None else numbers,
+                                            tuple(paired)))
         if self.spec.verify:
             outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout)
             seconds += outcome.seconds
             if outcome.status is not Status.OK:
                 return TrialMeasurement(outcome.status, outcome.reason, (), seconds)
-        return TrialMeasurement(Status.OK, "", tuple(measurements), seconds, tuple(printed))
+        return TrialMeasurement(Status.OK, "", tuple(measurements), seconds)
 
-    def extend(self, tree: VariantTree, measurements: tuple[Measurement, ...], repeats: int) -> TrialMeasurement:
-        """More samples for an already valid trial (same build still in the tree)."""
+    def extend(self, tree: VariantTree, measurements: tuple[Measurement, ...], repeats: int,
+               reference: VariantTree | None = None) -> TrialMeasurement:
+        """More samples for an already valid trial (same build still in the tree), paired again with the
+        baseline build in `reference` when the trial's samples are paired."""
         seconds, out = 0.0, []
         for m in measurements:
-            samples, throttled = list(m.samples), m.throttled
-            for _ in range(repeats):
-                res = self.run(tree, m.workload)
-                seconds += res.seconds
-                if not res.ok:
-                    return TrialMeasurement(res.status, res.reason, (), seconds)
-                samples.append(res.value)
-                throttled = throttled or res.throttled
-            out.append(Measurement(m.workload, tuple(samples), throttled, m.numbers))
+            samples, paired = list(m.samples), list(m.reference)
+            failed, more, hot, _ = self._paired_samples(tree, m.workload, repeats, reference if m.paired else None,
+                                                        samples, paired)
+            seconds += more
+            if failed is not None:
+                return TrialMeasurement(failed.status, failed.reason, (), seconds)
+            out.append(Measurement(m.workload, tuple(samples), m.throttled or hot, m.numbers, tuple(paired)))
         return TrialMeasurement(Status.OK, "", tuple(out), seconds)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -45,12 +46,21 @@ class Measurement:
     samples: tuple[float, ...]
     throttled: bool = False  # the GPU reported a thermal/power slowdown during these runs
     numbers: tuple[float, ...] = ()  # numbers compared with the baseline's output (first run)
+    # Paired runs of the project's own build, one next to each sample (noisy machines): the
+    # comparison with the baseline is then the median of the per-pair ratios, so drift cancels.
+    reference: tuple[float, ...] = ()
 
     @property
     def median(self) -> float:
-        ordered = sorted(self.samples)
-        mid = len(ordered) // 2
-        return ordered[mid] if len(ordered) % 2 else 0.5 * (ordered[mid - 1] + ordered[mid])
+        return statistics.median(self.samples)
+
+    @property
+    def paired(self) -> bool:
+        return len(self.reference) == len(self.samples) > 0
+
+    def ratios(self) -> tuple[float, ...]:
+        """sample / paired baseline sample, for each pair."""
+        return tuple(s / r for s, r in zip(self.samples, self.reference) if r > 0)
 
 
 @dataclass(frozen=True)
@@ -104,7 +114,8 @@ class Trial:
             "reason": self.reason, "build_seconds": round(self.build_seconds, 3),
             "bench_seconds": round(self.bench_seconds, 3), "wall_seconds": round(self.wall_seconds, 3),
             "measurements": [
-                {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled}
+                {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled,
+                 **({"reference": list(m.reference)} if m.reference else {})}
                 for m in self.measurements
             ],
             "compile_command": self.compile_command, "fingerprint": self.fingerprint,

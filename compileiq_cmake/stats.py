@@ -84,7 +84,7 @@ class Comparison:
 
     speedup: float
     ci: Interval
-    p_value: float  # two-sided Welch test on log values
+    p_value: float  # two-sided test on log values (Welch, or paired t on per-round ratios)
     n_baseline: int
     n_candidate: int
 
@@ -122,6 +122,26 @@ def compare(baseline, candidate, lower_is_better: bool = True, confidence: float
     p = float(2 * _st.t.sf(abs(t), dof))
     q = float(_st.t.ppf(0.5 + confidence / 2, dof))
     return Comparison(math.exp(diff), Interval(math.exp(diff - q * se), math.exp(diff + q * se)), p, len(lb), len(lc))
+
+
+def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95) -> Comparison:
+    """Paired t-test and interval on per-round log ratios (baseline[i] and candidate[i] measured in the
+    same interleaved round): drift between rounds cancels. Falls back to :func:`compare` when the samples
+    do not pair up."""
+    if len(baseline) != len(candidate) or len(baseline) < 3:
+        return compare(baseline, candidate, lower_is_better, confidence)
+    d = np.log(np.asarray(baseline, dtype=float)) - np.log(np.asarray(candidate, dtype=float))
+    if not lower_is_better:
+        d = -d
+    n = len(d)
+    mean = float(d.mean())
+    se = float(d.std(ddof=1)) / math.sqrt(n)
+    if se == 0.0:
+        p = 1.0 if mean == 0 else 0.0
+        return Comparison(math.exp(mean), Interval(math.exp(mean), math.exp(mean)), p, n, n)
+    p = float(2 * _st.t.sf(abs(mean / se), n - 1))
+    q = float(_st.t.ppf(0.5 + confidence / 2, n - 1))
+    return Comparison(math.exp(mean), Interval(math.exp(mean - q * se), math.exp(mean + q * se)), p, n, n)
 
 
 def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:

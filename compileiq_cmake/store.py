@@ -104,7 +104,8 @@ class TrialStore:
             flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
             measurements = tuple(
                 Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"]),
-                            throttled=m.get("throttled", False), numbers=tuple(m.get("numbers", ())))
+                            throttled=m.get("throttled", False), numbers=tuple(m.get("numbers", ())),
+                            reference=tuple(m.get("reference", ())))
                 for m in json.loads(meas)
             )
             groups.setdefault(spec, []).append(
@@ -124,7 +125,8 @@ class TrialStore:
 
     def save(self, trial: Trial) -> None:
         meas = json.dumps([
-            {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled, "numbers": list(m.numbers)}
+            {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled, "numbers": list(m.numbers),
+             "reference": list(m.reference)}
             for m in trial.measurements
         ])
         self._db.execute(

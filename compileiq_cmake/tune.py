@@ -38,6 +38,7 @@ from .validation import ablate, validate
 
 Log = Callable[[str], None]
 FINALISTS = 3  # candidates validated against the baseline at the end
+PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
 
 
 def _print(line: str) -> None:
@@ -141,7 +142,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
     if language == "CUDA":
         space = _screen_cuda_space(spec, space, first, target, toolchain, arch, log)
-    n_trees = max(spec.workers, FINALISTS + 1)
+    n_trees = max(spec.workers + 1, FINALISTS + 1)  # + 1: the baseline build next to trials on a noisy machine
     trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake) for i in range(1, n_trees)))
     for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
@@ -171,7 +172,7 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
     arch = str((meta.get("gpu") or {}).get("arch") or meta.get("arch") or "90").removeprefix("sm_")
     log(f"compileiq: REPLAY of {landscape.describe()}; nothing is built or run")
     state_dir = spec.build_dir / "compileiq"
-    trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake") for i in range(max(spec.workers, FINALISTS + 1)))
+    trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake") for i in range(max(spec.workers + 1, FINALISTS + 1)))
     runner = ReplayRunner(spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed)
     version = str(meta.get("nvcc_version") or meta.get("compiler_version") or "0")
     return TuneSetup(
@@ -226,22 +227,26 @@ def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult
 
 
 def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
-           build: BuildResult) -> Trial:
+           build: BuildResult, reference: VariantTree | None = None) -> Trial:
     start = time.perf_counter()
     if not build.ok:
         return Trial(index, flagset, Status.BUILD_FAILED, f"build failed: {build.log_tail}",
                      build_seconds=build.seconds, wall_seconds=build.seconds)
-    m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup)
+    m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
                  build.fingerprint, kernels=build.kernels)
 
 
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
-    """Mean log ratio against the baseline over the workloads (negative = better)."""
+    """Mean log ratio against the baseline over the workloads (negative = better): per workload the median
+    of the per-pair ratios when the trial was measured next to the baseline build, else the ratio of the
+    medians."""
     if not trial.valid:
         return INVALID_LOSS
-    logs = [math.log(t / b) for t, b in zip(trial.medians(), baseline.medians()) if t > 0 and b > 0]
+    ratios = [statistics.median(m.ratios()) if m.paired else m.median / b
+              for m, b in zip(trial.measurements, baseline.medians()) if b > 0]
+    logs = [math.log(r) for r in ratios if r > 0]
     if len(logs) != len(baseline.medians()):
         return INVALID_LOSS
     mean = sum(logs) / len(logs)
@@ -325,6 +330,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], min_gain)
     if coarse:
         log(f"compileiq: warning: {coarse}")
+    reference = _reference_tree(setup, baseline_set, noise, log)
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=_warm_start(setup, log))
     for trial in trials.values():
@@ -357,8 +363,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
                                 same_code_as=twin.index, reason=twin.reason or f"same device code as #{twin.index}",
                                 kernels=build.kernels)
             else:
-                trial = _trial(runner, setup, tree, len(trials), flagset, build)
-                trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, noise)
+                trial = _trial(runner, setup, tree, len(trials), flagset, build, reference)
+                trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, noise, reference)
             subprocess_seconds += trial.bench_seconds
             store.save(trial)
             trials[flagset.key] = trial
@@ -368,7 +374,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         loop_trials += len(batch)
 
     search_seconds = time.perf_counter() - started
-    runs = sum(len(m.samples) + spec.warmup for t in trials.values() if t.same_code_as is None for m in t.measurements)
+    runs = sum(len(m.samples) + len(m.reference) + spec.warmup
+               for t in trials.values() if t.same_code_as is None for m in t.measurements)
     saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in trials.values() if t.same_code_as is not None)
     effects = flag_effects([(t.flagset.flags, loss(t, baseline, lower)) for t in trials.values() if t.valid])
     store.save_result("flag_effects", [
@@ -385,6 +392,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             continue
         codes.add(t.fingerprint)
         finalists.append(t.flagset)
+    if reference is not None and spec.min_gain is None and any(t.valid and t.measurements and t.measurements[0].paired
+                                                               for t in trials.values()):
+        min_gain = _noise_from_paired_runs(trials.values(), log)
     winner, contributions = _validate_and_ablate(setup, runner, finalists, min_gain, log)
     toml_path = None
     if winner is not None:
@@ -436,8 +446,39 @@ def _same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
     return next((t for t in trials.values() if t.fingerprint == build.fingerprint and t.same_code_as is None), None)
 
 
+def _reference_tree(setup: TuneSetup, baseline: FlagSet, noise: float, log: Log) -> VariantTree | None:
+    """On a noisy machine (the baseline's runs spread more than PAIRED_NOISE), a tree holding the project's
+    own build whose runs are taken next to every trial's, so that drift and bursts of load hit both."""
+    spec = setup.spec
+    if noise <= PAIRED_NOISE or spec.budget <= 1:
+        return None
+    tree = setup.trees[spec.workers]
+    build = _build(setup, tree, baseline)
+    if not build.ok:
+        log(f"compileiq: warning: the baseline did not re-build for paired runs ({build.log_tail[-200:]}); "
+            "trials are compared with the baseline's first measurement")
+        return None
+    log(f"compileiq: the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
+        "measured next to runs of the project's own build, and compared with those")
+    return tree
+
+
+def _noise_from_paired_runs(trials, log: Log) -> float:
+    """The smallest gain that counts on a noisy machine, from the noise that paired comparisons actually
+    see: the spread of the trials' per-pair ratios (divided by sqrt 2, as each ratio holds two runs' noise),
+    the median over the trials. Drift that pairing cancels does not count; bursts shorter than a pair do."""
+    spreads = sorted(max(relative_spread(m.ratios()) for m in t.measurements) / math.sqrt(2)
+                     for t in trials if t.valid and t.same_code_as is None and t.measurements
+                     and all(m.paired and len(m.samples) >= 3 for m in t.measurements))
+    noise = statistics.median(spreads)
+    min_gain = auto_min_gain(noise)
+    log(f"compileiq: noise of paired runs (median over {len(spreads)} trials): {100 * noise:.2f}%; "
+        f"smallest gain that counts: {100 * min_gain:.2f}%")
+    return min_gain
+
+
 def _measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial, baseline: Trial,
-                               trials: dict[str, Trial], noise: float) -> Trial:
+                               trials: dict[str, Trial], noise: float, reference: VariantTree | None = None) -> Trial:
     """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
     so that the search's ranking of close candidates is not left to chance."""
     spec = setup.spec
@@ -447,10 +488,10 @@ def _measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTr
     best = min(loss(t, baseline, lower) for t in trials.values())
     current = trial
     while len(current.measurements[0].samples) < spec.max_repeats:
-        spread = max(noise, max(relative_spread(m.samples) for m in current.measurements))
+        spread = max(noise, max(relative_spread(m.ratios() if m.paired else m.samples) for m in current.measurements))
         if loss(current, baseline, lower) > best + 2 * spread:
             break
-        more = runner.extend(tree, current.measurements, spec.repeats)
+        more = runner.extend(tree, current.measurements, spec.repeats, reference)
         if more.status is not Status.OK:
             return replace(current, status=more.status, reason=more.reason, measurements=())
         current = replace(current, measurements=more.measurements, bench_seconds=current.bench_seconds + more.seconds,

@@ -1,6 +1,7 @@
 """Validation of the best candidates and ablation of the winner: builds side by side in variant trees,
-measured interleaved in a shuffled order each round (so drift hits all alike), with as many rounds as
-the noise needs to decide (between min_rounds and max_rounds)."""
+measured interleaved in a shuffled order each round (so drift hits all alike) and compared round by round
+(paired test on the per-round ratios), with as many rounds as the noise needs to decide (between
+min_rounds and max_rounds)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .cmake_project import VariantTree
 from .flags import FlagSpace
 from .measure import Runner, Workload
 from .records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
-from .stats import Comparison, compare, geomean_comparison
+from .stats import Comparison, compare_paired, geomean_comparison
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
 Log = Callable[[str], None]
@@ -51,7 +52,7 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
 
 def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[Workload, list[float]]) -> list[Comparison]:
     lower = runner.spec.metric.lower_is_better
-    return [compare(base[w], cand[w], lower) for w in runner.spec.workloads]
+    return [compare_paired(base[w], cand[w], lower) for w in runner.spec.workloads]
 
 
 def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float) -> Validation:

@@ -6,7 +6,7 @@ import math
 import random
 
 from compileiq_cmake.stats import (
-    coarse_metric_warning, compare, flag_effects, geomean_comparison, median_ci, printed_resolution, resolution,
+    coarse_metric_warning, compare, compare_paired, flag_effects, geomean_comparison, median_ci, printed_resolution, resolution,
 )
 
 
@@ -28,6 +28,23 @@ def test_same_distribution_is_called_different_at_most_at_the_chosen_level():
     for cv in (0.001, 0.01, 0.15):
         false = sum(compare(_samples(rng, 100, cv, 10), _samples(rng, 100, cv, 10)).p_value < 0.05 for _ in range(2000))
         assert false / 2000 <= 0.065, (cv, false)
+
+
+def test_paired_rounds_cancel_drift_that_hides_a_change_from_welch():
+    """The machine's speed wanders 2x between validation rounds (both builds hit alike within a round):
+    Welch on the pooled samples misses a 3% gain; the per-round paired test finds it, and its false
+    positive rate on equal builds stays at the chosen level."""
+    rng = random.Random(5)
+    found_welch = found_paired = false = 0
+    for _ in range(300):
+        drift = [math.exp(rng.uniform(0, math.log(2))) for _ in range(8)]
+        base = [100 * d * math.exp(rng.gauss(0, 0.005)) for d in drift]
+        cand = [97 * d * math.exp(rng.gauss(0, 0.005)) for d in drift]
+        same = [100 * d * math.exp(rng.gauss(0, 0.005)) for d in drift]
+        found_welch += compare(base, cand).faster(0.01)
+        found_paired += compare_paired(base, cand).faster(0.01)
+        false += compare_paired(base, same).p_value < 0.05
+    assert found_paired >= 290 and found_welch <= 30 and false <= 0.08 * 300, (found_paired, found_welch, false)
 
 
 def test_small_real_effects_count_and_large_noisy_ones_do_not():

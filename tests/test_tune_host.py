@@ -56,6 +56,7 @@ def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "[  8/8]" in proc.stdout and "compileiq: validation:" in proc.stdout and "driver overhead" in proc.stdout
     assert not (host_example / "compileiq.toml").exists()
+    assert out.is_file(), proc.stdout[-4000:]
     data = tomllib.loads(out.read_text())
     flags = data["entry"][0]["flags"]
     release = tmp_path / "release"
