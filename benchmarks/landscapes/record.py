@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record full flag landscapes of three standalone CUDA kernels (issue 5).
+"""Record full flag landscapes of standalone CUDA kernels (issue 5; KERNELS below).
 
 For each kernel: every point of a flag sub-space of the nvcc space (or, above --max-points, the default,
 every single- and double-flag change and a random sample) is
@@ -19,8 +19,9 @@ every single- and double-flag change and a random sample) is
 
 `--dry-run` stops after step 2 (no GPU, no pycuda) and writes <out>/<kernel>.dryrun.json.
 
-Usage: python3 benchmarks/landscapes/record.py --out DIR [--kernels nbody,stencil,sgemm] [--max-points N]
-       [--jobs N] [--launches N] [--dry-run] [--deadline SECONDS]
+Usage: python3 benchmarks/landscapes/record.py --out DIR [--kernels nbody,stencil,sgemm,blackscholes,spmv_csr]
+       [--max-points N] [--jobs N] [--launches N] [--dry-run] [--deadline SECONDS]
+       (default: every kernel in KERNELS)
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ ARCH = "sm_90"
 BASE_COMMAND = ["-cubin", f"-arch={ARCH}", "-O3"]
 
 # Sub-spaces: dimension name -> the values kept (token tuples exactly as in flags/nvcc.toml; the default ()
-# is always first). Sizes: nbody 1152 points (648 builds after canonical dedupe), stencil 600, sgemm 720.
+# is always first). Sizes: nbody 1152 points (648 builds after canonical dedupe), stencil 600, sgemm 720,
+# blackscholes 1152 (648 builds), spmv_csr 720.
 _NUMERICS = {
     "use_fast_math": [(), ("--use_fast_math",)],
     "ftz": [(), ("--ftz=true",)],
@@ -96,6 +98,27 @@ SUBSPACES: dict[str, dict[str, list[tuple[str, ...]]]] = {
         "load_cache": [(), ("-Xptxas=-dlcm=cg",)],
         "restrict": [(), ("--restrict",)],
     },
+    # No maxrregcount: the default build already uses 32 registers, so every cap in the catalogue (>= 32)
+    # leaves the code unchanged; the streaming loads get cache operators and --restrict instead.
+    # --extra-device-vectorization is kept although it changed no code here (nvcc 13.0): it also
+    # exercises the --restrict repair rule.
+    "blackscholes": {
+        **_NUMERICS,
+        "ptxas_opt_level": [(), ("-Xptxas=-O1",), ("-Xptxas=-O2",)],
+        "load_cache": [(), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",)],
+        "restrict": [(), ("--restrict",)],
+        "extra_device_vectorization": [(), ("--extra-device-vectorization",)],
+    },
+    "spmv_csr": {
+        "ptxas_opt_level": [(), ("-Xptxas=-O1",), ("-Xptxas=-O2",)],
+        "load_cache": [(), ("-Xptxas=-dlcm=ca",), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",), ("-Xptxas=-dlcm=lu",)],
+        "restrict": [(), ("--restrict",)],
+        "maxrregcount": [(), ("-maxrregcount=32",)],
+        "fmad": [(), ("--fmad=false",)],
+        "use_fast_math": [(), ("--use_fast_math",)],
+        # cicc unroll count of the per-lane loop (loads in flight per lane vs loop overhead)
+        "unroll_count": [(), ("-Xcicc=--Xopt,-unroll-count=2",), ("-Xcicc=--Xopt,-unroll-count=4",)],
+    },
 }
 
 
@@ -116,6 +139,14 @@ KERNELS = {
                           "8192 x 8192 float, variable coefficient, dt=0.2, grid (32, 512) x 256 threads"),
     "sgemm": KernelSpec("sgemm", "sgemm_reg8x8.cu", "sgemm_128x128_8x8", "register-pressure-bound", 1e-3,
                         "M=N=K=2048 float, 128x128 tiles, 8x8 per thread, grid (16, 16) x 256 threads"),
+    "blackscholes": KernelSpec("blackscholes", "blackscholes.cu", "bs_price",
+                               "math-heavy (transcendentals, divisions; memory-streaming)", 1e-3,
+                               "n=2^25 options (S in [5, 30], K in [1, 100], T in [0.25, 10]), r=0.02, v=0.30, "
+                               "call and put outputs, grid 2048 x 256 threads (grid-stride)"),
+    "spmv_csr": KernelSpec("spmv_csr", "spmv_csr.cu", "spmv_csr_vector",
+                           "memory-bound, irregular (gathers through column indices)", 1e-5,
+                           "CSR 2^20 x 2^20, 8..56 (mean 32) random columns per row, ~33.5M nonzeros, float, "
+                           "one warp per row, grid 131072 x 256 threads"),
 }
 
 
@@ -285,8 +316,8 @@ class GpuBench:
         rng = np.random.default_rng(seed)
         self.allocs = []
 
-        def upload(a):
-            a = np.ascontiguousarray(a, dtype=np.float32)
+        def upload(a, dtype=np.float32):
+            a = np.ascontiguousarray(a, dtype=dtype)
             d = cuda.mem_alloc(a.nbytes)
             cuda.memcpy_htod(d, a)
             self.allocs.append(d)
@@ -324,6 +355,33 @@ class GpuBench:
             self.sig = "iiiPPP"
             self.args = (m, m, m, a, b, out)
             self.grid, self.block = (m // 128, m // 128), (256, 1, 1)
+        elif spec.name == "blackscholes":
+            n = 1 << 25
+            s = upload(rng.uniform(5.0, 30.0, n))
+            k = upload(rng.uniform(1.0, 100.0, n))
+            t = upload(rng.uniform(0.25, 10.0, n))
+            self.out_count = 2 * n  # calls out[0, n), puts out[n, 2n)
+            out = empty(self.out_count)
+            self.sig = "iffPPPP"
+            self.args = (n, 0.02, 0.30, s, k, t, out)
+            self.grid, self.block = (2048, 1), (256, 1, 1)
+        elif spec.name == "spmv_csr":
+            n_rows = n_cols = 1 << 20
+            lengths = rng.integers(8, 57, n_rows)  # 8..56 nonzeros per row, mean 32
+            row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+            np.cumsum(lengths, out=row_ptr[1:])
+            nnz = int(row_ptr[-1])
+            assert nnz < 2**31
+            cols = rng.integers(0, n_cols, nnz, dtype=np.int32)  # in [0, n_cols): no guard in the kernel
+            rp = upload(row_ptr, np.int32)
+            ci = upload(cols, np.int32)
+            vals = upload(rng.uniform(-1.0, 1.0, nnz))
+            x = upload(rng.uniform(0.5, 1.5, n_cols))
+            self.out_count = n_rows
+            out = empty(self.out_count)
+            self.sig = "iPPPPP"
+            self.args = (n_rows, rp, ci, vals, x, out)
+            self.grid, self.block = ((n_rows + 7) // 8, 1), (256, 1, 1)  # 8 warps per block, one row each
         else:
             raise ValueError(spec.name)
         self.out = out
@@ -423,7 +481,7 @@ def noise_estimate(pairs: list[tuple[float, float]]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for <kernel>.json and record.log")
-    ap.add_argument("--kernels", default="nbody,stencil,sgemm")
+    ap.add_argument("--kernels", default=",".join(KERNELS), help=f"comma-separated, of {', '.join(KERNELS)}")
     ap.add_argument("--max-points", type=int, default=2000, help="per kernel; above it the space is sampled")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--launches", type=int, default=20, help="timed launches per sample (median kept)")
@@ -588,10 +646,10 @@ def main(argv: list[str] | None = None) -> int:
             bench_ctx.pop()
     total = time.perf_counter() - t_start
     print()
-    print(f"{'kernel':8} {'points':>6} {'builds':>6} {'codes':>5} {'invalid':>7} {'best':>7} {'noise':>7} "
+    print(f"{'kernel':12} {'points':>6} {'builds':>6} {'codes':>5} {'invalid':>7} {'best':>7} {'noise':>7} "
           f"{'time s':>7} {'KiB':>5}")
     for k, npts, nb, nc, ninv, best, noise, secs, size in summary:
-        print(f"{k:8} {npts:6d} {nb:6d} {nc:5d} {ninv:7d} {('%.3fx' % best) if best else '-':>7} "
+        print(f"{k:12} {npts:6d} {nb:6d} {nc:5d} {ninv:7d} {('%.3fx' % best) if best else '-':>7} "
               f"{('%.2f%%' % (100 * noise)) if noise is not None else '-':>7} {secs:7.1f} {size / 1024:5.0f}")
     print(f"builds + fingerprints {build_seconds:.0f} s; total {total:.0f} s")
     log(f"done in {total:.0f} s")
