@@ -3,7 +3,8 @@ project: interleaved runs (ABAB...) per workload, medians and spreads, as JSON o
 
 Usage: python3 benchmarks/remeasure_release.py <example work dir> <example name> [rounds]
 The work dir holds rel-plain/ and rel-tuned/ trees; the workloads are those of the example's compileiq_tune. Speedups are exp(mean log plain - mean log tuned)
-with a 95% Welch interval, as the tool reports them.
+with a 95% paired-t interval over the rounds (the tool's validation statistic; runs of the committed
+docs/benchmarks/h200-raw*/ used the Welch interval of the time).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compileiq_cmake.stats import compare
+from compileiq_cmake.stats import compare_paired
 
 PROGRAMS = {  # example -> (executable in the tree, base args, workloads) as in its CMakeLists.txt
     "cuda_nbody": ("nbody", ["--n", "32768"], [["--n", "16384"], ["--n", "32768"]]),
@@ -45,7 +46,7 @@ def main() -> None:
             for exe, sink in ((plain, a), (tuned, b)) if r % 2 == 0 else ((tuned, b), (plain, a)):
                 sink.append(run(exe, args))
         ma, mb = statistics.median(a), statistics.median(b)
-        cmp = compare(a, b, lower_is_better=True)
+        cmp = compare_paired(a, b, lower_is_better=True)
         result["workloads"].append({
             "args": " ".join(w), "plain": a, "tuned": b, "plain_median": ma, "tuned_median": mb,
             "plain_spread": (max(a) - min(a)) / ma, "tuned_spread": (max(b) - min(b)) / mb,

@@ -14,7 +14,14 @@ the structure of a flag space:
    combination) are found because every neighbour of the incumbent is tried eventually;
 4. exploration: every `EXPLORE_EVERY`-th proposal after the singles, and whenever no neighbourhood is left,
    comes from a nevergrad portfolio (discrete (1+1) strategies and random search) that is told every
-   result.
+   result;
+5. big movers: once a single value is at least `BIG_GAIN` faster alone (fast math on a math-bound
+   kernel), every `BIG_EVERY`-th proposal, singles phase included, keeps the incumbent's big-mover values
+   and draws every other dimension uniformly (at most `BIG_MAX` such draws, so a landscape where greedy
+   combination is what pays loses at most that many builds). Such a flag rewrites much of the code, so the other flags'
+   single effects, measured without it, say little about their effects with it; pairs of changes that
+   are neutral alone but strong together (n-body: `-Xptxas -O1` with `-maxrregcount=32` under fast math)
+   are found by these draws rather than by one-flag climbing. Without a big mover nothing changes.
 
 Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
 plain nevergrad optimizer or portfolio behind the same cache), kept for comparison."""
@@ -36,6 +43,9 @@ PORTFOLIO = ("DiscreteLenglerOnePlusOne", "PortfolioDiscreteOnePlusOne", "Random
 INVALID_LOSS = 10.0  # log-ratio loss given to failed trials: worse than any real slowdown
 SINGLES_SHARE = 0.6  # at most this share of the budget goes to single-flag changes
 EXPLORE_EVERY = 4  # after the singles, one proposal in this many comes from the nevergrad portfolio
+BIG_GAIN = 0.10  # a single flag value at least this much faster alone is a "big mover" ...
+BIG_EVERY = 2  # ... and then one proposal in this many keeps it and draws the other dimensions at random,
+BIG_MAX = 4  # ... at most this many times
 _MAX_REPEATS = 30
 _ENUMERATE_LIMIT = 200_000  # spaces up to this size are enumerated to find an unseen point
 
@@ -118,7 +128,8 @@ class FlagSearch:
 
     def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
                  warm_start: Sequence[FlagSet] = (), singles_share: float = SINGLES_SHARE,
-                 explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False) -> None:
+                 explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False,
+                 big_gain: float = BIG_GAIN, big_every: int = BIG_EVERY, big_max: int = BIG_MAX) -> None:
         self.space = space
         self._dims = space.dimensions
         self._names = [d.name for d in self._dims]
@@ -132,6 +143,11 @@ class FlagSearch:
         self._explore_every = max(0, int(explore_every))
         self._local_asks = 0
         self._explore_from_start = explore_from_start  # count warm-start and single-flag asks too
+        self._big_gain = big_gain
+        self._big_every = big_every
+        self._big_asks = 0
+        self._big_max = big_max  # at most this many big-mover draws (0: no limit)
+        self._big_drawn = 0
         singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
         self._rng.shuffle(singles)
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
@@ -220,8 +236,46 @@ class FlagSearch:
             self._pending.add(fs.key)
         return fs
 
+    def _big_movers(self) -> list[tuple[int, int]]:
+        out = []
+        for d, dim in enumerate(self._dims):
+            for i in range(1, len(dim.values)):
+                choice = [0] * len(self._dims)
+                choice[d] = i
+                loss = self._losses.get(self._flagset(tuple(choice)).key)
+                if loss is not None and loss < -math.log1p(self._big_gain):
+                    out.append((d, i))
+        return out
+
+    def _conditional(self) -> FlagSet | None:
+        """Keep the incumbent's big-mover values; draw every other dimension uniformly (choice space)."""
+        big = self._big_movers()
+        if not big:
+            return None
+        ranked = sorted((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
+        base = self._choice_of[ranked[0][1]]
+        fixed = {d for d, i in big if base[d] == i}
+        if not fixed:
+            fixed = {min(big, key=lambda di: self._single_loss(*di))[0]}
+            base = tuple(dict(big).get(d, 0) if d in fixed else v for d, v in enumerate(base))
+        for _ in range(60):
+            choice = tuple(base[d] if d in fixed else self._rng.randrange(len(dim.values))
+                           for d, dim in enumerate(self._dims))
+            fs = self._propose(choice)
+            if fs is not None:
+                return fs
+        return None
+
     def ask(self) -> FlagSet | None:
         """A flag set neither measured nor being built; None when the space is exhausted."""
+        if self._big_gain > 0:
+            self._big_asks += 1
+            if self._big_asks % self._big_every == 0 and (not self._big_max or self._big_drawn < self._big_max) \
+                    and self._big_movers():
+                fs = self._conditional()
+                if fs is not None:
+                    self._big_drawn += 1
+                    return fs
         if self._explore_from_start and (self._warm or self._singles):
             self._local_asks += 1
             if self._explore_every and self._local_asks % self._explore_every == 0:
