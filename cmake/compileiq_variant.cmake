@@ -146,7 +146,7 @@ function(_compileiq_variant_apply)
     endwhile()
   endif()
 
-  _compileiq_add_flags("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" ${COMPILEIQ_VARIANT_FLAGS})
+  _compileiq_add_flags("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" "" ${COMPILEIQ_VARIANT_FLAGS})
 endfunction()
 
 # Read the architecture now, to strip it from the CUDA flags as early as here

@@ -76,6 +76,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, twice the "
                    "baseline's run-to-run spread))")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
+    p.add_argument("--config", help="configuration (build type) to tune, e.g. Release; default: the build tree's "
+                   "CMAKE_BUILD_TYPE, else Release (multi-config generators: Release). The TOML records it and a "
+                   "configure applies the flags to that configuration only")
     p.add_argument("--replay", metavar="LANDSCAPE",
                    help="answer builds and benchmarks from a recorded landscape (benchmarks/landscapes/*.json) "
                    "instead of running them; output and TOML are labelled REPLAY and never applied")
@@ -153,7 +156,7 @@ def _spec_from_args(args: argparse.Namespace):
         pass_regex=args.pass_regex, verify=verify, workloads=workloads, budget=args.budget,
         time_limit=args.time_limit, include_flags=_split(args.include_flags), exclude_flags=_split(args.exclude_flags),
         seed=args.seed, workers=args.workers or _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
-        cuda_arch=args.cuda_arch, compare_output=args.compare_output, compare_file=args.compare_file,
+        cuda_arch=args.cuda_arch, config=args.config or None, compare_output=args.compare_output, compare_file=args.compare_file,
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,

@@ -92,10 +92,19 @@ class VariantSettings:
     generator: str
     cache: dict[str, tuple[str, str]] = field(default_factory=dict)
     cuda_arch: str = ""
+    config: str = ""  # multi-config generators: the one configuration the variant trees have and build
+
+    @property
+    def build_type(self) -> str:
+        """The configuration that is tuned (CMAKE_BUILD_TYPE, or the multi-config generator's config)."""
+        return self.config or self.cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
 
     @staticmethod
-    def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str) -> tuple["VariantSettings", list[str]]:
-        """Settings copied from the user's configured tree (generator, build type, compilers, options)."""
+    def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
+                       config: str | None = None) -> tuple["VariantSettings", list[str]]:
+        """Settings copied from the user's configured tree (generator, build type, compilers, options).
+        `config` picks the configuration to tune (default: the tree's CMAKE_BUILD_TYPE, else Release);
+        with a multi-config generator the variant trees get only that one configuration."""
         notes: list[str] = []
         user = read_cache(build_dir)
         generator = user.get("CMAKE_GENERATOR", ("", ""))[1] or ("Ninja" if shutil.which("ninja") else "Unix Makefiles")
@@ -103,10 +112,23 @@ class VariantSettings:
             name: entry for name, entry in user.items()
             if entry[0] in _FORWARD_TYPES and name not in _NOT_FORWARDED and not name.startswith("COMPILEIQ_")
         }
-        if not cache.get("CMAKE_BUILD_TYPE", ("", ""))[1] and "Multi-Config" not in generator:
+        chosen = ""
+        if is_multi_config(generator):
+            chosen = config or "Release"
+            cache["CMAKE_CONFIGURATION_TYPES"] = ("STRING", chosen)
+            cache.pop("CMAKE_BUILD_TYPE", None)
+            notes.append(f"multi-config generator ({generator}): tuning the {chosen} configuration"
+                         + ("" if config else " (--config to choose another)"))
+        elif config:
+            own = cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
+            cache["CMAKE_BUILD_TYPE"] = ("STRING", config)
+            if own and own != config:
+                notes.append(f"tuning the {config} build type (--config) although the build tree is {own}")
+        elif not cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]:
             cache["CMAKE_BUILD_TYPE"] = ("STRING", "Release")
             notes.append("no CMAKE_BUILD_TYPE in the user's build tree: tuning a Release build")
-        return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache, cuda_arch=cuda_arch), notes
+        return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache,
+                               cuda_arch=cuda_arch, config=chosen), notes
 
     def initial_cache_script(self) -> str:
         lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
@@ -116,12 +138,18 @@ class VariantSettings:
         return "\n".join(lines) + "\n"
 
 
+def is_multi_config(generator: str) -> bool:
+    """Generators that hold several configurations in one tree (build with --config)."""
+    return "Multi-Config" in generator or generator.startswith("Visual Studio") or generator == "Xcode"
+
+
 class VariantTree:
     """One reusable build tree under <build>/compileiq/ owned by one worker."""
 
-    def __init__(self, root: Path, name: str, cmake: str) -> None:
+    def __init__(self, root: Path, name: str, cmake: str, config: str = "") -> None:
         self.path = root / name
         self.cmake = cmake
+        self.config = config  # multi-config generators: built with --config <config>
         self.fragment = self.path / FRAGMENT_NAME
 
     def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> bool:
@@ -166,6 +194,8 @@ class VariantTree:
 
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
+        if self.config:
+            cmd += ["--config", self.config]
         for t in targets:
             cmd += ["--target", t]
         start = time.perf_counter()

@@ -17,6 +17,7 @@ from .flags import validate_flags
 
 SCHEMA_VERSION = 1
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9_.+\-]+(::[A-Za-z0-9_.+\-]+)*$")
+_BUILD_TYPE = re.compile(r"^[A-Za-z0-9_]*$")  # a CMake configuration name, or empty
 _ARCH = re.compile(r"^([0-9]{2,3}[af]?)?$")
 _COMPILER_ID = re.compile(r"^[A-Za-z]+$")
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
@@ -74,7 +75,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     if unknown:
         raise CompileIQError(f"{where}: entry for {raw.get('target', '?')!r} has unknown keys {', '.join(unknown)}")
     for key, pattern in (("target", _TARGET_NAME), ("arch", _ARCH), ("compiler_id", _COMPILER_ID),
-                         ("compiler_version", _VERSION)):
+                         ("compiler_version", _VERSION), ("build_type", _BUILD_TYPE)):
         value = raw[key]
         if not isinstance(value, str) or not pattern.match(value):
             raise CompileIQError(f"{where}: refusing {key} = {value!r}: not a valid {key.replace('_', ' ')}")
@@ -156,7 +157,7 @@ def cmake_entries(entries: list[FlagsEntry]) -> str:
         args = [
             "TARGET", cmake_quote(e.target), "LANGUAGE", e.language, "ARCH", cmake_quote(e.arch),
             "COMPILER_ID", e.compiler_id, "COMPILER_VERSION", e.compiler_major_minor,
-            "FLAGS", *(cmake_quote(f) for f in e.flags),
+            "CONFIG", cmake_quote(e.build_type), "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]
         lines.append("_compileiq_entry(" + " ".join(args) + ")")
     return "\n".join(lines) + "\n"

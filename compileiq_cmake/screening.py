@@ -256,7 +256,7 @@ def screen_target(
     from .flags.probe import default_cache_path, probe_space
 
     settings, notes = VariantSettings.from_user_tree(source_dir, build_dir, cuda_arch)
-    tree = VariantTree(build_dir / "compileiq", "worker-0", settings.cmake)
+    tree = VariantTree(build_dir / "compileiq", "worker-0", settings.cmake, settings.config)
     if cuda_arch:
         tree.write_flags(target, "CUDA", cuda_arch, ())
     model = tree.configure(settings, target, "CUDA" if cuda_arch else "")

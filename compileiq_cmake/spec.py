@@ -59,6 +59,7 @@ class TuneSpec:
     timeout: float = 120.0
     min_gain: float | None = None  # None: derived from the baseline's noise (stats.auto_min_gain)
     cuda_arch: str | None = None  # override of the GPU's architecture (build-only use)
+    config: str | None = None  # configuration (build type) to tune; default: the tree's, else Release
     compare_output: str | None = None  # regex of output lines whose numbers must match the baseline's
     compare_file: str | None = None  # a file the benchmark writes (relative to its working directory)
     rtol: float = 1e-5
@@ -68,9 +69,9 @@ class TuneSpec:
     min_rounds: int = 5  # validation: interleaved rounds at least ...
     max_rounds: int = 15  # ... and at most
     screen: bool = True  # CUDA: drop flag values that change no device code before the search
-    acf_files: tuple[str, ...] = ()
+    acf_files: tuple[str, ...] = ()  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
     replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)
-    warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
+    warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first
 
     @property
     def checks_outputs(self) -> bool:

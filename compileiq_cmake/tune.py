@@ -107,10 +107,10 @@ def _sources_hash(target: Target, source_dir: Path) -> str:
 
 def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     state_dir = spec.build_dir / "compileiq"
-    settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, spec.cuda_arch or "")
+    settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, spec.cuda_arch or "", spec.config)
     for note in notes:
         log(f"compileiq: {note}")
-    first = VariantTree(state_dir, "worker-0", settings.cmake)
+    first = VariantTree(state_dir, "worker-0", settings.cmake, settings.config)
     model = first.configure(settings, spec.target, "")
     target = model.target(spec.target)
     language = target.primary_language
@@ -143,7 +143,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     if language == "CUDA":
         space = _screen_cuda_space(spec, space, first, target, toolchain, arch, log)
     n_trees = max(spec.workers + 1, FINALISTS + 1)  # + 1: the baseline build next to trials on a noisy machine
-    trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake) for i in range(1, n_trees)))
+    trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(1, n_trees)))
     for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
     with ThreadPoolExecutor(max_workers=len(trees) - 1) as pool:
@@ -531,7 +531,7 @@ def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagS
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
     spec = setup.spec
     cache_build_type = "" if setup.replay else \
-        VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "")[0].cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
+        VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)[0].build_type
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,

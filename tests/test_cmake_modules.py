@@ -4,6 +4,7 @@ hostile TOML files, through real configures."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 
 import tomli_w
 import tomllib
@@ -59,6 +60,30 @@ def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
     write_entry(toml, _host_entry(version, target="not_in_project"))
     other = configure(src, tmp_path / "other", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert other.returncode == 0 and "not_in_project" in other.stderr
+
+
+def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tmp_path):
+    """Release-tuned flags: a Debug build does not get them; a multi-config generator gets them inside
+    $<CONFIG:Release> (impl-Release.ninja has them, impl-Debug.ninja not)."""
+    src = _host_project(tmp_path)
+    probe = tmp_path / "probe"
+    assert configure(src, probe).returncode == 0
+    toml = src / "compileiq.toml"
+    write_entry(toml, _host_entry(_gcc_version_major_minor(probe) + ".0", build_type="Release"))
+    debug = configure(src, tmp_path / "debug", "-DCMAKE_BUILD_TYPE=Debug", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert debug.returncode == 0 and "tuned for the Release build type" in debug.stdout, debug.stdout
+    (cmd,) = commands_for(tmp_path / "debug", "main.cpp")
+    assert "-funroll-loops" not in cmd
+    if not shutil.which("ninja"):
+        import pytest
+        pytest.skip("ninja is not installed")
+    multi = tmp_path / "multi"
+    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(multi), "-G", "Ninja Multi-Config",
+                           f"-Dcompileiq_cmake_DIR={cmake_dir()}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "applied 2 tuned flags to host_kernels (CXX GNU" in proc.stdout and "for the Release configuration" in proc.stdout
+    assert "-funroll-loops" in (multi / "CMakeFiles" / "impl-Release.ninja").read_text()
+    assert "-funroll-loops" not in (multi / "CMakeFiles" / "impl-Debug.ninja").read_text()
 
 
 def test_cuda_entry_for_another_architecture_is_not_applied(tmp_path):

@@ -47,6 +47,7 @@ def test_control_characters_survive(tmp_path):
     ("flags", ["-Xptxas=-O9"], "not a known nvcc flag"),
     ("target", 'nbody")', "refusing target"),
     ("arch", "90;sm_70", "refusing arch"),
+    ("build_type", "Release>,$<1:-evil", "refusing build_type"),
 ])
 def test_hostile_toml_is_refused(tmp_path, field, value, message):
     path = tmp_path / "compileiq.toml"
@@ -72,5 +73,5 @@ def test_malformed_toml_is_one_clear_error(tmp_path):
 
 def test_cmake_entries_quote_everything_and_skip_replays():
     text = cmake_entries([make_entry(), make_entry(target="other", replay=True)])
-    assert '_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 FLAGS "--use_fast_math" "-Xptxas=-O1")' in text
+    assert '_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 CONFIG "Release" FLAGS "--use_fast_math" "-Xptxas=-O1")' in text
     assert "_compileiq_entry(TARGET \"other\"" not in text and "replay" in text

@@ -3,8 +3,12 @@ that applies the TOML, checked in compile_commands.json."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import tomllib
+
+import pytest
 
 from compileiq_cmake.result_file import read_entries
 from conftest import cmake_dir, commands_for, configure, run_cli
@@ -81,3 +85,34 @@ def test_no_significant_gain_writes_no_flags(host_example, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "no flag set beat the project's own build" in proc.stdout
     assert not (host_example / "compileiq.toml").exists()
+
+
+def test_multi_config_generator_tunes_the_release_configuration_and_applies_it_there_only(host_example, tmp_path):
+    """Ninja Multi-Config: the variant trees hold and build only Release (the baseline is -O3 -DNDEBUG,
+    not Debug's -g), the TOML records build_type = "Release", and the release configure puts the flags
+    inside $<CONFIG:Release>."""
+    if not shutil.which("ninja"):
+        pytest.skip("ninja is not installed")
+    build = tmp_path / "build"
+    proc = subprocess.run(["cmake", "-S", str(host_example), "-B", str(build), "-G", "Ninja Multi-Config"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "multi.toml"
+    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
+                   "--bench", "host_kernels --n 768", "--metric", METRIC, "--pass-regex", "PASS",
+                   "--include-flags", "no_math_errno,ipa_pta", "--budget", "3", "--output", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert "tuning the Release configuration" in proc.stdout
+    trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
+    assert "-O3" in trials[0]["compile_command"] and "-DNDEBUG" in trials[0]["compile_command"]
+    assert out.is_file(), proc.stdout[-3000:]
+    (entry,) = read_entries(out)
+    assert entry.build_type == "Release" and "-fno-math-errno" in entry.flags
+    release = tmp_path / "release"
+    proc = subprocess.run(["cmake", "-S", str(host_example), "-B", str(release), "-G", "Ninja Multi-Config",
+                           f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
+                           f"-DCOMPILEIQ_FLAGS_FILE={out}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "for the Release configuration" in proc.stdout
+    assert "-fno-math-errno" in (release / "CMakeFiles" / "impl-Release.ninja").read_text()
+    assert "-fno-math-errno" not in (release / "CMakeFiles" / "impl-Debug.ninja").read_text()
