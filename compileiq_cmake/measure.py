@@ -111,8 +111,9 @@ class Runner:
         baseline build in it next to each, alternating which goes first, appended to `paired`).
         Returns (the first failed run or None, seconds, throttled, numbers printed by the first run)."""
         seconds, throttled, numbers = 0.0, False, None
+        start = len(samples)
         for i in range(repeats):
-            order = [tree] if reference is None else ([reference, tree] if (len(samples) + i) % 2 == 0 else [tree, reference])
+            order = [tree] if reference is None else ([reference, tree] if (start + i) % 2 == 0 else [tree, reference])
             for which in order:
                 res = self.run(which, workload)
                 seconds += res.seconds
