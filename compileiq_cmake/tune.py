@@ -364,7 +364,11 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
                                 kernels=build.kernels)
             else:
                 trial = _trial(runner, setup, tree, len(trials), flagset, build, reference)
-                trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, noise, reference)
+                floor = noise
+                if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
+                    paired, n = _paired_noise(trials.values())
+                    floor = paired if n >= 3 else noise
+                trial = _measure_more_if_promising(runner, setup, tree, trial, baseline, trials, floor, reference)
             subprocess_seconds += trial.bench_seconds
             store.save(trial)
             trials[flagset.key] = trial
@@ -392,9 +396,12 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             continue
         codes.add(t.fingerprint)
         finalists.append(t.flagset)
-    if reference is not None and spec.min_gain is None and any(t.valid and t.measurements and t.measurements[0].paired
-                                                               for t in trials.values()):
-        min_gain = _noise_from_paired_runs(trials.values(), log)
+    if reference is not None and spec.min_gain is None:
+        paired_noise, n = _paired_noise(trials.values())
+        if n:
+            min_gain = auto_min_gain(paired_noise)
+            log(f"compileiq: noise of paired runs (median over {n} trials): {100 * paired_noise:.2f}%; "
+                f"smallest gain that counts: {100 * min_gain:.2f}%")
     winner, contributions = _validate_and_ablate(setup, runner, finalists, min_gain, log)
     toml_path = None
     if winner is not None:
@@ -463,18 +470,14 @@ def _reference_tree(setup: TuneSetup, baseline: FlagSet, noise: float, log: Log)
     return tree
 
 
-def _noise_from_paired_runs(trials, log: Log) -> float:
-    """The smallest gain that counts on a noisy machine, from the noise that paired comparisons actually
-    see: the spread of the trials' per-pair ratios (divided by sqrt 2, as each ratio holds two runs' noise),
-    the median over the trials. Drift that pairing cancels does not count; bursts shorter than a pair do."""
+def _paired_noise(trials) -> tuple[float, int]:
+    """The run-to-run noise that paired comparisons actually see: the spread of the trials' per-pair ratios
+    (divided by sqrt 2, as each ratio holds two runs' noise), the median over the trials, and how many
+    trials it comes from (0: none yet, noise nan). Drift that pairing cancels does not count."""
     spreads = sorted(max(relative_spread(m.ratios()) for m in t.measurements) / math.sqrt(2)
                      for t in trials if t.valid and t.same_code_as is None and t.measurements
                      and all(m.paired and len(m.samples) >= 3 for m in t.measurements))
-    noise = statistics.median(spreads)
-    min_gain = auto_min_gain(noise)
-    log(f"compileiq: noise of paired runs (median over {len(spreads)} trials): {100 * noise:.2f}%; "
-        f"smallest gain that counts: {100 * min_gain:.2f}%")
-    return min_gain
+    return (statistics.median(spreads), len(spreads)) if spreads else (math.nan, 0)
 
 
 def _measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial, baseline: Trial,
