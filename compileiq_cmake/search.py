@@ -237,23 +237,15 @@ class FlagSearch:
         return fs
 
     def _big_movers(self) -> list[tuple[int, int]]:
-        out = []
-        for d, dim in enumerate(self._dims):
-            for i in range(1, len(dim.values)):
-                choice = [0] * len(self._dims)
-                choice[d] = i
-                loss = self._losses.get(self._flagset(tuple(choice)).key)
-                if loss is not None and loss < -math.log1p(self._big_gain):
-                    out.append((d, i))
-        return out
+        """(dimension, value) of the measured single-flag changes at least `big_gain` faster alone."""
+        threshold = -math.log1p(self._big_gain)
+        return [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))
+                if self._single_loss(d, i) < threshold]
 
-    def _conditional(self) -> FlagSet | None:
+    def _conditional(self, big: list[tuple[int, int]]) -> FlagSet | None:
         """Keep the incumbent's big-mover values; draw every other dimension uniformly (choice space)."""
-        big = self._big_movers()
-        if not big:
-            return None
-        ranked = sorted((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
-        base = self._choice_of[ranked[0][1]]
+        _, best = min((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
+        base = self._choice_of[best]
         fixed = {d for d, i in big if base[d] == i}
         if not fixed:
             fixed = {min(big, key=lambda di: self._single_loss(*di))[0]}
@@ -270,9 +262,10 @@ class FlagSearch:
         """A flag set neither measured nor being built; None when the space is exhausted."""
         if self._big_gain > 0:
             self._big_asks += 1
-            if self._big_asks % self._big_every == 0 and (not self._big_max or self._big_drawn < self._big_max) \
-                    and self._big_movers():
-                fs = self._conditional()
+            big = self._big_movers() if self._big_asks % self._big_every == 0 and \
+                (not self._big_max or self._big_drawn < self._big_max) else []
+            if big:
+                fs = self._conditional(big)
                 if fs is not None:
                     self._big_drawn += 1
                     return fs

@@ -111,17 +111,24 @@ def compare(baseline, candidate, lower_is_better: bool = True, confidence: float
     vb = lb.var(ddof=1) / len(lb) if len(lb) > 1 else 0.0
     vc = lc.var(ddof=1) / len(lc) if len(lc) > 1 else 0.0
     se = math.sqrt(vb + vc)
-    if se == 0.0:
-        # Identical samples on both sides (a quantized metric): no noise to test against.
-        p = 1.0 if diff == 0 else 0.0
-        return Comparison(math.exp(diff), Interval(math.exp(diff), math.exp(diff)), p, len(lb), len(lc))
     dof = (vb + vc) ** 2 / (
         (vb**2 / (len(lb) - 1) if len(lb) > 1 else 0.0) + (vc**2 / (len(lc) - 1) if len(lc) > 1 else 0.0)
-    )
-    t = diff / se
-    p = float(2 * _st.t.sf(abs(t), dof))
+    ) if se > 0.0 else 1.0
+    return _t_comparison(diff, se, dof, len(lb), len(lc), confidence)
+
+
+def _t_comparison(diff: float, se: float, dof: float, n_baseline: int, n_candidate: int,
+                  confidence: float) -> Comparison:
+    """Speedup exp(diff) with its t interval and two-sided p-value (mean log difference, its standard
+    error and degrees of freedom)."""
+    if se == 0.0:
+        # Identical samples (a quantized metric) or identical differences: no noise to test against.
+        p = 1.0 if diff == 0 else 0.0
+        return Comparison(math.exp(diff), Interval(math.exp(diff), math.exp(diff)), p, n_baseline, n_candidate)
+    p = float(2 * _st.t.sf(abs(diff / se), dof))
     q = float(_st.t.ppf(0.5 + confidence / 2, dof))
-    return Comparison(math.exp(diff), Interval(math.exp(diff - q * se), math.exp(diff + q * se)), p, len(lb), len(lc))
+    return Comparison(math.exp(diff), Interval(math.exp(diff - q * se), math.exp(diff + q * se)), p,
+                      n_baseline, n_candidate)
 
 
 def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95) -> Comparison:
@@ -134,14 +141,7 @@ def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence
     if not lower_is_better:
         d = -d
     n = len(d)
-    mean = float(d.mean())
-    se = float(d.std(ddof=1)) / math.sqrt(n)
-    if se == 0.0:
-        p = 1.0 if mean == 0 else 0.0
-        return Comparison(math.exp(mean), Interval(math.exp(mean), math.exp(mean)), p, n, n)
-    p = float(2 * _st.t.sf(abs(mean / se), n - 1))
-    q = float(_st.t.ppf(0.5 + confidence / 2, n - 1))
-    return Comparison(math.exp(mean), Interval(math.exp(mean - q * se), math.exp(mean + q * se)), p, n, n)
+    return _t_comparison(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1, n, n, confidence)
 
 
 def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:

@@ -62,6 +62,7 @@ class TuneSetup:
     monitor: GpuMonitor | None
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
     replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
+    build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -161,6 +162,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
         artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
                         if a.is_relative_to(trees[0].path)),
+        build_type=settings.build_type,
     )
 
 
@@ -533,12 +535,10 @@ def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagS
 
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
     spec = setup.spec
-    cache_build_type = "" if setup.replay else \
-        VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)[0].build_type
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
-        flags=winner.flagset.flags, build_type=cache_build_type, device=setup.device,
+        flags=winner.flagset.flags, build_type=setup.build_type, device=setup.device,
         compute_capability=setup.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better,
         workloads=tuple(" ".join(w.workload) for w in winner.workloads),
