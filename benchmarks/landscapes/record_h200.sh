@@ -3,7 +3,7 @@
 # without it record.py stops after compiling). Writes <kernel>.json and record.log to $OUT/landscapes.
 #
 # Usage (repository root, device machine, `.whl` carried):
-#   bash benchmarks/landscapes/record_h200.sh [kernel,kernel,...]     (default: blackscholes,spmv_csr)
+#   bash benchmarks/landscapes/record_h200.sh [kernel,kernel,...]     (default: blackscholes,spmv_csr, the hold-outs)
 set -u -o pipefail
 OUT_DIR=${OUT:-/tmp/compileiq-out}/landscapes
 mkdir -p "$OUT_DIR"
