@@ -19,7 +19,8 @@ every single- and double-flag change and a random sample) is
 
 `--dry-run` stops after step 2 (no GPU, no pycuda) and writes <out>/<kernel>.dryrun.json.
 
-Usage: python3 benchmarks/landscapes/record.py --out DIR [--kernels nbody,stencil,sgemm,blackscholes,spmv_csr]
+Usage: python3 benchmarks/landscapes/record.py --out DIR
+       [--kernels nbody,stencil,sgemm,blackscholes,spmv_csr,rk4_oscillators,softmax_rows]
        [--max-points N] [--jobs N] [--launches N] [--dry-run] [--deadline SECONDS]
        (default: every kernel in KERNELS)
 """
@@ -64,7 +65,7 @@ BASE_COMMAND = ["-cubin", f"-arch={ARCH}", "-O3"]
 
 # Sub-spaces: dimension name -> the values kept (token tuples exactly as in flags/nvcc.toml; the default ()
 # is always first). Sizes: nbody 1152 points (648 builds after canonical dedupe), stencil 600, sgemm 720,
-# blackscholes 1152 (648 builds), spmv_csr 720.
+# blackscholes 1152 (648 builds), spmv_csr 720, rk4_oscillators 576 (324 builds), softmax_rows 720.
 _NUMERICS = {
     "use_fast_math": [(), ("--use_fast_math",)],
     "ftz": [(), ("--ftz=true",)],
@@ -119,6 +120,24 @@ SUBSPACES: dict[str, dict[str, list[tuple[str, ...]]]] = {
         # cicc unroll count of the per-lane loop (loads in flight per lane vs loop overhead)
         "unroll_count": [(), ("-Xcicc=--Xopt,-unroll-count=2",), ("-Xcicc=--Xopt,-unroll-count=4",)],
     },
+    # The default build uses 70 registers (no __launch_bounds__, so the cap applies): 32 spills, 64 squeezes.
+    "rk4_oscillators": {
+        **_NUMERICS,
+        "ptxas_opt_level": [(), ("-Xptxas=-O1",), ("-Xptxas=-O2",)],
+        "maxrregcount": [(), ("-maxrregcount=32",), ("-maxrregcount=64",)],
+        "restrict": [(), ("--restrict",)],
+    },
+    # No fmad (it changed no code here, nvcc 13.0: expf uses explicit fmaf) and no prec_sqrt (no sqrt);
+    # the store cache operator instead (128 MiB of streaming stores).
+    "softmax_rows": {
+        "use_fast_math": [(), ("--use_fast_math",)],
+        "ftz": [(), ("--ftz=true",)],
+        "prec_div": [(), ("--prec-div=false",)],
+        "ptxas_opt_level": [(), ("-Xptxas=-O1",), ("-Xptxas=-O2",)],
+        "load_cache": [(), ("-Xptxas=-dlcm=ca",), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",), ("-Xptxas=-dlcm=lu",)],
+        "store_cache": [(), ("-Xptxas=-dscm=cg",), ("-Xptxas=-dscm=cs",)],
+        "restrict": [(), ("--restrict",)],
+    },
 }
 
 
@@ -147,6 +166,16 @@ KERNELS = {
                            "memory-bound, irregular (gathers through column indices)", 1e-5,
                            "CSR 2^20 x 2^20, 8..56 (mean 32) random columns per row, ~33.5M nonzeros, float, "
                            "one warp per row, grid 131072 x 256 threads"),
+    "rk4_oscillators": KernelSpec("rk4_oscillators", "rk4_oscillators.cu", "rk4_step",
+                                  "math-heavy, register-heavy (sinf, sincosf, divisions; 70 registers)", 1e-3,
+                                  "n=2^20 damped driven pendulum-Duffing oscillators (m in [0.5, 2], c in [0.3, 0.8], "
+                                  "k in [0.5, 4], F in [0.2, 1], 8 drive harmonics with weights in [0.05, 0.25]), "
+                                  "beta=0.2, omega=1.3, 64 RK4 steps of h = 0.1 / sqrt(k / m), "
+                                  "grid 4096 x 256 threads"),
+    "softmax_rows": KernelSpec("softmax_rows", "softmax_rows.cu", "softmax_rows",
+                               "mixed memory / math (expf, a division per element, warp-shuffle reductions)", 1e-5,
+                               "32768 x 1024 float (inputs normal, sigma 2), row-wise stable softmax, "
+                               "one warp per row, values cached in registers, grid 4096 x 256 threads"),
 }
 
 
@@ -381,6 +410,29 @@ class GpuBench:
             out = empty(self.out_count)
             self.sig = "iPPPPP"
             self.args = (n_rows, rp, ci, vals, x, out)
+            self.grid, self.block = ((n_rows + 7) // 8, 1), (256, 1, 1)  # 8 warps per block, one row each
+        elif spec.name == "rk4_oscillators":
+            n, steps, harmonics = 1 << 20, 64, 8
+            x0 = upload(rng.uniform(-1.0, 1.0, n))
+            v0 = upload(rng.uniform(-1.0, 1.0, n))
+            params = upload(np.stack([rng.uniform(0.5, 2.0, n),    # m
+                                      rng.uniform(0.3, 0.8, n),    # c
+                                      rng.uniform(0.5, 4.0, n),    # k
+                                      rng.uniform(0.2, 1.0, n)],   # F
+                                     axis=1))  # (n, 4): float4 params[i] = (m, c, k, F)
+            amp = upload(rng.uniform(0.05, 0.25, (harmonics, n)))  # amp[j * n + i]
+            self.out_count = 2 * n  # x out[0, n), x' out[n, 2n)
+            out = empty(self.out_count)
+            self.sig = "iifffPPPPP"
+            self.args = (n, steps, 0.1, 0.2, 1.3, x0, v0, params, amp, out)
+            self.grid, self.block = ((n + 255) // 256, 1), (256, 1, 1)
+        elif spec.name == "softmax_rows":
+            n_rows, cols = 32768, 1024  # cols: COLS in the kernel
+            x = upload(rng.normal(0.0, 2.0, (n_rows, cols)))
+            self.out_count = n_rows * cols
+            out = empty(self.out_count)
+            self.sig = "iPP"
+            self.args = (n_rows, x, out)
             self.grid, self.block = ((n_rows + 7) // 8, 1), (256, 1, 1)  # 8 warps per block, one row each
         else:
             raise ValueError(spec.name)
