@@ -19,7 +19,7 @@ in validation). Targets: 99% of the landscape's best valid speedup, and 90% of i
 (speedup >= 1 + 0.9 (best - 1)), which is the meaningful one on nearly flat landscapes.
 
 Usage:
-  .venv/bin/python benchmarks/search_efficiency.py run [--landscapes nbody,stencil,sgemm,sample_small]
+  .venv/bin/python benchmarks/search_efficiency.py run [--landscapes nbody,stencil,sgemm,blackscholes,spmv_csr,sample_small]
         [--strategies default,random,...] [--seeds 30] [--budget 100] [--out benchmarks/results/search.json]
   /tmp/bench-venv/bin/python benchmarks/search_efficiency.py run --strategies ciq-ga,kt-... (same --out:
         results are merged; the external venv needs compileiq 1.1.0 / kernel_tuner 1.5.0 and numpy)
@@ -50,7 +50,8 @@ from compileiq_cmake.flags.space import FlagSpace  # noqa: E402
 from compileiq_cmake.landscape import Landscape  # noqa: E402
 
 INVALID_LOSS = 10.0
-LANDSCAPES = ("nbody", "stencil", "sgemm", "sample_small")
+LANDSCAPES = ("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_oscillators", "softmax_rows",
+              "sample_small")
 BUDGETS = (10, 25, 50, 100)
 DEFAULT_OUT = HERE / "results" / "search.json"
 

@@ -21,7 +21,11 @@ the structure of a flag space:
    combination is what pays loses at most that many builds). Such a flag rewrites much of the code, so the other flags'
    single effects, measured without it, say little about their effects with it; pairs of changes that
    are neutral alone but strong together (n-body: `-Xptxas -O1` with `-maxrregcount=32` under fast math)
-   are found by these draws rather than by one-flag climbing. Without a big mover nothing changes.
+   are found by these draws rather than by one-flag climbing. Without a big mover nothing changes;
+6. pivot: once a big mover is known, the remaining single-flag changes are measured on top of it (the
+   strongest big mover's single point) instead of alone, and the local search's priors use these
+   conditional effects: under fast math, flags it implies cost no build (same canonical flags) and the
+   effects measured are the ones that matter for combinations with it.
 
 Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
 plain nevergrad optimizer or portfolio behind the same cache), kept for comparison."""
@@ -129,7 +133,8 @@ class FlagSearch:
     def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
                  warm_start: Sequence[FlagSet] = (), singles_share: float = SINGLES_SHARE,
                  explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False,
-                 big_gain: float = BIG_GAIN, big_every: int = BIG_EVERY, big_max: int = BIG_MAX) -> None:
+                 big_gain: float = BIG_GAIN, big_every: int = BIG_EVERY, big_max: int = BIG_MAX,
+                 pivot: bool = True) -> None:
         self.space = space
         self._dims = space.dimensions
         self._names = [d.name for d in self._dims]
@@ -150,6 +155,7 @@ class FlagSearch:
         self._big_drawn = 0
         singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
         self._rng.shuffle(singles)
+        self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:
@@ -210,6 +216,7 @@ class FlagSearch:
     def _local(self) -> FlagSet | None:
         """Best-first: the best valid measured point with an unseen neighbour; its neighbour of best prior."""
         ranked = sorted((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
+        pivot = self._pivot_base()
         for _, key in ranked:
             if key in self._exhausted:
                 continue
@@ -220,7 +227,7 @@ class FlagSearch:
                     if i == base[d]:
                         continue
                     choice = base[:d] + (i,) + base[d + 1:]
-                    prior = self._single_loss(d, i) - self._single_loss(d, base[d])
+                    prior = self._prior(d, i, pivot) - self._prior(d, base[d], pivot)
                     neighbours.append((prior, d, i, choice))
             neighbours.sort()
             for _, _, _, choice in neighbours:
@@ -291,7 +298,33 @@ class FlagSearch:
                 return fs
         return self._local() or self._explore()
 
+    def _pivot_base(self) -> tuple[int, ...] | None:
+        """With `pivot`: the single-flag point of the strongest big mover, the base of the remaining singles."""
+        if not self._pivot or self._big_gain <= 0:
+            return None
+        big = self._big_movers()
+        if not big:
+            return None
+        d, i = min(big, key=lambda di: self._single_loss(*di))
+        base = [0] * len(self._dims)
+        base[d] = i
+        return tuple(base)
+
     def _single(self, d: int, i: int) -> FlagSet | None:
-        choice = [0] * len(self._dims)
+        """Value i of dimension d alone, or on top of the pivot (another value of the pivot's dimension: alone)."""
+        base = self._pivot_base()
+        choice = list(base) if base is not None and base[d] == 0 else [0] * len(self._dims)
         choice[d] = i
         return self._propose(tuple(choice))
+
+    def _prior(self, d: int, i: int, base: tuple[int, ...] | None) -> float:
+        """Expected loss change of value i of dimension d: measured on the pivot `base` when it was, else
+        alone."""
+        if base is not None and base[d] == 0 and i != 0:
+            choice = list(base)
+            choice[d] = i
+            key = self._flagset(base).key
+            cond = self._losses.get(self._flagset(tuple(choice)).key)
+            if cond is not None and cond < INVALID_LOSS and key in self._losses:
+                return cond - self._losses[key]
+        return self._single_loss(d, i)

@@ -97,7 +97,8 @@ def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bo
     """-ffast-math is 40% faster alone (a big mover); with it, -funroll-loops and -march=native are worth
     30% only together. As soon as the fast-math single is measured, every 2nd proposal keeps fast math and
     draws the other dimensions (still inside the single-flag phase), at most BIG_MAX times; with
-    big_gain=0 (the search before this rule) the single-flag phase is not interrupted."""
+    big_gain=0 (the search before this rule) the single-flag phase is not interrupted. (The pivot, tested
+    below, is off here so that every multi-flag proposal of the single-flag phase is a draw.)"""
     from compileiq_cmake.search import BIG_MAX
 
     space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
@@ -105,7 +106,7 @@ def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bo
     singles = sum(len(d.values) - 1 for d in space.dimensions)
     checked = 0
     for seed in range(10):
-        for kw, interrupted in (({}, True), ({"big_gain": 0.0}, False)):
+        for kw, interrupted in (({"pivot": False}, True), ({"big_gain": 0.0}, False)):
             sequence = _big_mover_run(space, seed, **kw)
             at = next(i for i, fs in enumerate(sequence) if fs.flags == ("-ffast-math",))
             if at > singles - 3:
@@ -120,3 +121,27 @@ def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bo
                 assert not early and all(len(fs.choices) == 1 for fs in sequence[:singles])
             assert draws
     assert checked >= 5
+
+
+def test_after_a_big_mover_the_remaining_singles_are_measured_on_top_of_it():
+    """Pivot (default): once -ffast-math is known to be 40% faster alone, every later single-flag change is
+    proposed together with it; before that, and with pivot=False, singles are alone. The bounded draws of
+    the big-mover rule still come every 2nd proposal."""
+    from compileiq_cmake.search import BIG_MAX
+
+    space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
+                                                     "vect_cost_model", "ipa_pta"))
+    singles = sum(len(d.values) - 1 for d in space.dimensions)
+    pivoted = 0
+    for seed in range(10):
+        sequence = _big_mover_run(space, seed)
+        at = next(i for i, fs in enumerate(sequence) if fs.flags == ("-ffast-math",))
+        assert all(len(fs.choices) == 1 for fs in sequence[:at]), "alone until the big mover is measured"
+        after = sequence[at + 1:singles + BIG_MAX]
+        on_top = [fs for fs in after if "-ffast-math" in fs.flags and len(fs.choices) == 2]
+        alone = [fs for fs in after if "-ffast-math" not in fs.flags]
+        assert not alone, [fs.flags for fs in alone]
+        pivoted += len(on_top)
+        plain = _big_mover_run(space, seed, pivot=False)
+        assert [fs.flags for fs in plain[:at + 1]] == [fs.flags for fs in sequence[:at + 1]]
+    assert pivoted >= 10
