@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from .errors import CompileIQError
-from .flags.space import Dimension, FlagSpace
+from .flags.space import Dimension, FlagSpace, numerics_traits
 
 FORMAT = "compileiq-landscape"
 SUPPORTED_VERSIONS = (1,)
@@ -154,7 +154,14 @@ class Landscape:
                     if t in tokens:
                         raise _fail(src, f"flag token {t} appears in two values")
                     tokens.add(t)
-            dims.append(Dimension(name=d["name"], help=str(d.get("help", "")), values=tuple(values)))
+            traits = list(numerics_traits(self.family).get(d["name"], (False, False)))
+            for k, key in enumerate(("unsafe_numerics", "relaxes_numerics")):  # optional; default: catalogue
+                if key in d:
+                    if not isinstance(d[key], bool):
+                        raise _fail(src, f"dimension {d['name']}: {key} must be true or false")
+                    traits[k] = d[key]
+            dims.append(Dimension(name=d["name"], help=str(d.get("help", "")), values=tuple(values),
+                                  unsafe_numerics=traits[0], relaxes_numerics=traits[1]))
         return tuple(dims)
 
     def _read_codes(self, raw: Any) -> tuple[LandscapeCode, ...]:

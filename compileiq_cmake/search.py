@@ -5,8 +5,10 @@ The default (`FlagSearch`, chosen with benchmarks/search_efficiency.py, see docs
 the structure of a flag space:
 
 1. warm start: the given flag sets (best flags of earlier tunes), mapped onto this space;
-2. single-flag changes: every value of every dimension alone (in a seeded random order), so each value's
-   own effect is known (at most `SINGLES_SHARE` of the budget);
+2. single-flag changes: every value of every dimension alone (in a seeded random order, the values of
+   dimensions that relax numerics first: fast math, approximate division and square root, flush to zero
+   are the likely big movers of math-bound kernels), so each value's own effect is known (at most
+   `SINGLES_SHARE` of the budget);
 3. best-first local search: take the best measured valid point whose one-flag neighbourhood is not
    exhausted and build its unseen neighbour of best prior, the prior being the single-flag effects (the
    change's value effect minus the effect of the value it replaces). Starting from the best single this
@@ -134,7 +136,7 @@ class FlagSearch:
                  warm_start: Sequence[FlagSet] = (), singles_share: float = SINGLES_SHARE,
                  explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False,
                  big_gain: float = BIG_GAIN, big_every: int = BIG_EVERY, big_max: int = BIG_MAX,
-                 pivot: bool = True) -> None:
+                 pivot: bool = True, numerics_first: bool = True) -> None:
         self.space = space
         self._dims = space.dimensions
         self._names = [d.name for d in self._dims]
@@ -155,6 +157,8 @@ class FlagSearch:
         self._big_drawn = 0
         singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
         self._rng.shuffle(singles)
+        if numerics_first:  # approximate-arithmetic values first (stable sort: seeded order within each part)
+            singles.sort(key=lambda di: not self._dims[di[0]].relaxes_numerics)
         self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []

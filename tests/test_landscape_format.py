@@ -62,6 +62,19 @@ def test_load_and_views(tmp_path):
     assert "SYNTHETIC" in land.describe()
 
 
+def test_numerics_traits_from_the_catalogue_unless_the_file_says(tmp_path):
+    land = Landscape.load(write(tmp_path, synthetic_doc()))
+    fast, cache = land.dimensions
+    assert (fast.unsafe_numerics, fast.relaxes_numerics) == (True, True)  # nvcc.toml's use_fast_math
+    assert (cache.unsafe_numerics, cache.relaxes_numerics) == (False, False)
+    doc = synthetic_doc()
+    doc["dimensions"][0]["relaxes_numerics"] = False
+    doc["dimensions"][1]["unsafe_numerics"] = True
+    fast, cache = Landscape.load(write(tmp_path, doc, "explicit.json")).dimensions
+    assert (fast.unsafe_numerics, fast.relaxes_numerics) == (True, False)
+    assert cache.unsafe_numerics and not cache.relaxes_numerics
+
+
 def test_lookup(tmp_path):
     land = Landscape.load(write(tmp_path, synthetic_doc()))
     p = land.lookup(("-Xptxas=-dlcm=cs", "--use_fast_math"))  # order does not matter
@@ -128,6 +141,8 @@ def _mutations():
         "default invalid": (m(lambda d: (d["points"].__setitem__(0, [0, 0, 3]), d.update(default_code=3))),
                             "default point must be valid"),
         "not an object": ([1, 2, 3], "top level"),
+        "trait not a bool": (m(lambda d: d["dimensions"][0].update(relaxes_numerics="yes")),
+                             "relaxes_numerics must be true or false"),
     }
 
 

@@ -145,3 +145,24 @@ def test_after_a_big_mover_the_remaining_singles_are_measured_on_top_of_it():
         plain = _big_mover_run(space, seed, pivot=False)
         assert [fs.flags for fs in plain[:at + 1]] == [fs.flags for fs in sequence[:at + 1]]
     assert pivoted >= 10
+
+
+def test_values_that_relax_numerics_are_measured_first():
+    """numerics_first (default): the single-flag phase starts with the catalogue's relaxes_numerics values
+    (gcc: -ffast-math), in a seeded order within each part; numerics_first=False keeps one seeded order."""
+    space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
+                                                     "vect_cost_model", "ipa_pta"))
+    assert [d.name for d in space.dimensions if d.relaxes_numerics] == ["fast_math"]
+    positions = {True: [], False: []}
+    for seed in range(12):
+        for first in (True, False):
+            search = FlagSearch(space, budget=30, seed=seed, workers=1, numerics_first=first)
+            search.tell(space.baseline(), 0.0)
+            flags = []
+            for _ in range(3):
+                fs = search.ask()
+                search.tell(fs, 0.0)  # no big mover: the singles phase runs in its order
+                flags.append(fs.flags)
+            positions[first].append(flags.index(("-ffast-math",)) if ("-ffast-math",) in flags else 99)
+    assert positions[True] == [0] * 12
+    assert any(p != 0 for p in positions[False])

@@ -25,6 +25,7 @@ class Dimension:
     help: str
     values: tuple[tuple[str, ...], ...]  # values[0] == () : the project's own flags
     unsafe_numerics: bool = False
+    relaxes_numerics: bool = False  # approximate arithmetic: its single-flag changes are measured first
     experimental: bool = False
     archs: tuple[int, ...] = ()  # sm numbers it applies to; () = every architecture
 
@@ -154,6 +155,7 @@ def load_space(
         if values[0] != ():
             raise ValueError(f"{family}.toml: dimension {name} must start with the empty default")
         kept.append(Dimension(name=name, help=d.get("help", ""), values=values, unsafe_numerics=unsafe,
+                              relaxes_numerics=bool(d.get("relaxes_numerics", False)),
                               experimental=experimental, archs=archs))
     if not kept:
         raise CompileIQError("the flag space is empty after --include-flags/--exclude-flags; allow more flags")
@@ -163,6 +165,17 @@ def load_space(
 def known_tokens(family: str) -> frozenset[str]:
     data = _read_family(family)
     return frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v) | rule_tokens(family)
+
+
+def numerics_traits(family: str) -> dict[str, tuple[bool, bool]]:
+    """(unsafe_numerics, relaxes_numerics) of each dimension name of the family's catalogue ({} when the
+    family has none)."""
+    try:
+        data = _read_family(family)
+    except FileNotFoundError:
+        return {}
+    return {d["name"]: (bool(d.get("unsafe_numerics", False)), bool(d.get("relaxes_numerics", False)))
+            for d in data["dimension"]}
 
 
 def rule_tokens(family: str) -> frozenset[str]:
