@@ -51,6 +51,7 @@ from compileiq_cmake.landscape import Landscape  # noqa: E402
 
 INVALID_LOSS = 10.0
 LANDSCAPES = ("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_oscillators", "softmax_rows",
+              "layernorm_gelu", "conv2d_5x5",
               "sample_small")
 BUDGETS = (10, 25, 50, 100)
 DEFAULT_OUT = HERE / "results" / "search.json"

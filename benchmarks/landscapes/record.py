@@ -20,7 +20,7 @@ every single- and double-flag change and a random sample) is
 `--dry-run` stops after step 2 (no GPU, no pycuda) and writes <out>/<kernel>.dryrun.json.
 
 Usage: python3 benchmarks/landscapes/record.py --out DIR
-       [--kernels nbody,stencil,sgemm,blackscholes,spmv_csr,rk4_oscillators,softmax_rows]
+       [--kernels nbody,stencil,sgemm,blackscholes,spmv_csr,rk4_oscillators,softmax_rows,layernorm_gelu,conv2d_5x5]
        [--max-points N] [--jobs N] [--launches N] [--dry-run] [--deadline SECONDS]
        (default: every kernel in KERNELS)
 """
@@ -65,7 +65,8 @@ BASE_COMMAND = ["-cubin", f"-arch={ARCH}", "-O3"]
 
 # Sub-spaces: dimension name -> the values kept (token tuples exactly as in flags/nvcc.toml; the default ()
 # is always first). Sizes: nbody 1152 points (648 builds after canonical dedupe), stencil 600, sgemm 720,
-# blackscholes 1152 (648 builds), spmv_csr 720, rk4_oscillators 576 (324 builds), softmax_rows 720.
+# blackscholes 1152 (648 builds), spmv_csr 720, rk4_oscillators 576 (324 builds), softmax_rows 720,
+# layernorm_gelu 768 (432 builds), conv2d_5x5 768.
 _NUMERICS = {
     "use_fast_math": [(), ("--use_fast_math",)],
     "ftz": [(), ("--ftz=true",)],
@@ -138,6 +139,29 @@ SUBSPACES: dict[str, dict[str, list[tuple[str, ...]]]] = {
         "store_cache": [(), ("-Xptxas=-dscm=cg",), ("-Xptxas=-dscm=cs",)],
         "restrict": [(), ("--restrict",)],
     },
+    # All the numerics flags change code here (tanhf, 1 / sqrtf, the normalization's mul-adds); every
+    # -dlcm value changes the loads (nvcc 13.0), cg / cs / lu kept.
+    "layernorm_gelu": {
+        **_NUMERICS,
+        "ptxas_opt_level": [(), ("-Xptxas=-O1",), ("-Xptxas=-O2",)],
+        "load_cache": [(), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",), ("-Xptxas=-dlcm=lu",)],
+        "restrict": [(), ("--restrict",)],
+    },
+    # The default build uses 40 registers (no __launch_bounds__, so the cap applies): 32 is the only cap
+    # in the catalogue below it. No ftz: --use_fast_math gives the same code as --ftz=true here (no
+    # transcendentals, no division). The forced cicc unroll count also overrides the #pragma unroll of the
+    # filter loops: 2 and 4 leave the weight array in a local-memory stack frame (160 / 120 bytes), 8
+    # unrolls the halo-load loop (43 registers).
+    "conv2d_5x5": {
+        "ptxas_opt_level": [(), ("-Xptxas=-O1",), ("-Xptxas=-O2",)],
+        "fmad": [(), ("--fmad=false",)],
+        "use_fast_math": [(), ("--use_fast_math",)],
+        "load_cache": [(), ("-Xptxas=-dlcm=ca",), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",)],
+        "maxrregcount": [(), ("-maxrregcount=32",)],
+        "restrict": [(), ("--restrict",)],
+        "unroll_count": [(), ("-Xcicc=--Xopt,-unroll-count=2",), ("-Xcicc=--Xopt,-unroll-count=4",),
+                         ("-Xcicc=--Xopt,-unroll-count=8",)],
+    },
 }
 
 
@@ -176,6 +200,17 @@ KERNELS = {
                                "mixed memory / math (expf, a division per element, warp-shuffle reductions)", 1e-5,
                                "32768 x 1024 float (inputs normal, sigma 2), row-wise stable softmax, "
                                "one warp per row, values cached in registers, grid 4096 x 256 threads"),
+    "layernorm_gelu": KernelSpec("layernorm_gelu", "layernorm_gelu.cu", "layernorm_gelu",
+                                 "mixed memory / math (tanhf per element, 1 / sqrtf per row, block reductions)",
+                                 1e-4,
+                                 "16384 x 2048 float (inputs normal, mean 0.5, sigma 2), bias and beta in "
+                                 "[-0.5, 0.5], gamma in [0.5, 1.5], eps=1e-5, GELU tanh form, one block per "
+                                 "row, grid 16384 x 256 threads"),
+    "conv2d_5x5": KernelSpec("conv2d_5x5", "conv2d_5x5.cu", "conv2d_5x5",
+                             "FMA-bound (shared-memory tiles, 25 FMAs per output)", 1e-5,
+                             "8192 x 8192 float image in [0, 1], 5x5 filter in [-0.5, 0.5] (pointer argument), "
+                             "zero padding, 32x8 output tiles with halo, 4 outputs per thread, "
+                             "grid (256, 1024) x (32, 2) threads"),
 }
 
 
@@ -434,6 +469,26 @@ class GpuBench:
             self.sig = "iPP"
             self.args = (n_rows, x, out)
             self.grid, self.block = ((n_rows + 7) // 8, 1), (256, 1, 1)  # 8 warps per block, one row each
+        elif spec.name == "layernorm_gelu":
+            n_rows, cols = 16384, 2048  # cols: COLS in the kernel
+            x = upload(rng.normal(0.5, 2.0, (n_rows, cols)))
+            gamma = upload(rng.uniform(0.5, 1.5, cols))
+            beta = upload(rng.uniform(-0.5, 0.5, cols))
+            bias = upload(rng.uniform(-0.5, 0.5, cols))
+            self.out_count = n_rows * cols
+            out = empty(self.out_count)
+            self.sig = "ifPPPPP"
+            self.args = (n_rows, 1e-5, x, gamma, beta, bias, out)
+            self.grid, self.block = (n_rows, 1), (256, 1, 1)  # one block (THREADS = 256) per row
+        elif spec.name == "conv2d_5x5":
+            n = 8192
+            img = upload(rng.random((n, n), dtype=np.float32))
+            w = upload(rng.uniform(-0.5, 0.5, 25))  # w[fr * 5 + fc]
+            self.out_count = n * n
+            out = empty(self.out_count)
+            self.sig = "iPPP"
+            self.args = (n, img, w, out)
+            self.grid, self.block = ((n + 31) // 32, (n + 7) // 8), (32, 2, 1)  # 32x8 outputs per block
         else:
             raise ValueError(spec.name)
         self.out = out
