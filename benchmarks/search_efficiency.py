@@ -377,7 +377,8 @@ def cmd_report(args) -> None:
         for lname, by in d["runs"].items():
             data["runs"].setdefault(lname, {}).update(by)
     order = [n for n in LANDSCAPES if n in data["runs"]]
-    data["runs"] = {n: dict(sorted(data["runs"][n].items(), key=lambda kv: (kv[0] != "default", not kv[0].startswith("default")))) for n in order}
+    rank = lambda kv: (kv[0] != "default", not kv[0].startswith("default"))  # noqa: E731  default, variants, others
+    data["runs"] = {n: dict(sorted(data["runs"][n].items(), key=rank)) for n in order}
     budget = data["meta"]["budget"]
     lines = []
     for lname, by in data["runs"].items():

@@ -134,6 +134,7 @@ class Landscape:
         if not isinstance(raw, list) or not raw:
             raise _fail(src, "dimensions must be a non-empty list")
         dims, names, tokens = [], set(), set()
+        catalogue = numerics_traits(self.family)  # the traits a dimension does not state itself
         for k, d in enumerate(raw):
             if not isinstance(d, Mapping) or not isinstance(d.get("name"), str) or not isinstance(d.get("values"), list):
                 raise _fail(src, f"dimension {k} needs a name and a list of values")
@@ -154,7 +155,7 @@ class Landscape:
                     if t in tokens:
                         raise _fail(src, f"flag token {t} appears in two values")
                     tokens.add(t)
-            traits = list(numerics_traits(self.family).get(d["name"], (False, False)))
+            traits = list(catalogue.get(d["name"], (False, False)))
             for k, key in enumerate(("unsafe_numerics", "relaxes_numerics")):  # optional; default: catalogue
                 if key in d:
                     if not isinstance(d[key], bool):

@@ -155,11 +155,11 @@ class FlagSearch:
         self._big_asks = 0
         self._big_max = big_max  # at most this many big-mover draws (0: no limit)
         self._big_drawn = 0
+        self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
         singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
         self._rng.shuffle(singles)
         if numerics_first:  # approximate-arithmetic values first (stable sort: seeded order within each part)
             singles.sort(key=lambda di: not self._dims[di[0]].relaxes_numerics)
-        self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:
@@ -253,13 +253,17 @@ class FlagSearch:
         return [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))
                 if self._single_loss(d, i) < threshold]
 
+    def _strongest(self, big: list[tuple[int, int]]) -> tuple[int, int]:
+        """The big mover (dimension, value) that is fastest alone."""
+        return min(big, key=lambda di: self._single_loss(*di))
+
     def _conditional(self, big: list[tuple[int, int]]) -> FlagSet | None:
         """Keep the incumbent's big-mover values; draw every other dimension uniformly (choice space)."""
         _, best = min((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
         base = self._choice_of[best]
         fixed = {d for d, i in big if base[d] == i}
         if not fixed:
-            fixed = {min(big, key=lambda di: self._single_loss(*di))[0]}
+            fixed = {self._strongest(big)[0]}
             base = tuple(dict(big).get(d, 0) if d in fixed else v for d, v in enumerate(base))
         for _ in range(60):
             choice = tuple(base[d] if d in fixed else self._rng.randrange(len(dim.values))
@@ -309,7 +313,7 @@ class FlagSearch:
         big = self._big_movers()
         if not big:
             return None
-        d, i = min(big, key=lambda di: self._single_loss(*di))
+        d, i = self._strongest(big)
         base = [0] * len(self._dims)
         base[d] = i
         return tuple(base)
