@@ -4,7 +4,6 @@ state around the runs."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +47,7 @@ class RunResult:
     numbers: tuple[float, ...] = ()
     printed: str = ""  # the metric as the program printed it (regex metrics)
     throttled: bool = False
+    warnings: tuple[str, ...] = ()  # e.g. the metric printed with different values; same text every run
 
     @property
     def ok(self) -> bool:
@@ -60,6 +60,7 @@ class TrialMeasurement:
     reason: str
     measurements: tuple[Measurement, ...]
     seconds: float
+    warnings: tuple[str, ...] = ()  # each distinct warning of its runs, once
 
 
 @dataclass
@@ -71,44 +72,56 @@ class Runner:
     bench: BenchCommand
     monitor: GpuMonitor | None = None
     reference: dict[Workload, tuple[float, ...]] = field(default_factory=dict)
+    pid_file: Path | None = None  # records the running benchmark for bench.kill_leftovers
 
     @property
     def compares(self) -> bool:
         return bool(self.spec.compare_output or self.spec.compare_file)
 
+    def _compare_file(self, tree: VariantTree) -> Path | None:
+        return tree.path / self.spec.compare_file if self.spec.compare_file else None
+
     def run(self, tree: VariantTree, workload: Workload) -> RunResult:
+        """One run in the tree; every check of its validity. The --compare-file is removed first, so that a
+        run that does not write it is never compared with an earlier run's."""
         spec = self.spec
-        outcome = run_benchmark(self.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex, spec.timeout)
         where = f" with '{' '.join(workload)}'" if workload else ""
+        compare_file = self._compare_file(tree)
+        if compare_file is not None:
+            try:
+                compare_file.unlink(missing_ok=True)
+            except OSError as exc:
+                return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
+        outcome = run_benchmark(self.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex,
+                                spec.timeout, self.pid_file)
         if outcome.status is not Status.OK:
             return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
-                             seconds=outcome.seconds)
+                             seconds=outcome.seconds, warnings=outcome.warnings)
         numbers: tuple[float, ...] = ()
         if spec.compare_output:
             numbers = extract_numbers(outcome.output, spec.compare_output)
-        elif spec.compare_file:
-            found = read_file_numbers(tree.path / spec.compare_file)
+        elif compare_file is not None:
+            found = read_file_numbers(compare_file)
             if found is None:
-                return RunResult(Status.NUMERICS_CHANGED, f"the benchmark wrote no {spec.compare_file}{where}",
-                                 seconds=outcome.seconds)
+                return RunResult(Status.NUMERICS_CHANGED, f"did not write {spec.compare_file}{where}",
+                                 seconds=outcome.seconds, warnings=outcome.warnings)
             numbers = found
         reference = self.reference.get(workload)
         if self.compares and reference is not None:
             changed = numerics_changed(reference, numbers, spec.rtol, spec.atol)
             if changed:
-                return RunResult(Status.NUMERICS_CHANGED, changed + where, seconds=outcome.seconds)
-        printed = ""
-        if spec.metric.kind == "regex":
-            matches = list(re.finditer(spec.metric.pattern, outcome.output, flags=re.MULTILINE))
-            printed = matches[-1].group(1) if matches else ""
+                return RunResult(Status.NUMERICS_CHANGED, changed + where, seconds=outcome.seconds,
+                                 warnings=outcome.warnings)
         state = self.monitor.sample() if self.monitor else None
-        return RunResult(Status.OK, "", outcome.value, outcome.seconds, numbers, printed,
-                         bool(state and state.throttled))
+        return RunResult(Status.OK, "", outcome.value, outcome.seconds, numbers, outcome.printed,
+                         bool(state and state.throttled), outcome.warnings)
 
     def _paired_samples(self, tree: VariantTree, workload: Workload, repeats: int, reference: VariantTree | None,
-                        samples: list[float], paired: list[float]) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
+                        samples: list[float], paired: list[float],
+                        warnings: dict[str, None]) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
         """`repeats` more runs of `tree` appended to `samples` (and, when `reference` is given, a run of the
-        baseline build in it next to each, alternating which goes first, appended to `paired`).
+        baseline build in it next to each, alternating which goes first, appended to `paired`); the runs'
+        warnings are added to `warnings` (an ordered set).
         Returns (the first failed run or None, seconds, throttled, numbers printed by the first run)."""
         seconds, throttled, numbers = 0.0, False, None
         start = len(samples)
@@ -117,6 +130,7 @@ class Runner:
             for which in order:
                 res = self.run(which, workload)
                 seconds += res.seconds
+                warnings.update(dict.fromkeys(res.warnings))
                 if not res.ok:
                     if which is reference:
                         res = RunResult(Status.RUN_FAILED, f"the project's own build failed next to this trial: "
@@ -135,41 +149,43 @@ class Runner:
         """Every workload: `warmup` discarded runs, then `repeats` measured ones (each next to a run of the
         baseline build in `reference`, when given); VERIFY at the end. The first invalid run ends the
         measurement with its reason."""
-        seconds, measurements = 0.0, []
+        seconds, measurements, warnings = 0.0, [], {}
         for workload in self.spec.workloads:
             numbers: tuple[float, ...] | None = None
             for _ in range(warmup):
                 res = self.run(tree, workload)
                 seconds += res.seconds
+                warnings.update(dict.fromkeys(res.warnings))
                 if not res.ok:
-                    return TrialMeasurement(res.status, res.reason, (), seconds)
+                    return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings))
                 numbers = res.numbers if numbers is None else numbers
             samples: list[float] = []
             paired: list[float] = []
-            failed, more, throttled, first = self._paired_samples(tree, workload, repeats, reference, samples, paired)
+            failed, more, throttled, first = self._paired_samples(tree, workload, repeats, reference, samples, paired,
+                                                                  warnings)
             seconds += more
             if failed is not None:
-                return TrialMeasurement(failed.status, failed.reason, (), seconds)
+                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings))
             measurements.append(Measurement(workload, tuple(samples), throttled, first if numbers is None else numbers,
                                             tuple(paired)))
         if self.spec.verify:
-            outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout)
+            outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout, self.pid_file)
             seconds += outcome.seconds
             if outcome.status is not Status.OK:
-                return TrialMeasurement(outcome.status, outcome.reason, (), seconds)
-        return TrialMeasurement(Status.OK, "", tuple(measurements), seconds)
+                return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings))
+        return TrialMeasurement(Status.OK, "", tuple(measurements), seconds, tuple(warnings))
 
     def extend(self, tree: VariantTree, measurements: tuple[Measurement, ...], repeats: int,
                reference: VariantTree | None = None) -> TrialMeasurement:
         """More samples for an already valid trial (same build still in the tree), paired again with the
         baseline build in `reference` when the trial's samples are paired."""
-        seconds, out = 0.0, []
+        seconds, out, warnings = 0.0, [], {}
         for m in measurements:
             samples, paired = list(m.samples), list(m.reference)
             failed, more, hot, _ = self._paired_samples(tree, m.workload, repeats, reference if m.paired else None,
-                                                        samples, paired)
+                                                        samples, paired, warnings)
             seconds += more
             if failed is not None:
-                return TrialMeasurement(failed.status, failed.reason, (), seconds)
+                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings))
             out.append(Measurement(m.workload, tuple(samples), m.throttled or hot, m.numbers, tuple(paired)))
-        return TrialMeasurement(Status.OK, "", tuple(out), seconds)
+        return TrialMeasurement(Status.OK, "", tuple(out), seconds, tuple(warnings))
