@@ -29,8 +29,12 @@ class Interleaved:
 
 
 def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int, max_rounds: int, seed: int,
-               decided: Callable[[dict[str, dict[Workload, list[float]]]], bool]) -> Interleaved:
-    """Rounds of: for each workload, every variant once, in a fresh random order."""
+               decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
+               required: tuple[str, ...] = ()) -> Interleaved:
+    """Rounds of: for each workload, every variant once, in a fresh random order. A variant whose run fails
+    is out at once (its reason in `failures`), and `decided` sees only the variants still in; the rounds
+    end when it says so (after min_rounds), when a `required` variant failed, or when fewer than two
+    variants are left to compare."""
     rng = random.Random(seed)
     samples = {label: {w: [] for w in runner.spec.workloads} for label in variants}
     failures: dict[str, str] = {}
@@ -45,7 +49,10 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
                     failures[label] = res.reason
                     continue
                 samples[label][workload].append(res.value)
-        if rounds >= min_rounds and decided(samples):
+        live = {label: s for label, s in samples.items() if label not in failures}
+        if any(label in failures for label in required) or len(live) < 2:
+            break
+        if rounds >= min_rounds and decided(live):
             break
     return Interleaved(samples, failures, rounds)
 
@@ -95,7 +102,7 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
                     return False
         return True
 
-    inter = interleave(runner, variants, spec.min_rounds, spec.max_rounds, seed, decided)
+    inter = interleave(runner, variants, spec.min_rounds, spec.max_rounds, seed, decided, required=("baseline",))
     log(f"compileiq: validation: {len(candidates)} candidate(s) and the baseline, {inter.rounds} interleaved rounds")
     results = []
     for i, fs in enumerate(candidates):
@@ -137,7 +144,8 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
             return all(c.decided(min_gain) or c.slower() or c.faster(min_gain)
                        for c in _comparisons(runner, samples["without"], samples["with"]))
 
-        inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided)
+        inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
+                           required=("with", "without"))
         if "without" in inter.failures:
             contributions.append(Contribution(dim, flags, math.nan, math.nan, math.nan, True,
                                               f"without it the benchmark fails ({inter.failures['without']}); kept"))

@@ -1,0 +1,61 @@
+"""Issue 10, validation and ablation: a finalist whose runs fail is rejected at once with its reason and
+does not keep the other comparisons running to --max-rounds (a fake runner: no CMake, no processes)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compileiq_cmake.cmake_project import VariantTree
+from compileiq_cmake.measure import RunResult
+from compileiq_cmake.records import BuildResult, FlagSet, Status
+from compileiq_cmake.spec import MetricSpec, TuneSpec
+from compileiq_cmake.validation import interleave, validate
+
+
+@dataclass
+class FakeRunner:
+    """Times per tree name (None: every run of that tree fails), with a little noise; counts runs."""
+
+    spec: TuneSpec
+    times: dict[str, float | None]
+    runs: dict[str, int] = field(default_factory=dict)
+    rng: random.Random = field(default_factory=lambda: random.Random(1))
+
+    def run(self, tree: VariantTree, workload) -> RunResult:
+        name = tree.path.name
+        self.runs[name] = self.runs.get(name, 0) + 1
+        t = self.times[name]
+        if t is None:
+            return RunResult(Status.NUMERICS_CHANGED, "numerics changed: max rel err 3e-01 > 1e-05")
+        return RunResult(Status.OK, "", t * (1 + self.rng.gauss(0, 0.002)), 0.0)
+
+
+def _setup(tmp_path: Path, times: dict[str, float | None]) -> tuple[FakeRunner, tuple[VariantTree, ...]]:
+    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "b", target="t", benchmark=("x",),
+                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "o.toml",
+                    workloads=(("--n", "1"), ("--n", "2")), min_rounds=3, max_rounds=15)
+    trees = tuple(VariantTree(tmp_path / "b" / "compileiq", name, "cmake") for name in times)
+    return FakeRunner(spec, times), trees
+
+
+def _build(tree: VariantTree, flagset: FlagSet) -> BuildResult:
+    return BuildResult(ok=True, seconds=0.0)
+
+
+def test_failing_finalist_is_rejected_at_once_and_the_others_decide(tmp_path):
+    runner, trees = _setup(tmp_path, {"base": 10.0, "broken": None, "fast": 8.0})
+    base, broken, fast = FlagSet((), ()), FlagSet((("a", 1),), ("-a",)), FlagSet((("b", 1),), ("-b",))
+    results = validate(runner, _build, trees, base, [broken, fast], 0.01, 0, lambda _: None)
+    assert not results[0].accepted and "numerics changed" in results[0].reason
+    assert results[1].accepted, results[1].reason
+    assert runner.runs["broken"] == 1, "a failed finalist was run again"
+    assert runner.runs["base"] < 15 * 2, "the failed finalist kept validation going to --max-rounds"
+
+
+def test_interleave_stops_when_a_required_variant_fails(tmp_path):
+    runner, trees = _setup(tmp_path, {"with": 10.0, "without": None})
+    variants = {"with": trees[0], "without": trees[1]}
+    inter = interleave(runner, variants, 3, 15, 0, lambda samples: False, required=("with", "without"))
+    assert inter.rounds == 1 and "without" in inter.failures
