@@ -1,5 +1,7 @@
 """The trial store: every finished trial is written to SQLite at once, so a killed tune resumes without
-repeating or losing work; an exclusive lock keeps two tunes off one build tree."""
+repeating or losing work; an exclusive lock keeps two tunes off one build tree. A damaged store is moved
+aside with a note (never a silent restart), and validation and ablation results are kept beside the
+trials."""
 
 from __future__ import annotations
 
@@ -7,10 +9,13 @@ import fcntl
 import json
 import os
 import sqlite3
+from dataclasses import asdict
+from datetime import datetime, timezone
 from pathlib import Path
 
 from .errors import CompileIQError
-from .records import FlagSet, KernelResources, Measurement, Status, Trial
+from .records import (Contribution, FlagSet, KernelResources, Measurement, Status, Trial, Validation,
+                      WorkloadComparison)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -71,20 +76,88 @@ class TuneLock:
             self._fd = None
 
 
+_DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)  # what a damaged file gives (not: locked, busy)
+_SIDECARS = ("-journal", "-wal", "-shm")  # moved with the store: a new store must not pick them up
+
+
+class _Damaged(Exception):
+    """The store file is damaged; the message says how."""
+
+
+def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
+    """The store with its schema; _Damaged when the file fails PRAGMA quick_check or is not a database;
+    CompileIQError when it cannot be opened for another reason (locked, unreadable)."""
+    db = sqlite3.connect(path, timeout=timeout)
+    try:
+        rows = db.execute("PRAGMA quick_check").fetchall()
+        if rows != [("ok",)]:
+            raise _Damaged("; ".join(str(r[0]) for r in rows[:3]))
+        db.executescript(_SCHEMA)
+        columns = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
+        if "fingerprint" not in columns:  # a store written by compileiq_cmake 0.1.0 before fingerprints
+            db.execute("ALTER TABLE trials ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
+            db.execute("ALTER TABLE trials ADD COLUMN same_code_as INTEGER")
+        if "kernels" not in columns:
+            db.execute("ALTER TABLE trials ADD COLUMN kernels TEXT NOT NULL DEFAULT '[]'")
+        db.commit()
+        return db
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _DAMAGE_CODES:
+            raise _Damaged(str(exc)) from None
+        raise CompileIQError(f"cannot open the trial store {path}: {exc}; is another compileiq using it?") from None
+    except _Damaged:
+        db.close()
+        raise
+
+
+def _move_aside(path: Path, why: str) -> str:
+    """Rename a damaged store (and its journal files) to <name>.damaged-<UTC time>; the note to print."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    dest = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+    try:
+        os.replace(path, dest)
+        for suffix in _SIDECARS:
+            side = path.with_name(path.name + suffix)
+            if side.exists():
+                os.replace(side, dest.with_name(dest.name + suffix))
+    except OSError as exc:
+        raise CompileIQError(f"the trial store {path} is damaged ({why}) and could not be moved aside ({exc}); "
+                             "move or delete it by hand") from None
+    return (f"the trial store {path} was damaged ({why}); moved it to {dest.name} and started a new one: "
+            "earlier trials are not reused")
+
+
+def _validation_from(raw: dict) -> Validation:
+    fs = raw["flagset"]
+    rows = tuple(WorkloadComparison(**{**w, "workload": tuple(w["workload"]), "baseline": tuple(w["baseline"]),
+                                       "candidate": tuple(w["candidate"])}) for w in raw["workloads"])
+    return Validation(**{**raw, "flagset": _flagset_from(fs), "workloads": rows})
+
+
+def _flagset_from(raw: dict) -> FlagSet:
+    return FlagSet(choices=tuple(tuple(c) for c in raw["choices"]), flags=tuple(raw["flags"]))
+
+
 class TrialStore:
-    def __init__(self, path: Path, spec_identity: str) -> None:
+    """`note` is "" or one line to print: the store was damaged and moved aside."""
+
+    def __init__(self, path: Path, spec_identity: str, timeout: float = 5.0) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.spec = spec_identity
-        self._db = sqlite3.connect(path)
-        self._db.executescript(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
-        if "fingerprint" not in columns:  # a store written by compileiq_cmake 0.1.0 before fingerprints
-            self._db.execute("ALTER TABLE trials ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
-            self._db.execute("ALTER TABLE trials ADD COLUMN same_code_as INTEGER")
-        if "kernels" not in columns:
-            self._db.execute("ALTER TABLE trials ADD COLUMN kernels TEXT NOT NULL DEFAULT '[]'")
-        self._db.commit()
+        self.note = ""
+        if path.exists() and path.stat().st_size == 0:  # not brand new: a store that lost its content
+            self.note = _move_aside(path, "the file is empty")
+        try:
+            self._db = _open_checked(path, timeout)
+        except _Damaged as exc:
+            self.note = _move_aside(path, str(exc))
+            self._db = _open_checked(path, timeout)
 
     def close(self) -> None:
         self._db.close()
@@ -122,6 +195,25 @@ class TrialStore:
     def load_result(self, name: str) -> object | None:
         row = self._db.execute("SELECT value FROM results WHERE spec = ? AND name = ?", (self.spec, name)).fetchone()
         return json.loads(row[0]) if row else None
+
+    def save_validations(self, name: str, validations: list[Validation]) -> None:
+        """A validation's outcome (every candidate's comparison with the baseline), kept under name."""
+        self.save_result(name, [asdict(v) for v in validations])
+
+    def load_validations(self, name: str) -> list[Validation] | None:
+        raw = self.load_result(name)
+        return None if raw is None else [_validation_from(v) for v in raw]
+
+    def save_ablation(self, name: str, minimal: FlagSet, contributions: tuple[Contribution, ...]) -> None:
+        """An ablation's outcome (the minimal flag set and what each flag is worth), kept under name."""
+        self.save_result(name, {"minimal": asdict(minimal), "contributions": [asdict(c) for c in contributions]})
+
+    def load_ablation(self, name: str) -> tuple[FlagSet, tuple[Contribution, ...]] | None:
+        raw = self.load_result(name)
+        if raw is None:
+            return None
+        contributions = tuple(Contribution(**{**c, "flags": tuple(c["flags"])}) for c in raw["contributions"])
+        return _flagset_from(raw["minimal"]), contributions
 
     def save(self, trial: Trial) -> None:
         meas = json.dumps([
