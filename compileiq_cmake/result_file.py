@@ -1,14 +1,21 @@
-"""The optimal-flags TOML: schema, atomic write (tomli-w), read with validation against the flag grammar,
-and the CMake entries that configures apply."""
+"""The optimal-flags TOML: schema, strict reading (validated against the flag grammar, with caps on its
+size), writes that lose nothing (a lock on <file>.lock, re-read and merged under it, atomic replace,
+written through a symlink, a fallback copy when the write fails), the check that a tune will be able to
+write it, the replacement policy for entries guarded by numerics checks, and the CMake entries that
+configures apply."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import tempfile
 import tomllib
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, fields
-from pathlib import Path
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Iterator
 
 import tomli_w
 
@@ -16,12 +23,20 @@ from .errors import CompileIQError
 from .flags import validate_flags
 
 SCHEMA_VERSION = 1
+MAX_FLAGS = 256  # per entry
+MAX_FILE_BYTES = 4 << 20
+CHECKS = ("pass_regex", "verify", "compare_output", "compare_file")  # what guarded a tune's results
+NUMERICS_CHECKS = ("compare_output", "compare_file")
+ACF_PREFIX = "--apply-controls="
+_TOP_LEVEL = ("schema_version", "entry")
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9_.+\-]+(::[A-Za-z0-9_.+\-]+)*$")
 _BUILD_TYPE = re.compile(r"^[A-Za-z0-9_]*$")  # a CMake configuration name, or empty
 _ARCH = re.compile(r"^([0-9]{2,3}[af]?)?$")
 _COMPILER_ID = re.compile(r"^[A-Za-z]+$")
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+_ACF_PATH = re.compile(r"^[A-Za-z0-9_.+\-]+(/[A-Za-z0-9_.+\-]+)*$")
 _LANGUAGES = {"CUDA": "nvcc", "CXX": "gcc", "C": "gcc"}
+_HEADER = "# Written by compileiq_cmake: tuned compiler flags. Commit it; configures apply it.\n"
 
 
 @dataclass(frozen=True)
@@ -53,6 +68,7 @@ class FlagsEntry:
     workload_ci: tuple[tuple[float, float], ...] = ()
     p_values: tuple[float, ...] = ()
     contributions: tuple[dict, ...] = ()  # ablation: what keeping each flag is worth
+    checks: tuple[str, ...] = ()  # what guarded the tune's results: names from CHECKS
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -61,6 +77,51 @@ class FlagsEntry:
     @property
     def compiler_major_minor(self) -> str:
         return ".".join(self.compiler_version.split(".")[:2])
+
+
+def numerics_checked(entry: FlagsEntry) -> bool:
+    """Whether the tune that wrote the entry compared the program's numbers with the baseline's."""
+    return any(c in NUMERICS_CHECKS for c in entry.checks)
+
+
+def _acf_problem(flag: str) -> str:
+    """Why an --apply-controls= flag is refused ("" when it is fine): its file must be a relative path
+    inside the source tree (relative to the compileiq.toml), never absolute or escaping with '..'."""
+    rel = flag[len(ACF_PREFIX):]
+    if rel and _ACF_PATH.match(rel) and ".." not in PurePosixPath(rel).parts:
+        return ""
+    return (f"refusing flag {flag!r}: --apply-controls must name a relative path inside the source tree "
+            "(e.g. --apply-controls=controls/fast.acf), not an absolute path or one with '..'")
+
+
+def _check_flags(raw: dict, where: str) -> tuple[str, ...]:
+    flags = raw["flags"]
+    if not isinstance(flags, list):
+        raise CompileIQError(f"{where}: flags of {raw['target']!r} must be a list of strings")
+    if len(flags) > MAX_FLAGS:
+        raise CompileIQError(f"{where}: entry for {raw['target']!r} has {len(flags)} flags; at most {MAX_FLAGS} "
+                             "are allowed: is it the right file?")
+    family = _LANGUAGES[raw["language"]]
+    acf = [f for f in flags if family == "nvcc" and isinstance(f, str) and f.startswith(ACF_PREFIX)]
+    for flag in acf:
+        if _acf_problem(flag):
+            raise CompileIQError(f"{where}: {_acf_problem(flag)}")
+    try:
+        validate_flags(family, [f for f in flags if f not in acf])
+    except CompileIQError as exc:
+        raise CompileIQError(f"{where}: {exc}") from None
+    return tuple(flags)
+
+
+def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
+    checks = raw.get("checks", [])
+    if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
+        raise CompileIQError(f"{where}: checks of {raw['target']!r} must be a list of strings")
+    unknown = [c for c in checks if c not in CHECKS]
+    if unknown:
+        raise CompileIQError(f"{where}: entry for {raw['target']!r} has unknown checks {', '.join(unknown)} "
+                             f"(known: {', '.join(CHECKS)})")
+    return tuple(checks)
 
 
 def _check_entry(raw: object, where: str) -> FlagsEntry:
@@ -82,34 +143,82 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     language = raw["language"]
     if language not in _LANGUAGES:
         raise CompileIQError(f"{where}: language {language!r} is not one of CUDA, CXX, C")
-    if not isinstance(raw["flags"], list):
-        raise CompileIQError(f"{where}: flags of {raw['target']!r} must be a list of strings")
-    flags = validate_flags(_LANGUAGES[language], raw["flags"])
+    flags = _check_flags(raw, where)
+    checks = _check_checks(raw, where)
     try:
         return FlagsEntry(
             **{**raw, "flags": flags, "workloads": tuple(raw["workloads"]), "baseline": tuple(raw["baseline"]),
                "tuned": tuple(raw["tuned"]), "speedup_ci": tuple(raw.get("speedup_ci", (0.0, 0.0))),
                "workload_speedups": tuple(raw.get("workload_speedups", ())),
                "workload_ci": tuple(tuple(x) for x in raw.get("workload_ci", ())),
-               "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ()))}
+               "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ())),
+               "checks": checks}
         )
     except TypeError as exc:
         raise CompileIQError(f"{where}: malformed entry: {exc}") from None
 
 
+def _load_document(path: Path) -> dict:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise CompileIQError(f"{path} is {size} bytes; a compileiq.toml holds at most {MAX_FILE_BYTES >> 20} MiB: "
+                             "is it the right file?")
+    try:
+        return tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise CompileIQError(f"{path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise CompileIQError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
 def read_entries(path: Path) -> list[FlagsEntry]:
     if not path.is_file():
         raise CompileIQError(f"{path} does not exist; run a tune first or point to the file")
-    try:
-        data = tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise CompileIQError(f"{path} is not valid TOML: {exc}") from None
-    if data.get("schema_version") != SCHEMA_VERSION:
-        raise CompileIQError(f"{path}: schema_version must be {SCHEMA_VERSION}; was it written by compileiq_cmake?")
+    data = _load_document(path)
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        newer = isinstance(version, int) and version > SCHEMA_VERSION
+        raise CompileIQError(f"{path}: schema_version must be {SCHEMA_VERSION}; " + (
+            f"it is {version}: written by a newer compileiq_cmake? upgrade it" if newer
+            else "was it written by compileiq_cmake?"))
+    unknown = sorted(data.keys() - set(_TOP_LEVEL))
+    if unknown:
+        raise CompileIQError(f"{path}: unknown top-level key {', '.join(repr(k) for k in unknown)}; a compileiq.toml "
+                             "holds only schema_version and [[entry]] tables")
     raw_entries = data.get("entry", [])
     if not isinstance(raw_entries, list):
         raise CompileIQError(f"{path}: 'entry' must be an array of tables ([[entry]])")
     return [_check_entry(raw, str(path)) for raw in raw_entries]
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """What writing a new entry does to the entry with the same key (target, language, arch)."""
+
+    replaces: FlagsEntry | None
+    allowed: bool
+    message: str  # one line: old vs new (flags, speedup, checks), or why it is not replaced
+
+
+def _describe(e: FlagsEntry) -> str:
+    return (f"flags '{' '.join(e.flags) or '(the project own)'}', speedup {e.speedup:.2f}x, "
+            f"checked by {', '.join(e.checks) or 'nothing recorded'}")
+
+
+def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> Replacement:
+    """Whether `new` replaces an entry of `existing`: an entry whose tune compared the program's numbers
+    (numerics_checked) is replaced by one whose tune did not only with replace=True (--replace)."""
+    old = next((e for e in existing if e.key == new.key), None)
+    where = f"{new.target} ({new.language} {new.arch or new.compiler_id})"
+    if old is None:
+        return Replacement(None, True, f"new entry for {where}")
+    change = f"{where} (old: {_describe(old)}; new: {_describe(new)})"
+    if numerics_checked(old) and not numerics_checked(new) and not replace:
+        checked = ", ".join(c for c in old.checks if c in NUMERICS_CHECKS)
+        return Replacement(old, False, (
+            f"not replacing the entry for {change}: the old one was checked for numerics ({checked}) and this tune "
+            "was not; tune with --compare-output or --compare-file, or pass --replace to replace it anyway"))
+    return Replacement(old, True, f"replacing the entry for {change}")
 
 
 def _plain(value):
@@ -121,28 +230,123 @@ def _plain(value):
     return value
 
 
-def write_entry(path: Path, entry: FlagsEntry) -> None:
-    """Merge the entry into the file (replacing one with the same target/language/arch) atomically."""
-    entries = read_entries(path) if path.exists() else []
-    merged = [e for e in entries if e.key != entry.key] + [entry]
-    document = {
-        "schema_version": SCHEMA_VERSION,
-        "entry": [_plain(asdict(e)) for e in merged],
-    }
-    text = "# Written by compileiq_cmake: tuned compiler flags. Commit it; configures apply it.\n"
-    text += tomli_w.dumps(document)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".compileiq-", suffix=".toml", dir=path.parent)
+def _document(entries: list[FlagsEntry]) -> str:
+    return _HEADER + tomli_w.dumps({"schema_version": SCHEMA_VERSION, "entry": [_plain(asdict(e)) for e in entries]})
+
+
+def _resolve(path: Path) -> Path:
+    """The file a write must replace: a symlink's target (written through the link), else path."""
+    if not path.is_symlink():
+        return path
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError) as exc:
+        raise CompileIQError(f"{path} is a symbolic link that cannot be followed ({exc}); fix or remove it") from None
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".compileiq-{target.name}-"
+
+
+@contextmanager
+def _locked(target: Path) -> Iterator[None]:
+    """An exclusive flock on <target>.lock (left in place: removing it would race with other writers)."""
+    fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _file_mode() -> int:
     umask = os.umask(0)
     os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # a normal file for the repository, not mkstemp's 0600
+    return 0o666 & ~umask  # a normal file for the repository, not mkstemp's 0600
+
+
+def _replace_atomically(target: Path, text: str) -> None:
+    """Write a temporary file beside target and rename it over target; no temporary file is left."""
+    for stray in target.parent.glob(_temp_prefix(target) + "*.toml"):  # of a writer killed under the lock
+        stray.unlink(missing_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".toml", dir=target.parent)
     try:
         with os.fdopen(fd, "w") as fh:
+            os.fchmod(fh.fileno(), _file_mode())
             fh.write(text)
-        os.replace(tmp, path)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _save_fallback(path: Path, exc: OSError, entry: FlagsEntry, text: str, fallback_dir: Path | None) -> CompileIQError:
+    """Keep the result when path cannot be written: the document in fallback_dir; the error to raise."""
+    why = f"could not write {path}: {exc.strerror or exc}"
+    flags = f"the tuned flags of {entry.target} were: {' '.join(entry.flags) or '(none)'}"
+    if fallback_dir is None:
+        return CompileIQError(f"{why}; {flags}")
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", entry.target)
+    saved = fallback_dir / f"compileiq-{name}-{stamp}.toml"
+    try:
+        fallback_dir.mkdir(parents=True, exist_ok=True)
+        saved.write_text(text)
+    except OSError as exc2:
+        return CompileIQError(f"{why}; saving it to {saved} failed too ({exc2.strerror or exc2}); {flags}")
+    return CompileIQError(f"{why}; the entry for {entry.target} was saved to {saved}: copy that file over {path} "
+                          "once the problem is fixed")
+
+
+def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None, replace: bool = True) -> Replacement:
+    """Merge the entry into the file (replacing one with the same target/language/arch). Under an flock on
+    <file>.lock, the file is re-read, merged and atomically replaced, so concurrent writers lose nothing;
+    a symlink is written through (its target is replaced). With replace=False, a numerics-checked entry
+    is not replaced by an unchecked one (CompileIQError, see replacement). When the write fails (OSError,
+    e.g. a full disk), the merged file is saved in fallback_dir (if given) and a CompileIQError names it."""
+    _check_entry(_plain(asdict(entry)), f"{path} (entry to write)")  # never write what cannot be read back
+    target = _resolve(path)
+    text = _document([entry])
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(target):
+            entries = read_entries(target) if target.exists() else []
+            decision = replacement(entries, entry, replace)
+            if not decision.allowed:
+                raise CompileIQError(decision.message)
+            text = _document([e for e in entries if e.key != entry.key] + [entry])
+            _replace_atomically(target, text)
+    except OSError as exc:
+        raise _save_fallback(path, exc, entry, text, fallback_dir) from None
+    return decision
+
+
+def check_output_writable(path: Path) -> None:
+    """Before a tune spends time: CompileIQError unless its entry could be written to path. An existing file
+    must be a valid compileiq.toml (not half-written, empty or of another schema), and its directory (a
+    symlink's target's; the nearest existing one for a new path) must let a file be created."""
+    target = _resolve(path)
+    if target.is_dir():
+        raise CompileIQError(f"--output {path} is a directory; give a file name such as compileiq.toml")
+    if target.exists():
+        try:
+            read_entries(target)
+        except CompileIQError as exc:
+            raise CompileIQError(f"{exc}; fix or remove {path} before tuning: its entry could not be added") from None
+    directory = target.parent
+    while not directory.exists() and directory != directory.parent:
+        directory = directory.parent
+    if not directory.is_dir():
+        raise CompileIQError(f"cannot write {path}: {directory} is not a directory; choose another --output")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".toml", dir=directory)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise CompileIQError(f"cannot write in {directory} ({exc.strerror or exc}), so {path} could not be written "
+                             "after the tune; choose another --output or fix the permissions") from None
 
 
 def cmake_entries(entries: list[FlagsEntry]) -> str:

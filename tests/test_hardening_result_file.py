@@ -1,0 +1,223 @@
+"""Issue 10, compileiq.toml: strict reading (unknown keys, flag caps, file size, ACF paths), writes that
+lose nothing (concurrent writers, a full disk, a symlinked file), a check before a tune spends time, and
+the replacement policy for entries guarded by numerics checks."""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing
+import os
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import tomli_w
+
+from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.result_file import (MAX_FILE_BYTES, MAX_FLAGS, check_output_writable, numerics_checked,
+                                         read_entries, replacement, write_entry)
+from test_result_file import make_entry
+
+
+def _write_raw(path: Path, mutate) -> None:
+    write_entry(path, make_entry())
+    data = tomllib.loads(path.read_text())
+    mutate(data)
+    path.write_text(tomli_w.dumps(data))
+
+
+# ---- (a) strict reading --------------------------------------------------------------------------------
+
+def test_unknown_top_level_key_is_refused_naming_key_and_file(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    _write_raw(path, lambda d: d.update(extra_setting=True))
+    with pytest.raises(CompileIQError, match=rf"{path}.*'extra_setting'"):
+        read_entries(path)
+
+
+def test_flag_errors_name_the_file(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    _write_raw(path, lambda d: d["entry"][0].update(flags=["-Xptxas=-O9"]))
+    with pytest.raises(CompileIQError, match=rf"^{path}: .*-Xptxas=-O9"):
+        read_entries(path)
+
+
+# ---- (b) concurrent writers ----------------------------------------------------------------------------
+
+def _writer(path: str, prefix: str, n: int) -> None:
+    for i in range(n):
+        write_entry(Path(path), make_entry(target=f"{prefix}{i}"))
+
+
+def test_concurrent_writers_lose_no_entry(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(str(path), p, 50)) for p in ("a", "b")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(300)
+        assert p.exitcode == 0
+    targets = {e.target for e in read_entries(path)}
+    assert len(targets) == 100, f"{100 - len(targets)} of 100 entries lost"
+    assert not list(tmp_path.glob(".compileiq-*")), "temporary files left behind"
+
+
+# ---- (c) checked before a tune -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content,message", [
+    ("", "schema_version"),
+    ("schema_version = 1\n[[entry]]\ntarget = \"nbo", "not valid TOML"),
+    ("schema_version = 2\n", "schema_version"),
+])
+def test_existing_file_that_is_not_a_compileiq_toml_is_caught_before_the_tune(tmp_path, content, message):
+    path = tmp_path / "compileiq.toml"
+    path.write_text(content)
+    with pytest.raises(CompileIQError, match=message):
+        check_output_writable(path)
+
+
+def test_output_check_accepts_new_and_valid_files_and_refuses_unwritable_places(tmp_path, monkeypatch):
+    check_output_writable(tmp_path / "new" / "compileiq.toml")  # a directory to be created is fine
+    path = tmp_path / "compileiq.toml"
+    check_output_writable(path)
+    write_entry(path, make_entry())
+    check_output_writable(path)
+    with pytest.raises(CompileIQError, match="is a directory"):
+        check_output_writable(tmp_path)
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr("compileiq_cmake.result_file.tempfile.mkstemp", refuse)
+    with pytest.raises(CompileIQError, match=rf"cannot write in {tmp_path}"):
+        check_output_writable(path)
+    assert not list(tmp_path.glob(".compileiq-*"))
+
+
+# ---- (d) a write that fails ----------------------------------------------------------------------------
+
+def _no_space_for(target: Path, monkeypatch) -> None:
+    real = os.replace
+
+    def replace_(src, dst, *args, **kwargs):
+        if Path(dst) == target:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr("compileiq_cmake.result_file.os.replace", replace_)
+
+
+def test_failed_write_saves_the_entry_in_the_fallback_and_says_where(tmp_path, monkeypatch):
+    path = tmp_path / "src" / "compileiq.toml"
+    first = make_entry(target="first")
+    write_entry(path, first)
+    before = path.read_text()
+    fallback = tmp_path / "build" / "compileiq"
+    _no_space_for(path, monkeypatch)
+    entry = make_entry(target="second")
+    with pytest.raises(CompileIQError, match="No space left on device") as info:
+        write_entry(path, entry, fallback_dir=fallback)
+    (saved,) = fallback.glob("*.toml")
+    assert str(saved) in str(info.value)
+    assert {e.target for e in read_entries(saved)} == {"first", "second"}
+    assert path.read_text() == before
+    assert not list(path.parent.glob(".compileiq-*")), "a stray temporary file was left"
+    with pytest.raises(CompileIQError, match=rf"could not write {path}.*No space"):
+        write_entry(path, entry)  # without a fallback: still one clear line
+
+
+def test_stray_temporary_file_of_a_killed_writer_is_removed(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    stray = tmp_path / ".compileiq-compileiq.toml-k1ll3d.toml"
+    stray.write_text("schema_version = 1\n[[entry]]\ntarget = \"half")
+    write_entry(path, make_entry())
+    assert not stray.exists() and len(read_entries(path)) == 1
+
+
+# ---- (e) a symlinked compileiq.toml --------------------------------------------------------------------
+
+def test_symlinked_file_is_written_through_the_link(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    real = shared / "flags.toml"
+    write_entry(real, make_entry(target="first"))
+    link = tmp_path / "compileiq.toml"
+    link.symlink_to(real)
+    write_entry(link, make_entry(target="second"))
+    assert link.is_symlink(), "the link was replaced by a regular file"
+    assert {e.target for e in read_entries(real)} == {"first", "second"}
+    assert not list(tmp_path.glob(".compileiq-*")) and not list(shared.glob(".compileiq-*"))
+
+
+# ---- (f) caps ------------------------------------------------------------------------------------------
+
+def test_too_many_flags_and_too_big_files_are_refused(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    _write_raw(path, lambda d: d["entry"][0].update(flags=["--use_fast_math"] * (MAX_FLAGS + 1)))
+    with pytest.raises(CompileIQError, match=rf"{path}: .*{MAX_FLAGS + 1} flags.*at most {MAX_FLAGS}"):
+        read_entries(path)
+    path.write_text("schema_version = 1\n" + "# padding\n" * (MAX_FILE_BYTES // 10 + 1))
+    with pytest.raises(CompileIQError, match=rf"{path} is .* bytes"):
+        read_entries(path)
+    with pytest.raises(CompileIQError, match="flags"):
+        write_entry(tmp_path / "other.toml", make_entry(flags=("--use_fast_math",) * (MAX_FLAGS + 1)))
+
+
+# ---- (g) Advanced Control File paths -------------------------------------------------------------------
+
+@pytest.mark.parametrize("flag", ["--apply-controls=/etc/passwd", "--apply-controls=../outside/x.acf",
+                                  "--apply-controls=controls/../../x.acf", "--apply-controls="])
+def test_apply_controls_outside_the_source_tree_is_refused(tmp_path, flag):
+    path = tmp_path / "compileiq.toml"
+    _write_raw(path, lambda d: d["entry"][0].update(flags=["--use_fast_math", flag]))
+    with pytest.raises(CompileIQError, match=rf"^{path}: .*apply-controls.*relative path"):
+        read_entries(path)
+
+
+def test_apply_controls_relative_path_is_accepted(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    entry = make_entry(flags=("--use_fast_math", "--apply-controls=controls/booster.acf"))
+    write_entry(path, entry)
+    assert read_entries(path) == [entry]
+
+
+# ---- 7. replacement policy -----------------------------------------------------------------------------
+
+def test_checks_field_round_trips_and_tells_numerics_checked(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    entry = make_entry(checks=("pass_regex", "compare_output"))
+    write_entry(path, entry)
+    assert read_entries(path) == [entry] and numerics_checked(entry)
+    assert not numerics_checked(make_entry(checks=("pass_regex", "verify")))
+    _write_raw(path, lambda d: d["entry"][0].update(checks=["eyeballed"]))
+    with pytest.raises(CompileIQError, match="eyeballed"):
+        read_entries(path)
+
+
+def test_numerics_checked_entry_is_not_replaced_by_an_unchecked_one_without_replace():
+    old = make_entry(checks=("compare_file",), speedup=1.30)
+    other = make_entry(target="other")
+    new = replace(old, flags=("--use_fast_math", "--extra-device-vectorization"), speedup=1.40, checks=("pass_regex",))
+    r = replacement([other, old], new, replace=False)
+    assert r.replaces == old and not r.allowed
+    assert "compare_file" in r.message and "--replace" in r.message and "\n" not in r.message
+    r = replacement([other, old], new, replace=True)
+    assert r.replaces == old and r.allowed and "1.30" in r.message and "1.40" in r.message
+    assert "--extra-device-vectorization" in r.message
+    checked = replace(new, checks=("compare_output",))
+    assert replacement([old], checked, replace=False).allowed
+    fresh = replacement([other], new, replace=False)
+    assert fresh.replaces is None and fresh.allowed
+
+
+def test_write_entry_enforces_the_policy_under_its_lock(tmp_path):
+    path = tmp_path / "compileiq.toml"
+    old = make_entry(checks=("compare_output",))
+    write_entry(path, old)
+    with pytest.raises(CompileIQError, match="--replace"):
+        write_entry(path, replace(old, speedup=2.0, checks=()), replace=False)
+    assert read_entries(path) == [old]
+    write_entry(path, replace(old, speedup=2.0, checks=()), replace=True)
+    assert read_entries(path)[0].speedup == 2.0
