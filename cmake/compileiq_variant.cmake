@@ -29,7 +29,9 @@ At the end of the top-level directory this module:
   ``CMAKE_CUDA_FLAGS_<CONFIG>`` (in every directory that sets them, through
   :command:`variable_watch`);
 * adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``;
-* writes ``compileiq_variant_info.txt`` in the top-level build directory.
+* writes ``compileiq_variant_info.txt`` in the top-level build directory
+  (target, language, architecture, and the target's ``sources_sha256`` as
+  the apply computes it).
 
 Tuned flags from ``compileiq.toml`` are never applied in a variant tree.
 #]=======================================================================]
@@ -111,8 +113,9 @@ function(_compileiq_variant_apply)
     message(WARNING "compileiq: target '${COMPILEIQ_VARIANT_TARGET}' is not defined by this project")
     return()
   endif()
+  _compileiq_sources_sha256("${target}" sources_sha256)
   file(WRITE "${CMAKE_BINARY_DIR}/compileiq_variant_info.txt"
-    "target=${target}\nlanguage=${COMPILEIQ_VARIANT_LANGUAGE}\narch=${arch}\n")
+    "target=${target}\nlanguage=${COMPILEIQ_VARIANT_LANGUAGE}\narch=${arch}\nsources_sha256=${sources_sha256}\n")
 
   if(NOT arch STREQUAL "")
     # Every target of the project: walk the directory tree.

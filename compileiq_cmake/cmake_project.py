@@ -93,6 +93,7 @@ class VariantSettings:
     cache: dict[str, tuple[str, str]] = field(default_factory=dict)
     cuda_arch: str = ""
     config: str = ""  # multi-config generators: the one configuration the variant trees have and build
+    user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
 
     @property
     def build_type(self) -> str:
@@ -128,7 +129,8 @@ class VariantSettings:
             cache["CMAKE_BUILD_TYPE"] = ("STRING", "Release")
             notes.append("no CMAKE_BUILD_TYPE in the user's build tree: tuning a Release build")
         return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache,
-                               cuda_arch=cuda_arch, config=chosen), notes
+                               cuda_arch=cuda_arch, config=chosen,
+                               user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1]), notes
 
     def initial_cache_script(self) -> str:
         lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
@@ -186,11 +188,27 @@ class VariantTree:
         ]
         if settings.cuda_arch:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.cuda_arch}-real")
+        elif settings.user_cuda_architectures:
+            cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        log = self.log_path("configure")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
         if proc.returncode != 0:
             tail = _last_error_line(proc.stdout + proc.stderr)
-            raise CompileIQError(f"configuring the variant tree {self.path} failed: {tail}")
+            raise CompileIQError(f"configuring the variant tree {self.path.name} failed: {tail} (full log: {log})")
         return file_api.read_codemodel(self.path)
+
+    def log_path(self, step: str) -> Path:
+        """<build>/compileiq/logs/<tree>-<step>.log: the last configure or failed build of this tree."""
+        return self.path.parent / "logs" / f"{self.path.name}-{step}.log"
+
+    def info(self) -> dict[str, str]:
+        """What compileiq_variant.cmake recorded at the last configure (target, language, arch, sources_sha256)."""
+        path = self.path / "compileiq_variant_info.txt"
+        if not path.is_file():
+            return {}
+        return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
@@ -206,6 +224,9 @@ class VariantTree:
         seconds = time.perf_counter() - start
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:
+            path = self.log_path("build")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"$ {' '.join(cmd)}\n{log}")
             return BuildResult(ok=False, seconds=seconds, log_tail=_last_error_line(log))
         return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
 
@@ -223,9 +244,11 @@ class VariantTree:
 def _last_error_line(log: str) -> str:
     """The most telling line of a failed configure or build: a CMake error's message, else the first line
     that mentions an error, else the last line."""
-    cmake_error = re.search(r"CMake Error[^\n]*:\n((?:  .*\n?)+)", log)
+    cmake_error = re.search(r"CMake Error(?: at ([^\n]*?)(?: \([^)\n]*\))?)?:\n((?:  .*\n?)+)", log)
     if cmake_error:
-        return " ".join(ln.strip() for ln in cmake_error.group(1).splitlines() if ln.strip())[:400]
+        where = f"{cmake_error.group(1)}: " if cmake_error.group(1) else ""
+        message = " ".join(ln.strip() for ln in cmake_error.group(2).splitlines() if ln.strip())
+        return (where + message)[:400]
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     for ln in lines:
         if "error" in ln.lower() or "Error" in ln:

@@ -28,6 +28,11 @@ class Target:
     sources: tuple[Path, ...]  # absolute paths of compiled sources
     artifacts: tuple[Path, ...]  # absolute paths
     dependencies: tuple[str, ...]  # names of targets it depends on
+    source_languages: tuple[str, ...] = ()  # the compile language of each of `sources` (CMake's, not the suffix's)
+
+    def sources_in(self, language: str) -> tuple[Path, ...]:
+        """The compiled sources whose compile group has `language`: a .cpp marked LANGUAGE CUDA is CUDA."""
+        return tuple(p for p, lang in zip(self.sources, self.source_languages) if lang == language)
 
     @property
     def primary_language(self) -> str:
@@ -93,11 +98,13 @@ def read_codemodel(build_dir: Path) -> CodeModel:
         data = _load(reply_dir, ref["jsonFile"])
         groups = data.get("compileGroups", [])
         languages = tuple(dict.fromkeys(g["language"] for g in groups))
-        compiled = {i for g in groups for i in g.get("sourceIndexes", [])}
+        language_of = {i: g["language"] for g in groups for i in g.get("sourceIndexes", [])}
+        compiled = [i for i, _ in enumerate(data.get("sources", [])) if i in language_of]
+        raw_sources = data.get("sources", [])
         sources = tuple(
-            (source_dir / s["path"]).resolve() if not Path(s["path"]).is_absolute() else Path(s["path"])
-            for i, s in enumerate(data.get("sources", []))
-            if i in compiled
+            (source_dir / raw_sources[i]["path"]).resolve() if not Path(raw_sources[i]["path"]).is_absolute()
+            else Path(raw_sources[i]["path"])
+            for i in compiled
         )
         artifacts = tuple(
             (top_build / a["path"]).resolve() if not Path(a["path"]).is_absolute() else Path(a["path"])
@@ -106,7 +113,7 @@ def read_codemodel(build_dir: Path) -> CodeModel:
         deps = tuple(id_to_name.get(d["id"], "") for d in data.get("dependencies", []))
         targets[data["name"]] = Target(
             name=data["name"], type=data["type"], languages=languages, sources=sources,
-            artifacts=artifacts, dependencies=deps,
+            artifacts=artifacts, dependencies=deps, source_languages=tuple(language_of[i] for i in compiled),
         )
     toolchains: dict[str, Toolchain] = {}
     if toolchains_ref is not None:

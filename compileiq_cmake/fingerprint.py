@@ -12,6 +12,7 @@ import shutil
 import site
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -199,3 +200,28 @@ def fingerprint(path: Path | str, nvcc_path: str | None = None) -> DeviceFingerp
             local_bytes=res.get("LOCAL", 0), shared_bytes=res.get("SHARED", 0), instructions=count,
         ))
     return DeviceFingerprint.of(kernels)
+
+
+class FingerprintCache:
+    """Fingerprints of several files at once (a target's object files), in parallel, each file's by its
+    content: an object that did not change since it was last seen is not disassembled again. One per tune."""
+
+    def __init__(self, nvcc_path: str | None, jobs: int | None = None) -> None:
+        self.nvcc_path = nvcc_path
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self._by_content: dict[str, DeviceFingerprint] = {}
+
+    def _one(self, path: Path) -> DeviceFingerprint:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        found = self._by_content.get(digest)
+        if found is None:
+            found = fingerprint(path, self.nvcc_path)
+            self._by_content[digest] = found
+        return found
+
+    def combined(self, paths: list[Path] | tuple[Path, ...]) -> DeviceFingerprint:
+        """One fingerprint of the device code in `paths` (missing files raise CompileIQError)."""
+        if len(paths) <= 1:
+            return DeviceFingerprint.combine([self._one(Path(p)) for p in paths])
+        with ThreadPoolExecutor(max_workers=min(self.jobs, len(paths))) as pool:
+            return DeviceFingerprint.combine(list(pool.map(lambda p: self._one(Path(p)), paths)))

@@ -361,7 +361,8 @@ def cmake_entries(entries: list[FlagsEntry]) -> str:
         args = [
             "TARGET", cmake_quote(e.target), "LANGUAGE", e.language, "ARCH", cmake_quote(e.arch),
             "COMPILER_ID", e.compiler_id, "COMPILER_VERSION", e.compiler_major_minor,
-            "CONFIG", cmake_quote(e.build_type), "FLAGS", *(cmake_quote(f) for f in e.flags),
+            "COMPILER_VERSION_FULL", cmake_quote(e.compiler_version), "SOURCES_SHA256", cmake_quote(e.sources_sha256),
+            "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]
         lines.append("_compileiq_entry(" + " ".join(args) + ")")
     return "\n".join(lines) + "\n"

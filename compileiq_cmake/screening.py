@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import tempfile
@@ -20,6 +19,7 @@ from .errors import CompileIQError
 from .fingerprint import DeviceFingerprint, KernelFingerprint, fingerprint
 from .flags.catalogue import canonical_flags
 from .flags.space import FlagSpace
+from .nvcc_command import project_flags, tokens
 
 SAME_AS_BASELINE = "same device code as the project's own build"
 # options that take the next token as their value when written without '='
@@ -112,12 +112,6 @@ def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[st
     return [*kept, f"-arch=sm_{cuda_arch}", "-cubin", "-o", str(out), *flags]
 
 
-def _tokens(entry: dict) -> list[str]:
-    if entry.get("arguments"):
-        return list(entry["arguments"])
-    return shlex.split(entry["command"])
-
-
 def _first_error(text: str) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     for ln in lines:
@@ -132,7 +126,7 @@ def _build(entries: list[dict], work: Path, cuda_arch: str, flags: tuple[str, ..
     parts = []
     for j, entry in enumerate(entries):
         out = work / f"f{j}.cubin"
-        cmd = cubin_command(_tokens(entry), out, cuda_arch, flags)
+        cmd = cubin_command(tokens(entry), out, cuda_arch, flags)
         try:
             proc = subprocess.run(cmd, cwd=entry.get("directory") or None, capture_output=True, text=True, timeout=900, check=False)
         except subprocess.TimeoutExpired:
@@ -160,12 +154,13 @@ def _deltas(base: DeviceFingerprint, new: DeviceFingerprint) -> tuple[KernelDelt
 def screen(
     space: FlagSpace, compile_commands: list[dict], cuda_arch: str, jobs: int | None = None, cache_dir: Path | None = None,
 ) -> ScreenResult:
-    """Screen every single flag value of `space` against the project's own build of the target's .cu files."""
+    """Screen every single flag value of `space` against the project's own build of the target's CUDA sources
+    (`compile_commands`: their entries, whatever the files' suffixes)."""
     started = time.perf_counter()
-    entries = [e for e in compile_commands if str(e.get("file", "")).endswith(".cu")]
+    entries = list(compile_commands)
     if not entries:
-        raise CompileIQError("the target has no .cu files in compile_commands.json; nothing to screen")
-    nvcc = _tokens(entries[0])[0]
+        raise CompileIQError("the target has no CUDA compile commands in compile_commands.json; nothing to screen")
+    nvcc = tokens(entries[0])[0]
     values = [(d.name, v) for d in space.dimensions for v in d.values[1:]]
     if cache_dir is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -211,25 +206,53 @@ def screen(
                         compiles=(len(values) + 1) * len(entries), points_before=space.size)
 
 
-def project_flags(compile_commands: list[dict]) -> list[str]:
-    """The project's own nvcc flags of the target's .cu files (compiler, sources and outputs left out)."""
-    out: list[str] = []
-    for entry in compile_commands:
-        if not str(entry.get("file", "")).endswith(".cu"):
-            continue
-        toks = _tokens(entry)[1:]
-        skip = False
-        for tok in toks:
-            if skip:
-                skip = False
-                continue
-            if tok in _OUTPUT_OPTS:
-                skip = True
-                continue
-            if tok.endswith(".cu") or tok in out:
-                continue
-            out.append(tok)
-    return out
+@dataclass(frozen=True)
+class CudaSpace:
+    """A CUDA target's flag space after the probe, the adaptation to the project's own flags, the ACF
+    dimension and static screening, with what each step said (a step that could not run says why)."""
+
+    space: FlagSpace
+    notes: tuple[str, ...]
+    screen: ScreenResult | None  # None: screening did not run (a note says why)
+    probe_seconds: float
+
+
+def prepare_cuda_space(
+    space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
+    acf_files: tuple[Path, ...] = (), run_screen: bool = True, jobs: int | None = None,
+) -> CudaSpace:
+    """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix)."""
+    from .flags.catalogue import adapt_to_project, add_acf_dimension
+    from .flags.probe import default_cache_path, nvcc_version, probe_space
+    from .fingerprint import find_tool
+
+    notes: list[str] = []
+    started = time.perf_counter()
+    space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path), jobs)
+    probe_seconds = time.perf_counter() - started
+    notes += probe_notes
+    if entries:
+        space, adapt_notes = adapt_to_project(space, project_flags(entries))
+        notes += adapt_notes
+    else:
+        notes.append(f"note: no CUDA compile command of {target} in compile_commands.json: its own nvcc flags were not "
+                     "read (adaptation skipped) and static screening is skipped")
+    space, acf_notes = add_acf_dimension(space, list(acf_files), nvcc_version(nvcc_path))
+    notes += acf_notes
+    result = None
+    if not run_screen:
+        notes.append("note: static screening is off (--no-screen): every value of the space is searched")
+    elif entries and (find_tool("cuobjdump", nvcc_path) is None or find_tool("nvdisasm", nvcc_path) is None):
+        notes.append("note: static screening skipped: cuobjdump/nvdisasm not found "
+                     "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    elif entries:
+        try:
+            result = screen(space, entries, cuda_arch, jobs=jobs or os.cpu_count(), cache_dir=build_dir / "compileiq")
+        except CompileIQError as exc:
+            notes.append(f"note: static screening skipped: {exc}")
+        else:
+            space = result.space
+    return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds)
 
 
 @dataclass(frozen=True)
@@ -248,40 +271,41 @@ def screen_target(
     source_dir: Path, build_dir: Path, target: str, cuda_arch: str = "", include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (), jobs: int | None = None,
 ) -> TargetScreen:
-    """Configure the variant tree <build>/compileiq/worker-0 as tune does, then catalogue -> project
-    adaptation -> probe -> screening of the target's .cu files."""
+    """Configure the variant tree <build>/compileiq/worker-0 as tune does (under the tune lock), then
+    catalogue -> probe -> project adaptation -> screening of the target's CUDA sources."""
     from .cmake_project import VariantSettings, VariantTree
     from .flags import load_space
-    from .flags.catalogue import adapt_to_project
-    from .flags.probe import default_cache_path, probe_space
+    from .store import TuneLock
 
-    settings, notes = VariantSettings.from_user_tree(source_dir, build_dir, cuda_arch)
-    tree = VariantTree(build_dir / "compileiq", "worker-0", settings.cmake, settings.config)
-    if cuda_arch:
-        tree.write_flags(target, "CUDA", cuda_arch, ())
-    model = tree.configure(settings, target, "CUDA" if cuda_arch else "")
-    tgt = model.target(target)
-    if "CUDA" not in tgt.languages:
-        raise CompileIQError(f"target '{target}' compiles no CUDA sources; screening is for CUDA targets")
-    toolchain = model.toolchains.get("CUDA")
-    if toolchain is None or toolchain.compiler_id != "NVIDIA":
-        raise CompileIQError("the project's CUDA compiler is not nvcc; configure with -DCMAKE_CUDA_COMPILER=nvcc")
-    if not cuda_arch:
-        from .gpu import detect_gpu
+    with TuneLock(build_dir / "compileiq"):
+        settings, notes = VariantSettings.from_user_tree(source_dir, build_dir, cuda_arch)
+        tree = VariantTree(build_dir / "compileiq", "worker-0", settings.cmake, settings.config)
+        if cuda_arch:
+            tree.write_flags(target, "CUDA", cuda_arch, ())
+        model = tree.configure(settings, target, "CUDA" if cuda_arch else "")
+        tgt = model.target(target)
+        if "CUDA" not in tgt.languages:
+            raise CompileIQError(f"target '{target}' compiles no CUDA sources; screening is for CUDA targets")
+        toolchain = model.toolchains.get("CUDA")
+        if toolchain is None or toolchain.compiler_id != "NVIDIA":
+            raise CompileIQError("the project's CUDA compiler is not nvcc; configure with -DCMAKE_CUDA_COMPILER=nvcc")
+        if not cuda_arch:
+            from .gpu import detect_gpu
 
-        cuda_arch = detect_gpu().arch
-        settings = replace(settings, cuda_arch=cuda_arch)
-        tree.write_flags(target, "CUDA", cuda_arch, ())
-        tree.configure(settings, target, "CUDA")
-    commands = tree.compile_commands(tgt.sources)
-    space = load_space("nvcc", toolchain.compiler_id, toolchain.version, include, exclude, arch=cuda_arch)
-    space, adapt_notes = adapt_to_project(space, project_flags(commands))
-    started = time.perf_counter()
-    space, probe_notes = probe_space(space, toolchain.path, cuda_arch, default_cache_path(build_dir, toolchain.path), jobs)
-    probe_seconds = time.perf_counter() - started
-    result = screen(space, commands, cuda_arch, jobs, build_dir / "compileiq")
+            cuda_arch = detect_gpu().arch
+            settings = replace(settings, cuda_arch=cuda_arch)
+            tree.write_flags(target, "CUDA", cuda_arch, ())
+            tree.configure(settings, target, "CUDA")
+        commands = tree.compile_commands(tgt.sources_in("CUDA"))
+        if not commands:
+            raise CompileIQError(f"no compile command of a CUDA source of '{target}' in compile_commands.json")
+        space = load_space("nvcc", toolchain.compiler_id, toolchain.version, include, exclude, arch=cuda_arch)
+        prepared = prepare_cuda_space(space, commands, toolchain.path, cuda_arch, build_dir, target, jobs=jobs)
+    if prepared.screen is None:
+        raise CompileIQError(next((n.removeprefix("note: ") for n in prepared.notes if "screening" in n),
+                                  "static screening did not run"))
     return TargetScreen(target=target, cuda_arch=cuda_arch, compiler=f"{toolchain.compiler_id} {toolchain.version}",
-                        result=result, notes=tuple(notes + adapt_notes + probe_notes), probe_seconds=probe_seconds)
+                        result=prepared.screen, notes=tuple(notes) + prepared.notes, probe_seconds=prepared.probe_seconds)
 
 
 def format_screen(ts: TargetScreen) -> list[str]:

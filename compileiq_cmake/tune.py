@@ -4,7 +4,6 @@ baseline, and the TOML. Every trial is stored as soon as it finishes."""
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import math
 import os
 import shutil
@@ -20,11 +19,10 @@ from . import __version__
 from .cmake_project import VariantSettings, VariantTree
 from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
-from .fingerprint import DeviceFingerprint, fingerprint
+from .fingerprint import DeviceFingerprint, FingerprintCache, find_tool
 from .flags import FlagSpace, family_for_compiler, load_space
-from .flags.catalogue import adapt_to_project, add_acf_dimension
-from .flags.probe import default_cache_path, nvcc_version, probe_space
-from .screening import project_flags, screen
+from .nvcc_command import output_file, target_architectures
+from .screening import prepare_cuda_space
 from .gpu import GpuMonitor, detect_gpu, host_cpu
 from .landscape import Landscape
 from .measure import BenchCommand, Runner
@@ -63,6 +61,9 @@ class TuneSetup:
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
     replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
     build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
+    sources_sha256: str = ""  # the target's sources as compileiq_variant.cmake hashes them (the apply checks it)
+    objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
+    fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -94,60 +95,128 @@ def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> t
     return BenchCommand(argv=(first_mapped, *rest), verify=spec.verify, user_build_dir=spec.build_dir), owner
 
 
-def _sources_hash(target: Target, source_dir: Path) -> str:
-    digest = hashlib.sha256()
-    for path in sorted(target.sources):
-        try:
-            rel = path.relative_to(source_dir)
-        except ValueError:
-            rel = path
-        digest.update(str(rel).encode() + b"\0")
-        digest.update(path.read_bytes() if path.is_file() else b"")
-    return digest.hexdigest()
+def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) -> tuple[str, str, str]:
+    """(arch, device, compute capability) to tune for: --cuda-arch, else the GPU's. Says which architectures
+    the project's own build of the target really targets (its compile commands: CUDA_ARCHITECTURES or
+    -arch/-gencode written by hand) and warns when this GPU's is not among them."""
+    own = target_architectures(tree.compile_commands(target.sources_in("CUDA")))
+    if spec.cuda_arch:
+        arch = spec.cuda_arch
+        device, capability = f"(architecture {arch} given on the command line)", f"{arch[:-1]}.{arch[-1]}"
+    else:
+        gpu = detect_gpu()
+        arch = gpu.arch
+        device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "%d.%d" % gpu.compute_capability
+    origin = " ".join(own.options) if own.options else "no architecture option"
+    log(f"compileiq: the project's own build of {spec.target} targets {own.describe()} ({origin}); "
+        f"tuning for sm_{arch}")
+    if not own.builds(arch):
+        log(f"compileiq: note: the project's own build does not target sm_{arch}; the variant trees build sm_{arch}, "
+            f"and a release build gets the tuned flags only where it targets sm_{arch}")
+    return arch, device, capability
+
+
+def _check_arch_option(spec: TuneSpec, language: str) -> None:
+    if spec.cuda_arch and language != "CUDA":
+        raise CompileIQError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
+                             "target (no CUDA sources); leave --cuda-arch out")
+
+
+def _cuda_in_dependencies(model: CodeModel, target: Target) -> list[str]:
+    return [d for d in target.dependencies if d in model.targets and model.targets[d].sources_in("CUDA")]
+
+
+def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
+    """(mtime, size) of the files of the source tree (version-control folders and build trees inside it left
+    out), to see whether a configure writes into it."""
+    out: dict[Path, tuple[int, int]] = {}
+    skip = {build_dir.resolve()}
+    for root, dirs, files in os.walk(source_dir):
+        dirs[:] = [d for d in dirs if d not in (".git", ".hg", ".svn") and (Path(root) / d).resolve() not in skip
+                   and not (Path(root) / d / "CMakeCache.txt").exists()]
+        for name in files:
+            path = Path(root) / name
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out[path] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _changed(before: dict[Path, tuple[int, int]], after: dict[Path, tuple[int, int]]) -> list[Path]:
+    return sorted(p for p, stamp in after.items() if before.get(p) != stamp)
 
 
 def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     state_dir = spec.build_dir / "compileiq"
-    settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, spec.cuda_arch or "", spec.config)
+    settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
     for note in notes:
         log(f"compileiq: {note}")
     first = VariantTree(state_dir, "worker-0", settings.cmake, settings.config)
-    model = first.configure(settings, spec.target, "")
+    first.write_flags(spec.target, "", "", ())
+    before = _snapshot(spec.source_dir, spec.build_dir)
+    model = first.configure(settings, spec.target, "")  # the project's own build, as the user configured it
+    written = _changed(before, _snapshot(spec.source_dir, spec.build_dir))
+    if written:
+        shown = ", ".join(str(p.relative_to(spec.source_dir)) for p in written[:3]) + (" ..." if len(written) > 3 else "")
+        log(f"compileiq: note: configuring the project writes into its source tree ({shown}); the variant trees "
+            "are configured one at a time")
     target = model.target(spec.target)
     language = target.primary_language
     if language not in ("CUDA", "CXX", "C"):
         raise CompileIQError(f"target '{spec.target}' compiles no C, C++ or CUDA sources; nothing to tune")
+    _check_arch_option(spec, language)
+    if language != "CUDA" and (with_cuda := _cuda_in_dependencies(model, target)):
+        log(f"compileiq: note: {spec.target} has no CUDA sources of its own; its CUDA code is in {', '.join(with_cuda)}: "
+            f"tune {'that target' if len(with_cuda) == 1 else 'those targets'} (--target) for nvcc flags")
     toolchain = model.toolchains.get(language)
     if toolchain is None:
         raise CompileIQError(f"CMake reported no {language} compiler for this project (CMake >= 3.20 is needed)")
     family = family_for_compiler(language, toolchain.compiler_id)
     device, capability, arch = host_cpu(), "", ""
     if language == "CUDA":
-        if spec.cuda_arch:
-            arch = spec.cuda_arch
-            device, capability = f"(architecture {arch} given on the command line)", f"{arch[:-1]}.{arch[-1]}"
-        else:
-            gpu = detect_gpu()
-            arch = gpu.arch
-            device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "%d.%d" % gpu.compute_capability
-        settings = replace(settings, cuda_arch=arch)
-        first.write_flags(spec.target, language, arch, ())
-        model = first.configure(settings, spec.target, language)  # now building the GPU's architecture only
-    else:
-        first.write_flags(spec.target, language, arch, ())  # the next build re-runs CMake with it
+        arch, device, capability = _cuda_architecture(spec, first, target, log)
+    settings = replace(settings, cuda_arch=arch)
+    first.write_flags(spec.target, language, arch, ())
+    model = first.configure(settings, spec.target, language)  # CUDA: now building this architecture only
+    target = model.target(spec.target)
     exclude = spec.exclude_flags
     if not spec.checks_outputs and "unsafe_numerics" not in exclude:
         exclude = (*exclude, "unsafe_numerics")
         log("compileiq: nothing checks the benchmark's results (no PASS_REGEX, VERIFY or output comparison): "
             "flags that change numerics (fast-math family) are not searched")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
+    fingerprints = None
+    objects: tuple[Path, ...] = ()
     if language == "CUDA":
-        space = _screen_cuda_space(spec, space, first, target, toolchain, arch, log)
+        entries = first.compile_commands(target.sources_in("CUDA"))
+        prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
+                                      spec.acf_files, spec.screen)
+        for note in prepared.notes:
+            log(f"compileiq: {note}")
+        if prepared.screen is not None:
+            r = prepared.screen
+            kept = sum(1 for row in r.rows if row.kept)
+            log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
+                f"space {r.points_before} -> {r.points_after} points ({r.compiles} compiles, {r.seconds:.1f} s)")
+        space = prepared.space
+        if find_tool("cuobjdump", toolchain.path) is None or find_tool("nvdisasm", toolchain.path) is None:
+            log("compileiq: note: device-code fingerprints are off: cuobjdump/nvdisasm not found (pip install "
+                "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); trials that build the same code are all benchmarked")
+        else:
+            fingerprints = FingerprintCache(toolchain.path)
+            objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
+                            if o is not None and o.resolve().is_relative_to(first.path.resolve()))
+    if not space.dimensions:
+        why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
+        raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
+                             "change --include-flags/--exclude-flags")
     n_trees = max(spec.workers + 1, FINALISTS + 1)  # + 1: the baseline build next to trials on a noisy machine
     trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(1, n_trees)))
     for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
-    with ThreadPoolExecutor(max_workers=len(trees) - 1) as pool:
+    with ThreadPoolExecutor(max_workers=1 if written else len(trees) - 1) as pool:
         models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:])]
     bench, owner = _resolve_benchmark(spec, models[0], trees[0])
     if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
@@ -162,7 +231,8 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
         artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
                         if a.is_relative_to(trees[0].path)),
-        build_type=settings.build_type,
+        build_type=settings.build_type, sources_sha256=first.info().get("sources_sha256", ""),
+        objects=objects, fingerprints=fingerprints,
     )
 
 
@@ -186,28 +256,6 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
     )
 
 
-def _screen_cuda_space(spec: TuneSpec, space: FlagSpace, tree: VariantTree, target: Target, toolchain: Toolchain,
-                       arch: str, log: Log) -> FlagSpace:
-    """The CUDA space checked against the installed nvcc, adapted to the project's own flags, and screened:
-    flag values that change none of the target's device code are dropped before any GPU time is spent."""
-    space, notes = probe_space(space, toolchain.path, arch, default_cache_path(spec.build_dir, toolchain.path))
-    for note in notes:
-        log(f"compileiq: {note}")
-    entries = [e for e in tree.compile_commands(target.sources) if str(e.get("file", "")).endswith(".cu")]
-    space, notes = adapt_to_project(space, project_flags(entries))
-    acf_space, acf_notes = add_acf_dimension(space, list(spec.acf_files), nvcc_version(toolchain.path))
-    space = acf_space
-    for note in notes + acf_notes:
-        log(f"compileiq: {note}")
-    if not spec.screen or not entries:
-        return space
-    result = screen(space, entries, arch, jobs=os.cpu_count(), cache_dir=spec.build_dir / "compileiq")
-    kept = sum(1 for r in result.rows if r.kept)
-    log(f"compileiq: screening: {kept} of {len(result.rows)} flag values change the device code of {spec.target}; "
-        f"space {result.points_before} -> {result.points_after} points ({result.compiles} compiles, {result.seconds:.1f} s)")
-    return result.space
-
-
 def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult:
     if setup.replay is not None:
         return setup.replay.build(tree, flagset)
@@ -219,13 +267,24 @@ def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult
     entries = tree.compile_commands(setup.target.sources)
     command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
     digest, kernels = "", ()
-    if setup.language == "CUDA" and setup.artifacts:
-        code = DeviceFingerprint.combine([fingerprint(tree.path / rel, setup.toolchain.path) for rel in setup.artifacts])
+    if setup.fingerprints is not None:
+        code = _device_code(setup, tree)
         if code.kernels:
             digest = code.digest
             kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
                             for k in code.kernels)
     return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)
+
+
+def _device_code(setup: TuneSetup, tree: VariantTree) -> DeviceFingerprint:
+    """The fingerprint of the tuned target's device code: its object files (in parallel, unchanged ones from
+    the cache); the target's own files when the objects hold no SASS (-dlto) or are not known."""
+    assert setup.fingerprints is not None
+    objects = [tree.path / rel for rel in setup.objects if (tree.path / rel).is_file()]
+    code = setup.fingerprints.combined(objects) if objects else DeviceFingerprint.of([])
+    if not code.kernels and setup.artifacts:
+        code = setup.fingerprints.combined([tree.path / rel for rel in setup.artifacts])
+    return code
 
 
 def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
@@ -275,7 +334,7 @@ def _fmt_eta(seconds: float) -> str:
 
 
 def run_tune(spec: TuneSpec, log: Log = _print) -> TuneResult:
-    from .store import TrialStore, TuneLock
+    from .store import TuneLock
 
     spec = spec.validate()
     started = time.perf_counter()
@@ -285,7 +344,9 @@ def run_tune(spec: TuneSpec, log: Log = _print) -> TuneResult:
     try:
         with TuneLock(state_dir):
             tune_setup = replay_setup(spec, log) if spec.replay else setup(spec, log)
-            store = TrialStore(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch)
+            store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch,
+                                f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version} "
+                                f"sources {tune_setup.sources_sha256}", log)
             try:
                 result = _search(tune_setup, store, log, started)
                 stored_any = True
@@ -293,10 +354,34 @@ def run_tune(spec: TuneSpec, log: Log = _print) -> TuneResult:
             finally:
                 stored_any = stored_any or bool(store.load())
                 store.close()
-    except CompileIQError:
-        if fresh_state and not stored_any:
-            shutil.rmtree(state_dir, ignore_errors=True)
+    except CompileIQError as exc:
+        if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays
+            for child in state_dir.iterdir() if state_dir.is_dir() else ():
+                if child.name != "logs" or str(child) not in str(exc):
+                    shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+            if state_dir.is_dir() and not any(state_dir.iterdir()):
+                state_dir.rmdir()
         raise
+
+
+def _open_store(path: Path, identity: str, code: str, log: Log):
+    """The trial store of this tune. When its trials were measured on other sources or with another compiler,
+    they are stale: the store is moved aside (kept, named in the log) and a fresh one starts."""
+    from .store import TrialStore
+
+    store = TrialStore(path, identity)
+    stored = store.load_result("code")
+    if store.load() and stored is not None and stored != code:
+        store.close()
+        aside = path.with_name(f"{path.name}.stale-{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}")
+        os.replace(path, aside)
+        was, now = str(stored).split(" sources ")[0], code.split(" sources ")[0]
+        what = f"the compiler changed ({was} -> {now})" if was != now else "the target's sources changed"
+        log(f"compileiq: {what} since the stored trials were measured; they are not reused: the old trial store "
+            f"is kept as {aside} and a fresh one starts")
+        store = TrialStore(path, identity)
+    store.save_result("code", code)
+    return store
 
 
 def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
@@ -546,7 +631,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        tool_version=__version__, sources_sha256=_sources_hash(setup.target, spec.source_dir),
+        tool_version=__version__, sources_sha256=setup.sources_sha256,
         replay=setup.replay is not None,
         speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
         workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),

@@ -15,6 +15,7 @@ from compileiq_cmake.fingerprint import find_tool
 from compileiq_cmake.flags import load_space, validate_flags
 from compileiq_cmake.flags import space as space_module
 from compileiq_cmake.flags.catalogue import adapt_to_project, add_acf_dimension, canonical_flags
+from compileiq_cmake.nvcc_command import normalize
 from compileiq_cmake.flags.probe import probe_space
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 
@@ -91,12 +92,38 @@ def test_adapt_to_project():
     dlto, notes = adapt_to_project(space, ["-dlto"])
     assert not any(t.startswith("-Xptxas=") for d in dlto.dimensions for v in d.values for t in v)
     assert "maxrregcount" in _names(dlto) and any("-dlto" in n for n in notes)
-    level, _ = adapt_to_project(space, ["-Xptxas", "-O3"])
+    level, _ = adapt_to_project(space, normalize(["nvcc", "-Xptxas", "-O3"]))
     assert "ofast_compile" not in _names(level) and "ptxas_opt_level" in _names(level)
     maxreg, notes = adapt_to_project(space, ["-maxrregcount=64", "-rdc=true"])
     assert "maxrregcount" in _names(maxreg) and any("overrides" in n for n in notes) and any("relocatable" in n for n in notes)
     same, notes = adapt_to_project(space, ["-O3", "--expt-relaxed-constexpr"])
     assert same == space and notes == []
+
+
+@pytest.mark.parametrize("command", [
+    ["-use_fast_math"], ["--use_fast_math"], ["-O3", "-Xptxas", "-O3", "-use_fast_math"],
+    ["--ptxas-options=-v", "-use_fast_math", "-x", "cu"],
+])
+def test_adaptation_sees_fast_math_in_any_spelling(command):
+    space = load_space("nvcc", "NVIDIA", "13.0")
+    adapted, notes = adapt_to_project(space, normalize(["nvcc", *command]))
+    assert not {"use_fast_math", "ftz", "prec_div", "prec_sqrt"} & _names(adapted)
+    assert any("already builds with --use_fast_math" in n for n in notes), notes
+
+
+def test_values_the_project_already_has_are_not_tried():
+    space = load_space("nvcc", "NVIDIA", "13.0")
+    adapted, notes = adapt_to_project(space, normalize(["nvcc", "-maxrregcount", "64", "--fmad", "false",
+                                                        "--ptxas-options", "-dlcm=cg,-v", "-restrict"]))
+    maxreg = next(d for d in adapted.dimensions if d.name == "maxrregcount")
+    assert ("-maxrregcount=64",) not in maxreg.values and ("-maxrregcount=32",) in maxreg.values
+    assert "fmad" not in _names(adapted) and "restrict" not in _names(adapted)
+    load = next(d for d in adapted.dimensions if d.name == "load_cache")
+    assert ("-Xptxas=-dlcm=cg",) not in load.values and len(load.values) > 1
+    for text in ("fmad: the project already builds with --fmad=false; not tuned",
+                 "maxrregcount: the project already builds with -maxrregcount=64; that value is not tried",
+                 "restrict: the project already builds with --restrict; not tuned"):
+        assert text in notes, notes
 
 
 def test_acf_dimension_needs_13_3(tmp_path: Path):

@@ -43,14 +43,14 @@ def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
     toml = src / "compileiq.toml"
 
     write_entry(toml, _host_entry(version))
-    ok = configure(src, tmp_path / "ok", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    ok = configure(src, tmp_path / "ok", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert ok.returncode == 0 and "applied 2 tuned flags to host_kernels" in ok.stdout
     (cmd,) = commands_for(tmp_path / "ok", "main.cpp")
     assert "-funroll-loops" in cmd and "-fno-math-errno" in cmd
 
     toml.unlink()
     write_entry(toml, _host_entry("1.0.0"))
-    old = configure(src, tmp_path / "old", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    old = configure(src, tmp_path / "old", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert old.returncode == 0
     assert "GNU 1.0" in old.stderr and "not applied" in old.stderr.replace("\n", " ")
     (cmd,) = commands_for(tmp_path / "old", "main.cpp")
@@ -58,7 +58,7 @@ def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
 
     toml.unlink()
     write_entry(toml, _host_entry(version, target="not_in_project"))
-    other = configure(src, tmp_path / "other", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    other = configure(src, tmp_path / "other", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert other.returncode == 0 and "not_in_project" in other.stderr
 
 
@@ -73,6 +73,15 @@ def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tm
     debug = configure(src, tmp_path / "debug", "-DCMAKE_BUILD_TYPE=Debug", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert debug.returncode == 0 and "tuned for the Release build type" in debug.stdout, debug.stdout
     (cmd,) = commands_for(tmp_path / "debug", "main.cpp")
+    assert "-funroll-loops" not in cmd
+    # no build type at all (no -O level; the example's own default to Release removed): not applied, and
+    # the line says how to get them
+    lists = src / "CMakeLists.txt"
+    lists.write_text(lists.read_text().replace("if(NOT CMAKE_BUILD_TYPE AND", "if(FALSE AND"))
+    plain = configure(src, tmp_path / "plain", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert plain.returncode == 0 and "no CMAKE_BUILD_TYPE" in plain.stdout and "-DCMAKE_BUILD_TYPE=Release" in plain.stdout
+    assert "applied" not in plain.stdout.replace("not applied", "")
+    (cmd,) = commands_for(tmp_path / "plain", "main.cpp")
     assert "-funroll-loops" not in cmd
     if not shutil.which("ninja"):
         import pytest
@@ -100,12 +109,12 @@ def test_cuda_entry_for_another_architecture_is_not_applied(tmp_path):
     version = re.search(r'set\(CMAKE_CUDA_COMPILER_VERSION "([\d.]+)', text).group(1)
     toml = src / "compileiq.toml"
     write_entry(toml, make_entry(arch="100", compiler_version=version, flags=("--use_fast_math",)))
-    proc = configure(src, tmp_path / "b100", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    proc = configure(src, tmp_path / "b100", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert proc.returncode == 0 and "sm_100" in proc.stderr and "not applied" in proc.stderr.replace("\n", " ")
     assert not any("--use_fast_math" in c for c in commands_for(tmp_path / "b100", "nbody.cu"))
     toml.unlink()
     write_entry(toml, make_entry(arch="90", compiler_version=version, flags=("--use_fast_math",)))
-    proc = configure(src, tmp_path / "b90", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    proc = configure(src, tmp_path / "b90", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert proc.returncode == 0 and "applied 1 tuned flags to nbody" in proc.stdout
     assert all("--use_fast_math" in c for c in commands_for(tmp_path / "b90", "nbody.cu"))
 

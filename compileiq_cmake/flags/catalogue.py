@@ -69,50 +69,69 @@ def _drop_dims(space: FlagSpace, names: set[str], reason: str) -> tuple[FlagSpac
     return replace(space, dimensions=kept, dropped=space.dropped + tuple(notes)), notes
 
 
-def _ptxas_pairs(flags: list[str]) -> list[str]:
-    """ptxas options of a command line: -Xptxas=a,b / -Xptxas a / --ptxas-options=a."""
-    out: list[str] = []
-    for i, tok in enumerate(flags):
-        m = re.fullmatch(r"(?:-Xptxas|--ptxas-options)[= ](.*)", tok)
-        if m:
-            out.extend(m.group(1).split(","))
-        elif tok in ("-Xptxas", "--ptxas-options") and i + 1 < len(flags):
-            out.extend(flags[i + 1].split(","))
-    return out
+def _ptxas_options(flags: list[str]) -> list[str]:
+    """ptxas options of canonical flags (nvcc_command.normalize): -Xptxas=-O3 -> -O3."""
+    return [f.split("=", 1)[1] for f in flags if f.startswith("-Xptxas=")]
+
+
+def _drop_present_values(space: FlagSpace, flags: list[str]) -> tuple[FlagSpace, list[str]]:
+    """Values a dimension would add that the project's flags already hold are the baseline itself: no trial is
+    spent on them (a dimension left with no other value goes)."""
+    present = set(flags)
+    notes: list[str] = []
+    dims, dropped = [], list(space.dropped)
+    for d in space.dimensions:
+        same = [v for v in d.values[1:] if v and all(t in present for t in v)]
+        if not same:
+            dims.append(d)
+            continue
+        shown = ", ".join(" ".join(v) for v in same)
+        values = tuple(v for v in d.values if v not in same)
+        if len(values) > 1:
+            notes.append(f"{d.name}: the project already builds with {shown}; that value is not tried")
+            dims.append(replace(d, values=values))
+        else:
+            note = f"{d.name}: the project already builds with {shown}; not tuned"
+            notes.append(note)
+            dropped.append(note)
+    return replace(space, dimensions=tuple(dims), dropped=tuple(dropped)), notes
 
 
 def adapt_to_project(space: FlagSpace, project_flags: list[str]) -> tuple[FlagSpace, list[str]]:
-    """Tune around the project's own effective nvcc flags instead of adding contradictions."""
+    """Tune around the project's own effective nvcc flags instead of adding contradictions. `project_flags`
+    are canonical (nvcc_command.project_flags): every spelling of an option reads the same here."""
     notes: list[str] = []
     flags = list(project_flags)
-    ptxas = _ptxas_pairs(flags)
-    fast = _has(flags, r"--?use_fast_math")
+    ptxas = _ptxas_options(flags)
+    fast = _has(flags, r"--use_fast_math")
     if fast:
         space, n = _drop_dims(space, {"use_fast_math", "ftz", "prec_div", "prec_sqrt"},
                               f"the project already builds with {fast}")
         notes += n
-    debug = _has(flags, r"-G", r"--device-debug")
+    debug = _has(flags, r"-G")
     if debug:
         space, n = _drop_dims(space, {"ptxas_opt_level", "ofast_compile"},
                               f"the project builds with {debug} (ptxas: optimized debugging is fatal)")
         notes += n
-    ofc = _has(flags, r"--?Ofast-compile=.*", r"-Ofc=.*")
+    ofc = _has(flags, r"--Ofast-compile=.*")
     level = _has(ptxas, r"-O\d", r"--opt-level=?\d")
     if ofc or level:
         names = {"ofast_compile", "ptxas_opt_level"} if ofc else {"ofast_compile"}
-        space, n = _drop_dims(space, names, f"the project sets {ofc or '-Xptxas ' + str(level)} (with --Ofast-compile fatal in ptxas)")
+        space, n = _drop_dims(space, names, f"the project sets {ofc or '-Xptxas=' + str(level)} (with --Ofast-compile fatal in ptxas)")
         notes += n
-    dlto = _has(flags, r"-dlto", r"--dlink-time-opt", r"(-gencode|--generate-code)=?.*code=.*lto_\d+.*")
+    dlto = _has(flags, r"-dlto", r"-gencode=.*code=.*lto_\d+.*")
     if dlto:
         ptxas_dims = {d.name for d in space.dimensions if all(t.startswith("-Xptxas=") for v in d.values[1:] for t in v)}
         space, n = _drop_dims(space, ptxas_dims, f"the project builds with {dlto}: compile-step -Xptxas options are dropped")
         notes += n
         if any(d.name in ("use_fast_math", "ftz") for d in space.dimensions):
             notes.append("-dlto: fast-math's FTZ is lost at the device link unless it gets -Xnvlink --Xnvvm=-ftz=1")
-    maxreg = _has(flags, r"--?maxrregcount[= ]?\d*") or _has(ptxas, r"--?maxrregcount[= ]?.*")
+    space, n = _drop_present_values(space, flags)
+    notes += n
+    maxreg = _has(flags, r"-maxrregcount=.*") or _has(ptxas, r"--?maxrregcount[= ]?.*")
     if maxreg and any(d.name == "maxrregcount" for d in space.dimensions):
         notes.append(f"maxrregcount: the project sets {maxreg}; a tuned -maxrregcount overrides it")
-    rdc = _has(flags, r"(-rdc|--relocatable-device-code)[= ]?true", r"-dc", r"--device-c")
+    rdc = _has(flags, r"-rdc=true", r"-dc")
     if rdc:
         notes.append(f"the project builds relocatable device code ({rdc}); kernels are tuned as separately compiled")
     return space, notes
