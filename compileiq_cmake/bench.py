@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from .errors import CompileIQError
 from .records import Status
 from .spec import MetricSpec
 
@@ -39,7 +40,7 @@ class ProcessResult:
     output: str
     seconds: float
     omitted: int = 0  # bytes of output dropped from the middle (only the start and the end are kept)
-    stopped: str = ""  # why compileiq killed it: "" (it ended), "timeout" or "output"
+    stopped: str = ""  # why compileiq killed it: "" (it ended), "timeout" or "output" (printed too much)
 
     @property
     def timed_out(self) -> bool:
@@ -98,10 +99,14 @@ def _kill_marked(marker: str) -> int:
 
 
 def _record_run(pid_file: Path, pgid: int, marker: str) -> None:
-    pid_file.parent.mkdir(parents=True, exist_ok=True)
     tmp = pid_file.with_name(pid_file.name + ".tmp")
-    tmp.write_text(json.dumps({"pgid": pgid, "marker": marker}))
-    os.replace(tmp, pid_file)
+    try:
+        pid_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"pgid": pgid, "marker": marker}))
+        os.replace(tmp, pid_file)
+    except OSError as exc:
+        raise CompileIQError(f"cannot record the running benchmark in {pid_file}: {exc.strerror or exc}; "
+                             "is the build directory writable?") from None
 
 
 def kill_leftovers(pid_file: Path) -> int:
@@ -142,7 +147,7 @@ def _die_with_parent() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def preexec() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
         if os.getppid() != parent:  # the parent died before the prctl
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -196,17 +201,21 @@ def _kept_output(fd: int) -> tuple[str, int]:
     return text, omitted
 
 
-def _wait_bounded(waiter: _ExitWaiter, fd: int, timeout: float) -> str:
+def _wait_for(proc: subprocess.Popen, fd: int, timeout: float) -> str:
     """Wait for the end of the run: "" when it ended, "timeout" or "output" (printed too much)."""
     deadline = time.monotonic() + timeout
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return "timeout"
-        if waiter.wait(min(_POLL, left)):
-            return ""
-        if os.fstat(fd).st_size > MAX_OUTPUT_BYTES:
-            return "output"
+    waiter = _ExitWaiter(proc)
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return "timeout"
+            if waiter.wait(min(_POLL, left)):
+                return ""
+            if os.fstat(fd).st_size > MAX_OUTPUT_BYTES:
+                return "output"
+    finally:
+        waiter.close()
 
 
 def run_process(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None) -> ProcessResult:
@@ -225,15 +234,13 @@ def run_process(argv: list[str], cwd: Path, timeout: float, pid_file: Path | Non
                                     env=env, start_new_session=True, preexec_fn=_die_with_parent())
         except (OSError, subprocess.SubprocessError) as exc:
             return ProcessResult(returncode=127, output=f"cannot start {argv[0]}: {exc}", seconds=0.0)
+        stopped, seconds = "interrupted", 0.0
         try:
             if pid_file is not None:
                 _record_run(pid_file, proc.pid, marker)
-            waiter = _ExitWaiter(proc)
-            try:
-                stopped = _wait_bounded(waiter, fd, timeout)
-            finally:
-                waiter.close()
+            stopped = _wait_for(proc, fd, timeout)
             seconds = time.perf_counter() - start
+        finally:  # also when the tune itself is interrupted: nothing of the run is left behind
             _kill_group(proc.pid)
             _kill_marked(marker)
             if stopped:
@@ -241,7 +248,6 @@ def run_process(argv: list[str], cwd: Path, timeout: float, pid_file: Path | Non
                     proc.wait(timeout=_KILL_GRACE)
                 except subprocess.TimeoutExpired:  # unkillable (e.g. stuck in the kernel): not waited for
                     pass
-        finally:
             if pid_file is not None:
                 pid_file.unlink(missing_ok=True)
         output, omitted = _kept_output(fd)
