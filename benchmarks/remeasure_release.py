@@ -22,6 +22,11 @@ PROGRAMS = {  # example -> (executable in the tree, base args, workloads) as in 
     "cuda_nbody": ("nbody", ["--n", "32768"], [["--n", "16384"], ["--n", "32768"]]),
     "cuda_stencil": ("stencil", ["--n", "4096"], [["--n", "2048"], ["--n", "4096"]]),
     "host_cpp": ("host_kernels", ["--n", "1024"], [["--n", "768"], ["--n", "1024"]]),
+    # trap projects (tests/projects/, tuned through the unmodified route by benchmarks/h200_layouts.sh)
+    "cpp_cuda": ("cpp_bench", [], [["--n", "4194304"], ["--n", "16777216"]]),
+    "arch_by_hand": ("handarch_bench", [], [["--n", "262144"], ["--n", "1048576"]]),
+    "many_tu": ("many_bench", [], [["--n", "1048576"], ["--n", "4194304"]]),
+    "libs_layout": ("bin/tools/layout_benchmark_exe", [], [["--n", "4194304"], ["--n", "16777216"]]),
 }
 METRIC = re.compile(r"time_ms=([0-9.eE+-]+)")
 
