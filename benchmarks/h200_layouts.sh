@@ -10,8 +10,10 @@
 #   bash benchmarks/h200_layouts.sh <project>      (cpp_cuda | arch_by_hand | many_tu | libs_layout)
 set -u -o pipefail
 p=$1
-OUT=${OUT:-/tmp/compileiq-out}/$p
-mkdir -p "$OUT"
+FINAL_OUT=${OUT:-/tmp/compileiq-out}
+OUT=/tmp/compileiq-raw/$p  # many files: packed into $FINAL_OUT/<project>.tar.gz at the end
+rm -rf "$OUT"; mkdir -p "$OUT" "$FINAL_OUT"
+trap 'tar -C "$(dirname "$OUT")" -czf "$FINAL_OUT/$p.tar.gz" "$p"' EXIT
 REPO=$(pwd)
 if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
