@@ -111,7 +111,8 @@ def _run_cuobjdump(cuobjdump: Path, option: str, path: Path, nvcc_path: str | No
     nvdisasm = find_tool("nvdisasm", nvcc_path)
     if nvdisasm is not None:
         env["PATH"] = f"{nvdisasm.parent}{os.pathsep}{env.get('PATH', '')}"
-    proc = subprocess.run([str(cuobjdump), option, str(path)], capture_output=True, text=True, env=env, check=False, timeout=600)
+    proc = subprocess.run([str(cuobjdump), *option.split(), str(path)], capture_output=True, text=True, env=env,
+                          check=False, timeout=600)
     if proc.returncode != 0:
         message = (proc.stderr or proc.stdout).strip()
         if _NO_DEVICE_CODE.search(message) and path.is_file():
@@ -185,13 +186,14 @@ def fingerprint(path: Path | str, nvcc_path: str | None = None) -> DeviceFingerp
     if not path.is_file():
         raise CompileIQError(f"cannot fingerprint {path}: no such file")
     cuobjdump = find_cuobjdump(nvcc_path)
-    sass = _run_cuobjdump(cuobjdump, "-sass", path, nvcc_path)
+    # one run for both (half the process starts): each ELF's resource block comes before its SASS, and the
+    # two parsers skip each other's lines
+    sass = _run_cuobjdump(cuobjdump, "-res-usage -sass", path, nvcc_path)
     if sass is None:
         return DeviceFingerprint.of([])
     functions = parse_sass(sass)
     archs = {key.split(":", 1)[0] for key, _, _ in functions}
-    resources = parse_res_usage(_run_cuobjdump(cuobjdump, "-res-usage", path, nvcc_path) or "",
-                                next(iter(archs)) if len(archs) == 1 else "")
+    resources = parse_res_usage(sass, next(iter(archs)) if len(archs) == 1 else "")
     kernels = []
     for key, digest, count in functions:
         res = resources.get(key, {})
