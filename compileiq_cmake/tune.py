@@ -370,10 +370,13 @@ def _open_store(path: Path, identity: str, code: str, log: Log):
     from .store import TrialStore
 
     store = TrialStore(path, identity)
+    if store.note:
+        log(f"compileiq: {store.note}")
     stored = store.load_result("code")
     if store.load() and stored is not None and stored != code:
         store.close()
-        aside = path.with_name(f"{path.name}.stale-{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}")
+        stamp = f"{path.name}.stale-{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+        aside = next(p for i in range(1000) if not (p := path.with_name(stamp + (f"-{i}" if i else ""))).exists())
         os.replace(path, aside)
         was, now = str(stored).split(" sources ")[0], code.split(" sources ")[0]
         what = f"the compiler changed ({was} -> {now})" if was != now else "the target's sources changed"

@@ -45,3 +45,27 @@ def test_second_tune_on_the_same_tree_is_refused(tmp_path):
         holder.join(20)
     with TuneLock(tmp_path):  # free again once the first tune ended
         pass
+
+
+def test_trials_of_other_sources_or_another_compiler_are_not_reused(tmp_path):
+    """A resumed tune whose sources or compiler changed starts a fresh store; the old one is kept aside."""
+    from compileiq_cmake.tune import _open_store
+
+    db = tmp_path / "trials.sqlite"
+    lines: list[str] = []
+    store = _open_store(db, "spec-a", "NVIDIA 13.0.88 sources aaa", lines.append)
+    store.save(_trial(0, ()))
+    store.close()
+    same = _open_store(db, "spec-a", "NVIDIA 13.0.88 sources aaa", lines.append)
+    assert len(same.load()) == 1 and lines == []  # unchanged: resumed
+    same.close()
+    edited = _open_store(db, "spec-a", "NVIDIA 13.0.88 sources bbb", lines.append)
+    assert edited.load() == [] and len(lines) == 1 and "the target's sources changed" in lines[0]
+    aside = sorted(tmp_path.glob("trials.sqlite.stale-*"))
+    assert len(aside) == 1 and str(aside[0]) in lines[0]
+    assert TrialStore(aside[0], "spec-a").load() == [_trial(0, ())], "the old measurements are kept, not lost"
+    edited.save(_trial(0, ()))
+    edited.close()
+    upgraded = _open_store(db, "spec-a", "NVIDIA 13.1.20 sources bbb", lines.append)
+    assert upgraded.load() == [] and "the compiler changed (NVIDIA 13.0.88 -> NVIDIA 13.1.20)" in lines[-1]
+    upgraded.close()
