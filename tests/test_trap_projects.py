@@ -139,6 +139,14 @@ def test_architecture_set_by_hand_with_cmp0104_old(tmp_path):
                       f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
     text = " ".join((other.stdout + other.stderr).split())
     assert other.returncode == 0 and "but this build targets sm_80 with NVIDIA" in text and "not applied" in text, text
+    # the architecture only in the cache, as two tokens (-DCMAKE_CUDA_FLAGS="-arch sm_90"): applied
+    lists.write_text(lists.read_text().replace(" -arch=sm_80", ""))
+    cached = configure(trap.src, tmp_path / "cached", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
+                       "-DCMAKE_CUDA_FLAGS=-arch sm_90",
+                       f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
+    text = " ".join((cached.stdout + cached.stderr).split())
+    assert "(CUDA sm_90; architecture from -arch sm_90 in CMAKE_CUDA_FLAGS)" in text, text
+    assert "other sources" not in text, "editing CMakeLists.txt changes no source file of the target"
 
 
 def test_static_and_object_libraries_with_custom_output_names(tmp_path):
