@@ -87,6 +87,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    "its flag sets are tried first (repeatable)")
     p.add_argument("--acf", action="append", default=[], metavar="FILE",
                    help="an NVIDIA Advanced Control File to try as one more choice (nvcc >= 13.3; repeatable)")
+    p.add_argument("--replace", action="store_true",
+                   help="replace the target's entry even when it was checked more strictly (output comparison) "
+                   "than this tune checks")
     p.add_argument("--no-screen", dest="screen", action="store_false",
                    help="CUDA: search the whole space, without dropping values that change no device code")
 
@@ -155,12 +158,12 @@ def _spec_from_args(args: argparse.Namespace):
         output=Path(args.output).resolve() if args.output else source / "compileiq.toml",
         pass_regex=args.pass_regex, verify=verify, workloads=workloads, budget=args.budget,
         time_limit=args.time_limit, include_flags=_split(args.include_flags), exclude_flags=_split(args.exclude_flags),
-        seed=args.seed, workers=args.workers or _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
+        seed=args.seed, workers=args.workers if args.workers is not None else _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
         cuda_arch=args.cuda_arch, config=args.config or None, compare_output=args.compare_output, compare_file=args.compare_file,
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
-        warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start),
+        warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace,
     )
 
 

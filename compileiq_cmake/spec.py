@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -11,6 +12,13 @@ from pathlib import Path
 from .errors import CompileIQError
 
 METRIC_KEYWORDS = ("GBENCH", "NVBENCH", "WALLTIME")
+CUDA_ARCH = re.compile(r"[1-9][0-9]{1,2}[af]?")  # as in sm_90, sm_90a, sm_100f
+
+
+def compute_capability(arch: str) -> str:
+    """"90a" -> "9.0", "100" -> "10.0"."""
+    digits = re.match(r"\d+", arch).group(0)
+    return f"{digits[:-1]}.{digits[-1]}"
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ class TuneSpec:
     acf_files: tuple[str, ...] = ()  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
     replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)
     warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first
+    replace: bool = False  # may replace an entry whose numerics were checked by one from a run with weaker checks
 
     @property
     def checks_outputs(self) -> bool:
@@ -81,17 +90,45 @@ class TuneSpec:
     def identity(self) -> str:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
-        for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start"):
+        for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
+                         "replace"):
             fields.pop(volatile)
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @property
+    def checks(self) -> tuple[str, ...]:
+        """What guards the results of this tune (recorded in the TOML; compare_* check the numerics)."""
+        named = (("pass_regex", self.pass_regex), ("verify", self.verify), ("compare_output", self.compare_output),
+                 ("compare_file", self.compare_file))
+        return tuple(name for name, value in named if value)
+
+    def _check_numbers(self) -> None:
+        """Every numeric and enumerated option, before anything runs (one line each, exit 2)."""
+        whole = (("--budget", self.budget, 2), ("--repeats", self.repeats, 1), ("--workers", self.workers, 1),
+                 ("--max-repeats", self.max_repeats, 1), ("--warmup", self.warmup, 0),
+                 ("--max-rounds", self.max_rounds, 1), ("--min-rounds", self.min_rounds, 1))
+        for name, value, least in whole:
+            if not isinstance(value, int) or value < least:
+                raise CompileIQError(f"{name} {value} is out of range: give a whole number >= {least}")
+        positive = (("--timeout", self.timeout), ("--time-limit", self.time_limit))
+        for name, value in positive:
+            if value is not None and not (math.isfinite(value) and value > 0):
+                raise CompileIQError(f"{name} {value:g} is out of range: give a positive number of seconds")
+        for name, value in (("--rtol", self.rtol), ("--atol", self.atol)):
+            if not (math.isfinite(value) and value >= 0):
+                raise CompileIQError(f"{name} {value:g} is out of range: give a finite number >= 0")
+        if self.min_gain is not None and not (math.isfinite(self.min_gain) and 0 <= self.min_gain < 1):
+            raise CompileIQError(f"--min-gain {self.min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
+        if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
+            raise CompileIQError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
+                                 "as in sm_XX, e.g. 90, 90a or 100f")
 
     def validate(self) -> "TuneSpec":
         if self.replay is not None:
             if not Path(self.replay).is_file():
                 raise CompileIQError(f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)")
-            if self.budget < 2:
-                raise CompileIQError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
+            self._check_numbers()
             return self
         if not self.source_dir.is_dir():
             raise CompileIQError(f"source directory {self.source_dir} does not exist; pass the project root with -S")
@@ -103,8 +140,7 @@ class TuneSpec:
             raise CompileIQError("no benchmark command given; use --bench 'program args' (or BENCHMARK in CMake)")
         if self.budget < 2:
             raise CompileIQError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
-        if self.repeats < 1 or self.workers < 1:
-            raise CompileIQError("--repeats and --workers must be at least 1")
+        self._check_numbers()
         for path in self.warm_start:
             if not Path(path).is_file():
                 raise CompileIQError(f"--warm-start {path} does not exist; give a compileiq.toml of an earlier tune")

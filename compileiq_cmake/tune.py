@@ -4,6 +4,7 @@ baseline, and the TOML. Every trial is stored as soon as it finishes."""
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import math
 import os
 import shutil
@@ -11,7 +12,7 @@ import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -28,9 +29,10 @@ from .landscape import Landscape
 from .measure import BenchCommand, Runner
 from .replay import ReplayRunner
 from .records import BuildResult, Contribution, FlagSet, KernelResources, Status, Trial, TuneResult, Validation
-from .result_file import FlagsEntry, read_entries, write_entry
+from .bench import kill_leftovers
+from .result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
 from .search import INVALID_LOSS, FlagSearch
-from .spec import TuneSpec
+from .spec import TuneSpec, compute_capability
 from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_spread
 from .validation import ablate, validate
 
@@ -64,6 +66,7 @@ class TuneSetup:
     sources_sha256: str = ""  # the target's sources as compileiq_variant.cmake hashes them (the apply checks it)
     objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
     fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
+    warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -102,7 +105,7 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
     own = target_architectures(tree.compile_commands(target.sources_in("CUDA")))
     if spec.cuda_arch:
         arch = spec.cuda_arch
-        device, capability = f"(architecture {arch} given on the command line)", f"{arch[:-1]}.{arch[-1]}"
+        device, capability = f"(architecture {arch} given on the command line)", compute_capability(arch)
     else:
         gpu = detect_gpu()
         arch = gpu.arch
@@ -251,7 +254,7 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
         spec=spec, state_dir=state_dir, trees=trees,
         target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()), language="CUDA",
         toolchain=Toolchain("CUDA", "NVIDIA", version, ""), space=landscape.space(), cuda_arch=arch,
-        device=f"{gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=f"{arch[:-1]}.{arch[-1]}",
+        device=f"{gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=compute_capability(arch),
         build_targets=(), bench=runner.bench, monitor=None, replay=runner,
     )
 
@@ -288,12 +291,16 @@ def _device_code(setup: TuneSetup, tree: VariantTree) -> DeviceFingerprint:
 
 
 def _trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
-           build: BuildResult, reference: VariantTree | None = None) -> Trial:
+           build: BuildResult, reference: VariantTree | None = None, log: Log | None = None) -> Trial:
     start = time.perf_counter()
     if not build.ok:
         return Trial(index, flagset, Status.BUILD_FAILED, f"build failed: {build.log_tail}",
                      build_seconds=build.seconds, wall_seconds=build.seconds)
     m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
+    for warning in getattr(m, "warnings", ()):
+        if warning not in setup.warned and log is not None:
+            setup.warned.add(warning)
+            log(f"compileiq: warning: {warning}")
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
                  build.fingerprint, kernels=build.kernels)
@@ -337,13 +344,18 @@ def run_tune(spec: TuneSpec, log: Log = _print) -> TuneResult:
     from .store import TuneLock
 
     spec = spec.validate()
+    check_output_writable(spec.output)  # a result must not be lost at the end for want of a place to write it
     started = time.perf_counter()
     state_dir = spec.build_dir / "compileiq"
     fresh_state = not state_dir.exists()
     stored_any = False
     try:
         with TuneLock(state_dir):
+            killed = kill_leftovers(state_dir / "bench.pid")
+            if killed:
+                log(f"compileiq: killed {killed} benchmark process(es) left running by an earlier, killed tune")
             tune_setup = replay_setup(spec, log) if spec.replay else setup(spec, log)
+            _check_replacement(tune_setup)
             store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch,
                                 f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version} "
                                 f"sources {tune_setup.sources_sha256}", log)
@@ -362,6 +374,21 @@ def run_tune(spec: TuneSpec, log: Log = _print) -> TuneResult:
             if state_dir.is_dir() and not any(state_dir.iterdir()):
                 state_dir.rmdir()
         raise
+
+
+def _check_replacement(setup: TuneSetup) -> None:
+    """Refuse before any GPU time, not after: an entry of this target whose numerics were checked by output
+    comparison is not replaced by a tune that compares nothing (unless --replace)."""
+    spec = setup.spec
+    if spec.replace or {"compare_output", "compare_file"} & set(spec.checks) or not spec.output.is_file():
+        return
+    key = (spec.target, setup.language, setup.cuda_arch or setup.toolchain.compiler_id)
+    old = next((e for e in read_entries(spec.output) if e.key == key), None)
+    if old is not None and numerics_checked(old):
+        raise CompileIQError(
+            f"{spec.output} holds an entry for {spec.target} ({' '.join(old.flags) or 'no flags'}, {old.speedup}x) "
+            f"whose numerics were checked ({', '.join(old.checks)}); this tune compares no output: give "
+            "--compare-output/--compare-file as well, or --replace to replace it anyway")
 
 
 def _open_store(path: Path, identity: str, code: str, log: Log):
@@ -387,6 +414,19 @@ def _open_store(path: Path, identity: str, code: str, log: Log):
     return store
 
 
+def _check_comparison(spec: TuneSpec, baseline: Trial) -> None:
+    """An output comparison that compares nothing is no check: the baseline's output must match
+    --compare-output and yield numbers (--compare-file: the baseline must write it, with numbers)."""
+    if not (spec.compare_output or spec.compare_file):
+        return
+    empty = [" ".join(m.workload) or "(default)" for m in baseline.measurements if not m.numbers]
+    if empty:
+        what = (f"--compare-output {spec.compare_output!r} matched no line with numbers in" if spec.compare_output
+                else f"--compare-file {spec.compare_file} holds no numbers after")
+        raise CompileIQError(f"{what} the output of the project's own build (workload {empty[0]}); nothing would be "
+                             "compared: fix the regex or the file name")
+
+
 def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     spec = setup.spec
     lower = spec.metric.lower_is_better
@@ -395,19 +435,21 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    runner = setup.replay or Runner(spec, setup.bench, setup.monitor)
+    runner = setup.replay or Runner(spec, setup.bench, setup.monitor, pid_file=setup.state_dir / "bench.pid")
     restored = {t.flagset.key: t for t in store.load()}
     if restored:
         log(f"compileiq: resuming: {len(restored)} finished trials restored from {store.path}")
     baseline_set = setup.space.baseline()
     baseline = restored.get(baseline_set.key)
     if baseline is None:
-        baseline = _trial(runner, setup, setup.trees[0], 0, baseline_set, _build(setup, setup.trees[0], baseline_set))
+        baseline = _trial(runner, setup, setup.trees[0], 0, baseline_set, _build(setup, setup.trees[0], baseline_set),
+                          log=log)
         if not baseline.valid:
             raise _baseline_error(baseline, setup)
         store.save(baseline)
     elif not baseline.valid:
         raise _baseline_error(baseline, setup)
+    _check_comparison(spec, baseline)
     runner.reference.update({m.workload: m.numbers for m in baseline.measurements})
     noise = max(relative_spread(m.samples) for m in baseline.measurements)
     min_gain = spec.min_gain if spec.min_gain is not None else auto_min_gain(noise)
@@ -453,7 +495,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
                                 same_code_as=twin.index, reason=twin.reason or f"same device code as #{twin.index}",
                                 kernels=build.kernels)
             else:
-                trial = _trial(runner, setup, tree, len(trials), flagset, build, reference)
+                trial = _trial(runner, setup, tree, len(trials), flagset, build, reference, log)
                 floor = noise
                 if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
                     paired, n = _paired_noise(trials.values())
@@ -492,10 +534,13 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             min_gain = auto_min_gain(paired_noise)
             log(f"compileiq: noise of paired runs (median over {n} trials): {100 * paired_noise:.2f}%; "
                 f"smallest gain that counts: {100 * min_gain:.2f}%")
-    winner, contributions = _validate_and_ablate(setup, runner, finalists, min_gain, log)
+    winner, contributions = _validate_and_ablate(setup, runner, finalists, min_gain, log, store)
     toml_path = None
     if winner is not None:
-        write_entry(spec.output, _entry(setup, winner, contributions, len(trials)))
+        new = _entry(setup, winner, contributions, len(trials))
+        change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace)
+        if change is not None and change.replaces is not None:
+            log(f"compileiq: {change.message}")
         toml_path = str(spec.output)
     wall = time.perf_counter() - started
     notes = []
@@ -592,14 +637,33 @@ def _measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTr
     return current
 
 
+def _result_name(kind: str, *parts: object) -> str:
+    """The store's name of a validation or ablation result: what was decided, on what, with which threshold."""
+    return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
 def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagSet], min_gain: float,
-                         log: Log) -> tuple[Validation | None, tuple[Contribution, ...]]:
+                         log: Log, store=None) -> tuple[Validation | None, tuple[Contribution, ...]]:
+    """Validation of the finalists, ablation of the best, validation of the minimal set. Each outcome is kept
+    in the trial store as soon as it is decided, so that a rerun (after a kill) does not measure it again."""
     spec = setup.spec
     if not finalists:
         return None, ()
     build = lambda tree, fs: _build(setup, tree, fs)  # noqa: E731
     baseline = setup.space.baseline()
-    results = validate(runner, build, setup.trees, baseline, finalists, min_gain, spec.seed, log)
+
+    def validated(candidates: list[FlagSet], seed: int) -> list[Validation]:
+        name = _result_name("validation", [c.key for c in candidates], min_gain, seed)
+        kept = store.load_validations(name) if store is not None else None
+        if kept is not None:
+            log(f"compileiq: validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store")
+            return kept
+        results = validate(runner, build, setup.trees, baseline, candidates, min_gain, seed, log)
+        if store is not None:
+            store.save_validations(name, results)
+        return results
+
+    results = validated(finalists, spec.seed)
     for v in results:
         per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
         log(f"compileiq:   {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "
@@ -609,10 +673,18 @@ def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagS
     if not accepted:
         return None, ()
     best = accepted[0]
-    minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, min_gain, spec.seed + 1, log)
+    name = _result_name("ablation", best.flagset.key, min_gain, spec.seed + 1)
+    kept = store.load_ablation(name) if store is not None else None
+    if kept is not None:
+        log("compileiq: ablation: restored from the trial store")
+        minimal, contributions = kept
+    else:
+        minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, min_gain, spec.seed + 1, log)
+        if store is not None:
+            store.save_ablation(name, minimal, contributions)
     if minimal == best.flagset:
         return best, contributions
-    (final,) = validate(runner, build, setup.trees, baseline, [minimal], min_gain, spec.seed + 2, log)
+    (final,) = validated([minimal], spec.seed + 2)
     log(f"compileiq: minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
         f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}")
     if final.accepted:
@@ -639,7 +711,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
         workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),
         workload_ci=tuple((round(w.ci_low, 4), round(w.ci_high, 4)) for w in winner.workloads),
-        p_values=tuple(float(f"{w.p_value:.3g}") for w in winner.workloads),
+        p_values=tuple(float(f"{w.p_value:.3g}") for w in winner.workloads), checks=spec.checks,
         contributions=tuple(
             {"flags": list(c.flags), "speedup": round(c.speedup, 4), "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
              "kept": c.kept, "reason": c.reason}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from compileiq_cmake.spec import compute_capability
+
 from conftest import configure, run_cli
 
 METRIC = "time_ms=([0-9.eE+-]+)"
@@ -74,3 +76,50 @@ def test_help_documents_every_command():
     for option in ("--bench", "--metric", "--pass-regex", "--verify", "--workload", "--budget", "--time-limit",
                    "--include-flags", "--exclude-flags", "--output", "--higher-is-better"):
         assert option in tune.stdout
+
+
+@pytest.mark.parametrize("extra,needles", [
+    (["--workers", "0"], ["--workers 0 is out of range"]),
+    (["--timeout", "-1"], ["--timeout -1 is out of range", "positive number of seconds"]),
+    (["--timeout", "nan"], ["--timeout nan is out of range"]),
+    (["--time-limit", "0"], ["--time-limit 0 is out of range"]),
+    (["--warmup", "-2"], ["--warmup -2 is out of range"]),
+    (["--min-gain", "5"], ["--min-gain 5 is out of range"]),
+    (["--cuda-arch", "sm90"], ["--cuda-arch 'sm90' is not a CUDA architecture"]),
+    (["--cuda-arch", "90"], ["--cuda-arch 90 was given but target 'host_kernels' is a CXX target"]),
+    (["--include-flags", "unroll_loops", "--exclude-flags", "unroll_loops"], ["the flag space is empty", "allow more flags"]),
+    (["--compare-output", "^no such line"], ["--compare-output '^no such line' matched no line with numbers",
+                                             "nothing would be compared"]),
+    (["--compare-file", "never_written.txt"], ["did not write never_written.txt"]),
+])
+def test_every_option_is_checked_before_it_can_mislead(configured, extra, needles):
+    """Hardening (issue 10): out-of-range numbers, a --cuda-arch a host target cannot use, a space with
+    nothing left, and an output comparison that compares nothing are one line and exit 2, no output."""
+    src, build = configured
+    proc = _tune(src, build, *extra)
+    _one_line_error(proc, *needles)
+    assert not (src / "compileiq.toml").exists()
+
+
+def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured):
+    """An entry whose numerics were checked by output comparison is not replaced by a tune that compares
+    nothing: refused before any build (exit 2, the file unchanged), unless --replace."""
+    from compileiq_cmake.result_file import write_entry
+    from test_result_file import make_entry
+
+    src, build = configured
+    toml = src / "compileiq.toml"
+    import re
+    version = re.search(r'CMAKE_CXX_COMPILER_VERSION "([\d.]+)"', next((build / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")).read_text()).group(1)
+    write_entry(toml, make_entry(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=version,
+                                 flags=("-ffast-math",), compute_capability="", device="cpu", speedup=1.197,
+                                 checks=("pass_regex", "compare_output")))
+    before = toml.read_text()
+    proc = _tune(src, build)
+    _one_line_error(proc, "whose numerics were checked (pass_regex, compare_output)", "--replace")
+    assert toml.read_text() == before
+    assert not (build / "compileiq" / "trials.sqlite").exists(), "refused before any trial"
+
+
+def test_architecture_suffixes_give_the_compute_capability():
+    assert compute_capability("90a") == "9.0" and compute_capability("100f") == "10.0" and compute_capability("75") == "7.5"
