@@ -166,3 +166,24 @@ def test_values_that_relax_numerics_are_measured_first():
             positions[first].append(flags.index(("-ffast-math",)) if ("-ffast-math",) in flags else 99)
     assert positions[True] == [0] * 12
     assert any(p != 0 for p in positions[False])
+
+
+def test_no_stall_when_the_optimizer_only_proposes_known_points():
+    """Hardening (issue 10): the fallback for an unseen point enumerated up to 200,000 points at ~2.6 ms
+    each (the catalogue re-parsed per flag set): minutes of stall. Flag sets are cheap now and big spaces
+    are not enumerated; a full space answers at once."""
+    import random
+    import time
+
+    from compileiq_cmake.flags import load_space
+    from compileiq_cmake.search import _unseen_fallback
+
+    space = load_space("nvcc", "NVIDIA", "13.0")
+    assert space.size > 100_000
+    started = time.perf_counter()
+    assert _unseen_fallback(space, random.Random(0), lambda key: True) is None
+    assert time.perf_counter() - started < 20, "a generous bound for a loaded CI machine; it was minutes"
+    started = time.perf_counter()
+    for _ in range(500):
+        space.flagset({"use_fast_math": 1, "restrict": 1})
+    assert time.perf_counter() - started < 5, "500 flag sets took 1.3 s of TOML parsing before"

@@ -3,6 +3,7 @@ flag space to the project's own effective flags and to user-given Advanced Contr
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass, replace
@@ -25,6 +26,12 @@ class Rule:
 
 
 def rules(family: str = "nvcc") -> tuple[Rule, ...]:
+    """The interaction rules of a family's packaged catalogue (immutable data: parsed once per process)."""
+    return _rules(family)
+
+
+@functools.lru_cache(maxsize=None)
+def _rules(family: str) -> tuple[Rule, ...]:
     out = []
     for r in _read_family(family).get("rule", ()):
         if r["kind"] not in ("drop", "repair"):

@@ -3,6 +3,8 @@ and the flag grammar that every flag read back from a TOML must satisfy."""
 
 from __future__ import annotations
 
+import functools
+
 import re
 import tomllib
 from dataclasses import dataclass
@@ -162,6 +164,7 @@ def load_space(
     return FlagSpace(family=family, dimensions=tuple(kept), dropped=tuple(dropped))
 
 
+@functools.lru_cache(maxsize=None)
 def known_tokens(family: str) -> frozenset[str]:
     data = _read_family(family)
     return frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v) | rule_tokens(family)
@@ -178,6 +181,7 @@ def numerics_traits(family: str) -> dict[str, tuple[bool, bool]]:
             for d in data["dimension"]}
 
 
+@functools.lru_cache(maxsize=None)
 def rule_tokens(family: str) -> frozenset[str]:
     """Tokens that only interaction rules add (catalogue.canonical_flags), never a dimension."""
     return frozenset(tok for r in _read_family(family).get("rule", ()) for tok in r.get("tokens", ()))
