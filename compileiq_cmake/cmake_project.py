@@ -153,6 +153,7 @@ class VariantTree:
         self.cmake = cmake
         self.config = config  # multi-config generators: built with --config <config>
         self.fragment = self.path / FRAGMENT_NAME
+        self._cache_text: bytes | None = None  # CMakeCache.txt as the tool left it (configure or build)
 
     def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> bool:
         """Render the trial fragment; returns True when its content changed (the next build re-runs CMake)."""
@@ -197,7 +198,21 @@ class VariantTree:
         if proc.returncode != 0:
             tail = _last_error_line(proc.stdout + proc.stderr)
             raise CompileIQError(f"configuring the variant tree {self.path.name} failed: {tail} (full log: {log})")
+        self._remember_cache()
         return file_api.read_codemodel(self.path)
+
+    def _remember_cache(self) -> None:
+        cache = self.path / "CMakeCache.txt"
+        self._cache_text = cache.read_bytes() if cache.is_file() else None
+
+    def restore_cache(self) -> bool:
+        """Put back CMakeCache.txt as the tool left it if something else (a benchmark run in this tree) changed
+        it since: what is measured must be built from the trial's flags only. True when it was restored."""
+        cache = self.path / "CMakeCache.txt"
+        if self._cache_text is None or not cache.is_file() or cache.read_bytes() == self._cache_text:
+            return False
+        cache.write_bytes(self._cache_text)
+        return True
 
     def log_path(self, step: str) -> Path:
         """<build>/compileiq/logs/<tree>-<step>.log: the last configure or failed build of this tree."""
@@ -228,6 +243,7 @@ class VariantTree:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(f"$ {' '.join(cmd)}\n{log}")
             return BuildResult(ok=False, seconds=seconds, log_tail=_last_error_line(log))
+        self._remember_cache()
         return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
 
     def compile_commands(self, sources: tuple[Path, ...]) -> list[dict]:

@@ -22,7 +22,7 @@ from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .fingerprint import DeviceFingerprint, FingerprintCache, find_tool
 from .flags import FlagSpace, family_for_compiler, load_space
-from .nvcc_command import output_file, target_architectures
+from .nvcc_command import normalize, output_file, target_architectures, tokens
 from .screening import prepare_cuda_space
 from .gpu import GpuMonitor, detect_gpu, host_cpu
 from .landscape import Landscape
@@ -65,6 +65,7 @@ class TuneSetup:
     build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
     sources_sha256: str = ""  # the target's sources as compileiq_variant.cmake hashes them (the apply checks it)
     objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
+    own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # see _own_commands
     fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
 
@@ -235,7 +236,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
                         if a.is_relative_to(trees[0].path)),
         build_type=settings.build_type, sources_sha256=first.info().get("sources_sha256", ""),
-        objects=objects, fingerprints=fingerprints,
+        objects=objects, fingerprints=fingerprints, own_commands=_own_commands(first, target, language),
     )
 
 
@@ -259,14 +260,46 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
     )
 
 
-def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> BuildResult:
+def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
+    """Per source of the target's language: the tokens of its compile command with the project's own flags
+    (the tree's path written as <tree>, so that every variant tree compares alike)."""
+    out = {}
+    for entry in tree.compile_commands(target.sources_in(language)):
+        out[str(Path(entry["file"]).resolve())] = frozenset(
+            t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry)))
+    return out
+
+
+def _command_problem(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> str:
+    """Why the trial's compile commands are not the project's own plus the trial's flags ("" when they are):
+    what is measured must be what would be written."""
+    for entry in tree.compile_commands(setup.target.sources_in(setup.language)):
+        own = setup.own_commands.get(str(Path(entry["file"]).resolve()))
+        if own is None:
+            continue
+        got = {t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry))}
+        wanted = set(normalize(["cc", *flagset.flags]))
+        missing, extra = wanted - got, got - own - wanted
+        if missing or extra:
+            what = ", ".join([*(f"+{t}" for t in sorted(extra)), *(f"missing {t}" for t in sorted(missing))])
+            return f"the compile command of {Path(entry['file']).name} is not the project's own plus the trial's flags ({what})"
+    return ""
+
+
+def _build(setup: TuneSetup, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
     if setup.replay is not None:
         return setup.replay.build(tree, flagset)
+    if tree.restore_cache() and log is not None:
+        log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
+            "build (the benchmark?); restored before building the next trial")
     tree.write_flags(setup.spec.target, setup.language, setup.cuda_arch, flagset.flags)
     jobs = max(1, (os.cpu_count() or 2) // len(setup.trees) or 1)
     result = tree.build(setup.build_targets, jobs=jobs, timeout=max(600.0, setup.spec.timeout))
     if not result.ok:
         return result
+    problem = _command_problem(setup, tree, flagset) if setup.own_commands else ""
+    if problem:
+        return replace(result, ok=False, log_tail=problem)
     entries = tree.compile_commands(setup.target.sources)
     command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
     digest, kernels = "", ()
@@ -485,7 +518,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             break
         batch_start = time.perf_counter()
         with ThreadPoolExecutor(max_workers=len(batch)) as pool:
-            builds = list(pool.map(lambda pair: _build(setup, *pair), zip(setup.trees, batch)))
+            builds = list(pool.map(lambda pair: _build(setup, *pair, log), zip(setup.trees, batch)))
         subprocess_seconds = max(b.seconds for b in builds)
         for tree, flagset, build in zip(setup.trees, batch, builds):
             twin = _same_code(build, trials)

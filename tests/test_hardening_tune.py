@@ -1,0 +1,37 @@
+"""Hardening of the tune itself (issue 10): what is measured is what would be written."""
+
+from __future__ import annotations
+
+from compileiq_cmake.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune import _build, setup
+from conftest import configure
+
+
+def _tamper(tree) -> None:
+    """What a benchmark run in its variant tree did: -march=native added to the tree's CMakeCache.txt."""
+    cache = tree.path / "CMakeCache.txt"
+    text = cache.read_text()
+    cache.write_text(text.replace("CMAKE_CXX_FLAGS:STRING=", "CMAKE_CXX_FLAGS:STRING=-march=native ", 1))
+
+
+def test_a_benchmark_that_edits_its_variant_tree_cannot_change_what_is_measured(host_example, tmp_path):
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    spec = TuneSpec(source_dir=host_example, build_dir=build, target="host_kernels", benchmark=("host_kernels",),
+                    metric=MetricSpec.parse("WALLTIME", True), output=host_example / "compileiq.toml", workers=1)
+    lines: list[str] = []
+    ts = setup(spec, lines.append)
+    tree = ts.trees[0]
+    assert _build(ts, tree, ts.space.baseline(), lines.append).ok
+    trial = ts.space.flagset_from_flags(["-funroll-loops"])
+    _tamper(tree)
+    result = _build(ts, tree, trial, lines.append)
+    assert result.ok, result.log_tail
+    assert any("CMakeCache.txt of worker-0 was changed" in ln for ln in lines), lines
+    command = tree.compile_commands(ts.target.sources)[0]["command"]
+    assert "-march=native" not in command and "-funroll-loops" in command
+    # should anything else slip a flag in, the trial's compile command is checked against its flag set
+    _tamper(tree)
+    tree._cache_text = None  # the restore is bypassed
+    result = _build(ts, tree, ts.space.baseline(), lines.append)
+    assert not result.ok and "+-march=native" in result.log_tail, result.log_tail
