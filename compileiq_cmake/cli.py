@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "cmake-entries":
             from .result_file import cmake_entries, read_entries
 
-            text = cmake_entries(read_entries(Path(args.file)))
+            text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent)
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text)

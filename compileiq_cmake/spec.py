@@ -156,6 +156,13 @@ class TuneSpec:
                 re.compile(self.pass_regex)
             except re.error as exc:
                 raise CompileIQError(f"--pass-regex {self.pass_regex!r} does not compile: {exc}") from None
+        for acf in self.acf_files:
+            path = Path(acf).resolve()
+            if not path.is_file():
+                raise CompileIQError(f"--acf {acf} does not exist; give an NVIDIA Advanced Control File")
+            if not path.is_relative_to(self.output.resolve().parent):
+                raise CompileIQError(f"--acf {acf} lies outside {self.output.resolve().parent}, the directory of the TOML "
+                                     "that records it (paths there are relative and portable); move it into the project")
         if self.output.exists() and self.output.is_dir():
             raise CompileIQError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
         return self

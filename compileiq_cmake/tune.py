@@ -726,12 +726,26 @@ def _validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagS
     return best, contributions
 
 
+def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """--apply-controls paths as the TOML records them: relative to its directory, each with its sha256."""
+    out, digests = [], []
+    for flag in flags:
+        if flag.startswith("--apply-controls="):
+            path = Path(flag.split("=", 1)[1])
+            rel = os.path.relpath(path, toml_dir)
+            digests.append((rel, hashlib.sha256(path.read_bytes()).hexdigest()))
+            flag = f"--apply-controls={rel}"
+        out.append(flag)
+    return tuple(out), tuple(digests)
+
+
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
     spec = setup.spec
+    flags, acf_sha256 = _portable_acf(winner.flagset.flags, spec.output.parent)
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
-        flags=winner.flagset.flags, build_type=setup.build_type, device=setup.device,
+        flags=flags, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
         compute_capability=setup.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better,
         workloads=tuple(" ".join(w.workload) for w in winner.workloads),

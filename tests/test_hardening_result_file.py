@@ -178,7 +178,8 @@ def test_apply_controls_outside_the_source_tree_is_refused(tmp_path, flag):
 
 def test_apply_controls_relative_path_is_accepted(tmp_path):
     path = tmp_path / "compileiq.toml"
-    entry = make_entry(flags=("--use_fast_math", "--apply-controls=controls/booster.acf"))
+    entry = make_entry(flags=("--use_fast_math", "--apply-controls=controls/booster.acf"),
+                       acf_sha256=(("controls/booster.acf", "ab" * 32),))
     write_entry(path, entry)
     assert read_entries(path) == [entry]
 

@@ -73,5 +73,36 @@ def test_malformed_toml_is_one_clear_error(tmp_path):
 
 def test_cmake_entries_quote_everything_and_skip_replays():
     text = cmake_entries([make_entry(), make_entry(target="other", replay=True)])
-    assert '_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 CONFIG "Release" FLAGS "--use_fast_math" "-Xptxas=-O1")' in text
+    assert ('_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 '
+            'COMPILER_VERSION_FULL "13.0.88" SOURCES_SHA256 "' + "ab" * 32 + '" DATE "2026-11-29T18:00:00+00:00" '
+            'CONFIG "Release" FLAGS "--use_fast_math" "-Xptxas=-O1")') in text
     assert "_compileiq_entry(TARGET \"other\"" not in text and "replay" in text
+
+
+def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at_configure(tmp_path):
+    """An ACF is recorded relative to the TOML's directory with its sha256; the configure resolves it and
+    applies the entry only while the file is unchanged (hardening, issue 10)."""
+    from compileiq_cmake.tune import _portable_acf
+
+    acf = tmp_path / "controls" / "fast.acf"
+    acf.parent.mkdir()
+    acf.write_text("controls v1\n")
+    flags, digests = _portable_acf(("--use_fast_math", f"--apply-controls={acf}"), tmp_path)
+    assert flags == ("--use_fast_math", "--apply-controls=controls/fast.acf") and digests[0][0] == "controls/fast.acf"
+    toml = tmp_path / "compileiq.toml"
+    write_entry(toml, make_entry(flags=flags, acf_sha256=digests))
+    (entry,) = read_entries(toml)
+    text = cmake_entries([entry], tmp_path)
+    assert f'"--apply-controls={acf}"' in text and "_compileiq_entry(" in text
+    acf.write_text("controls v2: edited after the tune\n")
+    text = cmake_entries([entry], tmp_path)
+    assert "_compileiq_entry(" not in text and "changed since the tune" in text
+    acf.unlink()
+    assert "does not exist" in cmake_entries([entry], tmp_path)
+    bad = toml.read_text().replace(digests[0][1], "0" * 64).replace('"controls/fast.acf",\n', '"other.acf",\n', 1)
+    toml.write_text(bad)
+    import pytest
+
+    from compileiq_cmake.errors import CompileIQError
+    with pytest.raises(CompileIQError, match="acf_sha256"):
+        read_entries(toml)
