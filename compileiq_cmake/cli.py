@@ -218,6 +218,8 @@ def _trials(build_dir: Path, as_json: bool) -> None:
     if not path.is_file():
         raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist)")
     store = TrialStore(path, "")
+    if store.note:  # a damaged store was moved aside: say so instead of a traceback or an empty answer
+        raise CompileIQError(store.note)
     try:
         groups = store.load_all()
         effects = {}
