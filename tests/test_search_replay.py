@@ -93,3 +93,24 @@ def test_replay_tune_cli_labels_and_writes_a_replay_entry(tmp_path):
     point = land.lookup(entries[0].flags)
     assert point is not None and point.valid
     assert point.speedup >= 0.99 * land.best_valid().speedup - 0.02  # validated winner near the known best
+
+
+def test_a_rerun_restores_validation_and_ablation_instead_of_measuring_again(tmp_path):
+    """Hardening (issue 10): validation and ablation outcomes are kept in the trial store, so a rerun (after
+    a kill at the write, say) does not repeat them; it reaches the same winner."""
+    src = tmp_path / "src"
+    src.mkdir()
+    out = tmp_path / "compileiq.toml"
+    args = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(tmp_path / "build"),
+            "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "25", "--output", str(out)]
+    first = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    assert "restored from the trial store" not in first.stdout and "interleaved rounds" in first.stdout
+    flags = read_entries(out)[0].flags
+    out.unlink()
+    second = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    assert "resuming: 25 finished trials restored" in second.stdout
+    assert "validation of" in second.stdout and "restored from the trial store" in second.stdout, second.stdout[-3000:]
+    assert "interleaved rounds" not in second.stdout, "nothing is measured again"
+    assert read_entries(out)[0].flags == flags
