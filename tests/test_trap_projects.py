@@ -228,3 +228,12 @@ def test_benchmark_that_prints_its_metric_on_every_step(tmp_path):
     assert reading.value == pytest.approx(9.241)
     assert "several times" in reading.warning, "a metric printed with different values is warned about"
     assert read_regex("summary " + METRIC, printed).warning == ""
+
+
+def test_screening_that_leaves_nothing_is_one_clear_line(tmp_path):
+    """Hardening (issue 10): when static screening drops every value (here: jump-table density on a kernel
+    with no switch), there is nothing left to search: one line, not nevergrad's 'No variable to optimize'."""
+    from compileiq_cmake.errors import CompileIQError
+
+    with pytest.raises(CompileIQError, match="nothing to tune for chatty_bench: no flag dimension is left"):
+        _setup(tmp_path, "chatty_bench", "chatty_bench", "chatty_bench", ("jump_table_density",), SM90)
