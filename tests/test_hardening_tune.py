@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune import _build, setup
+from compileiq_cmake.trial import build_variant as _build
+from compileiq_cmake.tune_setup import setup
 from conftest import configure
 
 

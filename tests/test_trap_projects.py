@@ -18,7 +18,8 @@ from compileiq_cmake.nvcc_command import normalize, tokens
 from compileiq_cmake.records import FlagSet
 from compileiq_cmake.result_file import FlagsEntry, write_entry
 from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune import TuneSetup, _build, _device_code, setup
+from compileiq_cmake.trial import build_variant as _build, device_code as _device_code
+from compileiq_cmake.tune_setup import TuneSetup, setup
 from conftest import cmake_dir, compile_commands, configure, needs_nvcc
 
 PROJECTS = Path(__file__).parent / "projects"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 
 from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune import _build, _same_code, setup
+from compileiq_cmake.trial import build_variant as _build, same_code as _same_code
+from compileiq_cmake.tune_setup import setup
 from compileiq_cmake.records import Status, Trial
 from conftest import EXAMPLES, configure, needs_nvcc
 
