@@ -17,9 +17,11 @@ Log = Callable[[str], None]
 def print_line(line: str) -> None:
     print(line, flush=True)
 
+
 def fmt_eta(seconds: float) -> str:
     seconds = max(0, int(seconds))
     return f"{seconds // 60}m{seconds % 60:02d}s"
+
 
 def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float) -> None:
     spec = setup.spec
@@ -35,6 +37,7 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         what = f"INVALID {trial.status.value}: {trial.reason[:80]}"
     log(f"[{len(trials):>3}/{spec.budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(eta)}  {trial.flagset.describe()}")
+
 
 def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None:
     spec = setup.spec

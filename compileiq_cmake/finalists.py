@@ -6,10 +6,9 @@ from __future__ import annotations
 import hashlib
 from typing import Callable
 
-from .measure import Runner
 from .records import Contribution, FlagSet, Validation
 from .validation import ablate, validate
-from .trial import build_variant
+from .executor import Executor
 from .tune_setup import TuneSetup
 
 Log = Callable[[str], None]
@@ -19,14 +18,15 @@ def _result_name(kind: str, *parts: object) -> str:
     """The store's name of a validation or ablation result: what was decided, on what, with which threshold."""
     return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
-def validate_and_ablate(setup: TuneSetup, runner: Runner, finalists: list[FlagSet], min_gain: float,
+
+def validate_and_ablate(setup: TuneSetup, executor: Executor, finalists: list[FlagSet], min_gain: float,
                          log: Log, store=None) -> tuple[Validation | None, tuple[Contribution, ...]]:
     """Validation of the finalists, ablation of the best, validation of the minimal set. Each outcome is kept
     in the trial store as soon as it is decided, so that a rerun (after a kill) does not measure it again."""
     spec = setup.spec
     if not finalists:
         return None, ()
-    build = lambda tree, fs: build_variant(setup, tree, fs)  # noqa: E731
+    build, runner = executor.build, executor.runner
     baseline = setup.space.baseline()
 
     def validated(candidates: list[FlagSet], seed: int) -> list[Validation]:

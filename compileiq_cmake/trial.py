@@ -41,9 +41,8 @@ def _command_problem(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> s
             return f"the compile command of {Path(entry['file']).name} is not the project's own plus the trial's flags ({what})"
     return ""
 
+
 def build_variant(setup: TuneSetup, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
-    if setup.replay is not None:
-        return setup.replay.build(tree, flagset)
     if tree.restore_cache() and log is not None:
         log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
             "build (the benchmark?); restored before building the next trial")
@@ -66,6 +65,7 @@ def build_variant(setup: TuneSetup, tree: VariantTree, flagset: FlagSet, log: Lo
                             for k in code.kernels)
     return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)
 
+
 def device_code(setup: TuneSetup, tree: VariantTree) -> DeviceFingerprint:
     """The fingerprint of the tuned target's device code: its object files (in parallel, unchanged ones from
     the cache); the target's own files when the objects hold no SASS (-dlto) or are not known."""
@@ -75,6 +75,7 @@ def device_code(setup: TuneSetup, tree: VariantTree) -> DeviceFingerprint:
     if not code.kernels and setup.artifacts:
         code = setup.fingerprints.combined([tree.path / rel for rel in setup.artifacts])
     return code
+
 
 def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
            build: BuildResult, reference: VariantTree | None = None, log: Log | None = None) -> Trial:
@@ -91,6 +92,7 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
                  build.fingerprint, kernels=build.kernels)
 
+
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
     """Mean log ratio against the baseline over the workloads (negative = better): per workload the median
     of the per-pair ratios when the trial was measured next to the baseline build, else the ratio of the
@@ -105,6 +107,7 @@ def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
     mean = sum(logs) / len(logs)
     return mean if lower_is_better else -mean
 
+
 def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
     spec = setup.spec
     if trial.status is Status.BUILD_FAILED:
@@ -118,27 +121,31 @@ def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
         return CompileIQError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
     return CompileIQError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
 
+
 def same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
     """The measured trial whose device code this build reproduces exactly (CUDA targets), if any."""
     if not build.ok or not build.fingerprint:
         return None
     return next((t for t in trials.values() if t.fingerprint == build.fingerprint and t.same_code_as is None), None)
 
-def reference_tree(setup: TuneSetup, baseline: FlagSet, noise: float, log: Log) -> VariantTree | None:
+
+def reference_tree(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], baseline: FlagSet,
+                   noise: float, log: Log) -> VariantTree | None:
     """On a noisy machine (the baseline's runs spread more than PAIRED_NOISE), a tree holding the project's
     own build whose runs are taken next to every trial's, so that drift and bursts of load hit both."""
     spec = setup.spec
     if noise <= PAIRED_NOISE or spec.budget <= 1:
         return None
     tree = setup.trees[spec.workers]
-    build = build_variant(setup, tree, baseline)
-    if not build.ok:
-        log(f"compileiq: warning: the baseline did not re-build for paired runs ({build.log_tail[-200:]}); "
+    built = build(tree, baseline)
+    if not built.ok:
+        log(f"compileiq: warning: the baseline did not re-build for paired runs ({built.log_tail[-200:]}); "
             "trials are compared with the baseline's first measurement")
         return None
     log(f"compileiq: the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
         "measured next to runs of the project's own build, and compared with those")
     return tree
+
 
 def noise_of_pairs(trials) -> tuple[float, int]:
     """The run-to-run noise that paired comparisons actually see: the spread of the trials' per-pair ratios
@@ -148,6 +155,7 @@ def noise_of_pairs(trials) -> tuple[float, int]:
                      for t in trials if t.valid and t.same_code_as is None and t.measurements
                      and all(m.paired and len(m.samples) >= 3 for m in t.measurements))
     return (statistics.median(spreads), len(spreads)) if spreads else (math.nan, 0)
+
 
 def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial, baseline: Trial,
                                trials: dict[str, Trial], noise: float, reference: VariantTree | None = None) -> Trial:

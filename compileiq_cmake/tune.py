@@ -18,15 +18,15 @@ from typing import Callable
 from . import __version__
 from .bench import kill_leftovers
 from .errors import CompileIQError
-from .measure import Runner
 from .records import Contribution, FlagSet, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
 from .search import FlagSearch
 from .spec import TuneSpec
 from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_spread
 from .console import final_table, print_line, progress
+from .executor import make_executor
 from .finalists import validate_and_ablate
-from .trial import (baseline_error, build_variant, loss, measure_more_if_promising, noise_of_pairs,
+from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
                     reference_tree, run_trial, same_code)
 from .tune_setup import FINALISTS, TuneSetup, replay_setup, setup
 
@@ -68,6 +68,7 @@ def run_tune(spec: TuneSpec, log: Log = print_line) -> TuneResult:
                 state_dir.rmdir()
         raise
 
+
 def _check_replacement(setup: TuneSetup) -> None:
     """Refuse before any GPU time, not after: an entry of this target whose numerics were checked by output
     comparison is not replaced by a tune that compares nothing (unless --replace)."""
@@ -81,6 +82,7 @@ def _check_replacement(setup: TuneSetup) -> None:
             f"{spec.output} holds an entry for {spec.target} ({' '.join(old.flags) or 'no flags'}, {old.speedup}x) "
             f"whose numerics were checked ({', '.join(old.checks)}); this tune compares no output: give "
             "--compare-output/--compare-file as well, or --replace to replace it anyway")
+
 
 def _open_store(path: Path, identity: str, code: str, log: Log):
     """The trial store of this tune. When its trials were measured on other sources or with another compiler,
@@ -104,6 +106,7 @@ def _open_store(path: Path, identity: str, code: str, log: Log):
     store.save_result("code", code)
     return store
 
+
 def _check_comparison(spec: TuneSpec, baseline: Trial) -> None:
     """An output comparison that compares nothing is no check: the baseline's output must match
     --compare-output and yield numbers (--compare-file: the baseline must write it, with numbers)."""
@@ -116,6 +119,7 @@ def _check_comparison(spec: TuneSpec, baseline: Trial) -> None:
         raise CompileIQError(f"{what} the output of the project's own build (workload {empty[0]}); nothing would be "
                              "compared: fix the regex or the file name")
 
+
 def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     spec = setup.spec
     lower = spec.metric.lower_is_better
@@ -124,14 +128,15 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    runner = setup.replay or Runner(spec, setup.bench, setup.monitor, pid_file=setup.state_dir / "bench.pid")
+    executor = make_executor(setup, pid_file=setup.state_dir / "bench.pid")
+    runner = executor.runner
     restored = {t.flagset.key: t for t in store.load()}
     if restored:
         log(f"compileiq: resuming: {len(restored)} finished trials restored from {store.path}")
     baseline_set = setup.space.baseline()
     baseline = restored.get(baseline_set.key)
     if baseline is None:
-        baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, build_variant(setup, setup.trees[0], baseline_set),
+        baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, executor.build(setup.trees[0], baseline_set),
                           log=log)
         if not baseline.valid:
             raise baseline_error(baseline, setup)
@@ -151,7 +156,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], min_gain)
     if coarse:
         log(f"compileiq: warning: {coarse}")
-    reference = reference_tree(setup, baseline_set, noise, log)
+    reference = reference_tree(setup, executor.build, baseline_set, noise, log)
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=_warm_start(setup, log))
     for trial in trials.values():
@@ -174,7 +179,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             break
         batch_start = time.perf_counter()
         with ThreadPoolExecutor(max_workers=len(batch)) as pool:
-            builds = list(pool.map(lambda pair: build_variant(setup, *pair, log), zip(setup.trees, batch)))
+            builds = list(pool.map(lambda pair: executor.build(*pair, log), zip(setup.trees, batch)))
         subprocess_seconds = max(b.seconds for b in builds)
         for tree, flagset, build in zip(setup.trees, batch, builds):
             twin = same_code(build, trials)
@@ -223,7 +228,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             min_gain = auto_min_gain(paired_noise)
             log(f"compileiq: noise of paired runs (median over {n} trials): {100 * paired_noise:.2f}%; "
                 f"smallest gain that counts: {100 * min_gain:.2f}%")
-    winner, contributions = validate_and_ablate(setup, runner, finalists, min_gain, log, store)
+    winner, contributions = validate_and_ablate(setup, executor, finalists, min_gain, log, store)
     toml_path = None
     if winner is not None:
         new = _entry(setup, winner, contributions, len(trials))
@@ -241,7 +246,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     if throttled:
         notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "
                      "(thermal or power); see 'compileiq-cmake trials'")
-    if loop_trials and setup.replay is None:
+    if loop_trials and executor.name != "replay":
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
         notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
@@ -249,6 +254,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
                         contributions)
     final_table(setup, result, effects, log)
     return result
+
 
 def _warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
     """Flag sets of earlier tunes (compileiq.toml files) that fit this space, tried first by the search."""
@@ -268,6 +274,7 @@ def _warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
         log(f"compileiq: warm start: {len(seeds)} flag set(s) from earlier tunes are tried first")
     return tuple(dict.fromkeys(seeds))
 
+
 def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """--apply-controls paths as the TOML records them: relative to its directory, each with its sha256."""
     out, digests = [], []
@@ -279,6 +286,7 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ..
             flag = f"--apply-controls={rel}"
         out.append(flag)
     return tuple(out), tuple(digests)
+
 
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
     spec = setup.spec

@@ -52,6 +52,7 @@ class TuneSetup:
     fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
 
+
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
     """Map the benchmark's first word: a target of the project, a path in the user's build tree, a file,
     or a program on PATH. Returns the command and the target that builds it (if any)."""
@@ -80,6 +81,7 @@ def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> t
             )
     return BenchCommand(argv=(first_mapped, *rest), verify=spec.verify, user_build_dir=spec.build_dir), owner
 
+
 def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) -> tuple[str, str, str]:
     """(arch, device, compute capability) to tune for: --cuda-arch, else the GPU's. Says which architectures
     the project's own build of the target really targets (its compile commands: CUDA_ARCHITECTURES or
@@ -100,13 +102,16 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
             f"and a release build gets the tuned flags only where it targets sm_{arch}")
     return arch, device, capability
 
+
 def _check_arch_option(spec: TuneSpec, language: str) -> None:
     if spec.cuda_arch and language != "CUDA":
         raise CompileIQError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
                              "target (no CUDA sources); leave --cuda-arch out")
 
+
 def _cuda_in_dependencies(model: CodeModel, target: Target) -> list[str]:
     return [d for d in target.dependencies if d in model.targets and model.targets[d].sources_in("CUDA")]
+
 
 def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
     """(mtime, size) of the files of the source tree (version-control folders and build trees inside it left
@@ -125,8 +130,10 @@ def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
             out[path] = (st.st_mtime_ns, st.st_size)
     return out
 
+
 def _changed(before: dict[Path, tuple[int, int]], after: dict[Path, tuple[int, int]]) -> list[Path]:
     return sorted(p for p, stamp in after.items() if before.get(p) != stamp)
+
 
 def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     state_dir = spec.build_dir / "compileiq"
@@ -215,6 +222,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         objects=objects, fingerprints=fingerprints, own_commands=_own_commands(first, target, language),
     )
 
+
 def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
     """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU)."""
     landscape = Landscape.load(spec.replay)
@@ -233,6 +241,7 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
         device=f"{gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=compute_capability(arch),
         build_targets=(), bench=runner.bench, monitor=None, replay=runner,
     )
+
 
 def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
     """Per source of the target's language: the tokens of its compile command with the project's own flags

@@ -1,0 +1,59 @@
+"""The execution interface of a tune: "build a flag set in a variant tree" and "run the workloads of a built
+trial" behind one small protocol, so that the search, the statistics and the finalists never know what
+executes them. Implementations: `LocalExecutor` (the variant trees and subprocesses of this machine) and
+`ReplayExecutor` (a recorded landscape answers both, no compiler and no GPU)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Protocol
+
+from .cmake_project import VariantTree
+from .measure import Runner
+from .records import BuildResult, FlagSet
+from .replay import ReplayRunner
+
+Log = Callable[[str], None]
+
+
+class Executor(Protocol):
+    """Builds flag sets and runs built trials. `runner` measures a tree's workloads (Runner's interface:
+    measure, extend, run, reference); `build` never raises for a failing build (ok=False, reason)."""
+
+    name: str
+    runner: Runner
+
+    def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult: ...
+
+
+@dataclass
+class LocalExecutor:
+    """Variant trees of this machine: CMake builds (trial.build_variant) and benchmark subprocesses."""
+
+    setup: object  # tune_setup.TuneSetup (not imported: trial imports tune_setup)
+    runner: Runner
+    name: str = "local"
+
+    def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
+        from .trial import build_variant
+
+        return build_variant(self.setup, tree, flagset, log)
+
+
+@dataclass
+class ReplayExecutor:
+    """Builds and runs answered from a recorded landscape (labelled REPLAY; never applied)."""
+
+    runner: ReplayRunner
+    name: str = "replay"
+
+    def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
+        return self.runner.build(tree, flagset)
+
+
+def make_executor(setup, pid_file: Path | None = None) -> Executor:
+    """The executor of a tune's setup: its replay runner when it replays, else the local trees."""
+    if setup.replay is not None:
+        return ReplayExecutor(setup.replay)
+    return LocalExecutor(setup, Runner(setup.spec, setup.bench, setup.monitor, pid_file=pid_file))
