@@ -9,7 +9,7 @@ from typing import Callable
 
 from .records import Trial, TuneResult
 from .trial import loss
-from .tune_setup import TuneSetup
+from .tune_setup import FINALISTS, TuneSetup
 
 Log = Callable[[str], None]
 
@@ -23,20 +23,44 @@ def fmt_eta(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
+def finish_estimate(setup: TuneSetup, trials: dict[str, Trial]) -> float:
+    """Seconds the finalists will take after the search, from what the trials so far cost: the finalists
+    re-built (in parallel over the workers) and measured interleaved with the baseline for at least
+    min_rounds rounds, then the ablation of a winner of about three flags (each with and without)."""
+    spec = setup.spec
+    measured = [t for t in trials.values() if t.valid and t.same_code_as is None and t.measurements]
+    runs = sum(len(m.samples) + len(m.reference) + spec.warmup for t in measured for m in t.measurements)
+    per_run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
+    built = [t.build_seconds for t in trials.values() if t.build_seconds > 0]
+    per_build = sum(built) / len(built) if built else 0.0
+    workloads = len(spec.workloads)
+    validation = per_build * math.ceil((FINALISTS + 1) / max(1, spec.workers)) \
+        + spec.min_rounds * (FINALISTS + 1) * workloads * per_run
+    ablation = 3 * (per_build + spec.min_rounds * 2 * workloads * per_run)
+    return validation + ablation
+
+
 def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float) -> None:
+    """One line per trial: its result (an invalid one with its whole reason), the best so far, and the ETA
+    of the whole tune: the remaining search at the pace so far plus the estimated validation and ablation."""
     spec = setup.spec
     lower = spec.metric.lower_is_better
     best = min(trials.values(), key=lambda t: loss(t, baseline, lower))
     best_speedup = math.exp(-loss(best, baseline, lower))
     elapsed = time.perf_counter() - started
-    eta = elapsed / len(trials) * (spec.budget - len(trials))
+    search_left = elapsed / len(trials) * (spec.budget - len(trials))
+    if spec.time_limit is not None:
+        search_left = max(0.0, min(search_left, spec.time_limit - elapsed))
+    finish = finish_estimate(setup, trials)
     if trial.valid:
         value = " / ".join(f"{m:.4g}" for m in trial.medians())
         what = f"{value} ({math.exp(-loss(trial, baseline, lower)):.3f}x)"
     else:
-        what = f"INVALID {trial.status.value}: {trial.reason[:80]}"
+        reason = " ".join(trial.reason.split())  # one line, never cut mid-sentence
+        what = f"INVALID {trial.status.value}: {reason}"
     log(f"[{len(trials):>3}/{spec.budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
-        f"ETA {fmt_eta(eta)}  {trial.flagset.describe()}")
+        f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
+        f"{trial.flagset.describe()}")
 
 
 def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None:

@@ -38,3 +38,26 @@ def test_the_search_stages_do_not_branch_on_the_backend():
     for module in (tune, trial, finalists):
         source = inspect.getsource(module)
         assert ".replay.build" not in source and "setup.replay or" not in source, module.__name__
+
+
+def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
+    """The progress line's ETA covers the whole tune (validation and ablation took 23 s of a 36 s tune that
+    the old ETA left out), and an invalid trial's reason is printed whole."""
+    from compileiq_cmake.console import finish_estimate, progress
+    from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
+
+    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
+                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
+                    replay=str(SAMPLE), workloads=(("--n", "1"), ("--n", "2")), repeats=3, workers=1)
+    ts = replay_setup(spec, lambda line: None)
+    base = Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (1.0, 1.0, 1.0)),
+                                                     Measurement(("--n", "2"), (2.0, 2.0, 2.0))), 10.0, 8.0, 18.0, "")
+    # 2 workloads x (3 samples + 1 warm-up) = 8 runs in 8 s: 1 s per run, 10 s per build
+    expected = 10.0 * 4 + 5 * 4 * 2 * 1.0 + 3 * (10.0 + 5 * 2 * 2 * 1.0)
+    assert abs(finish_estimate(ts, {"b": base}) - expected) < 1e-9
+    reason = "build failed: src/kernel.cu(12): error: identifier 'foo' is undefined, and the rest of a long line " * 2
+    bad = Trial(1, FlagSet((("restrict", 1),), ("--restrict",)), Status.BUILD_FAILED, reason, (), 10.0, 0.0, 10.0, "")
+    lines: list[str] = []
+    import time
+    progress(ts, lines.append, bad, base, {"b": base, "x": bad}, time.perf_counter() - 20)
+    assert " ".join(reason.split()) in lines[0] and "+ finalists ~" in lines[0], lines[0]
