@@ -218,14 +218,15 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float) -> str:
         waiter.close()
 
 
-def run_process(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None) -> ProcessResult:
+def run_process(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None,
+                env: dict[str, str] | None = None) -> ProcessResult:
     """Run argv in its own session, output (stdout and stderr) to an anonymous temporary file. When it
     ends or times out, its process group and every process carrying its marker are killed: nothing it
     started outlives it, and nothing it left holding the output makes the tune wait. On Linux it is
     killed when the calling thread's process dies. While it runs, pid_file (if given) records its
     process group and marker for kill_leftovers."""
     marker = f"{os.getpid()}-{secrets.token_hex(8)}"
-    env = {**os.environ, MARKER_VARIABLE: marker}
+    env = {**os.environ, **(env or {}), MARKER_VARIABLE: marker}  # env: e.g. the GPU of the run
     with tempfile.TemporaryFile(prefix="compileiq-output-") as capture:
         fd = capture.fileno()
         start = time.perf_counter()
@@ -394,7 +395,7 @@ def _outcome(res: ProcessResult, metric: MetricSpec, pass_regex: str | None, tim
 
 
 def run_benchmark(argv: list[str], cwd: Path, metric: MetricSpec, pass_regex: str | None, timeout: float,
-                  pid_file: Path | None = None) -> RunOutcome:
+                  pid_file: Path | None = None, env: dict[str, str] | None = None) -> RunOutcome:
     """One run of the benchmark command; the outcome is OK only if it exited 0, printed PASS_REGEX (if
     given) and the metric could be read as a positive finite number."""
     extra: list[str] = []
@@ -407,14 +408,15 @@ def run_benchmark(argv: list[str], cwd: Path, metric: MetricSpec, pass_regex: st
         json_path = Path(name)
         extra = ["--json", str(json_path)]
     try:
-        return _outcome(run_process(argv + extra, cwd, timeout, pid_file), metric, pass_regex, timeout, json_path)
+        return _outcome(run_process(argv + extra, cwd, timeout, pid_file, env), metric, pass_regex, timeout, json_path)
     finally:
         if json_path is not None:
             json_path.unlink(missing_ok=True)
 
 
-def run_verify(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None) -> RunOutcome:
-    res = run_process(argv, cwd, timeout, pid_file)
+def run_verify(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None,
+               env: dict[str, str] | None = None) -> RunOutcome:
+    res = run_process(argv, cwd, timeout, pid_file, env)
     if res.returncode is None:
         why = f"timed out after {timeout:.0f} s" if res.timed_out else "stopped: printed too much output"
         return RunOutcome(Status.VERIFY_FAILED, None, f"VERIFY {why}", res.seconds, res.output[-600:])

@@ -87,6 +87,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    "its flag sets are tried first (repeatable)")
     p.add_argument("--acf", action="append", default=[], metavar="FILE",
                    help="an NVIDIA Advanced Control File to try as one more choice (nvcc >= 13.3; repeatable)")
+    p.add_argument("--gpus", metavar="all|0,2,...",
+                   help="GPUs to benchmark on, one run per GPU at a time (default: every visible GPU of the same "
+                   "model as the first; CUDA_VISIBLE_DEVICES is honoured)")
     p.add_argument("--replace", action="store_true",
                    help="replace the target's entry even when it was checked more strictly (output comparison) "
                    "than this tune checks")
@@ -163,7 +166,7 @@ def _spec_from_args(args: argparse.Namespace):
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
-        warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace,
+        warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
     )
 
 

@@ -58,6 +58,8 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
     else:
         reason = " ".join(trial.reason.split())  # one line, never cut mid-sentence
         what = f"INVALID {trial.status.value}: {reason}"
+    if trial.gpu and trial.same_code_as is None:
+        what += f" on GPU {trial.gpu}"
     log(f"[{len(trials):>3}/{spec.budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
         f"{trial.flagset.describe()}")

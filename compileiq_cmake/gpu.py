@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from .errors import CompileIQError
@@ -60,14 +61,16 @@ class GpuState:
 class GpuMonitor:
     """Clocks, temperature and slowdown reasons through NVML (nvidia-ml-py), when present; else inert."""
 
-    def __init__(self, ordinal: int = 0) -> None:
+    def __init__(self, ordinal: int = 0, pci_bus_id: str = "") -> None:
+        """The GPU by its PCI bus id when known (NVML's indices ignore CUDA_VISIBLE_DEVICES), else by index."""
         self._nvml = None
         self._handle = None
         try:
             import pynvml  # noqa: PLC0415 (optional)
 
             pynvml.nvmlInit()
-            self._handle = pynvml.nvmlDeviceGetHandleByIndex(ordinal)
+            self._handle = (pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id) if pci_bus_id
+                            else pynvml.nvmlDeviceGetHandleByIndex(ordinal))
             self._nvml = pynvml
         except Exception:  # no NVML library, no driver, no GPU: nothing to monitor
             self._nvml = None
@@ -100,3 +103,76 @@ def host_cpu() -> str:
     import platform
 
     return platform.processor() or platform.machine()
+
+
+SIMULATE_VARIABLE = "COMPILEIQ_SIMULATE_GPUS"  # tests and CI: N simulated GPUs (no device behind them)
+
+
+@dataclass(frozen=True)
+class GpuSlot:
+    """One GPU a tune may run benchmarks on: one run at a time."""
+
+    ordinal: int  # position among the GPUs this process sees
+    device: str  # what CUDA_VISIBLE_DEVICES gets for a run on it (the parent's entry for it, else the index)
+    name: str
+    pci_bus_id: str = ""  # NVML state is read for this GPU ("" when simulated or unknown)
+
+    def describe(self) -> str:
+        return f"GPU {self.device} ({self.name})"
+
+
+def _nvml_gpus() -> list[tuple[str, str, str, str]]:
+    """(index, uuid, name, pci bus id) of every GPU NVML sees, in NVML order; [] without NVML."""
+    try:
+        import pynvml  # noqa: PLC0415 (optional)
+
+        pynvml.nvmlInit()
+        out = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(h)
+            uuid = pynvml.nvmlDeviceGetUUID(h)
+            bus = pynvml.nvmlDeviceGetPciInfo(h).busId
+            out.append((str(i), uuid if isinstance(uuid, str) else uuid.decode(),
+                        name if isinstance(name, str) else name.decode(), bus if isinstance(bus, str) else bus.decode()))
+        return out
+    except Exception:
+        return []
+
+
+def visible_gpus(selection: str | None = None, environ: dict[str, str] | None = None) -> tuple[GpuSlot, ...]:
+    """The GPUs a tune uses. `selection`: None or "all" (every visible GPU of the same model as the first) or
+    "0,2" (visible ordinals). CUDA_VISIBLE_DEVICES is honoured: ordinals count the GPUs it names, and a run
+    gets that GPU's own entry. COMPILEIQ_SIMULATE_GPUS=N gives N simulated GPUs (tests without a GPU)."""
+    env = dict(os.environ if environ is None else environ)
+    simulated = env.get(SIMULATE_VARIABLE, "")
+    if simulated:
+        if not simulated.isdigit() or int(simulated) < 1:
+            raise CompileIQError(f"{SIMULATE_VARIABLE}={simulated!r} must be a whole number >= 1")
+        slots = [GpuSlot(i, str(i), "simulated GPU") for i in range(int(simulated))]
+    else:
+        found = _nvml_gpus()
+        visible = env.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            wanted = [v.strip() for v in visible.split(",") if v.strip()]
+            chosen = []
+            for entry in wanted:
+                match = next((g for g in found if entry in (g[0], g[1]) or (entry.startswith("GPU-") and g[1].startswith(entry))), None)
+                if match is None:
+                    break  # CUDA stops at the first invalid entry too
+                chosen.append((entry, match))
+            slots = [GpuSlot(i, entry, g[2], g[3]) for i, (entry, g) in enumerate(chosen)]
+        else:
+            slots = [GpuSlot(i, g[0], g[2], g[3]) for i, g in enumerate(found)]
+    if not slots:
+        return ()
+    if selection in (None, "", "all"):
+        return tuple(s for s in slots if s.name == slots[0].name)
+    try:
+        ordinals = [int(x) for x in selection.split(",")]
+    except ValueError:
+        raise CompileIQError(f"--gpus {selection!r}: give 'all' or visible GPU numbers such as 0,2") from None
+    unknown = [o for o in ordinals if not 0 <= o < len(slots)]
+    if unknown or len(set(ordinals)) != len(ordinals):
+        raise CompileIQError(f"--gpus {selection!r}: this machine shows GPUs 0..{len(slots) - 1}; each at most once")
+    return tuple(slots[o] for o in ordinals)

@@ -4,12 +4,12 @@ state around the runs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .bench import run_benchmark, run_verify
 from .cmake_project import VariantTree
-from .gpu import GpuMonitor
+from .gpu import GpuMonitor, GpuSlot
 from .numerics import extract_numbers, numerics_changed, read_file_numbers
 from .records import Measurement, Status
 from .spec import TuneSpec
@@ -73,6 +73,15 @@ class Runner:
     monitor: GpuMonitor | None = None
     reference: dict[Workload, tuple[float, ...]] = field(default_factory=dict)
     pid_file: Path | None = None  # records the running benchmark for bench.kill_leftovers
+    gpu: GpuSlot | None = None  # the GPU its runs use (CUDA_VISIBLE_DEVICES); None: the process's own
+
+    @property
+    def env(self) -> dict[str, str] | None:
+        return {"CUDA_VISIBLE_DEVICES": self.gpu.device} if self.gpu is not None else None
+
+    def on_gpu(self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None) -> "Runner":
+        """The same runner (same reference numbers) for runs on one GPU of several."""
+        return replace(self, gpu=gpu, pid_file=pid_file, monitor=monitor)
 
     @property
     def compares(self) -> bool:
@@ -93,7 +102,7 @@ class Runner:
             except OSError as exc:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         outcome = run_benchmark(self.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex,
-                                spec.timeout, self.pid_file)
+                                spec.timeout, self.pid_file, self.env)
         if outcome.status is not Status.OK:
             return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
                              seconds=outcome.seconds, warnings=outcome.warnings)
@@ -169,7 +178,7 @@ class Runner:
             measurements.append(Measurement(workload, tuple(samples), throttled, first if numbers is None else numbers,
                                             tuple(paired)))
         if self.spec.verify:
-            outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout, self.pid_file)
+            outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout, self.pid_file, self.env)
             seconds += outcome.seconds
             if outcome.status is not Status.OK:
                 return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings))

@@ -100,6 +100,7 @@ class Trial:
     fingerprint: str = ""  # digest of the tuned target's normalized SASS (CUDA), "" when not taken
     same_code_as: int | None = None  # index of the trial whose device code (and measurement) this shares
     kernels: tuple[KernelResources, ...] = ()
+    gpu: str = ""  # the GPU its runs used (CUDA_VISIBLE_DEVICES entry) when a tune uses several; "" otherwise
 
     @property
     def valid(self) -> bool:

@@ -80,6 +80,7 @@ class TuneSpec:
     acf_files: tuple[str, ...] = ()  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
     replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)
     warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first
+    gpus: str | None = None  # "all" (default: every visible GPU of the first one's model) or "0,2"
     replace: bool = False  # may replace an entry whose numerics were checked by one from a run with weaker checks
 
     @property
@@ -91,7 +92,7 @@ class TuneSpec:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
         for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
-                         "replace"):
+                         "replace", "gpus"):
             fields.pop(volatile)
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

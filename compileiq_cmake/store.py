@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS trials (
     fingerprint TEXT NOT NULL DEFAULT '',
     same_code_as INTEGER,
     kernels TEXT NOT NULL DEFAULT '[]',
+    gpu TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (spec, key)
 );
 CREATE TABLE IF NOT EXISTS results (
@@ -99,6 +100,8 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
             db.execute("ALTER TABLE trials ADD COLUMN same_code_as INTEGER")
         if "kernels" not in columns:
             db.execute("ALTER TABLE trials ADD COLUMN kernels TEXT NOT NULL DEFAULT '[]'")
+        if "gpu" not in columns:  # before several GPUs per tune
+            db.execute("ALTER TABLE trials ADD COLUMN gpu TEXT NOT NULL DEFAULT ''")
         db.commit()
         return db
     except sqlite3.DatabaseError as exc:
@@ -170,10 +173,10 @@ class TrialStore:
         """Every stored trial, grouped by tune (spec identity)."""
         rows = self._db.execute(
             "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
-            "wall_seconds, compile_command, fingerprint, same_code_as, kernels FROM trials ORDER BY spec, idx",
+            "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu FROM trials ORDER BY spec, idx",
         ).fetchall()
         groups: dict[str, list[Trial]] = {}
-        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern in rows:
+        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu in rows:
             flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
             measurements = tuple(
                 Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"]),
@@ -183,7 +186,7 @@ class TrialStore:
             )
             groups.setdefault(spec, []).append(
                 Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd, fp, same,
-                      tuple(KernelResources(**k) for k in json.loads(kern)))
+                      tuple(KernelResources(**k) for k in json.loads(kern)), gpu)
             )
         return groups
 
@@ -222,12 +225,14 @@ class TrialStore:
             for m in trial.measurements
         ])
         self._db.execute(
-            "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO trials (spec, key, idx, choices, flags, status, reason, measurements, "
+            "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.spec, trial.flagset.key, trial.index, json.dumps(trial.flagset.choices),
                 json.dumps(list(trial.flagset.flags)), trial.status.value, trial.reason, meas,
                 trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
-                trial.fingerprint, trial.same_code_as, json.dumps([k.__dict__ for k in trial.kernels]),
+                trial.fingerprint, trial.same_code_as, json.dumps([k.__dict__ for k in trial.kernels]), trial.gpu,
             ),
         )
         self._db.commit()

@@ -7,6 +7,7 @@ import datetime as _dt
 import hashlib
 import math
 import os
+import queue
 import shutil
 import statistics
 import time
@@ -18,7 +19,9 @@ from typing import Callable
 from . import __version__
 from .bench import kill_leftovers
 from .errors import CompileIQError
-from .records import Contribution, FlagSet, Trial, TuneResult, Validation
+from .gpu import GpuMonitor
+from .measure import Runner
+from .records import BuildResult, Contribution, FlagSet, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
 from .search import FlagSearch
 from .spec import TuneSpec
@@ -120,6 +123,57 @@ def _check_comparison(spec: TuneSpec, baseline: Trial) -> None:
                              "compared: fix the regex or the file name")
 
 
+def _gpu_runners(setup: TuneSetup, runner: Runner) -> dict[str, Runner]:
+    """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
+    bus id); with one, the one runner on it (or the process's own GPU when none is known)."""
+    state = setup.state_dir
+    return {g.device: runner.on_gpu(g, state / f"bench-gpu{g.device}.pid",
+                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor)
+            for g in setup.gpus}
+
+
+def _other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Trial, log: Log) -> dict[str, Trial]:
+    """The baseline measured on every other GPU too (GPUs of one model differ by a few percent): each trial is
+    compared with the baseline of the GPU it ran on. The first GPU's is the stored one."""
+    first = setup.gpus[0].device
+    baselines = {first: replace(baseline, gpu=first)}
+    built = BuildResult(ok=True, seconds=0.0)
+    for g in setup.gpus[1:]:
+        other = replace(run_trial(runners[g.device], setup, setup.trees[0], 0, baseline.flagset, built, None, log),
+                        gpu=g.device)
+        if not other.valid:
+            raise CompileIQError(f"the project's own build does not pass on {g.describe()}: {other.reason}; "
+                                 "leave that GPU out with --gpus")
+        ratio = " / ".join(f"{o / b:.4f}" for o, b in zip(other.medians(), baseline.medians()))
+        log(f"compileiq: baseline on {g.describe()}: {' / '.join(f'{m:.4g}' for m in other.medians())} "
+            f"({ratio} of GPU {first}'s); each trial is compared with the baseline of the GPU it ran on")
+        baselines[g.device] = other
+    return baselines
+
+
+class GpuPool:
+    """Runs measurements in parallel, one per GPU at a time: a measurement takes a free GPU's runner and
+    gives it back when done, so that two benchmarks never share a GPU."""
+
+    def __init__(self, runners: list[Runner]) -> None:
+        self.runners = runners
+
+    def map(self, measure: Callable[[int, Runner], Trial], items: list[int]) -> dict[int, Trial]:
+        free: queue.Queue[Runner] = queue.Queue()
+        for r in self.runners:
+            free.put(r)
+
+        def one(i: int) -> Trial:
+            on = free.get()
+            try:
+                return measure(i, on)
+            finally:
+                free.put(on)
+
+        with ThreadPoolExecutor(max_workers=len(self.runners)) as pool:
+            return dict(zip(items, pool.map(one, items)))
+
+
 def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     spec = setup.spec
     lower = spec.metric.lower_is_better
@@ -130,6 +184,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     )
     executor = make_executor(setup, pid_file=setup.state_dir / "bench.pid")
     runner = executor.runner
+    runners = _gpu_runners(setup, runner) if setup.gpus else {}
+    if runners:  # the baseline, validation and ablation run on the first GPU
+        runner = runners[setup.gpus[0].device]
     restored = {t.flagset.key: t for t in store.load()}
     if restored:
         log(f"compileiq: resuming: {len(restored)} finished trials restored from {store.path}")
@@ -157,10 +214,24 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     if coarse:
         log(f"compileiq: warning: {coarse}")
     reference = reference_tree(setup, executor.build, baseline_set, noise, log)
+    if len(runners) > 1 and reference is not None:
+        log("compileiq: note: on this noisy machine trials are measured next to the project's own build in one "
+            "spare tree; benchmarks run on one GPU at a time")
+        runners = {setup.gpus[0].device: runner}
+    baselines: dict[str, Trial] = {}
+    gpu_pool = None
+    if len(runners) > 1:
+        baselines = _other_baselines(setup, runners, baseline, log)
+        baseline = baselines[setup.gpus[0].device]
+        gpu_pool = GpuPool(list(runners.values()))
+
+    def base_of(trial: Trial) -> Trial:
+        """The baseline a trial is compared with: the one measured on the GPU it ran on."""
+        return baselines.get(trial.gpu, baseline)
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=_warm_start(setup, log))
     for trial in trials.values():
-        search.tell(trial.flagset, loss(trial, baseline, lower))
+        search.tell(trial.flagset, loss(trial, base_of(trial), lower))
     progress(setup, log, baseline, baseline, trials, started)
 
     overhead = 0.0
@@ -181,25 +252,42 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         with ThreadPoolExecutor(max_workers=len(batch)) as pool:
             builds = list(pool.map(lambda pair: executor.build(*pair, log), zip(setup.trees, batch)))
         subprocess_seconds = max(b.seconds for b in builds)
-        for tree, flagset, build in zip(setup.trees, batch, builds):
-            twin = same_code(build, trials)
+        first_index = len(trials)
+        twins = {i: same_code(build, trials) for i, build in enumerate(builds)}
+        measuring = [i for i in range(len(batch)) if twins[i] is None]
+        floor = noise
+        if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
+            paired, n = noise_of_pairs(trials.values())
+            floor = paired if n >= 3 else noise
+
+        def measure(i: int, on: Runner) -> Trial:
+            tree, flagset, build = setup.trees[i], batch[i], builds[i]
+            trial = run_trial(on, setup, tree, first_index + i, flagset, build, reference, log)
+            trial = replace(trial, gpu=on.gpu.device) if len(runners) > 1 else trial
+            return measure_more_if_promising(on, setup, tree, trial, base_of(trial), trials, floor, reference)
+
+        measured = gpu_pool.map(measure, measuring) if gpu_pool is not None else \
+            {i: measure(i, runner) for i in measuring}
+        bench_wall = sum(t.bench_seconds for t in measured.values())
+        if gpu_pool is not None and measured:  # in parallel: the wall time of the longest GPU's share
+            per_gpu: dict[str, float] = {}
+            for t in measured.values():
+                per_gpu[t.gpu] = per_gpu.get(t.gpu, 0.0) + t.bench_seconds
+            bench_wall = max(per_gpu.values())
+        subprocess_seconds += bench_wall
+        for i, (flagset, build) in enumerate(zip(batch, builds)):
+            twin = twins[i]
             if twin is not None:
-                trial = replace(twin, index=len(trials), flagset=flagset, build_seconds=build.seconds, bench_seconds=0.0,
-                                wall_seconds=build.seconds, compile_command=build.compile_command,
+                trial = replace(twin, index=first_index + i, flagset=flagset, build_seconds=build.seconds,
+                                bench_seconds=0.0, wall_seconds=build.seconds, compile_command=build.compile_command,
                                 same_code_as=twin.index, reason=twin.reason or f"same device code as #{twin.index}",
                                 kernels=build.kernels)
             else:
-                trial = run_trial(runner, setup, tree, len(trials), flagset, build, reference, log)
-                floor = noise
-                if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
-                    paired, n = noise_of_pairs(trials.values())
-                    floor = paired if n >= 3 else noise
-                trial = measure_more_if_promising(runner, setup, tree, trial, baseline, trials, floor, reference)
-            subprocess_seconds += trial.bench_seconds
+                trial = measured[i]
             store.save(trial)
             trials[flagset.key] = trial
-            search.tell(flagset, loss(trial, baseline, lower))
-            progress(setup, log, trial, baseline, trials, started)
+            search.tell(flagset, loss(trial, base_of(trial), lower))
+            progress(setup, log, trial, base_of(trial), trials, started)
         overhead += (time.perf_counter() - batch_start) - subprocess_seconds
         loop_trials += len(batch)
 
@@ -207,16 +295,16 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     runs = sum(len(m.samples) + len(m.reference) + spec.warmup
                for t in trials.values() if t.same_code_as is None for m in t.measurements)
     saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in trials.values() if t.same_code_as is not None)
-    effects = flag_effects([(t.flagset.flags, loss(t, baseline, lower)) for t in trials.values() if t.valid])
+    effects = flag_effects([(t.flagset.flags, loss(t, base_of(t), lower)) for t in trials.values() if t.valid])
     store.save_result("flag_effects", [
         {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with} for e in effects
     ])
     ranked = sorted((t for t in trials.values() if t.valid and not t.flagset.is_baseline),
-                    key=lambda t: (loss(t, baseline, lower), len(t.flagset.flags)))
+                    key=lambda t: (loss(t, base_of(t), lower), len(t.flagset.flags)))
     finalists: list[FlagSet] = []
     codes = {baseline.fingerprint} - {""}
     for t in ranked:  # one flag set per device code (the one with the fewest flags), none with the baseline's code
-        if loss(t, baseline, lower) >= 0 or len(finalists) == FINALISTS:
+        if loss(t, base_of(t), lower) >= 0 or len(finalists) == FINALISTS:
             break
         if t.fingerprint and t.fingerprint in codes:
             continue

@@ -16,7 +16,7 @@ from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .fingerprint import FingerprintCache, find_tool
 from .flags import FlagSpace, family_for_compiler, load_space
-from .gpu import GpuMonitor, detect_gpu, host_cpu
+from .gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, detect_gpu, host_cpu, visible_gpus
 from .landscape import Landscape
 from .measure import BenchCommand
 from .nvcc_command import normalize, output_file, target_architectures, tokens
@@ -50,6 +50,7 @@ class TuneSetup:
     objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
     own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # see _own_commands
     fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
+    gpus: tuple[GpuSlot, ...] = ()  # benchmarks run on these, one run per GPU at a time (several: in parallel)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
 
 
@@ -135,6 +136,24 @@ def _changed(before: dict[Path, tuple[int, int]], after: dict[Path, tuple[int, i
     return sorted(p for p, stamp in after.items() if before.get(p) != stamp)
 
 
+def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
+    """The GPUs of this tune: CUDA targets (and, for tests, host targets on simulated GPUs) use every visible
+    GPU of the first one's model, or --gpus; several run benchmarks in parallel, one run per GPU."""
+    simulated = bool(os.environ.get(SIMULATE_VARIABLE))
+    if language != "CUDA" and not simulated:
+        if spec.gpus:
+            raise CompileIQError(f"--gpus {spec.gpus} was given but target '{spec.target}' is a {language} target; "
+                                 "leave --gpus out")
+        return ()
+    gpus = visible_gpus(spec.gpus)
+    if len(gpus) > 1:
+        log(f"compileiq: benchmarks run on {len(gpus)} GPUs in parallel, one run per GPU at a time: "
+            + ", ".join(g.describe() for g in gpus)
+            + (f"; with --workers {spec.workers} at most {spec.workers} at once (give --workers {len(gpus)})"
+               if spec.workers < len(gpus) else ""))
+    return gpus
+
+
 def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     state_dir = spec.build_dir / "compileiq"
     settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
@@ -205,6 +224,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         tree.write_flags(spec.target, language, arch, ())
     with ThreadPoolExecutor(max_workers=1 if written else len(trees) - 1) as pool:
         models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:])]
+    gpus = _gpus(spec, language, log)
     bench, owner = _resolve_benchmark(spec, models[0], trees[0])
     if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
         build_targets: tuple[str, ...] = ("all",)
@@ -219,7 +239,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
                         if a.is_relative_to(trees[0].path)),
         build_type=settings.build_type, sources_sha256=first.info().get("sources_sha256", ""),
-        objects=objects, fingerprints=fingerprints, own_commands=_own_commands(first, target, language),
+        objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=_own_commands(first, target, language),
     )
 
 

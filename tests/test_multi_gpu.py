@@ -1,0 +1,72 @@
+"""Several GPUs of one host (simulated: COMPILEIQ_SIMULATE_GPUS, no device behind them): benchmarks run in
+parallel, one run per GPU at a time, never two on one GPU; the baseline is measured on every GPU and each
+trial is compared with the baseline of the GPU it ran on."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+
+import pytest
+
+from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.gpu import visible_gpus
+from conftest import configure, run_cli
+
+BENCH = '''
+import fcntl, json, os, random, sys, time
+start = time.time()
+time.sleep(0.15)
+with open(sys.argv[1], "a") as fh:
+    fcntl.flock(fh, fcntl.LOCK_EX)
+    fh.write(json.dumps({"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "start": start, "end": time.time()}) + "\\n")
+print("time_ms=%.4f" % (100 + random.random()))
+'''
+
+
+def test_simulated_gpus_and_selection():
+    env = {"COMPILEIQ_SIMULATE_GPUS": "3"}
+    assert [g.device for g in visible_gpus(None, env)] == ["0", "1", "2"]
+    assert [g.device for g in visible_gpus("2,0", env)] == ["2", "0"]
+    for bad in ("0,0", "3", "x"):
+        with pytest.raises(CompileIQError, match="--gpus"):
+            visible_gpus(bad, env)
+
+
+def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path):
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    script, runs = tmp_path / "bench.py", tmp_path / "runs.jsonl"
+    script.write_text(BENCH)
+    env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"}
+    import subprocess
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(host_example), "-B", str(build),
+         "--target", "host_kernels", "--bench", f"{sys.executable} {script} {runs}", "--metric", "time_ms=([0-9.]+)",
+         "--budget", "7", "--workers", "2", "--include-flags", "unroll_loops,no_math_errno,opt_level"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "benchmarks run on 2 GPUs in parallel" in out and "baseline on GPU 1 (simulated GPU)" in out, out[-3000:]
+    records = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert {r["gpu"] for r in records} == {"0", "1"}
+    for gpu in ("0", "1"):  # never two runs on one GPU at once
+        spans = sorted((r["start"], r["end"]) for r in records if r["gpu"] == gpu)
+        assert all(a[1] <= b[0] + 1e-3 for a, b in zip(spans, spans[1:])), f"overlapping runs on GPU {gpu}"
+    overlaps = sum(1 for a in records for b in records
+                   if a["gpu"] == "0" and b["gpu"] == "1" and a["start"] < b["end"] and b["start"] < a["end"])
+    assert overlaps > 0, "the two GPUs were never used at the same time"
+    db = sqlite3.connect(build / "compileiq" / "trials.sqlite")
+    gpus = {row[0] for row in db.execute("SELECT gpu FROM trials WHERE same_code_as IS NULL AND idx > 0")}
+    assert gpus <= {"0", "1"} and len(gpus) == 2, gpus
+    assert " on GPU 1" in out
+
+
+def test_gpus_on_a_host_target_is_refused(host_example, tmp_path):
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
+                   "--bench", "host_kernels --n 64", "--metric", "WALLTIME", "--gpus", "0")
+    assert proc.returncode == 2 and "--gpus 0 was given but target 'host_kernels' is a CXX target" in proc.stderr
