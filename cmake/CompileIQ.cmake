@@ -44,6 +44,7 @@ Commands
                    [WORKLOADS <args>...]
                    [BUDGET <n>]
                    [TIME_LIMIT <seconds>]
+                   [GPUS all|<n>,<n>...]
                    [INCLUDE_FLAGS <dimension>...]
                    [EXCLUDE_FLAGS <dimension>...]
                    [OUTPUT <file>])
@@ -80,6 +81,10 @@ Commands
     Each string is one workload: arguments appended to ``BENCHMARK``.
   ``BUDGET <n>``, ``TIME_LIMIT <seconds>``
     The largest number of trials, and the wall time of the search.
+  ``GPUS all|<n>,<n>...``
+    The GPUs benchmarks run on, one run per GPU at a time (several: in
+    parallel): ``all`` (the default: every visible GPU of the same model as
+    the first; ``CUDA_VISIBLE_DEVICES`` is honoured) or visible GPU numbers.
   ``INCLUDE_FLAGS <dimension>...``, ``EXCLUDE_FLAGS <dimension>...``
     Restrict the flag space to, or remove from it, the named dimensions.
   ``OUTPUT <file>``
@@ -130,7 +135,7 @@ function(compileiq_tune)
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER"
-    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL"
+    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -204,6 +209,9 @@ function(compileiq_tune)
   endif()
   if(DEFINED arg_TIME_LIMIT)
     list(APPEND cmd "--time-limit=${arg_TIME_LIMIT}")
+  endif()
+  if(DEFINED arg_GPUS)
+    list(APPEND cmd "--gpus=${arg_GPUS}")
   endif()
   foreach(a IN LISTS arg_INCLUDE_FLAGS)
     list(APPEND cmd "--include-flags=${a}")
