@@ -1,15 +1,17 @@
 """Tune stage 4, finalists: validation against the baseline, ablation of the best, validation of the minimal
-set; every outcome kept in the trial store as soon as it is decided."""
+set, on one GPU; with several GPUs the winner is then confirmed on each other one. Every outcome is kept in
+the trial store as soon as it is decided."""
 
 from __future__ import annotations
 
 import hashlib
 from typing import Callable
 
-from .records import Contribution, FlagSet, Validation
-from .validation import ablate, validate
-from .executor import Executor
+from .cmake_project import VariantTree
+from .measure import Runner
+from .records import BuildResult, Contribution, FlagSet, Validation
 from .tune_setup import TuneSetup
+from .validation import ablate, validate
 
 Log = Callable[[str], None]
 
@@ -19,26 +21,48 @@ def _result_name(kind: str, *parts: object) -> str:
     return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
-def validate_and_ablate(setup: TuneSetup, executor: Executor, finalists: list[FlagSet], min_gain: float,
-                         log: Log, store=None) -> tuple[Validation | None, tuple[Contribution, ...]]:
-    """Validation of the finalists, ablation of the best, validation of the minimal set. Each outcome is kept
-    in the trial store as soon as it is decided, so that a rerun (after a kill) does not measure it again."""
+def validate_and_ablate(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], runner: Runner,
+                        finalists: list[FlagSet], min_gain: float, log: Log, store=None,
+                        confirm_on: tuple[Runner, ...] = ()) -> tuple[Validation | None, tuple[Contribution, ...]]:
+    """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
+    then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
+    winner that is not is not written. Each outcome is kept in the trial store as soon as it is decided, so
+    that a rerun (after a kill) does not measure it again."""
+    winner, contributions = _decide(setup, build, runner, finalists, min_gain, log, store)
+    for other in confirm_on if winner is not None else ():
+        where = other.gpu.describe() if other.gpu is not None else "another GPU"
+        (check,) = _validated(setup, build, other, [winner.flagset], min_gain, setup.spec.seed + 3, log, store,
+                              other.gpu.device if other.gpu is not None else "")
+        if not check.accepted:
+            log(f"compileiq: {winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
+                f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}")
+            return None, ()
+        log(f"compileiq: confirmed on {where}: {check.geomean_speedup:.4f}x "
+            f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]")
+    return winner, contributions
+
+
+def _validated(setup: TuneSetup, build, runner: Runner, candidates: list[FlagSet], min_gain: float, seed: int,
+               log: Log, store, gpu: str = "") -> list[Validation]:
+    name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
+    kept = store.load_validations(name) if store is not None else None
+    if kept is not None:
+        log(f"compileiq: validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store")
+        return kept
+    results = validate(runner, build, setup.trees, setup.space.baseline(), candidates, min_gain, seed, log)
+    if store is not None:
+        store.save_validations(name, results)
+    return results
+
+
+def _decide(setup: TuneSetup, build, runner: Runner, finalists: list[FlagSet], min_gain: float, log: Log,
+            store) -> tuple[Validation | None, tuple[Contribution, ...]]:
     spec = setup.spec
     if not finalists:
         return None, ()
-    build, runner = executor.build, executor.runner
-    baseline = setup.space.baseline()
 
     def validated(candidates: list[FlagSet], seed: int) -> list[Validation]:
-        name = _result_name("validation", [c.key for c in candidates], min_gain, seed)
-        kept = store.load_validations(name) if store is not None else None
-        if kept is not None:
-            log(f"compileiq: validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store")
-            return kept
-        results = validate(runner, build, setup.trees, baseline, candidates, min_gain, seed, log)
-        if store is not None:
-            store.save_validations(name, results)
-        return results
+        return _validated(setup, build, runner, candidates, min_gain, seed, log, store)
 
     results = validated(finalists, spec.seed)
     for v in results:

@@ -316,7 +316,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             min_gain = auto_min_gain(paired_noise)
             log(f"compileiq: noise of paired runs (median over {n} trials): {100 * paired_noise:.2f}%; "
                 f"smallest gain that counts: {100 * min_gain:.2f}%")
-    winner, contributions = validate_and_ablate(setup, executor, finalists, min_gain, log, store)
+    confirm = tuple(r for dev, r in runners.items() if dev != setup.gpus[0].device) if len(runners) > 1 else ()
+    winner, contributions = validate_and_ablate(setup, executor.build, runner, finalists, min_gain, log, store, confirm)
     toml_path = None
     if winner is not None:
         new = _entry(setup, winner, contributions, len(trials))

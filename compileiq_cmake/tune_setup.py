@@ -260,6 +260,7 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
         toolchain=Toolchain("CUDA", "NVIDIA", version, ""), space=landscape.space(), cuda_arch=arch,
         device=f"{gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=compute_capability(arch),
         build_targets=(), bench=runner.bench, monitor=None, replay=runner,
+        gpus=visible_gpus(spec.gpus) if os.environ.get(SIMULATE_VARIABLE) else (),
     )
 
 

@@ -70,3 +70,27 @@ def test_gpus_on_a_host_target_is_refused(host_example, tmp_path):
     proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
                    "--bench", "host_kernels --n 64", "--metric", "WALLTIME", "--gpus", "0")
     assert proc.returncode == 2 and "--gpus 0 was given but target 'host_kernels' is a CXX target" in proc.stderr
+
+
+def test_the_winner_is_confirmed_on_every_other_gpu(tmp_path):
+    """Validation and ablation run on the first GPU; the winner is then validated on each other GPU before it
+    is written (replay: a recorded landscape answers builds and runs, on 2 simulated GPUs)."""
+    from pathlib import Path
+
+    import subprocess
+
+    from compileiq_cmake.result_file import read_entries
+
+    sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+    src = tmp_path / "src"
+    src.mkdir()
+    out = tmp_path / "compileiq.toml"
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(tmp_path / "build"),
+         "--target", "sample_small", "--replay", str(sample), "--budget", "25", "--workers", "2",
+         "--output", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"})
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-3000:]
+    assert "baseline on GPU 1 (simulated GPU)" in text and "confirmed on GPU 1 (simulated GPU)" in text, text[-3000:]
+    assert read_entries(out)[0].replay
