@@ -228,6 +228,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     def base_of(trial: Trial) -> Trial:
         """The baseline a trial is compared with: the one measured on the GPU it ran on."""
         return baselines.get(trial.gpu, baseline)
+
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=_warm_start(setup, log))
     for trial in trials.values():
@@ -253,7 +254,12 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             builds = list(pool.map(lambda pair: executor.build(*pair, log), zip(setup.trees, batch)))
         subprocess_seconds = max(b.seconds for b in builds)
         first_index = len(trials)
-        twins = {i: same_code(build, trials) for i, build in enumerate(builds)}
+        twins: dict[int, Trial | int | None] = {}  # an earlier trial, or an earlier build of this batch
+        for i, build in enumerate(builds):
+            twins[i] = same_code(build, trials)
+            if twins[i] is None and build.ok and build.fingerprint:
+                twins[i] = next((j for j in range(i) if twins[j] is None
+                                 and builds[j].fingerprint == build.fingerprint), None)
         measuring = [i for i in range(len(batch)) if twins[i] is None]
         floor = noise
         if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
@@ -276,7 +282,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             bench_wall = max(per_gpu.values())
         subprocess_seconds += bench_wall
         for i, (flagset, build) in enumerate(zip(batch, builds)):
-            twin = twins[i]
+            twin = measured[twins[i]] if isinstance(twins[i], int) else twins[i]
             if twin is not None:
                 trial = replace(twin, index=first_index + i, flagset=flagset, build_seconds=build.seconds,
                                 bench_seconds=0.0, wall_seconds=build.seconds, compile_command=build.compile_command,
