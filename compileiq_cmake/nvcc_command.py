@@ -12,6 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 # short form -> (canonical form, takes a value). Canonical forms are the catalogue's (flags/nvcc.toml).
 _OPTIONS: dict[str, tuple[str, bool]] = {}
@@ -56,7 +57,7 @@ _option("-isystem", True, "--system-include")
 _option("--options-file", True, "-optf")
 
 # Options whose values are comma-separated lists of separate options (one canonical token each).
-_SPLIT_VALUES = {"-Xptxas", "-Xnvlink"}
+_SPLIT_VALUES = {"-Xptxas", "-Xnvlink", "-Xcompiler"}
 # Options that are not the project's flags: where the output goes, what the input is.
 _NOT_FLAGS = {"-o", "-MF", "-MT", "-x"}
 _ALONE_NOT_FLAGS = {"-c", "--compile", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies-with-compile",
@@ -85,17 +86,23 @@ def _split(tok: str, following: str | None) -> tuple[str, str | None, bool]:
     return tok, None, False
 
 
+def _options(command: list[str]) -> Iterator[tuple[str, str, str | None]]:
+    """(token as written, canonical option, value or None) of each argument after the compiler, an option's
+    value taken from the next argument where the option is written without '='."""
+    i = 1
+    while i < len(command):
+        tok = command[i]
+        name, value, consumed = _split(tok, command[i + 1] if i + 1 < len(command) else None)
+        i += 2 if consumed else 1
+        yield tok, name, value
+
+
 def normalize(command: list[str]) -> list[str]:
     """The flags of an nvcc command (compiler, source, output and dependency options left out), each in its
     canonical spelling with the value after '=': ['--use_fast_math', '-Xptxas=-O3', '-maxrregcount=64', ...].
     Order is kept; repeats are removed."""
     out: list[str] = []
-    i = 1
-    while i < len(command):
-        tok = command[i]
-        following = command[i + 1] if i + 1 < len(command) else None
-        name, value, consumed = _split(tok, following)
-        i += 2 if consumed else 1
+    for tok, name, value in _options(command):
         if tok in _ALONE_NOT_FLAGS or name in _NOT_FLAGS:
             continue
         if not tok.startswith("-"):
@@ -103,8 +110,6 @@ def normalize(command: list[str]) -> list[str]:
         if value is None:
             out.append(name)
         elif name in _SPLIT_VALUES:
-            out.extend(f"{name}={v}" for v in value.split(",") if v)
-        elif name in ("-Xcompiler",):
             out.extend(f"{name}={v}" for v in value.split(",") if v)
         else:
             out.append(f"{name}={value}")
@@ -159,12 +164,7 @@ def architectures(command: list[str]) -> CudaArchitectures:
     archs: set[str] = set()
     options: list[str] = []
     special = ""
-    i = 1
-    while i < len(command):
-        tok = command[i]
-        following = command[i + 1] if i + 1 < len(command) else None
-        name, value, consumed = _split(tok, following)
-        i += 2 if consumed else 1
+    for _, name, value in _options(command):
         if name not in _ARCH_OPTIONS or value is None:
             continue
         options.append(f"{name}={value}")

@@ -114,20 +114,27 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
         raise
 
 
-def _move_aside(path: Path, why: str) -> str:
-    """Rename a damaged store (and its journal files) to <name>.damaged-<UTC time>; the note to print."""
+def move_aside(path: Path, label: str) -> Path:
+    """Rename a store (and its journal files) to <name>.<label>-<UTC time>[-n], kept beside it; the new path.
+    Raises OSError when it cannot be moved."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    dest = path.with_name(f"{path.name}.damaged-{stamp}")
+    dest = path.with_name(f"{path.name}.{label}-{stamp}")
     n = 1
     while dest.exists():
         n += 1
-        dest = path.with_name(f"{path.name}.damaged-{stamp}-{n}")
+        dest = path.with_name(f"{path.name}.{label}-{stamp}-{n}")
+    os.replace(path, dest)
+    for suffix in _SIDECARS:
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            os.replace(side, dest.with_name(dest.name + suffix))
+    return dest
+
+
+def _move_aside(path: Path, why: str) -> str:
+    """Rename a damaged store (and its journal files) to <name>.damaged-<UTC time>; the note to print."""
     try:
-        os.replace(path, dest)
-        for suffix in _SIDECARS:
-            side = path.with_name(path.name + suffix)
-            if side.exists():
-                os.replace(side, dest.with_name(dest.name + suffix))
+        dest = move_aside(path, "damaged")
     except OSError as exc:
         raise CompileIQError(f"the trial store {path} is damaged ({why}) and could not be moved aside ({exc}); "
                              "move or delete it by hand") from None

@@ -16,24 +16,24 @@ from .cmake_project import VariantTree
 from .errors import CompileIQError
 from .fingerprint import DeviceFingerprint
 from .measure import Runner
-from .nvcc_command import normalize, tokens
+from .nvcc_command import normalize
 from .records import BuildResult, FlagSet, KernelResources, Status, Trial
 from .search import INVALID_LOSS
 from .stats import relative_spread
-from .tune_setup import TuneSetup
+from .tune_setup import TuneSetup, command_tokens
 
 Log = Callable[[str], None]
 PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
 
 
-def _command_problem(setup: TuneSetup, tree: VariantTree, flagset: FlagSet) -> str:
-    """Why the trial's compile commands are not the project's own plus the trial's flags ("" when they are):
-    what is measured must be what would be written."""
-    for entry in tree.compile_commands(setup.target.sources_in(setup.language)):
+def _command_problem(setup: TuneSetup, tree: VariantTree, entries: list[dict], flagset: FlagSet) -> str:
+    """Why the trial's compile commands (`entries`, the tree's for the target) are not the project's own plus
+    the trial's flags ("" when they are): what is measured must be what would be written."""
+    for entry in entries:
         own = setup.own_commands.get(str(Path(entry["file"]).resolve()))
-        if own is None:
+        if own is None:  # a source of another language
             continue
-        got = {t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry))}
+        got = command_tokens(tree, entry)
         wanted = set(normalize(["cc", *flagset.flags]))
         missing, extra = wanted - got, got - own - wanted
         if missing or extra:
@@ -51,10 +51,10 @@ def build_variant(setup: TuneSetup, tree: VariantTree, flagset: FlagSet, log: Lo
     result = tree.build(setup.build_targets, jobs=jobs, timeout=max(600.0, setup.spec.timeout))
     if not result.ok:
         return result
-    problem = _command_problem(setup, tree, flagset) if setup.own_commands else ""
+    entries = tree.compile_commands(setup.target.sources)
+    problem = _command_problem(setup, tree, entries, flagset) if setup.own_commands else ""
     if problem:
         return replace(result, ok=False, log_tail=problem)
-    entries = tree.compile_commands(setup.target.sources)
     command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
     digest, kernels = "", ()
     if setup.fingerprints is not None:

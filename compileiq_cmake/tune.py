@@ -53,8 +53,8 @@ def run_tune(spec: TuneSpec, log: Log = print_line) -> TuneResult:
             tune_setup = replay_setup(spec, log) if spec.replay else setup(spec, log)
             _check_replacement(tune_setup)
             store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch,
-                                f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version} "
-                                f"sources {tune_setup.sources_sha256}", log)
+                                f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version}",
+                                tune_setup.sources_sha256, log)
             try:
                 result = _search(tune_setup, store, log, started)
                 stored_any = True
@@ -87,22 +87,21 @@ def _check_replacement(setup: TuneSetup) -> None:
             "--compare-output/--compare-file as well, or --replace to replace it anyway")
 
 
-def _open_store(path: Path, identity: str, code: str, log: Log):
+def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log):
     """The trial store of this tune. When its trials were measured on other sources or with another compiler,
     they are stale: the store is moved aside (kept, named in the log) and a fresh one starts."""
-    from .store import TrialStore
+    from .store import TrialStore, move_aside
 
+    code = {"compiler": compiler, "sources_sha256": sources_sha256}
     store = TrialStore(path, identity)
     if store.note:
         log(f"compileiq: {store.note}")
     stored = store.load_result("code")
     if store.load() and stored is not None and stored != code:
         store.close()
-        stamp = f"{path.name}.stale-{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}"
-        aside = next(p for i in range(1000) if not (p := path.with_name(stamp + (f"-{i}" if i else ""))).exists())
-        os.replace(path, aside)
-        was, now = str(stored).split(" sources ")[0], code.split(" sources ")[0]
-        what = f"the compiler changed ({was} -> {now})" if was != now else "the target's sources changed"
+        aside = move_aside(path, "stale")
+        was = stored.get("compiler") if isinstance(stored, dict) else None
+        what = f"the compiler changed ({was} -> {compiler})" if was != compiler else "the target's sources changed"
         log(f"compileiq: {what} since the stored trials were measured; they are not reused: the old trial store "
             f"is kept as {aside} and a fresh one starts")
         store = TrialStore(path, identity)

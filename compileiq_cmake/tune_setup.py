@@ -264,11 +264,13 @@ def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
     )
 
 
+def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
+    """The canonical tokens of a compile command, the tree's path written as <tree> (so that every variant
+    tree compares alike)."""
+    return frozenset(t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry)))
+
+
 def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
-    """Per source of the target's language: the tokens of its compile command with the project's own flags
-    (the tree's path written as <tree>, so that every variant tree compares alike)."""
-    out = {}
-    for entry in tree.compile_commands(target.sources_in(language)):
-        out[str(Path(entry["file"]).resolve())] = frozenset(
-            t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry)))
-    return out
+    """Per source of the target's language: the tokens of its compile command with the project's own flags."""
+    return {str(Path(entry["file"]).resolve()): command_tokens(tree, entry)
+            for entry in tree.compile_commands(target.sources_in(language))}

@@ -53,19 +53,19 @@ def test_trials_of_other_sources_or_another_compiler_are_not_reused(tmp_path):
 
     db = tmp_path / "trials.sqlite"
     lines: list[str] = []
-    store = _open_store(db, "spec-a", "NVIDIA 13.0.88 sources aaa", lines.append)
+    store = _open_store(db, "spec-a", "NVIDIA 13.0.88", "aaa", lines.append)
     store.save(_trial(0, ()))
     store.close()
-    same = _open_store(db, "spec-a", "NVIDIA 13.0.88 sources aaa", lines.append)
+    same = _open_store(db, "spec-a", "NVIDIA 13.0.88", "aaa", lines.append)
     assert len(same.load()) == 1 and lines == []  # unchanged: resumed
     same.close()
-    edited = _open_store(db, "spec-a", "NVIDIA 13.0.88 sources bbb", lines.append)
+    edited = _open_store(db, "spec-a", "NVIDIA 13.0.88", "bbb", lines.append)
     assert edited.load() == [] and len(lines) == 1 and "the target's sources changed" in lines[0]
     aside = sorted(tmp_path.glob("trials.sqlite.stale-*"))
     assert len(aside) == 1 and str(aside[0]) in lines[0]
     assert TrialStore(aside[0], "spec-a").load() == [_trial(0, ())], "the old measurements are kept, not lost"
     edited.save(_trial(0, ()))
     edited.close()
-    upgraded = _open_store(db, "spec-a", "NVIDIA 13.1.20 sources bbb", lines.append)
+    upgraded = _open_store(db, "spec-a", "NVIDIA 13.1.20", "bbb", lines.append)
     assert upgraded.load() == [] and "the compiler changed (NVIDIA 13.0.88 -> NVIDIA 13.1.20)" in lines[-1]
     upgraded.close()
