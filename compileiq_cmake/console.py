@@ -40,9 +40,11 @@ def finish_estimate(setup: TuneSetup, trials: dict[str, Trial]) -> float:
     return validation + ablation
 
 
-def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float) -> None:
-    """One line per trial: its result (an invalid one with its whole reason), the best so far, and the ETA
-    of the whole tune: the remaining search at the pace so far plus the estimated validation and ablation."""
+def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float,
+             in_flight: str = "") -> None:
+    """One line per trial: its result (an invalid one with its whole reason), the best so far, the ETA of
+    the whole tune (the remaining search at the pace so far plus the estimated validation and ablation) and,
+    during the search, where the other trials are (building, measured on which GPU)."""
     spec = setup.spec
     lower = spec.metric.lower_is_better
     best = min(trials.values(), key=lambda t: loss(t, baseline, lower))
@@ -62,7 +64,7 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         what += f" on GPU {trial.gpu}"
     log(f"[{len(trials):>3}/{spec.budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
-        f"{trial.flagset.describe()}")
+        f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
 
 
 def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None:

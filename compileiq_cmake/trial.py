@@ -8,6 +8,7 @@ import math
 import os
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -129,22 +130,26 @@ def same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
     return next((t for t in trials.values() if t.fingerprint == build.fingerprint and t.same_code_as is None), None)
 
 
-def reference_tree(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], baseline: FlagSet,
-                   noise: float, log: Log) -> VariantTree | None:
-    """On a noisy machine (the baseline's runs spread more than PAIRED_NOISE), a tree holding the project's
-    own build whose runs are taken next to every trial's, so that drift and bursts of load hit both."""
+def reference_trees(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], baseline: FlagSet,
+                    noise: float, devices: list[str], log: Log) -> dict[str, VariantTree]:
+    """On a noisy machine (the baseline's runs spread more than PAIRED_NOISE), one tree per GPU (`devices`)
+    holding the project's own build, whose runs are taken next to every trial's on that GPU, so that drift and
+    bursts of load hit both. {} on a quiet machine or when the baseline does not re-build."""
     spec = setup.spec
     if noise <= PAIRED_NOISE or spec.budget <= 1:
-        return None
-    tree = setup.trees[spec.workers]
-    built = build(tree, baseline)
-    if not built.ok:
-        log(f"compileiq: warning: the baseline did not re-build for paired runs ({built.log_tail[-200:]}); "
+        return {}
+    trees = dict(zip(devices, setup.trees[spec.workers:]))
+    with ThreadPoolExecutor(max_workers=len(trees)) as pool:
+        built = list(pool.map(lambda tree: build(tree, baseline), trees.values()))
+    failed = next((b for b in built if not b.ok), None)
+    if failed is not None:
+        log(f"compileiq: warning: the baseline did not re-build for paired runs ({failed.log_tail[-200:]}); "
             "trials are compared with the baseline's first measurement")
-        return None
+        return {}
     log(f"compileiq: the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
-        "measured next to runs of the project's own build, and compared with those")
-    return tree
+        "measured next to runs of the project's own build" + (" on the same GPU" if len(trees) > 1 else "")
+        + ", and compared with those")
+    return trees
 
 
 def noise_of_pairs(trials) -> tuple[float, int]:

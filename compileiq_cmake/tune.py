@@ -7,11 +7,9 @@ import datetime as _dt
 import hashlib
 import math
 import os
-import queue
 import shutil
 import statistics
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -29,8 +27,9 @@ from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_
 from .console import final_table, print_line, progress
 from .executor import make_executor
 from .finalists import validate_and_ablate
+from .pipeline import Pipeline, finished_trial
 from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
-                    reference_tree, run_trial, same_code)
+                    reference_trees, run_trial)
 from .tune_setup import FINALISTS, TuneSetup, replay_setup, setup
 
 Log = Callable[[str], None]
@@ -150,29 +149,6 @@ def _other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Tri
     return baselines
 
 
-class GpuPool:
-    """Runs measurements in parallel, one per GPU at a time: a measurement takes a free GPU's runner and
-    gives it back when done, so that two benchmarks never share a GPU."""
-
-    def __init__(self, runners: list[Runner]) -> None:
-        self.runners = runners
-
-    def map(self, measure: Callable[[int, Runner], Trial], items: list[int]) -> dict[int, Trial]:
-        free: queue.Queue[Runner] = queue.Queue()
-        for r in self.runners:
-            free.put(r)
-
-        def one(i: int) -> Trial:
-            on = free.get()
-            try:
-                return measure(i, on)
-            finally:
-                free.put(on)
-
-        with ThreadPoolExecutor(max_workers=len(self.runners)) as pool:
-            return dict(zip(items, pool.map(one, items)))
-
-
 def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     spec = setup.spec
     lower = spec.metric.lower_is_better
@@ -212,17 +188,11 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], min_gain)
     if coarse:
         log(f"compileiq: warning: {coarse}")
-    reference = reference_tree(setup, executor.build, baseline_set, noise, log)
-    if len(runners) > 1 and reference is not None:
-        log("compileiq: note: on this noisy machine trials are measured next to the project's own build in one "
-            "spare tree; benchmarks run on one GPU at a time")
-        runners = {setup.gpus[0].device: runner}
+    references = reference_trees(setup, executor.build, baseline_set, noise, list(runners) or [""], log)
     baselines: dict[str, Trial] = {}
-    gpu_pool = None
     if len(runners) > 1:
         baselines = _other_baselines(setup, runners, baseline, log)
         baseline = baselines[setup.gpus[0].device]
-        gpu_pool = GpuPool(list(runners.values()))
 
     def base_of(trial: Trial) -> Trial:
         """The baseline a trial is compared with: the one measured on the GPU it ran on."""
@@ -234,67 +204,51 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         search.tell(trial.flagset, loss(trial, base_of(trial), lower))
     progress(setup, log, baseline, baseline, trials, started)
 
-    overhead = 0.0
-    loop_trials = 0
-    while len(trials) < spec.budget:
-        if spec.time_limit is not None and time.perf_counter() - started > spec.time_limit:
-            log(f"compileiq: time limit of {spec.time_limit:.0f} s reached")
-            break
-        batch: list[FlagSet] = []
-        for _ in range(min(spec.workers, spec.budget - len(trials))):
-            flagset = search.ask()
-            if flagset is not None:
-                batch.append(flagset)
-        if not batch:
-            log("compileiq: every point of the flag space has been tried")
-            break
-        batch_start = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=len(batch)) as pool:
-            builds = list(pool.map(lambda pair: executor.build(*pair, log), zip(setup.trees, batch)))
-        subprocess_seconds = max(b.seconds for b in builds)
-        first_index = len(trials)
-        twins: dict[int, Trial | int | None] = {}  # an earlier trial, or an earlier build of this batch
-        for i, build in enumerate(builds):
-            twins[i] = same_code(build, trials)
-            if twins[i] is None and build.ok and build.fingerprint:
-                twins[i] = next((j for j in range(i) if twins[j] is None
-                                 and builds[j].fingerprint == build.fingerprint), None)
-        measuring = [i for i in range(len(batch)) if twins[i] is None]
+    def measure(index: int, tree, flagset: FlagSet, build: BuildResult, on: Runner | None,
+                known: dict[str, Trial]) -> Trial:
+        """A built trial measured on `on` (None for a failed build: nothing runs), with more runs when close
+        to the best of the trials finished when it was submitted."""
+        if on is None:
+            return run_trial(runner, setup, tree, index, flagset, build, None, log)
+        reference = references.get(on.gpu.device if on.gpu is not None else "")  # this GPU's paired build
+        trial = run_trial(on, setup, tree, index, flagset, build, reference, log)
+        trial = replace(trial, gpu=on.gpu.device) if len(runners) > 1 else trial
         floor = noise
         if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
-            paired, n = noise_of_pairs(trials.values())
+            paired, n = noise_of_pairs(known.values())
             floor = paired if n >= 3 else noise
+        return measure_more_if_promising(on, setup, tree, trial, base_of(trial), known, floor, reference)
 
-        def measure(i: int, on: Runner) -> Trial:
-            tree, flagset, build = setup.trees[i], batch[i], builds[i]
-            trial = run_trial(on, setup, tree, first_index + i, flagset, build, reference, log)
-            trial = replace(trial, gpu=on.gpu.device) if len(runners) > 1 else trial
-            return measure_more_if_promising(on, setup, tree, trial, base_of(trial), trials, floor, reference)
-
-        measured = gpu_pool.map(measure, measuring) if gpu_pool is not None else \
-            {i: measure(i, runner) for i in measuring}
-        bench_wall = sum(t.bench_seconds for t in measured.values())
-        if gpu_pool is not None and measured:  # in parallel: the wall time of the longest GPU's share
-            per_gpu: dict[str, float] = {}
-            for t in measured.values():
-                per_gpu[t.gpu] = per_gpu.get(t.gpu, 0.0) + t.bench_seconds
-            bench_wall = max(per_gpu.values())
-        subprocess_seconds += bench_wall
-        for i, (flagset, build) in enumerate(zip(batch, builds)):
-            twin = measured[twins[i]] if isinstance(twins[i], int) else twins[i]
-            if twin is not None:
-                trial = replace(twin, index=first_index + i, flagset=flagset, build_seconds=build.seconds,
-                                bench_seconds=0.0, wall_seconds=build.seconds, compile_command=build.compile_command,
-                                same_code_as=twin.index, reason=twin.reason or f"same device code as #{twin.index}",
-                                kernels=build.kernels)
-            else:
-                trial = measured[i]
+    overhead = 0.0
+    loop_trials = 0
+    measuring = list(runners.values()) if len(runners) > 1 else [runner]
+    with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log) as pipeline:
+        exhausted = stopped = False
+        next_index = len(trials)
+        while True:
+            while not (exhausted or stopped) and pipeline.has_free_tree and len(trials) + pipeline.pending < spec.budget:
+                if spec.time_limit is not None and time.perf_counter() - started > spec.time_limit:
+                    log(f"compileiq: time limit of {spec.time_limit:.0f} s reached")
+                    stopped = True
+                    break
+                flagset = search.ask()
+                if flagset is None:
+                    exhausted = True
+                    break
+                pipeline.submit(next_index, flagset, trials)
+                next_index += 1
+            if not pipeline.pending:
+                break
+            done = pipeline.next()
+            trial = finished_trial(done)
             store.save(trial)
-            trials[flagset.key] = trial
-            search.tell(flagset, loss(trial, base_of(trial), lower))
-            progress(setup, log, trial, base_of(trial), trials, started)
-        overhead += (time.perf_counter() - batch_start) - subprocess_seconds
-        loop_trials += len(batch)
+            trials[trial.flagset.key] = trial
+            search.tell(trial.flagset, loss(trial, base_of(trial), lower))
+            progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe())
+            overhead += done.driver_seconds
+            loop_trials += 1
+        if exhausted:
+            log("compileiq: every point of the flag space has been tried")
 
     search_seconds = time.perf_counter() - started
     runs = sum(len(m.samples) + len(m.reference) + spec.warmup
@@ -315,7 +269,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             continue
         codes.add(t.fingerprint)
         finalists.append(t.flagset)
-    if reference is not None and spec.min_gain is None:
+    if references and spec.min_gain is None:
         paired_noise, n = noise_of_pairs(trials.values())
         if n:
             min_gain = auto_min_gain(paired_noise)

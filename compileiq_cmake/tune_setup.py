@@ -218,13 +218,14 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
         raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
                              "change --include-flags/--exclude-flags")
-    n_trees = max(spec.workers + 1, FINALISTS + 1)  # + 1: the baseline build next to trials on a noisy machine
+    gpus = _gpus(spec, language, log)
+    # + 1 per GPU: the baseline build measured next to trials on a noisy machine
+    n_trees = max(spec.workers + max(1, len(gpus)), FINALISTS + 1)
     trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(1, n_trees)))
     for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
     with ThreadPoolExecutor(max_workers=1 if written else len(trees) - 1) as pool:
         models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:])]
-    gpus = _gpus(spec, language, log)
     bench, owner = _resolve_benchmark(spec, models[0], trees[0])
     if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
         build_targets: tuple[str, ...] = ("all",)

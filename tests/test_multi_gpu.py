@@ -19,10 +19,13 @@ BENCH = '''
 import fcntl, json, os, random, sys, time
 start = time.time()
 time.sleep(0.15)
-with open(sys.argv[1], "a") as fh:
+with open(sys.argv[1], "a+") as fh:
     fcntl.flock(fh, fcntl.LOCK_EX)
-    fh.write(json.dumps({"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "start": start, "end": time.time()}) + "\\n")
-print("time_ms=%.4f" % (100 + random.random()))
+    fh.write(json.dumps({"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "start": start, "end": time.time(),
+                         "cwd": os.getcwd()}) + "\\n")
+    fh.seek(0)
+    n = len(fh.read().splitlines())  # spread of N%: runs cycle through +0, +N/2, +N% (and a little jitter)
+print("time_ms=%.4f" % (100 + float(sys.argv[2]) * ((n % 3) / 2 + random.random() / 10)))
 '''
 
 
@@ -35,19 +38,27 @@ def test_simulated_gpus_and_selection():
             visible_gpus(bad, env)
 
 
-def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path):
+@pytest.mark.parametrize("noise", [0, 8], ids=["quiet", "noisy-paired"])
+def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     script, runs = tmp_path / "bench.py", tmp_path / "runs.jsonl"
     script.write_text(BENCH)
     env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"}
     import subprocess
-    proc = subprocess.run(
+    import time
+    proc = subprocess.Popen(
         [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(host_example), "-B", str(build),
-         "--target", "host_kernels", "--bench", f"{sys.executable} {script} {runs}", "--metric", "time_ms=([0-9.]+)",
+         "--target", "host_kernels", "--bench", f"{sys.executable} {script} {runs} {noise}", "--metric", "time_ms=([0-9.]+)",
          "--budget", "7", "--workers", "2", "--include-flags", "unroll_loops,no_math_errno,opt_level"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
-    out = proc.stdout + proc.stderr
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    lines, search_end = [], None
+    for line in proc.stdout:  # when the search ended (the finalists' runs use other trees)
+        lines.append(line)
+        if search_end is None and ("validation:" in line or "no significant" in line):
+            search_end = time.time()
+    proc.wait(timeout=900)
+    out = "".join(lines)
     assert proc.returncode == 0, out[-3000:]
     assert "benchmarks run on 2 GPUs in parallel" in out and "baseline on GPU 1 (simulated GPU)" in out, out[-3000:]
     records = [json.loads(line) for line in runs.read_text().splitlines()]
@@ -62,6 +73,12 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path):
     gpus = {row[0] for row in db.execute("SELECT gpu FROM trials WHERE same_code_as IS NULL AND idx > 0")}
     assert gpus <= {"0", "1"} and len(gpus) == 2, gpus
     assert " on GPU 1" in out
+    if noise > 1:  # on a noisy machine: each GPU has its own tree of the project's build, run next to its trials
+        assert "measured next to runs of the project's own build on the same GPU" in out, out[-3000:]
+        trees = {(r["gpu"], os.path.basename(r["cwd"])) for r in records if r["end"] < (search_end or time.time())}
+        refs = {tree for gpu, tree in trees if tree in ("worker-2", "worker-3")}
+        assert refs == {"worker-2", "worker-3"}, trees
+        assert all(len({g for g, t in trees if t == ref}) == 1 for ref in refs), trees  # one GPU per reference tree
 
 
 def test_gpus_on_a_host_target_is_refused(host_example, tmp_path):
