@@ -6,6 +6,7 @@
 #
 # Usage (repository root, the 2-GPU device machine, wheels carried in .whl/), both in one call:
 #   bash benchmarks/h200_multi_gpu.sh 0 all
+# WORKLOADS='--n 4096 --reps 1000' (';' between workloads) gives runs whose GPU time dominates.
 set -u -o pipefail
 FINAL_OUT=${OUT:-/tmp/compileiq-out}
 REPO=$(pwd)
@@ -24,9 +25,11 @@ rm -rf "$work"; mkdir -p "$(dirname "$work")"; cp -r "$REPO/examples/cuda_stenci
 cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUT/configure.log" 2>&1 || { tail -5 "$OUT/configure.log"; exit 1; }
 nvidia-smi --query-gpu=timestamp,index,utilization.gpu,clocks.sm --format=csv,noheader,nounits -lms 200 > "$OUT/utilization.csv" &
 smi=$!
+wl=()
+IFS=';' read -r -a ws <<< "${WORKLOADS:---n 2048;--n 4096}"; for w in "${ws[@]}"; do wl+=(--workload "$w"); done
 start=$(date +%s.%N)
 python3 -m compileiq_cmake tune -S "$work" -B "$work/build" --target stencil_kernels --bench stencil \
-  --metric 'time_ms=([0-9.eE+-]+)' --pass-regex PASS --workload "--n 2048" --workload "--n 4096" \
+  --metric 'time_ms=([0-9.eE+-]+)' --pass-regex PASS "${wl[@]}" \
   --budget "${BUDGET:-24}" --seed 1 --workers "${WORKERS:-8}" --gpus "$gpus" 2>&1 | tee "$OUT/tune.log" | grep -E "compileiq|\[ *[0-9]+/" | tail -50
 end=$(date +%s.%N)
 kill $smi

@@ -221,6 +221,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
 
     overhead = 0.0
     loop_trials = 0
+    loop_started = time.perf_counter()
     measuring = list(runners.values()) if len(runners) > 1 else [runner]
     with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log) as pipeline:
         exhausted = stopped = False
@@ -251,6 +252,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
             log("compileiq: every point of the flag space has been tried")
 
     search_seconds = time.perf_counter() - started
+    loop_seconds = time.perf_counter() - loop_started
     runs = sum(len(m.samples) + len(m.reference) + spec.warmup
                for t in trials.values() if t.same_code_as is None for m in t.measurements)
     saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in trials.values() if t.same_code_as is not None)
@@ -290,6 +292,10 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     notes.append(f"search phase: {len(trials)} trials in {search_seconds:.1f} s, {runs} benchmark runs"
                  + (f"; {shared} trials built the same device code as an earlier one and were not benchmarked "
                     f"(about {saved} runs saved)" if shared else ""))
+    if loop_trials:
+        notes.append(f"search loop (after the setup and the baseline{'s' if baselines else ''}): {loop_trials} trials in "
+                     f"{loop_seconds:.1f} s, {60 * loop_trials / loop_seconds:.1f} trials per minute"
+                     + (f" on {len(runners)} GPUs" if len(runners) > 1 else ""))
     throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
     if throttled:
         notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "
