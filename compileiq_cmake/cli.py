@@ -90,6 +90,13 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", metavar="all|0,2,...",
                    help="GPUs to benchmark on, one run per GPU at a time (default: every visible GPU of the same "
                    "model as the first; CUDA_VISIBLE_DEVICES is honoured)")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="local: this machine (default); ray: builds as tasks on the nodes of a Ray cluster, benchmarks "
+                   "on its GPUs, each GPU type tuned for its architecture (pip install 'compileiq-cmake[ray]'; the "
+                   "build directory must be on a filesystem every node mounts at the same path)")
+    p.add_argument("--ray-address", metavar="auto|ray://HOST:PORT",
+                   help="with --executor ray: the cluster to join ('auto': the one 'ray start' began on this node; "
+                   "default: a new local cluster of this machine)")
     p.add_argument("--replace", action="store_true",
                    help="replace the target's entry even when it was checked more strictly (output comparison) "
                    "than this tune checks")
@@ -167,6 +174,7 @@ def _spec_from_args(args: argparse.Namespace):
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
+        executor=args.executor, ray_address=args.ray_address,
     )
 
 
@@ -258,9 +266,15 @@ def main(argv: list[str] | None = None) -> int:
             print(cmake_dir())
             return 0
         if args.command == "tune":
-            from .tune import run_tune
+            spec = _spec_from_args(args)
+            if spec.executor == "ray":
+                from .ray_executor import run_ray_tune
 
-            run_tune(_spec_from_args(args))
+                run_ray_tune(spec)
+            else:
+                from .tune import run_tune
+
+                run_tune(spec)
         elif args.command == "show":
             _show(Path(args.file))
         elif args.command == "space":

@@ -1,15 +1,17 @@
 """The execution interface of a tune: "build a flag set in a variant tree" and "run the workloads of a built
 trial" behind one small protocol, so that the search, the statistics and the finalists never know what
 executes them. Implementations: `LocalExecutor` (the variant trees and subprocesses of this machine) and
-`ReplayExecutor` (a recorded landscape answers both, no compiler and no GPU)."""
+`ReplayExecutor` (a recorded landscape answers both, no compiler and no GPU); the Ray executor
+(ray_executor.RayExecutor) runs either one's builds as Ray tasks and the runs on the cluster's GPUs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Protocol
 
 from .cmake_project import VariantTree
+from .gpu import GpuMonitor
 from .measure import Runner
 from .records import BuildResult, FlagSet
 from .replay import ReplayRunner
@@ -26,6 +28,19 @@ class Executor(Protocol):
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult: ...
 
+    def gpu_runners(self, setup) -> dict[str, Runner]:
+        """One runner per GPU of setup.gpus (by its label), each running only there."""
+        ...
+
+
+def local_gpu_runners(setup, runner: Runner) -> dict[str, Runner]:
+    """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
+    bus id); with one, the one runner on it."""
+    state = setup.state_dir
+    return {g.device: runner.on_gpu(g, state / f"bench-gpu{g.device}.pid",
+                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor)
+            for g in setup.gpus}
+
 
 @dataclass
 class LocalExecutor:
@@ -40,6 +55,13 @@ class LocalExecutor:
 
         return build_variant(self.setup, tree, flagset, log)
 
+    def gpu_runners(self, setup) -> dict[str, Runner]:
+        return local_gpu_runners(setup, self.runner)
+
+    def __getstate__(self) -> dict:
+        """What a build task on another node needs (Ray): the setup without this process's GPU handles."""
+        return {"setup": replace(self.setup, monitor=None), "runner": replace(self.runner, monitor=None), "name": self.name}
+
 
 @dataclass
 class ReplayExecutor:
@@ -50,6 +72,9 @@ class ReplayExecutor:
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
         return self.runner.build(tree, flagset)
+
+    def gpu_runners(self, setup) -> dict[str, Runner]:
+        return local_gpu_runners(setup, self.runner)
 
 
 def make_executor(setup, pid_file: Path | None = None) -> Executor:

@@ -121,6 +121,17 @@ class GpuSlot:
         return f"GPU {self.device} ({self.name})"
 
 
+@dataclass(frozen=True)
+class Placement:
+    """Where a tune's benchmarks run when this process does not choose (a Ray cluster's GPUs): the GPUs
+    (labels), their architecture and a description of them; given to tune_setup.setup() instead of the
+    local GPUs."""
+
+    gpus: tuple[GpuSlot, ...]
+    arch: str
+    device: str
+
+
 def _nvml_gpus() -> list[tuple[str, str, str, str]]:
     """(index, uuid, name, pci bus id) of every GPU NVML sees, in NVML order; [] without NVML."""
     try:

@@ -177,9 +177,11 @@ class Pipeline:
             with self.in_flight.lock:
                 self.in_flight.waiting -= 1
                 self.in_flight.on_gpu[gpu] = self.in_flight.on_gpu.get(gpu, 0) + 1
+            lost = False
             try:
                 return self._measure(job.index, job.tree, job.flagset, build, runner, known), waited
             except WorkerLost as exc:
+                lost = True
                 if attempt == RETRIES:
                     raise CompileIQError(f"trial #{job.index} lost its worker {RETRIES + 1} times ({exc}); "
                                          "the cluster is not usable") from None
@@ -187,7 +189,10 @@ class Pipeline:
             finally:
                 with self.in_flight.lock:
                     self.in_flight.on_gpu[gpu] -= 1
-                self._free_runners.put(runner)
+                if not lost or getattr(runner, "alive", lambda: True)():  # a worker that came back (restarted)
+                    self._free_runners.put(runner)
+                else:
+                    self._log(f"compileiq: GPU {gpu} did not come back; the tune goes on without it")
         raise AssertionError("unreachable")
 
 

@@ -173,3 +173,4 @@ class TuneResult:
     wall_seconds: float
     notes: tuple[str, ...] = field(default=())
     contributions: tuple[Contribution, ...] = field(default=())
+    language: str = ""  # the tuned target's (CUDA, CXX, C)

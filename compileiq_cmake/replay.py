@@ -4,6 +4,7 @@ validation, ablation, TOML) runs as usual; results are labelled REPLAY and never
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from dataclasses import dataclass, field
@@ -13,6 +14,9 @@ from .cmake_project import VariantTree
 from .landscape import Landscape
 from .measure import RunResult, Runner, Workload
 from .records import BuildResult, FlagSet, KernelResources, Status
+
+
+PLACED = "replay-build.json"  # the flag set a replay 'build' put into a tree
 
 
 @dataclass
@@ -28,7 +32,11 @@ class ReplayRunner(Runner):
         self._rng = random.Random(self.seed)
 
     def build(self, tree: VariantTree, flagset: FlagSet) -> BuildResult:
+        """'Builds' the flag set in the tree: remembered here and written into the tree (PLACED), so that a run
+        in another process (a Ray GPU worker) finds what the tree holds, as it would find a real binary."""
         self.placed[tree.path] = flagset
+        tree.path.mkdir(parents=True, exist_ok=True)
+        (tree.path / PLACED).write_text(json.dumps(list(flagset.flags)))
         point = self.landscape.lookup(flagset.flags)
         if point is None:
             return BuildResult(ok=False, seconds=0.0, log_tail="replay: the landscape has no point for these flags")
@@ -42,7 +50,9 @@ class ReplayRunner(Runner):
                            fingerprint=point.digest or "", kernels=kernels)
 
     def run(self, tree: VariantTree, workload: Workload) -> RunResult:
-        point = self.landscape.lookup(self.placed[tree.path].flags)
+        placed = self.placed.get(tree.path)
+        flags = placed.flags if placed is not None else tuple(json.loads((tree.path / PLACED).read_text()))
+        point = self.landscape.lookup(flags)
         if point is None or not point.time_us:
             return RunResult(Status.RUN_FAILED, "replay: no recorded time for these flags")
         if not point.valid:

@@ -81,6 +81,8 @@ class TuneSpec:
     replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)
     warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first
     gpus: str | None = None  # "all" (default: every visible GPU of the first one's model) or "0,2"
+    executor: str = "local"  # "local" (this machine) or "ray" (the nodes and GPUs of a Ray cluster)
+    ray_address: str | None = None  # --executor ray: "auto", "ray://host:10001", ...; None: a new local cluster
     replace: bool = False  # may replace an entry whose numerics were checked by one from a run with weaker checks
 
     @property
@@ -92,7 +94,7 @@ class TuneSpec:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
         for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
-                         "replace", "gpus"):
+                         "replace", "gpus", "executor", "ray_address"):
             fields.pop(volatile)
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
@@ -124,6 +126,16 @@ class TuneSpec:
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
             raise CompileIQError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
                                  "as in sm_XX, e.g. 90, 90a or 100f")
+        if self.executor not in ("local", "ray"):
+            raise CompileIQError(f"--executor {self.executor!r}: give local or ray")
+        if self.ray_address is not None and self.executor != "ray":
+            raise CompileIQError(f"--ray-address {self.ray_address} was given without --executor ray; add it")
+        if self.executor == "ray" and self.gpus is not None:
+            raise CompileIQError(f"--gpus {self.gpus} selects GPUs of this machine; with --executor ray the cluster's "
+                                 "GPUs are used: leave --gpus out")
+        if self.executor == "ray" and self.cuda_arch is not None:
+            raise CompileIQError("--cuda-arch with --executor ray: each GPU type of the cluster is tuned for its own "
+                                 "architecture; leave --cuda-arch out")
 
     def validate(self) -> "TuneSpec":
         if self.replay is not None:

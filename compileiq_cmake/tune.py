@@ -17,7 +17,6 @@ from typing import Callable
 from . import __version__
 from .bench import kill_leftovers
 from .errors import CompileIQError
-from .gpu import GpuMonitor
 from .measure import Runner
 from .records import BuildResult, Contribution, FlagSet, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
@@ -35,7 +34,9 @@ from .tune_setup import FINALISTS, TuneSetup, replay_setup, setup
 Log = Callable[[str], None]
 
 
-def run_tune(spec: TuneSpec, log: Log = print_line) -> TuneResult:
+def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
+    """One tune. `cluster`: (ray_executor.RayCluster, GpuGroup) when the builds and runs go to a Ray cluster's
+    nodes and that group's GPUs (ray_executor.run_ray_tune); None: this machine."""
     from .store import TuneLock
 
     spec = spec.validate()
@@ -49,13 +50,19 @@ def run_tune(spec: TuneSpec, log: Log = print_line) -> TuneResult:
             killed = kill_leftovers(state_dir / "bench.pid")
             if killed:
                 log(f"compileiq: killed {killed} benchmark process(es) left running by an earlier, killed tune")
-            tune_setup = replay_setup(spec, log) if spec.replay else setup(spec, log)
+            placement = cluster[0].placement(cluster[1]) if cluster else None
+            tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(spec, log, placement)
+            make = make_executor
+            if cluster:
+                ray_cluster, group = cluster
+                ray_cluster.check_shared(state_dir, tune_setup.tools)
+                make = lambda s, pid_file=None: ray_cluster.executor(s, group, lambda s2: make_executor(s2, pid_file))  # noqa: E731
             _check_replacement(tune_setup)
             store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch,
                                 f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version}",
                                 tune_setup.sources_sha256, log)
             try:
-                result = _search(tune_setup, store, log, started)
+                result = _search(tune_setup, store, log, started, make)
                 stored_any = True
                 return result
             finally:
@@ -121,15 +128,6 @@ def _check_comparison(spec: TuneSpec, baseline: Trial) -> None:
                              "compared: fix the regex or the file name")
 
 
-def _gpu_runners(setup: TuneSetup, runner: Runner) -> dict[str, Runner]:
-    """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
-    bus id); with one, the one runner on it (or the process's own GPU when none is known)."""
-    state = setup.state_dir
-    return {g.device: runner.on_gpu(g, state / f"bench-gpu{g.device}.pid",
-                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor)
-            for g in setup.gpus}
-
-
 def _other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Trial, log: Log) -> dict[str, Trial]:
     """The baseline measured on every other GPU too (GPUs of one model differ by a few percent): each trial is
     compared with the baseline of the GPU it ran on. The first GPU's is the stored one."""
@@ -149,7 +147,7 @@ def _other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Tri
     return baselines
 
 
-def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
+def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executor) -> TuneResult:
     spec = setup.spec
     lower = spec.metric.lower_is_better
     log(
@@ -157,9 +155,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
         f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    executor = make_executor(setup, pid_file=setup.state_dir / "bench.pid")
+    executor = make(setup, pid_file=setup.state_dir / "bench.pid")
     runner = executor.runner
-    runners = _gpu_runners(setup, runner) if setup.gpus else {}
+    runners = executor.gpu_runners(setup) if setup.gpus else {}
     if runners:  # the baseline, validation and ablation run on the first GPU
         runner = runners[setup.gpus[0].device]
     restored = {t.flagset.key: t for t in store.load()}
@@ -300,12 +298,12 @@ def _search(setup: TuneSetup, store, log: Log, started: float) -> TuneResult:
     if throttled:
         notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "
                      "(thermal or power); see 'compileiq-cmake trials'")
-    if loop_trials and executor.name != "replay":
+    if loop_trials and setup.replay is None:
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
         notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
     result = TuneResult(spec.target, tuple(trials.values()), baseline, winner, toml_path, wall, tuple(notes),
-                        contributions)
+                        contributions, setup.language)
     final_table(setup, result, effects, log)
     return result
 

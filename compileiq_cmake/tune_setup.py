@@ -16,7 +16,7 @@ from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .fingerprint import FingerprintCache, find_tool
 from .flags import FlagSpace, family_for_compiler, load_space
-from .gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, detect_gpu, host_cpu, visible_gpus
+from .gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, visible_gpus
 from .landscape import Landscape
 from .measure import BenchCommand
 from .nvcc_command import normalize, output_file, target_architectures, tokens
@@ -53,6 +53,13 @@ class TuneSetup:
     gpus: tuple[GpuSlot, ...] = ()  # benchmarks run on these, one run per GPU at a time (several: in parallel)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
 
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The programs a build runs (cmake, the compiler): every node that builds needs them (Ray)."""
+        if self.replay is not None:
+            return ()
+        return tuple(t for t in (self.trees[0].cmake, self.toolchain.path) if t and os.path.isabs(t))
+
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
     """Map the benchmark's first word: a target of the project, a path in the user's build tree, a file,
@@ -83,7 +90,8 @@ def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> t
     return BenchCommand(argv=(first_mapped, *rest), verify=spec.verify, user_build_dir=spec.build_dir), owner
 
 
-def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) -> tuple[str, str, str]:
+def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: Log,
+                       placement: Placement | None = None) -> tuple[str, str, str]:
     """(arch, device, compute capability) to tune for: --cuda-arch, else the GPU's. Says which architectures
     the project's own build of the target really targets (its compile commands: CUDA_ARCHITECTURES or
     -arch/-gencode written by hand) and warns when this GPU's is not among them."""
@@ -91,6 +99,8 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
     if spec.cuda_arch:
         arch = spec.cuda_arch
         device, capability = f"(architecture {arch} given on the command line)", compute_capability(arch)
+    elif placement is not None:  # the GPUs of a cluster: their architecture, as their workers reported it
+        arch, device, capability = placement.arch, placement.device, compute_capability(placement.arch)
     else:
         gpu = detect_gpu()
         arch = gpu.arch
@@ -154,7 +164,9 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     return gpus
 
 
-def setup(spec: TuneSpec, log: Log) -> TuneSetup:
+def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
+    """The tune's variant trees and everything read from the user's build. `placement`: the GPUs of a Ray
+    cluster (labels, architecture) instead of this machine's."""
     state_dir = spec.build_dir / "compileiq"
     settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
     for note in notes:
@@ -182,7 +194,7 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     family = family_for_compiler(language, toolchain.compiler_id)
     device, capability, arch = host_cpu(), "", ""
     if language == "CUDA":
-        arch, device, capability = _cuda_architecture(spec, first, target, log)
+        arch, device, capability = _cuda_architecture(spec, first, target, log, placement)
     settings = replace(settings, cuda_arch=arch)
     first.write_flags(spec.target, language, arch, ())
     model = first.configure(settings, spec.target, language)  # CUDA: now building this architecture only
@@ -218,7 +230,9 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
         why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
         raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
                              "change --include-flags/--exclude-flags")
-    gpus = _gpus(spec, language, log)
+    gpus = _gpus(spec, language, log) if placement is None else placement.gpus
+    if placement is not None and len(gpus) > 1:
+        log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
     # + 1 per GPU: the baseline build measured next to trials on a noisy machine
     n_trees = max(spec.workers + max(1, len(gpus)), FINALISTS + 1)
     trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(1, n_trees)))
@@ -244,24 +258,30 @@ def setup(spec: TuneSpec, log: Log) -> TuneSetup:
     )
 
 
-def replay_setup(spec: TuneSpec, log: Log) -> TuneSetup:
-    """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU)."""
+def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
+    """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU);
+    --cuda-arch or a placement's architecture relabels it (simulated GPU types)."""
     landscape = Landscape.load(spec.replay)
     meta = landscape.meta
     gpu = (meta.get("gpu") or {}).get("name") or "no GPU"
-    arch = str((meta.get("gpu") or {}).get("arch") or meta.get("arch") or "90").removeprefix("sm_")
+    arch = spec.cuda_arch or (placement.arch if placement else "") \
+        or str((meta.get("gpu") or {}).get("arch") or meta.get("arch") or "90").removeprefix("sm_")
+    gpus = placement.gpus if placement else visible_gpus(spec.gpus) if os.environ.get(SIMULATE_VARIABLE) else ()
     log(f"compileiq: REPLAY of {landscape.describe()}; nothing is built or run")
+    if placement is not None and len(placement.gpus) > 1:
+        log(f"compileiq: benchmarks run on {len(placement.gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
     state_dir = spec.build_dir / "compileiq"
-    trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake") for i in range(max(spec.workers + 1, FINALISTS + 1)))
+    trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake")
+                  for i in range(max(spec.workers + max(1, len(gpus)), FINALISTS + 1)))
     runner = ReplayRunner(spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed)
     version = str(meta.get("nvcc_version") or meta.get("compiler_version") or "0")
     return TuneSetup(
         spec=spec, state_dir=state_dir, trees=trees,
         target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()), language="CUDA",
         toolchain=Toolchain("CUDA", "NVIDIA", version, ""), space=landscape.space(), cuda_arch=arch,
-        device=f"{gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=compute_capability(arch),
+        device=f"{placement.device if placement else gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=compute_capability(arch),
         build_targets=(), bench=runner.bench, monitor=None, replay=runner,
-        gpus=visible_gpus(spec.gpus) if os.environ.get(SIMULATE_VARIABLE) else (),
+        gpus=gpus,
     )
 
 
