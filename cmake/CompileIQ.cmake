@@ -45,6 +45,7 @@ Commands
                    [BUDGET <n>]
                    [TIME_LIMIT <seconds>]
                    [GPUS all|<n>,<n>...]
+                   [EXECUTOR local|ray] [RAY_ADDRESS <address>]
                    [INCLUDE_FLAGS <dimension>...]
                    [EXCLUDE_FLAGS <dimension>...]
                    [OUTPUT <file>])
@@ -85,6 +86,13 @@ Commands
     The GPUs benchmarks run on, one run per GPU at a time (several: in
     parallel): ``all`` (the default: every visible GPU of the same model as
     the first; ``CUDA_VISIBLE_DEVICES`` is honoured) or visible GPU numbers.
+  ``EXECUTOR local|ray``, ``RAY_ADDRESS <address>``
+    ``ray`` builds the trials as tasks on the nodes of a Ray cluster and runs
+    the benchmarks on its GPUs, each GPU type tuned for its own architecture
+    (one entry each); the build directory must be on a filesystem that every
+    node mounts at the same path.  ``RAY_ADDRESS`` is the cluster to join
+    (``auto``, ``ray://<host>:<port>``; by default a new local one).  Needs
+    ``pip install 'compileiq-cmake[ray]'``.  See ``docs/cluster.md``.
   ``INCLUDE_FLAGS <dimension>...``, ``EXCLUDE_FLAGS <dimension>...``
     Restrict the flag space to, or remove from it, the named dimensions.
   ``OUTPUT <file>``
@@ -135,7 +143,7 @@ function(compileiq_tune)
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER"
-    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS"
+    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -212,6 +220,12 @@ function(compileiq_tune)
   endif()
   if(DEFINED arg_GPUS)
     list(APPEND cmd "--gpus=${arg_GPUS}")
+  endif()
+  if(DEFINED arg_EXECUTOR)
+    list(APPEND cmd "--executor=${arg_EXECUTOR}")
+  endif()
+  if(DEFINED arg_RAY_ADDRESS)
+    list(APPEND cmd "--ray-address=${arg_RAY_ADDRESS}")
   endif()
   foreach(a IN LISTS arg_INCLUDE_FLAGS)
     list(APPEND cmd "--include-flags=${a}")
