@@ -90,6 +90,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpus", metavar="all|0,2,...",
                    help="GPUs to benchmark on, one run per GPU at a time (default: every visible GPU of the same "
                    "model as the first; CUDA_VISIBLE_DEVICES is honoured)")
+    p.add_argument("--json-summary", metavar="FILE",
+                   help="also write the tune's result as one JSON document (schema compileiq-summary/1: winner, "
+                   "per-workload speedups and intervals, finalists, ablation, every trial, notes, timings)")
     p.add_argument("--executor", choices=("local", "ray"), default="local",
                    help="local: this machine (default); ray: builds as tasks on the nodes of a Ray cluster, benchmarks "
                    "on its GPUs, each GPU type tuned for its architecture (pip install 'compileiq-cmake[ray]'; the "
@@ -130,6 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     trials = sub.add_parser("trials", help="print (or dump as JSON) the trials stored in a build tree")
     trials.add_argument("-B", dest="build_dir", required=True)
     trials.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
+    report = sub.add_parser("report", help="the HTML report of the tunes stored in a build tree (or their summaries as JSON)")
+    report.add_argument("-B", dest="build_dir", required=True)
+    report.add_argument("-o", dest="output", help="HTML file to write (default <build>/compileiq/report.html)")
+    report.add_argument("--json", action="store_true",
+                        help="print the summary document (schema compileiq-summary/1) instead of writing HTML")
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
     entries.add_argument("out")
@@ -175,6 +183,7 @@ def _spec_from_args(args: argparse.Namespace):
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
         executor=args.executor, ray_address=args.ray_address,
+        json_summary=str(Path(args.json_summary).resolve()) if args.json_summary else None,
     )
 
 
@@ -246,7 +255,7 @@ def _trials(build_dir: Path, as_json: bool) -> None:
         print(f"tune {spec}: {len(trials)} trials")
         for t in trials:
             medians = " / ".join(f"{m:.4g}" for m in t.medians())
-            state = medians if t.valid else f"{t.status.value}: {t.reason[:90]}"
+            state = medians if t.valid else f"{t.status.value}: {' '.join(t.reason.split())}"  # whole, one line
             same = f" (same device code as #{t.same_code_as})" if t.same_code_as is not None else ""
             print(f"  #{t.index:<3} {state:<40} {t.flagset.describe()}{same}")
             for k in t.kernels:
@@ -279,6 +288,12 @@ def main(argv: list[str] | None = None) -> int:
             _show(Path(args.file))
         elif args.command == "space":
             _space(args.family, args.compiler_version, args)
+        elif args.command == "report":
+            from .report import report_command
+
+            for path in report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None,
+                                       args.json):
+                print(f"compileiq: report: {path}")
         elif args.command == "trials":
             _trials(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":
@@ -304,4 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `trials --json | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: let that go nowhere
+        return 0
     return 0

@@ -75,11 +75,17 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None
     log(f"compileiq: {spec.target}: {len(result.trials)} trials ({valid} valid, "
         f"{len(result.trials) - valid} invalid) in {result.wall_seconds:.1f} s")
     ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
-    log(f"  {'#':>4}  {'speedup':>8}  {'metric (per workload)':<28}  flags")
+    log(f"  {'#':>4}  {'speedup':>8}  {'median ' + spec.metric.name + ' per workload':<28}  flags")
     for t in ranked[:8]:
         speed = f"{math.exp(-loss(t, result.baseline, lower)):.3f}x" if t.valid else t.status.value
         metric = " / ".join(f"{m:.4g}" for m in t.medians()) if t.valid else ""
-        log(f"  {t.index:>4}  {speed:>8}  {metric:<28}  {t.flagset.describe()}")
+        gpu = f" (GPU {t.gpu})" if t.gpu and len({x.gpu for x in result.trials if x.gpu}) > 1 else ""
+        log(f"  {t.index:>4}  {speed:>8}  {metric + gpu:<28}  {t.flagset.describe()}")
+    paired = any(m.paired for t in result.trials for m in t.measurements)
+    log("  speedup: geometric mean over the workloads of " + (
+        "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
+        if paired else "the project's own build's median divided by the trial's (on the GPU the trial ran on)")
+        + "; > 1 is faster. median: the trial's own runs, raw; the two differ when runs were paired or the GPUs differ")
     if effects:
         log("  flag effects over all valid trials (least squares on log time; 95% CI):")
         for e in effects[:6]:

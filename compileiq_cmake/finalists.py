@@ -28,11 +28,18 @@ def validate_and_ablate(setup: TuneSetup, build: Callable[[VariantTree, FlagSet]
     then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
     winner that is not is not written. Each outcome is kept in the trial store as soon as it is decided, so
     that a rerun (after a kill) does not measure it again."""
+    if store is not None:
+        store.save_validations("finalists", [])
+        store.save_validations("confirmations", [])
     winner, contributions = _decide(setup, build, runner, finalists, min_gain, log, store)
+    confirmations = []
     for other in confirm_on if winner is not None else ():
         where = other.gpu.describe() if other.gpu is not None else "another GPU"
         (check,) = _validated(setup, build, other, [winner.flagset], min_gain, setup.spec.seed + 3, log, store,
                               other.gpu.device if other.gpu is not None else "")
+        confirmations.append(check)
+        if store is not None:
+            store.save_validations("confirmations", confirmations)
         if not check.accepted:
             log(f"compileiq: {winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
                 f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}")
@@ -65,6 +72,8 @@ def _decide(setup: TuneSetup, build, runner: Runner, finalists: list[FlagSet], m
         return _validated(setup, build, runner, candidates, min_gain, seed, log, store)
 
     results = validated(finalists, spec.seed)
+    if store is not None:  # the last tune's finalists, for its summary and report
+        store.save_validations("finalists", results)
     for v in results:
         per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
         log(f"compileiq:   {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "

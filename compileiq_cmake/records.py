@@ -121,6 +121,7 @@ class Trial:
             ],
             "compile_command": self.compile_command, "fingerprint": self.fingerprint,
             "same_code_as": self.same_code_as, "kernels": [k.__dict__ for k in self.kernels],
+            "gpu": self.gpu,
         }
 
 

@@ -31,6 +31,15 @@ class MetricSpec:
     def label(self) -> str:
         return self.pattern if self.kind == "regex" else self.kind.upper()
 
+    @property
+    def name(self) -> str:
+        """A short name for column headers: the word before the number in a regex ('time_ms' of
+        'time_ms=([0-9.]+)'), else what the keyword measures."""
+        if self.kind == "regex":
+            m = re.match(r"\^?([A-Za-z_][\w.]*)\s*[=:]", self.pattern)
+            return m.group(1) if m else "metric"
+        return {"walltime": "wall time (s)", "gbench": "time (GBENCH)", "nvbench": "time (NVBENCH)"}.get(self.kind, "metric")
+
     @staticmethod
     def parse(text: str, lower_is_better: bool) -> "MetricSpec":
         if text.upper() in METRIC_KEYWORDS:
@@ -81,6 +90,7 @@ class TuneSpec:
     replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)
     warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first
     gpus: str | None = None  # "all" (default: every visible GPU of the first one's model) or "0,2"
+    json_summary: str | None = None  # also write the tune's summary document (summary.py) there
     executor: str = "local"  # "local" (this machine) or "ray" (the nodes and GPUs of a Ray cluster)
     ray_address: str | None = None  # --executor ray: "auto", "ray://host:10001", ...; None: a new local cluster
     replace: bool = False  # may replace an entry whose numerics were checked by one from a run with weaker checks
@@ -94,7 +104,7 @@ class TuneSpec:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
         for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
-                         "replace", "gpus", "executor", "ray_address"):
+                         "replace", "gpus", "executor", "ray_address", "json_summary"):
             fields.pop(volatile)
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

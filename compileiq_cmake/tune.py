@@ -26,7 +26,9 @@ from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_
 from .console import final_table, print_line, progress
 from .executor import make_executor
 from .finalists import validate_and_ablate
+from . import summary
 from .pipeline import Pipeline, finished_trial
+from .report import write_report
 from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
                     reference_trees, run_trial)
 from .tune_setup import FINALISTS, TuneSetup, replay_setup, setup
@@ -276,7 +278,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
             log(f"compileiq: noise of paired runs (median over {n} trials): {100 * paired_noise:.2f}%; "
                 f"smallest gain that counts: {100 * min_gain:.2f}%")
     confirm = tuple(r for dev, r in runners.items() if dev != setup.gpus[0].device) if len(runners) > 1 else ()
+    finalists_started = time.perf_counter()
     winner, contributions = validate_and_ablate(setup, executor.build, runner, finalists, min_gain, log, store, confirm)
+    finalists_seconds = time.perf_counter() - finalists_started
     toml_path = None
     if winner is not None:
         new = _entry(setup, winner, contributions, len(trials))
@@ -305,6 +309,20 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     result = TuneResult(spec.target, tuple(trials.values()), baseline, winner, toml_path, wall, tuple(notes),
                         contributions, setup.language)
     final_table(setup, result, effects, log)
+    document = summary.build(
+        setup, result, effects=effects, noise=noise, paired=bool(references), min_gain=min_gain,
+        speedup_of=lambda t: math.exp(-loss(t, base_of(t), lower)) if t.valid else None,
+        interval_of=lambda t: summary.trial_interval(t, base_of(t), lower),
+        finalists=store.load_validations("finalists") or [], confirmations=store.load_validations("confirmations") or [],
+        timings={"wall_seconds": wall, "search_seconds": search_seconds, "loop_seconds": loop_seconds,
+                 "finalists_seconds": finalists_seconds})
+    store.save_result("summary", document)
+    if spec.json_summary:
+        summary.write(Path(spec.json_summary), document)
+        log(f"compileiq: wrote the summary {spec.json_summary}")
+    html = setup.state_dir / "report.html"
+    problem = write_report(html, document)
+    log(f"compileiq: report: {html}" if not problem else f"compileiq: note: no report written ({problem})")
     return result
 
 

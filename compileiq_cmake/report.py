@@ -1,0 +1,195 @@
+"""The HTML report of a tune: one self-contained file (plots inlined as PNG, no scripts, nothing fetched at
+view time) drawn from the tune's summary document (summary.py) with matplotlib and a Jinja template
+(templates/report.html.j2). `compileiq-cmake report -B build` makes it from the trial store; a tune writes
+it into <build>/compileiq/report.html."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import os
+from collections import Counter
+from pathlib import Path
+
+import jinja2
+
+from .errors import CompileIQError
+from .resources import templates_dir
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _label(flags: list[str]) -> str:
+    return " ".join(flags) or "(project's own flags)"
+
+
+def _plots(doc: dict) -> dict[str, str]:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    plots = {}
+    trials = doc["trials"]
+    # convergence: every trial's speedup and the best so far, by unique build
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    best, xs, ys = 0.0, [], []
+    for t in trials:
+        if t["speedup"] is not None:
+            best = max(best, t["speedup"])
+        xs.append(t["index"])
+        ys.append(best if best else None)
+    ax.step(xs, [y if y is not None else float("nan") for y in ys], where="post", color="C0", label="best so far")
+    ran = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is None]
+    shared = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is not None]
+    invalid = [t for t in trials if t["speedup"] is None]
+    ax.scatter([t["index"] for t in ran], [t["speedup"] for t in ran], color="C1", zorder=3, label="measured on a GPU run")
+    if shared:
+        ax.scatter([t["index"] for t in shared], [t["speedup"] for t in shared], facecolors="none", edgecolors="C2",
+                   zorder=3, label="same device code as an earlier trial (not run)")
+    if invalid:
+        low = min([t["speedup"] for t in ran] or [1.0])
+        ax.scatter([t["index"] for t in invalid], [low] * len(invalid), marker="x", color="C3", zorder=3,
+                   label="invalid (see the table)")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("trial (unique builds, in order)")
+    ax.set_ylabel("speedup over the project's build")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("Convergence of the search")
+    plots["convergence"] = _png(fig)
+    # winner and finalists per workload, with 95% intervals
+    rows = ([("winner", doc["winner"])] if doc["winner"] else []) + [(f"finalist {i + 1}", f) for i, f in enumerate(doc["finalists"])]
+    if rows:
+        fig, ax = plt.subplots(figsize=(8, 0.6 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
+        labels, y = [], 0
+        for name, v in rows:
+            for w in v["workloads"]:
+                lo, hi = w["ci"] if w["ci"][0] is not None else (w["speedup"], w["speedup"])
+                ax.errorbar([w["speedup"]], [y], xerr=[[w["speedup"] - lo], [hi - w["speedup"]]], fmt="o",
+                            color="C0" if name == "winner" else "C7", capsize=3)
+                labels.append(f"{name}: {' '.join(w['workload']) or '(no arguments)'}")
+                y += 1
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("speedup per workload (interleaved re-measurement, 95% CI)")
+        plots["workloads"] = _png(fig)
+    for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
+                              ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
+        items = [i for i in items if i["ci"][0] is not None][:12]
+        if not items:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
+        names = [i.get("flag") or " ".join(i["flags"]) for i in items]
+        ax.errorbar([i["speedup"] for i in items], range(len(items)),
+                    xerr=[[i["speedup"] - i["ci"][0] for i in items], [i["ci"][1] - i["speedup"] for i in items]],
+                    fmt="o", capsize=3)
+        ax.set_yticks(range(len(items)), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_title(title, fontsize=10)
+        plots[key] = _png(fig)
+    return plots
+
+
+def _resources(doc: dict) -> list[dict]:
+    """Per kernel: registers, spills and instructions of the project's build, the winner's, and the range
+    over the valid trials (from the device-code fingerprints)."""
+    trials = doc["trials"]
+    base = next((t for t in trials if t["index"] == 0), None)
+    win_flags = doc["winner"]["flags"] if doc["winner"] else None
+    winner = next((t for t in trials if win_flags is not None and t["flags"] == win_flags), None)
+    names = [k["name"] for k in (base or {}).get("kernels", [])]
+    rows = []
+    for name in names:
+        def of(t):
+            return next((k for k in t["kernels"] if k["name"] == name), None) if t else None
+
+        seen = [k for t in trials if t["speedup"] is not None for k in [of(t)] if k]
+        b, w = of(base), of(winner)
+        rows.append({"name": name.split(":", 1)[-1], "base": b, "winner": w,
+                     "registers": (min(k["registers"] for k in seen), max(k["registers"] for k in seen)) if seen else None,
+                     "spills": (min(k["spill_bytes"] for k in seen), max(k["spill_bytes"] for k in seen)) if seen else None})
+    return rows
+
+
+def render(doc: dict) -> str:
+    """The HTML of one tune's summary document."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    invalid = Counter((t["status"], " ".join(t["reason"].split())) for t in doc["trials"] if t["speedup"] is None
+                      and t["status"] != "ok")
+    throttled = sum(1 for t in doc["trials"] if t["throttled"])
+
+    def fmt(x, digits=3):
+        return "" if x is None else f"{x:.{digits}f}"
+
+    env.filters["f"] = fmt
+    env.filters["flags"] = _label
+    return env.get_template("report.html.j2").render(
+        doc=doc, plots=_plots(doc), resources=_resources(doc), invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
+        throttled=throttled, isfinite=math.isfinite)
+
+
+def write_report(path: Path, doc: dict) -> str:
+    """Write the report; "" on success, else why not (a note for the tune's log: never silent)."""
+    try:
+        html = render(doc)
+    except ImportError as exc:
+        return f"{exc.name} is missing: pip install matplotlib"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(html)
+    os.replace(tmp, path)
+    return ""
+
+
+def load_summaries(build_dir: Path) -> list[dict]:
+    """The summary documents of the tunes stored in a build tree (newest tune per target and architecture)."""
+    from .store import TrialStore  # noqa: PLC0415
+
+    path = build_dir / "compileiq" / "trials.sqlite"
+    if not path.is_file():
+        raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}")
+    store = TrialStore(path, "")
+    if store.note:
+        raise CompileIQError(store.note)
+    try:
+        docs = []
+        for spec in store.load_all():
+            store.spec = spec
+            doc = store.load_result("summary")
+            if doc is not None:
+                docs.append(doc)
+    finally:
+        store.close()
+    if not docs:
+        raise CompileIQError(f"the tunes in {path} did not finish (no summary stored); run the tune to its end")
+    return sorted(docs, key=lambda d: d["date"])
+
+
+def report_command(build_dir: Path, output: Path | None, as_json: bool) -> list[Path]:
+    """`compileiq-cmake report`: one HTML file per stored tune (or their summaries as JSON on stdout)."""
+    docs = load_summaries(build_dir)
+    if as_json:
+        print(json.dumps(docs if len(docs) > 1 else docs[0], indent=1))
+        return []
+    written = []
+    for i, doc in enumerate(docs):
+        target = output or build_dir / "compileiq" / "report.html"
+        if len(docs) > 1:
+            target = target.with_name(f"{target.stem}-{doc['target']}-{doc['arch'] or doc['compiler'].split()[0]}{target.suffix}")
+        problem = write_report(target, doc)
+        if problem:
+            raise CompileIQError(f"no report: {problem}")
+        written.append(target)
+    return written
