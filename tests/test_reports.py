@@ -1,0 +1,130 @@
+"""What a tune leaves for people and machines: the summary document (--json-summary, report --json), the
+HTML report (loaded in headless Chromium: plots and tables rendered), the labelled final table, and a
+`trials --json` that a closed pipe does not turn into a traceback."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+
+SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+KEYS = {"schema", "tool_version", "target", "language", "arch", "device", "compute_capability", "compiler",
+        "build_type", "source_dir", "build_dir", "date", "executor", "gpus", "replay", "settings", "metric",
+        "workloads", "baseline", "min_gain", "winner", "finalists", "confirmations", "ablation", "flag_effects",
+        "trials", "notes", "toml", "timings"}
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory):
+    """A replayed tune on 2 simulated GPUs (winner, finalists, ablation, a confirmation, invalid trials)."""
+    root = tmp_path_factory.mktemp("replayed")
+    (root / "src").mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(root / "src"), "-B", str(root / "build"),
+         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "20", "--workers", "2",
+         "--output", str(root / "compileiq.toml"), "--json-summary", str(root / "summary.json")],
+        cwd=root, capture_output=True, text=True, timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"})
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    return root, proc.stdout
+
+
+def test_summary_document(replayed):
+    root, out = replayed
+    doc = json.loads((root / "summary.json").read_text())
+    assert set(doc) == KEYS and doc["schema"] == "compileiq-summary/1"
+    assert doc["target"] == "sample_small" and doc["arch"] == "90" and doc["replay"] is True and doc["gpus"] == ["0", "1"]
+    assert len(doc["trials"]) == 20 and [t["index"] for t in doc["trials"]] == list(range(20))
+    w = doc["winner"]
+    assert w["flags"] and w["ci"][0] <= w["speedup"] <= w["ci"][1] and w["workloads"][0]["p_value"] < 0.05
+    assert f"{w['speedup']:.3f}x" in out  # the same winner the console printed
+    assert doc["finalists"] and any(f["accepted"] for f in doc["finalists"])
+    assert doc["confirmations"] and doc["confirmations"][0]["accepted"]  # the winner on GPU 1
+    assert {c["kept"] for c in doc["ablation"]} and doc["flag_effects"]
+    valid = [t for t in doc["trials"] if t["status"] == "ok"]
+    invalid = [t for t in doc["trials"] if t["status"] != "ok"]
+    assert invalid and all(t["speedup"] is None and t["reason"] for t in invalid)
+    assert all(t["speedup"] > 0 and t["medians"] for t in valid)
+    assert all(t["ci"][0] <= t["ci"][1] for t in valid if t["ci"] and t["same_code_as"] is None)
+    assert doc["timings"]["wall_seconds"] >= doc["timings"]["search_seconds"] > 0
+    assert doc["toml"] == str(root / "compileiq.toml")
+    # the same document from the store, without the tune
+    proc = run_cli("report", "-B", str(root / "build"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == doc
+
+
+def test_final_table_says_which_statistic_each_column_is(replayed):
+    _, out = replayed
+    assert "median wall time (s) per workload" in out
+    assert "speedup: geometric mean over the workloads of the project's own build's median divided by the trial's" in out
+
+
+def test_tune_writes_the_report_and_report_writes_it_again(replayed, tmp_path):
+    root, out = replayed
+    html = root / "build" / "compileiq" / "report.html"
+    assert f"compileiq: report: {html}" in out and html.is_file()
+    again = tmp_path / "again.html"
+    proc = run_cli("report", "-B", str(root / "build"), "-o", str(again))
+    assert proc.returncode == 0 and f"report: {again}" in proc.stdout, proc.stderr
+    text = again.read_text()
+    assert "http://" not in text.replace("http://www.w3.org", "") and "https://" not in text  # nothing fetched
+    assert "<script" not in text
+    assert text.count('src="data:image/png;base64,') >= 4  # convergence, workloads, ablation, effects
+
+
+def test_report_of_a_tree_without_tunes_is_one_line(tmp_path):
+    proc = run_cli("report", "-B", str(tmp_path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "holds no tune results" in proc.stderr
+
+
+def _browser() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def test_report_renders_in_headless_chromium(replayed, tmp_path):
+    """The page loads in a real browser: every plot decoded (naturalWidth > 0 is what the DOM dump cannot
+    show, so the screenshot must have drawn pixels), every table row present."""
+    browser = _browser()
+    if browser is None:
+        if os.environ.get("COMPILEIQ_REQUIRE_BROWSER"):
+            pytest.fail("COMPILEIQ_REQUIRE_BROWSER is set but no chromium is installed (apt-get install chromium)")
+        pytest.skip("no chromium here (CI installs it: apt-get install chromium)")
+    root, _ = replayed
+    html = root / "build" / "compileiq" / "report.html"
+    doc = json.loads((root / "summary.json").read_text())
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = dom.stdout
+    assert page.count('<tr class="trial">') == len(doc["trials"])
+    for plot in ("plot-convergence", "plot-workloads", "plot-ablation", "plot-effects"):
+        assert f'id="{plot}"' in page, plot
+    for table in ("context", "finalists", "ablation", "effects", "resources", "invalid", "trials"):
+        assert f'id="{table}"' in page, table
+    shot = tmp_path / "shot.png"
+    run = subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,1600", html.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    import matplotlib.image as mpimg  # a well-kept PNG reader (matplotlib is a dependency)
+    pixels = mpimg.imread(shot)
+    assert pixels.std() > 0.05, "the screenshot is blank"
+    # the convergence plot's blue line and orange points drew colour (not only black text on white)
+    rgb = pixels[..., :3]
+    coloured = ((rgb.max(axis=-1) - rgb.min(axis=-1)) > 0.3).mean()
+    assert coloured > 0.002, coloured
+
+
+def test_trials_json_into_a_closed_pipe_is_quiet(replayed):
+    root, _ = replayed
+    proc = subprocess.run(f"{sys.executable} -m compileiq_cmake trials -B {root / 'build'} --json | head -c 100",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
