@@ -511,6 +511,7 @@ function(_compileiq_entry)
   if(NOT target)
     message(WARNING "compileiq: compileiq.toml has flags for target '${arg_TARGET}' "
       "which this project does not define; ignored")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "this project does not define the target")
     return()
   endif()
   get_target_property(type "${target}" TYPE)
@@ -518,11 +519,13 @@ function(_compileiq_entry)
   if(imported OR type MATCHES "^(INTERFACE_LIBRARY|UTILITY)$")
     message(WARNING "compileiq: compileiq.toml has flags for target '${target}' "
       "which this project does not compile; ignored")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "this project does not compile the target")
     return()
   endif()
   if(NOT CMAKE_${lang}_COMPILER_ID)
     message(WARNING "compileiq: flags for ${target} were tuned for ${lang} "
       "but this project does not enable ${lang}; not applied")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "this project does not enable ${lang}")
     return()
   endif()
 
@@ -558,6 +561,7 @@ function(_compileiq_entry)
   if(NOT match)
     message(WARNING "compileiq: flags for ${target} were tuned for ${tuned} "
       "but this build ${built}; not applied")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "tuned for ${tuned} but this build ${built}")
     return()
   endif()
 
@@ -572,6 +576,8 @@ function(_compileiq_entry)
       message(STATUS "compileiq: flags for ${target} were tuned for the ${arg_CONFIG} build type; "
         "this build has no CMAKE_BUILD_TYPE (no optimization level): not applied; "
         "configure with -DCMAKE_BUILD_TYPE=${arg_CONFIG}")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored
+        "tuned for the ${arg_CONFIG} build type; this build has no CMAKE_BUILD_TYPE")
       return()
     else()
       string(TOUPPER "${CMAKE_BUILD_TYPE}" this_type)
@@ -579,6 +585,8 @@ function(_compileiq_entry)
       if(NOT this_type STREQUAL tuned_type)
         message(STATUS "compileiq: flags for ${target} were tuned for the ${arg_CONFIG} build type; "
           "this is a ${CMAKE_BUILD_TYPE} build: not applied")
+        _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored
+          "tuned for the ${arg_CONFIG} build type; this is a ${CMAKE_BUILD_TYPE} build")
         return()
       endif()
     endif()
@@ -589,6 +597,7 @@ function(_compileiq_entry)
   if(applied)
     message(WARNING "compileiq: flags for ${target} tuned for ${what} not applied: "
       "those tuned for ${applied} already are")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "those tuned for ${applied} already apply")
     return()
   endif()
   set_property(GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}" "${what}")
@@ -596,6 +605,8 @@ function(_compileiq_entry)
   list(LENGTH arg_FLAGS n)
   list(JOIN arg_FLAGS " " shown)
   message(STATUS "compileiq: applied ${n} tuned flags to ${target} (${lang} ${what}${detected})${for_config}: ${shown}")
+  _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" applied
+    "${n} tuned flags for ${lang} ${what}${detected}${for_config}: ${shown}")
   if(lang STREQUAL "CUDA" AND NOT "${arg_ARCH}" STREQUAL "")
     list(REMOVE_ITEM archs "${arg_ARCH}")
     if(archs)
@@ -614,6 +625,7 @@ function(_compileiq_entry)
     if(NOT sources_now STREQUAL arg_SOURCES_SHA256)
       message(STATUS "compileiq: note: the flags of ${target} were tuned${when} on other sources "
         "(its sources changed since); applied all the same: ${recheck}")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale "its sources changed since the tune${when}")
     endif()
   endif()
   if(NOT "${arg_COMPILER_VERSION_FULL}" STREQUAL ""
@@ -621,6 +633,16 @@ function(_compileiq_entry)
     message(STATUS "compileiq: note: the flags of ${target} were tuned${when} with ${arg_COMPILER_ID} "
       "${arg_COMPILER_VERSION_FULL}; this build uses ${id} ${CMAKE_${lang}_COMPILER_VERSION}: "
       "applied all the same: ${recheck}")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale
+      "tuned with ${arg_COMPILER_ID} ${arg_COMPILER_VERSION_FULL}; this build uses ${id} ${CMAKE_${lang}_COMPILER_VERSION}")
+  endif()
+endfunction()
+
+# compileiq-cmake check: with COMPILEIQ_CHECK_FILE set, each entry's outcome as one line
+# "<target>\t<arch>\t<applied|ignored|stale>\t<why>" (the apply's own decision, read by check.py).
+function(_compileiq_check_record target arch status text)
+  if(DEFINED COMPILEIQ_CHECK_FILE AND NOT "${COMPILEIQ_CHECK_FILE}" STREQUAL "")
+    file(APPEND "${COMPILEIQ_CHECK_FILE}" "${target}\t${arch}\t${status}\t${text}\n")
   endif()
 endfunction()
 

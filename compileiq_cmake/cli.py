@@ -138,6 +138,20 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", dest="output", help="HTML file to write (default <build>/compileiq/report.html)")
     report.add_argument("--json", action="store_true",
                         help="print the summary document (schema compileiq-summary/1) instead of writing HTML")
+    check = sub.add_parser("check", help="CI gate: does each entry of a compileiq.toml apply to this build, is it stale, "
+                           "and (--remeasure) is the tuned release build still significantly faster")
+    check.add_argument("file", nargs="?", default=None, help="the flags file (default <src>/compileiq.toml)")
+    check.add_argument("-S", dest="source_dir", required=True)
+    check.add_argument("-B", dest="build_dir", required=True, help="a configured build tree of the project (its "
+                       "cache settings are used; the check's own trees go to <build>/compileiq/check/)")
+    check.add_argument("--remeasure", action="store_true", help="build plain and tuned release trees and measure them "
+                       "interleaved on each applying entry's workloads: exit 1 when one is no longer significantly "
+                       "faster by the minimum gain (or is slower)")
+    check.add_argument("--bench", help="with --remeasure: the benchmark command (first word may be a target)")
+    check.add_argument("--pass-regex", help="with --remeasure: a run counts only if its output matches")
+    check.add_argument("--rounds", type=int, default=9, help="interleaved rounds per workload (default 9)")
+    check.add_argument("--min-gain", type=float, help="default: from the plain build's noise, as a tune decides")
+    check.add_argument("--json", action="store_true", help="one JSON document on stdout")
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
     entries.add_argument("out")
@@ -288,6 +302,14 @@ def main(argv: list[str] | None = None) -> int:
             _show(Path(args.file))
         elif args.command == "space":
             _space(args.family, args.compiler_version, args)
+        elif args.command == "check":
+            from .check import print_checks, run_check
+
+            src = Path(args.source_dir).resolve()
+            checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
+                               Path(args.build_dir).resolve(), remeasure=args.remeasure, bench=args.bench,
+                               pass_regex=args.pass_regex, rounds=args.rounds, min_gain=args.min_gain)
+            return print_checks(checks, args.json)
         elif args.command == "report":
             from .report import report_command
 

@@ -128,3 +128,59 @@ def test_trials_json_into_a_closed_pipe_is_quiet(replayed):
     proc = subprocess.run(f"{sys.executable} -m compileiq_cmake trials -B {root / 'build'} --json | head -c 100",
                           shell=True, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+GATE = Path(__file__).resolve().parent / "projects" / "check_gate"
+
+
+def _gate_toml(path: Path, build: Path, sources_sha256: str = "") -> None:
+    from test_cmake_modules import _gcc_version_major_minor, _host_entry
+
+    from compileiq_cmake.result_file import write_entry
+
+    entry = _host_entry(_gcc_version_major_minor(build), target="gate_bench", flags=("-O2",), build_type="Release",
+                        metric="time_ms=([0-9.]+)", workloads=("--n 3000000",), sources_sha256=sources_sha256,
+                         baseline=(100.0,), tuned=(30.0,), speedup=3.3)
+    write_entry(path, entry)
+
+
+def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(tmp_path):
+    """check --remeasure: 0 while the tuned flags still pay, 1 after a source edit that made them useless;
+    applies/stale per entry; --json for machines; bad input exit 2."""
+    from conftest import configure
+
+    src = tmp_path / "gate"
+    shutil.copytree(GATE, src)
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    toml = src / "compileiq.toml"
+    _gate_toml(toml, build, sources_sha256="0" * 64)
+    gate = ("check", "-S", str(src), "-B", str(build))
+    proc = run_cli(*gate)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "gate_bench: applies: 1 tuned flags for CXX" in proc.stdout and "stale: its sources changed" in proc.stdout
+    proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "5", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["passed"], proc.stdout + proc.stderr
+    r = doc["entries"][0]["remeasure"]
+    assert r["passed"] and r["speedup"] > 1.2 and r["ci"][0] > 1.0, r  # about 1.9x here (-O2 against -O0)
+    # the next revision: the loop's work is gone (a sleep dominates), so -O2 buys nothing any more
+    main = src / "src" / "main.cpp"
+    main.write_text(main.read_text().replace(
+        "    for (long i = 0; i < n; ++i) s += (i % 7) * 0.5 + rep;  // REVISION: work",
+        "    s += rep;\n  { volatile long k = 0; while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(60)) ++k; }"))
+    proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "5")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL: not significantly faster than the plain build" in proc.stdout or "FAIL: significantly slower" in proc.stdout
+    # an entry for another build type does not apply, and says why
+    _gate_toml(toml, build)
+    text = toml.read_text().replace('build_type = "Release"', 'build_type = "Debug"')
+    toml.write_text(text)
+    proc = run_cli(*gate)
+    assert proc.returncode == 0 and "does not apply: tuned for the Debug build type; this is a Release build" in proc.stdout, proc.stdout
+    # bad input: one line, exit 2
+    for args, message in (((*gate, "--remeasure"), "--remeasure needs the benchmark command"),
+                          (("check", "-S", str(src), "-B", str(tmp_path / "nowhere")), "is not a configured build tree"),
+                          (("check", str(tmp_path / "none.toml"), "-S", str(src), "-B", str(build)), "does not exist")):
+        proc = run_cli(*args)
+        assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
