@@ -85,6 +85,8 @@ def _records(path: Path) -> dict[tuple[str, str], dict]:
             rec.update(applies=True, why=text)
         elif status == "stale":
             rec["stale"].append(text)
+        elif status == "sources":
+            rec["why"] += f"; {text}"
         else:
             rec.update(applies=False, why=text)
     return out

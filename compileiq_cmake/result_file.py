@@ -24,6 +24,8 @@ from .flags import validate_flags
 
 SCHEMA_VERSION = 1
 MAX_FLAGS = 256  # per entry
+MAX_SOURCES = 1024  # per-source parts per entry
+_SOURCE_PATH = re.compile(r"^[A-Za-z0-9_.+\-]+(/[A-Za-z0-9_.+\-]+)*$")  # relative, '/'-separated, no spaces
 MAX_FILE_BYTES = 4 << 20
 CHECKS = ("pass_regex", "verify", "compare_output", "compare_file")  # what guarded a tune's results
 NUMERICS_CHECKS = ("compare_output", "compare_file")
@@ -70,6 +72,8 @@ class FlagsEntry:
     contributions: tuple[dict, ...] = ()  # ablation: what keeping each flag is worth
     checks: tuple[str, ...] = ()  # what guarded the tune's results: names from CHECKS
     acf_sha256: tuple[tuple[str, str], ...] = ()  # (relative path, sha256) of each --apply-controls file
+    # per-source flags on top of `flags`: ({"path": relative to the source dir, "flags": [...]}, ...)
+    sources: tuple[dict, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -114,6 +118,40 @@ def _check_flags(raw: dict, where: str) -> tuple[str, ...]:
     return tuple(flags)
 
 
+def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
+    """The per-source part: each a table with a path relative to the source dir (no '..', no absolute path)
+    and its own flags, validated like the entry's; a file at most once."""
+    sources = raw.get("sources", [])
+    target = raw["target"]
+    if not isinstance(sources, list) or not all(isinstance(x, dict) for x in sources):
+        raise CompileIQError(f"{where}: sources of {target!r} must be a list of tables ([[entry.sources]])")
+    if len(sources) > MAX_SOURCES:
+        raise CompileIQError(f"{where}: entry for {target!r} has {len(sources)} per-source parts; at most {MAX_SOURCES}")
+    family = _LANGUAGES[raw["language"]]
+    out, seen = [], set()
+    for x in sources:
+        unknown = sorted(x.keys() - {"path", "flags"})
+        if unknown or "path" not in x or "flags" not in x:
+            raise CompileIQError(f"{where}: a per-source part of {target!r} needs exactly path and flags"
+                                 + (f" (unknown keys {', '.join(unknown)})" if unknown else ""))
+        path = x["path"]
+        if not isinstance(path, str) or not _SOURCE_PATH.match(path) or ".." in path.split("/"):
+            raise CompileIQError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
+                                 "source directory, '/'-separated, without '..'")
+        if path in seen:
+            raise CompileIQError(f"{where}: source {path!r} of {target!r} has two per-source parts")
+        seen.add(path)
+        flags = x["flags"]
+        if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags) or len(flags) > MAX_FLAGS:
+            raise CompileIQError(f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings")
+        try:
+            validate_flags(family, flags)
+        except CompileIQError as exc:
+            raise CompileIQError(f"{where}: source {path!r}: {exc}") from None
+        out.append({"path": path, "flags": list(flags)})
+    return tuple(out)
+
+
 def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
     checks = raw.get("checks", [])
     if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
@@ -146,6 +184,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
         raise CompileIQError(f"{where}: language {language!r} is not one of CUDA, CXX, C")
     flags = _check_flags(raw, where)
     checks = _check_checks(raw, where)
+    sources = _check_sources(raw, where)
     try:
         return FlagsEntry(
             **{**raw, "flags": flags, "workloads": tuple(raw["workloads"]), "baseline": tuple(raw["baseline"]),
@@ -153,7 +192,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
                "workload_speedups": tuple(raw.get("workload_speedups", ())),
                "workload_ci": tuple(tuple(x) for x in raw.get("workload_ci", ())),
                "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ())),
-               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where)}
+               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources}
         )
     except TypeError as exc:
         raise CompileIQError(f"{where}: malformed entry: {exc}") from None
@@ -408,4 +447,12 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
             "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]
         lines.append("_compileiq_entry(" + " ".join(args) + ")")
+        for part in e.sources:
+            lines.append("_compileiq_source_flags(" + " ".join([
+                "TARGET", cmake_quote(e.target), "LANGUAGE", e.language, "ARCH", cmake_quote(e.arch),
+                "CONFIG", cmake_quote(e.build_type), "SOURCE", cmake_quote(part["path"]),
+                "FLAGS", *(cmake_quote(f) for f in part["flags"])]) + ")")
+        if e.sources:
+            lines.append(f"_compileiq_source_flags_done(TARGET {cmake_quote(e.target)} LANGUAGE {e.language} "
+                         f"ARCH {cmake_quote(e.arch)} COUNT {len(e.sources)})")
     return "\n".join(lines) + "\n"

@@ -176,3 +176,39 @@ def test_compileiq_tune_keywords_reach_the_tune_command(tmp_path):
                     and (p.name == "build.ninja" or p.name == "build.make"))
     for option in ("--budget=7", "--gpus=0,1", "--executor=ray", "--ray-address=auto"):
         assert option in rules, option
+
+
+def test_per_source_flags_go_to_that_file_only(tmp_path):
+    """An entry's per-source part: the file's own flags come after the target's in its compile command, the
+    other files do not get them, a path that is not a source of the target is refused with a warning, and
+    an entry that does not apply takes its per-source part with it."""
+    src = tmp_path / "p"
+    (src / "src").mkdir(parents=True)
+    for name in ("a.cpp", "b.cpp"):
+        (src / "src" / name).write_text(f"int {name[0]}() {{ return 1; }}\n")
+    (src / "main.cpp").write_text("int a(); int b(); int main() { return a() + b() - 2; }\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX)\n"
+        "add_executable(app main.cpp src/a.cpp src/b.cpp)\n")
+    probe = tmp_path / "probe"
+    assert configure(src, probe).returncode == 0
+    version = _gcc_version_major_minor(probe) + ".0"
+    toml = src / "compileiq.toml"
+    parts = ({"path": "src/b.cpp", "flags": ["-O2", "-fno-math-errno"]}, {"path": "src/gone.cpp", "flags": ["-O2"]})
+    write_entry(toml, _host_entry(version, target="app", flags=("-funroll-loops",), sources=parts))
+    apply = f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}"
+    ok = configure(src, tmp_path / "ok", "-DCMAKE_BUILD_TYPE=Release", apply)
+    assert ok.returncode == 0, ok.stderr
+    assert "1 of 2 source files of app got their own flags: src/b.cpp" in ok.stdout, ok.stdout
+    assert "src/gone.cpp, which is not a source of app" in " ".join(ok.stderr.split())
+    (b,) = commands_for(tmp_path / "ok", "b.cpp")
+    (a,) = commands_for(tmp_path / "ok", "a.cpp")
+    assert "-funroll-loops" in a and "-O2" not in a.split()
+    assert b.index("-funroll-loops") < b.index(" -O2 ") < b.index("-fno-math-errno")  # after the target's
+    assert b.rindex(" -O2 ") > b.index(" -O3 ")  # the last -O wins: the file's own
+    toml.unlink()
+    write_entry(toml, _host_entry("1.0.0", target="app", flags=("-funroll-loops",), sources=parts[:1]))
+    old = configure(src, tmp_path / "old", "-DCMAKE_BUILD_TYPE=Release", apply)
+    assert old.returncode == 0 and "got their own flags" not in old.stdout
+    (b,) = commands_for(tmp_path / "old", "b.cpp")
+    assert "-O2" not in b.split()

@@ -1,4 +1,5 @@
 import tomllib
+import tomli_w
 from dataclasses import replace
 
 import pytest
@@ -106,3 +107,35 @@ def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at
     from compileiq_cmake.errors import CompileIQError
     with pytest.raises(CompileIQError, match="acf_sha256"):
         read_entries(toml)
+
+
+def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
+    import pytest
+
+    from compileiq_cmake.errors import CompileIQError
+    from compileiq_cmake.result_file import read_entries, write_entry
+
+    toml = tmp_path / "compileiq.toml"
+    parts = ({"path": "src/kernels/a.cu", "flags": ["-maxrregcount=64"]},)
+    write_entry(toml, make_entry(sources=parts))
+    (e,) = read_entries(toml)
+    assert e.sources == parts
+    for bad, message in (({"path": "../x.cu", "flags": ["-maxrregcount=64"]}, "without '..'"),
+                         ({"path": "/abs/x.cu", "flags": ["-maxrregcount=64"]}, "relative to the source directory"),
+                         ({"path": "a b.cu", "flags": ["-maxrregcount=64"]}, "refusing source path"),
+                         ({"path": "a.cu", "flags": []}, "non-empty list"),
+                         ({"path": "a.cu", "flags": ["-maxrregcount=64"], "why": 1}, "unknown keys why"),
+                         ({"path": "a.cu", "flags": ["--no-such-flag"]}, "source 'a.cu'")):
+        text = toml.read_text()
+        doc = tomllib.loads(text)
+        doc["entry"][0]["sources"] = [bad]
+        bad_file = tmp_path / "bad.toml"
+        bad_file.write_text(tomli_w.dumps(doc))
+        with pytest.raises(CompileIQError, match=message) as err:
+            read_entries(bad_file)
+        assert str(bad_file) in str(err.value)
+    doc = tomllib.loads(toml.read_text())
+    doc["entry"][0]["sources"] = [parts[0], parts[0]]
+    (tmp_path / "dup.toml").write_text(tomli_w.dumps(doc))
+    with pytest.raises(CompileIQError, match="two per-source parts"):
+        read_entries(tmp_path / "dup.toml")
