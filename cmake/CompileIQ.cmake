@@ -330,6 +330,51 @@ function(_compileiq_add_flags target lang config)
   endif()
 endfunction()
 
+# _compileiq_relocatable(<target> <out-var>)
+#   TRUE when <target> builds relocatable device code: CUDA_SEPARABLE_COMPILATION, or -rdc=true / -dc
+#   among its compile options or CMAKE_CUDA_FLAGS (directory or cache).
+function(_compileiq_relocatable target out)
+  get_target_property(sep "${target}" CUDA_SEPARABLE_COMPILATION)
+  if(sep)
+    set(${out} TRUE PARENT_SCOPE)
+    return()
+  endif()
+  get_target_property(options "${target}" COMPILE_OPTIONS)
+  get_directory_property(dir_options DIRECTORY "${CMAKE_SOURCE_DIR}" COMPILE_OPTIONS)
+  separate_arguments(flags NATIVE_COMMAND "${CMAKE_CUDA_FLAGS} ${CMAKE_CUDA_FLAGS_${CMAKE_BUILD_TYPE}}")
+  set(previous "")
+  foreach(item IN LISTS options dir_options flags)
+    _compileiq_unwrap_option(core "${item}")
+    if(core MATCHES "^(-rdc|--relocatable-device-code)[= ](true|1)$" OR core MATCHES "^(-dc|--device-c)$"
+       OR (previous MATCHES "^(-rdc|--relocatable-device-code)$" AND core MATCHES "^(true|1)$"))
+      set(${out} TRUE PARENT_SCOPE)
+      return()
+    endif()
+    set(previous "${core}")
+  endforeach()
+  set(${out} FALSE PARENT_SCOPE)
+endfunction()
+
+# _compileiq_device_lto(<target> <config>)
+#   Device link-time optimization through CMake's own mechanism (CUDA INTERPROCEDURAL_OPTIMIZATION,
+#   CMake >= 3.25): the architectures compile to code=[compute_XX,lto_XX] and the device link gets -dlto
+#   (nvcc refuses -dlto next to --generate-code). A library's consumers do its device link: they get -dlto
+#   through its INTERFACE link options.
+function(_compileiq_device_lto target config)
+  if(config STREQUAL "")
+    set_property(TARGET "${target}" PROPERTY INTERPROCEDURAL_OPTIMIZATION ON)
+    set(condition "1")
+  else()
+    string(TOUPPER "${config}" upper)
+    set_property(TARGET "${target}" PROPERTY "INTERPROCEDURAL_OPTIMIZATION_${upper}" ON)
+    set(condition "$<CONFIG:${config}>")
+  endif()
+  get_target_property(type "${target}" TYPE)
+  if(type MATCHES "^(STATIC|OBJECT)_LIBRARY$")
+    target_link_options("${target}" INTERFACE "$<DEVICE_LINK:$<${condition}:-dlto>>")
+  endif()
+endfunction()
+
 # _compileiq_unwrap_option(<out-var> <item>)
 #   A compile option item as nvcc sees it: unwrapped from
 #   $<$<COMPILE_LANGUAGE:CUDA>:...>, $<$<COMPILE_LANG_AND_ID:CUDA,NVIDIA>:...>
@@ -504,7 +549,7 @@ endfunction()
 # other sources (SOURCES_SHA256) or another compiler patch version is still
 # applied, with a status line that says so.
 function(_compileiq_entry)
-  cmake_parse_arguments(PARSE_ARGV 0 arg ""
+  cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO"
     "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;DATE;CONFIG" "FLAGS")
   set(lang "${arg_LANGUAGE}")
   _compileiq_real_target(target "${arg_TARGET}")
@@ -601,13 +646,33 @@ function(_compileiq_entry)
     return()
   endif()
   set_property(GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}" "${what}")
+  set(lto "")
+  if(arg_DEVICE_LTO)
+    _compileiq_relocatable("${target}" relocatable)
+    if(CMAKE_VERSION VERSION_LESS 3.25)
+      message(WARNING "compileiq: flags for ${target} were tuned with device link-time optimization, which needs "
+        "CMake >= 3.25 to apply (CUDA INTERPROCEDURAL_OPTIMIZATION; this is ${CMAKE_VERSION}); not applied")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "device LTO needs CMake >= 3.25")
+      return()
+    elseif(NOT relocatable)
+      message(WARNING "compileiq: flags for ${target} were tuned with device link-time optimization, but ${target} "
+        "does not build relocatable device code (CUDA_SEPARABLE_COMPILATION or -rdc=true); not applied: re-run the tune")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored
+        "tuned with device LTO but the target does not build relocatable device code")
+      return()
+    endif()
+  endif()
   set_property(GLOBAL PROPERTY "_compileiq_applied_arch_${target}_${lang}" "arch:${arg_ARCH}")
   _compileiq_add_flags("${target}" "${lang}" "${config}" ${arg_FLAGS})
+  if(arg_DEVICE_LTO)
+    _compileiq_device_lto("${target}" "${config}")
+    set(lto "; device LTO (INTERPROCEDURAL_OPTIMIZATION): code=lto_${arg_ARCH} at compile, -dlto at device link")
+  endif()
   list(LENGTH arg_FLAGS n)
   list(JOIN arg_FLAGS " " shown)
-  message(STATUS "compileiq: applied ${n} tuned flags to ${target} (${lang} ${what}${detected})${for_config}: ${shown}")
+  message(STATUS "compileiq: applied ${n} tuned flags to ${target} (${lang} ${what}${detected})${for_config}: ${shown}${lto}")
   _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" applied
-    "${n} tuned flags for ${lang} ${what}${detected}${for_config}: ${shown}")
+    "${n} tuned flags for ${lang} ${what}${detected}${for_config}: ${shown}${lto}")
   if(lang STREQUAL "CUDA" AND NOT "${arg_ARCH}" STREQUAL "")
     list(REMOVE_ITEM archs "${arg_ARCH}")
     if(archs)

@@ -74,6 +74,8 @@ class FlagsEntry:
     acf_sha256: tuple[tuple[str, str], ...] = ()  # (relative path, sha256) of each --apply-controls file
     # per-source flags on top of `flags`: ({"path": relative to the source dir, "flags": [...]}, ...)
     sources: tuple[dict, ...] = ()
+    # CUDA, relocatable device code: device link-time optimization (-dlto at compile and at device link)
+    device_lto: bool = False
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -185,6 +187,10 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     flags = _check_flags(raw, where)
     checks = _check_checks(raw, where)
     sources = _check_sources(raw, where)
+    device_lto = raw.get("device_lto", False)
+    if not isinstance(device_lto, bool) or (device_lto and raw["language"] != "CUDA"):
+        raise CompileIQError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
+                             "CUDA entry")
     try:
         return FlagsEntry(
             **{**raw, "flags": flags, "workloads": tuple(raw["workloads"]), "baseline": tuple(raw["baseline"]),
@@ -444,7 +450,8 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
             "TARGET", cmake_quote(e.target), "LANGUAGE", e.language, "ARCH", cmake_quote(e.arch),
             "COMPILER_ID", e.compiler_id, "COMPILER_VERSION", e.compiler_major_minor,
             "COMPILER_VERSION_FULL", cmake_quote(e.compiler_version), "SOURCES_SHA256", cmake_quote(e.sources_sha256),
-            "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), "FLAGS", *(cmake_quote(f) for f in e.flags),
+            "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), *(["DEVICE_LTO"] if e.device_lto else []),
+            "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]
         lines.append("_compileiq_entry(" + " ".join(args) + ")")
         for part in e.sources:

@@ -14,6 +14,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
+PROJECTS = REPO / "tests" / "projects"
 HAVE_NVCC = shutil.which("nvcc") is not None
 
 

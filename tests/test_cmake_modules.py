@@ -212,3 +212,57 @@ def test_per_source_flags_go_to_that_file_only(tmp_path):
     assert old.returncode == 0 and "got their own flags" not in old.stdout
     (b,) = commands_for(tmp_path / "old", "b.cpp")
     assert "-O2" not in b.split()
+
+
+def _nvcc_version(build) -> str:
+    import re
+
+    text = next((build / "CMakeFiles").glob("*/CMakeCUDACompiler.cmake")).read_text()
+    return re.search(r'set\(CMAKE_CUDA_COMPILER_VERSION "([\d.]+)"', text).group(1)
+
+
+def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path):
+    """device_lto = true: every CUDA compile line of the target makes LTO-IR (code=lto_90: nvcc refuses -dlto
+    next to --generate-code) and its device link gets -dlto, the status line says so, nvcc compiles such an
+    object here (this toolkit cannot link -dlto: the link is the GPU machine's); a target without relocatable
+    device code does not get it, with a warning."""
+    import pytest
+
+    from conftest import HAVE_NVCC, PROJECTS
+
+    if not HAVE_NVCC:
+        pytest.skip("nvcc is not installed")
+    src = tmp_path / "separable"
+    shutil.copytree(PROJECTS / "separable", src)
+    arch = "-DCMAKE_CUDA_ARCHITECTURES=90"
+    probe = tmp_path / "probe"
+    assert configure(src, probe, arch).returncode == 0
+    version = _nvcc_version(probe)
+    entry = make_entry(target="sep_bench", compiler_version=version, flags=("-maxrregcount=64",), device_lto=True,
+                       sources_sha256="")
+    write_entry(src / "compileiq.toml", entry)
+    apply = f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}"
+    rel = tmp_path / "rel"
+    proc = configure(src, rel, "-DCMAKE_BUILD_TYPE=Release", arch, apply)
+    assert proc.returncode == 0, proc.stderr
+    assert "device LTO (INTERPROCEDURAL_OPTIMIZATION): code=lto_90 at compile, -dlto at device link" in proc.stdout, proc.stdout
+    commands = commands_for(rel, ".cu")
+    assert len(commands) == 2 and all("lto_90" in c and "-maxrregcount=64" in c for c in commands), commands
+    rules = (rel / "build.ninja").read_text() if (rel / "build.ninja").is_file() else \
+        "".join(p.read_text() for p in rel.rglob("*.make") if p.is_file()) + \
+        "".join(p.read_text() for p in rel.rglob("dlink.txt") if p.is_file())
+    dlink = [line for line in rules.splitlines() if "-dlink" in line or "cmake_device_link" in line.lower()]
+    assert any("-dlto" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), dlink[:5]
+    obj = subprocess.run(["cmake", "--build", str(rel), "--target", "CMakeFiles/sep_bench.dir/src/device_math.cu.o"],
+                         capture_output=True, text=True)
+    assert obj.returncode == 0, obj.stdout[-2000:] + obj.stderr[-2000:]
+    # not relocatable: the entry is refused with a reason
+    plain = tmp_path / "plain"
+    shutil.copytree(src, plain, ignore=shutil.ignore_patterns("compileiq.toml"))
+    text = (plain / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    (plain / "CMakeLists.txt").write_text(text)
+    write_entry(plain / "compileiq.toml", entry)
+    proc = configure(plain, tmp_path / "rel-plain", "-DCMAKE_BUILD_TYPE=Release", arch, apply)
+    assert proc.returncode == 0
+    assert "does not build relocatable device code" in " ".join(proc.stderr.split())
+    assert not any("lto_90" in c for c in commands_for(tmp_path / "rel-plain", ".cu"))

@@ -139,3 +139,19 @@ def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
     (tmp_path / "dup.toml").write_text(tomli_w.dumps(doc))
     with pytest.raises(CompileIQError, match="two per-source parts"):
         read_entries(tmp_path / "dup.toml")
+
+
+def test_device_lto_is_a_boolean_of_cuda_entries(tmp_path):
+    toml = tmp_path / "compileiq.toml"
+    write_entry(toml, make_entry(device_lto=True))
+    (e,) = read_entries(toml)
+    assert e.device_lto is True and "DEVICE_LTO" in cmake_entries([e])
+    for language, value, message in (("CXX", True, "true only for a CUDA entry"), ("CUDA", "yes", "true or false")):
+        doc = tomllib.loads(toml.read_text())
+        doc["entry"][0].update(language=language, device_lto=value)
+        if language == "CXX":
+            doc["entry"][0].update(compiler_id="GNU", compiler_version="12.2.0", arch="", flags=["-funroll-loops"])
+        bad = tmp_path / "bad.toml"
+        bad.write_text(tomli_w.dumps(doc))
+        with pytest.raises(CompileIQError, match=message):
+            read_entries(bad)
