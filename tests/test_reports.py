@@ -184,3 +184,33 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
                           (("check", str(tmp_path / "none.toml"), "-S", str(src), "-B", str(build)), "does not exist")):
         proc = run_cli(*args)
         assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
+
+
+def test_check_gate_on_the_host_example(tmp_path):
+    """The host example with the flags a tune finds for it here (-march=native -ffast-math, about 11x in the
+    demo): check --remeasure passes; a later revision of main.cpp that pins its optimization level
+    (#pragma GCC optimize("O0")) makes those flags useless, and the gate exits 1."""
+    from conftest import configure
+    from test_cmake_modules import _gcc_version_major_minor, _host_entry
+
+    from compileiq_cmake.result_file import write_entry
+
+    src = tmp_path / "host_cpp"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "host_cpp", src)
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    write_entry(src / "compileiq.toml", _host_entry(_gcc_version_major_minor(build), flags=("-march=native", "-ffast-math"),
+                                                    build_type="Release", metric="time_ms=([0-9.eE+-]+)",
+                                                    workloads=("--n 768",), baseline=(3.2,), tuned=(0.3,), speedup=10.0,
+                                                    sources_sha256=""))
+    gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--bench", "host_kernels", "--pass-regex", "PASS",
+            "--rounds", "5", "--json")
+    proc = run_cli(*gate)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["passed"] and doc["entries"][0]["remeasure"]["speedup"] > 1.5, proc.stdout + proc.stderr
+    main = src / "src" / "main.cpp"
+    main.write_text('#pragma GCC optimize("O0")  // the next revision: this file is built unoptimized\n' + main.read_text())
+    proc = run_cli(*gate)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not doc["passed"], proc.stdout + proc.stderr
+    assert not doc["entries"][0]["remeasure"]["passed"]
