@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .bench import run_benchmark
-from .cmake_project import cmake_quote, find_cmake, read_cache
+from .cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache
 from .errors import CompileIQError
 from .file_api import read_codemodel, write_query
 from .records import Status
@@ -30,8 +30,6 @@ from .resources import cmake_dir
 from .result_file import FlagsEntry, read_entries
 from .spec import MetricSpec
 from .stats import auto_min_gain, compare_paired, geomean_comparison, relative_spread
-
-_NOT_FORWARDED = ("CMAKE_CACHEFILE_DIR", "CMAKE_HOME_DIRECTORY", "CMAKE_PROJECT_TOP_LEVEL_INCLUDES")
 
 
 @dataclass
@@ -59,8 +57,7 @@ def _configure(source_dir: Path, tree: Path, cache: dict[str, tuple[str, str]], 
                toml: Path, apply: bool, record: Path | None) -> None:
     tree.mkdir(parents=True, exist_ok=True)
     init = tree / "compileiq_check_cache.cmake"
-    init.write_text("".join(f"set({name} {cmake_quote(value)} CACHE {'STRING' if typ == 'UNINITIALIZED' else typ} \"\" FORCE)\n"
-                            for name, (typ, value) in sorted(cache.items())))
+    init.write_text(initial_cache_script(cache))
     write_query(tree)
     cmd = [cmake, "-S", str(source_dir), "-B", str(tree), "-G", generator, "-C", str(init),
            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}",
@@ -153,8 +150,7 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     toml = toml.resolve()
     entries = read_entries(toml)  # validated: a bad file is one line, exit 2
     user = read_cache(build_dir)
-    cache = {k: v for k, v in user.items() if v[0] in ("BOOL", "STRING", "PATH", "FILEPATH", "UNINITIALIZED")
-             and not k.startswith(("COMPILEIQ_", "compileiq_")) and k not in _NOT_FORWARDED}
+    cache = forwarded_cache(user, keep=frozenset({"CMAKE_CUDA_ARCHITECTURES"}))  # this build's, as it is
     generator = user.get("CMAKE_GENERATOR", ("", "Unix Makefiles"))[1]
     cmake = find_cmake(user)
     root = build_dir / "compileiq" / "check"

@@ -109,10 +109,7 @@ class VariantSettings:
         notes: list[str] = []
         user = read_cache(build_dir)
         generator = user.get("CMAKE_GENERATOR", ("", ""))[1] or ("Ninja" if shutil.which("ninja") else "Unix Makefiles")
-        cache = {
-            name: entry for name, entry in user.items()
-            if entry[0] in _FORWARD_TYPES and name not in _NOT_FORWARDED and not name.startswith("COMPILEIQ_")
-        }
+        cache = forwarded_cache(user)
         chosen = ""
         if is_multi_config(generator):
             chosen = config or "Release"
@@ -133,11 +130,24 @@ class VariantSettings:
                                user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1]), notes
 
     def initial_cache_script(self) -> str:
-        lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
-        for name, (typ, value) in sorted(self.cache.items()):
-            typ = "STRING" if typ == "UNINITIALIZED" else typ
-            lines.append(f"set({name} {cmake_quote(value)} CACHE {typ} \"\" FORCE)")
-        return "\n".join(lines) + "\n"
+        return initial_cache_script(self.cache)
+
+
+def forwarded_cache(user: dict[str, tuple[str, str]], keep: frozenset[str] = frozenset()) -> dict[str, tuple[str, str]]:
+    """The user's cache entries another tree of the project is configured with (variant trees; `check`'s
+    trees, which `keep` CMAKE_CUDA_ARCHITECTURES): options, paths and compilers, not the tool's own."""
+    return {name: entry for name, entry in user.items()
+            if entry[0] in _FORWARD_TYPES and (name not in _NOT_FORWARDED or name in keep)
+            and not name.startswith("COMPILEIQ_")}
+
+
+def initial_cache_script(cache: dict[str, tuple[str, str]]) -> str:
+    """A `cmake -C` script that sets these cache entries."""
+    lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
+    for name, (typ, value) in sorted(cache.items()):
+        typ = "STRING" if typ == "UNINITIALIZED" else typ
+        lines.append(f"set({name} {cmake_quote(value)} CACHE {typ} \"\" FORCE)")
+    return "\n".join(lines) + "\n"
 
 
 def is_multi_config(generator: str) -> bool:

@@ -9,7 +9,6 @@ import base64
 import io
 import json
 import math
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import jinja2
 
 from .errors import CompileIQError
 from .resources import templates_dir
+from .summary import write_whole
 
 
 def _png(fig) -> str:
@@ -146,10 +146,7 @@ def write_report(path: Path, doc: dict) -> str:
         html = render(doc)
     except ImportError as exc:
         return f"{exc.name} is missing: pip install matplotlib"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(html)
-    os.replace(tmp, path)
+    write_whole(path, html)
     return ""
 
 

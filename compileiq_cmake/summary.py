@@ -126,10 +126,15 @@ def finite(value):
     return value
 
 
-def write(path: Path, document: dict) -> None:
-    """The document, written whole or not at all (a temporary file renamed into place)."""
+def write_whole(path: Path, text: str) -> None:
+    """A file written whole or not at all (a temporary file renamed into place): summaries and reports."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(finite(document), indent=1, allow_nan=False) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def write(path: Path, document: dict) -> None:
+    """The document as strict JSON, written whole or not at all."""
+    write_whole(path, json.dumps(finite(document), indent=1, allow_nan=False) + "\n")
