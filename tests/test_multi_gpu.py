@@ -53,9 +53,9 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
          "--budget", "7", "--workers", "2", "--include-flags", "unroll_loops,no_math_errno,opt_level"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines, search_end = [], None
-    for line in proc.stdout:  # when the search ended (the finalists' runs use other trees)
-        lines.append(line)
-        if search_end is None and ("validation:" in line or "no significant" in line):
+    for line in proc.stdout:  # when the search ended: its last progress line (the finalists' runs use other trees;
+        lines.append(line)    # "validation:" is printed only after the interleaved rounds have run)
+        if search_end is None and line.startswith("[  7/7]"):
             search_end = time.time()
     proc.wait(timeout=900)
     out = "".join(lines)
@@ -75,7 +75,7 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     assert " on GPU 1" in out
     if noise > 1:  # on a noisy machine: each GPU has its own tree of the project's build, run next to its trials
         assert "measured next to runs of the project's own build on the same GPU" in out, out[-3000:]
-        trees = {(r["gpu"], os.path.basename(r["cwd"])) for r in records if r["end"] < (search_end or time.time())}
+        trees = {(r["gpu"], os.path.basename(r["cwd"])) for r in records if search_end is not None and r["end"] < search_end}
         refs = {tree for gpu, tree in trees if tree in ("worker-2", "worker-3")}
         assert refs == {"worker-2", "worker-3"}, trees
         assert all(len({g for g, t in trees if t == ref}) == 1 for ref in refs), trees  # one GPU per reference tree
