@@ -40,9 +40,15 @@ def summary(folder: Path) -> dict:
     n, seconds, runs = int(search.group(1)), float(search.group(2)), int(search.group(3))
     loop = re.search(r"search loop .*?: (\d+) trials in ([0-9.]+) s", log)  # printed by tunes since this benchmark
     on_gpu = float(loop.group(2)) if loop else seconds - (first_busy - start)
+    loop_trials = int(loop.group(1)) if loop else n
+    # benchmark seconds inside the loop (every trial but the baseline, #0) per second of loop: how much
+    # measuring the loop got done, independent of how many runs each trial needed
+    loop_bench = sum(t["bench_seconds"] for t in trials if t["index"] != 0)
     return {
         "gpus": folder.name.removeprefix("multi-gpu-"), "trials": n, "search_s": seconds, "wall_s": wall, "runs": runs,
-        "trials_per_min": 60 * n / seconds, "on_gpu_s": on_gpu, "loop_measured": bool(loop), "runs_per_s": runs / seconds, "bench_s_per_run": bench / runs,
+        "trials_per_min": 60 * n / seconds, "on_gpu_s": on_gpu,
+        "loop_trials_per_min": 60 * loop_trials / on_gpu, "loop_bench_rate": loop_bench / on_gpu,
+        "runs_per_trial": runs / n, "loop_measured": bool(loop), "runs_per_s": runs / seconds, "bench_s_per_run": bench / runs,
         "busy": {g: sum(1 for u in v if u > 0) / len(v) for g, v in sorted(busy.items())},
         "winner": f"{winner.group(1)}x [{winner.group(2)}..{winner.group(3)}], per workload {winner.group(4)}"
         if winner else "none", "flags": winner.group(5) if winner else "",
@@ -51,17 +57,20 @@ def summary(folder: Path) -> dict:
 
 def main() -> None:
     rows = [summary(f) for f in sorted(Path(sys.argv[1]).glob("multi-gpu-*")) if f.is_dir()]
-    print("| --gpus | trials | search phase | of it from the first GPU run | whole tune | trials/min (search) | "
+    loop = all(r["loop_measured"] for r in rows)
+    print(f"| --gpus | trials | search phase | {'search loop' if loop else 'of it from the first GPU run'} | whole tune | "
+          "trials/min (search) | trials/min (loop) | benchmark s per loop s | runs per trial | "
           "benchmark runs/s | s per run | GPU busy (util > 0) | winner (interleaved re-measure, 95% CI) |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         busy = ", ".join(f"GPU {g} {100 * b:.0f}%" for g, b in r["busy"].items())
         print(f"| {r['gpus']} | {r['trials']} | {r['search_s']:.1f} s | {r['on_gpu_s']:.1f} s | {r['wall_s']:.1f} s | {r['trials_per_min']:.2f} | "
-              f"{r['runs_per_s']:.2f} | {r['bench_s_per_run']:.3f} | {busy} | {r['winner']} `{r['flags']}` |")
+              f"{r['loop_trials_per_min']:.2f} | {r['loop_bench_rate']:.2f} | {r['runs_per_trial']:.1f} | {r['runs_per_s']:.2f} | {r['bench_s_per_run']:.3f} | {busy} | {r['winner']} `{r['flags']}` |")
     if len(rows) == 2:
         one, two = rows
         print(f"\n2 GPUs / 1 GPU: trials per minute {two['trials_per_min'] / one['trials_per_min']:.2f}x "
-              f"(from the first GPU run on: {one['on_gpu_s'] / two['on_gpu_s']:.2f}x), "
+              f"(search loop: {two['loop_trials_per_min'] / one['loop_trials_per_min']:.2f}x), "
+              f"benchmark seconds per loop second {two['loop_bench_rate'] / one['loop_bench_rate']:.2f}x, "
               f"benchmark runs per second {two['runs_per_s'] / one['runs_per_s']:.2f}x, whole tune "
               f"{one['wall_s'] / two['wall_s']:.2f}x")
 

@@ -162,15 +162,18 @@ def noise_of_pairs(trials) -> tuple[float, int]:
     return (statistics.median(spreads), len(spreads)) if spreads else (math.nan, 0)
 
 
-def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial, baseline: Trial,
-                               trials: dict[str, Trial], noise: float, reference: VariantTree | None = None) -> Trial:
+def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial,
+                               base_of: Callable[[Trial], Trial], trials: dict[str, Trial], noise: float,
+                               reference: VariantTree | None = None) -> Trial:
     """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
-    so that the search's ranking of close candidates is not left to chance."""
+    so that the search's ranking of close candidates is not left to chance. `base_of` gives the baseline a
+    trial is compared with (the one of the GPU it ran on): the best so far is judged the same way."""
     spec = setup.spec
     lower = spec.metric.lower_is_better
     if not trial.valid:
         return trial
-    best = min(loss(t, baseline, lower) for t in trials.values())
+    baseline = base_of(trial)
+    best = min(loss(t, base_of(t), lower) for t in trials.values())
     current = trial
     while len(current.measurements[0].samples) < spec.max_repeats:
         spread = max(noise, max(relative_spread(m.ratios() if m.paired else m.samples) for m in current.measurements))

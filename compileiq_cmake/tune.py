@@ -217,7 +217,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
             paired, n = noise_of_pairs(known.values())
             floor = paired if n >= 3 else noise
-        return measure_more_if_promising(on, setup, tree, trial, base_of(trial), known, floor, reference)
+        return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference)
 
     overhead = 0.0
     loop_trials = 0
