@@ -15,7 +15,9 @@ configures such trees with:
 The fragment, rendered from ``templates/variant_flags.cmake.j2``, sets
 ``COMPILEIQ_VARIANT_TARGET``, ``COMPILEIQ_VARIANT_LANGUAGE`` (``CUDA``,
 ``CXX`` or ``C``), ``COMPILEIQ_VARIANT_CUDA_ARCH`` (e.g. ``90``; empty for
-host targets) and ``COMPILEIQ_VARIANT_FLAGS`` (one flag per list item).
+host targets) and ``COMPILEIQ_VARIANT_FLAGS`` (one flag per list item), ``COMPILEIQ_VARIANT_DEVICE_LTO``
+(``ON``: device link-time optimization as the apply does it) and ``COMPILEIQ_VARIANT_SOURCES`` with
+``COMPILEIQ_VARIANT_SOURCE_FLAGS_<i>`` (per-file flags, paths relative to the top-level source directory).
 
 At the end of the top-level directory this module:
 
@@ -28,7 +30,9 @@ At the end of the top-level directory this module:
   ``$<$<COMPILE_LANGUAGE:CUDA>:...>``) and from ``CMAKE_CUDA_FLAGS`` and
   ``CMAKE_CUDA_FLAGS_<CONFIG>`` (in every directory that sets them, through
   :command:`variable_watch`);
-* adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``;
+* adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``, turns on device LTO
+  (``_compileiq_device_lto``, the apply's own function) and sets the per-file flags
+  (``_compileiq_source_options``, also the apply's);
 * writes ``compileiq_variant_info.txt`` in the top-level build directory
   (target, language, architecture, and the target's ``sources_sha256`` as
   the apply computes it).
@@ -143,6 +147,20 @@ function(_compileiq_variant_apply)
   endif()
 
   _compileiq_add_flags("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" "" ${COMPILEIQ_VARIANT_FLAGS})
+  if(COMPILEIQ_VARIANT_DEVICE_LTO)
+    _compileiq_relocatable("${target}" relocatable)
+    if(NOT relocatable)
+      message(FATAL_ERROR "compileiq: device LTO was asked for ${target}, which does not build relocatable "
+        "device code (CUDA_SEPARABLE_COMPILATION or -rdc=true)")
+    endif()
+    _compileiq_device_lto("${target}" "" forwarded ${COMPILEIQ_VARIANT_FLAGS})
+  endif()
+  set(i 0)
+  foreach(src IN LISTS COMPILEIQ_VARIANT_SOURCES)
+    cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${CMAKE_SOURCE_DIR}" NORMALIZE OUTPUT_VARIABLE path)
+    _compileiq_source_options("${target}" "${path}" "" ${COMPILEIQ_VARIANT_SOURCE_FLAGS_${i}})
+    math(EXPR i "${i} + 1")
+  endforeach()
 endfunction()
 
 # Read the architecture now, to strip it from the CUDA flags as early as here

@@ -57,6 +57,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance of the output comparison (default 0)")
     p.add_argument("--workload", action="append", default=[], help="extra argument set appended to the benchmark (repeatable); every one is measured")
     p.add_argument("--budget", type=int, default=30, help="unique builds at most, the baseline included (default 30)")
+    p.add_argument("--per-file-budget", type=int, default=12,
+                   help="CUDA targets with several translation units: trials of per-file flags for the files that "
+                   "hold most of the kernel time, after the search (default 12; 0: no per-file stage)")
     p.add_argument("--time-limit", type=float, help="stop searching after this many seconds")
     p.add_argument("--include-flags", action="append", help="only these flag dimensions (names from 'space', or unsafe_numerics)")
     p.add_argument("--exclude-flags", action="append", help="never these flag dimensions; 'unsafe_numerics' forbids fast-math and the like")
@@ -188,7 +191,7 @@ def _spec_from_args(args: argparse.Namespace):
         source_dir=source, build_dir=Path(args.build_dir).resolve(), target=args.target, benchmark=bench,
         metric=MetricSpec.parse(args.metric, lower_is_better=not args.higher),
         output=Path(args.output).resolve() if args.output else source / "compileiq.toml",
-        pass_regex=args.pass_regex, verify=verify, workloads=workloads, budget=args.budget,
+        pass_regex=args.pass_regex, verify=verify, workloads=workloads, budget=args.budget, per_file_budget=args.per_file_budget,
         time_limit=args.time_limit, include_flags=_split(args.include_flags), exclude_flags=_split(args.exclude_flags),
         seed=args.seed, workers=args.workers if args.workers is not None else _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
         cuda_arch=args.cuda_arch, config=args.config or None, compare_output=args.compare_output, compare_file=args.compare_file,

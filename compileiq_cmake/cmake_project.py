@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import file_api
+from . import build_flags, file_api
 from .errors import CompileIQError
 from .records import BuildResult
 from .resources import cmake_dir, templates_dir
@@ -44,8 +44,11 @@ def _environment() -> jinja2.Environment:
 
 
 def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> str:
+    """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag)."""
     template = _environment().get_template("variant_flags.cmake.j2")
-    return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(flags))
+    b = build_flags.split(flags)
+    return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(b.target),
+                           device_lto=b.device_lto, sources=[(p, list(f)) for p, f in b.sources])
 
 
 def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:

@@ -41,16 +41,18 @@ def finish_estimate(setup: TuneSetup, trials: dict[str, Trial]) -> float:
 
 
 def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float,
-             in_flight: str = "") -> None:
+             in_flight: str = "", budget: int | None = None) -> None:
     """One line per trial: its result (an invalid one with its whole reason), the best so far, the ETA of
     the whole tune (the remaining search at the pace so far plus the estimated validation and ablation) and,
-    during the search, where the other trials are (building, measured on which GPU)."""
+    during the search, where the other trials are (building, measured on which GPU). `budget`: the trials
+    planned (the search's budget, plus the per-file stage's once it has started)."""
     spec = setup.spec
+    budget = budget or spec.budget
     lower = spec.metric.lower_is_better
     best = min(trials.values(), key=lambda t: loss(t, baseline, lower))
     best_speedup = math.exp(-loss(best, baseline, lower))
     elapsed = time.perf_counter() - started
-    search_left = elapsed / len(trials) * (spec.budget - len(trials))
+    search_left = elapsed / len(trials) * max(0, budget - len(trials))
     if spec.time_limit is not None:
         search_left = max(0.0, min(search_left, spec.time_limit - elapsed))
     finish = finish_estimate(setup, trials)
@@ -62,7 +64,7 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         what = f"INVALID {trial.status.value}: {reason}"
     if trial.gpu and trial.same_code_as is None:
         what += f" on GPU {trial.gpu}"
-    log(f"[{len(trials):>3}/{spec.budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
+    log(f"[{len(trials):>3}/{budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
 

@@ -74,10 +74,18 @@ class Runner:
     reference: dict[Workload, tuple[float, ...]] = field(default_factory=dict)
     pid_file: Path | None = None  # records the running benchmark for bench.kill_leftovers
     gpu: GpuSlot | None = None  # the GPU its runs use (CUDA_VISIBLE_DEVICES); None: the process's own
+    extra_env: tuple[tuple[str, str], ...] = ()  # e.g. the CUPTI collector of kernel_times
 
     @property
     def env(self) -> dict[str, str] | None:
-        return {"CUDA_VISIBLE_DEVICES": self.gpu.device} if self.gpu is not None else None
+        env = dict(self.extra_env)
+        if self.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpu.device
+        return env or None
+
+    def with_env(self, env: dict[str, str]) -> "Runner":
+        """The same runner, its runs with `env` added to their environment."""
+        return replace(self, extra_env=tuple(sorted(env.items())))
 
     def on_gpu(self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None) -> "Runner":
         """The same runner (same reference numbers) for runs on one GPU of several."""

@@ -220,9 +220,11 @@ class CudaSpace:
 def prepare_cuda_space(
     space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
     acf_files: tuple[Path, ...] = (), run_screen: bool = True, jobs: int | None = None,
+    device_lto: tuple[int, int] | None = None,
 ) -> CudaSpace:
-    """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix)."""
-    from .flags.catalogue import adapt_to_project, add_acf_dimension
+    """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix).
+    `device_lto`: the CMake version when the device_lto dimension may be offered (None: not wanted)."""
+    from .flags.catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension
     from .flags.probe import default_cache_path, nvcc_version, probe_space
     from .fingerprint import find_tool
 
@@ -252,6 +254,10 @@ def prepare_cuda_space(
             notes.append(f"note: static screening skipped: {exc}")
         else:
             space = result.space
+    if entries:  # a build mode, not a compile flag: after the screening, never screened
+        space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto or (0, 0),
+                                                    device_lto is not None)
+        notes += lto_notes
     return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds)
 
 

@@ -67,6 +67,7 @@ class TuneSpec:
     verify: tuple[str, ...] = ()
     workloads: tuple[tuple[str, ...], ...] = ((),)
     budget: int = 30
+    per_file_budget: int = 12  # CUDA, several translation units: per-file trials after the search (0: none)
     time_limit: float | None = None
     include_flags: tuple[str, ...] = ()
     exclude_flags: tuple[str, ...] = ()
@@ -103,7 +104,7 @@ class TuneSpec:
     def identity(self) -> str:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
-        for volatile in ("budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
+        for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
                          "replace", "gpus", "executor", "ray_address", "json_summary"):
             fields.pop(volatile)
         blob = json.dumps(fields, sort_keys=True, default=str)
@@ -118,7 +119,7 @@ class TuneSpec:
 
     def _check_numbers(self) -> None:
         """Every numeric and enumerated option, before anything runs (one line each, exit 2)."""
-        whole = (("--budget", self.budget, 2), ("--repeats", self.repeats, 1), ("--workers", self.workers, 1),
+        whole = (("--budget", self.budget, 2), ("--per-file-budget", self.per_file_budget, 0), ("--repeats", self.repeats, 1), ("--workers", self.workers, 1),
                  ("--max-repeats", self.max_repeats, 1), ("--warmup", self.warmup, 0),
                  ("--max-rounds", self.max_rounds, 1), ("--min-rounds", self.min_rounds, 1))
         for name, value, least in whole:

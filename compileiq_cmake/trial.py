@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
+from . import build_flags
 from .cmake_project import VariantTree
 from .errors import CompileIQError
 from .fingerprint import DeviceFingerprint
@@ -24,18 +26,28 @@ from .stats import relative_spread
 from .tune_setup import TuneSetup, command_tokens
 
 Log = Callable[[str], None]
+_LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
 PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
 
 
 def _command_problem(setup: TuneSetup, tree: VariantTree, entries: list[dict], flagset: FlagSet) -> str:
     """Why the trial's compile commands (`entries`, the tree's for the target) are not the project's own plus
-    the trial's flags ("" when they are): what is measured must be what would be written."""
+    the trial's flags ("" when they are): what is measured must be what would be written. Per-file flags
+    count for their file only; device LTO shows as code=lto_XX in place of code=sm_XX."""
+    wanted_flags = build_flags.split(flagset.flags)
+    source_dir = setup.spec.source_dir.resolve()
     for entry in entries:
-        own = setup.own_commands.get(str(Path(entry["file"]).resolve()))
+        path = Path(entry["file"]).resolve()
+        own = setup.own_commands.get(str(path))
         if own is None:  # a source of another language
             continue
         got = command_tokens(tree, entry)
-        wanted = set(normalize(["cc", *flagset.flags]))
+        if wanted_flags.device_lto:
+            if not any(_LTO_CODE.search(t) for t in got):
+                return f"the compile command of {path.name} does not generate LTO code (code=lto_XX) for device LTO"
+            got = frozenset(_LTO_CODE.sub(r"\1sm_", t) for t in got)
+        rel = path.relative_to(source_dir).as_posix() if path.is_relative_to(source_dir) else ""
+        wanted = set(normalize(["cc", *wanted_flags.target, *wanted_flags.of_source(rel)]))
         missing, extra = wanted - got, got - own - wanted
         if missing or extra:
             what = ", ".join([*(f"+{t}" for t in sorted(extra)), *(f"missing {t}" for t in sorted(missing))])

@@ -26,7 +26,7 @@ from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_
 from .console import final_table, print_line, progress
 from .executor import make_executor
 from .finalists import validate_and_ablate
-from . import summary
+from . import build_flags, per_file, summary
 from .pipeline import Pipeline, finished_trial
 from .report import write_report
 from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
@@ -223,11 +223,14 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     loop_trials = 0
     loop_started = time.perf_counter()
     measuring = list(runners.values()) if len(runners) > 1 else [runner]
+    per_file_plan: per_file.Plan | None = None
     with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log) as pipeline:
         exhausted = stopped = False
+        per_file_due = spec.per_file_budget > 0
+        budget = spec.budget
         next_index = len(trials)
         while True:
-            while not (exhausted or stopped) and pipeline.has_free_tree and len(trials) + pipeline.pending < spec.budget:
+            while not (exhausted or stopped) and pipeline.has_free_tree and len(trials) + pipeline.pending < budget:
                 if spec.time_limit is not None and time.perf_counter() - started > spec.time_limit:
                     log(f"compileiq: time limit of {spec.time_limit:.0f} s reached")
                     stopped = True
@@ -239,16 +242,29 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
                 pipeline.submit(next_index, flagset, trials)
                 next_index += 1
             if not pipeline.pending:
+                if per_file_due and not stopped:  # the global search is over: per-file flags on top of its best
+                    per_file_due = False
+                    if exhausted:
+                        log("compileiq: every point of the flag space has been tried")
+                    per_file_plan = per_file.plan(setup, setup.trees[0], executor.build, runner, trials,
+                                                  lambda t: loss(t, base_of(t), lower), spec.per_file_budget, log)
+                    if per_file_plan is not None and per_file_plan.proposals:
+                        store.save_result("per_file", per_file_plan.as_dict())
+                        search = per_file.Proposals(list(per_file_plan.proposals))
+                        budget = len(trials) + len(search)
+                        exhausted = False
+                        continue
+                    exhausted = False  # said above
                 break
             done = pipeline.next()
             trial = finished_trial(done)
             store.save(trial)
             trials[trial.flagset.key] = trial
             search.tell(trial.flagset, loss(trial, base_of(trial), lower))
-            progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe())
+            progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(), budget)
             overhead += done.driver_seconds
             loop_trials += 1
-        if exhausted:
+        if exhausted and not isinstance(search, per_file.Proposals):
             log("compileiq: every point of the flag space has been tried")
 
     search_seconds = time.perf_counter() - started
@@ -360,7 +376,8 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ..
 
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
     spec = setup.spec
-    flags, acf_sha256 = _portable_acf(winner.flagset.flags, spec.output.parent)
+    parts = build_flags.split(winner.flagset.flags)
+    flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent)
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
@@ -383,4 +400,5 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
              "kept": c.kept, "reason": c.reason}
             for c in contributions if math.isfinite(c.speedup)
         ),
+        device_lto=parts.device_lto, sources=tuple({"path": p, "flags": list(f)} for p, f in parts.sources),
     )

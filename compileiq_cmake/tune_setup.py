@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from .cmake_project import VariantSettings, VariantTree
+from .cmake_project import VariantSettings, VariantTree, cmake_version
 from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .fingerprint import FingerprintCache, find_tool
@@ -209,8 +209,11 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
     objects: tuple[Path, ...] = ()
     if language == "CUDA":
         entries = first.compile_commands(target.sources_in("CUDA"))
+        selective = [n for n in spec.include_flags if n != "experimental"]
+        lto_wanted = "device_lto" not in exclude and (not selective or "device_lto" in selective)
         prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
-                                      spec.acf_files, spec.screen)
+                                      spec.acf_files, spec.screen,
+                                      device_lto=cmake_version(first.cmake) if lto_wanted else None)
         for note in prepared.notes:
             log(f"compileiq: {note}")
         if prepared.screen is not None:

@@ -144,6 +144,36 @@ def adapt_to_project(space: FlagSpace, project_flags: list[str]) -> tuple[FlagSp
     return space, notes
 
 
+DEVICE_LTO_DIMENSION = "device_lto"
+DEVICE_LTO_MIN_CMAKE = (3, 25)
+
+
+def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], cmake_version: tuple[int, int],
+                             wanted: bool) -> tuple[FlagSpace, list[str]]:
+    """Device link-time optimization (the token -dlto, build_flags) as a dimension of its own, offered only
+    when the target builds relocatable device code and does not use device LTO already. It is a build
+    mode, not a compile flag: it is neither probed nor screened (the objects then hold LTO IR, no SASS);
+    the apply uses CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, which needs CMake >= 3.25."""
+    rdc = _has(project_flags, r"-rdc=true", r"-dc")
+    if not wanted:
+        return space, []
+    if _has(project_flags, r"-dlto", r"-gencode=.*code=.*lto_\d+.*"):
+        return replace(space, dropped=(*space.dropped, "device_lto: the project already uses device LTO")), []
+    if not rdc:
+        return replace(space, dropped=(*space.dropped, "device_lto: the target does not build relocatable "
+                                                        "device code (CUDA_SEPARABLE_COMPILATION / -rdc=true)")), []
+    if cmake_version < DEVICE_LTO_MIN_CMAKE:
+        note = (f"note: device_lto not offered: it is applied through CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, "
+                f"which needs CMake >= 3.25 (this is {cmake_version[0]}.{cmake_version[1]})")
+        return replace(space, dropped=(*space.dropped, note)), [note]
+    dim = Dimension(DEVICE_LTO_DIMENSION, "device link-time optimization of the relocatable device code "
+                    "(CUDA INTERPROCEDURAL_OPTIMIZATION: code=lto_XX at compile, -dlto and the ptxas/numerics "
+                    "options at the device link)", ((), ("-dlto",)))
+    return (replace(space, dimensions=(*space.dimensions, dim)),
+            [f"device_lto: the target builds relocatable device code ({rdc}): device link-time optimization "
+             "is searched as a dimension of its own"])
+
+
 def add_acf_dimension(space: FlagSpace, acf_files: list[Path], nvcc_version: str) -> tuple[FlagSpace, list[str]]:
     """User-given Advanced Control Files become the categorical dimension ``apply_controls`` (nvcc >= 13.3);
     an older nvcc drops them with a note."""

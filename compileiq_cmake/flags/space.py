@@ -19,6 +19,8 @@ _ACF_TOKEN = re.compile(r"^--apply-controls=/[A-Za-z0-9_.+/\-]+$")  # an Advance
 UNSAFE_GROUP = "unsafe_numerics"
 EXPERIMENTAL_GROUP = "experimental"
 GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP)
+# Dimensions added by the tune itself (not in the catalogue file) that --include/--exclude-flags may name.
+BUILD_MODE_DIMENSIONS = {"nvcc": {"device_lto"}}
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ def load_space(
     dimensions are left out unless named or included with the group name ``experimental`` (alone it adds
     them to the default set). `exclude` drops named dimensions or a whole group."""
     data = _read_family(family)
-    names = {d["name"] for d in data["dimension"]}
+    names = {d["name"] for d in data["dimension"]} | BUILD_MODE_DIMENSIONS.get(family, set())
     for name in (*include, *exclude):
         if name not in names and name not in GROUPS:
             raise CompileIQError(

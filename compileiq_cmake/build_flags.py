@@ -1,0 +1,59 @@
+"""What the tokens of a flag set mean for the build.
+
+Most tokens are compile flags of the tuned target. Two kinds are not:
+
+* ``-dlto``: device link-time optimization of relocatable device code. It is applied through CMake's own
+  mechanism (CUDA ``INTERPROCEDURAL_OPTIMIZATION``: ``code=lto_XX`` at compile, ``-dlto`` at the device link),
+  never as a compile flag (nvcc refuses ``-dlto`` next to CMake's ``--generate-code``); the target's ptxas and
+  numerics options then also go to the device link, where the code is generated (``LINK_TIME_FLAG``).
+* ``[path]flag``: ``flag`` for one source file only (path relative to the project's source directory), set as
+  that file's ``COMPILE_OPTIONS``, after the target's own: a per-file difference found by the per-file stage.
+
+Keeping them as tokens lets the store, the search cache, validation and ablation treat them like any flag.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DEVICE_LTO = "-dlto"
+_SOURCE_TOKEN = re.compile(r"^\[([^\]\s]+)\](\S+)$")
+# Options that act where device code is generated: with device LTO that is the device link.
+LINK_TIME_FLAG = re.compile(r"^(-Xptxas=|-maxrregcount=|--use_fast_math$|--ftz=|--prec-div=|--prec-sqrt=|--fmad=)")
+
+
+@dataclass(frozen=True)
+class BuildFlags:
+    target: tuple[str, ...]  # compile flags of the whole target
+    device_lto: bool
+    sources: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (path relative to the source dir, its own flags), by path
+
+    def of_source(self, path: str) -> tuple[str, ...]:
+        return next((flags for p, flags in self.sources if p == path), ())
+
+
+def source_token(path: str, flag: str) -> str:
+    return f"[{path}]{flag}"
+
+
+def split(flags: tuple[str, ...] | list[str]) -> BuildFlags:
+    target: list[str] = []
+    per_source: dict[str, list[str]] = {}
+    lto = False
+    for tok in flags:
+        m = _SOURCE_TOKEN.match(tok)
+        if m:
+            per_source.setdefault(m.group(1), []).append(m.group(2))
+        elif tok == DEVICE_LTO:
+            lto = True
+        else:
+            target.append(tok)
+    return BuildFlags(tuple(target), lto, tuple((p, tuple(f)) for p, f in sorted(per_source.items())))
+
+
+def describe(flags: tuple[str, ...] | list[str]) -> str:
+    """For people: the target's flags, then "device LTO", then "path: flags" per file."""
+    b = split(flags)
+    return "; ".join(filter(None, [" ".join(b.target)] + (["device LTO"] if b.device_lto else [])
+                            + [f"{p}: {' '.join(f)}" for p, f in b.sources])) or "(project's own flags)"
