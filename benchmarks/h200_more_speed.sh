@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Issue 13 on the H200: device LTO and per-file flags on examples/cuda_multifile.
+#   bash benchmarks/h200_more_speed.sh check   # nvcc facts at the device link, the example's own runs,
+#                                              # per-kernel shares by CUPTI (the tool's collector) and by ncu
+#   bash benchmarks/h200_more_speed.sh tune    # the tune (global search with device_lto, then the per-file
+#                                              # stage), then a fresh release build with the TOML re-measured
+# Raw results go to $OUT/more-speed/. Env: BUDGET, PER_FILE, WORKERS, WORKLOAD.
+set -u -o pipefail
+OUTDIR=${OUT:-/tmp/compileiq-out}/more-speed
+REPO=$(pwd)
+mkdir -p "$OUTDIR"
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
+fi
+WORKLOAD=${WORKLOAD:---size 2}
+work=/tmp/more-speed
+{ nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -2
+  cmake --version | head -1; nproc; date -u; } > "$OUTDIR/machine.txt" 2>&1
+
+if [ "$1" = check ]; then
+  rm -rf "$work"; cp -r "$REPO/examples/cuda_multifile" "$work"
+  cd "$work"
+  # 1. nvcc 13 at the device link under -dlto: which options act there (SASS of the linked code compared)
+  {
+    for f in src/*.cu; do nvcc -dc -gencode arch=compute_90,code=lto_90 -Iinclude -O3 "$f" -o "${f%.cu}.lto.o" & done; wait
+    for f in src/*.cu; do nvcc -dc -gencode arch=compute_90,code=lto_90 -Iinclude -O3 -Xptxas=-O1 -maxrregcount=32 "$f" -o "${f%.cu}.ltoX.o" & done; wait
+    objs=$(ls src/*.lto.o); objsx=$(ls src/*.ltoX.o)
+    link() { name=$1; shift; if nvcc -dlink -dlto -arch=sm_90 "$@" -o "dl_$name.o" > "dl_$name.log" 2>&1; then
+        h=$(cuobjdump -sass "dl_$name.o" | grep -v -E '^\s*(code for|Fatbin|arch|code version|host|compile_size|\.)' | sha256sum | cut -c1-16)
+        r=$(cuobjdump -res-usage "dl_$name.o" 2>/dev/null | grep -o 'REG:[0-9]*' | tr '\n' ' ')
+        echo "link $name: ok sass=$h $r"; else echo "link $name: FAILED: $(tail -2 dl_$name.log | tr '\n' ' ')"; fi; }
+    link plain $objs
+    link ptxasO1 -Xptxas=-O1 $objs
+    link maxreg32 -maxrregcount=32 $objs
+    link fastmath --use_fast_math $objs
+    link ftz --ftz=true $objs
+    link dlcm_cs -Xptxas=-dlcm=cs $objs
+    link compile_step_ptxas_only $objsx
+  } > "$OUTDIR/dlink-check.txt" 2>&1
+  cat "$OUTDIR/dlink-check.txt"
+  # 2. the example as the user builds it, and its runs
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUTDIR/configure.log" 2>&1 && cmake --build build -j 16 >> "$OUTDIR/configure.log" 2>&1 || { tail -20 "$OUTDIR/configure.log"; exit 1; }
+  for i in 1 2 3; do /usr/bin/time -f "wall_s=%e" ./build/multi_bench $WORKLOAD; echo "rc=$?"; done > "$OUTDIR/runs.txt" 2>&1
+  ./build/multi_bench --size 1 >> "$OUTDIR/runs.txt" 2>&1; echo "rc=$?" >> "$OUTDIR/runs.txt"
+  cat "$OUTDIR/runs.txt"
+  # 3. per-kernel time: the tool's CUPTI collector, then ncu once as the second method
+  python3 - "$OUTDIR" $WORKLOAD <<'PY'
+import json, os, shutil, subprocess, sys
+from pathlib import Path
+from compileiq_cmake import kernel_times
+out = Path(sys.argv[1]); args = sys.argv[2:]
+lib = kernel_times.build_collector(shutil.which("nvcc"), Path("/tmp/cupti"))
+f = Path("/tmp/cupti/times.tsv")
+env = {**os.environ, **kernel_times.injection_env(lib, f)}
+p = subprocess.run(["./build/multi_bench", *args], env=env, capture_output=True, text=True)
+times = kernel_times.read_times(f)
+(out / "cupti-run.txt").write_text(p.stdout + p.stderr)
+(out / "cupti-times.tsv").write_text(f.read_text())
+total = sum(k.ns for k in times)
+json.dump([{"kernel": k.name, "launches": k.launches, "ns": k.ns, "share": k.ns / total} for k in times],
+          open(out / "cupti-shares.json", "w"), indent=1)
+print("cupti:", [(k.name[:30], k.launches, round(k.ns / total, 4)) for k in times])
+PY
+  timeout 300 ncu --clock-control none --print-kernel-base mangled --metrics gpu__time_duration.sum --csv \
+    ./build/multi_bench $WORKLOAD > "$OUTDIR/ncu.csv" 2> "$OUTDIR/ncu.err"; echo "ncu rc=$?"
+  tail -3 "$OUTDIR/ncu.err"
+  exit 0
+fi
+
+if [ "$1" = tune ]; then
+  rm -rf "$work"; cp -r "$REPO/examples/cuda_multifile" "$work"
+  cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUTDIR/tune-configure.log" 2>&1 || exit 1
+  start=$(date +%s.%N)
+  python3 -m compileiq_cmake tune -S "$work" -B "$work/build" --target multi_bench --bench multi_bench \
+    --metric '^time_ms=([0-9.eE+-]+)' --pass-regex '^PASS' --workload "$WORKLOAD" \
+    --budget "${BUDGET:-14}" --per-file-budget "${PER_FILE:-8}" --seed 1 --workers "${WORKERS:-8}" \
+    --max-rounds "${MAX_ROUNDS:-10}" 2>&1 | tee "$OUTDIR/tune.log" | grep -E "compileiq|\[ *[0-9]+/" | tail -60
+  end=$(date +%s.%N)
+  echo "tune_wall_seconds=$(python3 -c "print(round($end-$start,1))")" | tee -a "$OUTDIR/tune.log"
+  python3 -m compileiq_cmake trials -B "$work/build" --json > "$OUTDIR/trials.json"
+  python3 -m compileiq_cmake report -B "$work/build" --json > "$OUTDIR/summary.json" 2>/dev/null
+  cp "$work/compileiq.toml" "$OUTDIR/compileiq.toml" 2>/dev/null
+  # fresh release builds, plain and with the TOML, re-measured interleaved
+  if [ -f "$work/compileiq.toml" ]; then
+    CMAKE_DIR=$(cd /tmp && python3 -m compileiq_cmake --cmake-dir) || exit 1
+    cmake -S "$work" -B /tmp/rel-plain -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOMPILEIQ_APPLY=OFF -Dcompileiq_cmake_DIR="$CMAKE_DIR" > "$OUTDIR/rel-plain.log" 2>&1
+    cmake -S "$work" -B /tmp/rel-tuned -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -Dcompileiq_cmake_DIR="$CMAKE_DIR" > "$OUTDIR/rel-tuned.log" 2>&1
+    cmake --build /tmp/rel-plain -j 8 >> "$OUTDIR/rel-plain.log" 2>&1 & cmake --build /tmp/rel-tuned -j 8 >> "$OUTDIR/rel-tuned.log" 2>&1; wait
+    grep compileiq "$OUTDIR/rel-tuned.log" | head
+    cp /tmp/rel-tuned/compile_commands.json "$OUTDIR/release-compile_commands.json"
+    grep -n "dlto\|LINK_FLAGS" /tmp/rel-tuned/build.ninja | head > "$OUTDIR/release-device-link.txt"
+    for i in $(seq 1 ${ROUNDS:-8}); do
+      for t in plain tuned; do echo "$t $(/tmp/rel-$t/multi_bench $WORKLOAD | grep -E '^time_ms=|^PASS|^FAIL' | tr '\n' ' ')"; done
+    done > "$OUTDIR/release-remeasure.txt"
+    cat "$OUTDIR/release-remeasure.txt" | tail -4
+  fi
+fi
