@@ -370,8 +370,8 @@ endfunction()
 #   CMake >= 3.25): the architectures compile to code=[compute_XX,lto_XX] and the device link gets -dlto
 #   (nvcc refuses -dlto next to --generate-code). A library's consumers do its device link: they get -dlto
 #   through its INTERFACE link options. Device code is generated at the device link then, so the <flag>s
-#   that act there (ptxas options, -maxrregcount, the fast-math family) go to the device link too; they
-#   are returned in <out-forwarded>.
+#   that act there (-Xptxas options and -maxrregcount: nvcc 13 drops compile-step -Xptxas under LTO) go
+#   to the device link too; they are returned in <out-forwarded>.
 function(_compileiq_device_lto target config out_forwarded)
   if(config STREQUAL "")
     set_property(TARGET "${target}" PROPERTY INTERPROCEDURAL_OPTIMIZATION ON)
@@ -383,7 +383,7 @@ function(_compileiq_device_lto target config out_forwarded)
   endif()
   set(forwarded "")
   foreach(flag IN LISTS ARGN)
-    if(flag MATCHES "^(-Xptxas=|-maxrregcount=|--use_fast_math$|--ftz=|--prec-div=|--prec-sqrt=|--fmad=)")
+    if(flag MATCHES "^(-Xptxas=|-maxrregcount=)")
       list(APPEND forwarded "${flag}")
     endif()
   endforeach()

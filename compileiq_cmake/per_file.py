@@ -18,6 +18,7 @@ from typing import Callable
 from . import build_flags, kernel_times
 from .cmake_project import VariantTree
 from .errors import CompileIQError
+from .flags.catalogue import canonical_flags
 from .measure import Runner
 from .nvcc_command import output_file
 from .records import BuildResult, FlagSet, Trial
@@ -96,8 +97,8 @@ def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float
 
 def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int) -> list[FlagSet]:
     """Single changes of the searched space for each file, on top of `start`: every value of a dimension
-    other than the one `start` has (not the project's own value: a per-file flag can add, not take away),
-    numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
+    other than the one `start` has (not the project's own value: a per-file flag can add, not take away;
+    not one the global flags make redundant), numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
     chosen = dict(start.choices)
     per_file: list[list[FlagSet]] = []
     for f in files:
@@ -108,6 +109,8 @@ def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileS
             for i, value in enumerate(d.values[1:], start=1):
                 if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):
                     continue
+                if set(canonical_flags(start.flags + value, setup.space.family)) == set(canonical_flags(start.flags, setup.space.family)):
+                    continue  # redundant next to the global flags (e.g. --ftz=true under --use_fast_math)
                 tokens = tuple(build_flags.source_token(f.path, t) for t in value)
                 mine.append((0 if d.relaxes_numerics else 1, FlagSet(start.choices, start.flags + tokens)))
         per_file.append([fs for _, fs in sorted(mine, key=lambda x: x[0])])

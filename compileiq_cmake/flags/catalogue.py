@@ -167,8 +167,8 @@ def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], cmake_v
                 f"which needs CMake >= 3.25 (this is {cmake_version[0]}.{cmake_version[1]})")
         return replace(space, dropped=(*space.dropped, note)), [note]
     dim = Dimension(DEVICE_LTO_DIMENSION, "device link-time optimization of the relocatable device code "
-                    "(CUDA INTERPROCEDURAL_OPTIMIZATION: code=lto_XX at compile, -dlto and the ptxas/numerics "
-                    "options at the device link)", ((), ("-dlto",)))
+                    "(CUDA INTERPROCEDURAL_OPTIMIZATION: code=lto_XX at compile, -dlto, -Xptxas options and "
+                    "-maxrregcount at the device link)", ((), ("-dlto",)))
     return (replace(space, dimensions=(*space.dimensions, dim)),
             [f"device_lto: the target builds relocatable device code ({rdc}): device link-time optimization "
              "is searched as a dimension of its own"])
