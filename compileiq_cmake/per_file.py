@@ -165,6 +165,9 @@ def plan(setup: TuneSetup, tree: VariantTree, build: Build, runner: Runner, tria
             return skip("the benchmark launched no kernel that the CUPTI collector saw")
         per_workload.append(kernel_times.file_shares(times, kernels_of))
     shares, unmapped = _averaged(per_workload)
+    if not shares:
+        return skip(f"no kernel of the run is defined by an object of {setup.spec.target} (the kernel time is "
+                    "in libraries or other targets)")
     shown = ", ".join(f"{s.path} {100 * s.share:.0f}%" for s in shares[:6])
     log(f"compileiq: kernel time by file (CUPTI, one run per workload, from {start.flagset.describe()}): {shown}"
         + (f"; {100 * unmapped:.0f}% in kernels of no file of {setup.spec.target}" if unmapped >= 0.005 else ""))
