@@ -72,10 +72,10 @@ if [ "$1" = tune ]; then
   rm -rf "$work"; cp -r "$REPO/examples/cuda_multifile" "$work"
   cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUTDIR/tune-configure.log" 2>&1 || exit 1
   start=$(date +%s.%N)
-  python3 -m compileiq_cmake tune -S "$work" -B "$work/build" --target multi_bench --bench multi_bench \
+  timeout "${TUNE_LIMIT:-3000}" python3 -m compileiq_cmake tune -S "$work" -B "$work/build" --target multi_bench --bench multi_bench \
     --metric '^time_ms=([0-9.eE+-]+)' --pass-regex '^PASS' --workload "$WORKLOAD" \
     --budget "${BUDGET:-14}" --per-file-budget "${PER_FILE:-8}" --seed 1 --workers "${WORKERS:-8}" \
-    --max-rounds "${MAX_ROUNDS:-10}" 2>&1 | tee "$OUTDIR/tune.log" | grep -E "compileiq|\[ *[0-9]+/" | tail -60
+    --max-rounds "${MAX_ROUNDS:-10}" ${EXTRA:-} 2>&1 | tee "$OUTDIR/tune.log" | grep -E "compileiq|\[ *[0-9]+/" | tail -60
   end=$(date +%s.%N)
   echo "tune_wall_seconds=$(python3 -c "print(round($end-$start,1))")" | tee -a "$OUTDIR/tune.log"
   python3 -m compileiq_cmake trials -B "$work/build" --json > "$OUTDIR/trials.json"
@@ -96,3 +96,5 @@ if [ "$1" = tune ]; then
     cat "$OUTDIR/release-remeasure.txt" | tail -4
   fi
 fi
+# the device tool brings back a few files per call: one archive
+tar -C "$(dirname "$OUTDIR")" -czf "$(dirname "$OUTDIR")/more-speed-$1.tar.gz" more-speed && find "$OUTDIR" -mindepth 1 -delete

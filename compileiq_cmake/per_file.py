@@ -69,8 +69,14 @@ def _kernels_by_file(setup: TuneSetup, tree: VariantTree) -> dict[str, tuple[str
         src = Path(entry["file"]).resolve()
         if obj is None or not obj.is_file() or not src.is_relative_to(source_dir):
             continue
-        out[src.relative_to(source_dir).as_posix()] = tuple(k.name for k in setup.fingerprints.combined([obj]).kernels)
+        out[src.relative_to(source_dir).as_posix()] = tuple(
+            dict.fromkeys(kernel_name(k.name) for k in setup.fingerprints.combined([obj]).kernels))
     return out
+
+
+def kernel_name(fingerprint_name: str) -> str:
+    """A fingerprint's kernel name ("sm_90:<mangled>", a repeat with "#2") as the CUDA driver reports it."""
+    return fingerprint_name.split(":", 1)[-1].split("#", 1)[0]
 
 
 def _start(trials: dict[str, Trial], loss_of: Callable[[Trial], float]) -> Trial:
