@@ -42,7 +42,7 @@ Commands
                    [COMPARE_OUTPUT <regex>] [COMPARE_FILE <file>]
                    [RTOL <r>] [ATOL <a>]
                    [WORKLOADS <args>...]
-                   [BUDGET <n>]
+                   [BUDGET <n>] [PER_FILE_BUDGET <n>]
                    [TIME_LIMIT <seconds>]
                    [GPUS all|<n>,<n>...]
                    [EXECUTOR local|ray] [RAY_ADDRESS <address>]
@@ -82,6 +82,10 @@ Commands
     Each string is one workload: arguments appended to ``BENCHMARK``.
   ``BUDGET <n>``, ``TIME_LIMIT <seconds>``
     The largest number of trials, and the wall time of the search.
+  ``PER_FILE_BUDGET <n>``
+    CUDA targets with several translation units: after the search, up to
+    ``<n>`` trials give the files that hold most of the kernel time flags of
+    their own (``[[entry.sources]]`` in the TOML).  Default 0 (off).
   ``GPUS all|<n>,<n>...``
     The GPUs benchmarks run on, one run per GPU at a time (several: in
     parallel): ``all`` (the default: every visible GPU of the same model as
@@ -143,7 +147,7 @@ function(compileiq_tune)
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER"
-    "METRIC;PASS_REGEX;BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS"
+    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -159,6 +163,9 @@ function(compileiq_tune)
   endif()
   if(arg_LOWER_IS_BETTER AND arg_HIGHER_IS_BETTER)
     message(FATAL_ERROR "${where}: give LOWER_IS_BETTER or HIGHER_IS_BETTER, not both.")
+  endif()
+  if(DEFINED arg_PER_FILE_BUDGET AND NOT arg_PER_FILE_BUDGET MATCHES "^[0-9]+$")
+    message(FATAL_ERROR "${where}: PER_FILE_BUDGET must be a whole number, not '${arg_PER_FILE_BUDGET}'.")
   endif()
   if(DEFINED arg_BUDGET AND NOT arg_BUDGET MATCHES "^[1-9][0-9]*$")
     message(FATAL_ERROR "${where}: BUDGET must be a positive whole number, not '${arg_BUDGET}'.")
@@ -214,6 +221,9 @@ function(compileiq_tune)
   endforeach()
   if(DEFINED arg_BUDGET)
     list(APPEND cmd "--budget=${arg_BUDGET}")
+  endif()
+  if(DEFINED arg_PER_FILE_BUDGET)
+    list(APPEND cmd "--per-file-budget=${arg_PER_FILE_BUDGET}")
   endif()
   if(DEFINED arg_TIME_LIMIT)
     list(APPEND cmd "--time-limit=${arg_TIME_LIMIT}")

@@ -57,9 +57,10 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--atol", type=float, default=0.0, help="absolute tolerance of the output comparison (default 0)")
     p.add_argument("--workload", action="append", default=[], help="extra argument set appended to the benchmark (repeatable); every one is measured")
     p.add_argument("--budget", type=int, default=30, help="unique builds at most, the baseline included (default 30)")
-    p.add_argument("--per-file-budget", type=int, default=12,
+    p.add_argument("--per-file-budget", type=int, default=0,
                    help="CUDA targets with several translation units: trials of per-file flags for the files that "
-                   "hold most of the kernel time, after the search (default 12; 0: no per-file stage)")
+                   "hold most of the kernel time (CUPTI), after the search (default 0: off; it gained nothing "
+                   "significant where measured, docs/benchmarks/more-speed.md; 8-12 is a useful size)")
     p.add_argument("--time-limit", type=float, help="stop searching after this many seconds")
     p.add_argument("--include-flags", action="append", help="only these flag dimensions (names from 'space', or unsafe_numerics)")
     p.add_argument("--exclude-flags", action="append", help="never these flag dimensions; 'unsafe_numerics' forbids fast-math and the like")

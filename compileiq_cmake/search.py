@@ -158,8 +158,10 @@ class FlagSearch:
         self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
         singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
         self._rng.shuffle(singles)
-        if numerics_first:  # approximate-arithmetic values first (stable sort: seeded order within each part)
-            singles.sort(key=lambda di: not self._dims[di[0]].relaxes_numerics)
+        # build modes (device LTO) first, then approximate-arithmetic values: the likely big movers (stable
+        # sort: seeded order within each part)
+        singles.sort(key=lambda di: (not self._dims[di[0]].build_mode,
+                                     numerics_first and not self._dims[di[0]].relaxes_numerics))
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:

@@ -67,7 +67,7 @@ class TuneSpec:
     verify: tuple[str, ...] = ()
     workloads: tuple[tuple[str, ...], ...] = ((),)
     budget: int = 30
-    per_file_budget: int = 12  # CUDA, several translation units: per-file trials after the search (0: none)
+    per_file_budget: int = 0  # CUDA, several translation units: per-file trials after the search (0: none)
     time_limit: float | None = None
     include_flags: tuple[str, ...] = ()
     exclude_flags: tuple[str, ...] = ()

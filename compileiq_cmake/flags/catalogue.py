@@ -168,7 +168,7 @@ def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], cmake_v
         return replace(space, dropped=(*space.dropped, note)), [note]
     dim = Dimension(DEVICE_LTO_DIMENSION, "device link-time optimization of the relocatable device code "
                     "(CUDA INTERPROCEDURAL_OPTIMIZATION: code=lto_XX at compile, -dlto, -Xptxas options and "
-                    "-maxrregcount at the device link)", ((), ("-dlto",)))
+                    "-maxrregcount at the device link)", ((), ("-dlto",)), build_mode=True)
     return (replace(space, dimensions=(*space.dimensions, dim)),
             [f"device_lto: the target builds relocatable device code ({rdc}): device link-time optimization "
              "is searched as a dimension of its own"])

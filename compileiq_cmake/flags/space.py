@@ -32,6 +32,7 @@ class Dimension:
     relaxes_numerics: bool = False  # approximate arithmetic: its single-flag changes are measured first
     experimental: bool = False
     archs: tuple[int, ...] = ()  # sm numbers it applies to; () = every architecture
+    build_mode: bool = False  # not a compile flag (device LTO, build_flags): measured first among the singles
 
     def labels(self) -> list[str]:
         return ["default"] + [" ".join(v) for v in self.values[1:]]
