@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,22 @@ class FileShare:
     kernels: tuple[str, ...]
 
 
+def toolkit_root(nvcc_path: str) -> Path:
+    """The CUDA toolkit's directory as nvcc itself says (TOP in its dry run: nvcc may be a wrapper script
+    elsewhere); next to nvcc's bin/ when it does not say."""
+    try:
+        proc = subprocess.run([nvcc_path, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
+                              capture_output=True, text=True, timeout=60, check=False)
+        m = re.search(r"^#\$ TOP=(.+)$", proc.stderr + proc.stdout, flags=re.MULTILINE)
+        if m:
+            return Path(m.group(1).strip()).resolve()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return Path(nvcc_path).resolve().parent.parent
+
+
 def _toolkit_dirs(nvcc_path: str) -> tuple[list[Path], list[Path]]:
-    root = Path(nvcc_path).resolve().parent.parent
+    root = toolkit_root(nvcc_path)
     includes = [root / "include", root / "extras" / "CUPTI" / "include", root / "targets" / "x86_64-linux" / "include",
                 root / "targets" / "sbsa-linux" / "include"]
     libs = [root / "lib64", root / "lib", root / "extras" / "CUPTI" / "lib64", root / "targets" / "x86_64-linux" / "lib",
@@ -60,7 +75,7 @@ def build_collector(nvcc_path: str, work_dir: Path, compiler: str = "cc") -> Pat
     lib = next((d for d in libs if (d / "libcupti.so").exists()), None)
     if include is None or lib is None:
         raise CompileIQError(f"the CUDA toolkit of {nvcc_path} has no CUPTI (cupti.h and libcupti.so under "
-                             f"{Path(nvcc_path).resolve().parent.parent}): per-kernel times cannot be measured")
+                             f"{toolkit_root(nvcc_path)}): per-kernel times cannot be measured")
     extra = [f"-I{d}" for d in includes if d != include and (d / "cuda.h").is_file()][:1]
     key = hashlib.sha256(_SOURCE.read_bytes() + f"{include}|{lib}".encode()).hexdigest()[:16]
     out = work_dir / f"kernel_times-{key}.so"

@@ -253,6 +253,9 @@ def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path):
         "".join(p.read_text() for p in rel.rglob("dlink.txt") if p.is_file())
     dlink = [line for line in rules.splitlines() if "-dlink" in line or "cmake_device_link" in line.lower()]
     assert any("-dlto" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), dlink[:5]
+    # code is generated at the device link under LTO: the ptxas-side options go there too, and the line says so
+    assert any("-maxrregcount=64" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), dlink[:5]
+    assert "-dlto at device link with -maxrregcount=64" in proc.stdout
     obj = subprocess.run(["cmake", "--build", str(rel), "--target", "CMakeFiles/sep_bench.dir/src/device_math.cu.o"],
                          capture_output=True, text=True)
     assert obj.returncode == 0, obj.stdout[-2000:] + obj.stderr[-2000:]

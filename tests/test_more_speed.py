@@ -1,0 +1,229 @@
+"""Issue 13's levers on CI (no GPU): the device_lto dimension and when it is offered, variant trees that build
+a trial with device LTO and per-file flags (real CMake + nvcc compile lines, the device link's options) and
+the check that what was built is what would be written, the CUPTI collector (built here against the
+toolkit's CUPTI), kernel-time files, the choice of files, and the per-file candidates."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from compileiq_cmake import build_flags, kernel_times
+from compileiq_cmake.cmake_project import render_fragment
+from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.flags.catalogue import add_device_lto_dimension
+from compileiq_cmake.flags.space import load_space
+from compileiq_cmake.per_file import Proposals, candidates, kernel_name, plan
+from compileiq_cmake.search import FlagSearch
+from compileiq_cmake.tune_setup import command_tokens
+from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure
+
+NVCC = shutil.which("nvcc")
+
+
+def _space():
+    return load_space("nvcc", "NVIDIA", "13.0.88", (), (), arch="90")
+
+
+def test_device_lto_is_offered_for_relocatable_device_code_only():
+    space = _space()
+    lto, notes = add_device_lto_dimension(space, ["-rdc=true", "-O3"], (3, 25), True)
+    dim = lto.dimensions[-1]
+    assert dim.name == "device_lto" and dim.values == ((), ("-dlto",)) and dim.build_mode and notes
+    plain, notes = add_device_lto_dimension(space, ["-O3"], (3, 25), True)
+    assert plain.dimensions == space.dimensions and not notes
+    assert any("does not build relocatable device code" in d for d in plain.dropped)
+    already, _ = add_device_lto_dimension(space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], (3, 25), True)
+    assert already.dimensions == space.dimensions and any("already uses device LTO" in d for d in already.dropped)
+    old, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 24), True)
+    assert old.dimensions == space.dimensions and "CMake >= 3.25" in notes[0]
+    excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 25), False)
+    assert excluded.dimensions == space.dimensions and not notes
+    # --exclude-flags / --include-flags may name it (it is not in the catalogue file)
+    load_space("nvcc", "NVIDIA", "13.0.88", (), ("device_lto",), arch="90")
+    with pytest.raises(CompileIQError):
+        load_space("gcc", "GNU", "12.2", (), ("device_lto",))
+
+
+def test_device_lto_is_among_the_first_single_changes():
+    space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], (3, 25), True)
+    search = FlagSearch(space, budget=30, seed=3, workers=1)
+    first = search.ask()  # the baseline is told by the tune, not asked
+    assert first.flags == ("-dlto",), first.flags
+
+
+def test_build_flags_split_target_lto_and_per_file_tokens():
+    flags = ("--use_fast_math", "-dlto", "[src/b.cu]-Xptxas=-O1", "[src/a.cu]-maxrregcount=64", "[src/b.cu]-Xptxas=-dlcm=cs")
+    b = build_flags.split(flags)
+    assert b.target == ("--use_fast_math",) and b.device_lto
+    assert b.sources == (("src/a.cu", ("-maxrregcount=64",)), ("src/b.cu", ("-Xptxas=-O1", "-Xptxas=-dlcm=cs")))
+    assert b.of_source("src/b.cu") == ("-Xptxas=-O1", "-Xptxas=-dlcm=cs") and b.of_source("src/c.cu") == ()
+    assert build_flags.describe(flags) == ("--use_fast_math; device LTO; src/a.cu: -maxrregcount=64; "
+                                           "src/b.cu: -Xptxas=-O1 -Xptxas=-dlcm=cs")
+    assert build_flags.split(()).target == () and build_flags.describe(()) == "(project's own flags)"
+
+
+def _variant(src: Path, tree: Path, flags: tuple[str, ...]):
+    tree.mkdir(parents=True)
+    fragment = tree / "compileiq_trial_flags.cmake"
+    fragment.write_text(render_fragment("sep_bench", "CUDA", "90", flags))
+    proc = configure(src, tree, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+                     f"-DCOMPILEIQ_VARIANT_FRAGMENT={fragment}", "-DCMAKE_BUILD_TYPE=Release")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return {Path(e["file"]).name: e for e in compile_commands(tree)}
+
+
+def _device_link_flags(tree: Path) -> str:
+    ninja = tree / "build.ninja"
+    text = ninja.read_text() if ninja.is_file() else "".join(p.read_text() for p in tree.rglob("dlink.txt"))
+    lines = text.splitlines()
+    if ninja.is_file():  # the LINK_FLAGS of the device-link edge
+        at = next(i for i, line in enumerate(lines) if line.startswith("build") and "cmake_device_link.o:" in line)
+        edge = []
+        for line in lines[at + 1:]:
+            if not line.startswith(" "):
+                break
+            edge.append(line)
+        return "\n".join(line for line in edge if "LINK_FLAGS" in line)
+    return text
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(tmp_path):
+    from compileiq_cmake.records import FlagSet
+    from compileiq_cmake.trial import _command_problem
+
+    src = tmp_path / "separable"
+    shutil.copytree(PROJECTS / "separable", src)
+    own = _variant(src, tmp_path / "own", ())
+    flags = ("-Xptxas=-O1", "-dlto", "[src/main.cu]-Xptxas=-dlcm=cs")
+    got = _variant(src, tmp_path / "trial", flags)
+    main, other = got["main.cu"]["command"], got["device_math.cu"]["command"]
+    assert "code=[lto_90]" in main and "code=[lto_90]" in other, main
+    assert "-Xptxas=-O1" in main and "-Xptxas=-O1" in other
+    assert "-Xptxas=-dlcm=cs" in main and "-Xptxas=-dlcm=cs" not in other
+    assert "-dlto" not in main.split()  # nvcc refuses -dlto next to --generate-code
+    link = _device_link_flags(tmp_path / "trial")
+    assert "-dlto" in link and "-Xptxas=-O1" in link, link
+    assert "-dlto" not in _device_link_flags(tmp_path / "own")
+    # what was built is what would be written: the checker accepts it, and catches a per-file flag on the
+    # wrong file and a missing LTO
+    trees = {name: SimpleNamespace(path=tmp_path / name) for name in ("own", "trial")}
+    setup = SimpleNamespace(spec=SimpleNamespace(source_dir=src), own_commands={
+        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()})
+    entries = list(got.values())
+    assert _command_problem(setup, trees["trial"], entries, FlagSet((), flags)) == ""
+    wrong = ("-Xptxas=-O1", "-dlto", "[src/device_math.cu]-Xptxas=-dlcm=cs")
+    assert "not the project's own plus the trial's flags" in _command_problem(setup, trees["trial"], entries, FlagSet((), wrong))
+    no_lto = _variant(src, tmp_path / "no-lto", ("-Xptxas=-O1", "[src/main.cu]-Xptxas=-dlcm=cs"))
+    assert "does not generate LTO code" in _command_problem(
+        setup, SimpleNamespace(path=tmp_path / "no-lto"), list(no_lto.values()), FlagSet((), flags))
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+def test_device_lto_on_a_target_without_relocatable_code_fails_its_trial_build(tmp_path):
+    src = tmp_path / "plain"
+    shutil.copytree(PROJECTS / "separable", src)
+    text = (src / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    (src / "CMakeLists.txt").write_text(text)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    fragment = tree / "compileiq_trial_flags.cmake"
+    fragment.write_text(render_fragment("sep_bench", "CUDA", "90", ("-dlto",)))
+    proc = configure(src, tree, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+                     f"-DCOMPILEIQ_VARIANT_FRAGMENT={fragment}")
+    assert proc.returncode != 0 and "does not build relocatable device code" in " ".join(proc.stderr.split())
+
+
+def test_kernel_times_files_are_read_strictly(tmp_path):
+    f = tmp_path / "times.tsv"
+    with pytest.raises(CompileIQError, match="wrote no kernel times"):
+        kernel_times.read_times(f)
+    f.write_text("11\t100\tk\n")
+    with pytest.raises(CompileIQError, match="not a kernel-times file"):
+        kernel_times.read_times(f)
+    f.write_text(f"{kernel_times.HEADER} incomplete\n")
+    with pytest.raises(CompileIQError, match="lost records"):
+        kernel_times.read_times(f)
+    f.write_text(f"{kernel_times.HEADER}\n2\t300\t_Z1av\n1\t900\t_Z1bv\nbroken line\n")
+    assert kernel_times.read_times(f) == (kernel_times.KernelTime("_Z1bv", 1, 900), kernel_times.KernelTime("_Z1av", 2, 300))
+    f.write_text(f"{kernel_times.HEADER}\n")
+    assert kernel_times.read_times(f) == ()
+
+
+def test_kernel_time_shares_and_the_files_tuned_separately():
+    times = (kernel_times.KernelTime("a", 1, 500), kernel_times.KernelTime("b", 1, 250),
+             kernel_times.KernelTime("c", 1, 150), kernel_times.KernelTime("lib", 1, 100))
+    shares, unmapped = kernel_times.file_shares(times, {"x.cu": ("a",), "y.cu": ("b",), "z.cu": ("c",)})
+    assert [(s.path, round(s.share, 2)) for s in shares] == [("x.cu", 0.5), ("y.cu", 0.25), ("z.cu", 0.15)]
+    assert unmapped == pytest.approx(0.1)
+    assert [s.path for s in kernel_times.choose_files(shares)] == ["x.cu", "y.cu", "z.cu"]
+    assert [s.path for s in kernel_times.choose_files(shares, most=2)] == ["x.cu", "y.cu"]
+    assert [s.path for s in kernel_times.choose_files(shares, least=0.2)] == ["x.cu", "y.cu"]
+    one, _ = kernel_times.file_shares(times[:1], {"x.cu": ("a",), "y.cu": ("b",)})
+    assert kernel_times.choose_files(one) == ()  # one file holds all of it: its flags are the global ones
+    assert kernel_name("sm_90:__nv_static_30__x_Z1kv#2") == "__nv_static_30__x_Z1kv"
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+def test_the_cupti_collector_builds_against_the_toolkit(tmp_path):
+    try:
+        lib = kernel_times.build_collector(NVCC, tmp_path / "cupti")
+    except CompileIQError as exc:
+        assert "has no CUPTI" in str(exc)
+        pytest.skip(str(exc))
+    symbols = subprocess.run(["nm", "-D", str(lib)], capture_output=True, text=True).stdout
+    assert " T InitializeInjection" in symbols
+    assert kernel_times.build_collector(NVCC, tmp_path / "cupti") == lib  # cached by source and toolkit
+    env = kernel_times.injection_env(lib, tmp_path / "t.tsv")
+    assert env == {"CUDA_INJECTION64_PATH": str(lib), "COMPILEIQ_KERNEL_TIMES": str(tmp_path / "t.tsv")}
+    with pytest.raises(CompileIQError, match="has no CUPTI"):
+        kernel_times.build_collector(str(tmp_path / "no-toolkit" / "bin" / "nvcc"), tmp_path / "other")
+
+
+def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redundant():
+    space = _space()
+    start = space.flagset({"use_fast_math": 1})
+    files = (kernel_times.FileShare("src/a.cu", 6, 0.6, ("a",)), kernel_times.FileShare("src/b.cu", 4, 0.4, ("b",)))
+    got = candidates(SimpleNamespace(space=space), start, files, 6)
+    assert len(got) == 6
+    assert all(fs.flags[0] == "--use_fast_math" and fs.choices == start.choices for fs in got)
+    extra = [fs.flags[1:] for fs in got]
+    assert [e[0].split("]")[0] for e in extra] == ["[src/a.cu", "[src/b.cu"] * 3  # the files take turns
+    assert not any("--ftz=true" in t or "--prec-div=false" in t for e in extra for t in e)  # implied by fast math
+    assert len({fs.key for fs in got}) == 6
+    queue = Proposals(got)
+    assert len(queue) == 6 and queue.ask() == got[0] and len(queue) == 5
+
+
+def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
+    said: list[str] = []
+    baseline = SimpleNamespace(valid=True, flagset=_space().baseline())
+    base = dict(spec=SimpleNamespace(target="t", source_dir=tmp_path, workloads=((),)), replay=None,
+                fingerprints=object(), language="CUDA", target=SimpleNamespace(sources_in=lambda lang: ("a.cu", "b.cu")))
+    from compileiq_cmake.measure import Runner
+
+    runner = Runner.__new__(Runner)
+    assert plan(SimpleNamespace(**{**base, "language": "CXX"}), None, None, runner, {}, None, 8, said.append) is None
+    assert plan(SimpleNamespace(**base), None, None, runner, {}, None, 0, said.append) is None
+    assert said == []  # not applicable: nothing to say
+    plan(SimpleNamespace(**{**base, "replay": object()}), None, None, runner, {}, None, 8, said.append)
+    plan(SimpleNamespace(**{**base, "target": SimpleNamespace(sources_in=lambda lang: ("a.cu",))}), None, None, runner,
+         {}, None, 8, said.append)
+    plan(SimpleNamespace(**{**base, "fingerprints": None}), None, None, runner, {"b": baseline}, None, 8, said.append)
+
+    class OtherRunner(Runner):
+        def run(self, tree, workload):  # e.g. the Ray executor's
+            raise AssertionError
+
+    plan(SimpleNamespace(**base), None, None, OtherRunner.__new__(OtherRunner), {}, None, 8, said.append)
+    expected = ["a replay has no kernel times", "t has one CUDA translation unit (its flags are the global ones)",
+                "kernels cannot be mapped to files without cuobjdump", "per-kernel times are measured by the local executor"]
+    assert len(said) == len(expected)
+    for line, start in zip(said, expected):
+        assert line.removeprefix("compileiq: note: per-file stage skipped: ").startswith(start), line
+    assert all(s.startswith("compileiq: note: per-file stage skipped: ") for s in said)
