@@ -157,6 +157,7 @@ def plan(setup: TuneSetup, tree: VariantTree, build: Build, runner: Runner, tria
     per_workload = []
     kernels_of = _kernels_by_file(setup, tree)
     times_file = setup.state_dir / "cupti" / "kernel-times.tsv"
+    times_file.parent.mkdir(parents=True, exist_ok=True)
     measuring = runner.with_env(kernel_times.injection_env(collector, times_file))
     for workload in setup.spec.workloads:
         times_file.unlink(missing_ok=True)

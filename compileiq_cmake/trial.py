@@ -4,6 +4,7 @@ the reference tree of a noisy machine."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -18,6 +19,7 @@ from . import build_flags
 from .cmake_project import VariantTree
 from .errors import CompileIQError
 from .fingerprint import DeviceFingerprint
+from .flags.space import HOST_PREFIX
 from .measure import Runner
 from .nvcc_command import normalize
 from .records import BuildResult, FlagSet, KernelResources, Status, Trial
@@ -74,6 +76,9 @@ def build_variant(setup: TuneSetup, tree: VariantTree, flagset: FlagSet, log: Lo
         code = device_code(setup, tree)
         if code.kernels:
             digest = code.digest
+            host = sorted(t for t in flagset.flags if t.startswith(HOST_PREFIX))
+            if host:  # host flags change host code only: the same device code is not the same build
+                digest = hashlib.sha256("\0".join([digest, *host]).encode()).hexdigest()
             kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
                             for k in code.kernels)
     return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)

@@ -26,7 +26,7 @@ from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_
 from .console import final_table, print_line, progress
 from .executor import make_executor
 from .finalists import validate_and_ablate
-from . import build_flags, per_file, summary
+from . import build_flags, host_side, per_file, summary
 from .pipeline import Pipeline, finished_trial
 from .report import write_report
 from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
@@ -198,6 +198,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         """The baseline a trial is compared with: the one measured on the GPU it ran on."""
         return baselines.get(trial.gpu, baseline)
 
+    exclude = spec.exclude_flags + (() if spec.checks_outputs else ("unsafe_numerics",))
+    setup = host_side.with_host_side(setup, runner, exclude, log)  # host time dominates: host flags too
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=_warm_start(setup, log))
     for trial in trials.values():

@@ -229,7 +229,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
             fingerprints = FingerprintCache(toolchain.path)
             objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
                             if o is not None and o.resolve().is_relative_to(first.path.resolve()))
-    if not space.dimensions:
+    host_side_asked = language == "CUDA" and any(n == "host_side" or n.startswith("host_") for n in spec.include_flags)
+    if not space.dimensions and not host_side_asked:  # host-side dimensions join after the baseline (host_side.py)
         why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
         raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
                              "change --include-flags/--exclude-flags")

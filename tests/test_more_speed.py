@@ -227,3 +227,114 @@ def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
     for line, start in zip(said, expected):
         assert line.removeprefix("compileiq: note: per-file stage skipped: ").startswith(start), line
     assert all(s.startswith("compileiq: note: per-file stage skipped: ") for s in said)
+
+
+# --- the host side of CUDA targets (host_side.py) ---------------------------------------------------------
+
+def test_host_dimensions_are_the_host_compilers_catalogue_through_xcompiler():
+    from compileiq_cmake.host_side import host_dimensions
+
+    dims = host_dimensions("GNU", "12.2", (), ())
+    assert dims and all(d.name.startswith("host_") for d in dims)
+    assert all(t.startswith("-Xcompiler=") for d in dims for v in d.values for t in v)
+    assert any(v == ("-Xcompiler=-march=native",) for d in dims for v in d.values)
+    only = host_dimensions("GNU", "12.2", ("host_march_native",), ())
+    assert [d.name for d in only] == ["host_march_native"]
+    safe = host_dimensions("GNU", "12.2", (), ("unsafe_numerics", "host_unroll_loops"))
+    names = {d.name for d in safe}
+    assert "host_fast_math" not in names and "host_unroll_loops" not in names and "host_opt_level" in names
+    # the flags are nvcc flags of the catalogue: a TOML entry with them is valid
+    from compileiq_cmake.flags.space import validate_flags
+
+    assert validate_flags("nvcc", ["-Xcompiler=-march=native", "--use_fast_math"])
+    with pytest.raises(CompileIQError):
+        validate_flags("nvcc", ["-Xcompiler=-fplugin=evil.so"])
+
+
+class _TimedRunner:
+    """Stands in for a GPU run: writes the collector's file with `kernel_s` of kernels, `wall_s` wall time."""
+
+    def __init__(self, kernel_s: float, wall_s: float, env=None):
+        self.kernel_s, self.wall_s, self.env = kernel_s, wall_s, env or {}
+
+    def with_env(self, env):
+        return _TimedRunner(self.kernel_s, self.wall_s, env)
+
+    def run(self, tree, workload):
+        from compileiq_cmake.measure import RunResult
+        from compileiq_cmake.records import Status
+
+        Path(self.env["COMPILEIQ_KERNEL_TIMES"]).write_text(
+            f"{kernel_times.HEADER}\n3\t{int(self.kernel_s * 1e9)}\t_Z1kv\n")
+        return RunResult(Status.OK, "", 1.0, self.wall_s)
+
+
+def _host_setup(tmp_path, kind="walltime", include=()):
+    from compileiq_cmake.spec import MetricSpec
+
+    metric = MetricSpec(kind=kind, pattern="t=([0-9.]+)" if kind == "regex" else "", lower_is_better=True)
+    spec = SimpleNamespace(metric=metric, include_flags=include, workloads=(("--n", "1"), ("--n", "2")))
+    tree = SimpleNamespace(path=tmp_path / "tree")
+    tree.path.mkdir(exist_ok=True)
+    from compileiq_cmake.tune_setup import TuneSetup
+    import dataclasses
+
+    fields = {f.name: None for f in dataclasses.fields(TuneSetup) if f.default is dataclasses.MISSING
+              and f.default_factory is dataclasses.MISSING}
+    fields.update(spec=spec, state_dir=tmp_path / "state", trees=(tree,), language="CUDA", space=_space(),
+                  toolchain=SimpleNamespace(path=NVCC or "nvcc"))
+    return TuneSetup(**fields)
+
+
+def test_host_side_joins_when_wall_time_is_host_time_and_the_metric_sees_it(tmp_path, monkeypatch):
+    from compileiq_cmake import host_side
+
+    monkeypatch.setattr(kernel_times, "build_collector", lambda nvcc, work: work / "collector.so")
+    monkeypatch.setattr(host_side, "host_compiler", lambda setup: ("GNU", "12.2"))
+    said: list[str] = []
+    setup = _host_setup(tmp_path)
+    out = host_side.with_host_side(setup, _TimedRunner(0.05, 1.0), (), said.append)
+    added = [d.name for d in out.space.dimensions if d.name.startswith("host_")]
+    assert added and out.space.size > setup.space.size
+    assert "95% of a run's wall time is outside kernels (CUPTI)" in said[-1] and "join the search" in said[-1]
+    # mostly kernel time: not offered, and said so
+    said.clear()
+    assert host_side.with_host_side(setup, _TimedRunner(0.9, 1.0), (), said.append) is setup
+    assert "10% of a run's wall time is outside kernels" in said[-1] and "not offered" in said[-1]
+    # the metric is a time the program prints (e.g. CUDA events): host flags cannot move it
+    said.clear()
+    printed = _host_setup(tmp_path, kind="regex")
+    assert host_side.with_host_side(printed, _TimedRunner(0.05, 1.0), (), said.append) is printed
+    assert "is not the run's wall time" in said[-1]
+    # asked for by name: searched whatever the share; excluded: never, silently
+    said.clear()
+    asked = _host_setup(tmp_path, kind="regex", include=("host_side",))
+    assert host_side.with_host_side(asked, _TimedRunner(0.9, 1.0), (), said.append).space.size > asked.space.size
+    said.clear()
+    assert host_side.with_host_side(setup, _TimedRunner(0.05, 1.0), ("host_side",), said.append) is setup and not said
+    # the collector cannot be built: a note, nothing added
+    def no_cupti(nvcc, work):
+        raise CompileIQError("the CUDA toolkit of nvcc has no CUPTI")
+
+    monkeypatch.setattr(kernel_times, "build_collector", no_cupti)
+    assert host_side.with_host_side(setup, _TimedRunner(0.05, 1.0), (), said.append) is setup
+    assert "host share could not be measured" in said[-1] and "no CUPTI" in said[-1]
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
+    from compileiq_cmake.records import FlagSet
+    from compileiq_cmake.trial import _command_problem
+
+    src = tmp_path / "separable"
+    shutil.copytree(PROJECTS / "separable", src)
+    own = _variant(src, tmp_path / "own", ())
+    got = _variant(src, tmp_path / "trial", ("-Xcompiler=-funroll-loops",))
+    assert all("-Xcompiler=-funroll-loops" in e["command"] for e in got.values())
+    trees = {name: SimpleNamespace(path=tmp_path / name) for name in ("own", "trial")}
+    setup = SimpleNamespace(spec=SimpleNamespace(source_dir=src), own_commands={
+        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()})
+    assert _command_problem(setup, trees["trial"], list(got.values()), FlagSet((), ("-Xcompiler=-funroll-loops",))) == ""
+    obj = subprocess.run(["cmake", "--build", str(tmp_path / "trial"), "--target",
+                          "CMakeFiles/sep_bench.dir/src/device_math.cu.o"], capture_output=True, text=True)
+    assert obj.returncode == 0, obj.stdout[-2000:]

@@ -19,8 +19,12 @@ _ACF_TOKEN = re.compile(r"^--apply-controls=/[A-Za-z0-9_.+/\-]+$")  # an Advance
 UNSAFE_GROUP = "unsafe_numerics"
 EXPERIMENTAL_GROUP = "experimental"
 GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP)
+# The host side of CUDA translation units: the host compiler's catalogue (gcc.toml), each token passed by nvcc
+# as -Xcompiler=<token>, each dimension named host_<name> (host_side.py decides when they are searched).
+HOST_PREFIX = "-Xcompiler="
+HOST_GROUP = "host_side"
 # Dimensions added by the tune itself (not in the catalogue file) that --include/--exclude-flags may name.
-BUILD_MODE_DIMENSIONS = {"nvcc": {"device_lto"}}
+BUILD_MODE_DIMENSIONS = {"nvcc": {"device_lto", HOST_GROUP}}
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,8 @@ def load_space(
     them to the default set). `exclude` drops named dimensions or a whole group."""
     data = _read_family(family)
     names = {d["name"] for d in data["dimension"]} | BUILD_MODE_DIMENSIONS.get(family, set())
+    if family == "nvcc":
+        names |= {f"host_{d['name']}" for d in _read_family("gcc")["dimension"]}
     for name in (*include, *exclude):
         if name not in names and name not in GROUPS:
             raise CompileIQError(
@@ -170,7 +176,10 @@ def load_space(
 @functools.lru_cache(maxsize=None)
 def known_tokens(family: str) -> frozenset[str]:
     data = _read_family(family)
-    return frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v) | rule_tokens(family)
+    tokens = frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v) | rule_tokens(family)
+    if family == "nvcc":  # the host side of CUDA translation units
+        tokens |= {HOST_PREFIX + t for t in known_tokens("gcc")}
+    return tokens
 
 
 def numerics_traits(family: str) -> dict[str, tuple[bool, bool]]:
