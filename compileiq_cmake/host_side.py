@@ -1,10 +1,11 @@
 """The host side of a CUDA target: when a run's wall time is mostly host time, the host compiler's dimensions
 (gcc.toml, passed by nvcc as -Xcompiler=<flag>, named host_<name>) join the search.
 
-Measured after the baseline: one run of the project's own build per workload with the CUPTI collector
-(kernel_times); host share = 1 - summed kernel time / wall time of the run. The dimensions are offered when the
-host share is at least HOST_SHARE and the metric is the run's wall time (WALLTIME): a metric the program
-prints, such as a CUDA-event time, does not see host code, so host flags could not move it. `--include-flags
+Only a metric that is the run's wall time (WALLTIME) sees host code: a time the program prints, such as a
+CUDA-event time, does not, so host flags could not move it (a note says so, nothing is run). With WALLTIME,
+after the baseline: one run of the project's own build per workload with the CUPTI collector (kernel_times);
+host share = 1 - summed kernel time / wall time of the run; the dimensions are offered when it is at least
+HOST_SHARE. `--include-flags
 host_side` (or a host_<name>) searches them regardless; `--exclude-flags host_side` never. Either way a note
 says what was measured and what was decided.
 """
@@ -67,6 +68,10 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
     if setup.language != "CUDA" or setup.replay is not None or HOST_GROUP in exclude:
         return setup
     explicit = _explicit(spec.include_flags)
+    if not explicit and spec.metric.kind != "walltime":  # nothing to measure for: say so without a run
+        log(f"compileiq: note: host-side dimensions not offered: the metric ({spec.metric.label}) is not the run's "
+            "wall time, so host flags cannot move it (--include-flags host_side searches them)")
+        return setup
     measured = ""
     try:
         collector = kernel_times.build_collector(setup.toolchain.path, setup.state_dir / "cupti")
@@ -93,11 +98,6 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         if host < HOST_SHARE:
             log(f"compileiq: note: host code: {measured}; host-side dimensions not offered "
                 f"(below {100 * HOST_SHARE:.0f}%; --include-flags host_side searches them)")
-            return setup
-        if spec.metric.kind != "walltime":
-            log(f"compileiq: note: host code: {measured}, but the metric ({spec.metric.label}) is not the run's wall "
-                "time, so host flags cannot move it: host-side dimensions not offered (--include-flags host_side "
-                "searches them)")
             return setup
     try:
         compiler_id, version = host_compiler(setup)
