@@ -2,9 +2,9 @@
 # Issue 13 on the H200: device LTO and per-file flags on examples/cuda_multifile.
 #   bash benchmarks/h200_more_speed.sh check   # nvcc facts at the device link, the example's own runs,
 #                                              # per-kernel shares by CUPTI (the tool's collector) and by ncu
-#   bash benchmarks/h200_more_speed.sh tune    # the tune (global search with device_lto, then the per-file
-#                                              # stage), then a fresh release build with the TOML re-measured
-# Raw results go to $OUT/more-speed/. Env: BUDGET, PER_FILE, WORKERS, WORKLOAD.
+#   bash benchmarks/h200_more_speed.sh tune NAME [options]  # a tune (see below), then a fresh release build
+#                                              # with the TOML re-measured against a plain one
+# Raw results go to $OUT/more-speed/ (one archive per call: the device tool brings back few files).
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp/compileiq-out}/more-speed
 REPO=$(pwd)
@@ -68,33 +68,53 @@ PY
   exit 0
 fi
 
+# One tune and a fresh release re-measure of what it wrote:
+#   bash benchmarks/h200_more_speed.sh tune NAME [tune options...]   -> $OUT/more-speed/NAME/
+# Env: EXAMPLE (cuda_multifile), TARGET (multi_bench), BENCH (multi_bench), METRIC, WORKLOAD ('--size 2'),
+#      CMAKE_ARGS (e.g. -DCMAKE_CUDA_SEPARABLE_COMPILATION=ON), BUDGET, PER_FILE, WORKERS, MAX_ROUNDS, ROUNDS,
+#      TUNE_LIMIT (seconds; the tune is killed after it).
+# The issue's comparison (same budget and seed), in separate calls of at most 10 minutes:
+#   tune global    --exclude-flags device_lto                      (PER_FILE=0)
+#   tune perfile   --exclude-flags device_lto                      (PER_FILE=8)
+#   tune lto                                                       (PER_FILE=8: device_lto offered)
+#   EXAMPLE=cuda_stencil TARGET=stencil_kernels BENCH=stencil METRIC='time_ms=([0-9.eE+-]+)' WORKLOAD='--n 4096' \
+#     CMAKE_ARGS=-DCMAKE_CUDA_SEPARABLE_COMPILATION=ON PER_FILE=0 tune stencil-rdc
 if [ "$1" = tune ]; then
-  rm -rf "$work"; cp -r "$REPO/examples/cuda_multifile" "$work"
-  cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUTDIR/tune-configure.log" 2>&1 || exit 1
+  name=$2; shift 2
+  OUTDIR=$OUTDIR/$name; mkdir -p "$OUTDIR"
+  EXAMPLE=${EXAMPLE:-cuda_multifile}; TARGET=${TARGET:-multi_bench}; BENCH=${BENCH:-multi_bench}
+  METRIC=${METRIC:-^time_ms=([0-9.eE+-]+)}
+  work=/tmp/more-speed-$name
+  rm -rf "$work"; cp -r "$REPO/examples/$EXAMPLE" "$work"
+  cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} > "$OUTDIR/tune-configure.log" 2>&1 || exit 1
   start=$(date +%s.%N)
-  timeout "${TUNE_LIMIT:-3000}" python3 -m compileiq_cmake tune -S "$work" -B "$work/build" --target multi_bench --bench multi_bench \
-    --metric '^time_ms=([0-9.eE+-]+)' --pass-regex '^PASS' --workload "$WORKLOAD" \
-    --budget "${BUDGET:-14}" --per-file-budget "${PER_FILE:-8}" --seed 1 --workers "${WORKERS:-8}" \
-    --max-rounds "${MAX_ROUNDS:-10}" ${EXTRA:-} 2>&1 | tee "$OUTDIR/tune.log" | grep -E "compileiq|\[ *[0-9]+/" | tail -60
+  timeout "${TUNE_LIMIT:-3000}" python3 -m compileiq_cmake tune -S "$work" -B "$work/build" --target "$TARGET" --bench "$BENCH" \
+    --metric "$METRIC" --pass-regex '^PASS' --workload "$WORKLOAD" \
+    --budget "${BUDGET:-16}" --per-file-budget "${PER_FILE:-8}" --seed 1 --workers "${WORKERS:-8}" \
+    --max-rounds "${MAX_ROUNDS:-10}" "$@" 2>&1 | tee "$OUTDIR/tune.log" | grep -E "compileiq|\[ *[0-9]+/" | tail -60
   end=$(date +%s.%N)
   echo "tune_wall_seconds=$(python3 -c "print(round($end-$start,1))")" | tee -a "$OUTDIR/tune.log"
   python3 -m compileiq_cmake trials -B "$work/build" --json > "$OUTDIR/trials.json"
   python3 -m compileiq_cmake report -B "$work/build" --json > "$OUTDIR/summary.json" 2>/dev/null
+  cp "$work/build/compileiq/report.html" "$OUTDIR/" 2>/dev/null
   cp "$work/compileiq.toml" "$OUTDIR/compileiq.toml" 2>/dev/null
   # fresh release builds, plain and with the TOML, re-measured interleaved
   if [ -f "$work/compileiq.toml" ]; then
     CMAKE_DIR=$(cd /tmp && python3 -m compileiq_cmake --cmake-dir) || exit 1
-    cmake -S "$work" -B /tmp/rel-plain -G Ninja -DCMAKE_BUILD_TYPE=Release -DCOMPILEIQ_APPLY=OFF -Dcompileiq_cmake_DIR="$CMAKE_DIR" > "$OUTDIR/rel-plain.log" 2>&1
-    cmake -S "$work" -B /tmp/rel-tuned -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -Dcompileiq_cmake_DIR="$CMAKE_DIR" > "$OUTDIR/rel-tuned.log" 2>&1
-    cmake --build /tmp/rel-plain -j 8 >> "$OUTDIR/rel-plain.log" 2>&1 & cmake --build /tmp/rel-tuned -j 8 >> "$OUTDIR/rel-tuned.log" 2>&1; wait
+    apply="-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$CMAKE_DIR/compileiq_apply.cmake"
+    rm -rf "$work/rel-plain" "$work/rel-tuned"
+    cmake -S "$work" -B "$work/rel-plain" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} > "$OUTDIR/rel-plain.log" 2>&1
+    cmake -S "$work" -B "$work/rel-tuned" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "$apply" > "$OUTDIR/rel-tuned.log" 2>&1
+    cmake --build "$work/rel-plain" -j 8 >> "$OUTDIR/rel-plain.log" 2>&1 & cmake --build "$work/rel-tuned" -j 8 >> "$OUTDIR/rel-tuned.log" 2>&1; wait
     grep compileiq "$OUTDIR/rel-tuned.log" | head
-    cp /tmp/rel-tuned/compile_commands.json "$OUTDIR/release-compile_commands.json"
-    grep -n "dlto\|LINK_FLAGS" /tmp/rel-tuned/build.ninja | head > "$OUTDIR/release-device-link.txt"
+    cp "$work/rel-tuned/compile_commands.json" "$OUTDIR/release-compile_commands.json"
+    grep -n "dlto\|LINK_FLAGS" "$work/rel-tuned/build.ninja" | head -20 > "$OUTDIR/release-device-link.txt"
     for i in $(seq 1 ${ROUNDS:-8}); do
-      for t in plain tuned; do echo "$t $(/tmp/rel-$t/multi_bench $WORKLOAD | grep -E '^time_ms=|^PASS|^FAIL' | tr '\n' ' ')"; done
+      for t in plain tuned; do echo "$t $("$work/rel-$t/$BENCH" $WORKLOAD | grep -E '^time_ms=|^PASS|^FAIL' | tr '\n' ' ')"; done
     done > "$OUTDIR/release-remeasure.txt"
-    cat "$OUTDIR/release-remeasure.txt" | tail -4
+    tail -4 "$OUTDIR/release-remeasure.txt"
   fi
+  OUTDIR=$(dirname "$OUTDIR")
 fi
 # the device tool brings back a few files per call: one archive
-tar -C "$(dirname "$OUTDIR")" -czf "$(dirname "$OUTDIR")/more-speed-$1.tar.gz" more-speed && find "$OUTDIR" -mindepth 1 -delete
+tar -C "$(dirname "$OUTDIR")" -czf "$(dirname "$OUTDIR")/more-speed-$1-${name:-}.tar.gz" more-speed && find "$OUTDIR" -mindepth 1 -delete
