@@ -116,5 +116,22 @@ if [ "$1" = tune ]; then
   fi
   OUTDIR=$(dirname "$OUTDIR")
 fi
+# A per-file landscape of the multi-file example for benchmarks/search_efficiency.py (108 points):
+#   bash benchmarks/h200_more_speed.sh landscape
+if [ "$1" = landscape ]; then
+  work=/tmp/more-speed-landscape
+  rm -rf "$work"; cp -r "$REPO/examples/cuda_multifile" "$work"
+  cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUTDIR/landscape-configure.log" 2>&1 || exit 1
+  timeout "${LANDSCAPE_LIMIT:-560}" python3 "$REPO/benchmarks/landscapes/record_project.py" -S "$work" -B "$work/build" \
+    --target multi_bench --bench multi_bench --metric '^time_ms=([0-9.eE+-]+)' --pass-regex '^PASS' \
+    --workload "${WORKLOAD:---size 1}" --scale 1000 --workers "${WORKERS:-8}" --out "$OUTDIR/multifile_per_file.json" \
+    --dim 'compute.cu:use_fast_math=[src/compute.cu]--use_fast_math' \
+    --dim 'compute.cu:ptxas_opt_level=[src/compute.cu]-Xptxas=-O1|[src/compute.cu]-Xptxas=-O2' \
+    --dim 'gemm.cu:register_usage_level=[src/gemm.cu]-Xptxas=--register-usage-level=0|[src/gemm.cu]-Xptxas=--register-usage-level=10' \
+    --dim 'gemm.cu:ptxas_opt_level=[src/gemm.cu]-Xptxas=-O1' \
+    --dim 'stream.cu:load_cache=[src/stream.cu]-Xptxas=-dlcm=cg|[src/stream.cu]-Xptxas=-dlcm=cs' \
+    2>&1 | tee "$OUTDIR/landscape.log" | tail -5
+fi
+
 # the device tool brings back a few files per call: one archive
 tar -C "$(dirname "$OUTDIR")" -czf "$(dirname "$OUTDIR")/more-speed-$1-${name:-}.tar.gz" more-speed && find "$OUTDIR" -mindepth 1 -delete

@@ -338,3 +338,41 @@ def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
     obj = subprocess.run(["cmake", "--build", str(tmp_path / "trial"), "--target",
                           "CMakeFiles/sep_bench.dir/src/device_math.cu.o"], capture_output=True, text=True)
     assert obj.returncode == 0, obj.stdout[-2000:]
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path):
+    """benchmarks/landscapes/record_project.py --dry-run (no GPU: builds and fingerprints): every point of a
+    per-file space built in the variant trees, points grouped by device code, a failing build kept with its
+    reason (here nvlink: a per-file -maxrregcount below what a called function of another file needs), and
+    a file Landscape.load's checks accept apart from the timings."""
+    import json
+    import os
+    import sys
+
+    from compileiq_cmake.fingerprint import find_tool
+
+    if find_tool("cuobjdump", NVCC) is None:
+        pytest.skip("cuobjdump is not installed")
+    src = tmp_path / "separable"
+    shutil.copytree(PROJECTS / "separable", src)
+    assert configure(src, src / "build", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run(
+        [sys.executable, str(repo / "benchmarks" / "landscapes" / "record_project.py"), "-S", str(src), "-B",
+         str(src / "build"), "--target", "sep_bench", "--bench", "sep_bench", "--metric", "time_ms=([0-9.]+)",
+         "--workers", "2", "--out", str(tmp_path / "land.json"), "--dry-run",
+         "--dim", "main.cu:maxrregcount=[src/main.cu]-maxrregcount=32",
+         "--dim", "device_math.cu:fast=[src/device_math.cu]--use_fast_math"],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads((tmp_path / "land.dryrun.json").read_text())
+    assert doc["meta"]["dry_run"] and doc["meta"]["space_size"] == 4 and len(doc["points"]) == 4
+    codes = doc["codes"]
+    default = codes[doc["default_code"]]
+    assert default["flags"] == [] and default["digest"]
+    failed = [c for c in codes if c.get("status") == "build_failed"]
+    assert failed and all("-maxrregcount=32" in " ".join(c["flags"]) for c in failed)
+    assert "regcount" in failed[0]["message"]
+    fast = next(c for c in codes if c["flags"] == ["[src/device_math.cu]--use_fast_math"])
+    assert fast["digest"] and fast["digest"] != default["digest"]  # a per-file flag changed that file's code

@@ -1,0 +1,199 @@
+"""Record a landscape of a whole CMake project (format of README.md, version 1): every point of a small space
+whose dimensions may be per-file (tokens `[path]flag`, compileiq_cmake/build_flags.py), built by the tool's
+own variant trees (so a point builds exactly what a tune would), fingerprinted, and timed by running the
+project's benchmark. It is what `search_efficiency.py` needs to measure the per-file search like the global
+one (record.py records standalone kernels through pycuda instead).
+
+    python3 benchmarks/landscapes/record_project.py -S examples/cuda_multifile -B /tmp/mf/build \
+        --target multi_bench --bench multi_bench --metric '^time_ms=([0-9.eE+-]+)' --pass-regex '^PASS' \
+        --workload '--size 1' --scale 1000 --out benchmarks/landscapes/multifile_per_file.json \
+        --dim 'compute.cu:use_fast_math=[src/compute.cu]--use_fast_math' \
+        --dim 'compute.cu:maxrregcount=[src/compute.cu]-maxrregcount=64|[src/compute.cu]-maxrregcount=128' \
+        --dim 'gemm.cu:ptxas_opt_level=[src/gemm.cu]-Xptxas=-O1' \
+        --dim 'gemm.cu:maxrregcount=[src/gemm.cu]-maxrregcount=96|[src/gemm.cu]-maxrregcount=255' \
+        --dim 'stream.cu:load_cache=[src/stream.cu]-Xptxas=-dlcm=cg|[src/stream.cu]-Xptxas=-dlcm=cs'
+
+A dimension is NAME=VALUE|VALUE...; a value is one or more tokens separated by spaces; the default value
+(nothing added) is implicit. Builds run in the tool's variant trees (--workers of them in parallel); each new
+device code's benchmark executable is copied aside (a self-contained executable: libraries it loads from
+the build tree are not copied), then `--passes` passes over all codes in random order time it (the metric
+times --scale, e.g. ms -> us), the default code at the start and end of each pass. The program's own check
+(--pass-regex) is the verdict: a run that does not pass makes the code `wrong_result`. `--dry-run` builds
+and fingerprints only (no GPU) and writes <out>.dryrun.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import itertools
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from compileiq_cmake.bench import run_benchmark
+from compileiq_cmake.executor import make_executor
+from compileiq_cmake.records import FlagSet, Status
+from compileiq_cmake.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune_setup import setup as tune_setup
+
+
+def parse_dim(text: str) -> dict:
+    name, _, values = text.partition("=")
+    if not name or not values:
+        raise SystemExit(f"--dim {text!r}: give NAME=VALUE|VALUE...")
+    return {"name": name, "values": [[]] + [v.split() for v in values.split("|")]}
+
+
+def noise(pairs: list[tuple[float, float]]) -> dict:
+    d = [(b - a) / ((a + b) / 2) for a, b in pairs]
+    if not d:
+        return {"pairs": 0, "rel_sd": 0.01, "method": "no code measured twice: 1% assumed"}
+    med = statistics.median(d)
+    mad = statistics.median(abs(x - med) for x in d)
+    return {"pairs": len(d), "rel_sd": max(1.4826 * mad / 2 ** 0.5, 1e-6), "mean_rel_diff": statistics.fmean(d),
+            "median_abs_rel_diff": statistics.median(abs(x) for x in d), "max_abs_rel_diff": max(abs(x) for x in d),
+            "method": "1.4826 * MAD(d) / sqrt(2), d = (t2 - t1) / mean(t1, t2) over the valid codes of both passes"}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("-S", dest="source", required=True)
+    p.add_argument("-B", dest="build", required=True)
+    p.add_argument("--target", required=True)
+    p.add_argument("--bench", required=True)
+    p.add_argument("--metric", required=True)
+    p.add_argument("--pass-regex")
+    p.add_argument("--workload", default="")
+    p.add_argument("--dim", action="append", required=True)
+    p.add_argument("--scale", type=float, default=1.0, help="metric x scale = microseconds")
+    p.add_argument("--passes", type=int, default=2)
+    p.add_argument("--workers", type=int, default=4)
+    p.add_argument("--timeout", type=float, default=120.0)
+    p.add_argument("--out", required=True)
+    p.add_argument("--dry-run", action="store_true")
+    args = p.parse_args()
+
+    dims = [parse_dim(d) for d in args.dim]
+    points = list(itertools.product(*(range(len(d["values"])) for d in dims)))
+    metric = MetricSpec.parse(args.metric, lower_is_better=True)
+    workload = tuple(args.workload.split())
+    spec = TuneSpec(source_dir=Path(args.source).resolve(), build_dir=Path(args.build).resolve(), target=args.target,
+                    benchmark=(args.bench,), workloads=(workload,), metric=metric, pass_regex=args.pass_regex,
+                    workers=args.workers, screen=False, cuda_arch="90" if args.dry_run else None,
+                    output=Path(args.out).with_suffix(".unused.toml"))
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    setup = tune_setup(spec, log)
+    executor = make_executor(setup)
+    codes: dict[str, dict] = {}
+    point_code: dict[tuple[int, ...], str] = {}
+    binaries = Path(args.build).resolve() / "compileiq" / "landscape-binaries"
+    shutil.rmtree(binaries, ignore_errors=True)
+    lock = threading.Lock()
+    queue = list(points)
+
+    def flags_of(point) -> tuple[str, ...]:
+        return tuple(t for d, i in zip(dims, point) for t in d["values"][i])
+
+    def worker(tree) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                point = queue.pop(0)
+            flags = flags_of(point)
+            built = executor.build(tree, FlagSet((), flags))
+            key = built.fingerprint or ("build failed: " + built.log_tail[-200:] if not built.ok else "no fingerprint " + repr(flags))
+            with lock:
+                point_code[point] = key
+                log(f"built {len(point_code)}/{len(points)}: {' '.join(flags) or '(default)'} -> "
+                    + ("build failed" if not built.ok else f"code {list(codes).index(key) if key in codes else len(codes)}"))
+                if key in codes:
+                    continue
+                codes[key] = {"digest": built.fingerprint or None, "flags": list(flags),
+                              "regs": max((k.registers for k in built.kernels), default=0),
+                              "spill": max((k.spill_bytes for k in built.kernels), default=0)}
+                if not built.ok:
+                    codes[key].update(status="build_failed", valid=False, error=None, time_us=[],
+                                      message=built.log_tail[-300:])
+                    continue
+                argv = list(setup.bench.for_tree(tree, workload))
+                exe = Path(argv[0])
+                keep = binaries / f"code-{len(codes)}"
+                keep.mkdir(parents=True)
+                shutil.copy2(exe, keep / exe.name)
+                codes[key]["argv"] = [str(keep / exe.name), *argv[1:]]
+
+    with ThreadPoolExecutor(len(setup.trees)) as pool:
+        list(pool.map(worker, setup.trees))
+    default_key = point_code[tuple(0 for _ in dims)]
+    anchors: list[float] = []
+    if not args.dry_run:
+        timed = [k for k, c in codes.items() if "argv" in c]
+        rng = random.Random(1)
+
+        def time_code(key: str) -> float | None:
+            c = codes[key]
+            out = run_benchmark(c["argv"], binaries, metric, args.pass_regex, args.timeout)
+            if out.status is Status.OK and out.value is not None:
+                return out.value * args.scale
+            c.setdefault("message", f"{out.status.value}: {out.reason}; {out.last_line()}")
+            c["failed"] = out.status.value
+            return None
+
+        for n in range(args.passes):
+            order = timed[:]
+            rng.shuffle(order)
+            anchors.append(time_code(default_key) or float("nan"))
+            for key in order:
+                value = time_code(key)
+                if value is not None:
+                    codes[key].setdefault("time_us", []).append(value)
+            anchors.append(time_code(default_key) or float("nan"))
+            log(f"pass {n + 1}/{args.passes} done")
+        for c in codes.values():
+            if "status" in c:
+                continue
+            failed = c.pop("failed", None)
+            c["status"] = "ok" if not failed and c.get("time_us") else (
+                "wrong_result" if failed in ("pass_missing", "verify_failed") else "launch_failed")
+            c["valid"] = c["status"] == "ok"
+            c["error"] = None
+            c.setdefault("time_us", [])
+    keys = list(codes)
+    for c in codes.values():
+        c.pop("argv", None)
+    pairs = [tuple(c["time_us"][:2]) for c in codes.values() if c.get("valid") and len(c.get("time_us", [])) >= 2]
+    nvcc = shutil.which("nvcc") or ""
+    document = {
+        "format": "compileiq-landscape", "version": 1, "kernel": args.target, "family": "nvcc",
+        "metric": {"name": "kernel_time", "unit": "us", "higher_is_better": False},
+        "meta": {"synthetic": False, "dry_run": args.dry_run, "source": str(args.source), "target": args.target,
+                 "benchmark": [args.bench, *workload], "metric_regex": args.metric, "scale_to_us": args.scale,
+                 "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
+                 "command": " ".join(sys.argv), "sampling": "full", "space_size": len(points),
+                 "passes": args.passes, "default_anchors_us": anchors,
+                 "nvcc_version": subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:] if nvcc else [],
+                 "gpu": {"name": setup.device}, "arch": setup.cuda_arch,
+                 "tolerance": {"metric": f"the program's own check ({args.pass_regex})", "max": None},
+                 "timing": "one sample = one run of the project's benchmark executable (its own metric) x scale",
+                 "noise": noise(pairs)},
+        "dimensions": dims, "default_code": keys.index(default_key),
+        "points": [[*pt, keys.index(point_code[pt])] for pt in points],
+        "codes": list(codes.values()),
+    }
+    out = Path(args.out)
+    if args.dry_run:
+        out = out.with_suffix(".dryrun.json")
+    out.write_text(json.dumps(document, indent=1) + "\n")
+    log(f"wrote {out}: {len(points)} points, {len(codes)} codes")
+
+
+if __name__ == "__main__":
+    main()
