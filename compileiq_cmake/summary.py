@@ -74,7 +74,7 @@ def _contribution(c: Contribution) -> dict:
 def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | None],
           interval_of: Callable[[Trial], tuple[float, float] | None], effects, noise: float, paired: bool,
           min_gain: float, finalists: list[Validation], confirmations: list[Validation],
-          timings: dict[str, float]) -> dict:
+          timings: dict[str, float], per_file: dict | None = None) -> dict:
     spec = setup.spec
     trials = []
     for t in sorted(result.trials, key=lambda t: t.index):
@@ -98,7 +98,8 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         "replay": setup.replay is not None,
         "settings": {"budget": spec.budget, "seed": spec.seed, "workers": spec.workers, "repeats": spec.repeats,
                      "max_repeats": spec.max_repeats, "warmup": spec.warmup, "min_rounds": spec.min_rounds,
-                     "max_rounds": spec.max_rounds, "time_limit": spec.time_limit},
+                     "max_rounds": spec.max_rounds, "time_limit": spec.time_limit,
+                     "per_file_budget": getattr(spec, "per_file_budget", 0)},
         "metric": {"name": spec.metric.name, "pattern": spec.metric.label,
                    "lower_is_better": spec.metric.lower_is_better},
         "workloads": [list(x) for x in spec.workloads],
@@ -110,6 +111,7 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         "ablation": [_contribution(c) for c in result.contributions],
         "flag_effects": [{"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with}
                          for e in effects],
+        "per_file": per_file,  # per_file.Plan.as_dict(): kernel time by file, the files tuned separately
         "trials": trials, "notes": list(result.notes), "toml": result.toml_path,
         "timings": {k: round(v, 3) for k, v in timings.items()},
     })

@@ -333,7 +333,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         interval_of=lambda t: summary.trial_interval(t, base_of(t), lower),
         finalists=store.load_validations("finalists") or [], confirmations=store.load_validations("confirmations") or [],
         timings={"wall_seconds": wall, "search_seconds": search_seconds, "loop_seconds": loop_seconds,
-                 "finalists_seconds": finalists_seconds})
+                 "finalists_seconds": finalists_seconds},
+        per_file=per_file_plan.as_dict() if per_file_plan is not None else None)
     store.save_result("summary", document)
     if spec.json_summary:
         summary.write(Path(spec.json_summary), document)

@@ -19,7 +19,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sa
 KEYS = {"schema", "tool_version", "target", "language", "arch", "device", "compute_capability", "compiler",
         "build_type", "source_dir", "build_dir", "date", "executor", "gpus", "replay", "settings", "metric",
         "workloads", "baseline", "min_gain", "winner", "finalists", "confirmations", "ablation", "flag_effects",
-        "trials", "notes", "toml", "timings"}
+        "trials", "notes", "toml", "timings", "per_file"}
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +55,7 @@ def test_summary_document(replayed):
     assert all(t["ci"][0] <= t["ci"][1] for t in valid if t["ci"] and t["same_code_as"] is None)
     assert doc["timings"]["wall_seconds"] >= doc["timings"]["search_seconds"] > 0
     assert doc["toml"] == str(root / "compileiq.toml")
+    assert doc["per_file"] is None and doc["settings"]["per_file_budget"] == 0  # a replay has no kernel times
     # the same document from the store, without the tune
     proc = run_cli("report", "-B", str(root / "build"), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -214,3 +215,18 @@ def test_check_gate_on_the_host_example(tmp_path):
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and not doc["passed"], proc.stdout + proc.stderr
     assert not doc["entries"][0]["remeasure"]["passed"]
+
+
+def test_the_report_shows_where_the_kernel_time_goes(replayed, tmp_path):
+    """A tune with a per-file stage: its plan (kernel time by file, the files tuned separately) in the report."""
+    from compileiq_cmake.report import render
+
+    root, _ = replayed
+    doc = json.loads((root / "summary.json").read_text())
+    doc["per_file"] = {"start": ["--use_fast_math"], "unmapped_share": 0.02, "proposals": 8,
+                       "files": [{"path": "src/stream.cu", "share": 0.43, "kernels": ["a", "b"], "tuned": True},
+                                 {"path": "src/reduce.cu", "share": 0.08, "kernels": ["c"], "tuned": False}]}
+    html = render(doc)
+    assert 'id="per-file"' in html and "src/stream.cu</code></td><td class=\"num\">43.0%" in html
+    assert "tuned separately" in html and "2.0% in kernels of no file of the target" in html
+    assert 'id="per-file"' not in render({**doc, "per_file": None})
