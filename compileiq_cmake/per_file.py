@@ -104,8 +104,11 @@ def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float
 def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int) -> list[FlagSet]:
     """Single changes of the searched space for each file, on top of `start`: every value of a dimension
     other than the one `start` has (not the project's own value: a per-file flag can add, not take away;
-    not one the global flags make redundant), numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
+    not one the global flags make redundant, not one that static screening saw change none of the file's
+    kernels), numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
     chosen = dict(start.choices)
+    screen = {key: frozenset(kernel_name(k) for k in names)
+              for key, names in (getattr(setup, "screen_kernels", None) or {}).items()}
     per_file: list[list[FlagSet]] = []
     for f in files:
         mine: list[tuple[int, FlagSet]] = []
@@ -117,6 +120,9 @@ def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileS
                     continue
                 if set(canonical_flags(start.flags + value, setup.space.family)) == set(canonical_flags(start.flags, setup.space.family)):
                     continue  # redundant next to the global flags (e.g. --ftz=true under --use_fast_math)
+                changed = screen.get((d.name, value))
+                if changed is not None and not changed & set(f.kernels):
+                    continue  # static screening: it changes no kernel of this file
                 tokens = tuple(build_flags.source_token(f.path, t) for t in value)
                 mine.append((0 if d.relaxes_numerics else 1, FlagSet(start.choices, start.flags + tokens)))
         per_file.append([fs for _, fs in sorted(mine, key=lambda x: x[0])])

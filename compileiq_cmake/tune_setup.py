@@ -51,6 +51,10 @@ class TuneSetup:
     own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # see _own_commands
     fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
     gpus: tuple[GpuSlot, ...] = ()  # benchmarks run on these, one run per GPU at a time (several: in parallel)
+    # CUDA static screening: per kept (dimension, value), the kernels whose device code it changes (as the
+    # fingerprints name them); empty when screening did not run. The per-file stage proposes a value for a
+    # file only when it changes one of that file's kernels.
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
 
     @property
@@ -206,6 +210,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
             "flags that change numerics (fast-math family) are not searched")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
     fingerprints = None
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
     objects: tuple[Path, ...] = ()
     if language == "CUDA":
         entries = first.compile_commands(target.sources_in("CUDA"))
@@ -222,6 +227,9 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
             log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
                 f"space {r.points_before} -> {r.points_after} points ({r.compiles} compiles, {r.seconds:.1f} s)")
         space = prepared.space
+        if prepared.screen is not None:
+            screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
+                              for r in prepared.screen.rows if r.kept}
         if find_tool("cuobjdump", toolchain.path) is None or find_tool("nvdisasm", toolchain.path) is None:
             log("compileiq: note: device-code fingerprints are off: cuobjdump/nvdisasm not found (pip install "
                 "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); trials that build the same code are all benchmarked")
@@ -259,6 +267,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
                         if a.is_relative_to(trees[0].path)),
         build_type=settings.build_type, sources_sha256=first.info().get("sources_sha256", ""),
         objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=_own_commands(first, target, language),
+        screen_kernels=screen_kernels,
     )
 
 

@@ -196,6 +196,11 @@ def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redu
     assert [e[0].split("]")[0] for e in extra] == ["[src/a.cu", "[src/b.cu"] * 3  # the files take turns
     assert not any("--ftz=true" in t or "--prec-div=false" in t for e in extra for t in e)  # implied by fast math
     assert len({fs.key for fs in got}) == 6
+    # static screening said which kernels each value changes: a value that changes none of a file's kernels
+    # is not proposed for it
+    screened = SimpleNamespace(space=space, screen_kernels={("ptxas_opt_level", ("-Xptxas=-O1",)): frozenset({"sm_90:a"})})
+    tried = [fs.flags[1:] for fs in candidates(screened, start, files, 40)]
+    assert ("[src/a.cu]-Xptxas=-O1",) in tried and ("[src/b.cu]-Xptxas=-O1",) not in tried
     queue = Proposals(got)
     assert len(queue) == 6 and queue.ask() == got[0] and len(queue) == 5
 
