@@ -10,6 +10,7 @@ import os
 import shutil
 import statistics
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable
@@ -130,15 +131,18 @@ def _check_comparison(spec: TuneSpec, baseline: Trial) -> None:
                              "compared: fix the regex or the file name")
 
 
-def _other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Trial, log: Log) -> dict[str, Trial]:
+def _other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Trial, log: Log,
+                     early: dict[str, Future] | None = None) -> dict[str, Trial]:
     """The baseline measured on every other GPU too (GPUs of one model differ by a few percent): each trial is
-    compared with the baseline of the GPU it ran on. The first GPU's is the stored one."""
+    compared with the baseline of the GPU it ran on. The first GPU's is the stored one. `early`: those
+    measured already, at the same time as the first GPU's (the same build, one run per GPU at a time)."""
     first = setup.gpus[0].device
     baselines = {first: replace(baseline, gpu=first)}
     built = BuildResult(ok=True, seconds=0.0)
     for g in setup.gpus[1:]:
-        other = replace(run_trial(runners[g.device], setup, setup.trees[0], 0, baseline.flagset, built, None, log),
-                        gpu=g.device)
+        measured = early[g.device].result() if early and g.device in early else \
+            run_trial(runners[g.device], setup, setup.trees[0], 0, baseline.flagset, built, None, log)
+        other = replace(measured, gpu=g.device)
         if not other.valid:
             raise CompileIQError(f"the project's own build does not pass on {g.describe()}: {other.reason}; "
                                  "leave that GPU out with --gpus")
@@ -167,10 +171,16 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         log(f"compileiq: resuming: {len(restored)} finished trials restored from {store.path}")
     baseline_set = setup.space.baseline()
     baseline = restored.get(baseline_set.key)
+    early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
+    others = ThreadPoolExecutor(max(1, len(runners) - 1), thread_name_prefix="compileiq-baseline")
     if baseline is None:
-        baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, executor.build(setup.trees[0], baseline_set),
-                          log=log)
+        built = executor.build(setup.trees[0], baseline_set)
+        if len(runners) > 1 and built.ok:
+            early = {g.device: others.submit(run_trial, runners[g.device], setup, setup.trees[0], 0, baseline_set,
+                                             BuildResult(ok=True, seconds=0.0), None, log) for g in setup.gpus[1:]}
+        baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, built, log=log)
         if not baseline.valid:
+            others.shutdown(wait=True)
             raise baseline_error(baseline, setup)
         store.save(baseline)
     elif not baseline.valid:
@@ -191,7 +201,10 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     references = reference_trees(setup, executor.build, baseline_set, noise, list(runners) or [""], log)
     baselines: dict[str, Trial] = {}
     if len(runners) > 1:
-        baselines = _other_baselines(setup, runners, baseline, log)
+        try:
+            baselines = _other_baselines(setup, runners, baseline, log, early)
+        finally:
+            others.shutdown(wait=True)
         baseline = baselines[setup.gpus[0].device]
 
     def base_of(trial: Trial) -> Trial:
