@@ -307,11 +307,10 @@ def screen_target(
             raise CompileIQError(f"no compile command of a CUDA source of '{target}' in compile_commands.json")
         space = load_space("nvcc", toolchain.compiler_id, toolchain.version, include, exclude, arch=cuda_arch)
         from .cmake_project import cmake_version
+        from .flags.catalogue import device_lto_wanted
 
-        selective = [n for n in include if n != "experimental"]
-        lto = "device_lto" not in exclude and (not selective or "device_lto" in selective)
         prepared = prepare_cuda_space(space, commands, toolchain.path, cuda_arch, build_dir, target, jobs=jobs,
-                                      device_lto=cmake_version(tree.cmake) if lto else None)
+                                      device_lto=cmake_version(tree.cmake) if device_lto_wanted(include, exclude) else None)
     if prepared.screen is None:
         raise CompileIQError(next((n.removeprefix("note: ") for n in prepared.notes if "screening" in n),
                                   "static screening did not run"))

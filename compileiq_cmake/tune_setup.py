@@ -21,6 +21,7 @@ from .landscape import Landscape
 from .measure import BenchCommand
 from .nvcc_command import normalize, output_file, target_architectures, tokens
 from .replay import ReplayRunner
+from .flags.catalogue import device_lto_wanted
 from .screening import prepare_cuda_space
 from .spec import TuneSpec, compute_capability
 
@@ -214,11 +215,9 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
     objects: tuple[Path, ...] = ()
     if language == "CUDA":
         entries = first.compile_commands(target.sources_in("CUDA"))
-        selective = [n for n in spec.include_flags if n != "experimental"]
-        lto_wanted = "device_lto" not in exclude and (not selective or "device_lto" in selective)
+        lto = device_lto_wanted(spec.include_flags, exclude)
         prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
-                                      spec.acf_files, spec.screen,
-                                      device_lto=cmake_version(first.cmake) if lto_wanted else None)
+                                      spec.acf_files, spec.screen, device_lto=cmake_version(first.cmake) if lto else None)
         for note in prepared.notes:
             log(f"compileiq: {note}")
         if prepared.screen is not None:

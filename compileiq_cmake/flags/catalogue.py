@@ -148,6 +148,12 @@ DEVICE_LTO_DIMENSION = "device_lto"
 DEVICE_LTO_MIN_CMAKE = (3, 25)
 
 
+def device_lto_wanted(include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """Whether --include/--exclude-flags leave the device_lto dimension in (named, or no selective include)."""
+    selective = [n for n in include if n != "experimental"]
+    return DEVICE_LTO_DIMENSION not in exclude and (not selective or DEVICE_LTO_DIMENSION in selective)
+
+
 def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], cmake_version: tuple[int, int],
                              wanted: bool) -> tuple[FlagSpace, list[str]]:
     """Device link-time optimization (the token -dlto, build_flags) as a dimension of its own, offered only
