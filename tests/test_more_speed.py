@@ -43,6 +43,10 @@ def test_device_lto_is_offered_for_relocatable_device_code_only():
     assert old.dimensions == space.dimensions and "CMake >= 3.25" in notes[0]
     excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 25), False)
     assert excluded.dimensions == space.dimensions and not notes
+    from compileiq_cmake.flags.catalogue import device_lto_wanted
+
+    assert device_lto_wanted((), ()) and device_lto_wanted(("experimental",), ()) and device_lto_wanted(("device_lto",), ())
+    assert not device_lto_wanted(("ftz",), ()) and not device_lto_wanted((), ("device_lto",))
     # --exclude-flags / --include-flags may name it (it is not in the catalogue file)
     load_space("nvcc", "NVIDIA", "13.0.88", (), ("device_lto",), arch="90")
     with pytest.raises(CompileIQError):
