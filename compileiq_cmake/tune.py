@@ -242,6 +242,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log) as pipeline:
         exhausted = stopped = False
         per_file_due = spec.per_file_budget > 0
+        per_file_possible = per_file_due and setup.language == "CUDA" and len(setup.target.sources_in("CUDA")) > 1
         budget = spec.budget
         next_index = len(trials)
         while True:
@@ -276,7 +277,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
             store.save(trial)
             trials[trial.flagset.key] = trial
             search.tell(trial.flagset, loss(trial, base_of(trial), lower))
-            progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(), budget)
+            progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(),
+                     budget + (spec.per_file_budget if per_file_due and per_file_possible else 0))
             overhead += done.driver_seconds
             loop_trials += 1
         if exhausted and not isinstance(search, per_file.Proposals):
