@@ -271,6 +271,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
                         exhausted = False
                         continue
                     exhausted = False  # said above
+                elif per_file_due and per_file_possible:
+                    log("compileiq: note: per-file stage skipped: the time limit was reached during the search")
                 break
             done = pipeline.next()
             trial = finished_trial(done)
