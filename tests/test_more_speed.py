@@ -385,3 +385,30 @@ def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path)
     assert "regcount" in failed[0]["message"]
     fast = next(c for c in codes if c["flags"] == ["[src/device_math.cu]--use_fast_math"])
     assert fast["digest"] and fast["digest"] != default["digest"]  # a per-file flag changed that file's code
+
+
+def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_built(tmp_path):
+    """The TOML entry of such a winner: target flags, device_lto = true, one [[entry.sources]] per file (read
+    back and validated like the rest), and the CMake calls of the apply for both parts."""
+    from compileiq_cmake.records import FlagSet, Validation, WorkloadComparison
+    from compileiq_cmake.result_file import cmake_entries, read_entries, write_entry
+    from compileiq_cmake.tune import _entry
+
+    flags = ("--use_fast_math", "-dlto", "[src/gemm.cu]-Xptxas=-O1", "[src/compute.cu]-maxrregcount=64",
+             "[src/gemm.cu]-Xptxas=-dlcm=cs")
+    winner = Validation(FlagSet((), flags), (WorkloadComparison(("--size", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),),
+                        1.25, 1.2, 1.3, True)
+    spec = SimpleNamespace(target="multi_bench", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",))
+    setup = SimpleNamespace(spec=spec, language="CUDA", cuda_arch="90",
+                            toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"), build_type="Release",
+                            device="NVIDIA H200", compute_capability="9.0", sources_sha256="ab" * 32, replay=None)
+    entry = _entry(setup, winner, (), 20)
+    assert entry.flags == ("--use_fast_math",) and entry.device_lto
+    assert entry.sources == ({"path": "src/compute.cu", "flags": ["-maxrregcount=64"]},
+                             {"path": "src/gemm.cu", "flags": ["-Xptxas=-O1", "-Xptxas=-dlcm=cs"]})
+    write_entry(spec.output, entry)
+    back = read_entries(spec.output)[0]
+    assert back.device_lto and back.sources == entry.sources and back.flags == entry.flags
+    text = cmake_entries([back], tmp_path)
+    assert "DEVICE_LTO" in text and text.count("_compileiq_source_flags(") == 2 and "_compileiq_source_flags_done(" in text
