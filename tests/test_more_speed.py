@@ -412,3 +412,48 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     assert back.device_lto and back.sources == entry.sources and back.flags == entry.flags
     text = cmake_entries([back], tmp_path)
     assert "DEVICE_LTO" in text and text.count("_compileiq_source_flags(") == 2 and "_compileiq_source_flags_done(" in text
+
+
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch):
+    """tests/projects/per_file_sim: a separable target with kernels in two files whose host program stands
+    in for the GPU run (it writes the collector's file itself: 70% hot.cu, 30% warm.cu). The tune plans the
+    per-file stage from those times, proposes single changes for both files on top of the best global flag
+    set, builds each with the flag on that file only (checked against the compile commands), measures them in
+    the same loop and keeps the plan in the store for the report."""
+    import json
+
+    from compileiq_cmake.fingerprint import find_tool
+    from conftest import run_cli
+
+    if find_tool("cuobjdump", NVCC) is None:
+        pytest.skip("cuobjdump is not installed")
+    try:
+        kernel_times.build_collector(NVCC, tmp_path / "probe-cupti")
+    except CompileIQError as exc:
+        pytest.skip(str(exc))
+    src = tmp_path / "per_file_sim"
+    shutil.copytree(PROJECTS / "per_file_sim", src)
+    build = src / "build"
+    assert configure(src, build, "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "1")  # the tune's runs need no GPU here
+    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "sim_bench", "--bench", "sim_bench",
+                   "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--cuda-arch", "90", "--budget", "4",
+                   "--per-file-budget", "4", "--workers", "2", "--exclude-flags", "device_lto", "--max-rounds", "6")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert "kernel time by file (CUPTI, one run per workload, from " in out
+    assert "src/hot.cu 70%, src/warm.cu 30%" in out
+    assert "per-file stage: 4 flag sets, single changes for src/hot.cu, src/warm.cu on top of " in out
+    assert "[  8/8]" in out  # the planned count grew by the per-file budget
+    trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
+    per_file = [t for t in trials if any(f.startswith("[src/") for f in t["flags"])]
+    assert len(per_file) == 4
+    assert {f.split("]")[0] for t in per_file for f in t["flags"] if f.startswith("[")} == {"[src/hot.cu", "[src/warm.cu"}
+    # built as written: none was refused by the compile-command check
+    assert not any("is not the project's own plus the trial's flags" in t["reason"] for t in per_file)
+    assert all(t["status"] == "ok" for t in per_file), [t["reason"] for t in per_file]
+    summary = json.loads(run_cli("report", "-B", str(build), "--json").stdout)
+    files = {f["path"]: f for f in summary["per_file"]["files"]}
+    assert files["src/hot.cu"]["share"] == pytest.approx(0.7) and files["src/hot.cu"]["tuned"]
+    assert files["src/warm.cu"]["kernels"] == ["warm_kernel"]
