@@ -5,7 +5,8 @@ Most tokens are compile flags of the tuned target. Two kinds are not:
 * ``-dlto``: device link-time optimization of relocatable device code. It is applied through CMake's own
   mechanism (CUDA ``INTERPROCEDURAL_OPTIMIZATION``: ``code=lto_XX`` at compile, ``-dlto`` at the device link),
   never as a compile flag (nvcc refuses ``-dlto`` next to CMake's ``--generate-code``); the target's ptxas options
-  and -maxrregcount then also go to the device link, where the code is generated (``LINK_TIME_FLAG``).
+  and -maxrregcount then also go to the device link, where the code is generated (cmake/CompileIQ.cmake, _compileiq_device_lto; measured with
+  nvcc 13.0 on sm_90 in docs/benchmarks/more-speed.md: --use_fast_math / --ftz=true there change nothing).
 * ``[path]flag``: ``flag`` for one source file only (path relative to the project's source directory), set as
   that file's ``COMPILE_OPTIONS``, after the target's own: a per-file difference found by the per-file stage.
 
@@ -19,10 +20,6 @@ from dataclasses import dataclass
 
 DEVICE_LTO = "-dlto"
 _SOURCE_TOKEN = re.compile(r"^\[([^\]\s]+)\](\S+)$")
-# Options that act where device code is generated: with device LTO that is the device link. Measured with
-# nvcc 13.0 on sm_90 (docs/benchmarks/more-speed.md): -Xptxas options and -maxrregcount at the device link
-# change the linked SASS; --use_fast_math / --ftz=true there change nothing (they act at compile).
-LINK_TIME_FLAG = re.compile(r"^(-Xptxas=|-maxrregcount=)")
 
 
 @dataclass(frozen=True)

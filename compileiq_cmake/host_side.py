@@ -20,7 +20,7 @@ from typing import Callable
 
 from . import kernel_times
 from .errors import CompileIQError
-from .flags.space import HOST_GROUP, HOST_PREFIX, Dimension, FlagSpace, load_space
+from .flags.space import HOST_GROUP, HOST_PREFIX, Dimension, FlagSpace, host_side_named, load_space
 from .measure import Runner
 from .tune_setup import TuneSetup
 
@@ -57,17 +57,13 @@ def host_dimensions(compiler_id: str, version: str, include: tuple[str, ...], ex
                  for d in space.dimensions)
 
 
-def _explicit(include: tuple[str, ...]) -> bool:
-    return any(n == HOST_GROUP or n.startswith("host_") for n in include)
-
-
 def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], log: Log) -> TuneSetup:
     """`setup` with the host dimensions added to its space when the host side is worth searching (see the
     module docstring); as it is otherwise, with a note."""
     spec = setup.spec
     if setup.language != "CUDA" or setup.replay is not None or HOST_GROUP in exclude:
         return setup
-    explicit = _explicit(spec.include_flags)
+    explicit = host_side_named(spec.include_flags)
     if not explicit and spec.metric.kind != "walltime":  # nothing to measure for: say so without a run
         log(f"compileiq: note: host-side dimensions not offered: the metric ({spec.metric.label}) is not the run's "
             "wall time, so host flags cannot move it (--include-flags host_side searches them)")
@@ -76,15 +72,10 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
     try:
         collector = kernel_times.build_collector(setup.toolchain.path, setup.state_dir / "cupti")
         shares = []
-        times_file = setup.state_dir / "cupti" / "host-share.tsv"
-        times_file.parent.mkdir(parents=True, exist_ok=True)
-        measuring = runner.with_env(kernel_times.injection_env(collector, times_file))
         for workload in spec.workloads:
-            times_file.unlink(missing_ok=True)
-            result = measuring.run(setup.trees[0], workload)
-            if not result.ok:
-                raise CompileIQError(f"the run with the CUPTI collector failed: {result.reason}")
-            kernels = sum(k.ns for k in kernel_times.read_times(times_file)) / 1e9
+            result, times = kernel_times.run_with_collector(runner, setup.trees[0], workload, collector,
+                                                            setup.state_dir / "cupti" / "host-share.tsv")
+            kernels = sum(k.ns for k in times) / 1e9
             shares.append(max(0.0, 1.0 - kernels / result.seconds) if result.seconds > 0 else 0.0)
         host = sum(shares) / len(shares)
         measured = f"{100 * host:.0f}% of a run's wall time is outside kernels (CUPTI)"

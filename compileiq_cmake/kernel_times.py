@@ -101,6 +101,17 @@ def injection_env(collector: Path, times_file: Path) -> dict[str, str]:
     return {"CUDA_INJECTION64_PATH": str(collector), ENV_FILE: str(times_file)}
 
 
+def run_with_collector(runner, tree, workload, collector: Path, times_file: Path):
+    """One run of the benchmark (`runner.run(tree, workload)`, measure.Runner) with the collector loaded:
+    (the run's RunResult, its kernel times). CompileIQError when the run fails or wrote no usable times."""
+    times_file.parent.mkdir(parents=True, exist_ok=True)
+    times_file.unlink(missing_ok=True)
+    result = runner.with_env(injection_env(collector, times_file)).run(tree, workload)
+    if not result.ok:
+        raise CompileIQError(f"the run with the CUPTI collector failed: {result.reason}")
+    return result, read_times(times_file)
+
+
 def read_times(path: Path) -> tuple[KernelTime, ...]:
     """The collector's file; CompileIQError when it is missing (the program never reached exit), has no
     header, or says its records were incomplete."""

@@ -162,16 +162,10 @@ def plan(setup: TuneSetup, tree: VariantTree, build: Build, runner: Runner, tria
         return skip(f"the best global flag set did not build again: {built.log_tail}")
     per_workload = []
     kernels_of = _kernels_by_file(setup, tree)
-    times_file = setup.state_dir / "cupti" / "kernel-times.tsv"
-    times_file.parent.mkdir(parents=True, exist_ok=True)
-    measuring = runner.with_env(kernel_times.injection_env(collector, times_file))
     for workload in setup.spec.workloads:
-        times_file.unlink(missing_ok=True)
-        result = measuring.run(tree, workload)
-        if not result.ok:
-            return skip(f"the run with the CUPTI collector failed: {result.reason}")
         try:
-            times = kernel_times.read_times(times_file)
+            _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
+                                                       setup.state_dir / "cupti" / "kernel-times.tsv")
         except CompileIQError as exc:
             return skip(str(exc))
         if not times:

@@ -101,6 +101,13 @@ class TuneSpec:
         """Whether anything tells a wrong answer from a right one (beyond the exit status)."""
         return bool(self.pass_regex or self.verify or self.compare_output or self.compare_file)
 
+    @property
+    def excluded_flags(self) -> tuple[str, ...]:
+        """--exclude-flags, plus unsafe_numerics when nothing checks the results (see checks_outputs)."""
+        if self.checks_outputs or "unsafe_numerics" in self.exclude_flags:
+            return self.exclude_flags
+        return (*self.exclude_flags, "unsafe_numerics")
+
     def identity(self) -> str:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)

@@ -211,8 +211,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         """The baseline a trial is compared with: the one measured on the GPU it ran on."""
         return baselines.get(trial.gpu, baseline)
 
-    exclude = spec.exclude_flags + (() if spec.checks_outputs else ("unsafe_numerics",))
-    setup = host_side.with_host_side(setup, runner, exclude, log)  # host time dominates: host flags too
+    setup = host_side.with_host_side(setup, runner, spec.excluded_flags, log)  # host time dominates: host flags too
     trials: dict[str, Trial] = {baseline.flagset.key: baseline, **restored}
     search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=_warm_start(setup, log))
     for trial in trials.values():

@@ -22,6 +22,7 @@ from .measure import BenchCommand
 from .nvcc_command import normalize, output_file, target_architectures, tokens
 from .replay import ReplayRunner
 from .flags.catalogue import device_lto_wanted
+from .flags.space import host_side_named
 from .screening import prepare_cuda_space
 from .spec import TuneSpec, compute_capability
 
@@ -204,9 +205,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
     first.write_flags(spec.target, language, arch, ())
     model = first.configure(settings, spec.target, language)  # CUDA: now building this architecture only
     target = model.target(spec.target)
-    exclude = spec.exclude_flags
-    if not spec.checks_outputs and "unsafe_numerics" not in exclude:
-        exclude = (*exclude, "unsafe_numerics")
+    exclude = spec.excluded_flags
+    if exclude != spec.exclude_flags:
         log("compileiq: nothing checks the benchmark's results (no PASS_REGEX, VERIFY or output comparison): "
             "flags that change numerics (fast-math family) are not searched")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
@@ -236,7 +236,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
             fingerprints = FingerprintCache(toolchain.path)
             objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
                             if o is not None and o.resolve().is_relative_to(first.path.resolve()))
-    host_side_asked = language == "CUDA" and any(n == "host_side" or n.startswith("host_") for n in spec.include_flags)
+    host_side_asked = language == "CUDA" and host_side_named(spec.include_flags)
     if not space.dimensions and not host_side_asked:  # host-side dimensions join after the baseline (host_side.py)
         why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
         raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "

@@ -30,7 +30,6 @@ import itertools
 import json
 import random
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
@@ -42,6 +41,7 @@ from compileiq_cmake.executor import make_executor
 from compileiq_cmake.records import FlagSet, Status
 from compileiq_cmake.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune_setup import setup as tune_setup
+from record import noise_estimate  # noqa: E402  (this folder: the kernel recorder's statistics)
 
 
 def parse_dim(text: str) -> dict:
@@ -52,14 +52,11 @@ def parse_dim(text: str) -> dict:
 
 
 def noise(pairs: list[tuple[float, float]]) -> dict:
-    d = [(b - a) / ((a + b) / 2) for a, b in pairs]
-    if not d:
-        return {"pairs": 0, "rel_sd": 0.01, "method": "no code measured twice: 1% assumed"}
-    med = statistics.median(d)
-    mad = statistics.median(abs(x - med) for x in d)
-    return {"pairs": len(d), "rel_sd": max(1.4826 * mad / 2 ** 0.5, 1e-6), "mean_rel_diff": statistics.fmean(d),
-            "median_abs_rel_diff": statistics.median(abs(x) for x in d), "max_abs_rel_diff": max(abs(x) for x in d),
-            "method": "1.4826 * MAD(d) / sqrt(2), d = (t2 - t1) / mean(t1, t2) over the valid codes of both passes"}
+    """record.py's estimate; a landscape needs rel_sd, so without a code measured twice 1% is assumed."""
+    estimate = noise_estimate(pairs)
+    if "rel_sd" not in estimate:
+        return {**estimate, "rel_sd": 0.01, "method": "no code measured twice: 1% assumed"}
+    return {**estimate, "rel_sd": max(estimate["rel_sd"], 1e-6)}
 
 
 def main() -> None:

@@ -23,6 +23,13 @@ GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP)
 # as -Xcompiler=<token>, each dimension named host_<name> (host_side.py decides when they are searched).
 HOST_PREFIX = "-Xcompiler="
 HOST_GROUP = "host_side"
+
+
+def host_side_named(include: tuple[str, ...]) -> bool:
+    """Whether --include-flags names the host side of a CUDA target (the group or one host_<name>)."""
+    return any(n == HOST_GROUP or n.startswith("host_") for n in include)
+
+
 # Dimensions added by the tune itself (not in the catalogue file) that --include/--exclude-flags may name.
 BUILD_MODE_DIMENSIONS = {"nvcc": {"device_lto", HOST_GROUP}}
 
