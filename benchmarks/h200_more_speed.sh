@@ -14,6 +14,7 @@ if [ -d .whl ]; then
   python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
 fi
 WORKLOAD=${WORKLOAD:---size 2}
+mode=$1
 work=/tmp/more-speed
 { nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv; nvcc --version | tail -2
   cmake --version | head -1; nproc; date -u; } > "$OUTDIR/machine.txt" 2>&1
@@ -110,7 +111,9 @@ if [ "$1" = tune ]; then
     cp "$work/rel-tuned/compile_commands.json" "$OUTDIR/release-compile_commands.json"
     grep -n "dlto\|LINK_FLAGS" "$work/rel-tuned/build.ninja" | head -20 > "$OUTDIR/release-device-link.txt"
     for i in $(seq 1 ${ROUNDS:-8}); do
-      for t in plain tuned; do echo "$t $("$work/rel-$t/$BENCH" $WORKLOAD | grep -E '^time_ms=|^PASS|^FAIL' | tr '\n' ' ')"; done
+      for t in plain tuned; do  # the wall time of the run too (the metric of a WALLTIME tune)
+        s=$EPOCHREALTIME; o=$("$work/rel-$t/$BENCH" $WORKLOAD | grep -E '^time_ms=|^PASS|^FAIL' | tr '\n' ' '); e=$EPOCHREALTIME
+        echo "$t wall_s=$(python3 -c "print(round($e-$s, 4))") $o"; done
     done > "$OUTDIR/release-remeasure.txt"
     tail -4 "$OUTDIR/release-remeasure.txt"
   fi
@@ -134,4 +137,4 @@ if [ "$1" = landscape ]; then
 fi
 
 # the device tool brings back a few files per call: one archive
-tar -C "$(dirname "$OUTDIR")" -czf "$(dirname "$OUTDIR")/more-speed-$1-${name:-}.tar.gz" more-speed && find "$OUTDIR" -mindepth 1 -delete
+tar -C "$(dirname "$OUTDIR")" -czf "$(dirname "$OUTDIR")/more-speed-$mode-${name:-}.tar.gz" more-speed && find "$OUTDIR" -mindepth 1 -delete
