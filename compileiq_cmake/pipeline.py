@@ -9,7 +9,9 @@ re-queues the trial's measurement on another GPU; nothing finished is lost."""
 
 from __future__ import annotations
 
+import math
 import queue
+import statistics
 import threading
 import time
 from collections import deque
@@ -194,6 +196,22 @@ class Pipeline:
                 else:
                     self._log(f"compileiq: GPU {gpu} did not come back; the tune goes on without it")
         raise AssertionError("unreachable")
+
+
+def lookahead(trials, gpus: int, workers: int) -> int:
+    """How many trials to keep in flight: enough that a built trial waits for each GPU when it frees, no more.
+    Every trial in flight was asked without its result, so the search decides blind that many steps ahead;
+    on the H200 a tune with 8 build trees asked its 9th-11th trials before the 4th (fast math, 1.23x) was
+    measured, and never combined it with device LTO (1.13x) within a budget of 12 (more-speed.md). Per GPU:
+    the trial on it plus ceil(build s / benchmark s) building, and one spare build overall; medians of the
+    trials measured so far (their build times under the same parallel load), at most `workers`."""
+    measured = [t for t in trials if t.same_code_as is None and t.bench_seconds > 0 and t.build_seconds > 0]
+    if not measured:
+        return workers
+    build = statistics.median(t.build_seconds for t in measured)
+    bench = statistics.median(t.bench_seconds for t in measured)
+    need = gpus * (1 + math.ceil(build / max(bench, 1e-3))) + 1
+    return max(1, min(workers, need))
 
 
 def finished_trial(finished: Finished) -> Trial:

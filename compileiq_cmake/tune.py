@@ -28,7 +28,7 @@ from .console import final_table, print_line, progress
 from .executor import make_executor
 from .finalists import validate_and_ablate
 from . import build_flags, host_side, per_file, summary
-from .pipeline import Pipeline, finished_trial
+from .pipeline import Pipeline, finished_trial, lookahead
 from .report import write_report
 from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
                     reference_trees, run_trial)
@@ -245,7 +245,9 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         budget = spec.budget
         next_index = len(trials)
         while True:
-            while not (exhausted or stopped) and pipeline.has_free_tree and len(trials) + pipeline.pending < budget:
+            ahead = lookahead(trials.values(), len(measuring), spec.workers)  # asks as late as the GPUs allow
+            while not (exhausted or stopped) and pipeline.has_free_tree and pipeline.pending < ahead \
+                    and len(trials) + pipeline.pending < budget:
                 if spec.time_limit is not None and time.perf_counter() - started > spec.time_limit:
                     log(f"compileiq: time limit of {spec.time_limit:.0f} s reached")
                     stopped = True

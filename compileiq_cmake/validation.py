@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
+from . import build_flags
 from .cmake_project import VariantTree
 from .flags import FlagSpace
 from .measure import Runner, Workload
@@ -120,15 +121,23 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
 
 def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, winner: FlagSet,
            min_gain: float, seed: int, log: Log) -> tuple[FlagSet, tuple[Contribution, ...]]:
-    """Remove each non-default dimension of the winner in turn; a removal that costs nothing significant
-    is kept (the flag is dropped). Returns the minimal flag set and each dimension's contribution."""
+    """Remove each non-default dimension of the winner in turn, then each file's own flags (the per-file
+    stage's `[path]flag` tokens, one file at a time); a removal that costs nothing significant is kept (the flags
+    are dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files)."""
     current = winner
     contributions: list[Contribution] = []
-    for dim, _ in winner.choices:
+    steps = [(dim, None) for dim, _ in winner.choices] + [(f"per-file {path}", path) for path in _source_paths(winner)]
+    for dim, path in steps:
         choice = dict(current.choices)
-        flags = space.flagset({dim: choice[dim]}).flags
-        choice.pop(dim)
-        without = space.flagset(choice)
+        extras = _per_source_tokens(current)
+        if path is None:
+            flags = space.flagset({dim: choice[dim]}).flags
+            choice.pop(dim)
+        else:
+            flags = tuple(t for t in extras if _source_of(t) == path)
+            extras = tuple(t for t in extras if _source_of(t) != path)
+        base = space.flagset(choice)
+        without = FlagSet(base.choices, base.flags + extras)
         builds = [build(trees[0], current), build(trees[1], without)]
         if not builds[0].ok or not builds[1].ok:
             contributions.append(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"))
@@ -163,3 +172,17 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
         if not needed:
             current = without
     return current, tuple(contributions)
+
+
+def _source_of(token: str) -> str | None:
+    sources = build_flags.split([token]).sources
+    return sources[0][0] if sources else None
+
+
+def _per_source_tokens(flagset: FlagSet) -> tuple[str, ...]:
+    """The tokens of `flagset` that are one file's own flags (not part of the space's dimensions)."""
+    return tuple(t for t in flagset.flags if _source_of(t) is not None)
+
+
+def _source_paths(flagset: FlagSet) -> list[str]:
+    return sorted({p for p in map(_source_of, flagset.flags) if p is not None})

@@ -61,3 +61,23 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     import time
     progress(ts, lines.append, bad, base, {"b": base, "x": bad}, time.perf_counter() - 20)
     assert " ".join(reason.split()) in lines[0] and "+ finalists ~" in lines[0], lines[0]
+
+
+def test_lookahead_keeps_the_gpus_fed_and_no_more():
+    """Issue 13: trials in flight are asked blind; the conveyor keeps per GPU the trial on it plus what builds
+    in the time of a benchmark, and one spare (H200 multi-file tune: build ~10 s, benchmark ~9 s -> 4 of 8)."""
+    from compileiq_cmake.pipeline import lookahead
+    from compileiq_cmake.records import FlagSet, Status, Trial
+
+    def t(i, build, bench, twin=None):
+        return Trial(i, FlagSet((), (f"-f{i}",)), Status.OK, build_seconds=build, bench_seconds=bench, same_code_as=twin)
+
+    assert lookahead([], 1, 8) == 8  # nothing measured yet: every tree
+    h200 = [t(0, 9.3, 3.8), t(1, 10.1, 9.4), t(2, 10.0, 10.0), t(3, 11.0, 9.6), t(4, 10.0, 0.0, twin=1)]
+    assert lookahead(h200, 1, 8) == 1 * (1 + 2) + 1
+    assert lookahead(h200, 2, 8) == 2 * (1 + 2) + 1
+    assert lookahead(h200, 2, 6) == 6  # never more than the build trees
+    quick_runs = [t(0, 10.0, 0.01), t(1, 10.0, 0.02)]  # builds dominate: every tree builds
+    assert lookahead(quick_runs, 1, 8) == 8
+    slow_runs = [t(0, 2.0, 60.0)]
+    assert lookahead(slow_runs, 1, 8) == 3

@@ -59,3 +59,49 @@ def test_interleave_stops_when_a_required_variant_fails(tmp_path):
     variants = {"with": trees[0], "without": trees[1]}
     inter = interleave(runner, variants, 3, 15, 0, lambda samples: False, required=("with", "without"))
     assert inter.rounds == 1 and "without" in inter.failures
+
+
+def test_ablation_keeps_per_file_flags_through_every_step_and_drops_those_that_gain_nothing(tmp_path):
+    """Issue 13: the per-file stage's `[path]flag` tokens are not dimensions of the space. Ablation must keep
+    them while it removes the global dimensions (the "without" build used to lose them), and test each file's
+    own flags like a dimension: kept only if removing them is significantly slower (on the H200 a per-file
+    -Xptxas=-O1 of 0.4% was written without such a test)."""
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
+    from compileiq_cmake.validation import ablate
+
+    effect = {"--use_fast_math": 0.80, "[src/gemm.cu]-Xptxas=-O1": 0.95, "[src/stream.cu]-Xptxas=-O1": 1.0}
+    built: dict[str, FlagSet] = {}
+
+    @dataclass
+    class ByFlags(FakeRunner):
+        def run(self, tree: VariantTree, workload) -> RunResult:
+            t = 10.0
+            for flag in built[tree.path.name].flags:
+                t *= effect[flag]
+            return RunResult(Status.OK, "", t * (1 + self.rng.gauss(0, 0.002)), 0.0)
+
+    def build(tree: VariantTree, flagset: FlagSet) -> BuildResult:
+        built[tree.path.name] = flagset
+        return BuildResult(ok=True, seconds=0.0)
+
+    _, trees = _setup(tmp_path, {"t0": 1.0, "t1": 1.0})
+    runner = ByFlags(_setup(tmp_path, {})[0].spec, {})
+    space = FlagSpace("gcc", (Dimension("use_fast_math", "", ((), ("--use_fast_math",))),))
+    winner = FlagSet((("use_fast_math", 1),), ("--use_fast_math", "[src/gemm.cu]-Xptxas=-O1", "[src/stream.cu]-Xptxas=-O1"))
+    seen: list[tuple[str, ...]] = []
+    original = build
+
+    def recording(tree, flagset):
+        seen.append(flagset.flags)
+        return original(tree, flagset)
+
+    minimal, contributions = ablate(runner, recording, trees, space, winner, 0.01, 0, lambda _: None)
+    by_dim = {c.dimension: c for c in contributions}
+    assert set(by_dim) == {"use_fast_math", "per-file src/gemm.cu", "per-file src/stream.cu"}
+    assert by_dim["use_fast_math"].kept and by_dim["per-file src/gemm.cu"].kept
+    assert not by_dim["per-file src/stream.cu"].kept
+    assert by_dim["per-file src/gemm.cu"].flags == ("[src/gemm.cu]-Xptxas=-O1",)
+    assert minimal.flags == ("--use_fast_math", "[src/gemm.cu]-Xptxas=-O1")
+    assert minimal.choices == (("use_fast_math", 1),)
+    # removing the global flag kept both files' own flags
+    assert ("[src/gemm.cu]-Xptxas=-O1", "[src/stream.cu]-Xptxas=-O1") in seen
