@@ -24,7 +24,9 @@ with open(sys.argv[1], "a+") as fh:
     fh.write(json.dumps({"gpu": os.environ.get("CUDA_VISIBLE_DEVICES"), "start": start, "end": time.time(),
                          "cwd": os.getcwd()}) + "\\n")
     fh.seek(0)
-    n = len(fh.read().splitlines())  # spread of N%: runs cycle through +0, +N/2, +N% (and a little jitter)
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES")  # spread of N%: each GPU's runs cycle through +0, +N/2, +N%
+    n = sum(json.loads(line)["gpu"] == gpu for line in fh.read().splitlines())  # (and a little jitter); per
+    # GPU, since the GPUs measure their baselines at the same time (a global count could give one GPU a flat run)
 print("time_ms=%.4f" % (100 + float(sys.argv[2]) * ((n % 3) / 2 + random.random() / 10)))
 '''
 
