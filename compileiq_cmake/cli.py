@@ -67,7 +67,8 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", help="TOML to write (default <src>/compileiq.toml)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=None,
-                   help="variant trees built in parallel; benchmarks run one at a time per GPU (--gpus) "
+                   help="variant trees built in parallel (at most; no more trials are kept in flight than keep the GPUs "
+                   "fed); benchmarks run one at a time per GPU (--gpus) "
                    "(default: $COMPILEIQ_WORKERS, else 1 per 4 CPU cores, at most 4)")
     p.add_argument("--repeats", type=int, default=3, help="runs per workload and trial in the search (median taken); "
                    "promising trials get more, up to --max-repeats")

@@ -155,7 +155,8 @@ class Landscape:
                     if t in tokens:
                         raise _fail(src, f"flag token {t} appears in two values")
                     tokens.add(t)
-            traits = list(catalogue.get(d["name"], (False, False)))
+            # a per-file dimension "<file>:<name>" (record_project.py) has the traits of the catalogue's <name>
+            traits = list(catalogue.get(d["name"], catalogue.get(d["name"].rpartition(":")[2], (False, False))))
             for k, key in enumerate(("unsafe_numerics", "relaxes_numerics")):  # optional; default: catalogue
                 if key in d:
                     if not isinstance(d[key], bool):

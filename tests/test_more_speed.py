@@ -457,3 +457,16 @@ def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch)
     files = {f["path"]: f for f in summary["per_file"]["files"]}
     assert files["src/hot.cu"]["share"] == pytest.approx(0.7) and files["src/hot.cu"]["tuned"]
     assert files["src/warm.cu"]["kernels"] == ["warm_kernel"]
+
+
+def test_per_file_landscape_dimensions_keep_their_catalogue_traits():
+    """A recorded per-file landscape names its dimensions "<file>:<dimension>"; replayed, they keep the
+    catalogue's numerics traits (the default search measures approximate arithmetic first, as the tune's
+    per-file stage does): the H200 landscape of the multi-file example."""
+    from compileiq_cmake.landscape import Landscape
+
+    land = Landscape.load(Path(__file__).parent.parent / "benchmarks" / "landscapes" / "multifile_per_file.json")
+    traits = {d.name: (d.relaxes_numerics, d.unsafe_numerics) for d in land.dimensions}
+    assert traits["compute.cu:use_fast_math"][0] and traits["compute.cu:use_fast_math"][1]
+    assert traits["stream.cu:load_cache"] == (False, False)
+    assert not land.meta.get("synthetic") and land.meta["space_size"] == 108
