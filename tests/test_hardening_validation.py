@@ -84,16 +84,15 @@ def test_ablation_keeps_per_file_flags_through_every_step_and_drops_those_that_g
         built[tree.path.name] = flagset
         return BuildResult(ok=True, seconds=0.0)
 
-    _, trees = _setup(tmp_path, {"t0": 1.0, "t1": 1.0})
-    runner = ByFlags(_setup(tmp_path, {})[0].spec, {})
+    fake, trees = _setup(tmp_path, {"t0": 1.0, "t1": 1.0})
+    runner = ByFlags(fake.spec, {})
     space = FlagSpace("gcc", (Dimension("use_fast_math", "", ((), ("--use_fast_math",))),))
     winner = FlagSet((("use_fast_math", 1),), ("--use_fast_math", "[src/gemm.cu]-Xptxas=-O1", "[src/stream.cu]-Xptxas=-O1"))
     seen: list[tuple[str, ...]] = []
-    original = build
 
     def recording(tree, flagset):
         seen.append(flagset.flags)
-        return original(tree, flagset)
+        return build(tree, flagset)
 
     minimal, contributions = ablate(runner, recording, trees, space, winner, 0.01, 0, lambda _: None)
     by_dim = {c.dimension: c for c in contributions}
