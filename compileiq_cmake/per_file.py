@@ -108,12 +108,12 @@ def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileS
     kernels), numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
     chosen = dict(start.choices)
     screen = {key: frozenset(kernel_name(k) for k in names)
-              for key, names in (getattr(setup, "screen_kernels", None) or {}).items()}
+              for key, names in setup.screen_kernels.items()}
     per_file: list[list[FlagSet]] = []
     for f in files:
         mine: list[tuple[int, FlagSet]] = []
         for d in setup.space.dimensions:
-            if d.name == "device_lto":
+            if d.build_mode:  # device LTO: a mode of the whole target's device link, not a file's flag
                 continue
             for i, value in enumerate(d.values[1:], start=1):
                 if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):

@@ -99,7 +99,7 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         "settings": {"budget": spec.budget, "seed": spec.seed, "workers": spec.workers, "repeats": spec.repeats,
                      "max_repeats": spec.max_repeats, "warmup": spec.warmup, "min_rounds": spec.min_rounds,
                      "max_rounds": spec.max_rounds, "time_limit": spec.time_limit,
-                     "per_file_budget": getattr(spec, "per_file_budget", 0)},
+                     "per_file_budget": spec.per_file_budget},
         "metric": {"name": spec.metric.name, "pattern": spec.metric.label,
                    "lower_is_better": spec.metric.lower_is_better},
         "workloads": [list(x) for x in spec.workloads],

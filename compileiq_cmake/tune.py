@@ -172,15 +172,16 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     baseline_set = setup.space.baseline()
     baseline = restored.get(baseline_set.key)
     early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
-    others = ThreadPoolExecutor(max(1, len(runners) - 1), thread_name_prefix="compileiq-baseline")
+    others = ThreadPoolExecutor(len(runners) - 1, thread_name_prefix="compileiq-baseline") if len(runners) > 1 else None
     if baseline is None:
         built = executor.build(setup.trees[0], baseline_set)
-        if len(runners) > 1 and built.ok:
+        if others is not None and built.ok:
             early = {g.device: others.submit(run_trial, runners[g.device], setup, setup.trees[0], 0, baseline_set,
                                              BuildResult(ok=True, seconds=0.0), None, log) for g in setup.gpus[1:]}
         baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, built, log=log)
         if not baseline.valid:
-            others.shutdown(wait=True)
+            if others is not None:
+                others.shutdown(wait=True)
             raise baseline_error(baseline, setup)
         store.save(baseline)
     elif not baseline.valid:

@@ -126,18 +126,18 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
     are dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files)."""
     current = winner
     contributions: list[Contribution] = []
-    steps = [(dim, None) for dim, _ in winner.choices] + [(f"per-file {path}", path) for path in _source_paths(winner)]
-    for dim, path in steps:
+    files = [path for path, _ in build_flags.split(winner.flags).sources]
+    for dim, path in [(dim, None) for dim, _ in winner.choices] + [(f"per-file {path}", path) for path in files]:
         choice = dict(current.choices)
-        extras = _per_source_tokens(current)
+        own = build_flags.split(current.flags).sources  # the files' own flags: not dimensions of the space
         if path is None:
             flags = space.flagset({dim: choice[dim]}).flags
             choice.pop(dim)
         else:
-            flags = tuple(t for t in extras if _source_of(t) == path)
-            extras = tuple(t for t in extras if _source_of(t) != path)
+            flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
         base = space.flagset(choice)
-        without = FlagSet(base.choices, base.flags + extras)
+        without = FlagSet(base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own
+                                                           if p != path for f in fs))
         builds = [build(trees[0], current), build(trees[1], without)]
         if not builds[0].ok or not builds[1].ok:
             contributions.append(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"))
@@ -173,16 +173,3 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
             current = without
     return current, tuple(contributions)
 
-
-def _source_of(token: str) -> str | None:
-    sources = build_flags.split([token]).sources
-    return sources[0][0] if sources else None
-
-
-def _per_source_tokens(flagset: FlagSet) -> tuple[str, ...]:
-    """The tokens of `flagset` that are one file's own flags (not part of the space's dimensions)."""
-    return tuple(t for t in flagset.flags if _source_of(t) is not None)
-
-
-def _source_paths(flagset: FlagSet) -> list[str]:
-    return sorted({p for p in map(_source_of, flagset.flags) if p is not None})

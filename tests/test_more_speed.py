@@ -193,7 +193,7 @@ def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redu
     space = _space()
     start = space.flagset({"use_fast_math": 1})
     files = (kernel_times.FileShare("src/a.cu", 6, 0.6, ("a",)), kernel_times.FileShare("src/b.cu", 4, 0.4, ("b",)))
-    got = candidates(SimpleNamespace(space=space), start, files, 6)
+    got = candidates(SimpleNamespace(space=space, screen_kernels={}), start, files, 6)
     assert len(got) == 6
     assert all(fs.flags[0] == "--use_fast_math" and fs.choices == start.choices for fs in got)
     extra = [fs.flags[1:] for fs in got]
