@@ -418,12 +418,7 @@ endfunction()
 #   from the target's directory; each wrapped in $<condition:...> unless <condition> is empty.
 function(_compileiq_source_options target path condition)
   _compileiq_conditional(options "${condition}" ${ARGN})
-  get_target_property(dir "${target}" SOURCE_DIR)
-  if(CMAKE_VERSION VERSION_LESS 3.18)
-    set_property(SOURCE "${path}" DIRECTORY "${dir}" APPEND PROPERTY COMPILE_OPTIONS ${options})
-  else()
-    set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY COMPILE_OPTIONS ${options})
-  endif()
+  set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY COMPILE_OPTIONS ${options})
 endfunction()
 
 # _compileiq_unwrap_option(<out-var> <item>)
