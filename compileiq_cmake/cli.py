@@ -149,13 +149,29 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("-S", dest="source_dir", required=True)
     check.add_argument("-B", dest="build_dir", required=True, help="a configured build tree of the project (its "
                        "cache settings are used; the check's own trees go to <build>/compileiq/check/)")
-    check.add_argument("--remeasure", action="store_true", help="build plain and tuned release trees and measure them "
-                       "interleaved on each applying entry's workloads: exit 1 when one is no longer significantly "
-                       "faster by the minimum gain (or is slower)")
-    check.add_argument("--bench", help="with --remeasure: the benchmark command (first word may be a target)")
-    check.add_argument("--pass-regex", help="with --remeasure: a run counts only if its output matches")
+    check.add_argument("--strict", action="store_true", help="exit 1 also when an entry does not apply to this build "
+                       "or is stale (its reason is printed)")
+    check.add_argument("--remeasure", action="store_true", help="per applying entry, build a plain tree and one with only "
+                       "that entry applied and run the entry's own benchmark (recorded by its tune) interleaved on its "
+                       "workloads: exit 1 when one is no longer significantly faster by the minimum gain (or is slower)")
+    check.add_argument("--bench", help="with --remeasure: a benchmark command for every entry instead of the recorded "
+                       "ones (first word may be a target)")
+    check.add_argument("--metric", help="with --remeasure: the metric instead of the recorded ones (a regex with one "
+                       "group, or GBENCH, NVBENCH, WALLTIME)")
+    check_direction = check.add_mutually_exclusive_group()
+    check_direction.add_argument("--lower-is-better", dest="lower_is_better", action="store_true", default=None,
+                                 help="with --remeasure: instead of the recorded direction")
+    check_direction.add_argument("--higher-is-better", dest="lower_is_better", action="store_false",
+                                 help="with --remeasure: instead of the recorded direction")
+    check.add_argument("--pass-regex", help="with --remeasure: a run counts only if its output matches (instead of "
+                       "the recorded one)")
     check.add_argument("--rounds", type=int, default=9, help="interleaved rounds per workload (default 9)")
+    check.add_argument("--max-workloads", type=int, default=8,
+                       help="distinct workloads re-measured per entry at most (default 8; repeats are measured once)")
     check.add_argument("--min-gain", type=float, help="default: from the plain build's noise, as a tune decides")
+    check.add_argument("--build-timeout", type=float, default=3600.0,
+                       help="seconds for each configure and build of the check's trees before it is stopped with "
+                       "everything it started (default 3600)")
     check.add_argument("--json", action="store_true", help="one JSON document on stdout")
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
@@ -308,13 +324,19 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "space":
             _space(args.family, args.compiler_version, args)
         elif args.command == "check":
-            from .check import print_checks, run_check
+            from .check import BenchOverride, print_checks, run_check
 
             src = Path(args.source_dir).resolve()
+            try:
+                bench = tuple(shlex.split(args.bench or ""))
+            except ValueError as exc:
+                raise CompileIQError(f"cannot split --bench {args.bench!r}: {exc}") from None
+            override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex)
             checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
-                               Path(args.build_dir).resolve(), remeasure=args.remeasure, bench=args.bench,
-                               pass_regex=args.pass_regex, rounds=args.rounds, min_gain=args.min_gain)
-            return print_checks(checks, args.json)
+                               Path(args.build_dir).resolve(), remeasure=args.remeasure, override=override,
+                               rounds=args.rounds, min_gain=args.min_gain, max_workloads=args.max_workloads,
+                               build_timeout=args.build_timeout)
+            return print_checks(checks, args.json, args.strict)
         elif args.command == "report":
             from .report import report_command
 

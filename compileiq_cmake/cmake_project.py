@@ -97,6 +97,7 @@ class VariantSettings:
     cuda_arch: str = ""
     config: str = ""  # multi-config generators: the one configuration the variant trees have and build
     user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
+    user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
 
     @property
     def build_type(self) -> str:
@@ -130,7 +131,8 @@ class VariantSettings:
             notes.append("no CMAKE_BUILD_TYPE in the user's build tree: tuning a Release build")
         return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache,
                                cuda_arch=cuda_arch, config=chosen,
-                               user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1]), notes
+                               user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
+                               user_includes=user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1]), notes
 
     def initial_cache_script(self) -> str:
         return initial_cache_script(self.cache)
@@ -142,6 +144,14 @@ def forwarded_cache(user: dict[str, tuple[str, str]], keep: frozenset[str] = fro
     return {name: entry for name, entry in user.items()
             if entry[0] in _FORWARD_TYPES and (name not in _NOT_FORWARDED or name in keep)
             and not name.startswith("COMPILEIQ_")}
+
+
+def top_level_includes(user: str, own: Path) -> str:
+    """CMAKE_PROJECT_TOP_LEVEL_INCLUDES of another tree of the project: the user's own files (from their
+    cache: a dependency provider, ...) first, then the tool's `own` (CMake takes a list). The tool's files in
+    the user's list (a release tree that applies a compileiq.toml) are left out: `own` decides."""
+    tool = {"compileiq_apply.cmake", "compileiq_variant.cmake"}
+    return ";".join([*(p for p in user.split(";") if p and Path(p).name not in tool), str(own)])
 
 
 def initial_cache_script(cache: dict[str, tuple[str, str]]) -> str:
@@ -188,14 +198,11 @@ class VariantTree:
         init = self.path / "compileiq_init_cache.cmake"
         init.write_text(settings.initial_cache_script())
         file_api.write_query(self.path)
-        includes = [str(cmake_dir() / "compileiq_variant.cmake")]
-        user_includes = settings.cache.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES")
-        if user_includes and user_includes[1]:
-            includes.insert(0, user_includes[1])
+        includes = top_level_includes(settings.user_includes, cmake_dir() / "compileiq_variant.cmake")
         cmd = [
             self.cmake, "-S", str(settings.source_dir), "-B", str(self.path), "-G", settings.generator,
             "-C", str(init),
-            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={';'.join(includes)}",
+            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={includes}",
             f"-DCOMPILEIQ_VARIANT_FRAGMENT={self.fragment}",
             f"-Dcompileiq_cmake_DIR={cmake_dir()}",
             "-DCOMPILEIQ_TUNE=OFF", "-DCOMPILEIQ_APPLY=OFF", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",

@@ -37,6 +37,13 @@ class BenchCommand:
     def verify_for_tree(self, tree: VariantTree) -> list[str]:
         return [self._map(a, tree) for a in self.verify]
 
+    def relative(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        """argv with paths in the user's build tree made relative to it ("./bin/nbody"), as an entry records
+        the command: every run has its tree as the working directory, so it runs in any tree of the project."""
+        prefix = str(self.user_build_dir)
+        return tuple("./" + a[len(prefix) + 1:] if a.startswith(prefix + "/") else "." if a == prefix else a
+                     for a in argv)
+
 
 @dataclass(frozen=True)
 class RunResult:

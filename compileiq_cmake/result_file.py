@@ -76,6 +76,12 @@ class FlagsEntry:
     sources: tuple[dict, ...] = ()
     # CUDA, relocatable device code: device link-time optimization (-dlto at compile and at device link)
     device_lto: bool = False
+    # how the tune measured, for `check --remeasure`: the benchmark command (paths in the build tree relative
+    # to it, e.g. "./bin/nbody": it runs in a tree of the project as its working directory), its PASS_REGEX
+    # and VERIFY command; () and "" in entries written before they were recorded
+    benchmark: tuple[str, ...] = ()
+    pass_regex: str = ""
+    verify: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -165,6 +171,25 @@ def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
     return tuple(checks)
 
 
+def _check_benchmark(raw: dict, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The recorded benchmark and VERIFY commands (lists of strings) and PASS_REGEX (a regex)."""
+    commands = []
+    for key in ("benchmark", "verify"):
+        argv = raw.get(key, [])
+        if not isinstance(argv, list) or len(argv) > MAX_FLAGS or not all(isinstance(a, str) for a in argv):
+            raise CompileIQError(f"{where}: {key} of {raw['target']!r} must be a list of at most {MAX_FLAGS} strings "
+                                 "(the command and its arguments)")
+        commands.append(tuple(argv))
+    pass_regex = raw.get("pass_regex", "")
+    try:
+        if not isinstance(pass_regex, str):
+            raise re.error("not a string")
+        re.compile(pass_regex)
+    except re.error as exc:
+        raise CompileIQError(f"{where}: pass_regex of {raw['target']!r} must be a regex ({exc})") from None
+    return commands[0], commands[1]
+
+
 def _check_entry(raw: object, where: str) -> FlagsEntry:
     if not isinstance(raw, dict):
         raise CompileIQError(f"{where}: an [[entry]] must be a table")
@@ -187,6 +212,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     flags = _check_flags(raw, where)
     checks = _check_checks(raw, where)
     sources = _check_sources(raw, where)
+    benchmark, verify = _check_benchmark(raw, where)
     device_lto = raw.get("device_lto", False)
     if not isinstance(device_lto, bool) or (device_lto and raw["language"] != "CUDA"):
         raise CompileIQError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
@@ -198,7 +224,8 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
                "workload_speedups": tuple(raw.get("workload_speedups", ())),
                "workload_ci": tuple(tuple(x) for x in raw.get("workload_ci", ())),
                "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ())),
-               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources}
+               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources,
+               "benchmark": benchmark, "verify": verify}
         )
     except TypeError as exc:
         raise CompileIQError(f"{where}: malformed entry: {exc}") from None

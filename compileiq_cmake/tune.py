@@ -7,6 +7,7 @@ import datetime as _dt
 import hashlib
 import math
 import os
+import shlex
 import shutil
 import statistics
 import time
@@ -400,13 +401,14 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     spec = setup.spec
     parts = build_flags.split(winner.flagset.flags)
     flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent)
+    bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
         flags=flags, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
         compute_capability=setup.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better,
-        workloads=tuple(" ".join(w.workload) for w in winner.workloads),
+        workloads=tuple(shlex.join(w.workload) for w in winner.workloads),
         baseline=tuple(round(statistics.median(w.baseline), 9) for w in winner.workloads),
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
@@ -423,4 +425,6 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
             for c in contributions if math.isfinite(c.speedup)
         ),
         device_lto=parts.device_lto, sources=tuple({"path": p, "flags": list(f)} for p, f in parts.sources),
+        benchmark=bench.relative(bench.argv) if bench else (), pass_regex=spec.pass_regex or "",
+        verify=bench.relative(bench.verify) if bench else (),
     )
