@@ -1,0 +1,267 @@
+"""`compileiq-cmake check` as a CI gate: --strict, each entry re-measured with the benchmark its tune recorded
+(one tuned tree per entry), workloads deduplicated and capped, the pass rule on recorded numbers, the user's own
+CMAKE_PROJECT_TOP_LEVEL_INCLUDES kept, and configures and builds stopped after --build-timeout."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from conftest import configure, run_cli
+
+PROJECTS = Path(__file__).resolve().parent / "projects"
+GATE = PROJECTS / "check_gate"
+PAIR = PROJECTS / "check_pair"
+
+
+def _entry(build: Path, **kw):
+    from test_cmake_modules import _gcc_version_major_minor, _host_entry
+
+    base = dict(target="gate_bench", flags=("-O2",), build_type="Release", metric="time_ms=([0-9.]+)",
+                workloads=("--n 1000000",), sources_sha256="", baseline=(100.0,), tuned=(30.0,), speedup=3.3)
+    base.update(kw)
+    return _host_entry(_gcc_version_major_minor(build), **base)
+
+
+def _project(tmp_path: Path, origin: Path = GATE) -> tuple[Path, Path]:
+    src = tmp_path / origin.name
+    shutil.copytree(origin, src)
+    return src, tmp_path / "build"
+
+
+def _running(needle: str) -> list[int]:
+    """Processes whose command line holds needle."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmdline = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if needle in cmdline:
+                found.append(int(name))
+    return found
+
+
+def _gone(needle: str, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while _running(needle) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return not _running(needle)
+
+
+def test_strict_fails_on_an_entry_that_does_not_apply_or_is_stale(tmp_path):
+    """Without --strict such entries are reported and the exit status is 0; with it, 1 and the reason per entry."""
+    from compileiq_cmake.result_file import write_entry
+
+    src, build = _project(tmp_path)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    toml = src / "compileiq.toml"
+    gate = ("check", "-S", str(src), "-B", str(build))
+    write_entry(toml, _entry(build))  # applies, not stale (no sources hash recorded)
+    proc = run_cli(*gate, "--strict")
+    assert proc.returncode == 0 and "gate_bench: applies" in proc.stdout and "FAIL" not in proc.stdout, proc.stdout + proc.stderr
+
+    write_entry(toml, _entry(build, sources_sha256="0" * 64))  # tuned on other sources
+    proc = run_cli(*gate)
+    assert proc.returncode == 0 and "stale: its sources changed" in proc.stdout, proc.stdout + proc.stderr
+    proc = run_cli(*gate, "--strict")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "compileiq: gate_bench: FAIL (--strict): stale: its sources changed since the tune" in proc.stdout, proc.stdout
+
+    toml.unlink()
+    write_entry(toml, _entry(build, build_type="Debug"))
+    proc = run_cli(*gate, "--strict", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not doc["passed"] and doc["strict"], proc.stdout + proc.stderr
+    assert doc["entries"][0]["failures"] == [
+        "does not apply: tuned for the Debug build type; this is a Release build"], doc
+    proc = run_cli(*gate, "--strict")
+    assert proc.returncode == 1 and ("gate_bench: FAIL (--strict): does not apply: tuned for the Debug build type"
+                                     in proc.stdout), proc.stdout
+
+
+def test_the_pass_rule_on_recorded_numbers():
+    """'Significantly above 1 + min gain': the 95% interval's lower end above 1 + min gain. These recorded runs
+    (5 interleaved rounds) give 1.020x [1.004..1.036]: significantly faster than 1, its estimate above 1.01, but
+    not significantly above 1.01, so the entry fails at a 1% minimum gain and passes at 0.2%."""
+    from compileiq_cmake.check import verdict
+    from compileiq_cmake.stats import compare_paired
+
+    plain = [10.30, 10.10, 10.35, 10.05, 10.20]
+    tuned = [10.00, 10.00, 10.00, 10.00, 10.00]
+    cmp = compare_paired(plain, tuned)
+    assert 1.0 < cmp.ci.low < 1.01 < cmp.speedup, cmp
+    passed, reason, speedup, ci = verdict([("--n 1", cmp)], 0.01)
+    assert not passed and "the interval must lie above 1.0100" in reason, reason
+    passed, reason, _, _ = verdict([("--n 1", cmp)], 0.002)
+    assert passed and "lies above 1 + 0.20%" in reason, reason
+    # a significantly slower workload fails whatever the mean says
+    slow = compare_paired([10.0] * 5, [10.4, 10.5, 10.45, 10.5, 10.4])
+    passed, reason, _, _ = verdict([("--n 1", cmp), ("--n 2", slow)], 0.0)
+    assert not passed and "significantly slower than the plain build on '--n 2'" in reason
+
+
+def test_workloads_are_deduplicated_and_capped_with_a_note():
+    from test_result_file import make_entry
+
+    from compileiq_cmake.check import select_workloads
+
+    same = make_entry(workloads=("--n 3",) * 3000)
+    chosen, note = select_workloads(same, 8)
+    assert chosen == [("--n", "3")] and note == "3000 workloads, 2999 of them repeats: each distinct one measured once"
+    many = make_entry(workloads=tuple(f"--n {i}" for i in range(20)) + ("--n  0",))
+    chosen, note = select_workloads(many, 8)
+    assert chosen == [("--n", str(i)) for i in range(8)], chosen
+    assert note == ("21 workloads, 1 of them repeats: each distinct one measured once; "
+                    "the first 8 of 20 distinct workloads measured (--max-workloads)"), note
+    assert select_workloads(make_entry(workloads=()), 8) == ([()], "")
+
+
+def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tmp_path):
+    """Two entries of one program, each with the benchmark, metric and workloads its tune recorded: `light` (whose
+    flags change nothing) with the whole program's time, `heavy` with its own throughput (higher is better).
+    Measured in one tree with both applied, light would be credited with heavy's gain; each in its own tree,
+    light gains nothing and heavy passes. heavy's 40 identical workloads are measured once. --bench overrides."""
+    from compileiq_cmake.result_file import write_entry
+
+    src, build = _project(tmp_path, PAIR)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    toml = src / "compileiq.toml"
+    write_entry(toml, _entry(build, target="light", benchmark=("./pair_bench", "both"), pass_regex="PASS",
+                             workloads=("--n 4000000",)))
+    write_entry(toml, _entry(build, target="heavy", benchmark=("./pair_bench", "heavy"), pass_regex="PASS",
+                             metric="rate=([0-9.]+)", lower_is_better=False, workloads=("--n 4000000",) * 40,
+                             baseline=(300.0,) * 40, tuned=(900.0,) * 40))
+    gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "5", "--json")
+    proc = run_cli(*gate)
+    doc = json.loads(proc.stdout)
+    light, heavy = (e["remeasure"] for e in doc["entries"])
+    assert heavy["passed"] and heavy["speedup"] > 1.5, (proc.stderr, heavy)  # -O2 against -O0: about 3x here
+    assert heavy["benchmark"] == ["./pair_bench", "heavy"] and heavy["metric"] == "rate=([0-9.]+)"
+    assert not heavy["lower_is_better"] and all(w["tuned"][0] > w["plain"][0] for w in heavy["workloads"])
+    assert len(heavy["workloads"]) == 1 and "40 workloads, 39 of them repeats" in heavy["note"]
+    assert light["benchmark"] == ["./pair_bench", "both"] and light["metric"] == "time_ms=([0-9.]+)"
+    assert light["speedup"] < 1.2, light  # not heavy's gain
+    assert proc.returncode == (0 if light["passed"] else 1) and doc["passed"] == light["passed"]
+    assert "re-measuring heavy: ./pair_bench heavy (rate=([0-9.]+)), 1 workload, 5 rounds; 40 workloads" in proc.stderr
+    # the trees: each entry's flags, and only those
+    trees = {Path(light["tree"]).name: "light.cpp", Path(heavy["tree"]).name: "heavy.cpp"}
+    assert len(trees) == 2
+    for tree, own in trees.items():
+        commands = json.loads((build / "compileiq" / "check" / tree / "compile_commands.json").read_text())
+        for c in commands:
+            if c["file"].endswith(("light.cpp", "heavy.cpp")):
+                assert ("-O2" in c["command"].split()) == c["file"].endswith(own), (tree, c["command"])
+    # --bench (with its metric) overrides every entry's recorded one
+    proc = run_cli(*gate, "--bench", "pair_bench heavy", "--metric", "rate=([0-9.]+)", "--higher-is-better",
+                   "--rounds", "3")
+    doc = json.loads(proc.stdout)
+    for e in doc["entries"]:
+        assert e["remeasure"]["benchmark"] == ["pair_bench", "heavy"] and not e["remeasure"]["lower_is_better"], e
+
+
+def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
+    """The entry a tune writes holds its benchmark (the binary relative to the build tree), PASS_REGEX and
+    workloads; check --remeasure runs exactly that, without --bench, in its own trees."""
+    from compileiq_cmake.result_file import read_entries
+
+    src, build = _project(tmp_path)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench",
+                   "--workload", "--n 1000000", "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS",
+                   "--include-flags", "opt_level", "--budget", "3")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    (entry,) = read_entries(src / "compileiq.toml")
+    assert entry.benchmark == ("./gate_bench",) and entry.pass_regex == "PASS" and entry.verify == ()
+    assert entry.workloads == ("--n 1000000",) and entry.metric == "time_ms=([0-9.]+)" and entry.lower_is_better
+    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "5", "--json")
+    doc = json.loads(proc.stdout)
+    r = doc["entries"][0]["remeasure"]
+    assert proc.returncode == 0 and doc["passed"] and r["benchmark"] == ["./gate_bench"], proc.stdout + proc.stderr
+    assert [w["workload"] for w in r["workloads"]] == ["--n 1000000"] and r["speedup"] > 1.2, r
+
+
+_PROVIDER = """\
+# The user's own top-level include: a dependency provider that answers find_package(GateDep).
+macro(gate_provide method name)
+  if("${name}" STREQUAL "GateDep")
+    set(GateDep_FOUND TRUE)
+    set(GATE_DEP_LEVEL 2)
+  endif()
+endmacro()
+cmake_language(SET_DEPENDENCY_PROVIDER gate_provide SUPPORTED_METHODS FIND_PACKAGE)
+"""
+
+
+def _with_provider(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """check_gate that needs a package only the user's dependency provider (a top-level include) supplies."""
+    src, build = _project(tmp_path)
+    with (src / "CMakeLists.txt").open("a") as fh:
+        fh.write("find_package(GateDep REQUIRED)  # from the dependency provider\n"
+                 "target_compile_definitions(gate_bench PRIVATE GATE_DEP_LEVEL=${GATE_DEP_LEVEL})\n")
+    provider = tmp_path / "provider.cmake"
+    provider.write_text(_PROVIDER)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release",
+                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={provider}").returncode == 0
+    return src, build, provider
+
+
+def test_check_keeps_the_users_own_top_level_includes(tmp_path):
+    from compileiq_cmake.result_file import write_entry
+
+    src, build, _ = _with_provider(tmp_path)
+    write_entry(src / "compileiq.toml", _entry(build))
+    proc = run_cli("check", "-S", str(src), "-B", str(build))
+    assert proc.returncode == 0 and "gate_bench: applies: 1 tuned flags" in proc.stdout, proc.stdout + proc.stderr
+    commands = json.loads((build / "compileiq" / "check" / "tuned" / "compile_commands.json").read_text())
+    (command,) = [c["command"] for c in commands if c["file"].endswith("main.cpp")]
+    assert "-DGATE_DEP_LEVEL=2" in command and "-O2" in command.split(), command
+
+
+def test_tune_keeps_the_users_own_top_level_includes(tmp_path):
+    """The tune's variant trees too (the user's includes were dropped there as well)."""
+    src, build, _ = _with_provider(tmp_path)
+    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench --n 300000",
+                   "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--include-flags", "opt_level",
+                   "--budget", "2", "--max-rounds", "5")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    commands = json.loads((build / "compileiq" / "worker-0" / "compile_commands.json").read_text())
+    (command,) = [c["command"] for c in commands if c["file"].endswith("main.cpp")]
+    assert "-DGATE_DEP_LEVEL=2" in command, command
+
+
+def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monkeypatch):
+    """A configure or a build that hangs is stopped after --build-timeout with everything it started (the
+    process group: cmake, ninja/make and what they run), and check says so in one line (exit 2)."""
+    from compileiq_cmake.result_file import write_entry
+
+    src, build = _project(tmp_path)
+    (src / "slow.sh").write_text('[ -z "$GATE_SLOW_BUILD" ] || sleep "$GATE_SLOW_BUILD"\n')
+    with (src / "CMakeLists.txt").open("a") as fh:
+        fh.write('if(DEFINED ENV{GATE_SLOW_CONFIGURE})\n  execute_process(COMMAND sleep $ENV{GATE_SLOW_CONFIGURE})\nendif()\n'
+                 'add_custom_target(slow_step ALL COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/slow.sh)\n')
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    write_entry(src / "compileiq.toml", _entry(build, benchmark=("./gate_bench",), pass_regex="PASS"))
+    gate = ("check", "-S", str(src), "-B", str(build))
+
+    monkeypatch.setenv("GATE_SLOW_CONFIGURE", "3001.25")
+    start = time.monotonic()
+    proc = run_cli(*gate, "--build-timeout", "5", timeout=300)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
+    assert "did not finish within 5 s and was stopped" in proc.stderr and "configuring" in proc.stderr, proc.stderr
+    assert time.monotonic() - start < 120
+    assert _gone("sleep 3001.25"), "the configure's child outlived the timeout"
+
+    monkeypatch.delenv("GATE_SLOW_CONFIGURE")
+    monkeypatch.setenv("GATE_SLOW_BUILD", "3002.5")
+    proc = run_cli(*gate, "--remeasure", "--build-timeout", "30", timeout=400)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
+    assert "building " in proc.stderr and "did not finish within 30 s" in proc.stderr, proc.stderr
+    assert _gone("sleep 3002.5"), "the build's children outlived the timeout"
+    # bad input: one line, exit 2
+    proc = run_cli(*gate, "--build-timeout", "0")
+    assert proc.returncode == 2 and "--build-timeout 0 is out of range" in proc.stderr, proc.stderr
