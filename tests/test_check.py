@@ -185,6 +185,22 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     assert [w["workload"] for w in r["workloads"]] == ["--n 1000000"] and r["speedup"] > 1.2, r
 
 
+def test_the_recorded_verify_runs_and_a_tuned_build_that_fails_it_fails_the_gate(tmp_path):
+    """The tune's VERIFY (recorded in the entry) runs after the first run in each tree; here it fails only where
+    the tuned flags are in the compile commands: the entry fails (exit 1), not the check (exit 2)."""
+    from compileiq_cmake.result_file import write_entry
+
+    src, build = _project(tmp_path)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    write_entry(src / "compileiq.toml", _entry(build, benchmark=("./gate_bench",), pass_regex="PASS",
+                                               verify=("sh", "-c", "! grep -q -- -O2 compile_commands.json")))
+    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "3", "--json")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not doc["passed"], proc.stdout + proc.stderr
+    assert doc["entries"][0]["failures"] == [
+        "re-measured: the tuned build's benchmark fails on workload '--n 1000000': VERIFY failed (exit code 1)"], doc
+
+
 _PROVIDER = """\
 # The user's own top-level include: a dependency provider that answers find_package(GateDep).
 macro(gate_provide method name)
