@@ -8,7 +8,11 @@ import json
 import os
 import shutil
 import time
+import tomllib
 from pathlib import Path
+
+import pytest
+import tomli_w
 
 from conftest import configure, run_cli
 
@@ -183,6 +187,27 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     r = doc["entries"][0]["remeasure"]
     assert proc.returncode == 0 and doc["passed"] and r["benchmark"] == ["./gate_bench"], proc.stdout + proc.stderr
     assert [w["workload"] for w in r["workloads"]] == ["--n 1000000"] and r["speedup"] > 1.2, r
+
+
+def test_the_recorded_benchmark_fields_are_validated(tmp_path):
+    """benchmark and verify: lists of strings; pass_regex: a regex. Anything else: one line naming the field."""
+    from test_result_file import make_entry
+
+    from compileiq_cmake.errors import CompileIQError
+    from compileiq_cmake.result_file import read_entries, write_entry
+
+    path = tmp_path / "compileiq.toml"
+    entry = make_entry(benchmark=("./bin/nbody", "--steps", "20"), pass_regex="PASS", verify=("./check.sh",))
+    write_entry(path, entry)
+    assert read_entries(path) == [entry]
+    good = tomllib.loads(path.read_text())
+    for key, value, message in (("benchmark", "./bin/nbody", "benchmark of 'nbody' must be a list"),
+                                ("verify", [1], "verify of 'nbody' must be a list"),
+                                ("pass_regex", "(PASS", "pass_regex of 'nbody' must be a regex"),
+                                ("pass_regex", True, "pass_regex of 'nbody' must be a regex")):
+        path.write_text(tomli_w.dumps({**good, "entry": [{**good["entry"][0], key: value}]}))
+        with pytest.raises(CompileIQError, match=message):
+            read_entries(path)
 
 
 def test_the_recorded_verify_runs_and_a_tuned_build_that_fails_it_fails_the_gate(tmp_path):
