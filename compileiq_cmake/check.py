@@ -281,7 +281,8 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     checks = []
     for e in entries:
         rec = recorded.get((e.target, e.arch)) or recorded.get((e.target, ""))
-        why = "comes from a replay (never applied)" if e.replay else "not looked at by the apply (its language is not enabled?)"
+        why = ("comes from a replay (never applied)" if e.replay
+               else "not looked at by the apply (its language is not enabled?)")
         checks.append(EntryCheck(e.target, e.arch, list(e.flags), bool(rec and rec["applies"]),
                                  rec["why"] if rec else why, rec["stale"] if rec else []))
     applying = [(i, c, e) for i, (c, e) in enumerate(zip(checks, entries)) if c.applies]
