@@ -189,6 +189,17 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     assert [w["workload"] for w in r["workloads"]] == ["--n 1000000"] and r["speedup"] > 1.2, r
 
 
+def test_the_recorded_command_is_relative_to_the_build_tree():
+    """Paths in the user's build tree become relative to it (every run has its tree as the working directory);
+    programs on PATH, paths elsewhere and other arguments stay as they are."""
+    from compileiq_cmake.measure import BenchCommand
+
+    bench = BenchCommand(argv=(), verify=(), user_build_dir=Path("/work/build"))
+    assert bench.relative(("/work/build/bin/nbody", "--in", "/work/build/data/x.bin", "--out", "/work/build",
+                           "/work/build2/y", "/opt/tool", "mpirun", "-n", "2")) == (
+        "./bin/nbody", "--in", "./data/x.bin", "--out", ".", "/work/build2/y", "/opt/tool", "mpirun", "-n", "2")
+
+
 def test_the_recorded_benchmark_fields_are_validated(tmp_path):
     """benchmark and verify: lists of strings; pass_regex: a regex. Anything else: one line naming the field."""
     from test_result_file import make_entry
