@@ -299,12 +299,13 @@ def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monke
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     write_entry(src / "compileiq.toml", _entry(build, benchmark=("./gate_bench",), pass_regex="PASS"))
     gate = ("check", "-S", str(src), "-B", str(build))
+    assert run_cli(*gate).returncode == 0  # the check's tree exists: a re-configure reaches the sleep at once
 
     monkeypatch.setenv("GATE_SLOW_CONFIGURE", "3001.25")
     start = time.monotonic()
-    proc = run_cli(*gate, "--build-timeout", "5", timeout=300)
+    proc = run_cli(*gate, "--build-timeout", "10", timeout=300)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
-    assert "did not finish within 5 s and was stopped" in proc.stderr and "configuring" in proc.stderr, proc.stderr
+    assert "did not finish within 10 s and was stopped" in proc.stderr and "configuring" in proc.stderr, proc.stderr
     assert time.monotonic() - start < 120
     assert _gone("sleep 3001.25"), "the configure's child outlived the timeout"
 
