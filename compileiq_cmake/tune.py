@@ -321,7 +321,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     toml_path = None
     if winner is not None:
         new = _entry(setup, winner, contributions, len(trials))
-        change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace)
+        change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
         if change is not None and change.replaces is not None:
             log(f"compileiq: {change.message}")
         toml_path = str(spec.output)
