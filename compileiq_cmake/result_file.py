@@ -26,6 +26,7 @@ import tomli_w
 
 from .errors import CompileIQError
 from .flags import validate_flags
+from .writable import check_creatable
 
 SCHEMA_VERSION = 1
 MAX_FLAGS = 256  # per entry
@@ -386,9 +387,6 @@ def _temp_prefix(target: Path) -> str:
     return f".compileiq-{target.name}-"
 
 
-_PROBE_PREFIX = ".compileiq-probe-"  # check_output_writable's file: never taken for a killed writer's stray
-
-
 def _lock_path(target: Path) -> Path:
     return target.with_name(target.name + ".lock")
 
@@ -511,22 +509,11 @@ def check_output_writable(path: Path) -> None:
             read_entries(target)
         except CompileIQError as exc:
             raise CompileIQError(f"{exc}; fix or remove {path} before tuning: its entry could not be added") from None
-    directory = target.parent
-    while not directory.exists() and directory != directory.parent:
-        directory = directory.parent
-    if not directory.is_dir():
-        raise CompileIQError(f"cannot write {path}: {directory} is not a directory; choose another --output")
     lock = _lock_path(target)
     if lock.is_dir():
         raise CompileIQError(f"the lock file {lock} is a directory, so {path} could not be written after the tune; "
                              "remove it")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=_PROBE_PREFIX, suffix=".probe", dir=directory)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise CompileIQError(f"cannot write in {directory} ({exc.strerror or exc}), so {path} could not be written "
-                             "after the tune; choose another --output or fix the permissions") from None
+    check_creatable(target, "--output")
 
 
 def _check_acf_sha256(raw: dict, flags: tuple[str, ...], where: str) -> tuple[tuple[str, str], ...]:

@@ -22,6 +22,7 @@ from .measure import Runner
 from .records import BuildResult, Contribution, FlagSet, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
 from .search import FlagSearch
+from .writable import check_creatable
 from .spec import TuneSpec
 from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_spread
 from .console import final_table, print_line, progress
@@ -44,6 +45,8 @@ def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
 
     spec = spec.validate()
     check_output_writable(spec.output)  # a result must not be lost at the end for want of a place to write it
+    if spec.json_summary:
+        check_creatable(Path(spec.json_summary), "--json-summary")
     started = time.perf_counter()
     state_dir = spec.build_dir / "compileiq"
     fresh_state = not state_dir.exists()
@@ -356,7 +359,11 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         per_file=per_file_plan.as_dict() if per_file_plan is not None else None)
     store.save_result("summary", document)
     if spec.json_summary:
-        summary.write(Path(spec.json_summary), document)
+        try:
+            summary.write(Path(spec.json_summary), document)
+        except OSError as exc:  # checked before the tune; the place went away since
+            raise CompileIQError(f"could not write the summary {spec.json_summary} ({exc.strerror or exc}); the tune's "
+                                 f"result is kept: 'compileiq-cmake report -B {spec.build_dir} --json' prints it") from None
         log(f"compileiq: wrote the summary {spec.json_summary}")
     html = setup.state_dir / "report.html"
     problem = write_report(html, document)
