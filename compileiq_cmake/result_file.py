@@ -15,6 +15,7 @@ import re
 import tempfile
 import time
 import tomllib
+import types
 import typing
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
@@ -222,6 +223,9 @@ def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: s
     def wrong(expected: str) -> CompileIQError:
         return CompileIQError(f"{what}: {name} must be {expected}, not {_short(value)}")
 
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: TOML has no None, so X
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+
     if hint is bool:
         if not isinstance(value, bool):
             raise wrong("true or false")
@@ -275,8 +279,8 @@ def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
                if f.name not in raw and f.default is MISSING and f.default_factory is MISSING]
     if missing:
         raise CompileIQError(f"{what} lacks {', '.join(missing)}")
-    types = _types(cls)
-    return {f.name: _value(raw[f.name], types[f.name], f.metadata, what, f.name) for f in fields(cls) if f.name in raw}
+    hints = _types(cls)
+    return {f.name: _value(raw[f.name], hints[f.name], f.metadata, what, f.name) for f in fields(cls) if f.name in raw}
 
 
 def _check_entry(raw: object, where: str) -> FlagsEntry:
