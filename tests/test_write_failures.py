@@ -169,3 +169,15 @@ def test_a_concurrent_writer_does_not_break_a_starting_tune(replay, monkeypatch,
     assert probes and Path(probes[0]).parent == out.parent
     assert {e.target for e in read_entries(out)} == {"other", "sample_small"}
     assert not list(out.parent.glob(".compileiq-*")), "no probe or temporary file left"
+
+
+def test_a_writer_removes_only_its_own_files_strays_not_another_files_temporary(tmp_path):
+    """Writers of compileiq.toml and of compileiq.toml-x.toml in one directory hold different locks: the first
+    removes a killed writer's stray of its own file only, never the other's file being written."""
+    path = tmp_path / "compileiq.toml"
+    other = tmp_path / ".compileiq-compileiq.toml-x.toml-abcd1234.toml"  # compileiq.toml-x.toml's, mid-write
+    other.write_text("being written")
+    stray = tmp_path / ".compileiq-compileiq.toml-k1ll3d00.toml"
+    stray.write_text("half")
+    write_entry(path, make_entry())
+    assert other.exists() and not stray.exists()
