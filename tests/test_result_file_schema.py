@@ -83,6 +83,12 @@ def test_every_field_is_checked_for_type_and_range_by_show_and_the_apply(tmp_pat
     out = tmp_path / "entries.cmake"
     _one_line(run_cli("cmake-entries", str(path), str(out)), *needles)
     assert not out.exists()
+    build = tmp_path / "build"  # `check` reads the file before it configures anything
+    build.mkdir()
+    (build / "CMakeCache.txt").write_text("")
+    (tmp_path / "CMakeLists.txt").write_text("project(p NONE)\n")
+    _one_line(run_cli("check", str(path), "-S", str(tmp_path), "-B", str(build)), *needles)
+    assert list(build.iterdir()) == [build / "CMakeCache.txt"]
 
 
 def test_a_typo_is_named_as_an_unknown_key_with_the_key_it_resembles(tmp_path):
