@@ -214,8 +214,8 @@ def _number_rule(meta: typing.Mapping) -> str:
 
 
 def _in_range(number: float, meta: typing.Mapping) -> bool:
-    return (not ("above" in meta and not number > meta["above"]) and not ("min" in meta and not number >= meta["min"])
-            and not ("max" in meta and not number <= meta["max"]))
+    return (("above" not in meta or number > meta["above"]) and ("min" not in meta or number >= meta["min"])
+            and ("max" not in meta or number <= meta["max"]))
 
 
 def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:
@@ -271,10 +271,10 @@ def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
     known = [f.name for f in fields(cls)]
     unknown = sorted(raw.keys() - set(known))
     if unknown:
-        named = [repr(k) + (f" (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(k, known, 1)) else "")
-                 for k in unknown]
-        raise CompileIQError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)} "
-                             f"(known: {', '.join(known)})")
+        close = {k: difflib.get_close_matches(k, known, 1) for k in unknown}
+        named = [repr(k) + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown]
+        raise CompileIQError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
+                             + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
     missing = [f.name for f in fields(cls)
                if f.name not in raw and f.default is MISSING and f.default_factory is MISSING]
     if missing:
