@@ -16,8 +16,7 @@ from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .fingerprint import FingerprintCache, find_tool
 from .flags import FlagSpace, family_for_compiler, load_space
-from .gpu import (SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu,
-                  visible_gpus)
+from .gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, visible_gpus
 from .landscape import Landscape
 from .measure import BenchCommand
 from .nvcc_command import normalize, output_file, target_architectures, tokens
@@ -103,8 +102,6 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
     the project's own build of the target really targets (its compile commands: CUDA_ARCHITECTURES or
     -arch/-gencode written by hand) and warns when this GPU's is not among them."""
     own = target_architectures(tree.compile_commands(target.sources_in("CUDA")))
-    if placement is None and not os.environ.get(SIMULATE_VARIABLE):
-        require_gpu()  # --cuda-arch too: the benchmarks still run here
     if spec.cuda_arch:
         arch = spec.cuda_arch
         device, capability = f"(architecture {arch} given on the command line)", compute_capability(arch)
