@@ -20,7 +20,39 @@ class GpuInfo:
         return f"{major}{minor}"
 
 
+_CUDA_ERROR_NO_DEVICE = 100
+
+
+def no_gpu_reason() -> str:
+    """Why this machine cannot run CUDA code ("" when the NVIDIA driver sees a GPU), asked of the driver
+    itself (libcuda through ctypes), so that the answer does not depend on pycuda being installed."""
+    import ctypes  # noqa: PLC0415
+
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "this machine has no GPU driver (libcuda.so.1, the NVIDIA driver's library, cannot be loaded)"
+    rc = driver.cuInit(0)
+    if rc == _CUDA_ERROR_NO_DEVICE:
+        return "the NVIDIA driver finds no GPU on this machine"
+    if rc != 0:
+        return f"the NVIDIA driver cannot be initialized (cuInit error {rc})"
+    count = ctypes.c_int(0)
+    if driver.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value < 1:
+        return "the NVIDIA driver finds no GPU on this machine"
+    return ""
+
+
+def require_gpu() -> None:
+    """CompileIQError (one line: there is no GPU, and why) unless this machine can run CUDA code."""
+    reason = no_gpu_reason()
+    if reason:
+        raise CompileIQError(f"no GPU: {reason}; a CUDA target's benchmarks run on a GPU of this machine (tune on "
+                             "a machine with an NVIDIA GPU, or with --executor ray on a cluster with GPUs)")
+
+
 def detect_gpu(ordinal: int = 0) -> GpuInfo:
+    require_gpu()  # before pycuda: without a GPU, "install pycuda" would be the wrong advice
     try:
         import pycuda.driver as cuda  # noqa: PLC0415 (optional dependency)
     except ImportError:

@@ -299,10 +299,13 @@ def run_ray_tune(spec, log: Log | None = None):
     from .console import print_line  # noqa: PLC0415
     from .result_file import check_output_writable  # noqa: PLC0415
     from .tune import run_tune  # noqa: PLC0415
+    from .writable import check_creatable  # noqa: PLC0415
 
     log = log or print_line
     spec = spec.validate()  # bad input: one line and exit 2 before any cluster is joined
     check_output_writable(spec.output)
+    if spec.json_summary:
+        check_creatable(Path(spec.json_summary), "--json-summary")
     cluster = RayCluster(spec.ray_address, log)
     try:
         groups = cluster.gpu_groups()

@@ -146,7 +146,10 @@ def write_report(path: Path, doc: dict) -> str:
         html = render(doc)
     except ImportError as exc:
         return f"{exc.name} is missing: pip install matplotlib"
-    write_whole(path, html)
+    try:
+        write_whole(path, html)
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or exc}"
     return ""
 
 

@@ -6,21 +6,28 @@ configures apply."""
 
 from __future__ import annotations
 
+import difflib
 import fcntl
+import functools
+import math
 import os
 import re
 import tempfile
+import time
 import tomllib
+import types
+import typing
 from contextlib import contextmanager
-from dataclasses import MISSING, asdict, dataclass, fields, replace
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import Callable, Iterator
 
 import tomli_w
 
 from .errors import CompileIQError
 from .flags import validate_flags
+from .writable import check_creatable
 
 SCHEMA_VERSION = 1
 MAX_FLAGS = 256  # per entry
@@ -38,20 +45,47 @@ _COMPILER_ID = re.compile(r"^[A-Za-z]+$")
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 _ACF_PATH = re.compile(r"^[A-Za-z0-9_.+\-]+(/[A-Za-z0-9_.+\-]+)*$")
 _LANGUAGES = {"CUDA": "nvcc", "CXX": "gcc", "C": "gcc"}
+LOCK_WAIT_SECONDS = 120.0  # how long a write waits for another writer's lock on <file>.lock
 _HEADER = "# Written by compileiq_cmake: tuned compiler flags. Commit it; configures apply it.\n"
+
+
+# The schema: the dataclasses below declare every key of an [[entry]] (and of its sub-tables) with its type;
+# field metadata adds what a value must satisfy: "pattern" (a str), "one_of" (a str), "min"/"above"/"max" (a
+# number, or each number of an array), "finite": False (a number may be inf, e.g. an interval's end), "row"
+# (the dataclass of each table of an array of tables kept as dicts). _table() checks a TOML table against
+# one of them; a new key is a new field here, checked with nothing more to write.
+
+
+@dataclass(frozen=True)
+class ContributionRow:
+    """One [[entry.contributions]] table: what keeping the flags is worth (ablation)."""
+
+    flags: tuple[str, ...]
+    speedup: float = field(metadata={"above": 0})
+    ci: tuple[float, float] = field(metadata={"min": 0, "finite": False})
+    kept: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """One [[entry.sources]] table: a source file's own flags on top of the entry's (see _check_sources)."""
+
+    path: str
+    flags: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class FlagsEntry:
     """Tuned flags of one target for one CUDA architecture (or one host compiler)."""
 
-    target: str
-    language: str
-    arch: str
-    compiler_id: str
-    compiler_version: str
+    target: str = field(metadata={"pattern": _TARGET_NAME})
+    language: str = field(metadata={"one_of": tuple(_LANGUAGES)})
+    arch: str = field(metadata={"pattern": _ARCH})
+    compiler_id: str = field(metadata={"pattern": _COMPILER_ID})
+    compiler_version: str = field(metadata={"pattern": _VERSION})
     flags: tuple[str, ...]
-    build_type: str
+    build_type: str = field(metadata={"pattern": _BUILD_TYPE})
     device: str  # GPU name, or the host CPU for host targets
     compute_capability: str
     metric: str
@@ -59,21 +93,23 @@ class FlagsEntry:
     workloads: tuple[str, ...]
     baseline: tuple[float, ...]
     tuned: tuple[float, ...]
-    speedup: float
-    trials: int
+    speedup: float = field(metadata={"above": 0})
+    trials: int = field(metadata={"min": 1})
     date: str
     tool_version: str
     sources_sha256: str
     replay: bool = False
-    speedup_ci: tuple[float, float] = (0.0, 0.0)  # 95% interval of the geometric-mean speedup
-    workload_speedups: tuple[float, ...] = ()
-    workload_ci: tuple[tuple[float, float], ...] = ()
-    p_values: tuple[float, ...] = ()
-    contributions: tuple[dict, ...] = ()  # ablation: what keeping each flag is worth
+    # 95% interval of the geometric-mean speedup
+    speedup_ci: tuple[float, float] = field(default=(0.0, 0.0), metadata={"min": 0, "finite": False})
+    workload_speedups: tuple[float, ...] = field(default=(), metadata={"above": 0})
+    workload_ci: tuple[tuple[float, float], ...] = field(default=(), metadata={"min": 0, "finite": False})
+    p_values: tuple[float, ...] = field(default=(), metadata={"min": 0, "max": 1})
+    # ablation: what keeping each flag is worth
+    contributions: tuple[dict, ...] = field(default=(), metadata={"row": ContributionRow})
     checks: tuple[str, ...] = ()  # what guarded the tune's results: names from CHECKS
     acf_sha256: tuple[tuple[str, str], ...] = ()  # (relative path, sha256) of each --apply-controls file
     # per-source flags on top of `flags`: ({"path": relative to the source dir, "flags": [...]}, ...)
-    sources: tuple[dict, ...] = ()
+    sources: tuple[dict, ...] = field(default=(), metadata={"row": SourceRow})
     # CUDA, relocatable device code: device link-time optimization (-dlto at compile and at device link)
     device_lto: bool = False
     # how the tune measured, for `check --remeasure`: the benchmark command (paths in the build tree relative
@@ -137,11 +173,7 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
         raise CompileIQError(f"{where}: entry for {target!r} has {len(sources)} per-source parts; at most {MAX_SOURCES}")
     family = _LANGUAGES[raw["language"]]
     out, seen = [], set()
-    for x in sources:
-        unknown = sorted(x.keys() - {"path", "flags"})
-        if unknown or "path" not in x or "flags" not in x:
-            raise CompileIQError(f"{where}: a per-source part of {target!r} needs exactly path and flags"
-                                 + (f" (unknown keys {', '.join(unknown)})" if unknown else ""))
+    for x in sources:  # keys and types: checked by the schema (SourceRow)
         path = x["path"]
         if not isinstance(path, str) or not _SOURCE_PATH.match(path) or ".." in path.split("/"):
             raise CompileIQError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
@@ -171,62 +203,119 @@ def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
     return tuple(checks)
 
 
-def _check_benchmark(raw: dict, where: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The recorded benchmark and VERIFY commands (lists of strings) and PASS_REGEX (a regex)."""
-    commands = []
+def _check_benchmark(raw: dict, where: str) -> None:
+    """Beyond the schema's types: the recorded benchmark and VERIFY commands are bounded, PASS_REGEX compiles."""
     for key in ("benchmark", "verify"):
-        argv = raw.get(key, [])
-        if not isinstance(argv, list) or len(argv) > MAX_FLAGS or not all(isinstance(a, str) for a in argv):
+        if len(raw.get(key, [])) > MAX_FLAGS:
             raise CompileIQError(f"{where}: {key} of {raw['target']!r} must be a list of at most {MAX_FLAGS} strings "
                                  "(the command and its arguments)")
-        commands.append(tuple(argv))
     pass_regex = raw.get("pass_regex", "")
     try:
         re.compile(pass_regex if isinstance(pass_regex, str) else None)
     except (re.error, TypeError) as exc:
         raise CompileIQError(f"{where}: pass_regex of {raw['target']!r} must be a regex ({exc})") from None
-    return commands[0], commands[1]
+
+
+@functools.cache
+def _types(cls: type) -> dict[str, object]:
+    return typing.get_type_hints(cls)
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number_rule(meta: typing.Mapping) -> str:
+    bounds = [f"above {meta['above']}" if "above" in meta else "", f"at least {meta['min']}" if "min" in meta else "",
+              f"at most {meta['max']}" if "max" in meta else ""]
+    return " ".join(b for b in bounds if b)
+
+
+def _in_range(number: float, meta: typing.Mapping) -> bool:
+    return (("above" not in meta or number > meta["above"]) and ("min" not in meta or number >= meta["min"])
+            and ("max" not in meta or number <= meta["max"]))
+
+
+def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:
+    """value (from TOML) checked against a schema type and its metadata; the typed value (arrays -> tuples)."""
+    def wrong(expected: str) -> CompileIQError:
+        return CompileIQError(f"{what}: {name} must be {expected}, not {_short(value)}")
+
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: TOML has no None, so X
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+        return value
+    if hint is int or hint is float:
+        finite = hint is int or meta.get("finite", True)
+        expected = f"{'a whole number' if hint is int else 'a finite number' if finite else 'a number'} {_number_rule(meta)}"
+        if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)) \
+                or math.isnan(value) or (finite and not math.isfinite(value)) or not _in_range(value, meta):
+            raise wrong(expected.strip())
+        return float(value) if hint is float else value
+    if hint is str:
+        if not isinstance(value, str):
+            raise wrong("a string")
+        if "pattern" in meta and not meta["pattern"].match(value):
+            raise CompileIQError(f"{what}: refusing {name} = {value!r}: not a valid {name.replace('_', ' ')}")
+        if "one_of" in meta and value not in meta["one_of"]:
+            raise CompileIQError(f"{what}: {name} {value!r} is not one of {', '.join(meta['one_of'])}")
+        return value
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise wrong("an array")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_value(v, args[0], meta, what, f"{name}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise wrong(f"an array of {len(args)} values")
+        return tuple(_value(v, t, meta, what, f"{name}[{i}]") for i, (v, t) in enumerate(zip(value, args)))
+    if hint is dict:
+        if not isinstance(value, dict):
+            raise wrong("a table")
+        return _plain(_table(value, meta["row"], f"{what}: {name}")) if "row" in meta else value
+    if is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise wrong("a table")
+        return hint(**_table(value, hint, f"{what}: {name}"))
+    return value  # a type the schema does not describe further
+
+
+def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
+    """A TOML table checked against the schema dataclass cls: unknown keys named first (with the known key
+    they resemble), then missing ones, then each value's type and range; the typed values by key."""
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(raw.keys() - set(known))
+    if unknown:
+        close = {k: difflib.get_close_matches(k, known, 1) for k in unknown}
+        named = [repr(k) + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown]
+        raise CompileIQError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
+                             + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
+    missing = [f.name for f in fields(cls)
+               if f.name not in raw and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise CompileIQError(f"{what} lacks {', '.join(missing)}")
+    hints = _types(cls)
+    return {f.name: _value(raw[f.name], hints[f.name], f.metadata, what, f.name) for f in fields(cls) if f.name in raw}
 
 
 def _check_entry(raw: object, where: str) -> FlagsEntry:
     if not isinstance(raw, dict):
         raise CompileIQError(f"{where}: an [[entry]] must be a table")
-    names = {f.name for f in fields(FlagsEntry)}
-    optional = {f.name for f in fields(FlagsEntry) if f.default is not MISSING}
-    missing = sorted(names - raw.keys() - optional)
-    if missing:
-        raise CompileIQError(f"{where}: entry for {raw.get('target', '?')!r} lacks {', '.join(missing)}")
-    unknown = sorted(raw.keys() - names)
-    if unknown:
-        raise CompileIQError(f"{where}: entry for {raw.get('target', '?')!r} has unknown keys {', '.join(unknown)}")
-    for key, pattern in (("target", _TARGET_NAME), ("arch", _ARCH), ("compiler_id", _COMPILER_ID),
-                         ("compiler_version", _VERSION), ("build_type", _BUILD_TYPE)):
-        value = raw[key]
-        if not isinstance(value, str) or not pattern.match(value):
-            raise CompileIQError(f"{where}: refusing {key} = {value!r}: not a valid {key.replace('_', ' ')}")
-    language = raw["language"]
-    if language not in _LANGUAGES:
-        raise CompileIQError(f"{where}: language {language!r} is not one of CUDA, CXX, C")
+    target = raw.get("target", "?")
+    typed = _table(raw, FlagsEntry, f"{where}: entry for {_short(target)}")
     flags = _check_flags(raw, where)
     checks = _check_checks(raw, where)
     sources = _check_sources(raw, where)
-    benchmark, verify = _check_benchmark(raw, where)
-    device_lto = raw.get("device_lto", False)
-    if not isinstance(device_lto, bool) or (device_lto and raw["language"] != "CUDA"):
+    _check_benchmark(raw, where)
+    if typed.get("device_lto") and raw["language"] != "CUDA":
         raise CompileIQError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
                              "CUDA entry")
-    try:
-        return FlagsEntry(
-            **{**raw, "flags": flags, "workloads": tuple(raw["workloads"]), "baseline": tuple(raw["baseline"]),
-               "tuned": tuple(raw["tuned"]), "speedup_ci": tuple(raw.get("speedup_ci", (0.0, 0.0))),
-               "workload_speedups": tuple(raw.get("workload_speedups", ())),
-               "workload_ci": tuple(tuple(x) for x in raw.get("workload_ci", ())),
-               "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ())),
-               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources,
-               "benchmark": benchmark, "verify": verify}
-        )
-    except TypeError as exc:
-        raise CompileIQError(f"{where}: malformed entry: {exc}") from None
+    return FlagsEntry(**{**typed, "flags": flags, "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where),
+                         "sources": sources})
 
 
 def _load_document(path: Path) -> dict:
@@ -238,6 +327,9 @@ def _load_document(path: Path) -> dict:
         return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise CompileIQError(f"{path} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise CompileIQError(f"{path} nests arrays or tables too deeply to be read; a compileiq.toml nests a few "
+                             "levels: is it the right file?") from None
     except OSError as exc:
         raise CompileIQError(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -247,11 +339,11 @@ def read_entries(path: Path) -> list[FlagsEntry]:
         raise CompileIQError(f"{path} does not exist; run a tune first or point to the file")
     data = _load_document(path)
     version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        newer = isinstance(version, int) and version > SCHEMA_VERSION
+    if type(version) is not int or version != SCHEMA_VERSION:  # not `true`, which equals 1 in Python
+        newer = type(version) is int and version > SCHEMA_VERSION
         raise CompileIQError(f"{path}: schema_version must be {SCHEMA_VERSION}; " + (
             f"it is {version}: written by a newer compileiq_cmake? upgrade it" if newer
-            else "was it written by compileiq_cmake?"))
+            else f"it is {_short(version)}: was it written by compileiq_cmake?"))
     unknown = sorted(data.keys() - set(_TOP_LEVEL))
     if unknown:
         raise CompileIQError(f"{path}: unknown top-level key {', '.join(repr(k) for k in unknown)}; a compileiq.toml "
@@ -319,12 +411,35 @@ def _temp_prefix(target: Path) -> str:
     return f".compileiq-{target.name}-"
 
 
+def _lock_path(target: Path) -> Path:
+    return target.with_name(target.name + ".lock")
+
+
 @contextmanager
-def _locked(target: Path) -> Iterator[None]:
-    """An exclusive flock on <target>.lock (left in place: removing it would race with other writers)."""
-    fd = os.open(target.with_name(target.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o666)
+def _locked(target: Path, wait: float, log: Callable[[str], None] | None) -> Iterator[None]:
+    """An exclusive flock on <target>.lock (left in place: removing it would race with other writers). Held
+    by another process: says so once and waits up to `wait` seconds, then CompileIQError."""
+    lock = _lock_path(target)
+    if lock.is_dir():
+        raise CompileIQError(f"the lock file {lock} is a directory; remove it (compileiq_cmake creates it as a file)")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as exc:
+        raise CompileIQError(f"cannot open the lock file {lock}: {exc.strerror or exc}") from None
+    try:
+        deadline, said = time.monotonic() + wait, False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise CompileIQError(f"{lock} stayed locked by another process for {wait:.0f} s (a writer that "
+                                         f"hangs? 'fuser {lock}' names it)") from None
+                if log is not None and not said:
+                    log(f"compileiq: waiting for another process's lock on {lock} (at most {wait:.0f} s)")
+                    said = True
+                time.sleep(0.1)
         yield
     finally:
         os.close(fd)
@@ -338,8 +453,10 @@ def _file_mode() -> int:
 
 def _replace_atomically(target: Path, text: str) -> None:
     """Write a temporary file beside target and rename it over target; no temporary file is left."""
+    own = re.compile(re.escape(_temp_prefix(target)) + r"[a-z0-9_]{8}\.toml")  # mkstemp's 8 random characters
     for stray in target.parent.glob(_temp_prefix(target) + "*.toml"):  # of a writer killed under the lock
-        stray.unlink(missing_ok=True)
+        if own.fullmatch(stray.name):  # not the temporary file of compileiq.toml-x.toml's writer
+            stray.unlink(missing_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".toml", dir=target.parent)
     try:
         with os.fdopen(fd, "w") as fh:
@@ -353,11 +470,19 @@ def _replace_atomically(target: Path, text: str) -> None:
         raise
 
 
-def _save_fallback(path: Path, exc: OSError, entry: FlagsEntry, text: str, fallback_dir: Path | None) -> CompileIQError:
+def _failure(path: Path, exc: Exception) -> str:
+    if isinstance(exc, OSError):
+        return f"could not write {path}: {exc.strerror or exc}"
+    if isinstance(exc, CompileIQError):
+        return f"could not add the entry to {path}: {exc}"
+    return f"could not write {path}: {type(exc).__name__}: {exc}"
+
+
+def _save_fallback(path: Path, exc: Exception, entry: FlagsEntry, text: str, fallback_dir: Path | None) -> CompileIQError:
     """Keep the result when path cannot be written: the document in fallback_dir; the error to raise."""
-    why = f"could not write {path}: {exc.strerror or exc}"
+    why = _failure(path, exc)
     flags = f"the tuned flags of {entry.target} were: {' '.join(entry.flags) or '(none)'}"
-    if fallback_dir is None:
+    if fallback_dir is None or not text:
         return CompileIQError(f"{why}; {flags}")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = re.sub(r"[^A-Za-z0-9_.\-]", "_", entry.target)
@@ -368,28 +493,32 @@ def _save_fallback(path: Path, exc: OSError, entry: FlagsEntry, text: str, fallb
     except OSError as exc2:
         return CompileIQError(f"{why}; saving it to {saved} failed too ({exc2.strerror or exc2}); {flags}")
     return CompileIQError(f"{why}; the entry for {entry.target} was saved to {saved}: copy that file over {path} "
-                          "once the problem is fixed")
+                          "(or merge its [[entry]]) once the problem is fixed")
 
 
-def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None, replace: bool = True) -> Replacement:
+def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None, replace: bool = True,
+                log: Callable[[str], None] | None = None, lock_wait: float | None = None) -> Replacement:
     """Merge the entry into the file (replacing one with the same target/language/arch). Under an flock on
-    <file>.lock, the file is re-read, merged and atomically replaced, so concurrent writers lose nothing;
-    a symlink is written through (its target is replaced). With replace=False, a numerics-checked entry
-    is not replaced by an unchecked one (CompileIQError, see replacement). When the write fails (OSError,
-    e.g. a full disk), the merged file is saved in fallback_dir (if given) and a CompileIQError names it."""
-    _check_entry(_plain(asdict(entry)), f"{path} (entry to write)")  # never write what cannot be read back
-    target = _resolve(path)
-    text = _document([entry])
+    <file>.lock (another holder: `log` says so, and the write waits up to lock_wait seconds, default
+    LOCK_WAIT_SECONDS), the file is re-read, merged and atomically replaced, so concurrent writers lose
+    nothing; a symlink is written through (its target is replaced). With replace=False, a numerics-checked
+    entry is not replaced by an unchecked one (see replacement). Whatever fails (the file cannot be written,
+    a full disk, the file was damaged meanwhile, an entry refused), the document is saved in fallback_dir (if
+    given; the merged one, else this entry alone) and a CompileIQError names it."""
+    text = ""
     try:
+        text = _document([entry])
+        _check_entry(_plain(asdict(entry)), f"{path} (entry to write)")  # never write what cannot be read back
+        target = _resolve(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        with _locked(target):
+        with _locked(target, LOCK_WAIT_SECONDS if lock_wait is None else lock_wait, log):
             entries = read_entries(target) if target.exists() else []
             decision = replacement(entries, entry, replace)
             if not decision.allowed:
                 raise CompileIQError(decision.message)
             text = _document([e for e in entries if e.key != entry.key] + [entry])
             _replace_atomically(target, text)
-    except OSError as exc:
+    except Exception as exc:  # every failure: the result is kept, and the message says where
         raise _save_fallback(path, exc, entry, text, fallback_dir) from None
     return decision
 
@@ -406,18 +535,11 @@ def check_output_writable(path: Path) -> None:
             read_entries(target)
         except CompileIQError as exc:
             raise CompileIQError(f"{exc}; fix or remove {path} before tuning: its entry could not be added") from None
-    directory = target.parent
-    while not directory.exists() and directory != directory.parent:
-        directory = directory.parent
-    if not directory.is_dir():
-        raise CompileIQError(f"cannot write {path}: {directory} is not a directory; choose another --output")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".toml", dir=directory)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise CompileIQError(f"cannot write in {directory} ({exc.strerror or exc}), so {path} could not be written "
-                             "after the tune; choose another --output or fix the permissions") from None
+    lock = _lock_path(target)
+    if lock.is_dir():
+        raise CompileIQError(f"the lock file {lock} is a directory, so {path} could not be written after the tune; "
+                             "remove it")
+    check_creatable(target, "--output")
 
 
 def _check_acf_sha256(raw: dict, flags: tuple[str, ...], where: str) -> tuple[tuple[str, str], ...]:

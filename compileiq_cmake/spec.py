@@ -156,6 +156,8 @@ class TuneSpec:
                                  "architecture; leave --cuda-arch out")
 
     def validate(self) -> "TuneSpec":
+        if self.build_dir.exists() and not self.build_dir.is_dir():
+            raise CompileIQError(f"-B {self.build_dir} is not a directory; give the project's build directory")
         if self.replay is not None:
             if not Path(self.replay).is_file():
                 raise CompileIQError(f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)")

@@ -54,8 +54,14 @@ class TuneLock:
         self._fd: int | None = None
 
     def __enter__(self) -> "TuneLock":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise CompileIQError(
+                f"cannot write in the build tree {self.path.parent.parent} ({exc.strerror or exc}): a tune keeps its "
+                f"trial store and variant trees in {self.path.parent}; give a writable build directory (-B)"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

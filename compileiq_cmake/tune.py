@@ -19,10 +19,12 @@ from typing import Callable
 from . import __version__
 from .bench import kill_leftovers
 from .errors import CompileIQError
+from .gpu import SIMULATE_VARIABLE, require_gpu
 from .measure import Runner
 from .records import BuildResult, Contribution, FlagSet, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
 from .search import FlagSearch
+from .writable import check_creatable
 from .spec import TuneSpec
 from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_spread
 from .console import final_table, print_line, progress
@@ -45,6 +47,10 @@ def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
 
     spec = spec.validate()
     check_output_writable(spec.output)  # a result must not be lost at the end for want of a place to write it
+    if spec.json_summary:
+        check_creatable(Path(spec.json_summary), "--json-summary")
+    if spec.cuda_arch and cluster is None and not spec.replay and not os.environ.get(SIMULATE_VARIABLE):
+        require_gpu()  # a CUDA target (only those take --cuda-arch) whose benchmarks run here
     started = time.perf_counter()
     state_dir = spec.build_dir / "compileiq"
     fresh_state = not state_dir.exists()
@@ -322,7 +328,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     toml_path = None
     if winner is not None:
         new = _entry(setup, winner, contributions, len(trials))
-        change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace)
+        change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
         if change is not None and change.replaces is not None:
             log(f"compileiq: {change.message}")
         toml_path = str(spec.output)
@@ -357,7 +363,11 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         per_file=per_file_plan.as_dict() if per_file_plan is not None else None)
     store.save_result("summary", document)
     if spec.json_summary:
-        summary.write(Path(spec.json_summary), document)
+        try:
+            summary.write(Path(spec.json_summary), document)
+        except OSError as exc:  # checked before the tune; the place went away since
+            raise CompileIQError(f"could not write the summary {spec.json_summary} ({exc.strerror or exc}); the tune's "
+                                 f"result is kept: 'compileiq-cmake report -B {spec.build_dir} --json' prints it") from None
         log(f"compileiq: wrote the summary {spec.json_summary}")
     html = setup.state_dir / "report.html"
     problem = write_report(html, document)

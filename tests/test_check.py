@@ -212,10 +212,11 @@ def test_the_recorded_benchmark_fields_are_validated(tmp_path):
     write_entry(path, entry)
     assert read_entries(path) == [entry]
     good = tomllib.loads(path.read_text())
-    for key, value, message in (("benchmark", "./bin/nbody", "benchmark of 'nbody' must be a list"),
-                                ("verify", [1], "verify of 'nbody' must be a list"),
+    for key, value, message in (("benchmark", "./bin/nbody", "benchmark must be an array"),
+                                ("benchmark", ["x"] * 300, "benchmark of 'nbody' must be a list of at most"),
+                                ("verify", [1], r"verify\[0\] must be a string"),
                                 ("pass_regex", "(PASS", "pass_regex of 'nbody' must be a regex"),
-                                ("pass_regex", True, "pass_regex of 'nbody' must be a regex")):
+                                ("pass_regex", True, "pass_regex must be a string")):
         path.write_text(tomli_w.dumps({**good, "entry": [{**good["entry"][0], key: value}]}))
         with pytest.raises(CompileIQError, match=message):
             read_entries(path)

@@ -124,7 +124,7 @@ def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
                          ({"path": "/abs/x.cu", "flags": ["-maxrregcount=64"]}, "relative to the source directory"),
                          ({"path": "a b.cu", "flags": ["-maxrregcount=64"]}, "refusing source path"),
                          ({"path": "a.cu", "flags": []}, "non-empty list"),
-                         ({"path": "a.cu", "flags": ["-maxrregcount=64"], "why": 1}, "unknown keys why"),
+                         ({"path": "a.cu", "flags": ["-maxrregcount=64"], "why": 1}, "sources\\[0\\] has unknown key 'why'"),
                          ({"path": "a.cu", "flags": ["--no-such-flag"]}, "source 'a.cu'")):
         text = toml.read_text()
         doc = tomllib.loads(text)
