@@ -96,24 +96,29 @@ def _check_replacement(setup: TuneSetup) -> None:
             "--compare-output/--compare-file as well, or --replace to replace it anyway")
 
 
-def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log):
-    """The trial store of this tune. When its trials were measured on other sources or with another compiler,
-    they are stale: the store is moved aside (kept, named in the log) and a fresh one starts."""
-    from .store import TrialStore, move_aside
+def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log, flags_sha256: str = ""):
+    """The trial store of this tune. When its trials were measured on other sources (the target's files and
+    the headers they include), with other compile flags or with another compiler, they are stale: this tune's
+    rows move to a store of their own beside it (kept, named in the log; the other tunes' trials stay) and
+    this tune starts fresh."""
+    from .store import TrialStore
 
-    code = {"compiler": compiler, "sources_sha256": sources_sha256}
+    code = {"compiler": compiler, "sources_sha256": sources_sha256, "flags_sha256": flags_sha256}
     store = TrialStore(path, identity)
     if store.note:
         log(f"compileiq: {store.note}")
     stored = store.load_result("code")
     if store.load() and stored is not None and stored != code:
-        store.close()
-        aside = move_aside(path, "stale")
-        was = stored.get("compiler") if isinstance(stored, dict) else None
-        what = f"the compiler changed ({was} -> {compiler})" if was != compiler else "the target's sources changed"
-        log(f"compileiq: {what} since the stored trials were measured; they are not reused: the old trial store "
-            f"is kept as {aside} and a fresh one starts")
-        store = TrialStore(path, identity)
+        was = stored if isinstance(stored, dict) else {}
+        if was.get("compiler") != compiler:
+            what = f"the compiler changed ({was.get('compiler')} -> {compiler})"
+        elif was.get("sources_sha256") != sources_sha256:
+            what = "the target's sources or the headers they include changed"
+        else:
+            what = "the flags that reach the target's compile commands changed (its build tree was configured anew)"
+        aside, moved = store.archive("stale")
+        log(f"compileiq: {what} since the stored trials were measured; they are not reused: this tune's {moved} "
+            f"trial(s) are kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh")
     store.save_result("code", code)
     return store
 

@@ -1,0 +1,124 @@
+"""Issue 19, the trial store: a busy store (another program holding it) never crashes a tune or loses the
+trial in flight; one tune's stale trials are set aside without touching the other tunes' in the same file;
+ablation steps are kept one by one; headers and compile flags are part of what makes trials reusable."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
+from compileiq_cmake.store import TrialStore
+
+
+def _trial(i: int) -> Trial:
+    fs = FlagSet(choices=(("opt_level", i),), flags=(f"-O{i}",) if i else ())
+    return Trial(i, fs, Status.OK, "", (Measurement(("--n", "8"), (1.0 + i, 1.1 + i, 0.9 + i)),), 1.5, 0.3, 1.9, "g++ x.c")
+
+
+def _keys(db, spec: str) -> set[str]:
+    with sqlite3.connect(db) as conn:
+        return {row[0] for row in conn.execute("SELECT key FROM trials WHERE spec = ?", (spec,))}
+
+
+def test_a_reader_holding_a_transaction_does_not_block_saving_a_trial(tmp_path):
+    """A `trials` run or a DB browser holding a read transaction made the tune's next write fail with
+    'database is locked' after the busy timeout (rollback journal); with WAL the write goes through."""
+    db = tmp_path / "trials.sqlite"
+    store = TrialStore(db, "s", timeout=0.2)
+    store.save(_trial(0))
+    reader = sqlite3.connect(db, timeout=0)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT COUNT(*) FROM trials").fetchone() == (1,)  # holds a read transaction
+    try:
+        started = time.monotonic()
+        store.save(_trial(1))
+        assert time.monotonic() - started < 5, "the write waited for the reader"
+    finally:
+        reader.rollback()
+        reader.close()
+    assert _keys(db, "s") == {_trial(0).flagset.key, _trial(1).flagset.key}
+    store.close()
+
+
+def test_a_write_lock_held_for_a_while_is_waited_for_and_the_trial_is_saved(tmp_path):
+    db = tmp_path / "trials.sqlite"
+    store = TrialStore(db, "s", timeout=0.1, write_deadline=60)
+    writer = sqlite3.connect(db, timeout=0, check_same_thread=False)
+    writer.execute("BEGIN IMMEDIATE")  # another program's write transaction, held 1.5 s (> the busy timeout)
+    release = threading.Timer(1.5, writer.rollback)
+    release.start()
+    try:
+        store.save(_trial(3))
+    finally:
+        release.join()
+        writer.close()
+    assert _keys(db, "s") == {_trial(3).flagset.key}
+    store.close()
+
+
+def test_a_store_locked_past_the_deadline_is_one_line_naming_the_trial_and_the_store(tmp_path):
+    db = tmp_path / "trials.sqlite"
+    store = TrialStore(db, "s", timeout=0.1, write_deadline=1.0)
+    store.save(_trial(0))
+    writer = sqlite3.connect(db, timeout=0)
+    writer.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(CompileIQError) as err:
+            store.save(_trial(2))
+    finally:
+        writer.rollback()
+        writer.close()
+    message = str(err.value)
+    assert "\n" not in message and "trial 2 (-O2) was not saved in the trial store" in message
+    assert str(db) in message and "locked" in message and "resume" in message
+    assert _keys(db, "s") == {_trial(0).flagset.key}, "what was saved before stays"
+    store.save(_trial(2))  # the store works again once it is free
+    store.close()
+
+
+def test_stale_trials_of_one_tune_leave_the_other_tunes_trials_in_place(tmp_path):
+    """One target's changed sources moved the whole trials.sqlite aside (shared by every target and
+    architecture): now only that tune's rows move, into a store of their own, and the others resume."""
+    from compileiq_cmake.tune import _open_store
+
+    db = tmp_path / "trials.sqlite"
+    lines: list[str] = []
+    a = _open_store(db, "target-a-90", "GNU 12.2", "aaa", lines.append)
+    a.save(_trial(0))
+    a.save(_trial(1))
+    a.save_result("finalists", [1])
+    a.close()
+    b = _open_store(db, "target-b-90", "GNU 12.2", "bbb", lines.append)
+    b.save(_trial(0))
+    b.close()
+    assert lines == []
+    a = _open_store(db, "target-a-90", "GNU 12.2", "a-edited", lines.append)
+    assert a.load() == [] and a.load_result("finalists") is None
+    (aside,) = sorted(tmp_path.glob("trials.sqlite.stale-*"))
+    assert len(lines) == 1 and str(aside) in lines[0] and "2 trial(s)" in lines[0] and "stay" in lines[0]
+    kept = TrialStore(aside, "target-a-90")
+    assert kept.load() == [_trial(0), _trial(1)] and kept.load_result("finalists") == [1], "retrievable"
+    assert list(kept.load_all()) == ["target-a-90"]
+    kept.close()
+    a.close()
+    b = _open_store(db, "target-b-90", "GNU 12.2", "bbb", lines.append)
+    assert b.load() == [_trial(0)] and len(lines) == 1, "the other tune's trials are resumed"
+    b.close()
+
+
+def test_other_compile_flags_make_trials_stale(tmp_path):
+    from compileiq_cmake.tune import _open_store
+
+    db = tmp_path / "trials.sqlite"
+    lines: list[str] = []
+    store = _open_store(db, "t", "GNU 12.2", "aaa", lines.append, flags_sha256="f1")
+    store.save(_trial(0))
+    store.close()
+    store = _open_store(db, "t", "GNU 12.2", "aaa", lines.append, flags_sha256="f2")
+    assert store.load() == [] and "the flags that reach the target's compile commands changed" in lines[0]
+    store.close()
