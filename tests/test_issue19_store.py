@@ -122,3 +122,70 @@ def test_other_compile_flags_make_trials_stale(tmp_path):
     store = _open_store(db, "t", "GNU 12.2", "aaa", lines.append, flags_sha256="f2")
     assert store.load() == [] and "the flags that reach the target's compile commands changed" in lines[0]
     store.close()
+
+
+def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
+    """Ablation was stored only as a whole: a kill during it measured every finished step again. Each step
+    is now kept as it finishes; the rerun measures only the steps left."""
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from test_hardening_validation import FakeRunner, _setup
+
+    from compileiq_cmake.finalists import _decide
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
+    from compileiq_cmake.measure import RunResult
+    from compileiq_cmake.records import BuildResult
+
+    effect = {"-a": 0.80, "-b": 1.0, "-c": 0.90}
+    built: dict[str, FlagSet] = {}
+
+    @dataclass
+    class ByFlags(FakeRunner):
+        def run(self, tree, workload) -> RunResult:
+            t = 10.0
+            for flag in built[tree.path.name].flags:
+                t *= effect[flag]
+            return RunResult(Status.OK, "", t * (1 + self.rng.gauss(0, 0.002)), 0.0)
+
+    class Killed(Exception):
+        pass
+
+    fake, trees = _setup(tmp_path, {"t0": 1.0, "t1": 1.0, "t2": 1.0, "t3": 1.0})
+    space = FlagSpace("gcc", tuple(Dimension(n, "", ((), (f"-{n}",))) for n in "abc"))
+    stand_in = SimpleNamespace(trees=trees, space=space, spec=fake.spec)
+    winner = space.flagset({"a": 1, "b": 1, "c": 1})
+
+    def builder(kill_at: int | None, seen: list[FlagSet]):
+        def build(tree, flagset):
+            if kill_at is not None and len(seen) == kill_at:
+                raise Killed()
+            seen.append(flagset)
+            built[tree.path.name] = flagset
+            return BuildResult(ok=True, seconds=0.0)
+        return build
+
+    db = tmp_path / "trials.sqlite"
+    store = TrialStore(db, "s")
+    first: list[FlagSet] = []
+    lines: list[str] = []
+    # validation of the winner: 2 builds (baseline, winner); each ablation step: 2; killed in the third step
+    with pytest.raises(Killed):
+        _decide(stand_in, builder(2 + 2 * 2, first), ByFlags(fake.spec, {}), [winner], 0.01, lines.append, store)
+    store.close()
+    steps_first = first[2:]  # (with, without) of the two finished steps
+    assert [fs.flags for fs in steps_first[1::2]] == [("-b", "-c"), ("-a", "-c")], "a kept, then b dropped"
+
+    store = TrialStore(db, "s")
+    second: list[FlagSet] = []
+    runner = ByFlags(fake.spec, {})
+    lines = []
+    final, contributions = _decide(stand_in, builder(None, second), runner, [winner], 0.01, lines.append, store)
+    store.close()
+    assert any("2 step(s) of an interrupted ablation restored" in ln for ln in lines), lines
+    # built again: the third step (c, from -a -c) and the validation of the minimal set (baseline, -a -c);
+    # not the two finished steps, nor the finalists' validation
+    assert [fs.flags for fs in second[:2]] == [("-a", "-c"), ("-a",)], "the first build is the third step's"
+    assert len(second) == 4 and sorted(fs.flags for fs in second[2:]) == [(), ("-a", "-c")], second
+    assert [(c.dimension, c.kept) for c in contributions] == [("a", True), ("b", False), ("c", True)]
+    assert final is not None and final.flagset.flags == ("-a", "-c")
