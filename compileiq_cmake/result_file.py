@@ -76,6 +76,9 @@ class FlagsEntry:
     sources: tuple[dict, ...] = ()
     # CUDA, relocatable device code: device link-time optimization (-dlto at compile and at device link)
     device_lto: bool = False
+    # the project headers the target's compiles include (relative to the source dir): sources_sha256 covers them
+    headers: tuple[str, ...] = ()
+    flags_sha256: str = ""  # CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> of the tune (cmake/CompileIQ.cmake)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -154,6 +157,15 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
     return tuple(out)
 
 
+def _check_headers(raw: dict, where: str) -> tuple[str, ...]:
+    headers = raw.get("headers", [])
+    if not isinstance(headers, list) or not all(isinstance(h, str) and h and ";" not in h and "\n" not in h
+                                                for h in headers):
+        raise CompileIQError(f"{where}: headers of {raw.get('target', '?')!r} must be a list of paths relative to "
+                             "the source directory")
+    return tuple(headers)
+
+
 def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
     checks = raw.get("checks", [])
     if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
@@ -198,7 +210,8 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
                "workload_speedups": tuple(raw.get("workload_speedups", ())),
                "workload_ci": tuple(tuple(x) for x in raw.get("workload_ci", ())),
                "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ())),
-               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources}
+               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources,
+               "headers": _check_headers(raw, where)}
         )
     except TypeError as exc:
         raise CompileIQError(f"{where}: malformed entry: {exc}") from None
@@ -450,6 +463,8 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
             "TARGET", cmake_quote(e.target), "LANGUAGE", e.language, "ARCH", cmake_quote(e.arch),
             "COMPILER_ID", e.compiler_id, "COMPILER_VERSION", e.compiler_major_minor,
             "COMPILER_VERSION_FULL", cmake_quote(e.compiler_version), "SOURCES_SHA256", cmake_quote(e.sources_sha256),
+            *(["HEADERS", *(cmake_quote(h) for h in e.headers)] if e.headers else []),
+            "FLAGS_SHA256", cmake_quote(e.flags_sha256),
             "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), *(["DEVICE_LTO"] if e.device_lto else []),
             "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]

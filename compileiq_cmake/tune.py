@@ -63,7 +63,7 @@ def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
             _check_replacement(tune_setup)
             store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch,
                                 f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version}",
-                                tune_setup.sources_sha256, log)
+                                tune_setup.sources_sha256, log, tune_setup.commands_sha256)
             try:
                 result = _search(tune_setup, store, log, started, make)
                 stored_any = True
@@ -416,7 +416,8 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        tool_version=__version__, sources_sha256=setup.sources_sha256,
+        tool_version=__version__, sources_sha256=setup.sources_sha256, headers=setup.headers,
+        flags_sha256=setup.flags_sha256,
         replay=setup.replay is not None,
         speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
         workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),
