@@ -159,10 +159,14 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
 
 def _check_headers(raw: dict, where: str) -> tuple[str, ...]:
     headers = raw.get("headers", [])
-    if not isinstance(headers, list) or not all(isinstance(h, str) and h and ";" not in h and "\n" not in h
-                                                for h in headers):
+
+    def relative(h: object) -> bool:
+        return (isinstance(h, str) and bool(h) and not PurePosixPath(h).is_absolute() and ".." not in PurePosixPath(h).parts
+                and not any(c in h for c in ";\n\\$"))
+
+    if not isinstance(headers, list) or not all(relative(h) for h in headers):
         raise CompileIQError(f"{where}: headers of {raw.get('target', '?')!r} must be a list of paths relative to "
-                             "the source directory")
+                             "the source directory (no '..', not absolute)")
     return tuple(headers)
 
 

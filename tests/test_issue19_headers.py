@@ -142,3 +142,25 @@ def test_tune_rerun_after_a_header_edit_or_other_flags_does_not_resume_and_the_e
     assert reconfigured.returncode == 0, reconfigured.stdout[-3000:] + reconfigured.stderr
     assert "resuming:" not in reconfigured.stdout
     assert "the flags that reach the target's compile commands changed" in reconfigured.stdout, reconfigured.stdout[-3000:]
+
+
+def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refused(tmp_path):
+    import pytest
+    from test_result_file import make_entry
+
+    from compileiq_cmake.errors import CompileIQError
+    from compileiq_cmake.result_file import cmake_entries, read_entries
+
+    toml = tmp_path / "compileiq.toml"
+    entry = make_entry(headers=("include/hot.h", "include/detail/inner.h"), flags_sha256="cd" * 32)
+    write_entry(toml, entry)
+    assert read_entries(toml) == [entry]
+    assert ('SOURCES_SHA256 "' + "ab" * 32 + '" HEADERS "include/hot.h" "include/detail/inner.h" FLAGS_SHA256 "'
+            + "cd" * 32 + '"') in cmake_entries([entry])
+    for bad in ("/etc/shadow", "../outside.h", "a;b.h", ""):
+        text = toml.read_text().replace('"include/hot.h"', f'"{bad}"')
+        toml.write_text(text)
+        with pytest.raises(CompileIQError, match="headers of 'nbody' must be a list of paths relative"):
+            read_entries(toml)
+        toml.unlink()
+        write_entry(toml, entry)
