@@ -161,7 +161,8 @@ def _check_headers(raw: dict, where: str) -> tuple[str, ...]:
     headers = raw.get("headers", [])
 
     def relative(h: object) -> bool:
-        return (isinstance(h, str) and bool(h) and not PurePosixPath(h).is_absolute() and ".." not in PurePosixPath(h).parts
+        path = PurePosixPath(h) if isinstance(h, str) else None
+        return (path is not None and bool(h) and not path.is_absolute() and ".." not in path.parts
                 and not any(c in h for c in ";\n\\$"))
 
     if not isinstance(headers, list) or not all(relative(h) for h in headers):
@@ -468,7 +469,7 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
             "COMPILER_ID", e.compiler_id, "COMPILER_VERSION", e.compiler_major_minor,
             "COMPILER_VERSION_FULL", cmake_quote(e.compiler_version), "SOURCES_SHA256", cmake_quote(e.sources_sha256),
             *(["HEADERS", *(cmake_quote(h) for h in e.headers)] if e.headers else []),
-            "FLAGS_SHA256", cmake_quote(e.flags_sha256),
+            *(["FLAGS_SHA256", cmake_quote(e.flags_sha256)] if e.flags_sha256 else []),
             "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), *(["DEVICE_LTO"] if e.device_lto else []),
             "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]

@@ -261,7 +261,8 @@ class TrialStore:
         try:
             moved = self._db.execute("SELECT COUNT(*) FROM trials WHERE spec = ?", (self.spec,)).fetchone()[0]
             self._write(f"moving the stale trials of {self.spec} to {dest.name}", [
-                (f"INSERT INTO aside.trials ({columns}) SELECT {columns} FROM main.trials WHERE spec = ?", (self.spec,)),
+                (f"INSERT INTO aside.trials ({columns}) SELECT {columns} FROM main.trials WHERE spec = ?",
+                 (self.spec,)),
                 ("INSERT INTO aside.results SELECT * FROM main.results WHERE spec = ?", (self.spec,)),
                 ("DELETE FROM main.trials WHERE spec = ?", (self.spec,)),
                 ("DELETE FROM main.results WHERE spec = ?", (self.spec,)),
