@@ -189,3 +189,30 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     assert len(second) == 4 and sorted(fs.flags for fs in second[2:]) == [(), ("-a", "-c")], second
     assert [(c.dimension, c.kept) for c in contributions] == [("a", True), ("b", False), ("c", True)]
     assert final is not None and final.flagset.flags == ("-a", "-c")
+
+
+def test_a_replayed_tune_runs_on_while_another_program_reads_its_store(tmp_path):
+    """The issue's run: a reader holding a transaction on trials.sqlite (a `trials` call, a DB browser)
+    crashed the running tune with `sqlite3.OperationalError: database is locked` and lost the trial in
+    flight. A replayed tune (no compiler, no GPU) resumes and adds trials while a reader holds one open."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+    args = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path), "-B", str(tmp_path / "build"),
+            "--target", "sample_small", "--replay", str(sample), "--output", str(tmp_path / "compileiq.toml")]
+    first = subprocess.run([*args, "--budget", "6"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    db = tmp_path / "build" / "compileiq" / "trials.sqlite"
+    reader = sqlite3.connect(db, timeout=0)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT COUNT(*) FROM trials").fetchone()[0] == 6  # a read transaction, held
+    try:
+        second = subprocess.run([*args, "--budget", "12"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    finally:
+        reader.rollback()
+        reader.close()
+    assert second.returncode == 0 and "Traceback" not in second.stderr, second.stdout[-2000:] + second.stderr[-2000:]
+    assert "resuming: 6 finished trials restored" in second.stdout
+    assert len(_keys(db, next(iter(TrialStore(db, "").load_all())))) == 12
