@@ -27,7 +27,7 @@ _WORD = re.compile(r"(?:\\.|[^\s\\])+")
 @dataclass(frozen=True)
 class HeaderScan:
     headers: tuple[str, ...]  # inside the source directory, relative to it, sorted; the sources themselves not
-    problems: tuple[str, ...]  # one line per compile command that could not be scanned
+    problems: tuple[tuple[str, str], ...]  # (source file, why) of each compile command that could not be scanned
 
 
 def scan_command(arguments: list[str]) -> list[str]:
@@ -89,10 +89,10 @@ def scan_headers(entries: list[dict], source_dir: Path, build_dirs: tuple[Path, 
     with ThreadPoolExecutor(max_workers=max(1, min(len(entries), os.cpu_count() or 1))) as pool:
         results = list(pool.map(lambda e: _scan_one(e, timeout), entries))
     headers: set[str] = set()
-    problems: list[str] = []
+    problems: list[tuple[str, str]] = []
     for entry, (found, problem) in zip(entries, results):
         if problem:
-            problems.append(f"{entry['file']}: {problem}")
+            problems.append((entry["file"], problem))
         for p in found:
             real = Path(os.path.realpath(p))
             if str(real) in sources or not real.is_relative_to(root) or any(real.is_relative_to(b) for b in builds):

@@ -318,9 +318,9 @@ def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) 
     include (the compiler's dependency scan of the project's own compile commands), and those commands."""
     entries = tree.compile_commands(target.sources)
     scan = depscan.scan_headers(entries, spec.source_dir, (spec.build_dir,))
-    for problem in scan.problems[:3]:
-        log(f"compileiq: note: the headers of {problem.split(': ', 1)[0]} could not be listed "
-            f"({problem.split(': ', 1)[-1]}); a change in them is not seen as a change of the sources")
+    for source, why in scan.problems[:3]:
+        log(f"compileiq: note: the headers of {source} could not be listed ({why}); a change in them is not "
+            "seen as a change of the sources")
     commands = sorted((str(Path(e["file"]).resolve()), sorted(command_tokens(tree, e))) for e in entries)
     return CodeIdentity(
         sources_sha256=depscan.sources_sha256(tree.source_lines(), spec.source_dir, scan.headers),

@@ -164,3 +164,21 @@ def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refu
             read_entries(toml)
         toml.unlink()
         write_entry(toml, entry)
+
+
+def test_dependency_scan_command_and_make_rule_parsing():
+    from compileiq_cmake.depscan import parse_make_rule, scan_command, scan_headers
+
+    gcc = ["/usr/bin/c++", "-I/s/include", "-O3", "-MD", "-MT", "CMakeFiles/t.dir/a.cpp.o", "-MF",
+           "CMakeFiles/t.dir/a.cpp.o.d", "-o", "CMakeFiles/t.dir/a.cpp.o", "-c", "/s/a.cpp"]
+    assert scan_command(gcc) == ["/usr/bin/c++", "-I/s/include", "-O3", "/s/a.cpp", "-M", "-MG"]
+    nvcc = ["ccache", "/usr/local/bin/nvcc", "-optf", "includes_CUDA.rsp", "-x", "cu", "-MD", "-MT", "o", "-MF", "o.d",
+            "-c", "/s/k.cu", "-o=k.o"]
+    assert scan_command(nvcc) == ["ccache", "/usr/local/bin/nvcc", "-optf", "includes_CUDA.rsp", "-x", "cu", "/s/k.cu",
+                                  "-M"]
+    assert parse_make_rule("a.o: /s/a.cpp /s/my\\ dir/h.h \\\n /usr/include/stdio.h\n") == [
+        "/s/a.cpp", "/s/my dir/h.h", "/usr/include/stdio.h"]
+    assert parse_make_rule("k.o : k.cu \\\n    /s/inc/k.h \\\n") == ["k.cu", "/s/inc/k.h"]
+    failed = scan_headers([{"directory": "/", "file": "/nonexistent/x.cpp",
+                            "arguments": ["/nonexistent/compiler", "-c", "/nonexistent/x.cpp"]}], Path("/"), ())
+    assert failed.headers == () and failed.problems[0][0] == "/nonexistent/x.cpp" and failed.problems[0][1]
