@@ -554,13 +554,34 @@ function(_compileiq_cuda_archs target out out_from)
   set(${out_from} "${from}" PARENT_SCOPE)
 endfunction()
 
-# _compileiq_sources_sha256(<target> <out-var>)
+# _compileiq_sources_sha256(<target> <out-var> [<header>...])
 #   The identity of the sources a target is built from: the sha256 over the
 #   lines "<path relative to the top-level source dir><TAB><sha256 of the
 #   file>" of its existing source files (SOURCES; generator expressions and
-#   files in the build tree left out), sorted.  The tool computes it with
-#   this same function in its variant trees, so the two always agree.
+#   files in the build tree left out) and of the <header>s (paths relative
+#   to the top-level source dir: the headers the tune found the target's
+#   compiles include; "missing" for one that is gone), sorted.  The tool
+#   reads the source lines from its variant trees (_compileiq_source_lines)
+#   and hashes them with the headers' the same way, so the two always agree.
 function(_compileiq_sources_sha256 target out)
+  _compileiq_source_lines("${target}" lines)
+  foreach(rel IN LISTS ARGN)
+    cmake_path(ABSOLUTE_PATH rel BASE_DIRECTORY "${CMAKE_SOURCE_DIR}" NORMALIZE OUTPUT_VARIABLE abs)
+    if(EXISTS "${abs}" AND NOT IS_DIRECTORY "${abs}")
+      file(SHA256 "${abs}" digest)
+    else()
+      set(digest "missing")
+    endif()
+    list(APPEND lines "${rel}\t${digest}")
+  endforeach()
+  list(SORT lines)
+  list(JOIN lines "\n" text)
+  string(SHA256 digest "${text}")
+  set(${out} "${digest}" PARENT_SCOPE)
+endfunction()
+
+# _compileiq_source_lines(<target> <out-var>): the source files' lines of _compileiq_sources_sha256.
+function(_compileiq_source_lines target out)
   get_target_property(sources "${target}" SOURCES)
   get_target_property(dir "${target}" SOURCE_DIR)
   set(lines "")
@@ -577,8 +598,42 @@ function(_compileiq_sources_sha256 target out)
     cmake_path(RELATIVE_PATH abs BASE_DIRECTORY "${CMAKE_SOURCE_DIR}" OUTPUT_VARIABLE rel)
     list(APPEND lines "${rel}\t${digest}")
   endforeach()
-  list(SORT lines)
-  list(JOIN lines "\n" text)
+  set(${out} "${lines}" PARENT_SCOPE)
+endfunction()
+
+# _compileiq_flags_sha256(<target> <lang> <config> <out-var>)
+#   The identity of the compile flags a configure gives <target> from outside its own code: the sha256
+#   of CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> as the target's directory sees them (cache or
+#   directory values; CUDA architecture options left out: the variant trees set the architecture).  The
+#   tune records it from its variant tree (compileiq_variant.cmake) and the apply compares it: one rule.
+function(_compileiq_flags_sha256 target lang config out)
+  get_target_property(dir "${target}" SOURCE_DIR)
+  string(TOUPPER "${config}" config)
+  set(text "")
+  foreach(var IN ITEMS "CMAKE_${lang}_FLAGS" "CMAKE_${lang}_FLAGS_${config}")
+    get_directory_property(value DIRECTORY "${dir}" DEFINITION "${var}")
+    separate_arguments(args UNIX_COMMAND "${value}")
+    set(kept "")
+    set(skip_next FALSE)
+    foreach(arg IN LISTS args)
+      if(skip_next)
+        set(skip_next FALSE)
+        continue()
+      endif()
+      if(lang STREQUAL "CUDA")
+        _compileiq_arch_option(name rest "${arg}")
+        if(NOT name STREQUAL "")
+          if(rest STREQUAL "")
+            set(skip_next TRUE)  # -arch sm_70 as two items
+          endif()
+          continue()
+        endif()
+      endif()
+      list(APPEND kept "${arg}")
+    endforeach()
+    list(JOIN kept " " kept)
+    string(APPEND text "${var}=${kept}\n")
+  endforeach()
   string(SHA256 digest "${text}")
   set(${out} "${digest}" PARENT_SCOPE)
 endfunction()
@@ -587,16 +642,18 @@ endfunction()
 #   _compileiq_entry(TARGET <t> LANGUAGE <CUDA|CXX|C> ARCH <arch or empty>
 #                    COMPILER_ID <id> COMPILER_VERSION <major.minor>
 #                    [COMPILER_VERSION_FULL <x.y.z>] [SOURCES_SHA256 <sha>]
-#                    [DATE <when tuned>]
+#                    [HEADERS <path>...] [FLAGS_SHA256 <sha>] [DATE <when tuned>]
 #                    CONFIG <build type tuned, or empty> FLAGS <flag>...)
 # With a CONFIG the flags apply to that configuration only: a single-config
 # build of another CMAKE_BUILD_TYPE, or of none, does not get them, and a
 # multi-config generator gets them inside $<CONFIG:...>.  An entry tuned on
-# other sources (SOURCES_SHA256) or another compiler patch version is still
-# applied, with a status line that says so.
+# other sources (SOURCES_SHA256 over the sources and the HEADERS they include),
+# on top of other CMAKE_<LANG>_FLAGS (FLAGS_SHA256) or with another compiler
+# patch version is still applied, with a status line that says so.
 function(_compileiq_entry)
   cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO"
-    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;DATE;CONFIG" "FLAGS")
+    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG"
+    "HEADERS;FLAGS")
   set(lang "${arg_LANGUAGE}")
   _compileiq_real_target(target "${arg_TARGET}")
   if(NOT target)
@@ -737,11 +794,24 @@ function(_compileiq_entry)
   endif()
   set(recheck "re-run the tune to re-check them")
   if(NOT "${arg_SOURCES_SHA256}" STREQUAL "")
-    _compileiq_sources_sha256("${target}" sources_now)
+    _compileiq_sources_sha256("${target}" sources_now ${arg_HEADERS})
     if(NOT sources_now STREQUAL arg_SOURCES_SHA256)
+      set(which "sources")
+      if(arg_HEADERS)
+        set(which "sources or the headers they include")
+      endif()
       message(STATUS "compileiq: note: the flags of ${target} were tuned${when} on other sources "
-        "(its sources changed since); applied all the same: ${recheck}")
-      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale "its sources changed since the tune${when}")
+        "(its ${which} changed since); applied all the same: ${recheck}")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale "its ${which} changed since the tune${when}")
+    endif()
+  endif()
+  if(NOT "${arg_FLAGS_SHA256}" STREQUAL "")
+    _compileiq_flags_sha256("${target}" "${lang}" "${arg_CONFIG}" flags_now)
+    if(NOT flags_now STREQUAL arg_FLAGS_SHA256)
+      message(STATUS "compileiq: note: the flags of ${target} were tuned${when} on top of other compile flags "
+        "(this build's CMAKE_${lang}_FLAGS or CMAKE_${lang}_FLAGS_<CONFIG> differ); applied all the same: ${recheck}")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale
+        "this build's CMAKE_${lang}_FLAGS differ from the tune's${when}")
     endif()
   endif()
   if(NOT "${arg_COMPILER_VERSION_FULL}" STREQUAL ""

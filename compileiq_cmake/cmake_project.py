@@ -245,6 +245,12 @@ class VariantTree:
             return {}
         return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
+    def source_lines(self) -> list[str]:
+        """The source files' lines of sources_sha256 ("<path>\t<sha256>") as compileiq_variant.cmake wrote them
+        at the last configure (_compileiq_source_lines)."""
+        path = self.path / "compileiq_variant_sources.txt"
+        return [ln for ln in path.read_text().splitlines() if ln] if path.is_file() else []
+
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
         if self.config:

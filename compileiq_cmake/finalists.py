@@ -89,7 +89,14 @@ def _decide(setup: TuneSetup, build, runner: Runner, finalists: list[FlagSet], m
         log("compileiq: ablation: restored from the trial store")
         minimal, contributions = kept
     else:
-        minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, min_gain, spec.seed + 1, log)
+        steps, on_step = {}, None
+        if store is not None:  # each step is kept as soon as it is decided: a killed ablation resumes after it
+            steps = store.load_ablation_steps(name)
+            on_step = lambda step, c: store.save_ablation_step(name, step, c)  # noqa: E731
+        if steps:
+            log(f"compileiq: ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store")
+        minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, min_gain, spec.seed + 1,
+                                        log, steps, on_step)
         if store is not None:
             store.save_ablation(name, minimal, contributions)
     if minimal == best.flagset:

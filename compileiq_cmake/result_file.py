@@ -42,6 +42,7 @@ _TARGET_NAME = re.compile(r"^[A-Za-z0-9_.+\-]+(::[A-Za-z0-9_.+\-]+)*$")
 _BUILD_TYPE = re.compile(r"^[A-Za-z0-9_]*$")  # a CMake configuration name, or empty
 _ARCH = re.compile(r"^([0-9]{2,3}[af]?)?$")
 _COMPILER_ID = re.compile(r"^[A-Za-z]+$")
+_SHA256_OR_EMPTY = re.compile(r"^([0-9a-f]{64})?$")
 _VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
 _ACF_PATH = re.compile(r"^[A-Za-z0-9_.+\-]+(/[A-Za-z0-9_.+\-]+)*$")
 _LANGUAGES = {"CUDA": "nvcc", "CXX": "gcc", "C": "gcc"}
@@ -118,6 +119,9 @@ class FlagsEntry:
     benchmark: tuple[str, ...] = ()
     pass_regex: str = ""
     verify: tuple[str, ...] = ()
+    # the project headers the target's compiles include (relative to the source dir): sources_sha256 covers them
+    headers: tuple[str, ...] = ()
+    flags_sha256: str = field(default="", metadata={"pattern": _SHA256_OR_EMPTY})  # CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> of the tune (cmake/CompileIQ.cmake)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -190,6 +194,20 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
             raise CompileIQError(f"{where}: source {path!r}: {exc}") from None
         out.append({"path": path, "flags": list(flags)})
     return tuple(out)
+
+
+def _check_headers(raw: dict, where: str) -> tuple[str, ...]:
+    headers = raw.get("headers", [])
+
+    def relative(h: object) -> bool:
+        path = PurePosixPath(h) if isinstance(h, str) else None
+        return (path is not None and bool(h) and not path.is_absolute() and ".." not in path.parts
+                and not any(c in h for c in ";\n\\$"))
+
+    if not isinstance(headers, list) or not all(relative(h) for h in headers):
+        raise CompileIQError(f"{where}: headers of {raw.get('target', '?')!r} must be a list of paths relative to "
+                             "the source directory (no '..', not absolute)")
+    return tuple(headers)
 
 
 def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
@@ -315,7 +333,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
         raise CompileIQError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
                              "CUDA entry")
     return FlagsEntry(**{**typed, "flags": flags, "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where),
-                         "sources": sources})
+                         "sources": sources, "headers": _check_headers(raw, where)})
 
 
 def _load_document(path: Path) -> dict:
@@ -597,6 +615,8 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
             "TARGET", cmake_quote(e.target), "LANGUAGE", e.language, "ARCH", cmake_quote(e.arch),
             "COMPILER_ID", e.compiler_id, "COMPILER_VERSION", e.compiler_major_minor,
             "COMPILER_VERSION_FULL", cmake_quote(e.compiler_version), "SOURCES_SHA256", cmake_quote(e.sources_sha256),
+            *(["HEADERS", *(cmake_quote(h) for h in e.headers)] if e.headers else []),
+            *(["FLAGS_SHA256", cmake_quote(e.flags_sha256)] if e.flags_sha256 else []),
             "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), *(["DEVICE_LTO"] if e.device_lto else []),
             "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]

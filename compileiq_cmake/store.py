@@ -9,6 +9,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import time
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,6 +85,8 @@ class TuneLock:
 
 
 _DAMAGE_CODES = (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)  # what a damaged file gives (not: locked, busy)
+_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)  # another connection holds the lock: wait, retry
+WRITE_DEADLINE = 300.0  # seconds a write keeps retrying while another program holds the store locked
 _SIDECARS = ("-journal", "-wal", "-shm")  # moved with the store: a new store must not pick them up
 
 
@@ -99,6 +102,11 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
         rows = db.execute("PRAGMA quick_check").fetchall()
         if rows != [("ok",)]:
             raise _Damaged("; ".join(str(r[0]) for r in rows[:3]))
+        try:  # readers (a `trials` or `report` run, a DB browser) then never block the tune's writes
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if _errorcode(exc) not in _BUSY_CODES:
+                raise
         db.executescript(_SCHEMA)
         columns = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
         if "fingerprint" not in columns:  # a store written by compileiq_cmake 0.1.0 before fingerprints
@@ -112,7 +120,7 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
         return db
     except sqlite3.DatabaseError as exc:
         db.close()
-        if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _DAMAGE_CODES:
+        if _errorcode(exc) in _DAMAGE_CODES:
             raise _Damaged(str(exc)) from None
         raise CompileIQError(f"cannot open the trial store {path}: {exc}; is another compileiq using it?") from None
     except _Damaged:
@@ -120,15 +128,25 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
         raise
 
 
-def move_aside(path: Path, label: str) -> Path:
-    """Rename a store (and its journal files) to <name>.<label>-<UTC time>[-n], kept beside it; the new path.
-    Raises OSError when it cannot be moved."""
+def _errorcode(exc: sqlite3.Error) -> int:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF
+
+
+def _aside_name(path: Path, label: str) -> Path:
+    """<name>.<label>-<UTC time>[-n] beside `path`, a name not taken yet."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     dest = path.with_name(f"{path.name}.{label}-{stamp}")
     n = 1
     while dest.exists():
         n += 1
         dest = path.with_name(f"{path.name}.{label}-{stamp}-{n}")
+    return dest
+
+
+def move_aside(path: Path, label: str) -> Path:
+    """Rename a store (and its journal files) to <name>.<label>-<UTC time>[-n], kept beside it; the new path.
+    Raises OSError when it cannot be moved."""
+    dest = _aside_name(path, label)
     os.replace(path, dest)
     for suffix in _SIDECARS:
         side = path.with_name(path.name + suffix)
@@ -155,6 +173,10 @@ def _validation_from(raw: dict) -> Validation:
     return Validation(**{**raw, "flagset": _flagset_from(fs), "workloads": rows})
 
 
+def _contribution_from(raw: dict) -> Contribution:
+    return Contribution(**{**raw, "flags": tuple(raw["flags"])})
+
+
 def _flagset_from(raw: dict) -> FlagSet:
     return FlagSet(choices=tuple(tuple(c) for c in raw["choices"]), flags=tuple(raw["flags"]))
 
@@ -162,10 +184,12 @@ def _flagset_from(raw: dict) -> FlagSet:
 class TrialStore:
     """`note` is "" or one line to print: the store was damaged and moved aside."""
 
-    def __init__(self, path: Path, spec_identity: str, timeout: float = 5.0) -> None:
+    def __init__(self, path: Path, spec_identity: str, timeout: float = 5.0,
+                 write_deadline: float = WRITE_DEADLINE) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.spec = spec_identity
+        self.write_deadline = write_deadline
         self.note = ""
         if path.exists() and path.stat().st_size == 0:  # not brand new: a store that lost its content
             self.note = _move_aside(path, "the file is empty")
@@ -203,10 +227,55 @@ class TrialStore:
             )
         return groups
 
+    def _write(self, what: str, statements: list[tuple[str, tuple]]) -> None:
+        """Run `statements` as one transaction. While another program holds the store locked, retry until
+        write_deadline; then (or on any other database error) one line that names what was not saved where."""
+        deadline = time.monotonic() + self.write_deadline
+        while True:
+            try:
+                with self._db:  # commits, or rolls back on an error
+                    for sql, params in statements:
+                        self._db.execute(sql, params)
+                return
+            except sqlite3.Error as exc:
+                try:
+                    self._db.rollback()
+                except sqlite3.Error:
+                    pass
+                busy = _errorcode(exc) in _BUSY_CODES
+                if busy and time.monotonic() < deadline:
+                    time.sleep(0.25)
+                    continue
+                why = (f"another program held it locked for {self.write_deadline:.0f} s ({exc})" if busy else str(exc))
+                raise CompileIQError(
+                    f"{what} was not saved in the trial store {self.path}: {why}; what was saved before is kept "
+                    "there: free the store and run the same command again to resume") from None
+
     def save_result(self, name: str, value: object) -> None:
         """Results derived from the trials (e.g. the flag-effects model), stored beside them as JSON."""
-        self._db.execute("INSERT OR REPLACE INTO results VALUES (?,?,?)", (self.spec, name, json.dumps(value)))
-        self._db.commit()
+        self._write(f"the result {name!r}", [("INSERT OR REPLACE INTO results VALUES (?,?,?)",
+                                              (self.spec, name, json.dumps(value)))])
+
+    def archive(self, label: str) -> tuple[Path, int]:
+        """Move this tune's trials and results (its spec identity's rows only; the other tunes' stay) into a
+        store of their own beside this one, <name>.<label>-<UTC time>, where TrialStore(path, spec) reads
+        them. Returns that path and the number of trials moved."""
+        dest = _aside_name(self.path, label)
+        TrialStore(dest, self.spec).close()  # the schema
+        columns = ", ".join(row[1] for row in self._db.execute("PRAGMA table_info(trials)"))
+        self._db.execute("ATTACH DATABASE ? AS aside", (str(dest),))
+        try:
+            moved = self._db.execute("SELECT COUNT(*) FROM trials WHERE spec = ?", (self.spec,)).fetchone()[0]
+            self._write(f"moving the stale trials of {self.spec} to {dest.name}", [
+                (f"INSERT INTO aside.trials ({columns}) SELECT {columns} FROM main.trials WHERE spec = ?",
+                 (self.spec,)),
+                ("INSERT INTO aside.results SELECT * FROM main.results WHERE spec = ?", (self.spec,)),
+                ("DELETE FROM main.trials WHERE spec = ?", (self.spec,)),
+                ("DELETE FROM main.results WHERE spec = ?", (self.spec,)),
+            ])
+        finally:
+            self._db.execute("DETACH DATABASE aside")
+        return dest, moved
 
     def load_result(self, name: str) -> object | None:
         row = self._db.execute("SELECT value FROM results WHERE spec = ? AND name = ?", (self.spec, name)).fetchone()
@@ -228,8 +297,18 @@ class TrialStore:
         raw = self.load_result(name)
         if raw is None:
             return None
-        contributions = tuple(Contribution(**{**c, "flags": tuple(c["flags"])}) for c in raw["contributions"])
+        contributions = tuple(_contribution_from(c) for c in raw["contributions"])
         return _flagset_from(raw["minimal"]), contributions
+
+    def save_ablation_step(self, name: str, step: str, contribution: Contribution) -> None:
+        """One finished step of an ablation (`step`: what was removed from which flag set), kept as soon as
+        it is decided, so that a rerun after a kill resumes the ablation after it."""
+        steps = self.load_result(name + ":steps") or {}
+        self.save_result(name + ":steps", {**steps, step: asdict(contribution)})
+
+    def load_ablation_steps(self, name: str) -> dict[str, Contribution]:
+        raw = self.load_result(name + ":steps") or {}
+        return {step: _contribution_from(c) for step, c in raw.items()}
 
     def save(self, trial: Trial) -> None:
         meas = json.dumps([
@@ -237,7 +316,7 @@ class TrialStore:
              "reference": list(m.reference)}
             for m in trial.measurements
         ])
-        self._db.execute(
+        self._write(f"trial {trial.index} ({trial.flagset.describe()})", [(
             "INSERT OR REPLACE INTO trials (spec, key, idx, choices, flags, status, reason, measurements, "
             "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -247,5 +326,4 @@ class TrialStore:
                 trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
                 trial.fingerprint, trial.same_code_as, json.dumps([k.__dict__ for k in trial.kernels]), trial.gpu,
             ),
-        )
-        self._db.commit()
+        )])

@@ -70,7 +70,7 @@ def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
             _check_replacement(tune_setup)
             store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch,
                                 f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version}",
-                                tune_setup.sources_sha256, log)
+                                tune_setup.sources_sha256, log, tune_setup.commands_sha256)
             try:
                 result = _search(tune_setup, store, log, started, make)
                 stored_any = True
@@ -103,24 +103,29 @@ def _check_replacement(setup: TuneSetup) -> None:
             "--compare-output/--compare-file as well, or --replace to replace it anyway")
 
 
-def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log):
-    """The trial store of this tune. When its trials were measured on other sources or with another compiler,
-    they are stale: the store is moved aside (kept, named in the log) and a fresh one starts."""
-    from .store import TrialStore, move_aside
+def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log, flags_sha256: str = ""):
+    """The trial store of this tune. When its trials were measured on other sources (the target's files and
+    the headers they include), with other compile flags or with another compiler, they are stale: this tune's
+    rows move to a store of their own beside it (kept, named in the log; the other tunes' trials stay) and
+    this tune starts fresh."""
+    from .store import TrialStore
 
-    code = {"compiler": compiler, "sources_sha256": sources_sha256}
+    code = {"compiler": compiler, "sources_sha256": sources_sha256, "flags_sha256": flags_sha256}
     store = TrialStore(path, identity)
     if store.note:
         log(f"compileiq: {store.note}")
     stored = store.load_result("code")
     if store.load() and stored is not None and stored != code:
-        store.close()
-        aside = move_aside(path, "stale")
-        was = stored.get("compiler") if isinstance(stored, dict) else None
-        what = f"the compiler changed ({was} -> {compiler})" if was != compiler else "the target's sources changed"
-        log(f"compileiq: {what} since the stored trials were measured; they are not reused: the old trial store "
-            f"is kept as {aside} and a fresh one starts")
-        store = TrialStore(path, identity)
+        was = stored if isinstance(stored, dict) else {}
+        if was.get("compiler") != compiler:
+            what = f"the compiler changed ({was.get('compiler')} -> {compiler})"
+        elif was.get("sources_sha256") != sources_sha256:
+            what = "the target's sources or the headers they include changed"
+        else:
+            what = "the flags that reach the target's compile commands changed (its build tree was configured anew)"
+        aside, moved = store.archive("stale")
+        log(f"compileiq: {what} since the stored trials were measured; they are not reused: this tune's {moved} "
+            f"trial(s) are kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh")
     store.save_result("code", code)
     return store
 
@@ -423,7 +428,8 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        tool_version=__version__, sources_sha256=setup.sources_sha256,
+        tool_version=__version__, sources_sha256=setup.sources_sha256, headers=setup.headers,
+        flags_sha256=setup.flags_sha256,
         replay=setup.replay is not None,
         speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
         workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),

@@ -4,6 +4,8 @@ adaptation, screening), the benchmark command resolved; or the same from a recor
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
+from . import depscan
 from .cmake_project import VariantSettings, VariantTree, cmake_version
 from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
@@ -48,7 +51,11 @@ class TuneSetup:
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
     replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
     build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
-    sources_sha256: str = ""  # the target's sources as compileiq_variant.cmake hashes them (the apply checks it)
+    # the target's sources and the headers they include (depscan), hashed as the apply does at configure
+    sources_sha256: str = ""
+    headers: tuple[str, ...] = ()  # those headers, relative to the source directory
+    flags_sha256: str = ""  # CMAKE_<LANG>_FLAGS[_<CONFIG>] as _compileiq_flags_sha256 hashes them (the apply checks it)
+    commands_sha256: str = ""  # the target's compile commands in the project's own build (the trial store's key)
     objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
     own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # see _own_commands
     fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
@@ -258,13 +265,15 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
         build_targets = ("all",) if str(bench.argv[0]).startswith(str(spec.build_dir)) else (spec.target,)
     else:
         build_targets = tuple(dict.fromkeys((spec.target, owner)))
+    code = _code_identity(spec, first, target, log)
     return TuneSetup(
         spec=spec, state_dir=state_dir, trees=trees, target=target, language=language, toolchain=toolchain,
         space=space, cuda_arch=arch, device=device, compute_capability=capability,
         build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
         artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
                         if a.is_relative_to(trees[0].path)),
-        build_type=settings.build_type, sources_sha256=first.info().get("sources_sha256", ""),
+        build_type=settings.build_type, sources_sha256=code.sources_sha256, headers=code.headers,
+        flags_sha256=first.info().get("flags_sha256", ""), commands_sha256=code.commands_sha256,
         objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=_own_commands(first, target, language),
         screen_kernels=screen_kernels,
     )
@@ -295,6 +304,27 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
         build_targets=(), bench=runner.bench, monitor=None, replay=runner,
         gpus=gpus,
     )
+
+
+@dataclass(frozen=True)
+class CodeIdentity:
+    sources_sha256: str
+    headers: tuple[str, ...]
+    commands_sha256: str
+
+
+def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) -> CodeIdentity:
+    """What the trials measure besides the flags: the target's sources and the project headers its compiles
+    include (the compiler's dependency scan of the project's own compile commands), and those commands."""
+    entries = tree.compile_commands(target.sources)
+    scan = depscan.scan_headers(entries, spec.source_dir, (spec.build_dir,))
+    for source, why in scan.problems[:3]:
+        log(f"compileiq: note: the headers of {source} could not be listed ({why}); a change in them is not "
+            "seen as a change of the sources")
+    commands = sorted((str(Path(e["file"]).resolve()), sorted(command_tokens(tree, e))) for e in entries)
+    return CodeIdentity(
+        sources_sha256=depscan.sources_sha256(tree.source_lines(), spec.source_dir, scan.headers),
+        headers=scan.headers, commands_sha256=hashlib.sha256(json.dumps(commands).encode()).hexdigest())
 
 
 def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:

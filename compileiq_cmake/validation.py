@@ -120,56 +120,71 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
 
 
 def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, winner: FlagSet,
-           min_gain: float, seed: int, log: Log) -> tuple[FlagSet, tuple[Contribution, ...]]:
+           min_gain: float, seed: int, log: Log, restored: dict[str, Contribution] | None = None,
+           on_step: Callable[[str, Contribution], None] | None = None) -> tuple[FlagSet, tuple[Contribution, ...]]:
     """Remove each non-default dimension of the winner in turn, then each file's own flags (the per-file
     stage's `[path]flag` tokens, one file at a time); a removal that costs nothing significant is kept (the flags
-    are dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files)."""
+    are dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files).
+    Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is called as soon
+    as a step is decided, and a step found in `restored` (an interrupted ablation's) is not measured again."""
     current = winner
     contributions: list[Contribution] = []
     files = [path for path, _ in build_flags.split(winner.flags).sources]
     for dim, path in [(dim, None) for dim, _ in winner.choices] + [(f"per-file {path}", path) for path in files]:
-        choice = dict(current.choices)
-        own = build_flags.split(current.flags).sources  # the files' own flags: not dimensions of the space
-        if path is None:
-            flags = space.flagset({dim: choice[dim]}).flags
-            choice.pop(dim)
-        else:
-            flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
-        base = space.flagset(choice)
-        without = FlagSet(base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own
-                                                           if p != path for f in fs))
-        builds = [build(trees[0], current), build(trees[1], without)]
-        if not builds[0].ok or not builds[1].ok:
-            contributions.append(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"))
-            continue
-        if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
-            contributions.append(Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"))
-            log(f"compileiq: ablation: {' '.join(flags)}: same device code without it -> dropped")
-            current = without
-            continue
-        variants = {"with": trees[0], "without": trees[1]}
-
-        def decided(samples) -> bool:
-            return all(c.decided(min_gain) or c.slower() or c.faster(min_gain)
-                       for c in _comparisons(runner, samples["without"], samples["with"]))
-
-        inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
-                           required=("with", "without"))
-        if "without" in inter.failures:
-            contributions.append(Contribution(dim, flags, math.nan, math.nan, math.nan, True,
-                                              f"without it the benchmark fails ({inter.failures['without']}); kept"))
-            continue
-        if "with" in inter.failures:
-            contributions.append(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept"))
-            continue
-        comps = _comparisons(runner, inter.samples["without"], inter.samples["with"])  # speedup of keeping it
-        geo, ci = geomean_comparison(comps)
-        needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
-        reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
-        contributions.append(Contribution(dim, flags, geo, ci.low, ci.high, needed, reason))
-        log(f"compileiq: ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
-            f"-> {'kept' if needed else 'dropped'}")
-        if not needed:
+        step = f"{dim} from {current.key}"
+        kept = (restored or {}).get(step)
+        contribution, without = _ablation_step(runner, build, trees, space, current, dim, path, min_gain, seed, log,
+                                               kept)
+        if kept is None and on_step is not None:
+            on_step(step, contribution)
+        contributions.append(contribution)
+        if not contribution.kept:
             current = without
     return current, tuple(contributions)
 
+
+def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, current: FlagSet,
+                   dim: str, path: str | None, min_gain: float, seed: int, log: Log,
+                   restored: Contribution | None) -> tuple[Contribution, FlagSet]:
+    """One step of `ablate`: removing `dim` (`path`: that file's own flags) from `current`; its contribution
+    (kept or not) and the flag set without it. `restored`: the step's outcome from the trial store."""
+    choice = dict(current.choices)
+    own = build_flags.split(current.flags).sources  # the files' own flags: not dimensions of the space
+    if path is None:
+        flags = space.flagset({dim: choice[dim]}).flags
+        choice.pop(dim)
+    else:
+        flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
+    base = space.flagset(choice)
+    without = FlagSet(base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own
+                                                       if p != path for f in fs))
+    if restored is not None:
+        log(f"compileiq: ablation: {' '.join(flags)}: restored from the trial store -> "
+            f"{'kept' if restored.kept else 'dropped'}")
+        return restored, without
+    builds = [build(trees[0], current), build(trees[1], without)]
+    if not builds[0].ok or not builds[1].ok:
+        return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"), without
+    if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
+        log(f"compileiq: ablation: {' '.join(flags)}: same device code without it -> dropped")
+        return Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"), without
+    variants = {"with": trees[0], "without": trees[1]}
+
+    def decided(samples) -> bool:
+        return all(c.decided(min_gain) or c.slower() or c.faster(min_gain)
+                   for c in _comparisons(runner, samples["without"], samples["with"]))
+
+    inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
+                       required=("with", "without"))
+    if "without" in inter.failures:
+        return Contribution(dim, flags, math.nan, math.nan, math.nan, True,
+                            f"without it the benchmark fails ({inter.failures['without']}); kept"), without
+    if "with" in inter.failures:
+        return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept"), without
+    comps = _comparisons(runner, inter.samples["without"], inter.samples["with"])  # speedup of keeping it
+    geo, ci = geomean_comparison(comps)
+    needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
+    reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
+    log(f"compileiq: ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
+        f"-> {'kept' if needed else 'dropped'}")
+    return Contribution(dim, flags, geo, ci.low, ci.high, needed, reason), without

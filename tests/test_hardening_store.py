@@ -86,6 +86,19 @@ def test_a_locked_store_is_not_taken_for_damaged(tmp_path):
     db = tmp_path / "trials.sqlite"
     TrialStore(db, "s").close()
     holder = sqlite3.connect(db, timeout=0)
+    holder.execute("BEGIN EXCLUSIVE")  # a WAL store (issue 19): readable while another program writes
+    try:
+        store = TrialStore(db, "s", timeout=0.1)
+        assert store.note == "" and store.load() == []
+        store.close()
+    finally:
+        holder.rollback()
+        holder.close()
+    db.unlink()
+    with sqlite3.connect(db) as old:  # a store in the rollback-journal mode (written before issue 19)
+        old.execute("CREATE TABLE trials (spec TEXT)")
+    old.close()
+    holder = sqlite3.connect(db, timeout=0)
     holder.execute("BEGIN EXCLUSIVE")
     try:
         with pytest.raises(CompileIQError, match="cannot open the trial store"):

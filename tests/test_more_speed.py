@@ -402,7 +402,8 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
         label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",))
     setup = SimpleNamespace(spec=spec, language="CUDA", cuda_arch="90",
                             toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"), build_type="Release",
-                            device="NVIDIA H200", compute_capability="9.0", sources_sha256="ab" * 32, replay=None)
+                            device="NVIDIA H200", compute_capability="9.0", sources_sha256="ab" * 32, replay=None,
+                            headers=(), flags_sha256="")
     entry = _entry(setup, winner, (), 20)
     assert entry.flags == ("--use_fast_math",) and entry.device_lto
     assert entry.sources == ({"path": "src/compute.cu", "flags": ["-maxrregcount=64"]},

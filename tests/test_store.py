@@ -60,7 +60,7 @@ def test_trials_of_other_sources_or_another_compiler_are_not_reused(tmp_path):
     assert len(same.load()) == 1 and lines == []  # unchanged: resumed
     same.close()
     edited = _open_store(db, "spec-a", "NVIDIA 13.0.88", "bbb", lines.append)
-    assert edited.load() == [] and len(lines) == 1 and "the target's sources changed" in lines[0]
+    assert edited.load() == [] and len(lines) == 1 and "the target's sources or the headers they include changed" in lines[0]
     aside = sorted(tmp_path.glob("trials.sqlite.stale-*"))
     assert len(aside) == 1 and str(aside[0]) in lines[0]
     assert TrialStore(aside[0], "spec-a").load() == [_trial(0, ())], "the old measurements are kept, not lost"

@@ -86,7 +86,8 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
         target=ts.spec.target, language="CUDA", arch="90", compiler_id="NVIDIA", compiler_version=ts.toolchain.version,
         flags=flags, build_type="Release", device="test", compute_capability="9.0", metric=METRIC,
         lower_is_better=True, workloads=("",), baseline=(2.0,), tuned=(1.0,), speedup=2.0, trials=3,
-        date="2026-11-30T12:00:00+00:00", tool_version="test", sources_sha256=ts.sources_sha256,
+        date="2026-11-30T12:00:00+00:00", tool_version="test", sources_sha256=ts.sources_sha256, headers=ts.headers,
+        flags_sha256=ts.flags_sha256,
     )
     write_entry(trap.src / "compileiq.toml", entry)
     rel = tmp_path / name
@@ -95,6 +96,7 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert f"applied {len(flags)} tuned flags to {ts.spec.target}" in out, out
+    assert "other compile flags" not in out, "the tune's and the apply's CMAKE_CUDA_FLAGS agree (architecture aside)"
     for command in _cuda_commands(rel, ts.target.sources_in("CUDA")):
         for flag in flags:
             assert flag in command, (flag, command)
