@@ -159,7 +159,7 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
     gate = ("check", "-S", str(src), "-B", str(build))
     proc = run_cli(*gate)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "gate_bench: applies: 1 tuned flags for CXX" in proc.stdout and "stale: its sources changed" in proc.stdout
+    assert "gate_bench: applies: 1 tuned flag for CXX" in proc.stdout and "stale: its sources changed" in proc.stdout
     proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "5", "--json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["passed"], proc.stdout + proc.stderr
