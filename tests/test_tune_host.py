@@ -11,6 +11,7 @@ import tomllib
 import pytest
 
 from compileiq_cmake.result_file import read_entries
+from compileiq_cmake.wording import plural
 from conftest import cmake_dir, commands_for, configure, run_cli
 
 METRIC = "time_ms=([0-9.eE+-]+)"
@@ -68,7 +69,7 @@ def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
                      f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
                      f"-DCOMPILEIQ_FLAGS_FILE={out}")
     assert proc.returncode == 0, proc.stderr
-    assert f"compileiq: applied {len(flags)} tuned flags to host_kernels" in proc.stdout
+    assert f"compileiq: applied {plural(len(flags), 'tuned flag')} to host_kernels" in proc.stdout
     (command,) = commands_for(release, "main.cpp")
     assert all(f in command for f in flags)
     show = run_cli("show", str(out))
