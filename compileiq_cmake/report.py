@@ -59,7 +59,8 @@ def _plots(doc: dict) -> dict[str, str]:
     ran = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is None]
     shared = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is not None]
     invalid = [t for t in trials if t["speedup"] is None]
-    ax.scatter([t["index"] for t in ran], [t["speedup"] for t in ran], color="C1", zorder=3, label="measured on a GPU run" if _on_gpu(doc) else "measured (benchmark runs)")
+    ax.scatter([t["index"] for t in ran], [t["speedup"] for t in ran], color="C1", zorder=3,
+               label="measured on a GPU run" if _on_gpu(doc) else "measured (benchmark runs)")
     if shared:
         ax.scatter([t["index"] for t in shared], [t["speedup"] for t in shared], facecolors="none", edgecolors="C2",
                    zorder=3, label="same device code as an earlier trial (not run)")
