@@ -70,13 +70,15 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
 
 
-def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None:
+def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0) -> None:
+    """`restored`: trials of an earlier run restored from the store (a resume), counted apart."""
     spec = setup.spec
     lower = spec.metric.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
     log("")
     log(f"compileiq: {spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
-        f"{len(result.trials) - valid} invalid) in {result.wall_seconds:.1f} s")
+        f"{len(result.trials) - valid} invalid" + (f"; {restored} restored from the store" if restored else "")
+        + f") in {result.wall_seconds:.1f} s")
     ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
     log(f"  {'#':>4}  {'speedup':>8}  {'median ' + spec.metric.name + ' per workload':<28}  flags")
     for t in ranked[:8]:

@@ -349,7 +349,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
     result = TuneResult(spec.target, tuple(trials.values()), baseline, winner, toml_path, wall, tuple(notes),
                         contributions, setup.language)
-    final_table(setup, result, effects, log)
+    final_table(setup, result, effects, log, restored=len(trials) - len(fresh))
     document = summary.build(
         setup, result, effects=effects, noise=noise, paired=bool(references), min_gain=min_gain,
         speedup_of=lambda t: math.exp(-loss(t, base_of(t), lower)) if t.valid else None,

@@ -4,6 +4,7 @@ that applies the TOML, checked in compile_commands.json."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -141,3 +142,4 @@ def test_host_tune_speaks_of_no_gpu_and_a_resume_counts_restored_trials_apart(ho
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "compileiq: resuming: 4 finished trials restored from" in proc.stdout
     assert "search phase: 6 trials: 4 restored from the store, 2 measured in " in proc.stdout, proc.stdout[-2000:]
+    assert re.search(r"host_kernels: 6 trials \(\d valid, \d invalid; 4 restored from the store\) in ", proc.stdout)
