@@ -201,8 +201,8 @@ class RayCluster:
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         self.nodes = nodes
         log(f"compileiq: Ray cluster{' at ' + address if address else ''}: {plural(len(nodes), 'node')}, "
-            f"{int(sum(n['Resources'].get('CPU', 0) for n in nodes))} CPUs, "
-            f"{int(sum(n['Resources'].get('GPU', 0) for n in nodes))} GPUs")
+            f"{plural(int(sum(n['Resources'].get('CPU', 0) for n in nodes)), 'CPU')}, "
+            f"{plural(int(sum(n['Resources'].get('GPU', 0) for n in nodes)), 'GPU')}")
         self._workers: list = []
 
     def close(self) -> None:

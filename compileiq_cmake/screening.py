@@ -322,8 +322,8 @@ def screen_target(
 def format_screen(ts: TargetScreen) -> list[str]:
     r = ts.result
     lines = [
-        f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space {len(r.space.dimensions)} dimensions, "
-        f"{r.points_after} points (before screening {r.points_before}); {r.compiles} compiles in {r.seconds:.1f} s "
+        f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space {plural(len(r.space.dimensions), 'dimension')}, "
+        f"{plural(r.points_after, 'point')} (before screening {r.points_before}); {plural(r.compiles, 'compile')} in {r.seconds:.1f} s "
         f"(probe {ts.probe_seconds:.1f} s); baseline: {plural(len(r.baseline.kernels), 'kernel')}",
     ]
     for d in r.space.dimensions:

@@ -45,3 +45,10 @@ def test_plural_counts():
     assert plural(1, "tuned flag") == "1 tuned flag" and plural(2, "tuned flag") == "2 tuned flags"
     assert plural(0, "worker") == "0 workers" and plural(1, "entry", "entries") == "1 entry"
     assert plural(3, "entry", "entries") == "3 entries"
+
+
+def test_counts_in_messages_are_in_their_right_number():
+    from compileiq_cmake.numerics import numerics_changed
+
+    assert "numerics changed: 1 number in the output, the baseline's had 2" in numerics_changed((1.0, 2.0), (1.0,), 1e-3, 0.0)
+    assert "in 1 of 1 number" in numerics_changed((1.0,), (2.0,), 1e-3, 0.0)
