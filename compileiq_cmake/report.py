@@ -185,7 +185,7 @@ def load_summaries(build_dir: Path) -> list[dict]:
 
 
 NAMING = ("one report per tune, named <name>-<target>-<sm_ARCH or compiler>.html beside the -o file (default "
-          "<build>/compileiq/report.html); where two tunes would share a name, -<build type>, -<compiler version> and "
+          "<build>/compileiq/report.html); where two tunes would share a name, -<build type>, -<compiler>-<version> and "
           "then -<tune date> follow, as far as they tell them apart (-2, -3 in date order if nothing does)")
 
 
