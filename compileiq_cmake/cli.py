@@ -11,6 +11,7 @@ from pathlib import Path
 from . import __version__
 from .errors import CompileIQError
 from .resources import cmake_dir
+from .wording import plural
 
 PROG = "compileiq-cmake"
 EPILOG = """\
@@ -18,7 +19,7 @@ routes:
   opt-in:      find_package(compileiq_cmake CONFIG REQUIRED) + compileiq_tune(<target> ...) in CMakeLists.txt,
                then cmake -B build -DCOMPILEIQ_TUNE=ON && cmake --build build --target compileiq_tune
   unmodified:  compileiq-cmake tune -S src -B build --target T --bench "prog args" --metric "time_ms=([0-9.]+)"
-               release build: cmake -S src -B rel -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(compileiq-cmake --cmake-dir)/compileiq_apply.cmake
+               release build: cmake -S src -B rel -DCMAKE_BUILD_TYPE=Release -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(compileiq-cmake --cmake-dir)/compileiq_apply.cmake
 exit status: 0 success, 2 bad input (one line on stderr says what and how to fix it).
 """
 
@@ -65,18 +66,18 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-flags", action="append", help="only these flag dimensions (names from 'space', or unsafe_numerics)")
     p.add_argument("--exclude-flags", action="append", help="never these flag dimensions; 'unsafe_numerics' forbids fast-math and the like")
     p.add_argument("--output", help="TOML to write (default <src>/compileiq.toml)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of the search (default %(default)s)")
     p.add_argument("--workers", type=int, default=None,
                    help="variant trees built in parallel (at most; no more trials are kept in flight than keep the GPUs "
                    "fed); benchmarks run one at a time per GPU (--gpus) "
                    "(default: $COMPILEIQ_WORKERS, else 1 per 4 CPU cores, at most 4)")
     p.add_argument("--repeats", type=int, default=3, help="runs per workload and trial in the search (median taken); "
-                   "promising trials get more, up to --max-repeats")
-    p.add_argument("--max-repeats", type=int, default=9)
+                   "promising trials get more, up to --max-repeats (default %(default)s)")
+    p.add_argument("--max-repeats", type=int, default=9, help="runs per workload and trial at most in the search (default %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="runs per workload discarded before measuring (default 1)")
     p.add_argument("--max-rounds", type=int, default=15,
-                   help="validation: interleaved rounds at most per candidate (stops earlier once decided)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed")
+                   help="validation: interleaved rounds at most per candidate (stops earlier once decided; default %(default)s)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed (default %(default)s)")
     p.add_argument("--min-gain", type=float, default=None,
                    help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, twice the "
                    "baseline's run-to-run spread))")
@@ -140,7 +141,9 @@ def build_parser() -> argparse.ArgumentParser:
     trials.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
     report = sub.add_parser("report", help="the HTML report of the tunes stored in a build tree (or their summaries as JSON)")
     report.add_argument("-B", dest="build_dir", required=True)
-    report.add_argument("-o", dest="output", help="HTML file to write (default <build>/compileiq/report.html)")
+    report.add_argument("-o", dest="output", help="HTML file to write (default <build>/compileiq/report.html); with "
+                        "several tunes stored, one file per tune beside it: <name>-<target>-<sm_ARCH or compiler>.html, "
+                        "plus what tells two tunes apart where they would share a name (the output says the rule)")
     report.add_argument("--json", action="store_true",
                         help="print the summary document (schema compileiq-summary/1) instead of writing HTML")
     check = sub.add_parser("check", help="CI gate: does each entry of a compileiq.toml apply to this build, is it stale, "
@@ -226,7 +229,7 @@ def _show(path: Path) -> None:
     from .result_file import read_entries
 
     entries = read_entries(path)
-    print(f"{path}: {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}")
+    print(f"{path}: {plural(len(entries), 'entry', 'entries')}")
     for e in entries:
         where = f"sm_{e.arch}" if e.arch else "host"
         replay = "  [REPLAY: never applied]" if e.replay else ""
@@ -236,11 +239,12 @@ def _show(path: Path) -> None:
         print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)")
         for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
             print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}")
-        print(f"    speedup:  {e.speedup:.3f}x over {e.trials} trials, {e.date}, compileiq_cmake {e.tool_version}")
+        print(f"    speedup:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}")
 
 
 def _space(family: str | None, version: str, args: argparse.Namespace | None = None) -> None:
     from .flags import load_space
+    from .flags.catalogue import added_dimensions, applies_when
 
     if args is not None and args.target:
         from .screening import format_screen, screen_target
@@ -255,13 +259,20 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
         raise CompileIQError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
     compiler = "NVIDIA" if family == "nvcc" else "GNU"
     space = load_space(family, compiler, version, _split(args.include_flags) if args else (), _split(args.exclude_flags) if args else ())
-    print(f"{family} flag space: {len(space.dimensions)} dimensions, {space.size} points")
+    print(f"{family} flag space: {plural(len(space.dimensions), 'dimension')}, {plural(space.size, 'point')}")
+    when = applies_when(family)
     for d in space.dimensions:
         unsafe = "  [unsafe numerics]" if d.unsafe_numerics else ""
         unsafe += "  [experimental]" if d.experimental else ""
+        unsafe += f"  [{when[d.name]}]" if when.get(d.name) else ""
         print(f"  {d.name:<26} {' | '.join(d.labels())}{unsafe}")
     for note in space.dropped:
         print(f"  dropped: {note}")
+    added = added_dimensions(family)
+    if added:
+        print("added by a tune where they apply:")
+        for name, values, condition in added:
+            print(f"  {name:<26} {values}  [{condition}]")
 
 
 def _trials(build_dir: Path, as_json: bool) -> None:
@@ -287,7 +298,7 @@ def _trials(build_dir: Path, as_json: bool) -> None:
         print(json.dumps({spec: [t.as_dict() for t in trials] for spec, trials in groups.items()}, indent=1))
         return
     for spec, trials in groups.items():
-        print(f"tune {spec}: {len(trials)} trials")
+        print(f"tune {spec}: {plural(len(trials), 'trial')}")
         for t in trials:
             medians = " / ".join(f"{m:.4g}" for m in t.medians())
             state = medians if t.valid else f"{t.status.value}: {' '.join(t.reason.split())}"  # whole, one line
@@ -299,7 +310,7 @@ def _trials(build_dir: Path, as_json: bool) -> None:
         if effects[spec]:
             print("  flag effects (least squares over the valid trials, 95% CI):")
             for e in effects[spec]:
-                print(f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {e['trials_with']} trials")
+                print(f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {plural(e['trials_with'], 'trial')}")
 
 
 def main(argv: list[str] | None = None) -> int:

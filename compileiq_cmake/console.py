@@ -10,6 +10,7 @@ from typing import Callable
 from .records import Trial, TuneResult
 from .trial import loss
 from .tune_setup import FINALISTS, TuneSetup
+from .wording import plural
 
 Log = Callable[[str], None]
 
@@ -69,13 +70,15 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
 
 
-def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None:
+def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0) -> None:
+    """`restored`: trials of an earlier run restored from the store (a resume), counted apart."""
     spec = setup.spec
     lower = spec.metric.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
     log("")
-    log(f"compileiq: {spec.target}: {len(result.trials)} trials ({valid} valid, "
-        f"{len(result.trials) - valid} invalid) in {result.wall_seconds:.1f} s")
+    log(f"compileiq: {spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
+        f"{len(result.trials) - valid} invalid" + (f"; {restored} restored from the store" if restored else "")
+        + f") in {result.wall_seconds:.1f} s")
     ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
     log(f"  {'#':>4}  {'speedup':>8}  {'median ' + spec.metric.name + ' per workload':<28}  flags")
     for t in ranked[:8]:
@@ -84,14 +87,17 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log) -> None
         gpu = f" (GPU {t.gpu})" if t.gpu and len({x.gpu for x in result.trials if x.gpu}) > 1 else ""
         log(f"  {t.index:>4}  {speed:>8}  {metric + gpu:<28}  {t.flagset.describe()}")
     paired = any(m.paired for t in result.trials for m in t.measurements)
+    on_gpu = setup.language == "CUDA" or bool(setup.gpus)  # a host (CPU) tune speaks of no GPU
     log("  speedup: geometric mean over the workloads of " + (
         "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
-        if paired else "the project's own build's median divided by the trial's (on the GPU the trial ran on)")
-        + "; > 1 is faster. median: the trial's own runs, raw; the two differ when runs were paired or the GPUs differ")
+        if paired else "the project's own build's median divided by the trial's"
+        + (" (on the GPU the trial ran on)" if on_gpu else ""))
+        + "; > 1 is faster. median: the trial's own runs, raw; the two differ when runs were paired"
+        + (" or the GPUs differ" if on_gpu else ""))
     if effects:
         log("  flag effects over all valid trials (least squares on log time; 95% CI):")
         for e in effects[:6]:
-            log(f"    {e.flag:<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {e.trials_with} trials")
+            log(f"    {e.flag:<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}")
     if result.contributions:
         log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
         for c in result.contributions:

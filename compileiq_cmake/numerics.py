@@ -7,6 +7,8 @@ import math
 import re
 from pathlib import Path
 
+from .wording import plural
+
 _NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)", re.IGNORECASE)
 
 
@@ -38,7 +40,7 @@ def read_file_numbers(path: Path) -> tuple[float, ...] | None:
 def numerics_changed(reference: tuple[float, ...], values: tuple[float, ...], rtol: float, atol: float) -> str | None:
     """None when the values match the reference within tolerance, else the reason (one line)."""
     if len(values) != len(reference):
-        return f"numerics changed: {len(values)} numbers in the output, the baseline's had {len(reference)}"
+        return f"numerics changed: {plural(len(values), 'number')} in the output, the baseline's had {len(reference)}"
     worst_rel, worst_abs, bad = 0.0, 0.0, 0
     for ref, got in zip(reference, values):
         if math.isnan(ref) and math.isnan(got):
@@ -53,5 +55,5 @@ def numerics_changed(reference: tuple[float, ...], values: tuple[float, ...], rt
             worst_rel = max(worst_rel, diff / abs(ref))
     if bad:
         return (f"numerics changed: max rel err {worst_rel:.1e} > {rtol:.0e} (abs {worst_abs:.1e}, atol {atol:.0e}) "
-                f"in {bad} of {len(reference)} numbers")
+                f"in {bad} of {plural(len(reference), 'number')}")
     return None

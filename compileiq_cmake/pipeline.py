@@ -35,7 +35,7 @@ class WorkerLost(CompileIQError):
 
 @dataclass
 class InFlight:
-    """Where the trials of the conveyor are: building, waiting for a GPU, or measured on one."""
+    """Where the trials of the conveyor are: building, waiting for a GPU (or the host), or measured on one."""
 
     building: int = 0
     waiting: int = 0
@@ -44,7 +44,8 @@ class InFlight:
 
     def describe(self) -> str:
         with self.lock:
-            gpus = " ".join(f"GPU {g}:{n}" for g, n in sorted(self.on_gpu.items()))
+            # "": the runner of a host (CPU) tune, or the process's own GPU: no GPU named
+            gpus = " ".join(f"GPU {g}:{n}" if g else f"running {n}" for g, n in sorted(self.on_gpu.items()))
             parts = [f"building {self.building}"] + ([f"waiting {self.waiting}"] if self.waiting else []) \
                 + ([gpus] if gpus else [])
         return "in flight: " + ", ".join(parts)
@@ -175,7 +176,7 @@ class Pipeline:
             w = time.perf_counter()
             runner = self._free_runners.get()
             waited += time.perf_counter() - w
-            gpu = runner.gpu.device if runner.gpu is not None else "0"
+            gpu = runner.gpu.device if runner.gpu is not None else ""
             with self.in_flight.lock:
                 self.in_flight.waiting -= 1
                 self.in_flight.on_gpu[gpu] = self.in_flight.on_gpu.get(gpu, 0) + 1

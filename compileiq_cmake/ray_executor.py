@@ -36,6 +36,7 @@ from .gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu
 from .measure import RunResult, Runner, Workload
 from .pipeline import WorkerLost
 from .records import BuildResult, FlagSet
+from .wording import plural
 
 Log = Callable[[str], None]
 ACCELERATOR_PREFIX = "accelerator_type:"
@@ -199,9 +200,9 @@ class RayCluster:
                                  f"{str(exc).splitlines()[0]}; start it with 'ray start --head' or give --ray-address")
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         self.nodes = nodes
-        log(f"compileiq: Ray cluster{' at ' + address if address else ''}: {len(nodes)} node(s), "
-            f"{int(sum(n['Resources'].get('CPU', 0) for n in nodes))} CPUs, "
-            f"{int(sum(n['Resources'].get('GPU', 0) for n in nodes))} GPUs")
+        log(f"compileiq: Ray cluster{' at ' + address if address else ''}: {plural(len(nodes), 'node')}, "
+            f"{plural(int(sum(n['Resources'].get('CPU', 0) for n in nodes)), 'CPU')}, "
+            f"{plural(int(sum(n['Resources'].get('GPU', 0) for n in nodes)), 'GPU')}")
         self._workers: list = []
 
     def close(self) -> None:

@@ -17,6 +17,7 @@ import jinja2
 from .errors import CompileIQError
 from .resources import templates_dir
 from .summary import write_whole
+from .wording import plural
 
 
 def _png(fig) -> str:
@@ -30,6 +31,12 @@ def _png(fig) -> str:
 
 def _label(flags: list[str]) -> str:
     return " ".join(flags) or "(project's own flags)"
+
+
+def _on_gpu(doc: dict) -> bool:
+    """Whether the tune measured on GPUs (a CUDA target, or simulated GPUs); a host (CPU) tune's report
+    speaks of no GPU and has no GPU column, no throttling line and no device-code resources."""
+    return doc["language"] == "CUDA" or bool(doc["gpus"]) or any(t["gpu"] for t in doc["trials"])
 
 
 def _plots(doc: dict) -> dict[str, str]:
@@ -52,7 +59,8 @@ def _plots(doc: dict) -> dict[str, str]:
     ran = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is None]
     shared = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is not None]
     invalid = [t for t in trials if t["speedup"] is None]
-    ax.scatter([t["index"] for t in ran], [t["speedup"] for t in ran], color="C1", zorder=3, label="measured on a GPU run")
+    ax.scatter([t["index"] for t in ran], [t["speedup"] for t in ran], color="C1", zorder=3,
+               label="measured on a GPU run" if _on_gpu(doc) else "measured (benchmark runs)")
     if shared:
         ax.scatter([t["index"] for t in shared], [t["speedup"] for t in shared], facecolors="none", edgecolors="C2",
                    zorder=3, label="same device code as an earlier trial (not run)")
@@ -135,9 +143,11 @@ def render(doc: dict) -> str:
 
     env.filters["f"] = fmt
     env.filters["flags"] = _label
+    env.filters["plural"] = plural
     return env.get_template("report.html.j2").render(
         doc=doc, plots=_plots(doc), resources=_resources(doc), invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
-        throttled=throttled, isfinite=math.isfinite)
+        throttled=throttled, isfinite=math.isfinite, on_gpu=_on_gpu(doc),
+        gpu_column=any(t["gpu"] for t in doc["trials"]))
 
 
 def write_report(path: Path, doc: dict) -> str:
@@ -177,17 +187,51 @@ def load_summaries(build_dir: Path) -> list[dict]:
     return sorted(docs, key=lambda d: d["date"])
 
 
-def report_command(build_dir: Path, output: Path | None, as_json: bool) -> list[Path]:
+NAMING = ("one report per tune, named <name>-<target>-<sm_ARCH or compiler>.html beside the -o file (default "
+          "<build>/compileiq/report.html); where two tunes would share a name, -<build type>, -<compiler>-<version> and "
+          "then -<tune date> follow, as far as they tell them apart (-2, -3 in date order if nothing does)")
+
+
+def report_paths(docs: list[dict], output: Path) -> list[Path]:
+    """The file of each tune's report: `output` itself for one tune; for several, one file each beside it
+    (NAMING), never two tunes in one file."""
+    if len(docs) == 1:
+        return [output]
+    parts = [[doc["target"], f"sm_{doc['arch']}" if doc["arch"] else doc["compiler"].split()[0]] for doc in docs]
+    extras = (lambda d: d["build_type"] or "no-build-type", lambda d: d["compiler"].replace(" ", "-"),
+              lambda d: d["date"].replace(":", "").replace("+0000", "Z"))
+    for extra in extras:  # more of what tells colliding tunes apart, only where names collide
+        names = Counter("-".join(p) for p in parts)
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(parts):
+            if names["-".join(p)] > 1:
+                groups.setdefault("-".join(p), []).append(i)
+        for members in groups.values():
+            if len({extra(docs[i]) for i in members}) > 1:
+                for i in members:
+                    parts[i].append(extra(docs[i]))
+    seen: Counter = Counter()
+    paths = []
+    for p in parts:  # in date order: the same name again (same second, same everything) is numbered
+        name = "-".join(p)
+        seen[name] += 1
+        name += f"-{seen[name]}" if seen[name] > 1 else ""
+        safe = "".join(c if c.isalnum() or c in "._+-" else "_" for c in name)
+        paths.append(output.with_name(f"{output.stem}-{safe}{output.suffix or '.html'}"))
+    return paths
+
+
+def report_command(build_dir: Path, output: Path | None, as_json: bool, log=print) -> list[Path]:
     """`compileiq-cmake report`: one HTML file per stored tune (or their summaries as JSON on stdout)."""
     docs = load_summaries(build_dir)
     if as_json:
         print(json.dumps(docs if len(docs) > 1 else docs[0], indent=1))
         return []
+    paths = report_paths(docs, output or build_dir / "compileiq" / "report.html")
+    if len(docs) > 1:
+        log(f"compileiq: report: {len(docs)} tunes stored in {build_dir}: {NAMING}")
     written = []
-    for i, doc in enumerate(docs):
-        target = output or build_dir / "compileiq" / "report.html"
-        if len(docs) > 1:
-            target = target.with_name(f"{target.stem}-{doc['target']}-{doc['arch'] or doc['compiler'].split()[0]}{target.suffix}")
+    for target, doc in zip(paths, docs):
         problem = write_report(target, doc)
         if problem:
             raise CompileIQError(f"no report: {problem}")

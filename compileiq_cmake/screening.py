@@ -20,6 +20,7 @@ from .fingerprint import DeviceFingerprint, KernelFingerprint, fingerprint
 from .flags.catalogue import canonical_flags
 from .flags.space import FlagSpace
 from .nvcc_command import project_flags, tokens
+from .wording import plural
 
 SAME_AS_BASELINE = "same device code as the project's own build"
 # options that take the next token as their value when written without '='
@@ -192,7 +193,7 @@ def screen(
             seen[(dim, fp.digest)] = value
             effects = _deltas(baseline, fp)
             rows.append(ScreenRow(dimension=dim, value=value, kept=True, digest=fp.digest, effects=effects,
-                                  reason=f"changes the code of {len(effects)} function(s)"))
+                                  reason=f"changes the code of {plural(len(effects), 'function')}"))
     kept_values = {(r.dimension, r.value) for r in rows if r.kept}
     dims, dropped = [], list(space.dropped)
     for d in space.dimensions:
@@ -321,9 +322,9 @@ def screen_target(
 def format_screen(ts: TargetScreen) -> list[str]:
     r = ts.result
     lines = [
-        f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space {len(r.space.dimensions)} dimensions, "
-        f"{r.points_after} points (before screening {r.points_before}); {r.compiles} compiles in {r.seconds:.1f} s "
-        f"(probe {ts.probe_seconds:.1f} s); baseline: {len(r.baseline.kernels)} kernel(s)",
+        f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space {plural(len(r.space.dimensions), 'dimension')}, "
+        f"{plural(r.points_after, 'point')} (before screening {r.points_before}); {plural(r.compiles, 'compile')} in {r.seconds:.1f} s "
+        f"(probe {ts.probe_seconds:.1f} s); baseline: {plural(len(r.baseline.kernels), 'kernel')}",
     ]
     for d in r.space.dimensions:
         unsafe = "  [unsafe numerics]" if d.unsafe_numerics else ""

@@ -36,6 +36,7 @@ from .report import write_report
 from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
                     reference_trees, run_trial)
 from .tune_setup import FINALISTS, TuneSetup, replay_setup, setup
+from .wording import plural
 
 Log = Callable[[str], None]
 
@@ -59,7 +60,7 @@ def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
         with TuneLock(state_dir):
             killed = kill_leftovers(state_dir / "bench.pid")
             if killed:
-                log(f"compileiq: killed {killed} benchmark process(es) left running by an earlier, killed tune")
+                log(f"compileiq: killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune")
             placement = cluster[0].placement(cluster[1]) if cluster else None
             tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(spec, log, placement)
             make = make_executor
@@ -180,7 +181,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         runner = runners[setup.gpus[0].device]
     restored = {t.flagset.key: t for t in store.load()}
     if restored:
-        log(f"compileiq: resuming: {len(restored)} finished trials restored from {store.path}")
+        log(f"compileiq: resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
     baseline_set = setup.space.baseline()
     baseline = restored.get(baseline_set.key)
     early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
@@ -202,7 +203,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     runner.reference.update({m.workload: m.numbers for m in baseline.measurements})
     noise = max(relative_spread(m.samples) for m in baseline.measurements)
     min_gain = spec.min_gain if spec.min_gain is not None else auto_min_gain(noise)
-    log(f"compileiq: baseline noise (robust spread of {spec.repeats} runs per workload): {100 * noise:.2f}%; "
+    log(f"compileiq: baseline noise (robust spread of {plural(spec.repeats, 'run')} per workload): {100 * noise:.2f}%; "
         f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}")
     first = baseline.measurements[0]
     printed = []
@@ -302,9 +303,10 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
 
     search_seconds = time.perf_counter() - started
     loop_seconds = time.perf_counter() - loop_started
+    fresh = [t for key, t in trials.items() if key not in restored]  # measured by this run, not restored
     runs = sum(len(m.samples) + len(m.reference) + spec.warmup
-               for t in trials.values() if t.same_code_as is None for m in t.measurements)
-    saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in trials.values() if t.same_code_as is not None)
+               for t in fresh if t.same_code_as is None for m in t.measurements)
+    saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in fresh if t.same_code_as is not None)
     effects = flag_effects([(t.flagset.flags, loss(t, base_of(t), lower)) for t in trials.values() if t.valid])
     store.save_result("flag_effects", [
         {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with} for e in effects
@@ -324,7 +326,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         paired_noise, n = noise_of_pairs(trials.values())
         if n:
             min_gain = auto_min_gain(paired_noise)
-            log(f"compileiq: noise of paired runs (median over {n} trials): {100 * paired_noise:.2f}%; "
+            log(f"compileiq: noise of paired runs (median over {plural(n, 'trial')}): {100 * paired_noise:.2f}%; "
                 f"smallest gain that counts: {100 * min_gain:.2f}%")
     confirm = tuple(r for dev, r in runners.items() if dev != setup.gpus[0].device) if len(runners) > 1 else ()
     finalists_started = time.perf_counter()
@@ -339,17 +341,19 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
         toml_path = str(spec.output)
     wall = time.perf_counter() - started
     notes = []
-    shared = sum(1 for t in trials.values() if t.same_code_as is not None)
-    notes.append(f"search phase: {len(trials)} trials in {search_seconds:.1f} s, {runs} benchmark runs"
-                 + (f"; {shared} trials built the same device code as an earlier one and were not benchmarked "
-                    f"(about {saved} runs saved)" if shared else ""))
+    shared = sum(1 for t in fresh if t.same_code_as is not None)
+    counted = (f"{plural(len(trials), 'trial')}: {len(trials) - len(fresh)} restored from the store, "
+               f"{len(fresh)} measured" if len(fresh) < len(trials) else plural(len(trials), "trial"))
+    notes.append(f"search phase: {counted} in {search_seconds:.1f} s, {plural(runs, 'benchmark run')}"
+                 + (f"; {plural(shared, 'trial')} built the same device code as an earlier one and {'was' if shared == 1 else 'were'} not benchmarked "
+                    f"(about {plural(saved, 'run')} saved)" if shared else ""))
     if loop_trials:
-        notes.append(f"search loop (after the setup and the baseline{'s' if baselines else ''}): {loop_trials} trials in "
+        notes.append(f"search loop (after the setup and the baseline{'s' if baselines else ''}): {plural(loop_trials, 'trial')} in "
                      f"{loop_seconds:.1f} s, {60 * loop_trials / loop_seconds:.1f} trials per minute"
                      + (f" on {len(runners)} GPUs" if len(runners) > 1 else ""))
     throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
     if throttled:
-        notes.append(f"warning: {throttled} measurements were taken while the GPU reported a slowdown "
+        notes.append(f"warning: {plural(throttled, 'measurement')} {'was' if throttled == 1 else 'were'} taken while the GPU reported a slowdown "
                      "(thermal or power); see 'compileiq-cmake trials'")
     if loop_trials and setup.replay is None:
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
@@ -357,7 +361,7 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
     result = TuneResult(spec.target, tuple(trials.values()), baseline, winner, toml_path, wall, tuple(notes),
                         contributions, setup.language)
-    final_table(setup, result, effects, log)
+    final_table(setup, result, effects, log, restored=len(trials) - len(fresh))
     document = summary.build(
         setup, result, effects=effects, noise=noise, paired=bool(references), min_gain=min_gain,
         speedup_of=lambda t: math.exp(-loss(t, base_of(t), lower)) if t.valid else None,
@@ -393,9 +397,9 @@ def _warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
             except CompileIQError:
                 continue
             if len(known) < len(entry.flags):
-                log(f"compileiq: warm start from {entry.target}: {len(entry.flags) - len(known)} flag(s) outside this space ignored")
+                log(f"compileiq: warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this space ignored")
     if seeds:
-        log(f"compileiq: warm start: {len(seeds)} flag set(s) from earlier tunes are tried first")
+        log(f"compileiq: warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} tried first")
     return tuple(dict.fromkeys(seeds))
 
 

@@ -17,6 +17,7 @@ from .flags import FlagSpace
 from .measure import Runner, Workload
 from .records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
 from .stats import Comparison, compare_paired, geomean_comparison
+from .wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
 Log = Callable[[str], None]
@@ -104,7 +105,7 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
         return True
 
     inter = interleave(runner, variants, spec.min_rounds, spec.max_rounds, seed, decided, required=("baseline",))
-    log(f"compileiq: validation: {len(candidates)} candidate(s) and the baseline, {inter.rounds} interleaved rounds")
+    log(f"compileiq: validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}")
     results = []
     for i, fs in enumerate(candidates):
         label = f"c{i}"

@@ -53,7 +53,7 @@ def test_each_gpu_type_gets_its_own_entry(cluster, tmp_path):
                  "--replay", str(LANDSCAPE), "--budget", "10", "--workers", "2", "--output", str(out), cwd=tmp_path)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]
-    assert "4 node(s)" in text and "3 GPUs" in text, text[:2000]
+    assert "4 nodes" in text and "3 GPUs" in text, text[:2000]
     assert "GPU type 1 of 2: 2 x simulated SIM_SM90 (sm_90" in text and "GPU type 2 of 2: 1 x simulated SIM_SM80 (sm_80" in text
     assert "every node of the cluster sees" in text
     entries = read_entries(out)

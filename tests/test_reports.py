@@ -159,7 +159,7 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
     gate = ("check", "-S", str(src), "-B", str(build))
     proc = run_cli(*gate)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "gate_bench: applies: 1 tuned flags for CXX" in proc.stdout and "stale: its sources changed" in proc.stdout
+    assert "gate_bench: applies: 1 tuned flag for CXX" in proc.stdout and "stale: its sources changed" in proc.stdout
     proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "5", "--json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["passed"], proc.stdout + proc.stderr
@@ -233,3 +233,55 @@ def test_the_report_shows_where_the_kernel_time_goes(replayed, tmp_path):
     assert 'id="per-file"' in html and "src/stream.cu</code></td><td class=\"num\">43.0%" in html
     assert "tuned separately" in html and "2.0% in kernels of no file of the target" in html
     assert 'id="per-file"' not in render({**doc, "per_file": None})
+
+
+def test_two_tunes_of_one_target_get_a_report_each_and_o_names_the_single_one(replayed, tmp_path):
+    """Two tunes of sample_small for sm_90 in one build tree (two tune records): `report -o my.html` writes
+    one file per tune, named as the output says, none overwriting the other; with one tune, -o is the file."""
+    root, _ = replayed
+    build = tmp_path / "build"
+    shutil.copytree(root / "build", build)
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(root / "src"), "-B", str(build),
+         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "8", "--workers", "2", "--repeats", "4",
+         "--output", str(tmp_path / "second.toml")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    docs = json.loads(run_cli("report", "-B", str(build), "--json").stdout)
+    assert len(docs) == 2 and {d["target"] for d in docs} == {"sample_small"} and {d["arch"] for d in docs} == {"90"}
+    mine = tmp_path / "out" / "my.html"
+    proc = run_cli("report", "-B", str(build), "-o", str(mine))
+    assert proc.returncode == 0, proc.stderr
+    assert "2 tunes stored" in proc.stdout and "one report per tune, named <name>-<target>-<sm_ARCH or compiler>" in proc.stdout
+    written = [Path(line.split("report: ", 1)[1]) for line in proc.stdout.splitlines()
+               if line.startswith("compileiq: report: /")]
+    assert len(written) == 2 and len(set(written)) == 2, proc.stdout
+    assert all(p.parent == mine.parent and p.name.startswith("my-sample_small-sm_90-") and p.is_file() for p in written)
+    assert sorted(p.name for p in mine.parent.iterdir()) == sorted(p.name for p in written)  # nothing else, nothing lost
+    texts = [p.read_text() for p in written]
+    assert sorted(("3..9 runs per workload" in x, "4..9 runs per workload" in x) for x in texts) == [(False, True), (True, False)]  # each its own tune
+    # the same command again names the same files (no numbering drift), and a tree of one tune writes -o itself
+    again = run_cli("report", "-B", str(build), "-o", str(mine))
+    assert [Path(line.split("report: ", 1)[1]) for line in again.stdout.splitlines()
+            if line.startswith("compileiq: report: /")] == written
+    single = tmp_path / "single.html"
+    proc = run_cli("report", "-B", str(root / "build"), "-o", str(single))
+    assert proc.returncode == 0 and proc.stdout.strip() == f"compileiq: report: {single}" and single.is_file(), proc.stdout
+
+
+def test_report_names_tell_apart_tunes_that_share_everything():
+    """Tunes that agree on target, architecture, build type, compiler and even the second they finished
+    still get a file each (numbered in date order); the extras appear only where names would collide."""
+    from compileiq_cmake.report import report_paths
+
+    def doc(target, arch, compiler="NVIDIA 13.0.48", build_type="Release", date="2026-12-01T07:00:00+00:00"):
+        return {"target": target, "arch": arch, "compiler": compiler, "build_type": build_type, "date": date}
+
+    out = Path("/r/report.html")
+    assert report_paths([doc("a", "90")], out) == [out]
+    names = [p.name for p in report_paths([doc("a", "90"), doc("a", "90"), doc("a", "80"), doc("b", None, "GNU 12.2.0"),
+                                           doc("a", "90", build_type="Debug")], out)]
+    assert names == ["report-a-sm_90-Release.html", "report-a-sm_90-Release-2.html", "report-a-sm_80.html",
+                     "report-b-GNU.html", "report-a-sm_90-Debug.html"]
+    names = [p.name for p in report_paths([doc("a", "90"), doc("a", "90", date="2026-12-01T08:00:00+00:00")], out)]
+    assert names == ["report-a-sm_90-2026-12-01T070000Z.html", "report-a-sm_90-2026-12-01T080000Z.html"]

@@ -4,6 +4,7 @@ that applies the TOML, checked in compile_commands.json."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tomllib
@@ -11,6 +12,7 @@ import tomllib
 import pytest
 
 from compileiq_cmake.result_file import read_entries
+from compileiq_cmake.wording import plural
 from conftest import cmake_dir, commands_for, configure, run_cli
 
 METRIC = "time_ms=([0-9.eE+-]+)"
@@ -68,7 +70,7 @@ def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
                      f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
                      f"-DCOMPILEIQ_FLAGS_FILE={out}")
     assert proc.returncode == 0, proc.stderr
-    assert f"compileiq: applied {len(flags)} tuned flags to host_kernels" in proc.stdout
+    assert f"compileiq: applied {plural(len(flags), 'tuned flag')} to host_kernels" in proc.stdout
     (command,) = commands_for(release, "main.cpp")
     assert all(f in command for f in flags)
     show = run_cli("show", str(out))
@@ -116,3 +118,28 @@ def test_multi_config_generator_tunes_the_release_configuration_and_applies_it_t
     assert "for the Release configuration" in proc.stdout
     assert "-fno-math-errno" in (release / "CMakeFiles" / "impl-Release.ninja").read_text()
     assert "-fno-math-errno" not in (release / "CMakeFiles" / "impl-Debug.ninja").read_text()
+
+
+def test_host_tune_speaks_of_no_gpu_and_a_resume_counts_restored_trials_apart(host_example, tmp_path):
+    """A CPU tune: no "GPU" in its console lines, its report has no GPU column, throttling line or device-code
+    table; counts in one are singular ("1 worker"). Resumed with a larger budget, the summary counts the
+    restored trials apart from those measured now."""
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    tune = ("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
+            "--bench", "host_kernels --n 512", "--metric", METRIC, "--pass-regex", "PASS", "--seed", "3",
+            "--workers", "1", "--output", str(tmp_path / "out.toml"))
+    proc = run_cli(*tune, "--budget", "4")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert "[  4/4]" in proc.stdout and "in flight: building" in proc.stdout
+    assert "GPU" not in proc.stdout and "thermal" not in proc.stdout, \
+        [line for line in proc.stdout.splitlines() if "GPU" in line or "thermal" in line]
+    assert "search phase: 4 trials in " in proc.stdout and "restored" not in proc.stdout
+    html = (build / "compileiq" / "report.html").read_text()
+    assert "GPU" not in html and "thermal" not in html and "throttling" not in html and 'id="resources"' not in html
+    assert "<th>host CPU</th>" in html and "1 worker," in html and 'id="trials"' in html
+    proc = run_cli(*tune, "--budget", "6")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    assert "compileiq: resuming: 4 finished trials restored from" in proc.stdout
+    assert "search phase: 6 trials: 4 restored from the store, 2 measured in " in proc.stdout, proc.stdout[-2000:]
+    assert re.search(r"host_kernels: 6 trials \(\d valid, \d invalid; 4 restored from the store\) in ", proc.stdout)

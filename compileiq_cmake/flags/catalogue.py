@@ -198,3 +198,41 @@ def add_acf_dimension(space: FlagSpace, acf_files: list[Path], nvcc_version: str
         values.append((f"--apply-controls={path}",))
     dim = Dimension(name=ACF_DIMENSION, help="NVIDIA Advanced Control Files (--apply-controls)", values=tuple(values))
     return replace(space, dimensions=space.dimensions + (dim,)), []
+
+
+def applies_when(family: str) -> dict[str, str]:
+    """Per dimension of the family's catalogue, when it applies (compiler versions, architectures,
+    compilers), as `space` prints it; "" where it applies everywhere the family does."""
+    data = _read_family(family)
+    out = {}
+    for d in data["dimension"]:
+        when = []
+        compilers = d.get("compilers")
+        if compilers and compilers != data["compilers"]:
+            when.append(" / ".join(compilers) + " only")
+        versions = [f">= {d['min_version']}" if "min_version" in d else "", f"<= {d['max_version']}" if "max_version" in d else ""]
+        if any(versions):
+            when.append(f"{family} " + ", ".join(v for v in versions if v))
+        if d.get("archs"):
+            when.append(", ".join(f"sm_{a}" for a in d["archs"]) + " only")
+        out[d["name"]] = "; ".join(when)
+    return out
+
+
+def added_dimensions(family: str) -> tuple[tuple[str, str, str], ...]:
+    """The dimensions a tune adds to the catalogue's when they apply: (name, values, when)."""
+    if family != "nvcc":
+        return ()
+    from ..host_side import HOST_SHARE  # noqa: PLC0415 (host_side imports this package)
+    from .space import HOST_GROUP  # noqa: PLC0415
+
+    major, minor = DEVICE_LTO_MIN_CMAKE
+    return (
+        (DEVICE_LTO_DIMENSION, "default | -dlto (CUDA INTERPROCEDURAL_OPTIMIZATION)",
+         "only for relocatable device code (CUDA_SEPARABLE_COMPILATION / -rdc=true) that does not use device LTO "
+         f"already, CMake >= {major}.{minor}"),
+        (ACF_DIMENSION, "default | --apply-controls=FILE", f"only with tune --acf FILE, nvcc >= {ACF_MIN_VERSION}"),
+        (f"{HOST_GROUP} (host_<name>)", "the gcc space's dimensions, passed as -Xcompiler=<flag>",
+         f"only when host code takes at least {100 * HOST_SHARE:.0f}% of a WALLTIME run, or named in --include-flags "
+         f"({HOST_GROUP} or host_<name>)"),
+    )

@@ -1,0 +1,9 @@
+"""Words of the text a user reads: a counted noun in its right number ("1 tuned flag", "2 tuned flags")."""
+
+from __future__ import annotations
+
+
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """`n` and the noun in the number `n` asks for: `many` is the plural where it is not noun + "s"
+    (plural(1, "entry", "entries") -> "1 entry", plural(3, "entry", "entries") -> "3 entries")."""
+    return f"{n} {noun if n == 1 else (many or noun + 's')}"
