@@ -269,7 +269,7 @@ def test_check_keeps_the_users_own_top_level_includes(tmp_path):
     src, build, _ = _with_provider(tmp_path)
     write_entry(src / "compileiq.toml", _entry(build))
     proc = run_cli("check", "-S", str(src), "-B", str(build))
-    assert proc.returncode == 0 and "gate_bench: applies: 1 tuned flags" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "gate_bench: applies: 1 tuned flag for" in proc.stdout, proc.stdout + proc.stderr
     commands = json.loads((build / "compileiq" / "check" / "tuned" / "compile_commands.json").read_text())
     (command,) = [c["command"] for c in commands if c["file"].endswith("main.cpp")]
     assert "-DGATE_DEP_LEVEL=2" in command and "-O2" in command.split(), command

@@ -56,7 +56,7 @@ def _apply(src: Path, build: Path, *defs: str) -> str:
     proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release",
                      f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}", *defs)
     out = " ".join((proc.stdout + proc.stderr).split())
-    assert proc.returncode == 0 and f"applied 1 tuned flags to {TARGET}" in out, out
+    assert proc.returncode == 0 and f"applied 1 tuned flag to {TARGET}" in out, out
     return out
 
 

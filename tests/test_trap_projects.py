@@ -20,6 +20,7 @@ from compileiq_cmake.result_file import FlagsEntry, write_entry
 from compileiq_cmake.spec import MetricSpec, TuneSpec
 from compileiq_cmake.trial import build_variant as _build, device_code as _device_code
 from compileiq_cmake.tune_setup import TuneSetup, setup
+from compileiq_cmake.wording import plural
 from conftest import cmake_dir, compile_commands, configure, needs_nvcc
 
 PROJECTS = Path(__file__).parent / "projects"
@@ -95,7 +96,7 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
     proc = configure(trap.src, rel, "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={apply_module}", *defs)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
-    assert f"applied {len(flags)} tuned flags to {ts.spec.target}" in out, out
+    assert f"applied {plural(len(flags), 'tuned flag')} to {ts.spec.target}" in out, out
     assert "other compile flags" not in out, "the tune's and the apply's CMAKE_CUDA_FLAGS agree (architecture aside)"
     for command in _cuda_commands(rel, ts.target.sources_in("CUDA")):
         for flag in flags:
