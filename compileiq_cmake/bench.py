@@ -184,8 +184,8 @@ class _ExitWaiter:
 
 
 def _kept_output(fd: int) -> tuple[str, int]:
-    """The captured output (start and end when longer than 2 * KEEP_BYTES, cut at line ends) and how many
-    bytes were dropped. pread: the file offset is shared with whatever may still write to it."""
+    """The captured output (start and end when longer than 2 * KEEP_BYTES, cut at line ends, except that the
+    end of a last line longer than KEEP_BYTES is kept) and how many bytes were dropped. pread: the file offset is shared with whatever may still write to it."""
     size = os.fstat(fd).st_size
     if size <= 2 * KEEP_BYTES:
         data = os.pread(fd, size, 0)
@@ -194,7 +194,10 @@ def _kept_output(fd: int) -> tuple[str, int]:
         head = os.pread(fd, KEEP_BYTES, 0)
         tail = os.pread(fd, KEEP_BYTES, size - KEEP_BYTES)
         head = head[: head.rfind(b"\n") + 1]
-        tail = tail[tail.find(b"\n") + 1:]
+        cut = tail.find(b"\n") + 1
+        if tail[cut:].strip():  # a whole line starts in the tail: cut there
+            tail = tail[cut:]
+        # else the last line is longer than the tail: its end is kept (the metric is read at the last match)
         omitted = size - len(head) - len(tail)
         data = head + tail
     text = data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")

