@@ -87,3 +87,39 @@ def test_losing_every_gpu_ends_the_tune_with_an_error_not_a_hang():
     assert isinstance(exc, CompileIQError) and "the cluster is not usable" in str(exc), exc
     assert "every GPU's worker was lost (0, 1)" in str(exc) or "lost its worker" in str(exc), exc
     assert any("it was the last one" in line for line in lines), lines
+
+
+def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raises(tmp_path, monkeypatch):
+    """Replay on 2 simulated GPUs: the other GPU's baseline is measured in a pool next to the first one's;
+    a step after it (here the reference trees) raises: the pool's threads must not outlive the tune."""
+    import threading
+
+    import pytest
+
+    from compileiq_cmake import tune
+    from compileiq_cmake.errors import CompileIQError
+    from compileiq_cmake.spec import TuneSpec
+
+    sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+    monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
+
+    def broken(*args, **kwargs):
+        raise CompileIQError("a setup step after the baselines failed")
+
+    monkeypatch.setattr(tune, "reference_trees", broken)
+    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
+                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
+                    replay=str(sample), workers=2, budget=5)
+    before = {t.ident for t in threading.enumerate()}
+    lines: list[str] = []
+    # the error is held (as a caller that reports it does): its traceback keeps the tune's frames alive,
+    # so the pool is not cleaned up by the garbage collector by chance
+    with pytest.raises(CompileIQError, match="a setup step after the baselines failed") as caught:
+        tune.run_tune(spec, lines.append)
+    deadline = time.monotonic() + 30
+    left = [t for t in threading.enumerate() if t.ident not in before and t.name.startswith("compileiq-baseline")]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = [t for t in left if t.is_alive()]
+    assert not left, f"the baseline pool's threads outlived the tune: {left}"
+    assert not (tmp_path / "compileiq.toml").exists() and caught.value
