@@ -123,3 +123,114 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
         left = [t for t in left if t.is_alive()]
     assert not left, f"the baseline pool's threads outlived the tune: {left}"
     assert not (tmp_path / "compileiq.toml").exists() and caught.value
+
+
+def _sleepers(tag: str) -> list[int]:
+    """Live processes running `sleep <tag>` (a unique duration per test)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
+            state = Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if len(argv) >= 2 and argv[0].endswith(b"sleep") and argv[1] == tag.encode() and state != "Z":
+            found.append(int(name))
+    return found
+
+
+def _no_sleeper_left(tag: str, within: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + within
+    while (left := _sleepers(tag)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in left:  # do not leave them behind for the next test
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
+def _tag() -> str:
+    return f"302.{os.getpid()}{int(time.time() * 1000) % 100000}"
+
+
+_DAEMONIZING = """
+import os, subprocess, sys, time
+tag, shell, value = sys.argv[1:4]
+subprocess.run(shell, shell=True, check=True)
+deadline = time.time() + 30
+while time.time() < deadline:  # the daemon runs, in a session of its own (setsid done), before the end
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open(f"/proc/{name}/cmdline", "rb").read().split(b"\\0")
+            sid = int(open(f"/proc/{name}/stat").read().rsplit(")", 1)[1].split()[3])
+        except (OSError, ValueError, IndexError):
+            continue
+        if len(argv) > 1 and argv[0].endswith(b"sleep") and argv[1] == tag.encode() and sid == int(name):
+            print("time_ms=" + value)
+            sys.exit(0)
+    time.sleep(0.02)
+sys.exit("the daemon never started")
+"""
+
+
+def _daemon_bench(tmp_path: Path, tag: str, shell: str, value: str) -> list[str]:
+    """A benchmark that runs `shell` (which daemonizes `sleep <tag>`), waits until the daemon has left its
+    session, and prints time_ms=<value>."""
+    script = tmp_path / "daemonizing_bench.py"
+    script.write_text(_DAEMONIZING)
+    return [PY, str(script), tag, shell, value]
+
+
+def _cgroup_allowed() -> bool:
+    from compileiq_cmake.process_tree import Cgroup
+
+    probe = Cgroup.create("compileiq-run-probe")
+    if probe is not None:
+        probe.kill()
+    return probe is not None
+
+
+def _no_cgroup(monkeypatch):
+    from compileiq_cmake import bench
+
+    monkeypatch.setattr(bench.Cgroup, "create", classmethod(lambda cls, name: None))
+
+
+def test_a_daemon_that_left_the_session_and_cleared_its_environment_holding_the_output_is_killed(tmp_path, monkeypatch):
+    """The issue's benchmark, `( setsid env -i /bin/sleep 302 & )`, once with the run's own cgroup (where this
+    machine allows one) and once without (its recorded tree; the daemon still holds the output)."""
+    for mode in ["tree"] + (["cgroup"] if _cgroup_allowed() else []):
+        with monkeypatch.context() as m:
+            if mode == "tree":
+                _no_cgroup(m)
+            tag = _tag()
+            out = run_benchmark(_daemon_bench(tmp_path, tag, f"( setsid env -i /bin/sleep {tag} & )", "1.5"),
+                                tmp_path, REGEX, None, timeout=60)
+            assert out.status is Status.OK and out.value == 1.5, (mode, out.reason)
+            assert not _no_sleeper_left(tag), f"{mode}: the daemonized sleeper outlived the benchmark"
+
+
+def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_path, monkeypatch):
+    """No cgroup: a daemon (setsid, env -i, output to /dev/null, working directory /) whose parent, the
+    benchmark, lives on a while: recorded while it runs, killed at the end."""
+    _no_cgroup(monkeypatch)
+    tag = _tag()
+    shell = f"setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & sleep 1"
+    out = run_benchmark(_daemon_bench(tmp_path, tag, shell, "2.5"), tmp_path, REGEX, None, timeout=60)
+    assert out.status is Status.OK and out.value == 2.5, out.reason
+    assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
+
+
+def test_a_fully_detached_daemon_is_killed_through_the_runs_cgroup(tmp_path):
+    """With a cgroup of its own (where this machine allows one): a daemon that is gone from the process tree
+    at once, in another session, without the environment and without the output, is still found."""
+    import pytest
+
+    if not _cgroup_allowed():
+        pytest.skip("this process may not make a cgroup here (the recorded tree is the fallback)")
+    tag = _tag()
+    shell = f"( setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & )"
+    out = run_benchmark(_daemon_bench(tmp_path, tag, shell, "3.5"), tmp_path, REGEX, None, timeout=60)
+    assert out.status is Status.OK and out.value == 3.5, out.reason
+    assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
