@@ -1,5 +1,5 @@
-"""What a started command left running, found and ended: its process group (killed and waited for), and
-every descendant of a benchmark, also one that left the group and the session (setsid) and cleared its
+"""What a started command left running, found and ended: a build's session (every process group in it,
+killed and waited for), and every descendant of a benchmark, also one that left the group and the session (setsid) and cleared its
 environment (env -i). Where this process may make a cgroup (v2) of its own, the run goes into one and the
 cgroup is killed; else the tree of its descendants is recorded while it runs (pid and start time, so that a
 reused pid is never killed) and the processes still holding its captured output are found at the end."""
@@ -43,17 +43,40 @@ def _signal(pid: int, sig: int) -> bool:
         return False
 
 
-def kill_group_and_wait(pgid: int, within: float = 10.0) -> bool:
-    """SIGKILL the process group pgid and wait (at most `within` seconds) until none of it is left; its
-    leader must have been reaped by the caller, or be reaped meanwhile. True when the group is gone."""
+def _session_members(sid: int) -> list[int]:
+    """The live processes of session sid (found through /proc)."""
+    found = []
+    for pid in _pids():
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                found.append(pid)
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def kill_session_and_wait(sid: int, within: float = 10.0) -> bool:
+    """SIGKILL the session sid (started with start_new_session: its leader's pid) and wait, at most `within`
+    seconds, until none of it is left; its process groups included (ninja puts each command into a group
+    of its own). The leader must have been reaped by the caller. Without /proc, its leader's process group.
+    True when it is gone. A session's id is not reused while any of its processes lives."""
     deadline = time.monotonic() + within
     while True:
         try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
+            os.killpg(sid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        members = _session_members(sid) if os.path.isdir("/proc") else []
+        for pid in members:
+            _signal(pid, signal.SIGKILL)
+        if not members and not os.path.isdir("/proc"):
+            try:
+                os.killpg(sid, 0)
+            except (ProcessLookupError, PermissionError):
+                return True
+        elif not members:
             return True
-        except PermissionError:
-            return False
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)

@@ -234,3 +234,37 @@ def test_a_fully_detached_daemon_is_killed_through_the_runs_cgroup(tmp_path):
     out = run_benchmark(_daemon_bench(tmp_path, tag, shell, "3.5"), tmp_path, REGEX, None, timeout=60)
     assert out.status is Status.OK and out.value == 3.5, out.reason
     assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
+
+
+def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
+    """A build whose compile step hangs (a custom command that sleeps, standing in for nvcc under ninja) and
+    a short timeout: the build is reported timed out and the hanging grandchild is gone with cmake."""
+    import shutil
+
+    from compileiq_cmake.cmake_project import VariantTree
+    from conftest import configure
+
+    src = tmp_path / "hangs"
+    src.mkdir()
+    pid_file = tmp_path / "compiler.pid"
+    (src / "hang.sh").write_text('echo $$ > "$1"\nexec sleep 300\n')
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(hangs LANGUAGES NONE)\n"
+        "add_custom_command(OUTPUT gen.txt COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hang.sh " + str(pid_file) + ")\n"
+        "add_custom_target(gen ALL DEPENDS gen.txt)\n")
+    tree = VariantTree(tmp_path / "state", "worker-0", shutil.which("cmake") or "cmake")
+    assert configure(src, tree.path).returncode == 0
+    start = time.monotonic()
+    result = tree.build(("all",), jobs=1, timeout=5)
+    assert not result.ok and "build timed out after 5 s" in result.log_tail, result.log_tail
+    assert time.monotonic() - start < 60
+    compiler = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{compiler}").exists() \
+            and Path(f"/proc/{compiler}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        time.sleep(0.1)
+    alive = Path(f"/proc/{compiler}").exists() and \
+        Path(f"/proc/{compiler}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    if alive:
+        os.kill(compiler, signal.SIGKILL)
+    assert not alive, "the hanging compile step outlived the build's timeout"
