@@ -240,6 +240,11 @@ class VariantTree:
             return {}
         return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
+    def device_lto_refusal(self) -> str:
+        """Why device LTO cannot apply to the tuned target ("" when it can), as the CMake module decided at
+        the last configure (_compileiq_device_lto_refusal: the rule by which the apply accepts an entry)."""
+        return self.info().get("device_lto_refusal", f"the variant tree {self.path.name} recorded no device-LTO decision")
+
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
         if self.config:
