@@ -268,3 +268,47 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
     if alive:
         os.kill(compiler, signal.SIGKILL)
     assert not alive, "the hanging compile step outlived the build's timeout"
+
+
+_TUNE = """
+import sys
+from pathlib import Path
+from compileiq_cmake.bench import run_process
+run_process(sys.argv[1:-1], Path("/"), 120, pid_file=Path(sys.argv[-1]))
+"""
+
+
+def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_recorded_cgroup(tmp_path):
+    """The tune dies while its benchmark runs; the benchmark dies with it, but a daemon it started (setsid,
+    env -i, output elsewhere) lives on: the next start (kill_leftovers) finds it through the run's cgroup."""
+    import subprocess
+
+    import pytest
+
+    from compileiq_cmake.bench import kill_leftovers
+
+    if not _cgroup_allowed():
+        pytest.skip("this process may not make a cgroup here")
+    tag = _tag()
+    shell = f"( setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & ); sleep 60"
+    parent = tmp_path / "tune.py"
+    parent.write_text(_TUNE)
+    pid_file = tmp_path / "state" / "bench.pid"
+    pid_file.parent.mkdir()
+    tune = subprocess.Popen([PY, str(parent), "/bin/sh", "-c", shell, str(pid_file)])
+    try:
+        deadline = time.monotonic() + 30
+        while not _sleepers(tag) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _sleepers(tag) and pid_file.is_file()
+        tune.kill()
+        tune.wait(30)
+        time.sleep(0.5)
+        assert _sleepers(tag), "the daemon should outlive the killed tune (that is the case kill_leftovers is for)"
+        assert kill_leftovers(pid_file) >= 1
+        assert not _no_sleeper_left(tag), "kill_leftovers left the killed tune's daemon running"
+        assert not pid_file.exists()
+    finally:
+        if tune.poll() is None:
+            tune.kill()
+        _no_sleeper_left(tag, within=0)
