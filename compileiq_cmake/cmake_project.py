@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -18,7 +17,7 @@ import jinja2
 
 from . import build_flags, file_api
 from .errors import CompileIQError
-from .process_tree import kill_session_and_wait
+from .process_tree import run_in_session
 from .records import BuildResult
 from .resources import cmake_dir, templates_dir
 
@@ -254,26 +253,11 @@ class VariantTree:
         start = time.perf_counter()
         # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
         # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-        try:
-            stdout, stderr = proc.communicate(timeout=timeout)
-        except BaseException as exc:  # the timeout, or the tune interrupted
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait()  # the leader reaped: the session is gone once its other processes are
-            gone = kill_session_and_wait(proc.pid)
-            try:
-                proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # something outside the group holds the pipes: not waited for
-                pass
-            if not isinstance(exc, subprocess.TimeoutExpired):
-                raise
-            still = "" if gone else "; some of its processes could not be ended"
+        proc = run_in_session(cmd, timeout)
+        if proc.returncode is None:
+            still = "" if proc.ended else "; some of its processes could not be ended"
             return BuildResult(ok=False, seconds=time.perf_counter() - start,
                                log_tail=f"build timed out after {timeout:.0f} s{still}")
-        proc = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
         seconds = time.perf_counter() - start
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,6 +81,38 @@ def kill_session_and_wait(sid: int, within: float = 10.0) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
+
+
+@dataclass(frozen=True)
+class SessionRun:
+    returncode: int | None  # None: it timed out and was killed, with its whole session
+    stdout: str
+    stderr: str
+    ended: bool = True  # False: some of its processes could not be ended (e.g. stuck in the kernel)
+
+
+def run_in_session(cmd: list[str], timeout: float) -> SessionRun:
+    """Run cmd (a build, a configure) in its own session with its output captured; on a timeout, or when
+    the caller is interrupted, the whole session is killed and waited for (kill_session_and_wait), so that
+    nothing it started (ninja, make, compilers) goes on writing into its tree."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException as exc:  # the timeout, or the caller interrupted
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()  # the leader reaped: the session is gone once its other processes are
+        ended = kill_session_and_wait(proc.pid)
+        try:
+            stdout, stderr = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # something outside the session holds the pipes: not waited for
+            stdout, stderr = "", ""
+        if not isinstance(exc, subprocess.TimeoutExpired):
+            raise
+        return SessionRun(None, stdout or "", stderr or "", ended)
+    return SessionRun(proc.returncode, stdout, stderr)
 
 
 def _cgroup2_dir() -> Path | None:
