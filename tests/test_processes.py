@@ -213,10 +213,10 @@ def test_a_daemon_that_left_the_session_and_cleared_its_environment_holding_the_
 
 def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_path, monkeypatch):
     """No cgroup: a daemon (setsid, env -i, output to /dev/null, working directory /) whose parent, the
-    benchmark, lives on a while: recorded while it runs, killed at the end."""
+    benchmark, lives on 3 s (a few checks of a loaded machine): recorded while it runs, killed at the end."""
     _no_cgroup(monkeypatch)
     tag = _tag()
-    shell = f"setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & sleep 1"
+    shell = f"setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & sleep 3"
     out = run_benchmark(_daemon_bench(tmp_path, tag, shell, "2.5"), tmp_path, REGEX, None, timeout=60)
     assert out.status is Status.OK and out.value == 2.5, out.reason
     assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
