@@ -210,7 +210,8 @@ class _ExitWaiter:
 
 def _kept_output(fd: int) -> tuple[str, int]:
     """The captured output (start and end when longer than 2 * KEEP_BYTES, cut at line ends, except that the
-    end of a last line longer than KEEP_BYTES is kept) and how many bytes were dropped. pread: the file offset is shared with whatever may still write to it."""
+    end of a last line longer than KEEP_BYTES is kept) and how many bytes were dropped. pread: the file
+    offset is shared with whatever may still write to it."""
     size = os.fstat(fd).st_size
     if size <= 2 * KEEP_BYTES:
         data = os.pread(fd, size, 0)
