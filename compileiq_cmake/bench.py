@@ -238,13 +238,13 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants
     interval = _POLL if tree is None else _FIRST_POLL
     try:
         while True:
-            if tree is not None:
-                tree.poll()
             left = deadline - time.monotonic()
             if left <= 0:
                 return "timeout"
             if waiter.wait(min(interval, left)):
                 return ""
+            if tree is not None:
+                tree.poll()
             interval = min(_POLL, 2 * interval)
             if os.fstat(fd).st_size > MAX_OUTPUT_BYTES:
                 return "output"

@@ -193,14 +193,14 @@ class Cgroup:
             if time.monotonic() > deadline:
                 break
             time.sleep(0.01)
-        for _ in range(100):  # the kernel empties it once the killed processes are reaped
+        for _ in range(1000):  # the kernel empties it once the killed processes are reaped (often at once)
             try:
                 self.path.rmdir()
                 break
             except FileNotFoundError:
                 break
             except OSError:
-                time.sleep(0.05)
+                time.sleep(0.005)
         return killed
 
 
@@ -225,7 +225,12 @@ class Descendants:
         return stat is not None and stat[2] != "Z" and (start == _TICKS_UNKNOWN or stat[1] == start)
 
     def poll(self) -> None:
-        """Add every live process whose parent is a recorded process (still the same one), transitively."""
+        """Add every live process whose parent is a recorded process (still the same one), transitively:
+        through the recorded processes' /proc/<pid>/task/<tid>/children where the kernel has them (a few
+        reads: a check does not slow the measured run), else through all of /proc."""
+        if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+            self._poll_children()
+            return
         table = {pid: stat for pid in _pids() if pid != os.getpid() and (stat := _stat(pid)) is not None}
         alive = {pid for pid, start in self.known.items() if pid in table and table[pid][1] == start}
         added = True
@@ -236,6 +241,25 @@ class Descendants:
                     self.known[pid] = start
                     alive.add(pid)
                     added = True
+
+    def _poll_children(self) -> None:
+        todo = [pid for pid, start in self.known.items() if self._same(pid, start)]
+        while todo:
+            pid = todo.pop()
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks:
+                try:
+                    children = Path(f"/proc/{pid}/task/{tid}/children").read_text().split()
+                except OSError:
+                    continue
+                for child in map(int, children):
+                    stat = _stat(child)
+                    if stat is not None and stat[0] == pid and stat[2] != "Z" and self.known.get(child) != stat[1]:
+                        self.known[child] = stat[1]
+                        todo.append(child)
 
     def _holding_output(self) -> list[int]:
         if self.output_fd is None:
