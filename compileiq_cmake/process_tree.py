@@ -204,6 +204,11 @@ class Cgroup:
         return killed
 
 
+def _children_files() -> bool:
+    """Whether the kernel lists each task's children (/proc/<pid>/task/<tid>/children)."""
+    return os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children")
+
+
 @dataclass
 class Descendants:
     """The processes a run started, recorded while it runs (poll) by parent links from its pid, each with its
@@ -228,7 +233,7 @@ class Descendants:
         """Add every live process whose parent is a recorded process (still the same one), transitively:
         through the recorded processes' /proc/<pid>/task/<tid>/children where the kernel has them (a few
         reads: a check does not slow the measured run), else through all of /proc."""
-        if os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/children"):
+        if _children_files():
             self._poll_children()
             return
         table = {pid: stat for pid in _pids() if pid != os.getpid() and (stat := _stat(pid)) is not None}

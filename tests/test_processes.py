@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from compileiq_cmake.bench import KEEP_BYTES, run_benchmark
 from compileiq_cmake.records import Status
 from compileiq_cmake.spec import MetricSpec
@@ -211,10 +213,16 @@ def test_a_daemon_that_left_the_session_and_cleared_its_environment_holding_the_
             assert not _no_sleeper_left(tag), f"{mode}: the daemonized sleeper outlived the benchmark"
 
 
-def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_path, monkeypatch):
+@pytest.mark.parametrize("lists_children", [True, False], ids=["children-files", "whole-proc"])
+def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_path, monkeypatch, lists_children):
     """No cgroup: a daemon (setsid, env -i, output to /dev/null, working directory /) whose parent, the
-    benchmark, lives on 3 s (a few checks of a loaded machine): recorded while it runs, killed at the end."""
+    benchmark, lives on 3 s (a few checks of a loaded machine): recorded while it runs, killed at the end;
+    through the kernel's per-task children lists, and (kernels without them) through all of /proc."""
+    from compileiq_cmake import process_tree
+
     _no_cgroup(monkeypatch)
+    if not lists_children:
+        monkeypatch.setattr(process_tree, "_children_files", lambda: False)
     tag = _tag()
     shell = f"setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & sleep 3"
     out = run_benchmark(_daemon_bench(tmp_path, tag, shell, "2.5"), tmp_path, REGEX, None, timeout=60)
