@@ -122,7 +122,7 @@ def _cgroup2_dir() -> Path | None:
         mounts = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
         return None
-    if own is None:
+    if own is None or ".." in own.split("/"):  # outside this cgroup namespace's view
         return None
     for line in mounts:
         left, _, right = line.partition(" - ")
