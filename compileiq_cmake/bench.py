@@ -120,7 +120,9 @@ def kill_leftovers(pid_file: Path) -> int:
     environment (its process group and any detached child; an unrelated process that reuses the group id
     carries no marker and is left alone).
     Without /proc, the recorded process group is killed. Removes the file; returns how many processes
-    were killed (0 when the file is missing, unreadable or everything already ended)."""
+    were killed (0 when the file is missing, unreadable or everything already ended). Empty cgroups of
+    killed tunes (any build tree) are removed."""
+    Cgroup.remove_stale(_CGROUP_PREFIX)
     try:
         record = json.loads(pid_file.read_text())
         pgid, marker = int(record["pgid"]), str(record["marker"])

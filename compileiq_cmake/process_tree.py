@@ -156,6 +156,23 @@ class Cgroup:
             return None
         return cls(path)
 
+    @staticmethod
+    def remove_stale(prefix: str) -> None:
+        """Remove the cgroups <prefix><pid>-... next to this process's own whose <pid> (the process that made
+        them, e.g. a killed tune) no longer runs and which hold no process (rmdir refuses a populated one)."""
+        base = _cgroup2_dir()
+        try:
+            names = [n for n in os.listdir(base) if n.startswith(prefix)] if base is not None else []
+        except OSError:
+            return
+        for name in names:
+            owner = name[len(prefix):].split("-", 1)[0]
+            if owner.isdigit() and int(owner) != os.getpid() and _stat(int(owner)) is None:
+                try:
+                    (base / name).rmdir()
+                except OSError:
+                    pass
+
     def join(self) -> None:
         """Move the calling process into the cgroup (for a child between fork and exec); errors ignored (the
         process tree is then the fallback)."""

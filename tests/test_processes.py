@@ -320,3 +320,27 @@ def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_
         if tune.poll() is None:
             tune.kill()
         _no_sleeper_left(tag, within=0)
+
+
+def test_empty_cgroups_of_killed_tunes_are_removed_at_the_next_start(tmp_path):
+    """A tune killed with its benchmark leaves its run's cgroup (empty once the processes died): the next
+    start removes it, and leaves a live process's cgroup alone."""
+    import subprocess
+
+    from compileiq_cmake.bench import kill_leftovers
+    from compileiq_cmake.process_tree import Cgroup
+
+    if not _cgroup_allowed():
+        pytest.skip("this process may not make a cgroup here")
+    dead = subprocess.Popen([PY, "-c", "pass"])
+    dead.wait()
+    stale = Cgroup.create(f"compileiq-run-{dead.pid}-0123456789abcdef")
+    live = Cgroup.create(f"compileiq-run-{os.getpid()}-fedcba9876543210")
+    assert stale is not None and live is not None
+    try:
+        assert kill_leftovers(tmp_path / "no-such.pid") == 0
+        assert not stale.path.exists(), "the killed tune's empty cgroup was left behind"
+        assert live.path.exists()
+    finally:
+        live.kill()
+        stale.kill()
