@@ -157,11 +157,12 @@ function(_compileiq_variant_apply)
   endif()
 
   _compileiq_add_flags("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" "" ${COMPILEIQ_VARIANT_FLAGS})
+  # The apply's own decision, read by the tune: device LTO is offered only where the apply accepts it.
+  _compileiq_device_lto_refusal("${target}" lto_refusal)
+  file(APPEND "${CMAKE_BINARY_DIR}/compileiq_variant_info.txt" "device_lto_refusal=${lto_refusal}\n")
   if(COMPILEIQ_VARIANT_DEVICE_LTO)
-    _compileiq_relocatable("${target}" relocatable)
-    if(NOT relocatable)
-      message(FATAL_ERROR "compileiq: device LTO was asked for ${target}, which does not build relocatable "
-        "device code (CUDA_SEPARABLE_COMPILATION or -rdc=true)")
+    if(NOT lto_refusal STREQUAL "")
+      message(FATAL_ERROR "compileiq: device LTO was asked for ${target}, but ${lto_refusal}")
     endif()
     _compileiq_device_lto("${target}" "" forwarded ${COMPILEIQ_VARIANT_FLAGS})
   endif()

@@ -1,5 +1,6 @@
-"""Running a benchmark command: timeouts that kill everything the run started (its process group, and
-any process that carries the run's marker in its environment, detached or not), output captured to a
+"""Running a benchmark command: timeouts that kill everything the run started (its process group, its
+cgroup or recorded process tree (process_tree.py: also a daemon that left the session and cleared its
+environment), and any process that carries the run's marker in its environment), output captured to a
 temporary file of which the start and the end are kept, metric parsers (regex, Google Benchmark JSON,
 nvbench JSON, wall time) with the checks that make a value a usable time, PASS_REGEX and VERIFY checks."""
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from .errors import CompileIQError
+from .process_tree import Cgroup, Descendants
 from .records import Status
 from .spec import MetricSpec
 
@@ -32,6 +34,8 @@ _KILL_GRACE = 5.0  # seconds to wait for a killed benchmark to be reaped
 _POLL = 1.0  # seconds between checks of the output size while waiting
 MARKER_VARIABLE = "COMPILEIQ_RUN"  # in every benchmark's environment: finds what it left running
 _PR_SET_PDEATHSIG = 1
+_FIRST_POLL = 0.01  # seconds: the first checks of a run without a cgroup (its tree is recorded at each)
+_CGROUP_PREFIX = "compileiq-run-"
 
 
 @dataclass(frozen=True)
@@ -98,11 +102,12 @@ def _kill_marked(marker: str) -> int:
     return killed
 
 
-def _record_run(pid_file: Path, pgid: int, marker: str) -> None:
+def _record_run(pid_file: Path, pgid: int, marker: str, cgroup: Cgroup | None = None) -> None:
     tmp = pid_file.with_name(pid_file.name + ".tmp")
+    record = {"pgid": pgid, "marker": marker, **({"cgroup": str(cgroup.path)} if cgroup is not None else {})}
     try:
         pid_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"pgid": pgid, "marker": marker}))
+        tmp.write_text(json.dumps(record))
         os.replace(tmp, pid_file)
     except OSError as exc:
         raise CompileIQError(f"cannot record the running benchmark in {pid_file}: {exc.strerror or exc}; "
@@ -111,10 +116,13 @@ def _record_run(pid_file: Path, pgid: int, marker: str) -> None:
 
 def kill_leftovers(pid_file: Path) -> int:
     """Kill what a previous run recorded in pid_file left running (the tune died while its benchmark
-    ran): every process of that run, found by the marker in its environment (its process group and any
-    detached child; an unrelated process that reuses the group id carries no marker and is left alone).
+    ran): every process of that run, found by its cgroup (when it had one) and by the marker in its
+    environment (its process group and any detached child; an unrelated process that reuses the group id
+    carries no marker and is left alone).
     Without /proc, the recorded process group is killed. Removes the file; returns how many processes
-    were killed (0 when the file is missing, unreadable or everything already ended)."""
+    were killed (0 when the file is missing, unreadable or everything already ended). Empty cgroups of
+    killed tunes (any build tree) are removed."""
+    Cgroup.remove_stale(_CGROUP_PREFIX)
     try:
         record = json.loads(pid_file.read_text())
         pgid, marker = int(record["pgid"]), str(record["marker"])
@@ -123,8 +131,13 @@ def kill_leftovers(pid_file: Path) -> int:
     except (OSError, ValueError, KeyError, TypeError):
         pid_file.unlink(missing_ok=True)
         return 0
+    group = record.get("cgroup")
+    if isinstance(group, str) and Path(group).name.startswith(_CGROUP_PREFIX) and Path(group).is_dir():
+        killed = Cgroup(Path(group)).kill()  # the run's own cgroup: all of it, detached or not
+    else:
+        killed = 0
     if os.path.isdir("/proc"):
-        killed = _kill_marked(marker)
+        killed += _kill_marked(marker)
     else:
         try:
             os.killpg(pgid, signal.SIGKILL)
@@ -133,6 +146,20 @@ def kill_leftovers(pid_file: Path) -> int:
             killed = 0
     pid_file.unlink(missing_ok=True)
     return killed
+
+
+def _preexec(cgroup: Cgroup | None) -> Callable[[], None] | None:
+    """Between fork and exec: into the run's cgroup (if any), then die with the parent (_die_with_parent)."""
+    die = _die_with_parent()
+    if cgroup is None:
+        return die
+
+    def preexec() -> None:
+        cgroup.join()
+        if die is not None:
+            die()
+
+    return preexec
 
 
 def _die_with_parent() -> Callable[[], None] | None:
@@ -184,8 +211,9 @@ class _ExitWaiter:
 
 
 def _kept_output(fd: int) -> tuple[str, int]:
-    """The captured output (start and end when longer than 2 * KEEP_BYTES, cut at line ends) and how many
-    bytes were dropped. pread: the file offset is shared with whatever may still write to it."""
+    """The captured output (start and end when longer than 2 * KEEP_BYTES, cut at line ends, except that the
+    end of a last line longer than KEEP_BYTES is kept) and how many bytes were dropped. pread: the file
+    offset is shared with whatever may still write to it."""
     size = os.fstat(fd).st_size
     if size <= 2 * KEEP_BYTES:
         data = os.pread(fd, size, 0)
@@ -194,24 +222,32 @@ def _kept_output(fd: int) -> tuple[str, int]:
         head = os.pread(fd, KEEP_BYTES, 0)
         tail = os.pread(fd, KEEP_BYTES, size - KEEP_BYTES)
         head = head[: head.rfind(b"\n") + 1]
-        tail = tail[tail.find(b"\n") + 1:]
+        cut = tail.find(b"\n") + 1
+        if tail[cut:].strip():  # a whole line starts in the tail: cut there
+            tail = tail[cut:]
+        # else the last line is longer than the tail: its end is kept (the metric is read at the last match)
         omitted = size - len(head) - len(tail)
         data = head + tail
     text = data.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
     return text, omitted
 
 
-def _wait_for(proc: subprocess.Popen, fd: int, timeout: float) -> str:
-    """Wait for the end of the run: "" when it ended, "timeout" or "output" (printed too much)."""
+def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants | None = None) -> str:
+    """Wait for the end of the run: "" when it ended, "timeout" or "output" (printed too much). `tree`: the
+    run's descendants, recorded at each check (often at first, when a daemon's parent still lives)."""
     deadline = time.monotonic() + timeout
     waiter = _ExitWaiter(proc)
+    interval = _POLL if tree is None else _FIRST_POLL
     try:
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 return "timeout"
-            if waiter.wait(min(_POLL, left)):
+            if waiter.wait(min(interval, left)):
                 return ""
+            if tree is not None:
+                tree.poll()
+            interval = min(_POLL, 2 * interval)
             if os.fstat(fd).st_size > MAX_OUTPUT_BYTES:
                 return "output"
     finally:
@@ -220,28 +256,38 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float) -> str:
 
 def run_process(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None,
                 env: dict[str, str] | None = None) -> ProcessResult:
-    """Run argv in its own session, output (stdout and stderr) to an anonymous temporary file. When it
-    ends or times out, its process group and every process carrying its marker are killed: nothing it
-    started outlives it, and nothing it left holding the output makes the tune wait. On Linux it is
+    """Run argv in its own session (and its own cgroup where this process may make one), output (stdout
+    and stderr) to an anonymous temporary file. When it ends or times out, its cgroup (else its recorded
+    process tree and what holds its output), its process group and every process carrying its marker are
+    killed: nothing it started outlives it, and nothing it left holding the output makes the tune wait. On Linux it is
     killed when the calling thread's process dies. While it runs, pid_file (if given) records its
     process group and marker for kill_leftovers."""
     marker = f"{os.getpid()}-{secrets.token_hex(8)}"
     env = {**os.environ, **(env or {}), MARKER_VARIABLE: marker}  # env: e.g. the GPU of the run
+    cgroup = Cgroup.create(_CGROUP_PREFIX + marker)
     with tempfile.TemporaryFile(prefix="compileiq-output-") as capture:
         fd = capture.fileno()
         start = time.perf_counter()
         try:
             proc = subprocess.Popen(argv, cwd=cwd, stdout=fd, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True, preexec_fn=_die_with_parent())
+                                    env=env, start_new_session=True, preexec_fn=_preexec(cgroup))
         except (OSError, subprocess.SubprocessError) as exc:
+            if cgroup is not None:
+                cgroup.kill()
             return ProcessResult(returncode=127, output=f"cannot start {argv[0]}: {exc}", seconds=0.0)
+        # without a cgroup that holds the run: its process tree, recorded while it runs
+        tree = None if cgroup is not None and cgroup.holds(proc.pid) else Descendants(proc.pid, fd)
         stopped, seconds = "interrupted", 0.0
         try:
             if pid_file is not None:
-                _record_run(pid_file, proc.pid, marker)
-            stopped = _wait_for(proc, fd, timeout)
+                _record_run(pid_file, proc.pid, marker, cgroup)
+            stopped = _wait_for(proc, fd, timeout, tree)
             seconds = time.perf_counter() - start
         finally:  # also when the tune itself is interrupted: nothing of the run is left behind
+            if tree is not None:
+                tree.kill()  # first: killing the group would cut the parent links it follows
+            if cgroup is not None:
+                cgroup.kill()
             _kill_group(proc.pid)
             _kill_marked(marker)
             if stopped:

@@ -17,6 +17,7 @@ import jinja2
 
 from . import build_flags, file_api
 from .errors import CompileIQError
+from .process_tree import run_in_session
 from .records import BuildResult
 from .resources import cmake_dir, templates_dir
 
@@ -251,6 +252,11 @@ class VariantTree:
         path = self.path / "compileiq_variant_sources.txt"
         return [ln for ln in path.read_text().splitlines() if ln] if path.is_file() else []
 
+    def device_lto_refusal(self) -> str:
+        """Why device LTO cannot apply to the tuned target ("" when it can), as the CMake module decided at
+        the last configure (_compileiq_device_lto_refusal: the rule by which the apply accepts an entry)."""
+        return self.info().get("device_lto_refusal", f"the variant tree {self.path.name} recorded no device-LTO decision")
+
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
         if self.config:
@@ -258,10 +264,13 @@ class VariantTree:
         for t in targets:
             cmd += ["--target", t]
         start = time.perf_counter()
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=f"build timed out after {timeout:.0f} s")
+        # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
+        # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
+        proc = run_in_session(cmd, timeout)
+        if proc.returncode is None:
+            still = "" if proc.ended else "; some of its processes could not be ended"
+            return BuildResult(ok=False, seconds=time.perf_counter() - start,
+                               log_tail=f"build timed out after {timeout:.0f} s{still}")
         seconds = time.perf_counter() - start
         log = proc.stdout + proc.stderr
         if proc.returncode != 0:

@@ -86,9 +86,11 @@ class Pipeline:
         self._build = build
         self._measure = measure
         self._log = log
-        self._free_runners: queue.Queue[Runner] = queue.Queue()
+        self._free_runners: queue.Queue[Runner | None] = queue.Queue()  # None: no GPU is left (see _drop)
         for r in runners:
             self._free_runners.put(r)
+        self._live_runners = len(runners)
+        self._lost_gpus: list[str] = []
         self._threads = ThreadPoolExecutor(max_workers=len(trees))
         self._jobs: deque[_Job] = deque()
         self.in_flight = InFlight()
@@ -176,6 +178,12 @@ class Pipeline:
             w = time.perf_counter()
             runner = self._free_runners.get()
             waited += time.perf_counter() - w
+            if runner is None:  # every GPU was lost: the waiters after this one are told too
+                self._free_runners.put(None)
+                with self.in_flight.lock:
+                    self.in_flight.waiting -= 1
+                raise CompileIQError(f"trial #{job.index}: every GPU's worker was lost ({', '.join(self._lost_gpus)}) "
+                                     "and none came back; the cluster is not usable")
             gpu = runner.gpu.device if runner.gpu is not None else ""
             with self.in_flight.lock:
                 self.in_flight.waiting -= 1
@@ -195,8 +203,21 @@ class Pipeline:
                 if not lost or getattr(runner, "alive", lambda: True)():  # a worker that came back (restarted)
                     self._free_runners.put(runner)
                 else:
-                    self._log(f"compileiq: GPU {gpu} did not come back; the tune goes on without it")
+                    self._drop(gpu)
         raise AssertionError("unreachable")
+
+    def _drop(self, gpu: str) -> None:
+        """A runner that did not come back leaves the conveyor; with the last one gone, every trial waiting
+        for a GPU (now or later) ends with an error instead of waiting for good."""
+        with self.in_flight.lock:
+            self._live_runners -= 1
+            self._lost_gpus.append(gpu)
+            left = self._live_runners
+        if left:
+            self._log(f"compileiq: GPU {gpu} did not come back; the tune goes on without it")
+        else:
+            self._log(f"compileiq: GPU {gpu} did not come back, and it was the last one")
+            self._free_runners.put(None)
 
 
 def lookahead(trials, gpus: int, workers: int) -> int:

@@ -221,10 +221,12 @@ class CudaSpace:
 def prepare_cuda_space(
     space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
     acf_files: tuple[Path, ...] = (), run_screen: bool = True, jobs: int | None = None,
-    device_lto: tuple[int, int] | None = None,
+    device_lto: tuple[int, int] | None = None, lto_refusal: str = "not known",
 ) -> CudaSpace:
     """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix).
-    `device_lto`: the CMake version when the device_lto dimension may be offered (None: not wanted)."""
+    `device_lto`: the CMake version when the device_lto dimension may be offered (None: not wanted);
+    `lto_refusal`: why device LTO cannot apply to the target ("" when it can), as the variant tree's CMake
+    decided (VariantTree.device_lto_refusal)."""
     from .flags.catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension
     from .flags.probe import default_cache_path, nvcc_version, probe_space
     from .fingerprint import find_tool
@@ -257,7 +259,7 @@ def prepare_cuda_space(
             space = result.space
     if entries:  # a build mode, not a compile flag: after the screening, never screened
         space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto or (0, 0),
-                                                    device_lto is not None)
+                                                    device_lto is not None, lto_refusal)
         notes += lto_notes
     return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds)
 
@@ -311,7 +313,8 @@ def screen_target(
         from .flags.catalogue import device_lto_wanted
 
         prepared = prepare_cuda_space(space, commands, toolchain.path, cuda_arch, build_dir, target, jobs=jobs,
-                                      device_lto=cmake_version(tree.cmake) if device_lto_wanted(include, exclude) else None)
+                                      device_lto=cmake_version(tree.cmake) if device_lto_wanted(include, exclude) else None,
+                                      lto_refusal=tree.device_lto_refusal())
     if prepared.screen is None:
         raise CompileIQError(next((n.removeprefix("note: ") for n in prepared.notes if "screening" in n),
                                   "static screening did not run"))

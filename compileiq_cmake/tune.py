@@ -11,6 +11,7 @@ import shlex
 import shutil
 import statistics
 import time
+from contextlib import ExitStack
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -167,6 +168,11 @@ def _other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Tri
 
 
 def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executor) -> TuneResult:
+    with ExitStack() as resources:  # closed on every path, also when a step raises
+        return _search_with(setup, store, log, started, make, resources)
+
+
+def _search_with(setup: TuneSetup, store, log: Log, started: float, make, resources: ExitStack) -> TuneResult:
     spec = setup.spec
     lower = spec.metric.lower_is_better
     log(
@@ -185,7 +191,8 @@ def _search(setup: TuneSetup, store, log: Log, started: float, make=make_executo
     baseline_set = setup.space.baseline()
     baseline = restored.get(baseline_set.key)
     early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
-    others = ThreadPoolExecutor(len(runners) - 1, thread_name_prefix="compileiq-baseline") if len(runners) > 1 else None
+    others = resources.enter_context(ThreadPoolExecutor(len(runners) - 1, thread_name_prefix="compileiq-baseline")) \
+        if len(runners) > 1 else None
     if baseline is None:
         built = executor.build(setup.trees[0], baseline_set)
         if others is not None and built.ok:

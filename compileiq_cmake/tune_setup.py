@@ -224,7 +224,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
         entries = first.compile_commands(target.sources_in("CUDA"))
         lto = device_lto_wanted(spec.include_flags, exclude)
         prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
-                                      spec.acf_files, spec.screen, device_lto=cmake_version(first.cmake) if lto else None)
+                                      spec.acf_files, spec.screen, device_lto=cmake_version(first.cmake) if lto else None,
+                                      lto_refusal=first.device_lto_refusal())
         for note in prepared.notes:
             log(f"compileiq: {note}")
         if prepared.screen is not None:

@@ -31,17 +31,17 @@ def _space():
 
 def test_device_lto_is_offered_for_relocatable_device_code_only():
     space = _space()
-    lto, notes = add_device_lto_dimension(space, ["-rdc=true", "-O3"], (3, 25), True)
+    lto, notes = add_device_lto_dimension(space, ["-rdc=true", "-O3"], (3, 25), True, "")
     dim = lto.dimensions[-1]
     assert dim.name == "device_lto" and dim.values == ((), ("-dlto",)) and dim.build_mode and notes
-    plain, notes = add_device_lto_dimension(space, ["-O3"], (3, 25), True)
+    plain, notes = add_device_lto_dimension(space, ["-O3"], (3, 25), True, "sep_bench does not build relocatable device code")
     assert plain.dimensions == space.dimensions and not notes
     assert any("does not build relocatable device code" in d for d in plain.dropped)
-    already, _ = add_device_lto_dimension(space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], (3, 25), True)
+    already, _ = add_device_lto_dimension(space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], (3, 25), True, "")
     assert already.dimensions == space.dimensions and any("already uses device LTO" in d for d in already.dropped)
-    old, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 24), True)
+    old, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 24), True, "")
     assert old.dimensions == space.dimensions and "CMake >= 3.25" in notes[0]
-    excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 25), False)
+    excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 25), False, "")
     assert excluded.dimensions == space.dimensions and not notes
     from compileiq_cmake.flags.catalogue import device_lto_wanted
 
@@ -54,7 +54,7 @@ def test_device_lto_is_offered_for_relocatable_device_code_only():
 
 
 def test_device_lto_is_among_the_first_single_changes():
-    space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], (3, 25), True)
+    space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], (3, 25), True, "")
     search = FlagSearch(space, budget=30, seed=3, workers=1)
     first = search.ask()  # the baseline is told by the tune, not asked
     assert first.flags == ("-dlto",), first.flags

@@ -155,19 +155,22 @@ def device_lto_wanted(include: tuple[str, ...], exclude: tuple[str, ...]) -> boo
 
 
 def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], cmake_version: tuple[int, int],
-                             wanted: bool) -> tuple[FlagSpace, list[str]]:
+                             wanted: bool, refusal: str) -> tuple[FlagSpace, list[str]]:
     """Device link-time optimization (the token -dlto, build_flags) as a dimension of its own, offered only
     when the target builds relocatable device code and does not use device LTO already. It is a build
     mode, not a compile flag: it is neither probed nor screened (the objects then hold LTO IR, no SASS);
-    the apply uses CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, which needs CMake >= 3.25."""
-    rdc = _has(project_flags, r"-rdc=true", r"-dc")
+    the apply uses CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, which needs CMake >= 3.25. `refusal`: why
+    the apply would refuse device LTO for the target ("" when it accepts it), the CMake module's own
+    decision (_compileiq_device_lto_refusal, written by the variant tree into compileiq_variant_info.txt),
+    so that the tune offers device LTO exactly where the apply accepts it."""
     if not wanted:
         return space, []
     if _has(project_flags, r"-dlto", r"-gencode=.*code=.*lto_\d+.*"):
         return replace(space, dropped=(*space.dropped, "device_lto: the project already uses device LTO")), []
-    if not rdc:
-        return replace(space, dropped=(*space.dropped, "device_lto: the target does not build relocatable "
-                                                        "device code (CUDA_SEPARABLE_COMPILATION / -rdc=true)")), []
+    if refusal:
+        dropped = f"device_lto: {refusal}"
+        flags_only = _has(project_flags, r"-rdc=true", r"-dc")
+        return replace(space, dropped=(*space.dropped, dropped)), [f"note: device_lto not offered: {refusal}"] if flags_only else []
     if cmake_version < DEVICE_LTO_MIN_CMAKE:
         note = (f"note: device_lto not offered: it is applied through CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, "
                 f"which needs CMake >= 3.25 (this is {cmake_version[0]}.{cmake_version[1]})")
@@ -176,7 +179,7 @@ def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], cmake_v
                     "(CUDA INTERPROCEDURAL_OPTIMIZATION: code=lto_XX at compile, -dlto, -Xptxas options and "
                     "-maxrregcount at the device link)", ((), ("-dlto",)), build_mode=True)
     return (replace(space, dimensions=(*space.dimensions, dim)),
-            [f"device_lto: the target builds relocatable device code ({rdc}): device link-time optimization "
+            ["device_lto: the target builds relocatable device code (CUDA_SEPARABLE_COMPILATION): device link-time optimization "
              "is searched as a dimension of its own"])
 
 
