@@ -104,7 +104,7 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
                                                    device_lto=True, sources_sha256=""))
     proc = configure(src, tmp_path / "rel", *release, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    applied = "compileiq: applied 1 tuned flags to sep_bench" in proc.stdout
+    applied = "compileiq: applied 1 tuned flag to sep_bench" in proc.stdout
     assert applied is offered, proc.stdout[-2000:] + proc.stderr[-2000:]
     if not applied:
         assert refusal in " ".join(proc.stderr.split()), proc.stderr[-2000:]
@@ -128,6 +128,6 @@ def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_fo
     err = " ".join(proc.stderr.split())
     assert "does not build relocatable device code" in err, err[-2000:]
     assert "already are" not in err, err[-2000:]
-    assert "compileiq: applied 1 tuned flags to sep_bench (CUDA sm_80" in proc.stdout, proc.stdout[-2000:]
+    assert "compileiq: applied 1 tuned flag to sep_bench (CUDA sm_80" in proc.stdout, proc.stdout[-2000:]
     commands = [e["command"] for e in compile_commands(tmp_path / "rel") if e["file"].endswith(".cu")]
     assert commands and all("-Xptxas=-O2" in c and "-maxrregcount=64" not in c for c in commands), commands
