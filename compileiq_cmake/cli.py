@@ -160,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
     entries.add_argument("out")
+    entries.add_argument("--compiler", nargs=2, action="append", default=[], metavar=("LANG", "PATH"),
+                         help="a compiler of the project (LANG: C, CXX or CUDA_HOST), asked for this host's ISA features")
+    entries.add_argument("--host-features", help="for tests: this host's ISA features (simulates another host)")
     return parser
 
 
@@ -326,7 +329,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "cmake-entries":
             from .result_file import cmake_entries, read_entries
 
-            text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent)
+            from .portability import HostFeatures
+
+            text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent,
+                                 HostFeatures(dict(args.compiler), args.host_features))
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text)

@@ -15,12 +15,13 @@ from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, fields, replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
-from typing import Iterator
+from typing import Callable, Iterator
 
 import tomli_w
 
 from .errors import CompileIQError
 from .flags import validate_flags
+from .portability import host_specific, resolved_token_ok
 
 SCHEMA_VERSION = 1
 MAX_FLAGS = 256  # per entry
@@ -30,6 +31,8 @@ MAX_FILE_BYTES = 4 << 20
 CHECKS = ("pass_regex", "verify", "compare_output", "compare_file")  # what guarded a tune's results
 NUMERICS_CHECKS = ("compare_output", "compare_file")
 ACF_PREFIX = "--apply-controls="
+ARCH_SCOPES = ("all", "tuned")
+_CPU_FEATURE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 _TOP_LEVEL = ("schema_version", "entry")
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9_.+\-]+(::[A-Za-z0-9_.+\-]+)*$")
 _BUILD_TYPE = re.compile(r"^[A-Za-z0-9_]*$")  # a CMake configuration name, or empty
@@ -76,6 +79,11 @@ class FlagsEntry:
     sources: tuple[dict, ...] = ()
     # CUDA, relocatable device code: device link-time optimization (-dlto at compile and at device link)
     device_lto: bool = False
+    # host-specific flags (-march=native ...) resolved at tune time: the CPU tuned on and the ISA features they need
+    tuned_cpu: str = ""
+    cpu_features: tuple[str, ...] = ()
+    # CUDA: "all" (the flags go to every architecture the target builds) or "tuned" (only to builds of arch alone)
+    arch_scope: str = "all"
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -113,11 +121,26 @@ def _check_flags(raw: dict, where: str) -> tuple[str, ...]:
     for flag in acf:
         if _acf_problem(flag):
             raise CompileIQError(f"{where}: {_acf_problem(flag)}")
+    resolved = [f for f in flags if raw.get("tuned_cpu") and isinstance(f, str)
+                and resolved_token_ok(f, tuple(raw.get("cpu_features", ())))]  # -march=native, resolved at tune time
     try:
-        validate_flags(family, [f for f in flags if f not in acf])
+        validate_flags(family, [f for f in flags if f not in acf and f not in resolved])
     except CompileIQError as exc:
         raise CompileIQError(f"{where}: {exc}") from None
     return tuple(flags)
+
+
+def _check_portability(raw: dict, where: str) -> tuple[tuple[str, ...], str]:
+    """cpu_features (a list of ISA feature names, with tuned_cpu only) and arch_scope (one of ARCH_SCOPES)."""
+    features, cpu, scope = raw.get("cpu_features", []), raw.get("tuned_cpu", ""), raw.get("arch_scope", "all")
+    if not isinstance(cpu, str) or not isinstance(features, list) or (features and not cpu) or not all(
+            isinstance(f, str) and _CPU_FEATURE.match(f) for f in features):
+        raise CompileIQError(f"{where}: tuned_cpu of {raw['target']!r} must be a string and cpu_features a list of ISA "
+                             "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
+    if scope not in ARCH_SCOPES or (scope != "all" and raw["language"] != "CUDA"):
+        raise CompileIQError(f"{where}: arch_scope of {raw['target']!r} must be \"all\" or \"tuned\" (\"tuned\" only "
+                             "for a CUDA entry)")
+    return tuple(features), scope
 
 
 def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
@@ -147,7 +170,8 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
         if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags) or len(flags) > MAX_FLAGS:
             raise CompileIQError(f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings")
         try:
-            validate_flags(family, flags)
+            validate_flags(family, [f for f in flags if not (raw.get("tuned_cpu") and resolved_token_ok(
+                f, tuple(raw.get("cpu_features", ()))))])
         except CompileIQError as exc:
             raise CompileIQError(f"{where}: source {path!r}: {exc}") from None
         out.append({"path": path, "flags": list(flags)})
@@ -184,6 +208,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     language = raw["language"]
     if language not in _LANGUAGES:
         raise CompileIQError(f"{where}: language {language!r} is not one of CUDA, CXX, C")
+    cpu_features, _ = _check_portability(raw, where)
     flags = _check_flags(raw, where)
     checks = _check_checks(raw, where)
     sources = _check_sources(raw, where)
@@ -198,7 +223,8 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
                "workload_speedups": tuple(raw.get("workload_speedups", ())),
                "workload_ci": tuple(tuple(x) for x in raw.get("workload_ci", ())),
                "p_values": tuple(raw.get("p_values", ())), "contributions": tuple(raw.get("contributions", ())),
-               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources}
+               "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where), "sources": sources,
+               "cpu_features": cpu_features}
         )
     except TypeError as exc:
         raise CompileIQError(f"{where}: malformed entry: {exc}") from None
@@ -431,9 +457,37 @@ def _resolved_acf(entry: FlagsEntry, base: Path) -> tuple[tuple[str, ...], str]:
     return tuple(flags), ""
 
 
-def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
+def _host_side_only(e: FlagsEntry) -> bool:
+    """A CUDA entry whose flags all go to the host compiler (-Xcompiler=): they change no device code."""
+    from .portability import HOST_PREFIX
+
+    return bool(e.flags) and not e.device_lto and not e.sources and all(f.startswith(HOST_PREFIX) for f in e.flags)
+
+
+def _cpu_arguments(e: FlagsEntry, host) -> list[str]:
+    """TUNED_CPU, HOST_SPECIFIC <flags>, HOST_LACKS <features>, HOST_CHECK <how or why not> of an entry whose
+    flags are specific to the CPU it was tuned on (none otherwise)."""
+    from .cmake_project import cmake_quote
+
+    specific = host_specific(e.flags) + [f for p in e.sources for f in host_specific(p["flags"])]
+    if not specific and not e.tuned_cpu:
+        return []
+    args = ["TUNED_CPU", cmake_quote(e.tuned_cpu or "an unrecorded CPU"), "HOST_SPECIFIC",
+            *(cmake_quote(f) for f in dict.fromkeys(specific))]
+    if not e.cpu_features:
+        return args + ["HOST_CHECK", cmake_quote("the entry records no ISA features to compare")]
+    have, how = host(e) if host is not None else (None, "no compiler was asked")
+    if have is None:
+        return args + ["HOST_CHECK", cmake_quote(f"this host's ISA features are unknown ({how})")]
+    lacks = [f for f in e.cpu_features if f not in have]
+    return args + ["HOST_CHECK", cmake_quote(how), *(["HOST_LACKS", *lacks] if lacks else ["HOST_HAS_FEATURES"])]
+
+
+def cmake_entries(entries: list[FlagsEntry], base: Path | None = None,
+                  host: Callable[[FlagsEntry], tuple[frozenset[str] | None, str]] | None = None) -> str:
     """CMake code with one _compileiq_entry() call per (validated) entry; replays are never applied.
-    `base`: the TOML's directory, against which --apply-controls paths are resolved and checked."""
+    `base`: the TOML's directory, against which --apply-controls paths are resolved and checked. `host`: for
+    an entry tuned on a recorded CPU, this host's ISA features (None: unknown) and how they were found."""
     from .cmake_project import cmake_quote
 
     lines = ["# generated by compileiq_cmake from a validated compileiq.toml"]
@@ -451,6 +505,8 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
             "COMPILER_ID", e.compiler_id, "COMPILER_VERSION", e.compiler_major_minor,
             "COMPILER_VERSION_FULL", cmake_quote(e.compiler_version), "SOURCES_SHA256", cmake_quote(e.sources_sha256),
             "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), *(["DEVICE_LTO"] if e.device_lto else []),
+            "ARCH_SCOPE", e.arch_scope, *(["HOST_SIDE_ONLY"] if _host_side_only(e) else []),
+            *_cpu_arguments(e, host),
             "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]
         lines.append("_compileiq_entry(" + " ".join(args) + ")")
