@@ -57,6 +57,7 @@ Commands
                    [EXECUTOR local|ray] [RAY_ADDRESS <address>]
                    [INCLUDE_FLAGS <dimension>...]
                    [EXCLUDE_FLAGS <dimension>...]
+                   [PORTABLE] [ARCH_SCOPE all|tuned]
                    [OUTPUT <file>])
 
   Declares how to tune ``<target>``, which may be defined later in the
@@ -108,6 +109,15 @@ Commands
     ``pip install 'compileiq-cmake[ray]'``.  See ``docs/cluster.md``.
   ``INCLUDE_FLAGS <dimension>...``, ``EXCLUDE_FLAGS <dimension>...``
     Restrict the flag space to, or remove from it, the named dimensions.
+  ``PORTABLE``
+    Leave out flags whose code runs only on CPUs like the tuning host's
+    (``-march=native``; the group ``host_specific``).  Without it such a
+    flag is recorded resolved (e.g. ``-march=znver3``) with the CPU it was
+    tuned on and its ISA features (see ``COMPILEIQ_PORTABLE``).
+  ``ARCH_SCOPE all|tuned``
+    CUDA: ``all`` (the default) applies the flags to every architecture the
+    target builds, measured or not; ``tuned`` only to builds of the tuned
+    architecture alone (nvcc cannot limit flags to one ``-gencode``).
   ``OUTPUT <file>``
     Where to write the results, relative to the top-level source directory;
     by default ``COMPILEIQ_FLAGS_FILE`` if set, else the tool's default
@@ -156,8 +166,8 @@ function(compileiq_tune)
   endif()
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
-  cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER"
-    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS"
+  cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER;PORTABLE"
+    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS;ARCH_SCOPE"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -246,6 +256,12 @@ function(compileiq_tune)
   endif()
   if(DEFINED arg_RAY_ADDRESS)
     list(APPEND cmd "--ray-address=${arg_RAY_ADDRESS}")
+  endif()
+  if(arg_PORTABLE)
+    list(APPEND cmd --portable)
+  endif()
+  if(DEFINED arg_ARCH_SCOPE)
+    list(APPEND cmd "--arch-scope=${arg_ARCH_SCOPE}")
   endif()
   foreach(a IN LISTS arg_INCLUDE_FLAGS)
     list(APPEND cmd "--include-flags=${a}")

@@ -50,6 +50,8 @@ class EntryCheck:
     applies: bool
     why: str  # the apply's own line: what it did or why not
     stale: list[str] = field(default_factory=list)  # why the entry may be out of date
+    cpu: str = ""  # host-specific flags: the CPU tuned on and whether this host has its ISA features
+    archs: str = ""  # CUDA: the measured and the unmeasured architectures the target builds
     remeasure: dict | None = None  # {speedup, ci, min_gain, passed, reason, workloads: [WorkloadResult]}
 
 
@@ -77,11 +79,13 @@ def _records(path: Path) -> dict[tuple[str, str], dict]:
     out: dict[tuple[str, str], dict] = {}
     for line in path.read_text().splitlines() if path.is_file() else ():
         target, arch, status, text = (line.split("\t", 3) + ["", "", "", ""])[:4]
-        rec = out.setdefault((target, arch), {"applies": False, "why": "", "stale": []})
+        rec = out.setdefault((target, arch), {"applies": False, "why": "", "stale": [], "cpu": "", "archs": ""})
         if status == "applied":
             rec.update(applies=True, why=text)
         elif status == "stale":
             rec["stale"].append(text)
+        elif status in ("cpu", "archs"):
+            rec[status] = text
         elif status == "sources":
             rec["why"] += f"; {text}"
         else:
@@ -162,7 +166,9 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
         rec = recorded.get((e.target, e.arch)) or recorded.get((e.target, ""))
         checks.append(EntryCheck(e.target, e.arch, list(e.flags), bool(rec and rec["applies"]),
                                  rec["why"] if rec else "not looked at by the apply (its language is not enabled?)",
-                                 rec["stale"] if rec else []))
+                                 rec["stale"] if rec else [],
+                                 rec["cpu"] if rec else (f"tuned on {e.tuned_cpu}" if e.tuned_cpu else ""),
+                                 rec["archs"] if rec else ""))
     if remeasure and any(c.applies for c in checks):
         _configure(source_dir, root / "plain", cache, generator, cmake, toml, False, None)
         for tree in (root / "plain", root / "tuned"):
@@ -189,6 +195,10 @@ def print_checks(checks: list[EntryCheck], as_json: bool) -> int:
         print(f"compileiq: {where}: {'applies' if c.applies else 'does not apply'}: {c.why}")
         for s in c.stale:
             print(f"compileiq: {where}: stale: {s}")
+        if c.cpu:
+            print(f"compileiq: {where}: cpu: {c.cpu}")
+        if c.archs:
+            print(f"compileiq: {where}: architectures: {c.archs}")
         if c.remeasure is not None:
             r = c.remeasure
             per = ", ".join(f"'{w['workload']}' {w['speedup']:.4f}x [{w['ci'][0]:.4f}..{w['ci'][1]:.4f}]" for w in r["workloads"])

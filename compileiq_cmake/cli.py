@@ -108,6 +108,11 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true",
                    help="replace the target's entry even when it was checked more strictly (output comparison) "
                    "than this tune checks")
+    p.add_argument("--portable", action="store_true",
+                   help="leave out flags whose code runs only on CPUs like this one (-march=native: group host_specific)")
+    p.add_argument("--arch-scope", choices=("all", "tuned"), default="all",
+                   help="CUDA, recorded in the entry: all (default): every architecture the target builds gets the flags "
+                   "(unmeasured ones too); tuned: only builds of the tuned architecture alone")
     p.add_argument("--no-screen", dest="screen", action="store_false",
                    help="CUDA: search the whole space, without dropping values that change no device code")
 
@@ -204,7 +209,7 @@ def _spec_from_args(args: argparse.Namespace):
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
-        executor=args.executor, ray_address=args.ray_address,
+        executor=args.executor, ray_address=args.ray_address, portable=args.portable, arch_scope=args.arch_scope,
         json_summary=str(Path(args.json_summary).resolve()) if args.json_summary else None,
     )
 
