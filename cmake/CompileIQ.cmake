@@ -111,7 +111,7 @@ Commands
     Restrict the flag space to, or remove from it, the named dimensions.
   ``PORTABLE``
     Leave out flags whose code runs only on CPUs like the tuning host's
-    (``-march=native``; the group ``host_specific``).  Without it such a
+    (``-march=native``; the group ``cpu_specific``).  Without it such a
     flag is recorded resolved (e.g. ``-march=znver3``) with the CPU it was
     tuned on and its ISA features (see ``COMPILEIQ_PORTABLE``).
   ``ARCH_SCOPE all|tuned``

@@ -109,7 +109,7 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    help="replace the target's entry even when it was checked more strictly (output comparison) "
                    "than this tune checks")
     p.add_argument("--portable", action="store_true",
-                   help="leave out flags whose code runs only on CPUs like this one (-march=native: group host_specific)")
+                   help="leave out flags whose code runs only on CPUs like this one (-march=native: the group cpu_specific)")
     p.add_argument("--arch-scope", choices=("all", "tuned"), default="all",
                    help="CUDA, recorded in the entry: all (default): every architecture the target builds gets the flags "
                    "(unmeasured ones too); tuned: only builds of the tuned architecture alone")

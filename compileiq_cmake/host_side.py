@@ -56,7 +56,7 @@ def host_dimensions(compiler_id: str, version: str, include: tuple[str, ...], ex
     include/exclude names host_<name> select (HOST_GROUP: all of them), unsafe_numerics applies as usual."""
     names = {n.removeprefix("host_") for n in include if n.startswith("host_") and n != HOST_GROUP}
     drop = tuple(n.removeprefix("host_") for n in exclude if n.startswith("host_") and n != HOST_GROUP)
-    groups = tuple(n for n in exclude if n in ("unsafe_numerics", "host_specific"))
+    groups = tuple(n for n in exclude if n in ("unsafe_numerics", "cpu_specific"))
     space = load_space("gcc", compiler_id, version, tuple(sorted(names)), drop + groups)
     return tuple(replace(d, name=f"host_{d.name}", values=tuple(tuple(HOST_PREFIX + t for t in v) for v in d.values))
                  for d in space.dimensions)

@@ -197,6 +197,10 @@ class HostFeatures:
         self._asked: dict[str, tuple[frozenset[str] | None, str]] = {}
 
     def __call__(self, entry) -> tuple[frozenset[str] | None, str]:
+        import os
+
+        if self.override is None and os.environ.get("COMPILEIQ_HOST_CPU_FEATURES") is not None:
+            self.override = os.environ["COMPILEIQ_HOST_CPU_FEATURES"]  # the same, from the environment (check)
         if self.override is not None:
             return (frozenset(x for x in re.split(r"[;,\s]+", self.override) if x),
                     "COMPILEIQ_HOST_CPU_FEATURES: a simulated host")

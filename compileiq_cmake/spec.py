@@ -106,8 +106,8 @@ class TuneSpec:
     @property
     def excluded_flags(self) -> tuple[str, ...]:
         """--exclude-flags, plus unsafe_numerics when nothing checks the results (see checks_outputs), plus
-        host_specific with --portable."""
-        exclude = self.exclude_flags + (("host_specific",) if self.portable and "host_specific" not in self.exclude_flags else ())
+        cpu_specific with --portable."""
+        exclude = self.exclude_flags + (("cpu_specific",) if self.portable and "cpu_specific" not in self.exclude_flags else ())
         if self.checks_outputs or "unsafe_numerics" in exclude:
             return exclude
         return (*exclude, "unsafe_numerics")
