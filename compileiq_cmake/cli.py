@@ -225,6 +225,10 @@ def _show(path: Path) -> None:
         print(f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, {e.build_type or 'no build type'}){replay}")
         print(f"    flags:    {' '.join(e.flags) or '(none)'}")
         print(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
+        if e.tuned_cpu:
+            print(f"    cpu:      tuned on {e.tuned_cpu}; needs {', '.join(e.cpu_features) or 'no recorded ISA features'}")
+        if e.arch_scope != "all":
+            print(f"    archs:    arch_scope {e.arch_scope}: applied only to builds of sm_{e.arch} alone")
         print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)")
         for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
             print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}")

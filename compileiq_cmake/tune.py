@@ -433,8 +433,11 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         sources.append({"path": path, "flags": list(part.flags if part else own)})
     if resolved is not None:
         shown = " ".join(f for f in (flags + tuple(f for _, own in parts.sources for f in own)) if portability.is_native(f))
+        cpu_flags = portability.host_specific(written)
+        extra = len(written) - len(flags) + sum(1 for f in flags if portability.is_native(f)) - len(cpu_flags)
         log(f"compileiq: {shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
-            f"{' '.join(portability.host_specific(resolved.flags)) or '(unresolved)'}; tune --portable leaves such flags out")
+            f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
+            f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
