@@ -760,8 +760,8 @@ function(_compileiq_entry)
       "the measured architecture, but ${target} also builds ${unmeasured} (unmeasured), and nvcc takes one set of "
       "device-code flags for every architecture of a compile; build sm_${arg_ARCH} alone (CUDA_ARCHITECTURES ${arg_ARCH}) "
       "to get them, or set arch_scope = \"all\"")
-    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "arch_scope tuned: measured on sm_${arg_ARCH}; the "
-      "target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited to one architecture of a compile")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "arch_scope tuned: measured on sm_${arg_ARCH}; the \
+target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited to one architecture of a compile")
     return()
   endif()
 
@@ -808,12 +808,14 @@ function(_compileiq_entry)
   if(unmeasured)
     if(arg_HOST_SIDE_ONLY)
       set(how "host-side flags only: they change no device code")
+      set(limit "")
     else()
-      set(how "they get the flags too, unmeasured (arch_scope \"all\"; \"tuned\" limits them to builds of sm_${arg_ARCH} alone)")
+      set(how "they get the flags too, unmeasured (arch_scope \"all\")")
+      set(limit "; arch_scope \"tuned\" limits them to builds of sm_${arg_ARCH} alone")
     endif()
     message(STATUS "compileiq: note: ${target} also builds CUDA architectures ${unmeasured}; the flags were "
-      "measured on sm_${arg_ARCH} only: ${how}")
-    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" archs "measured: sm_${arg_ARCH}; unmeasured: ${unmeasured} (${how})")
+      "measured on sm_${arg_ARCH} only: ${how}${limit}")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" archs "measured: sm_${arg_ARCH}; unmeasured: ${unmeasured}: ${how}")
   endif()
   if(arg_HOST_LACKS)
     message(STATUS "compileiq: note: the flags of ${target} were ${tuned_on} and need ISA features this host lacks: "

@@ -197,6 +197,9 @@ def test_arch_scope_on_a_multi_architecture_target(tmp_path):
     assert tuned.returncode == 0, tuned.stderr
     assert 'arch_scope = "tuned"' in tuned.stdout and "not applied" in tuned.stdout
     assert not any("--use_fast_math" in c for c in commands_for(tmp_path / "tuned", "nbody.cu"))
+    proc = run_cli("check", "-S", str(src), "-B", str(tmp_path / "tuned"))
+    assert proc.returncode == 0 and "does not apply: arch_scope tuned: measured on sm_90; the target also builds " \
+        "sm_75, sm_80 (unmeasured)" in proc.stdout, proc.stdout
     lists = src / "CMakeLists.txt"  # the example sets its architectures itself
     lists.write_text(lists.read_text().replace("set(CMAKE_CUDA_ARCHITECTURES 75 80 90)", "set(CMAKE_CUDA_ARCHITECTURES 90)"))
     alone = configure(src, tmp_path / "alone", "-DCMAKE_BUILD_TYPE=Release", pkg)
