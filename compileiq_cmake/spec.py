@@ -118,6 +118,8 @@ class TuneSpec:
         for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
                          "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope"):
             fields.pop(volatile)
+        if not self.portable:  # the identity of tunes stored before the option existed stays the same
+            fields.pop("portable")
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
