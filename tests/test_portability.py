@@ -65,6 +65,13 @@ def test_march_native_resolves_to_the_same_code_and_round_trips(tmp_path):
     write_entry(toml, entry)
     assert read_entries(toml) == [entry]
     assert resolve(("-O3",), GXX, "GNU", "x") is None
+    # the host side of a CUDA target: -Xcompiler=-march=native, resolved the same way, behind -Xcompiler=
+    cuda = resolve(("--use_fast_math", "-Xcompiler=-march=native"), GXX, "GNU", "Test CPU 9000")
+    assert cuda.flags[0] == "--use_fast_math" and "-Xcompiler=" + march[0] in cuda.flags
+    assert all(f.startswith("-Xcompiler=") for f in cuda.flags[1:]) and not any("native" in f for f in cuda.flags)
+    cuda_entry = make_entry(flags=cuda.flags, tuned_cpu=cuda.cpu, cpu_features=cuda.features)
+    write_entry(tmp_path / "cuda.toml", cuda_entry)
+    assert read_entries(tmp_path / "cuda.toml") == [cuda_entry]
 
 
 def test_schema_of_the_portability_fields(tmp_path):
