@@ -221,3 +221,42 @@ def test_arch_scope_on_a_multi_architecture_target(tmp_path):
     assert host.returncode == 0 and "applied 1 tuned flags to nbody" in host.stdout, host.stdout
     assert "change no device code" in host.stdout
     assert all("-Xcompiler=-O3" in c for c in commands_for(tmp_path / "host", "nbody.cu"))
+
+
+@needs_gxx
+def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path):
+    """The entry a tune writes (tune._entry) for a host winner '-O3 -march=native': resolved flags, the CPU model
+    of this machine and its ISA features, a log line that says so; the TOML reads back and holds no 'native'."""
+    from types import SimpleNamespace
+
+    from compileiq_cmake.gpu import host_cpu
+    from compileiq_cmake.records import FlagSet, Validation, WorkloadComparison
+    from compileiq_cmake.tune import _entry
+
+    winner = Validation(FlagSet((), ("-O3", "-march=native")),
+                        (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
+    spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), arch_scope="all")
+    setup = SimpleNamespace(spec=spec, language="CXX", cuda_arch="", toolchain=SimpleNamespace(
+        compiler_id="GNU", version="12.2.0", path=GXX), build_type="Release", device=host_cpu(), compute_capability="",
+        sources_sha256="ab" * 32, replay=None)
+    said = []
+    entry = _entry(setup, winner, (), 12, said.append)
+    assert entry.tuned_cpu == host_cpu() and entry.cpu_features
+    assert "-O3" in entry.flags and not any("native" in f for f in entry.flags)
+    assert any(f.startswith("-march=") for f in entry.flags)
+    assert any("-march=native recorded as the compiler resolves it" in line for line in said), said
+    write_entry(spec.output, entry)
+    assert read_entries(spec.output) == [entry] and "native" not in spec.output.read_text()
+
+
+def test_arch_scope_tuned_is_refused_for_a_host_target():
+    from compileiq_cmake.tune_setup import _check_arch_option
+
+    spec = TuneSpec(tempfile.gettempdir(), tempfile.gettempdir(), "t", ("x",), MetricSpec("walltime"),
+                    tempfile.gettempdir(), arch_scope="tuned")
+    with pytest.raises(CompileIQError, match="--arch-scope tuned"):
+        _check_arch_option(spec, "CXX")
+    _check_arch_option(spec, "CUDA")
+    with pytest.raises(CompileIQError, match="--arch-scope"):
+        replace(spec, arch_scope="some")._check_numbers()
