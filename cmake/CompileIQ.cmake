@@ -820,6 +820,9 @@ target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited 
   if(arg_HOST_LACKS)
     message(STATUS "compileiq: note: the flags of ${target} were ${tuned_on} and need ISA features this host lacks: "
       "${lacks} (${arg_HOST_CHECK}); the build may not run here (illegal instruction): -DCOMPILEIQ_PORTABLE=ON leaves such entries out")
+  elseif(DEFINED arg_TUNED_CPU AND NOT arg_HOST_HAS_FEATURES)
+    message(STATUS "compileiq: note: the flags of ${target} are specific to the CPU they were ${tuned_on}; "
+      "${arg_HOST_CHECK}: re-run the tune to record them resolved, or -DCOMPILEIQ_PORTABLE=ON leaves such entries out")
   endif()
   set(when "")
   if(arg_DATE)

@@ -260,3 +260,23 @@ def test_arch_scope_tuned_is_refused_for_a_host_target():
     _check_arch_option(spec, "CUDA")
     with pytest.raises(CompileIQError, match="--arch-scope"):
         replace(spec, arch_scope="some")._check_numbers()
+
+
+def test_an_old_entry_with_a_literal_march_native_is_named_and_portable_refuses_it(tmp_path):
+    """A compileiq.toml written before the resolution (-march=native literally, no tuned_cpu): the configure
+    says it is CPU-specific and unrecorded; COMPILEIQ_PORTABLE=ON does not apply it."""
+    src = tmp_path / "host_cpp"
+    shutil.copytree(EXAMPLES / "host_cpp", src)
+    probe = tmp_path / "probe"
+    assert configure(src, probe).returncode == 0
+    write_entry(src / "compileiq.toml", make_entry(
+        target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=_version(probe),
+        flags=("-O3", "-march=native"), compute_capability="", device="cpu", sources_sha256=""))
+    pkg = f"-Dcompileiq_cmake_DIR={cmake_dir()}"
+    plain = configure(src, tmp_path / "plain", "-DCMAKE_BUILD_TYPE=Release", pkg)
+    assert plain.returncode == 0 and "compileiq: applied" in plain.stdout
+    assert "specific to the CPU they were tuned on an unrecorded CPU (-march=native)" in plain.stdout, plain.stdout
+    portable = configure(src, tmp_path / "portable", "-DCMAKE_BUILD_TYPE=Release", pkg, "-DCOMPILEIQ_PORTABLE=ON")
+    assert portable.returncode == 0 and "COMPILEIQ_PORTABLE is ON" in portable.stdout
+    (cmd,) = commands_for(tmp_path / "portable", "main.cpp")
+    assert "-march=native" not in cmd
