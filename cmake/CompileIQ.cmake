@@ -21,6 +21,15 @@ Cache Variables
   the top-level directory, once per configure, for the entries whose
   compiler (and CUDA architecture) match this build.
 
+``COMPILEIQ_PORTABLE``
+  ``OFF`` by default.  When ``ON``, entries whose flags are specific to the
+  CPU they were tuned on (``-march=native``, recorded resolved, e.g.
+  ``-march=znver3``, with ``tuned_cpu``) are not applied; a status line
+  says so.  Otherwise such an entry applies, and a status line names the
+  ISA features it needs that this host lacks (asked of the project's
+  compiler: ``-march=native``).  ``COMPILEIQ_HOST_CPU_FEATURES`` (for tests)
+  replaces this host's feature list, simulating another host.
+
 ``COMPILEIQ_FLAGS_FILE``
   The flags file.  Empty by default, meaning
   ``${CMAKE_SOURCE_DIR}/compileiq.toml``, which may be missing.  A file named
@@ -48,6 +57,7 @@ Commands
                    [EXECUTOR local|ray] [RAY_ADDRESS <address>]
                    [INCLUDE_FLAGS <dimension>...]
                    [EXCLUDE_FLAGS <dimension>...]
+                   [PORTABLE] [ARCH_SCOPE all|tuned]
                    [OUTPUT <file>])
 
   Declares how to tune ``<target>``, which may be defined later in the
@@ -99,6 +109,15 @@ Commands
     ``pip install 'compileiq-cmake[ray]'``.  See ``docs/cluster.md``.
   ``INCLUDE_FLAGS <dimension>...``, ``EXCLUDE_FLAGS <dimension>...``
     Restrict the flag space to, or remove from it, the named dimensions.
+  ``PORTABLE``
+    Leave out flags whose code runs only on CPUs like the tuning host's
+    (``-march=native``; the group ``cpu_specific``).  Without it such a
+    flag is recorded resolved (e.g. ``-march=znver3``) with the CPU it was
+    tuned on and its ISA features (see ``COMPILEIQ_PORTABLE``).
+  ``ARCH_SCOPE all|tuned``
+    CUDA: ``all`` (the default) applies the flags to every architecture the
+    target builds, measured or not; ``tuned`` only to builds of the tuned
+    architecture alone (nvcc cannot limit flags to one ``-gencode``).
   ``OUTPUT <file>``
     Where to write the results, relative to the top-level source directory;
     by default ``COMPILEIQ_FLAGS_FILE`` if set, else the tool's default
@@ -121,6 +140,7 @@ cmake_policy(VERSION 3.24...4.4)
 
 option(COMPILEIQ_TUNE "Add the compileiq_tune targets (tuned flags are not applied)." OFF)
 option(COMPILEIQ_APPLY "Apply the tuned flags of the compileiq flags file." ON)
+option(COMPILEIQ_PORTABLE "Leave out entries whose flags are specific to the CPU they were tuned on (-march=native)." OFF)
 set(COMPILEIQ_FLAGS_FILE "" CACHE FILEPATH
   "Tuned flags file (empty: \${CMAKE_SOURCE_DIR}/compileiq.toml).")
 
@@ -146,8 +166,8 @@ function(compileiq_tune)
   endif()
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
-  cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER"
-    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS"
+  cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER;PORTABLE"
+    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS;ARCH_SCOPE"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -237,6 +257,12 @@ function(compileiq_tune)
   if(DEFINED arg_RAY_ADDRESS)
     list(APPEND cmd "--ray-address=${arg_RAY_ADDRESS}")
   endif()
+  if(arg_PORTABLE)
+    list(APPEND cmd --portable)
+  endif()
+  if(DEFINED arg_ARCH_SCOPE)
+    list(APPEND cmd "--arch-scope=${arg_ARCH_SCOPE}")
+  endif()
   foreach(a IN LISTS arg_INCLUDE_FLAGS)
     list(APPEND cmd "--include-flags=${a}")
   endforeach()
@@ -307,7 +333,19 @@ function(_compileiq_apply_flags_file)
   set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${toml}")
   set(entries "${CMAKE_BINARY_DIR}/compileiq/entries.cmake")
   _compileiq_python_command(cmd)
-  execute_process(COMMAND ${cmd} cmake-entries "${toml}" "${entries}"
+  # the compilers that can say which ISA features this host has (entries tuned with -march=native);
+  # COMPILEIQ_HOST_CPU_FEATURES (for tests) simulates a host with those features instead
+  set(host "")
+  foreach(lang IN ITEMS C CXX CUDA_HOST)
+    if(CMAKE_${lang}_COMPILER)
+      list(APPEND host --compiler "${lang}" "${CMAKE_${lang}_COMPILER}")
+    endif()
+  endforeach()
+  if(DEFINED COMPILEIQ_HOST_CPU_FEATURES)
+    string(REPLACE ";" "," features "${COMPILEIQ_HOST_CPU_FEATURES}")
+    list(APPEND host "--host-features=${features}")
+  endif()
+  execute_process(COMMAND ${cmd} cmake-entries "${toml}" "${entries}" ${host}
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     string(STRIP "${err}" err)
@@ -685,9 +723,9 @@ endfunction()
 # on top of other CMAKE_<LANG>_FLAGS (FLAGS_SHA256) or with another compiler
 # patch version is still applied, with a status line that says so.
 function(_compileiq_entry)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO"
-    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG"
-    "HEADERS;FLAGS")
+  cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO;HOST_SIDE_ONLY;HOST_HAS_FEATURES"
+    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK"
+    "HEADERS;FLAGS;HOST_SPECIFIC;HOST_LACKS")
   set(lang "${arg_LANGUAGE}")
   _compileiq_real_target(target "${arg_TARGET}")
   if(NOT target)
@@ -774,6 +812,49 @@ function(_compileiq_entry)
     endif()
   endif()
 
+  # Flags specific to the CPU tuned on (-march=native, resolved at tune time): this host's ISA features
+  # compared with the recorded ones; COMPILEIQ_PORTABLE refuses them.
+  if(DEFINED arg_TUNED_CPU)
+    list(JOIN arg_HOST_SPECIFIC " " specific)
+    set(tuned_on "tuned on ${arg_TUNED_CPU} (${specific})")
+    list(JOIN arg_HOST_LACKS ", " lacks)
+    if(arg_HOST_LACKS)
+      set(cpu_state "this host lacks ${lacks} (${arg_HOST_CHECK})")
+    elseif(arg_HOST_HAS_FEATURES)
+      set(cpu_state "this host has its ISA features (${arg_HOST_CHECK})")
+    else()
+      set(cpu_state "${arg_HOST_CHECK}")
+    endif()
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" cpu "${tuned_on}; ${cpu_state}")
+    if(COMPILEIQ_PORTABLE)
+      message(STATUS "compileiq: flags for ${target} not applied: COMPILEIQ_PORTABLE is ON and they are specific "
+        "to the CPU they were ${tuned_on}; re-tune with --portable (PORTABLE in compileiq_tune()) for flags any CPU runs")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "COMPILEIQ_PORTABLE is ON and the flags are specific to the CPU they were ${tuned_on}")
+      return()
+    endif()
+  endif()
+
+  # CUDA: the architectures the target builds besides the measured one. arch_scope "tuned" keeps the flags
+  # to builds of the measured architecture alone: nvcc takes one set of flags for all the -gencode
+  # architectures of a compile, so they cannot be limited to one of several (host-side flags, -Xcompiler=,
+  # change no device code and apply all the same).
+  set(unmeasured "")
+  if(lang STREQUAL "CUDA" AND NOT "${arg_ARCH}" STREQUAL "")
+    set(unmeasured ${archs})
+    list(REMOVE_ITEM unmeasured "${arg_ARCH}")
+    list(TRANSFORM unmeasured PREPEND "sm_" REGEX "^[0-9]")
+    list(JOIN unmeasured ", " unmeasured)
+  endif()
+  if(unmeasured AND arg_ARCH_SCOPE STREQUAL "tuned" AND NOT arg_HOST_SIDE_ONLY)
+    message(STATUS "compileiq: flags for ${target} not applied: arch_scope = \"tuned\" limits them to sm_${arg_ARCH}, "
+      "the measured architecture, but ${target} also builds ${unmeasured} (unmeasured), and nvcc takes one set of "
+      "device-code flags for every architecture of a compile; build sm_${arg_ARCH} alone (CUDA_ARCHITECTURES ${arg_ARCH}) "
+      "to get them, or set arch_scope = \"all\"")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "arch_scope tuned: measured on sm_${arg_ARCH}; the \
+target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited to one architecture of a compile")
+    return()
+  endif()
+
   # nvcc/gcc take one set of flags per target and language: the first wins.
   get_property(applied GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}")
   if(applied)
@@ -818,13 +899,24 @@ function(_compileiq_entry)
   message(STATUS "compileiq: applied ${counted} to ${target} (${lang} ${what}${detected})${for_config}: ${shown}${lto}")
   _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" applied
     "${counted} for ${lang} ${what}${detected}${for_config}: ${shown}${lto}")
-  if(lang STREQUAL "CUDA" AND NOT "${arg_ARCH}" STREQUAL "")
-    list(REMOVE_ITEM archs "${arg_ARCH}")
-    if(archs)
-      list(JOIN archs ", " others)
-      message(STATUS "compileiq: note: ${target} also builds CUDA architectures "
-        "${others}; the flags tuned for sm_${arg_ARCH} apply to them too")
+  if(unmeasured)
+    if(arg_HOST_SIDE_ONLY)
+      set(how "host-side flags only: they change no device code")
+      set(limit "")
+    else()
+      set(how "they get the flags too, unmeasured (arch_scope \"all\")")
+      set(limit "; arch_scope \"tuned\" limits them to builds of sm_${arg_ARCH} alone")
     endif()
+    message(STATUS "compileiq: note: ${target} also builds CUDA architectures ${unmeasured}; the flags were "
+      "measured on sm_${arg_ARCH} only: ${how}${limit}")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" archs "measured: sm_${arg_ARCH}; unmeasured: ${unmeasured}: ${how}")
+  endif()
+  if(arg_HOST_LACKS)
+    message(STATUS "compileiq: note: the flags of ${target} were ${tuned_on} and need ISA features this host lacks: "
+      "${lacks} (${arg_HOST_CHECK}); the build may not run here (illegal instruction): -DCOMPILEIQ_PORTABLE=ON leaves such entries out")
+  elseif(DEFINED arg_TUNED_CPU AND NOT arg_HOST_HAS_FEATURES)
+    message(STATUS "compileiq: note: the flags of ${target} are specific to the CPU they were ${tuned_on}; "
+      "${arg_HOST_CHECK}: re-run the tune to record them resolved, or -DCOMPILEIQ_PORTABLE=ON leaves such entries out")
   endif()
   set(when "")
   if(arg_DATE)

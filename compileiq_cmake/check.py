@@ -129,6 +129,8 @@ class EntryCheck:
     applies: bool
     why: str  # the apply's own line: what it did or why not
     stale: list[str] = field(default_factory=list)  # why the entry may be out of date
+    cpu: str = ""  # host-specific flags: the CPU tuned on and whether this host has its ISA features
+    archs: str = ""  # CUDA: the measured and the unmeasured architectures the target builds
     # {benchmark, metric, lower_is_better, tree, note, rounds, speedup, ci, min_gain, passed, reason,
     #  workloads: [WorkloadResult]}; speedup, ci and min_gain are None when the tuned build's benchmark failed
     remeasure: dict | None = None
@@ -180,11 +182,13 @@ def _records(path: Path) -> dict[tuple[str, str], dict]:
     out: dict[tuple[str, str], dict] = {}
     for line in path.read_text().splitlines() if path.is_file() else ():
         target, arch, status, text = (line.split("\t", 3) + ["", "", "", ""])[:4]
-        rec = out.setdefault((target, arch), {"applies": False, "why": "", "stale": []})
+        rec = out.setdefault((target, arch), {"applies": False, "why": "", "stale": [], "cpu": "", "archs": ""})
         if status == "applied":
             rec.update(applies=True, why=text)
         elif status == "stale":
             rec["stale"].append(text)
+        elif status in ("cpu", "archs"):
+            rec[status] = text
         elif status == "sources":
             rec["why"] += f"; {text}"
         else:
@@ -284,7 +288,9 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
         why = ("comes from a replay (never applied)" if e.replay
                else "not looked at by the apply (its language is not enabled?)")
         checks.append(EntryCheck(e.target, e.arch, list(e.flags), bool(rec and rec["applies"]),
-                                 rec["why"] if rec else why, rec["stale"] if rec else []))
+                                 rec["why"] if rec else why, rec["stale"] if rec else [],
+                                 rec["cpu"] if rec else (f"tuned on {e.tuned_cpu}" if e.tuned_cpu else ""),
+                                 rec["archs"] if rec else ""))
     applying = [(i, c, e) for i, (c, e) in enumerate(zip(checks, entries)) if c.applies]
     if not remeasure or not applying:
         return checks
@@ -322,6 +328,10 @@ def print_checks(checks: list[EntryCheck], as_json: bool, strict: bool = False) 
         print(f"compileiq: {where}: {'applies' if c.applies else 'does not apply'}: {c.why}")
         for s in c.stale:
             print(f"compileiq: {where}: stale: {s}")
+        if c.cpu:
+            print(f"compileiq: {where}: cpu: {c.cpu}")
+        if c.archs:
+            print(f"compileiq: {where}: architectures: {c.archs}")
         if c.remeasure is not None:
             r = c.remeasure
             per = ", ".join(f"'{w['workload']}' {w['speedup']:.4f}x [{w['ci'][0]:.4f}..{w['ci'][1]:.4f}]" for w in r["workloads"])

@@ -109,6 +109,11 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true",
                    help="replace the target's entry even when it was checked more strictly (output comparison) "
                    "than this tune checks")
+    p.add_argument("--portable", action="store_true",
+                   help="leave out flags whose code runs only on CPUs like this one (-march=native: the group cpu_specific)")
+    p.add_argument("--arch-scope", choices=("all", "tuned"), default="all",
+                   help="CUDA, recorded in the entry: all (default): every architecture the target builds gets the flags "
+                   "(unmeasured ones too); tuned: only builds of the tuned architecture alone")
     p.add_argument("--no-screen", dest="screen", action="store_false",
                    help="CUDA: search the whole space, without dropping values that change no device code")
 
@@ -179,6 +184,9 @@ def build_parser() -> argparse.ArgumentParser:
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
     entries.add_argument("out")
+    entries.add_argument("--compiler", nargs=2, action="append", default=[], metavar=("LANG", "PATH"),
+                         help="a compiler of the project (LANG: C, CXX or CUDA_HOST), asked for this host's ISA features")
+    entries.add_argument("--host-features", help="for tests: this host's ISA features (simulates another host)")
     return parser
 
 
@@ -220,7 +228,7 @@ def _spec_from_args(args: argparse.Namespace):
         max_rounds=max(args.max_rounds, 5), screen=args.screen,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
-        executor=args.executor, ray_address=args.ray_address,
+        executor=args.executor, ray_address=args.ray_address, portable=args.portable, arch_scope=args.arch_scope,
         json_summary=str(Path(args.json_summary).resolve()) if args.json_summary else None,
     )
 
@@ -236,6 +244,10 @@ def _show(path: Path) -> None:
         print(f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, {e.build_type or 'no build type'}){replay}")
         print(f"    flags:    {' '.join(e.flags) or '(none)'}")
         print(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
+        if e.tuned_cpu:
+            print(f"    cpu:      tuned on {e.tuned_cpu}; needs {', '.join(e.cpu_features) or 'no recorded ISA features'}")
+        if e.arch_scope != "all":
+            print(f"    archs:    arch_scope {e.arch_scope}: applied only to builds of sm_{e.arch} alone")
         print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)")
         for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
             print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}")
@@ -359,7 +371,10 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "cmake-entries":
             from .result_file import cmake_entries, read_entries
 
-            text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent)
+            from .portability import HostFeatures
+
+            text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent,
+                                 HostFeatures(dict(args.compiler), args.host_features))
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text)

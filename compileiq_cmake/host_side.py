@@ -28,15 +28,20 @@ Log = Callable[[str], None]
 HOST_SHARE = 0.5
 
 
-def host_compiler(setup: TuneSetup) -> tuple[str, str]:
-    """(compiler id, version) of the host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of the tree, else the
-    c++ nvcc finds on PATH (g++)."""
+def host_compiler_path(setup: TuneSetup) -> str:
+    """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of the tree, else the c++ nvcc finds on PATH (g++)."""
     from .cmake_project import read_cache
 
     cache = read_cache(setup.trees[0].path)
     path = cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
     if not path:
         raise CompileIQError("no host compiler found (CMAKE_CUDA_HOST_COMPILER is empty and g++ is not on PATH)")
+    return path
+
+
+def host_compiler(setup: TuneSetup) -> tuple[str, str]:
+    """(compiler id, version) of the host compiler nvcc uses (host_compiler_path)."""
+    path = host_compiler_path(setup)
     try:
         text = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
         version = subprocess.run([path, "-dumpversion"], capture_output=True, text=True, timeout=30).stdout.strip()
@@ -51,7 +56,7 @@ def host_dimensions(compiler_id: str, version: str, include: tuple[str, ...], ex
     include/exclude names host_<name> select (HOST_GROUP: all of them), unsafe_numerics applies as usual."""
     names = {n.removeprefix("host_") for n in include if n.startswith("host_") and n != HOST_GROUP}
     drop = tuple(n.removeprefix("host_") for n in exclude if n.startswith("host_") and n != HOST_GROUP)
-    groups = tuple(n for n in exclude if n == "unsafe_numerics")
+    groups = tuple(n for n in exclude if n in ("unsafe_numerics", "cpu_specific"))
     space = load_space("gcc", compiler_id, version, tuple(sorted(names)), drop + groups)
     return tuple(replace(d, name=f"host_{d.name}", values=tuple(tuple(HOST_PREFIX + t for t in v) for v in d.values))
                  for d in space.dimensions)

@@ -28,6 +28,7 @@ import tomli_w
 from .errors import CompileIQError
 from .flags import validate_flags
 from .writable import check_creatable
+from .portability import host_specific, resolved_token_ok
 
 SCHEMA_VERSION = 1
 MAX_FLAGS = 256  # per entry
@@ -37,6 +38,8 @@ MAX_FILE_BYTES = 4 << 20
 CHECKS = ("pass_regex", "verify", "compare_output", "compare_file")  # what guarded a tune's results
 NUMERICS_CHECKS = ("compare_output", "compare_file")
 ACF_PREFIX = "--apply-controls="
+ARCH_SCOPES = ("all", "tuned")
+_CPU_FEATURE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
 _TOP_LEVEL = ("schema_version", "entry")
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9_.+\-]+(::[A-Za-z0-9_.+\-]+)*$")
 _BUILD_TYPE = re.compile(r"^[A-Za-z0-9_]*$")  # a CMake configuration name, or empty
@@ -122,6 +125,11 @@ class FlagsEntry:
     # the project headers the target's compiles include (relative to the source dir): sources_sha256 covers them
     headers: tuple[str, ...] = ()
     flags_sha256: str = field(default="", metadata={"pattern": _SHA256_OR_EMPTY})  # CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> of the tune (cmake/CompileIQ.cmake)
+    # host-specific flags (-march=native ...) resolved at tune time: the CPU tuned on and the ISA features they need
+    tuned_cpu: str = ""
+    cpu_features: tuple[str, ...] = ()
+    # CUDA: "all" (the flags go to every architecture the target builds) or "tuned" (only to builds of arch alone)
+    arch_scope: str = field(default="all", metadata={"one_of": ("all", "tuned")})
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -159,11 +167,26 @@ def _check_flags(raw: dict, where: str) -> tuple[str, ...]:
     for flag in acf:
         if _acf_problem(flag):
             raise CompileIQError(f"{where}: {_acf_problem(flag)}")
+    resolved = [f for f in flags if raw.get("tuned_cpu") and isinstance(f, str)
+                and resolved_token_ok(f, tuple(raw.get("cpu_features", ())))]  # -march=native, resolved at tune time
     try:
-        validate_flags(family, [f for f in flags if f not in acf])
+        validate_flags(family, [f for f in flags if f not in acf and f not in resolved])
     except CompileIQError as exc:
         raise CompileIQError(f"{where}: {exc}") from None
     return tuple(flags)
+
+
+def _check_portability(raw: dict, where: str) -> tuple[tuple[str, ...], str]:
+    """cpu_features (a list of ISA feature names, with tuned_cpu only) and arch_scope (one of ARCH_SCOPES)."""
+    features, cpu, scope = raw.get("cpu_features", []), raw.get("tuned_cpu", ""), raw.get("arch_scope", "all")
+    if not isinstance(cpu, str) or not isinstance(features, list) or (features and not cpu) or not all(
+            isinstance(f, str) and _CPU_FEATURE.match(f) for f in features):
+        raise CompileIQError(f"{where}: tuned_cpu of {raw['target']!r} must be a string and cpu_features a list of ISA "
+                             "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
+    if scope not in ARCH_SCOPES or (scope != "all" and raw["language"] != "CUDA"):
+        raise CompileIQError(f"{where}: arch_scope of {raw['target']!r} must be \"all\" or \"tuned\" (\"tuned\" only "
+                             "for a CUDA entry)")
+    return tuple(features), scope
 
 
 def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
@@ -189,7 +212,8 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
         if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags) or len(flags) > MAX_FLAGS:
             raise CompileIQError(f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings")
         try:
-            validate_flags(family, flags)
+            validate_flags(family, [f for f in flags if not (raw.get("tuned_cpu") and resolved_token_ok(
+                f, tuple(raw.get("cpu_features", ()))))])
         except CompileIQError as exc:
             raise CompileIQError(f"{where}: source {path!r}: {exc}") from None
         out.append({"path": path, "flags": list(flags)})
@@ -325,6 +349,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
         raise CompileIQError(f"{where}: an [[entry]] must be a table")
     target = raw.get("target", "?")
     typed = _table(raw, FlagsEntry, f"{where}: entry for {_short(target)}")
+    cpu_features, _ = _check_portability(raw, where)
     flags = _check_flags(raw, where)
     checks = _check_checks(raw, where)
     sources = _check_sources(raw, where)
@@ -333,7 +358,8 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
         raise CompileIQError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
                              "CUDA entry")
     return FlagsEntry(**{**typed, "flags": flags, "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where),
-                         "sources": sources, "headers": _check_headers(raw, where)})
+                         "sources": sources, "headers": _check_headers(raw, where),
+                         "cpu_features": cpu_features})
 
 
 def _load_document(path: Path) -> dict:
@@ -596,9 +622,37 @@ def _resolved_acf(entry: FlagsEntry, base: Path) -> tuple[tuple[str, ...], str]:
     return tuple(flags), ""
 
 
-def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
+def _host_side_only(e: FlagsEntry) -> bool:
+    """A CUDA entry whose flags all go to the host compiler (-Xcompiler=): they change no device code."""
+    from .portability import HOST_PREFIX
+
+    return bool(e.flags) and not e.device_lto and not e.sources and all(f.startswith(HOST_PREFIX) for f in e.flags)
+
+
+def _cpu_arguments(e: FlagsEntry, host) -> list[str]:
+    """TUNED_CPU, HOST_SPECIFIC <flags>, HOST_LACKS <features>, HOST_CHECK <how or why not> of an entry whose
+    flags are specific to the CPU it was tuned on (none otherwise)."""
+    from .cmake_project import cmake_quote
+
+    specific = host_specific(e.flags) + [f for p in e.sources for f in host_specific(p["flags"])]
+    if not specific and not e.tuned_cpu:
+        return []
+    args = ["TUNED_CPU", cmake_quote(e.tuned_cpu or "an unrecorded CPU"), "HOST_SPECIFIC",
+            *(cmake_quote(f) for f in dict.fromkeys(specific))]
+    if not e.cpu_features:
+        return args + ["HOST_CHECK", cmake_quote("the entry records no ISA features to compare")]
+    have, how = host(e) if host is not None else (None, "no compiler was asked")
+    if have is None:
+        return args + ["HOST_CHECK", cmake_quote(f"this host's ISA features are unknown ({how})")]
+    lacks = [f for f in e.cpu_features if f not in have]
+    return args + ["HOST_CHECK", cmake_quote(how), *(["HOST_LACKS", *lacks] if lacks else ["HOST_HAS_FEATURES"])]
+
+
+def cmake_entries(entries: list[FlagsEntry], base: Path | None = None,
+                  host: Callable[[FlagsEntry], tuple[frozenset[str] | None, str]] | None = None) -> str:
     """CMake code with one _compileiq_entry() call per (validated) entry; replays are never applied.
-    `base`: the TOML's directory, against which --apply-controls paths are resolved and checked."""
+    `base`: the TOML's directory, against which --apply-controls paths are resolved and checked. `host`: for
+    an entry tuned on a recorded CPU, this host's ISA features (None: unknown) and how they were found."""
     from .cmake_project import cmake_quote
 
     lines = ["# generated by compileiq_cmake from a validated compileiq.toml"]
@@ -618,6 +672,9 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None) -> str:
             *(["HEADERS", *(cmake_quote(h) for h in e.headers)] if e.headers else []),
             *(["FLAGS_SHA256", cmake_quote(e.flags_sha256)] if e.flags_sha256 else []),
             "DATE", cmake_quote(e.date), "CONFIG", cmake_quote(e.build_type), *(["DEVICE_LTO"] if e.device_lto else []),
+            *(["ARCH_SCOPE", e.arch_scope] if e.arch_scope != "all" else []),
+            *(["HOST_SIDE_ONLY"] if _host_side_only(e) else []),
+            *_cpu_arguments(e, host),
             "FLAGS", *(cmake_quote(f) for f in e.flags),
         ]
         lines.append("_compileiq_entry(" + " ".join(args) + ")")

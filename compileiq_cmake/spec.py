@@ -95,6 +95,8 @@ class TuneSpec:
     executor: str = "local"  # "local" (this machine) or "ray" (the nodes and GPUs of a Ray cluster)
     ray_address: str | None = None  # --executor ray: "auto", "ray://host:10001", ...; None: a new local cluster
     replace: bool = False  # may replace an entry whose numerics were checked by one from a run with weaker checks
+    portable: bool = False  # leave host-specific dimensions (-march=native) out of the search
+    arch_scope: str = "all"  # CUDA, recorded in the entry: "all" architectures the target builds get the flags, or "tuned"
 
     @property
     def checks_outputs(self) -> bool:
@@ -103,17 +105,21 @@ class TuneSpec:
 
     @property
     def excluded_flags(self) -> tuple[str, ...]:
-        """--exclude-flags, plus unsafe_numerics when nothing checks the results (see checks_outputs)."""
-        if self.checks_outputs or "unsafe_numerics" in self.exclude_flags:
-            return self.exclude_flags
-        return (*self.exclude_flags, "unsafe_numerics")
+        """--exclude-flags, plus unsafe_numerics when nothing checks the results (see checks_outputs), plus
+        cpu_specific with --portable."""
+        exclude = self.exclude_flags + (("cpu_specific",) if self.portable and "cpu_specific" not in self.exclude_flags else ())
+        if self.checks_outputs or "unsafe_numerics" in exclude:
+            return exclude
+        return (*exclude, "unsafe_numerics")
 
     def identity(self) -> str:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
         for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
-                         "replace", "gpus", "executor", "ray_address", "json_summary"):
+                         "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope"):
             fields.pop(volatile)
+        if not self.portable:  # the identity of tunes stored before the option existed stays the same
+            fields.pop("portable")
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -144,6 +150,8 @@ class TuneSpec:
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
             raise CompileIQError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
                                  "as in sm_XX, e.g. 90, 90a or 100f")
+        if self.arch_scope not in ("all", "tuned"):
+            raise CompileIQError(f"--arch-scope {self.arch_scope!r}: give all or tuned")
         if self.executor not in ("local", "ray"):
             raise CompileIQError(f"--executor {self.executor!r}: give local or ray")
         if self.ray_address is not None and self.executor != "ray":

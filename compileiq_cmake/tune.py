@@ -31,7 +31,8 @@ from .stats import auto_min_gain, coarse_metric_warning, flag_effects, relative_
 from .console import final_table, print_line, progress
 from .executor import make_executor
 from .finalists import validate_and_ablate
-from . import build_flags, host_side, per_file, summary
+from . import build_flags, host_side, per_file, portability, summary
+from .gpu import host_cpu
 from .pipeline import Pipeline, finished_trial, lookahead
 from .report import write_report
 from .trial import (baseline_error, loss, measure_more_if_promising, noise_of_pairs,
@@ -341,7 +342,7 @@ def _search_with(setup: TuneSetup, store, log: Log, started: float, make, resour
     finalists_seconds = time.perf_counter() - finalists_started
     toml_path = None
     if winner is not None:
-        new = _entry(setup, winner, contributions, len(trials))
+        new = _entry(setup, winner, contributions, len(trials), log)
         change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
         if change is not None and change.replaces is not None:
             log(f"compileiq: {change.message}")
@@ -423,15 +424,52 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ..
     return tuple(out), tuple(digests)
 
 
-def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int) -> FlagsEntry:
+def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log) -> portability.Resolution | None:
+    """-march=native and the like, as the compiler resolves them on this host, with the CPU and its ISA
+    features (None when no flag is host-specific). Kept literal, with a note, when the compiler cannot say."""
+    if not any(portability.is_native(f) for f in flags):
+        return None
+    cpu = host_cpu()
+    try:
+        if setup.language == "CUDA":
+            compiler = host_side.host_compiler_path(setup)
+            compiler_id = portability.compiler_kind(compiler)
+        else:
+            compiler, compiler_id = setup.toolchain.path, setup.toolchain.compiler_id
+        resolution = portability.resolve(flags, compiler, compiler_id, cpu)
+    except CompileIQError as exc:
+        resolution = portability.Resolution(flags, cpu, (), f"kept as they are ({exc})")
+    if resolution.note:
+        log(f"compileiq: note: host-specific flags: {resolution.note}")
+    return resolution
+
+
+def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int,
+           log: Log = print_line) -> FlagsEntry:
     spec = setup.spec
     parts = build_flags.split(winner.flagset.flags)
     flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent)
     bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
+    resolved = _resolve_host_specific(setup, flags, log)
+    written = resolved.flags if resolved else flags
+    sources = []
+    features: set[str] = set(resolved.features) if resolved else set()
+    for path, own in parts.sources:
+        part = _resolve_host_specific(setup, own, log)
+        resolved = resolved or part
+        features |= set(part.features) if part else set()
+        sources.append({"path": path, "flags": list(part.flags if part else own)})
+    if resolved is not None:
+        shown = " ".join(f for f in (flags + tuple(f for _, own in parts.sources for f in own)) if portability.is_native(f))
+        cpu_flags = portability.host_specific(written)
+        extra = len(written) - len(flags) + sum(1 for f in flags if portability.is_native(f)) - len(cpu_flags)
+        log(f"compileiq: {shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
+            f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
+            f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
-        flags=flags, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
+        flags=written, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
         compute_capability=setup.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better,
         workloads=tuple(shlex.join(w.workload) for w in winner.workloads),
@@ -451,7 +489,9 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
              "kept": c.kept, "reason": c.reason}
             for c in contributions if math.isfinite(c.speedup)
         ),
-        device_lto=parts.device_lto, sources=tuple({"path": p, "flags": list(f)} for p, f in parts.sources),
+        device_lto=parts.device_lto, sources=tuple(sources),
+        tuned_cpu=resolved.cpu if resolved else "", cpu_features=tuple(sorted(features)),
+        arch_scope=spec.arch_scope if setup.language == "CUDA" else "all",
         benchmark=bench.relative(bench.argv) if bench else (), pass_regex=spec.pass_regex or "",
         verify=bench.relative(bench.verify) if bench else (),
     )

@@ -128,6 +128,9 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
 
 
 def _check_arch_option(spec: TuneSpec, language: str) -> None:
+    if spec.arch_scope != "all" and language != "CUDA":
+        raise CompileIQError(f"--arch-scope {spec.arch_scope} was given but target '{spec.target}' is a {language} "
+                             "target (no CUDA architectures); leave --arch-scope out")
     if spec.cuda_arch and language != "CUDA":
         raise CompileIQError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
                              "target (no CUDA sources); leave --cuda-arch out")

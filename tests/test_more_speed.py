@@ -399,7 +399,7 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     winner = Validation(FlagSet((), flags), (WorkloadComparison(("--size", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),),
                         1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="multi_bench", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
-        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), pass_regex="PASS")
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), pass_regex="PASS", arch_scope="all")
     setup = SimpleNamespace(spec=spec, language="CUDA", cuda_arch="90", bench=None,
                             toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"), build_type="Release",
                             device="NVIDIA H200", compute_capability="9.0", sources_sha256="ab" * 32, replay=None,

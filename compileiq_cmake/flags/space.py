@@ -18,7 +18,8 @@ _SAFE_TOKEN = re.compile(r"^--?[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
 _ACF_TOKEN = re.compile(r"^--apply-controls=/[A-Za-z0-9_.+/\-]+$")  # an Advanced Control File (absolute path)
 UNSAFE_GROUP = "unsafe_numerics"
 EXPERIMENTAL_GROUP = "experimental"
-GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP)
+HOST_SPECIFIC_GROUP = "cpu_specific"  # flags whose code runs only on CPUs like the tuning host's (-march=native)
+GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP, HOST_SPECIFIC_GROUP)
 # The host side of CUDA translation units: the host compiler's catalogue (gcc.toml), each token passed by nvcc
 # as -Xcompiler=<token>, each dimension named host_<name> (host_side.py decides when they are searched).
 HOST_PREFIX = "-Xcompiler="
@@ -44,6 +45,7 @@ class Dimension:
     experimental: bool = False
     archs: tuple[int, ...] = ()  # sm numbers it applies to; () = every architecture
     build_mode: bool = False  # not a compile flag (device LTO, build_flags): measured first among the singles
+    cpu_specific: bool = False  # its code needs the tuning host's CPU (-march=native): tune --portable drops it
 
     def labels(self) -> list[str]:
         return ["default"] + [" ".join(v) for v in self.values[1:]]
@@ -154,7 +156,9 @@ def load_space(
         if experimental and name not in include and EXPERIMENTAL_GROUP not in include:
             dropped.append(f"{name}: experimental (include it by name or with '{EXPERIMENTAL_GROUP}')")
             continue
-        if name in exclude or (unsafe and UNSAFE_GROUP in exclude) or (experimental and EXPERIMENTAL_GROUP in exclude):
+        cpu_specific = bool(d.get("cpu_specific", False))
+        if name in exclude or (unsafe and UNSAFE_GROUP in exclude) or (experimental and EXPERIMENTAL_GROUP in exclude) \
+                or (cpu_specific and HOST_SPECIFIC_GROUP in exclude):
             dropped.append(f"{name}: excluded")
             continue
         if compiler_id not in d.get("compilers", data["compilers"]):
@@ -174,7 +178,7 @@ def load_space(
             raise ValueError(f"{family}.toml: dimension {name} must start with the empty default")
         kept.append(Dimension(name=name, help=d.get("help", ""), values=values, unsafe_numerics=unsafe,
                               relaxes_numerics=bool(d.get("relaxes_numerics", False)),
-                              experimental=experimental, archs=archs))
+                              experimental=experimental, archs=archs, cpu_specific=cpu_specific))
     if not kept:
         raise CompileIQError("the flag space is empty after --include-flags/--exclude-flags; allow more flags")
     return FlagSpace(family=family, dimensions=tuple(kept), dropped=tuple(dropped))
