@@ -104,7 +104,7 @@ def test_a_valid_file_with_every_kind_of_field_round_trips_and_shows(tmp_path):
     write_entry(path, entry)
     assert read_entries(path) == [entry]
     proc = run_cli("show", str(path))
-    assert proc.returncode == 0 and "speedup:  1.333x over 1 trials" in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "speedup:  1.333x over 1 trial," in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_an_entry_with_a_wrong_field_is_never_written(tmp_path):
