@@ -54,28 +54,8 @@ endif()
 # A variant tree measures exactly the trial's flags.
 set_property(GLOBAL PROPERTY _compileiq_apply_scheduled TRUE)
 
-# Remove CUDA architecture options from the list in <var>.
-function(_compileiq_strip_arch_options var)
-  set(kept "")
-  set(skip_next FALSE)
-  foreach(item IN LISTS ${var})
-    if(skip_next)
-      set(skip_next FALSE)
-      continue()
-    endif()
-    _compileiq_arch_option(name rest "${item}")
-    if(NOT name STREQUAL "")
-      if(rest STREQUAL "")
-        set(skip_next TRUE)  # -arch sm_70 as two items
-      endif()
-      continue()
-    endif()
-    list(APPEND kept "${item}")
-  endforeach()
-  set(${var} "${kept}" PARENT_SCOPE)
-endfunction()
-
-# The same for a command-line string such as CMAKE_CUDA_FLAGS.
+# CUDA architecture options removed from a command-line string such as CMAKE_CUDA_FLAGS
+# (_compileiq_strip_arch_options, CompileIQ.cmake).
 function(_compileiq_strip_arch_string var)
   separate_arguments(args UNIX_COMMAND "${${var}}")
   set(before "${args}")

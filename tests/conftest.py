@@ -27,6 +27,17 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subpro
     )
 
 
+def one_line_error(rc: int, out: str, err: str, *needles: str) -> str:
+    """A usage error as the CLI must give it: exit 2, one line on stderr, no traceback, every needle in it."""
+    assert rc == 2, out[-2000:] + err[-2000:]
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("compileiq-cmake: error: "), err
+    assert "Traceback" not in out + err
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
 def cmake_dir() -> Path:
     out = run_cli("--cmake-dir")
     assert out.returncode == 0, out.stderr
@@ -40,6 +51,23 @@ def configure(src: Path, build: Path, *defs: str) -> subprocess.CompletedProcess
         capture_output=True, text=True,
     )
     return proc
+
+
+def tune_command_rules(tmp_path: Path, keywords: str) -> str:
+    """The build rules of a one-file project configured with -DCOMPILEIQ_TUNE=ON whose CMakeLists calls
+    `compileiq_tune(app BENCHMARK app METRIC WALLTIME <keywords>)`: where the tune command's options show."""
+    src = tmp_path / "p"
+    src.mkdir()
+    (src / "main.cpp").write_text("int main() { return 0; }\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp)\n"
+        "find_package(compileiq_cmake CONFIG REQUIRED)\n"
+        f"compileiq_tune(app BENCHMARK app METRIC WALLTIME {keywords})\n")
+    build = tmp_path / "b"
+    proc = configure(src, build, f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
+    assert proc.returncode == 0, proc.stderr
+    return "".join(p.read_text(errors="replace") for p in build.rglob("*") if p.is_file()
+                   and p.name in ("build.ninja", "build.make"))
 
 
 def compile_commands(build: Path) -> list[dict]:

@@ -6,7 +6,7 @@ import pytest
 
 from compileiq_cmake.spec import compute_capability
 
-from conftest import configure, run_cli
+from conftest import configure, run_cli, one_line_error
 
 METRIC = "time_ms=([0-9.eE+-]+)"
 
@@ -28,11 +28,7 @@ def _tune(src, build, *extra):
 
 
 def _one_line_error(proc, *needles):
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("compileiq-cmake: error: "), proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, *needles)
 
 
 @pytest.mark.parametrize("extra,needles", [

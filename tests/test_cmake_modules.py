@@ -10,7 +10,7 @@ import tomli_w
 import tomllib
 
 from compileiq_cmake.result_file import write_entry
-from conftest import EXAMPLES, cmake_dir, commands_for, configure
+from conftest import EXAMPLES, cmake_dir, commands_for, configure, tune_command_rules
 from test_result_file import make_entry
 
 
@@ -162,18 +162,7 @@ def test_compileiq_tune_argument_errors(tmp_path):
 
 def test_compileiq_tune_keywords_reach_the_tune_command(tmp_path):
     """GPUS, EXECUTOR and RAY_ADDRESS (and the other one-value keywords) become options of the tune command."""
-    src = tmp_path / "p"
-    src.mkdir()
-    (src / "main.cpp").write_text("int main() { return 0; }\n")
-    (src / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp)\n"
-        "find_package(compileiq_cmake CONFIG REQUIRED)\n"
-        "compileiq_tune(app BENCHMARK app METRIC WALLTIME BUDGET 7 GPUS 0,1 EXECUTOR ray RAY_ADDRESS auto)\n")
-    build = tmp_path / "b"
-    proc = configure(src, build, f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
-    assert proc.returncode == 0, proc.stderr
-    rules = "".join(p.read_text(errors="replace") for p in build.rglob("*") if p.is_file()
-                    and (p.name == "build.ninja" or p.name == "build.make"))
+    rules = tune_command_rules(tmp_path, "BUDGET 7 GPUS 0,1 EXECUTOR ray RAY_ADDRESS auto")
     for option in ("--budget=7", "--gpus=0,1", "--executor=ray", "--ray-address=auto"):
         assert option in rules, option
 

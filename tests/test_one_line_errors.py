@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAVE_NVCC, PROJECTS, configure, run_cli
+from conftest import HAVE_NVCC, PROJECTS, configure, run_cli, one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"
@@ -23,13 +23,7 @@ UNWRITABLE = Path("/proc/compileiq-test-no-such-dir")  # nobody, root included, 
 
 
 def _one_line(proc, *needles) -> str:
-    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("compileiq-cmake: error: "), proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+    return one_line_error(proc.returncode, proc.stdout, proc.stderr, *needles)
 
 
 def _replay_args(tmp_path, *extra):

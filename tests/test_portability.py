@@ -20,7 +20,7 @@ from compileiq_cmake.host_side import host_dimensions
 from compileiq_cmake.portability import resolve
 from compileiq_cmake.result_file import read_entries, write_entry
 from compileiq_cmake.spec import MetricSpec, TuneSpec
-from conftest import EXAMPLES, HAVE_NVCC, cmake_dir, commands_for, configure, run_cli
+from conftest import EXAMPLES, HAVE_NVCC, cmake_dir, commands_for, configure, run_cli, tune_command_rules
 from test_result_file import make_entry
 
 GXX = shutil.which("g++")
@@ -105,18 +105,7 @@ def test_portable_leaves_host_specific_dimensions_out():
 
 
 def test_portable_keyword_of_compileiq_tune_reaches_the_tune_command(tmp_path):
-    src = tmp_path / "p"
-    src.mkdir()
-    (src / "main.cpp").write_text("int main() { return 0; }\n")
-    (src / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp)\n"
-        "find_package(compileiq_cmake CONFIG REQUIRED)\n"
-        "compileiq_tune(app BENCHMARK app METRIC WALLTIME PORTABLE)\n")
-    build = tmp_path / "b"
-    proc = configure(src, build, f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
-    assert proc.returncode == 0, proc.stderr
-    rules = "".join(p.read_text(errors="replace") for p in build.rglob("*") if p.is_file()
-                    and p.name in ("build.ninja", "build.make"))
+    rules = tune_command_rules(tmp_path, "PORTABLE")
     assert "--portable" in rules
 
 

@@ -12,7 +12,7 @@ import tomllib
 
 from compileiq_cmake.errors import CompileIQError
 from compileiq_cmake.result_file import FlagsEntry, read_entries, write_entry
-from conftest import EXAMPLES, cmake_dir, configure, run_cli
+from conftest import EXAMPLES, cmake_dir, configure, run_cli, one_line_error
 from test_result_file import make_entry
 
 CONTRIBUTION = {"flags": ["--use_fast_math"], "speedup": 1.2, "ci": [1.1, 1.3], "kept": True, "reason": "faster"}
@@ -40,13 +40,7 @@ def _contribution(**extra):
 
 
 def _one_line(proc, *needles):
-    assert proc.returncode == 2, proc.stdout + proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("compileiq-cmake: error: "), proc.stderr
-    assert "Traceback" not in proc.stdout + proc.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+    return one_line_error(proc.returncode, proc.stdout, proc.stderr, *needles)
 
 
 BAD = [

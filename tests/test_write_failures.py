@@ -13,11 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+
 import tomli_w
 import tomllib
 
 from compileiq_cmake import cli, result_file, tune
 from compileiq_cmake.result_file import read_entries, write_entry
+from conftest import one_line_error
 from test_result_file import make_entry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,13 +50,8 @@ def _during_tune(monkeypatch, action):
 
 
 def _one_line(capsys, rc, *needles) -> str:
-    err = capsys.readouterr().err
-    assert rc == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("compileiq-cmake: error: "), err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+    captured = capsys.readouterr()
+    return one_line_error(rc, captured.out, captured.err, *needles)
 
 
 def _saved(line: str, build: Path) -> Path:
