@@ -497,7 +497,7 @@ def _file_mode() -> int:
 
 def _replace_atomically(target: Path, text: str) -> None:
     """Write a temporary file beside target and rename it over target; no temporary file is left."""
-    own = re.compile(re.escape(_temp_prefix(target)) + r"[a-z0-9_]{8}\.toml")  # mkstemp's 8 random characters
+    own = re.compile(re.escape(_temp_prefix(target)) + r"[a-z0-9_]+\.toml")  # mkstemp's random part: no "." or "-"
     for stray in target.parent.glob(_temp_prefix(target) + "*.toml"):  # of a writer killed under the lock
         if own.fullmatch(stray.name):  # not the temporary file of compileiq.toml-x.toml's writer
             stray.unlink(missing_ok=True)

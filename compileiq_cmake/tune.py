@@ -20,7 +20,7 @@ from typing import Callable
 from . import __version__
 from .bench import kill_leftovers
 from .errors import CompileIQError
-from .gpu import SIMULATE_VARIABLE, require_gpu
+from .gpu import SIMULATE_VARIABLE
 from .measure import Runner
 from .records import BuildResult, Contribution, FlagSet, Trial, TuneResult, Validation
 from .result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
@@ -52,8 +52,6 @@ def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
     check_output_writable(spec.output)  # a result must not be lost at the end for want of a place to write it
     if spec.json_summary:
         check_creatable(Path(spec.json_summary), "--json-summary")
-    if spec.cuda_arch and cluster is None and not spec.replay and not os.environ.get(SIMULATE_VARIABLE):
-        require_gpu()  # a CUDA target (only those take --cuda-arch) whose benchmarks run here
     started = time.perf_counter()
     state_dir = spec.build_dir / "compileiq"
     fresh_state = not state_dir.exists()
@@ -64,7 +62,8 @@ def run_tune(spec: TuneSpec, log: Log = print_line, cluster=None) -> TuneResult:
             if killed:
                 log(f"compileiq: killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune")
             placement = cluster[0].placement(cluster[1]) if cluster else None
-            tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(spec, log, placement)
+            tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(
+                spec, log, placement, gpu_here=cluster is None and not os.environ.get(SIMULATE_VARIABLE))
             make = make_executor
             if cluster:
                 ray_cluster, group = cluster

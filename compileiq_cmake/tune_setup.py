@@ -19,7 +19,7 @@ from .errors import CompileIQError
 from .file_api import CodeModel, Target, Toolchain
 from .fingerprint import FingerprintCache, find_tool
 from .flags import FlagSpace, family_for_compiler, load_space
-from .gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, visible_gpus
+from .gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu, visible_gpus
 from .landscape import Landscape
 from .measure import BenchCommand
 from .nvcc_command import normalize, output_file, target_architectures, tokens
@@ -180,9 +180,11 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     return gpus
 
 
-def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
+def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here: bool = False) -> TuneSetup:
     """The tune's variant trees and everything read from the user's build. `placement`: the GPUs of a Ray
-    cluster (labels, architecture) instead of this machine's."""
+    cluster (labels, architecture) instead of this machine's. `gpu_here`: the benchmarks run on this machine's
+    GPU, so a CUDA target tuned with --cuda-arch needs one (asked once the target is known to be CUDA, before
+    screening); without --cuda-arch the GPU query itself says when there is none."""
     state_dir = spec.build_dir / "compileiq"
     settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
     for note in notes:
@@ -201,6 +203,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneS
     if language not in ("CUDA", "CXX", "C"):
         raise CompileIQError(f"target '{spec.target}' compiles no C, C++ or CUDA sources; nothing to tune")
     _check_arch_option(spec, language)
+    if gpu_here and spec.cuda_arch:
+        require_gpu()
     if language != "CUDA" and (with_cuda := _cuda_in_dependencies(model, target)):
         log(f"compileiq: note: {spec.target} has no CUDA sources of its own; its CUDA code is in {', '.join(with_cuda)}: "
             f"tune {'that target' if len(with_cuda) == 1 else 'those targets'} (--target) for nvcc flags")
