@@ -87,3 +87,19 @@ def host_example(tmp_path: Path) -> Path:
 
 
 needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+
+
+TIERS = ("unit", "cmake", "cuda", "ray", "browser")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test names its tier (pyproject.toml's markers): `--fast` (-m unit) must not silently leave a new
+    test out, nor run one that needs cmake, nvcc, Ray or a browser."""
+    untiered = [item.nodeid for item in items if not any(item.get_closest_marker(t) for t in TIERS)]
+    if untiered:
+        raise pytest.UsageError(f"tests without a tier marker ({', '.join(TIERS)}): {', '.join(untiered[:5])}"
+                                + (f" and {len(untiered) - 5} more" if len(untiered) > 5 else ""))
+    mixed = [item.nodeid for item in items if item.get_closest_marker("unit")
+             and any(item.get_closest_marker(t) for t in TIERS[1:])]
+    if mixed:
+        raise pytest.UsageError(f"tests marked unit and another tier: {', '.join(mixed[:5])}")

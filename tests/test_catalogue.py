@@ -29,6 +29,7 @@ def _names(space: FlagSpace) -> set[str]:
     return {d.name for d in space.dimensions}
 
 
+@pytest.mark.unit
 def test_catalogue_tokens_are_single_plain_tokens_and_never_debug():
     for d in ALL.dimensions:
         assert d.values[0] == ()
@@ -39,6 +40,7 @@ def test_catalogue_tokens_are_single_plain_tokens_and_never_debug():
                 assert not re.fullmatch(r"-X(ptxas|cicc)", tok), "use the -Xptxas=... form (CMake de-duplicates)"
 
 
+@pytest.mark.unit
 def test_experimental_dimensions_only_when_asked():
     default = load_space("nvcc", "NVIDIA", "13.0")
     assert not any(d.experimental for d in default.dimensions)
@@ -53,6 +55,7 @@ def test_experimental_dimensions_only_when_asked():
     assert _names(no_exp) == _names(default)
 
 
+@pytest.mark.unit
 def test_version_and_arch_filters(monkeypatch):
     assert "ofast_compile" not in _names(load_space("nvcc", "NVIDIA", "12.4", include=("experimental",)))
     data = space_module._read_family("nvcc")
@@ -64,6 +67,7 @@ def test_version_and_arch_filters(monkeypatch):
     assert "ptxas_opt_level" not in _names(load_space("nvcc", "NVIDIA", "13.2", arch="100"))
 
 
+@pytest.mark.unit
 def test_canonical_flags_redundant_fatal_and_repair():
     assert canonical_flags(["--use_fast_math", "--ftz=true", "--prec-div=false", "--prec-sqrt=false"]) == ("--use_fast_math",)
     assert canonical_flags(["--ftz=true", "--use_fast_math", "--fmad=false"]) == ("--use_fast_math", "--fmad=false")
@@ -82,6 +86,7 @@ def test_canonical_flags_redundant_fatal_and_repair():
     assert canonical_flags(["--restrict"]) == ("--restrict",)
 
 
+@pytest.mark.unit
 def test_adapt_to_project():
     space = load_space("nvcc", "NVIDIA", "13.0", include=("experimental",))
     fast, notes = adapt_to_project(space, ["-O3", "--use_fast_math"])
@@ -100,6 +105,7 @@ def test_adapt_to_project():
     assert same == space and notes == []
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("command", [
     ["-use_fast_math"], ["--use_fast_math"], ["-O3", "-Xptxas", "-O3", "-use_fast_math"],
     ["--ptxas-options=-v", "-use_fast_math", "-x", "cu"],
@@ -111,6 +117,7 @@ def test_adaptation_sees_fast_math_in_any_spelling(command):
     assert any("already builds with --use_fast_math" in n for n in notes), notes
 
 
+@pytest.mark.unit
 def test_values_the_project_already_has_are_not_tried():
     space = load_space("nvcc", "NVIDIA", "13.0")
     adapted, notes = adapt_to_project(space, normalize(["nvcc", "-maxrregcount", "64", "--fmad", "false",
@@ -126,6 +133,7 @@ def test_values_the_project_already_has_are_not_tried():
         assert text in notes, notes
 
 
+@pytest.mark.unit
 def test_acf_dimension_needs_13_3(tmp_path: Path):
     acf = tmp_path / "booster.acf"
     acf.write_text("controls")
@@ -138,6 +146,7 @@ def test_acf_dimension_needs_13_3(tmp_path: Path):
         add_acf_dimension(space, [tmp_path / "missing.acf"], "13.3")
 
 
+@pytest.mark.cuda
 @needs_nvcc
 def test_every_catalogue_spelling_reaches_cicc_or_ptxas(tmp_path: Path):
     src = tmp_path / "k.cu"
@@ -157,6 +166,7 @@ def test_every_catalogue_spelling_reaches_cicc_or_ptxas(tmp_path: Path):
                     assert tools, tok
 
 
+@pytest.mark.cuda
 @needs_nvcc
 def test_probe_drops_rejected_and_ignored_values_and_caches(tmp_path: Path):
     dim = Dimension(name="x", help="", values=((), ("-Xptxas=-O1",), ("-Xptxas=--register-usage-level=11",),
@@ -172,6 +182,7 @@ def test_probe_drops_rejected_and_ignored_values_and_caches(tmp_path: Path):
     assert again == probed and notes2 == notes
 
 
+@pytest.mark.cuda
 @needs_nvcc
 def test_installed_nvcc_accepts_the_whole_catalogue(tmp_path: Path):
     probed, notes = probe_space(ALL, NVCC, "90", tmp_path / "probe.json")
@@ -188,6 +199,7 @@ def _sass(cubin: Path) -> str:
     return subprocess.run([str(cuobjdump), "-sass", str(cubin)], capture_output=True, text=True, env=env, check=True).stdout
 
 
+@pytest.mark.cuda
 @needs_nvcc
 def test_restrict_survives_extra_device_vectorization(tmp_path: Path):
     src = tmp_path / "k.cu"

@@ -57,6 +57,7 @@ def _gone(needle: str, seconds: float = 15.0) -> bool:
     return not _running(needle)
 
 
+@pytest.mark.cmake
 def test_strict_fails_on_an_entry_that_does_not_apply_or_is_stale(tmp_path):
     """Without --strict such entries are reported and the exit status is 0; with it, 1 and the reason per entry."""
     from compileiq_cmake.result_file import write_entry
@@ -88,6 +89,7 @@ def test_strict_fails_on_an_entry_that_does_not_apply_or_is_stale(tmp_path):
                                      in proc.stdout), proc.stdout
 
 
+@pytest.mark.unit
 def test_the_pass_rule_on_recorded_numbers():
     """'Significantly above 1 + min gain': the 95% interval's lower end above 1 + min gain. These recorded runs
     (5 interleaved rounds) give 1.020x [1.004..1.036]: significantly faster than 1, its estimate above 1.01, but
@@ -109,6 +111,7 @@ def test_the_pass_rule_on_recorded_numbers():
     assert not passed and "significantly slower than the plain build on '--n 2'" in reason
 
 
+@pytest.mark.unit
 def test_workloads_are_deduplicated_and_capped_with_a_note():
     from test_result_file import make_entry
 
@@ -125,6 +128,7 @@ def test_workloads_are_deduplicated_and_capped_with_a_note():
     assert select_workloads(make_entry(workloads=()), 8) == ([()], "")
 
 
+@pytest.mark.cmake
 def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tmp_path):
     """Two entries of one program, each with the benchmark, metric and workloads its tune recorded: `light` (whose
     flags change nothing) with the whole program's time, `heavy` with its own throughput (higher is better).
@@ -168,6 +172,7 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
         assert e["remeasure"]["benchmark"] == ["pair_bench", "heavy"] and not e["remeasure"]["lower_is_better"], e
 
 
+@pytest.mark.cmake
 def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     """The entry a tune writes holds its benchmark (the binary relative to the build tree), PASS_REGEX and
     workloads; check --remeasure runs exactly that, without --bench, in its own trees."""
@@ -189,6 +194,7 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     assert [w["workload"] for w in r["workloads"]] == ["--n 1000000"] and r["speedup"] > 1.2, r
 
 
+@pytest.mark.unit
 def test_the_recorded_command_is_relative_to_the_build_tree():
     """Paths in the user's build tree become relative to it (every run has its tree as the working directory);
     programs on PATH, paths elsewhere and other arguments stay as they are."""
@@ -200,6 +206,7 @@ def test_the_recorded_command_is_relative_to_the_build_tree():
         "./bin/nbody", "--in", "./data/x.bin", "--out", ".", "/work/build2/y", "/opt/tool", "mpirun", "-n", "2")
 
 
+@pytest.mark.unit
 def test_the_recorded_benchmark_fields_are_validated(tmp_path):
     """benchmark and verify: lists of strings; pass_regex: a regex. Anything else: one line naming the field."""
     from test_result_file import make_entry
@@ -222,6 +229,7 @@ def test_the_recorded_benchmark_fields_are_validated(tmp_path):
             read_entries(path)
 
 
+@pytest.mark.cmake
 def test_the_recorded_verify_runs_and_a_tuned_build_that_fails_it_fails_the_gate(tmp_path):
     """The tune's VERIFY (recorded in the entry) runs after the first run in each tree; here it fails only where
     the tuned flags are in the compile commands: the entry fails (exit 1), not the check (exit 2)."""
@@ -263,6 +271,7 @@ def _with_provider(tmp_path: Path) -> tuple[Path, Path, Path]:
     return src, build, provider
 
 
+@pytest.mark.cmake
 def test_check_keeps_the_users_own_top_level_includes(tmp_path):
     from compileiq_cmake.result_file import write_entry
 
@@ -275,6 +284,7 @@ def test_check_keeps_the_users_own_top_level_includes(tmp_path):
     assert "-DGATE_DEP_LEVEL=2" in command and "-O2" in command.split(), command
 
 
+@pytest.mark.cmake
 def test_tune_keeps_the_users_own_top_level_includes(tmp_path):
     """The tune's variant trees too (the user's includes were dropped there as well)."""
     src, build, _ = _with_provider(tmp_path)
@@ -287,6 +297,8 @@ def test_tune_keeps_the_users_own_top_level_includes(tmp_path):
     assert "-DGATE_DEP_LEVEL=2" in command, command
 
 
+@pytest.mark.cmake
+@pytest.mark.slow
 def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monkeypatch):
     """A configure or a build that hangs is stopped after --build-timeout with everything it started (the
     process group: cmake, ninja/make and what they run), and check says so in one line (exit 2)."""

@@ -31,6 +31,7 @@ def _one_line_error(proc, *needles):
     one_line_error(proc.returncode, proc.stdout, proc.stderr, *needles)
 
 
+@pytest.mark.cmake
 @pytest.mark.parametrize("extra,needles", [
     (["--target", "nope"], ["unknown target 'nope'", "host_kernels"]),
     (["--bench", "no_such_benchmark --n 3"], ["benchmark command 'no_such_benchmark' not found"]),
@@ -47,12 +48,14 @@ def test_bad_tune_input(configured, extra, needles):
     assert not (build / "compileiq").exists(), "a failed first run must leave no state behind"
 
 
+@pytest.mark.cmake
 def test_nonexistent_source_dir(tmp_path):
     proc = _tune(tmp_path / "missing", tmp_path / "build")
     _one_line_error(proc, "does not exist", "-S")
     assert not (tmp_path / "build").exists()
 
 
+@pytest.mark.cmake
 def test_malformed_and_missing_toml(tmp_path):
     bad = tmp_path / "compileiq.toml"
     bad.write_text("schema_version = 1\n[[entry]\n")
@@ -63,6 +66,7 @@ def test_malformed_and_missing_toml(tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.cmake
 def test_help_documents_every_command():
     proc = run_cli("--help")
     assert proc.returncode == 0
@@ -74,6 +78,7 @@ def test_help_documents_every_command():
         assert option in tune.stdout
 
 
+@pytest.mark.cmake
 @pytest.mark.parametrize("extra,needles", [
     (["--workers", "0"], ["--workers 0 is out of range"]),
     (["--timeout", "-1"], ["--timeout -1 is out of range", "positive number of seconds"]),
@@ -97,6 +102,7 @@ def test_every_option_is_checked_before_it_can_mislead(configured, extra, needle
     assert not (src / "compileiq.toml").exists()
 
 
+@pytest.mark.cmake
 def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured):
     """An entry whose numerics were checked by output comparison is not replaced by a tune that compares
     nothing: refused before any build (exit 2, the file unchanged), unless --replace."""
@@ -117,5 +123,6 @@ def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured):
     assert not (build / "compileiq" / "trials.sqlite").exists(), "refused before any trial"
 
 
+@pytest.mark.unit
 def test_architecture_suffixes_give_the_compute_capability():
     assert compute_capability("90a") == "9.0" and compute_capability("100f") == "10.0" and compute_capability("75") == "7.5"

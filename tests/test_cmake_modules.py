@@ -3,6 +3,8 @@ hostile TOML files, through real configures."""
 
 from __future__ import annotations
 
+import pytest
+
 import shutil
 import subprocess
 
@@ -35,6 +37,7 @@ def _host_entry(version, **kw):
     return make_entry(**base)
 
 
+@pytest.mark.cmake
 def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
     src = _host_project(tmp_path)
     probe = tmp_path / "probe"
@@ -62,6 +65,7 @@ def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
     assert other.returncode == 0 and "not_in_project" in other.stderr
 
 
+@pytest.mark.cmake
 def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tmp_path):
     """Release-tuned flags: a Debug build does not get them; a multi-config generator gets them inside
     $<CONFIG:Release> (impl-Release.ninja has them, impl-Debug.ninja not)."""
@@ -95,6 +99,7 @@ def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tm
     assert "-funroll-loops" not in (multi / "CMakeFiles" / "impl-Debug.ninja").read_text()
 
 
+@pytest.mark.cmake
 def test_cuda_entry_for_another_architecture_is_not_applied(tmp_path):
     """n-body builds 75;80;90: an sm_100 entry must not be applied; an sm_90 one is, with a note."""
     src = tmp_path / "nbody"
@@ -119,6 +124,7 @@ def test_cuda_entry_for_another_architecture_is_not_applied(tmp_path):
     assert all("--use_fast_math" in c for c in commands_for(tmp_path / "b90", "nbody.cu"))
 
 
+@pytest.mark.cmake
 def test_hostile_toml_stops_the_configure_with_one_clear_message(tmp_path):
     src = _host_project(tmp_path)
     toml = src / "compileiq.toml"
@@ -132,6 +138,7 @@ def test_hostile_toml_stops_the_configure_with_one_clear_message(tmp_path):
     assert not (tmp_path / "b" / "PWNED").exists() and not (src / "PWNED").exists()
 
 
+@pytest.mark.cmake
 def test_explicit_flags_file_that_does_not_exist_is_an_error(tmp_path):
     src = _host_project(tmp_path)
     proc = configure(src, tmp_path / "b", f"-Dcompileiq_cmake_DIR={cmake_dir()}",
@@ -139,6 +146,7 @@ def test_explicit_flags_file_that_does_not_exist_is_an_error(tmp_path):
     assert proc.returncode != 0 and "missing.toml" in proc.stderr
 
 
+@pytest.mark.cmake
 def test_compileiq_tune_argument_errors(tmp_path):
     src = tmp_path / "p"
     src.mkdir()
@@ -160,6 +168,7 @@ def test_compileiq_tune_argument_errors(tmp_path):
         assert message in proc.stderr, (call, proc.stderr)
 
 
+@pytest.mark.cmake
 def test_compileiq_tune_keywords_reach_the_tune_command(tmp_path):
     """GPUS, EXECUTOR and RAY_ADDRESS (and the other one-value keywords) become options of the tune command."""
     rules = tune_command_rules(tmp_path, "BUDGET 7 GPUS 0,1 EXECUTOR ray RAY_ADDRESS auto")
@@ -167,6 +176,7 @@ def test_compileiq_tune_keywords_reach_the_tune_command(tmp_path):
         assert option in rules, option
 
 
+@pytest.mark.cmake
 def test_per_source_flags_go_to_that_file_only(tmp_path):
     """An entry's per-source part: the file's own flags come after the target's in its compile command, the
     other files do not get them, a path that is not a source of the target is refused with a warning, and
@@ -210,6 +220,7 @@ def _nvcc_version(build) -> str:
     return re.search(r'set\(CMAKE_CUDA_COMPILER_VERSION "([\d.]+)"', text).group(1)
 
 
+@pytest.mark.cmake
 def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path):
     """device_lto = true: every CUDA compile line of the target makes LTO-IR (code=lto_90: nvcc refuses -dlto
     next to --generate-code) and its device link gets -dlto, the status line says so, nvcc compiles such an

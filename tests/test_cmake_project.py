@@ -33,6 +33,8 @@ def _arch_options(command: str) -> set[str]:
     return {tok for tok in shlex.split(command) if ARCH_OPTION.match(tok)}
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @needs_nvcc
 def test_cuda_variant_builds_only_the_gpu_arch_with_injected_flags(tmp_path):
     """n-body hard-codes CMAKE_CUDA_ARCHITECTURES 75 80 90: the variant builds sm_90 only."""
@@ -54,6 +56,8 @@ def test_cuda_variant_builds_only_the_gpu_arch_with_injected_flags(tmp_path):
     assert any("compute_75" in c for c in user_cmds)
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @needs_nvcc
 def test_changing_the_fragment_rebuilds_only_the_tuned_target(tmp_path):
     """stencil: the tuned library is rebuilt, the benchmark's own main.cu is not recompiled."""
@@ -70,6 +74,7 @@ def test_changing_the_fragment_rebuilds_only_the_tuned_target(tmp_path):
     assert tree.build(("stencil_kernels", "stencil"), jobs=2, timeout=600).log_tail.count(".o") == 0
 
 
+@pytest.mark.cmake
 def test_host_variant_injects_flags_after_the_projects_own(tmp_path):
     src, user_build, tree, model = _variant(tmp_path, "host_cpp", "", "host_kernels", "CXX")
     assert model.toolchains["CXX"].compiler_id in ("GNU", "Clang")
@@ -81,12 +86,14 @@ def test_host_variant_injects_flags_after_the_projects_own(tmp_path):
     assert (tree.path / "host_kernels").is_file()
 
 
+@pytest.mark.cmake
 def test_unknown_target_lists_the_projects_targets(tmp_path):
     _, _, _, model = _variant(tmp_path, "host_cpp", "", "host_kernels", "CXX")
     with pytest.raises(CompileIQError, match=r"unknown target 'nbody'; the project defines: host_kernels"):
         model.target("nbody")
 
 
+@pytest.mark.cmake
 def test_user_cache_is_replayed_but_tool_settings_are_not(tmp_path):
     src = tmp_path / "host_cpp"
     shutil.copytree(EXAMPLES / "host_cpp", src)
@@ -100,6 +107,7 @@ def test_user_cache_is_replayed_but_tool_settings_are_not(tmp_path):
     assert 'set(MY_OPTION "ON" CACHE STRING "" FORCE)' in script
 
 
+@pytest.mark.unit
 def test_fragment_quoting_cannot_break_out():
     assert cmake_quote('a"b${X}\\') == '"a\\"b\\${X}\\\\"'
     text = render_fragment("t", "CXX", "", ("-O2", "-funroll-loops"))

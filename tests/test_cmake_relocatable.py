@@ -60,6 +60,8 @@ CASES = {  # name -> (project, extra configure arguments, what the refusal says 
 }
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path, case):
     """One rule on both sides: the variant tree records the CMake module's decision, the tune offers device
@@ -110,6 +112,8 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
         assert refusal in " ".join(proc.stderr.split()), proc.stderr[-2000:]
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_for_its_target(tmp_path):
     """Two entries for one target (sm_90 with device LTO, sm_80 without); the target builds 80 and 90 but no
     relocatable device code: the first is refused for that reason, the second applies."""

@@ -3,6 +3,8 @@ implementations of one protocol, chosen from the setup, and the search never bra
 
 from __future__ import annotations
 
+import pytest
+
 import inspect
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from compileiq_cmake.tune_setup import replay_setup
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 
 
+@pytest.mark.unit
 def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tmp_path):
     spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
                     metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
@@ -29,17 +32,20 @@ def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tm
     assert run.value and run.value > 0
 
 
+@pytest.mark.unit
 def test_local_executor_wraps_the_variant_trees():
     executor = LocalExecutor(setup=None, runner=None)
     assert executor.name == "local" and callable(executor.build)
 
 
+@pytest.mark.unit
 def test_the_search_stages_do_not_branch_on_the_backend():
     for module in (tune, trial, finalists):
         source = inspect.getsource(module)
         assert ".replay.build" not in source and "setup.replay or" not in source, module.__name__
 
 
+@pytest.mark.unit
 def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     """The progress line's ETA covers the whole tune (validation and ablation took 23 s of a 36 s tune that
     the old ETA left out), and an invalid trial's reason is printed whole."""
@@ -63,6 +69,7 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     assert " ".join(reason.split()) in lines[0] and "+ finalists ~" in lines[0], lines[0]
 
 
+@pytest.mark.unit
 def test_lookahead_keeps_the_gpus_fed_and_no_more():
     """Issue 13: trials in flight are asked blind; the conveyor keeps per GPU the trial on it plus what builds
     in the time of a benchmark, and one spare (H200 multi-file tune: build ~10 s, benchmark ~9 s -> 4 of 8)."""

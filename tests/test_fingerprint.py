@@ -39,6 +39,7 @@ def _compile(tmp: Path, name: str, *flags: str, kind: str = "-cubin") -> Path:
     return out
 
 
+@pytest.mark.unit
 def test_sass_normalization_strips_addresses_encodings_and_headers():
     text = """
 Fatbin elf code:
@@ -62,6 +63,7 @@ identifier = /home/someone/build/k.cu
     assert parse_sass(moved)[0][1] == digest
 
 
+@pytest.mark.cuda
 @needs_nvcc
 @needs_cuobjdump
 def test_ptxas_verbose_changes_the_cubin_bytes_but_not_the_fingerprint(tmp_path: Path):
@@ -71,6 +73,7 @@ def test_ptxas_verbose_changes_the_cubin_bytes_but_not_the_fingerprint(tmp_path:
     assert fingerprint(plain) == fingerprint(verbose)
 
 
+@pytest.mark.cuda
 @needs_nvcc
 @needs_cuobjdump
 def test_fast_math_changes_the_fingerprint_of_the_dividing_kernel_only(tmp_path: Path):
@@ -81,6 +84,7 @@ def test_fast_math_changes_the_fingerprint_of_the_dividing_kernel_only(tmp_path:
     assert plain.kernel("sm_90:_Z5scalePiii").sass_sha256 == fast.kernel("sm_90:_Z5scalePiii").sass_sha256
 
 
+@pytest.mark.cuda
 @needs_nvcc
 @needs_cuobjdump
 def test_resources_are_sane_and_objects_libraries_executables_work(tmp_path: Path):
@@ -98,6 +102,7 @@ def test_resources_are_sane_and_objects_libraries_executables_work(tmp_path: Pat
     assert all(k.registers <= 24 for k in spilled.kernels)
 
 
+@pytest.mark.cuda
 @needs_cuobjdump
 def test_files_without_device_code_give_the_empty_fingerprint(tmp_path: Path):
     host = tmp_path / "host.o"

@@ -4,6 +4,8 @@ real reason. Real processes; time limits are generous (the machine may be loaded
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import os
 import signal
@@ -61,6 +63,7 @@ def _detached_child(tmp_path: Path, pid_path: Path, seconds: int = 25) -> str:
     return f"import subprocess, sys\nsubprocess.Popen([sys.executable, {str(child)!r}], start_new_session=True)\n"
 
 
+@pytest.mark.unit
 def test_setsid_child_holding_stdout_does_not_outlive_the_timeout(tmp_path):
     pid_path = tmp_path / "child.pid"
     body = _detached_child(tmp_path, pid_path) + "import time\ntime.sleep(60)\n"
@@ -71,6 +74,7 @@ def test_setsid_child_holding_stdout_does_not_outlive_the_timeout(tmp_path):
     assert _wait_dead(int(_wait_file(pid_path))), "the detached child survived the timeout"
 
 
+@pytest.mark.unit
 def test_finished_benchmark_with_a_setsid_child_holding_stdout_returns_and_leaves_no_orphan(tmp_path):
     pid_path = tmp_path / "child.pid"
     body = _detached_child(tmp_path, pid_path) + f"import time\nwhile not __import__('os').path.exists({str(pid_path)!r}): time.sleep(0.05)\nprint('time_ms=2.5')\n"
@@ -81,6 +85,7 @@ def test_finished_benchmark_with_a_setsid_child_holding_stdout_returns_and_leave
     assert _wait_dead(int(_wait_file(pid_path))), "the benchmark left an orphan process"
 
 
+@pytest.mark.unit
 def test_double_forked_daemon_is_killed_with_the_run(tmp_path):
     pid_path = tmp_path / "daemon.pid"
     body = (
@@ -101,6 +106,7 @@ def test_double_forked_daemon_is_killed_with_the_run(tmp_path):
     assert _wait_dead(int(_wait_file(pid_path))), "a fully detached child of the benchmark was left running"
 
 
+@pytest.mark.unit
 def test_huge_output_is_kept_bounded_and_said_to_be_truncated(tmp_path):
     body = "import sys\nline = 'x' * 99 + '\\n'\nfor _ in range(300000): sys.stdout.write(line)\nprint('time_ms=2.5')\nprint('PASS')\n"
     out = run_benchmark(_script(tmp_path, body), tmp_path, REGEX, "PASS", timeout=120)
@@ -129,6 +135,7 @@ def _tune_that_dies(tmp_path: Path, bench_body: str) -> tuple[subprocess.Popen, 
     return proc, pid_file
 
 
+@pytest.mark.unit
 def test_benchmark_dies_with_the_tune_and_leftovers_are_killed_on_the_next_start(tmp_path):
     bench_pid, grandchild_pid = tmp_path / "bench.pid.txt", tmp_path / "grandchild.pid.txt"
     grandchild = tmp_path / "grandchild.py"
@@ -161,6 +168,7 @@ def test_benchmark_dies_with_the_tune_and_leftovers_are_killed_on_the_next_start
                     pass
 
 
+@pytest.mark.unit
 def test_pid_file_is_removed_after_a_normal_run_and_a_stale_one_kills_nothing(tmp_path):
     pid_file = tmp_path / "bench.pid"
     res = run_process([PY, "-c", "print('hi')"], tmp_path, 30, pid_file=pid_file)
@@ -182,6 +190,7 @@ def _value_run(tmp_path: Path, printed: str, metric: MetricSpec = REGEX):
     return run_benchmark(_script(tmp_path, f"print({printed!r})"), tmp_path, metric, None, 30)
 
 
+@pytest.mark.unit
 def test_negative_and_zero_times_make_the_run_invalid_with_the_reason(tmp_path):
     out = _value_run(tmp_path, "time_ms=-3.2")
     assert out.status is not Status.OK and "metric is -3.2: not a positive time" in out.reason
@@ -192,6 +201,7 @@ def test_negative_and_zero_times_make_the_run_invalid_with_the_reason(tmp_path):
     assert _value_run(tmp_path, "gflops=12.5", THROUGHPUT).value == 12.5
 
 
+@pytest.mark.unit
 def test_non_finite_metric_is_invalid_with_the_reason_not_never_matched(tmp_path):
     for printed, shown in (("nan", "nan"), ("inf", "inf"), ("1e999", "inf"), ("-inf", "-inf")):
         out = _value_run(tmp_path, f"time_ms={printed}")
@@ -201,6 +211,7 @@ def test_non_finite_metric_is_invalid_with_the_reason_not_never_matched(tmp_path
     assert out.status is Status.RUN_FAILED and "'abc'" in out.reason and "not a number" in out.reason
 
 
+@pytest.mark.unit
 def test_gbench_with_a_zero_time_is_invalid(tmp_path):
     report = {"benchmarks": [
         {"name": "a", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms"},
@@ -212,6 +223,7 @@ def test_gbench_with_a_zero_time_is_invalid(tmp_path):
     assert out.status is not Status.OK and "not a positive time" in out.reason
 
 
+@pytest.mark.unit
 def test_metric_printed_several_times_with_different_values_warns_once_and_last_counts(tmp_path):
     argv = _script(tmp_path, "print('time_ms=5.0'); print('time_ms=2.5'); print('time_ms=2.5')")
     out = run_benchmark(argv, tmp_path, REGEX, None, 30)

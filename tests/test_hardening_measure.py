@@ -3,6 +3,8 @@ metric warnings reach the caller once per trial."""
 
 from __future__ import annotations
 
+import pytest
+
 import sys
 from pathlib import Path
 
@@ -42,6 +44,7 @@ def _runner(tmp_path: Path, body: str, **spec_kw) -> tuple[Runner, VariantTree]:
     return Runner(spec, BenchCommand(spec.benchmark, (), build)), tree
 
 
+@pytest.mark.unit
 def test_compare_file_of_an_earlier_run_is_not_read_again(tmp_path):
     runner, tree = _runner(tmp_path, WRITES_ONCE, compare_file="result.txt")
     first = runner.run(tree, ())
@@ -52,6 +55,7 @@ def test_compare_file_of_an_earlier_run_is_not_read_again(tmp_path):
     assert "did not write result.txt" in second.reason
 
 
+@pytest.mark.unit
 def test_compare_file_removed_before_the_run(tmp_path):
     runner, tree = _runner(tmp_path, "print('time_ms=3.0')", compare_file="result.txt")
     (tree.path / "result.txt").write_text("7 8 9\n")  # left over from another build in this tree
@@ -60,6 +64,7 @@ def test_compare_file_removed_before_the_run(tmp_path):
     assert not (tree.path / "result.txt").exists()
 
 
+@pytest.mark.unit
 def test_metric_warnings_reach_the_trial_once(tmp_path):
     runner, tree = _runner(tmp_path, TWICE)
     res = runner.run(tree, ())
@@ -69,6 +74,7 @@ def test_metric_warnings_reach_the_trial_once(tmp_path):
     assert m.status is Status.OK and len(m.warnings) == 1
 
 
+@pytest.mark.unit
 def test_negative_metric_makes_the_trial_invalid(tmp_path):
     runner, tree = _runner(tmp_path, "print('time_ms=-3.2')")
     m = runner.measure(tree, repeats=2, warmup=0)

@@ -29,6 +29,7 @@ def _write_raw(path: Path, mutate) -> None:
 
 # ---- (a) strict reading --------------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_unknown_top_level_key_is_refused_naming_key_and_file(tmp_path):
     path = tmp_path / "compileiq.toml"
     _write_raw(path, lambda d: d.update(extra_setting=True))
@@ -36,6 +37,7 @@ def test_unknown_top_level_key_is_refused_naming_key_and_file(tmp_path):
         read_entries(path)
 
 
+@pytest.mark.unit
 def test_flag_errors_name_the_file(tmp_path):
     path = tmp_path / "compileiq.toml"
     _write_raw(path, lambda d: d["entry"][0].update(flags=["-Xptxas=-O9"]))
@@ -50,6 +52,7 @@ def _writer(path: str, prefix: str, n: int) -> None:
         write_entry(Path(path), make_entry(target=f"{prefix}{i}"))
 
 
+@pytest.mark.unit
 def test_concurrent_writers_lose_no_entry(tmp_path):
     path = tmp_path / "compileiq.toml"
     ctx = multiprocessing.get_context("fork")
@@ -66,6 +69,7 @@ def test_concurrent_writers_lose_no_entry(tmp_path):
 
 # ---- (c) checked before a tune -------------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("content,message", [
     ("", "schema_version"),
     ("schema_version = 1\n[[entry]]\ntarget = \"nbo", "not valid TOML"),
@@ -78,6 +82,7 @@ def test_existing_file_that_is_not_a_compileiq_toml_is_caught_before_the_tune(tm
         check_output_writable(path)
 
 
+@pytest.mark.unit
 def test_output_check_accepts_new_and_valid_files_and_refuses_unwritable_places(tmp_path, monkeypatch):
     check_output_writable(tmp_path / "new" / "compileiq.toml")  # a directory to be created is fine
     path = tmp_path / "compileiq.toml"
@@ -109,6 +114,7 @@ def _no_space_for(target: Path, monkeypatch) -> None:
     monkeypatch.setattr("compileiq_cmake.result_file.os.replace", replace_)
 
 
+@pytest.mark.unit
 def test_failed_write_saves_the_entry_in_the_fallback_and_says_where(tmp_path, monkeypatch):
     path = tmp_path / "src" / "compileiq.toml"
     first = make_entry(target="first")
@@ -128,6 +134,7 @@ def test_failed_write_saves_the_entry_in_the_fallback_and_says_where(tmp_path, m
         write_entry(path, entry)  # without a fallback: still one clear line
 
 
+@pytest.mark.unit
 def test_stray_temporary_file_of_a_killed_writer_is_removed(tmp_path):
     path = tmp_path / "compileiq.toml"
     stray = tmp_path / ".compileiq-compileiq.toml-k1ll3d.toml"
@@ -138,6 +145,7 @@ def test_stray_temporary_file_of_a_killed_writer_is_removed(tmp_path):
 
 # ---- (e) a symlinked compileiq.toml --------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_symlinked_file_is_written_through_the_link(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -153,6 +161,7 @@ def test_symlinked_file_is_written_through_the_link(tmp_path):
 
 # ---- (f) caps ------------------------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_too_many_flags_and_too_big_files_are_refused(tmp_path):
     path = tmp_path / "compileiq.toml"
     _write_raw(path, lambda d: d["entry"][0].update(flags=["--use_fast_math"] * (MAX_FLAGS + 1)))
@@ -167,6 +176,7 @@ def test_too_many_flags_and_too_big_files_are_refused(tmp_path):
 
 # ---- (g) Advanced Control File paths -------------------------------------------------------------------
 
+@pytest.mark.unit
 @pytest.mark.parametrize("flag", ["--apply-controls=/etc/passwd", "--apply-controls=../outside/x.acf",
                                   "--apply-controls=controls/../../x.acf", "--apply-controls="])
 def test_apply_controls_outside_the_source_tree_is_refused(tmp_path, flag):
@@ -176,6 +186,7 @@ def test_apply_controls_outside_the_source_tree_is_refused(tmp_path, flag):
         read_entries(path)
 
 
+@pytest.mark.unit
 def test_apply_controls_relative_path_is_accepted(tmp_path):
     path = tmp_path / "compileiq.toml"
     entry = make_entry(flags=("--use_fast_math", "--apply-controls=controls/booster.acf"),
@@ -186,6 +197,7 @@ def test_apply_controls_relative_path_is_accepted(tmp_path):
 
 # ---- 7. replacement policy -----------------------------------------------------------------------------
 
+@pytest.mark.unit
 def test_checks_field_round_trips_and_tells_numerics_checked(tmp_path):
     path = tmp_path / "compileiq.toml"
     entry = make_entry(checks=("pass_regex", "compare_output"))
@@ -197,6 +209,7 @@ def test_checks_field_round_trips_and_tells_numerics_checked(tmp_path):
         read_entries(path)
 
 
+@pytest.mark.unit
 def test_numerics_checked_entry_is_not_replaced_by_an_unchecked_one_without_replace():
     old = make_entry(checks=("compare_file",), speedup=1.30)
     other = make_entry(target="other")
@@ -213,6 +226,7 @@ def test_numerics_checked_entry_is_not_replaced_by_an_unchecked_one_without_repl
     assert fresh.replaces is None and fresh.allowed
 
 
+@pytest.mark.unit
 def test_write_entry_enforces_the_policy_under_its_lock(tmp_path):
     path = tmp_path / "compileiq.toml"
     old = make_entry(checks=("compare_output",))

@@ -22,6 +22,7 @@ def _damaged(tmp_path):
     return sorted(tmp_path.glob("trials.sqlite.damaged-*"))
 
 
+@pytest.mark.unit
 def test_brand_new_store_and_a_healthy_one_have_no_note(tmp_path):
     db = tmp_path / "trials.sqlite"
     store = TrialStore(db, "s")
@@ -33,6 +34,7 @@ def test_brand_new_store_and_a_healthy_one_have_no_note(tmp_path):
     again.close()
 
 
+@pytest.mark.unit
 def test_existing_empty_store_is_moved_aside_not_silently_restarted(tmp_path):
     db = tmp_path / "trials.sqlite"
     db.write_bytes(b"")
@@ -44,6 +46,7 @@ def test_existing_empty_store_is_moved_aside_not_silently_restarted(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_garbage_store_is_moved_aside_with_a_note_not_a_traceback(tmp_path):
     db = tmp_path / "trials.sqlite"
     db.write_bytes(b"this is not a database at all\n" * 300)
@@ -54,6 +57,7 @@ def test_garbage_store_is_moved_aside_with_a_note_not_a_traceback(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_half_truncated_store_is_moved_aside(tmp_path):
     db = tmp_path / "trials.sqlite"
     store = TrialStore(db, "s")
@@ -69,6 +73,7 @@ def test_half_truncated_store_is_moved_aside(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_a_damaged_store_that_cannot_be_moved_is_one_clear_error(tmp_path, monkeypatch):
     db = tmp_path / "trials.sqlite"
     db.write_bytes(b"garbage" * 1000)
@@ -82,6 +87,7 @@ def test_a_damaged_store_that_cannot_be_moved_is_one_clear_error(tmp_path, monke
     assert db.read_bytes().startswith(b"garbage")
 
 
+@pytest.mark.unit
 def test_a_locked_store_is_not_taken_for_damaged(tmp_path):
     db = tmp_path / "trials.sqlite"
     TrialStore(db, "s").close()
@@ -109,6 +115,7 @@ def test_a_locked_store_is_not_taken_for_damaged(tmp_path):
     assert _damaged(tmp_path) == []
 
 
+@pytest.mark.unit
 def test_validation_and_ablation_results_round_trip(tmp_path):
     db = tmp_path / "trials.sqlite"
     store = TrialStore(db, "s")

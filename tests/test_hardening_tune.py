@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from compileiq_cmake.spec import MetricSpec, TuneSpec
 from compileiq_cmake.trial import build_variant as _build
 from compileiq_cmake.tune_setup import setup
@@ -15,6 +17,7 @@ def _tamper(tree) -> None:
     cache.write_text(text.replace("CMAKE_CXX_FLAGS:STRING=", "CMAKE_CXX_FLAGS:STRING=-march=native ", 1))
 
 
+@pytest.mark.cmake
 def test_a_benchmark_that_edits_its_variant_tree_cannot_change_what_is_measured(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -38,6 +41,7 @@ def test_a_benchmark_that_edits_its_variant_tree_cannot_change_what_is_measured(
     assert not result.ok and "+-march=native" in result.log_tail, result.log_tail
 
 
+@pytest.mark.cmake
 def test_a_failing_variant_configure_names_the_file_and_keeps_its_log(host_example, tmp_path):
     """The line named the error without its file and the tree (with its log) was deleted."""
     from conftest import run_cli
@@ -58,6 +62,7 @@ def test_a_failing_variant_configure_names_the_file_and_keeps_its_log(host_examp
     assert f"full log: {log}" in line and "this tree cannot be configured" in log.read_text()
 
 
+@pytest.mark.cmake
 def test_space_target_is_refused_while_a_tune_runs(tmp_path):
     """`space --target` configures worker-0 like a tune: under the tune lock."""
     from compileiq_cmake.store import TuneLock

@@ -3,6 +3,8 @@ does not keep the other comparisons running to --max-rounds (a fake runner: no C
 
 from __future__ import annotations
 
+import pytest
+
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +46,7 @@ def _build(tree: VariantTree, flagset: FlagSet) -> BuildResult:
     return BuildResult(ok=True, seconds=0.0)
 
 
+@pytest.mark.unit
 def test_failing_finalist_is_rejected_at_once_and_the_others_decide(tmp_path):
     runner, trees = _setup(tmp_path, {"base": 10.0, "broken": None, "fast": 8.0})
     base, broken, fast = FlagSet((), ()), FlagSet((("a", 1),), ("-a",)), FlagSet((("b", 1),), ("-b",))
@@ -54,6 +57,7 @@ def test_failing_finalist_is_rejected_at_once_and_the_others_decide(tmp_path):
     assert runner.runs["base"] < 15 * 2, "the failed finalist kept validation going to --max-rounds"
 
 
+@pytest.mark.unit
 def test_interleave_stops_when_a_required_variant_fails(tmp_path):
     runner, trees = _setup(tmp_path, {"with": 10.0, "without": None})
     variants = {"with": trees[0], "without": trees[1]}
@@ -61,6 +65,7 @@ def test_interleave_stops_when_a_required_variant_fails(tmp_path):
     assert inter.rounds == 1 and "without" in inter.failures
 
 
+@pytest.mark.unit
 def test_ablation_keeps_per_file_flags_through_every_step_and_drops_those_that_gain_nothing(tmp_path):
     """Issue 13: the per-file stage's `[path]flag` tokens are not dimensions of the space. Ablation must keep
     them while it removes the global dimensions (the "without" build used to lose them), and test each file's

@@ -4,6 +4,8 @@ already on, -rdc=true."""
 
 from __future__ import annotations
 
+import pytest
+
 import shlex
 import shutil
 from pathlib import Path
@@ -16,6 +18,9 @@ from conftest import configure, needs_nvcc
 PROJECT = Path(__file__).parent / "projects" / "hostile_cuda"
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
+@pytest.mark.slow
 @needs_nvcc
 def test_hostile_cuda_project_is_tuned_around_its_own_flags(tmp_path):
     src = tmp_path / "hostile"

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import shutil
 from pathlib import Path
@@ -13,6 +15,7 @@ from conftest import configure, run_cli
 TRAP = Path(__file__).parent / "projects" / "fastmath_trap"
 
 
+@pytest.mark.cmake
 def test_fast_math_that_breaks_the_output_is_never_chosen(tmp_path):
     src = tmp_path / "trap"
     shutil.copytree(TRAP, src)
@@ -32,6 +35,7 @@ def test_fast_math_that_breaks_the_output_is_never_chosen(tmp_path):
         assert "-ffast-math" not in toml.read_text()
 
 
+@pytest.mark.cmake
 def test_a_flag_that_fails_to_compile_is_a_failed_build_with_the_compiler_message(tmp_path):
     src = tmp_path / "trap"
     shutil.copytree(TRAP, src)

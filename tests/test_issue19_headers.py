@@ -6,6 +6,8 @@ and gcc on tests/projects/header_hot)."""
 
 from __future__ import annotations
 
+import pytest
+
 import shutil
 from pathlib import Path
 
@@ -60,6 +62,7 @@ def _apply(src: Path, build: Path, *defs: str) -> str:
     return out
 
 
+@pytest.mark.cmake
 def test_a_header_edit_starts_the_store_afresh_and_makes_the_entry_stale(tmp_path):
     src, build, spec = _project(tmp_path)
     lines: list[str] = []
@@ -90,6 +93,7 @@ def test_a_header_edit_starts_the_store_afresh_and_makes_the_entry_stale(tmp_pat
             "changed since)") in out, out
 
 
+@pytest.mark.cmake
 def test_other_cmake_cxx_flags_start_the_store_afresh_and_make_the_entry_stale(tmp_path):
     src, build, spec = _project(tmp_path)
     lines: list[str] = []
@@ -112,6 +116,7 @@ def test_other_cmake_cxx_flags_start_the_store_afresh_and_make_the_entry_stale(t
     assert "other sources" not in out
 
 
+@pytest.mark.cmake
 def test_tune_rerun_after_a_header_edit_or_other_flags_does_not_resume_and_the_entry_is_stale(tmp_path):
     """The issue's run: a finished tune, then the hot loop's header edited (4x the work): the rerun resumed
     the old trials and compared the new ones with the old baseline. End to end through the CLI."""
@@ -144,6 +149,7 @@ def test_tune_rerun_after_a_header_edit_or_other_flags_does_not_resume_and_the_e
     assert "the flags that reach the target's compile commands changed" in reconfigured.stdout, reconfigured.stdout[-3000:]
 
 
+@pytest.mark.unit
 def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refused(tmp_path):
     import pytest
     from test_result_file import make_entry
@@ -166,6 +172,7 @@ def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refu
         write_entry(toml, entry)
 
 
+@pytest.mark.unit
 def test_dependency_scan_command_and_make_rule_parsing():
     from compileiq_cmake.depscan import parse_make_rule, scan_command, scan_headers
 

@@ -25,6 +25,7 @@ def _keys(db, spec: str) -> set[str]:
         return {row[0] for row in conn.execute("SELECT key FROM trials WHERE spec = ?", (spec,))}
 
 
+@pytest.mark.unit
 def test_a_reader_holding_a_transaction_does_not_block_saving_a_trial(tmp_path):
     """A `trials` run or a DB browser holding a read transaction made the tune's next write fail with
     'database is locked' after the busy timeout (rollback journal); with WAL the write goes through."""
@@ -45,6 +46,7 @@ def test_a_reader_holding_a_transaction_does_not_block_saving_a_trial(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_a_write_lock_held_for_a_while_is_waited_for_and_the_trial_is_saved(tmp_path):
     db = tmp_path / "trials.sqlite"
     store = TrialStore(db, "s", timeout=0.1, write_deadline=60)
@@ -61,6 +63,7 @@ def test_a_write_lock_held_for_a_while_is_waited_for_and_the_trial_is_saved(tmp_
     store.close()
 
 
+@pytest.mark.unit
 def test_a_store_locked_past_the_deadline_is_one_line_naming_the_trial_and_the_store(tmp_path):
     db = tmp_path / "trials.sqlite"
     store = TrialStore(db, "s", timeout=0.1, write_deadline=1.0)
@@ -81,6 +84,7 @@ def test_a_store_locked_past_the_deadline_is_one_line_naming_the_trial_and_the_s
     store.close()
 
 
+@pytest.mark.unit
 def test_stale_trials_of_one_tune_leave_the_other_tunes_trials_in_place(tmp_path):
     """One target's changed sources moved the whole trials.sqlite aside (shared by every target and
     architecture): now only that tune's rows move, into a store of their own, and the others resume."""
@@ -111,6 +115,7 @@ def test_stale_trials_of_one_tune_leave_the_other_tunes_trials_in_place(tmp_path
     b.close()
 
 
+@pytest.mark.unit
 def test_other_compile_flags_make_trials_stale(tmp_path):
     from compileiq_cmake.tune import _open_store
 
@@ -124,6 +129,7 @@ def test_other_compile_flags_make_trials_stale(tmp_path):
     store.close()
 
 
+@pytest.mark.unit
 def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     """Ablation was stored only as a whole: a kill during it measured every finished step again. Each step
     is now kept as it finishes; the rerun measures only the steps left."""
@@ -191,6 +197,7 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     assert final is not None and final.flagset.flags == ("-a", "-c")
 
 
+@pytest.mark.cmake
 def test_a_replayed_tune_runs_on_while_another_program_reads_its_store(tmp_path):
     """The issue's run: a reader holding a transaction on trials.sqlite (a `trials` call, a DB browser)
     crashed the running tune with `sqlite3.OperationalError: database is locked` and lost the trial in

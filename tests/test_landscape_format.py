@@ -50,6 +50,7 @@ def write(tmp_path: Path, doc, name: str = "toy.json") -> Path:
     return path
 
 
+@pytest.mark.unit
 def test_load_and_views(tmp_path):
     land = Landscape.load(write(tmp_path, synthetic_doc()))
     assert [d.name for d in land.dimensions] == ["use_fast_math", "load_cache"]
@@ -62,6 +63,7 @@ def test_load_and_views(tmp_path):
     assert "SYNTHETIC" in land.describe()
 
 
+@pytest.mark.unit
 def test_numerics_traits_from_the_catalogue_unless_the_file_says(tmp_path):
     land = Landscape.load(write(tmp_path, synthetic_doc()))
     fast, cache = land.dimensions
@@ -75,6 +77,7 @@ def test_numerics_traits_from_the_catalogue_unless_the_file_says(tmp_path):
     assert cache.unsafe_numerics and not cache.relaxes_numerics
 
 
+@pytest.mark.unit
 def test_lookup(tmp_path):
     land = Landscape.load(write(tmp_path, synthetic_doc()))
     p = land.lookup(("-Xptxas=-dlcm=cs", "--use_fast_math"))  # order does not matter
@@ -99,6 +102,7 @@ def test_lookup(tmp_path):
     assert land.point((1, 1)).status == "wrong_result"
 
 
+@pytest.mark.unit
 def test_best_valid_skips_invalid(tmp_path):
     land = Landscape.load(write(tmp_path, synthetic_doc()))
     best = land.best_valid()
@@ -106,6 +110,7 @@ def test_best_valid_skips_invalid(tmp_path):
     assert best.valid and best.speedup > 1.15
 
 
+@pytest.mark.unit
 def test_sampled_landscape_lookup_outside_is_none(tmp_path):
     doc = synthetic_doc()
     doc["points"] = [r for r in doc["points"] if r[:2] != [1, 2]]
@@ -146,6 +151,7 @@ def _mutations():
     }
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("case", sorted(_mutations()))
 def test_malformed_file_one_line_error(tmp_path, case):
     doc, expected = _mutations()[case]
@@ -157,6 +163,7 @@ def test_malformed_file_one_line_error(tmp_path, case):
     assert expected in message
 
 
+@pytest.mark.unit
 def test_not_json_and_missing_file(tmp_path):
     with pytest.raises(CompileIQError, match="not valid JSON"):
         Landscape.load(write(tmp_path, "{ nope"))
@@ -164,6 +171,7 @@ def test_not_json_and_missing_file(tmp_path):
         Landscape.load(tmp_path / "absent.json")
 
 
+@pytest.mark.unit
 def test_committed_sample_is_synthetic_and_well_formed():
     land = Landscape.load(LANDSCAPES / "sample_small.json")
     assert land.synthetic and "SYNTHETIC" in land.meta["description"]
@@ -189,6 +197,7 @@ def _record_module():
     return mod
 
 
+@pytest.mark.unit
 def test_recorder_subspaces_use_catalogue_tokens():
     rec = _record_module()
     for kernel in rec.KERNELS:
@@ -198,6 +207,7 @@ def test_recorder_subspaces_use_catalogue_tokens():
         assert (LANDSCAPES / "kernels" / rec.KERNELS[kernel].source).is_file()
 
 
+@pytest.mark.unit
 def test_recorder_sampling_keeps_singles_and_doubles():
     rec = _record_module()
     dims = rec.subspace_dimensions("sgemm", "13.0.88")

@@ -3,6 +3,8 @@ processes: a script that logs which tree it ran in and prints a time that depend
 
 from __future__ import annotations
 
+import pytest
+
 import statistics
 import sys
 from pathlib import Path
@@ -41,6 +43,7 @@ def _runner(tmp_path: Path) -> tuple[Runner, VariantTree, VariantTree, Path]:
     return Runner(spec, BenchCommand(spec.benchmark, (), build)), trees[0], trees[1], log
 
 
+@pytest.mark.unit
 def test_paired_runs_alternate_which_goes_first_and_cancel_drift(tmp_path):
     runner, trial, reference, log = _runner(tmp_path)
     m = runner.measure(trial, repeats=4, warmup=1, reference=reference)
@@ -57,6 +60,7 @@ def test_paired_runs_alternate_which_goes_first_and_cancel_drift(tmp_path):
     assert log.read_text().split()[9:] == ["reference", "trial", "trial", "reference"]
 
 
+@pytest.mark.unit
 def test_unpaired_measurement_runs_only_the_trial(tmp_path):
     runner, trial, _, log = _runner(tmp_path)
     m = runner.measure(trial, repeats=3, warmup=1)

@@ -1,6 +1,7 @@
 """Which trials get more runs during the search: those within two noise-spreads of the best trial so far,
 where every trial (the best ones included) is judged against the baseline of the GPU it ran on."""
 
+import pytest
 from types import SimpleNamespace
 
 from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
@@ -39,6 +40,7 @@ def base_of(trial: Trial) -> Trial:
     return BASELINES[trial.gpu]
 
 
+@pytest.mark.unit
 def test_the_best_so_far_is_judged_on_its_own_gpus_baseline():
     best_on_gpu1 = _trial(1, ("-a",), "1", 104.5, 104.5, 104.5)   # 0.95x of GPU 1's baseline: the best so far
     known = {"base": BASELINES["0"], "a": best_on_gpu1}

@@ -29,6 +29,7 @@ def _space():
     return load_space("nvcc", "NVIDIA", "13.0.88", (), (), arch="90")
 
 
+@pytest.mark.unit
 def test_device_lto_is_offered_for_relocatable_device_code_only():
     space = _space()
     lto, notes = add_device_lto_dimension(space, ["-rdc=true", "-O3"], (3, 25), True, "")
@@ -53,6 +54,7 @@ def test_device_lto_is_offered_for_relocatable_device_code_only():
         load_space("gcc", "GNU", "12.2", (), ("device_lto",))
 
 
+@pytest.mark.unit
 def test_device_lto_is_among_the_first_single_changes():
     space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], (3, 25), True, "")
     search = FlagSearch(space, budget=30, seed=3, workers=1)
@@ -60,6 +62,7 @@ def test_device_lto_is_among_the_first_single_changes():
     assert first.flags == ("-dlto",), first.flags
 
 
+@pytest.mark.unit
 def test_build_flags_split_target_lto_and_per_file_tokens():
     flags = ("--use_fast_math", "-dlto", "[src/b.cu]-Xptxas=-O1", "[src/a.cu]-maxrregcount=64", "[src/b.cu]-Xptxas=-dlcm=cs")
     b = build_flags.split(flags)
@@ -96,6 +99,8 @@ def _device_link_flags(tree: Path) -> str:
     return text
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(tmp_path):
     from compileiq_cmake.records import FlagSet
@@ -128,6 +133,8 @@ def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(
         setup, SimpleNamespace(path=tmp_path / "no-lto"), list(no_lto.values()), FlagSet((), flags))
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_device_lto_on_a_target_without_relocatable_code_fails_its_trial_build(tmp_path):
     src = tmp_path / "plain"
@@ -143,6 +150,7 @@ def test_device_lto_on_a_target_without_relocatable_code_fails_its_trial_build(t
     assert proc.returncode != 0 and "does not build relocatable device code" in " ".join(proc.stderr.split())
 
 
+@pytest.mark.unit
 def test_kernel_times_files_are_read_strictly(tmp_path):
     f = tmp_path / "times.tsv"
     with pytest.raises(CompileIQError, match="wrote no kernel times"):
@@ -159,6 +167,7 @@ def test_kernel_times_files_are_read_strictly(tmp_path):
     assert kernel_times.read_times(f) == ()
 
 
+@pytest.mark.unit
 def test_kernel_time_shares_and_the_files_tuned_separately():
     times = (kernel_times.KernelTime("a", 1, 500), kernel_times.KernelTime("b", 1, 250),
              kernel_times.KernelTime("c", 1, 150), kernel_times.KernelTime("lib", 1, 100))
@@ -173,6 +182,7 @@ def test_kernel_time_shares_and_the_files_tuned_separately():
     assert kernel_name("sm_90:__nv_static_30__x_Z1kv#2") == "__nv_static_30__x_Z1kv"
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_the_cupti_collector_builds_against_the_toolkit(tmp_path):
     try:
@@ -189,6 +199,7 @@ def test_the_cupti_collector_builds_against_the_toolkit(tmp_path):
         kernel_times.build_collector(str(tmp_path / "no-toolkit" / "bin" / "nvcc"), tmp_path / "other")
 
 
+@pytest.mark.unit
 def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redundant():
     space = _space()
     start = space.flagset({"use_fast_math": 1})
@@ -209,6 +220,7 @@ def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redu
     assert len(queue) == 6 and queue.ask() == got[0] and len(queue) == 5
 
 
+@pytest.mark.unit
 def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
     said: list[str] = []
     baseline = SimpleNamespace(valid=True, flagset=_space().baseline())
@@ -240,6 +252,7 @@ def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
 
 # --- the host side of CUDA targets (host_side.py) ---------------------------------------------------------
 
+@pytest.mark.unit
 def test_host_dimensions_are_the_host_compilers_catalogue_through_xcompiler():
     from compileiq_cmake.host_side import host_dimensions
 
@@ -295,6 +308,7 @@ def _host_setup(tmp_path, kind="walltime", include=()):
     return TuneSetup(**fields)
 
 
+@pytest.mark.unit
 def test_host_side_joins_when_wall_time_is_host_time_and_the_metric_sees_it(tmp_path, monkeypatch):
     from compileiq_cmake import host_side
 
@@ -330,6 +344,8 @@ def test_host_side_joins_when_wall_time_is_host_time_and_the_metric_sees_it(tmp_
     assert "host share could not be measured" in said[-1] and "no CUPTI" in said[-1]
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
     from compileiq_cmake.records import FlagSet
@@ -349,6 +365,8 @@ def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
     assert obj.returncode == 0, obj.stdout[-2000:]
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path):
     """benchmarks/landscapes/record_project.py --dry-run (no GPU: builds and fingerprints): every point of a
@@ -387,6 +405,7 @@ def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path)
     assert fast["digest"] and fast["digest"] != default["digest"]  # a per-file flag changed that file's code
 
 
+@pytest.mark.unit
 def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_built(tmp_path):
     """The TOML entry of such a winner: target flags, device_lto = true, one [[entry.sources]] per file (read
     back and validated like the rest), and the CMake calls of the apply for both parts."""
@@ -415,6 +434,9 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     assert "DEVICE_LTO" in text and text.count("_compileiq_source_flags(") == 2 and "_compileiq_source_flags_done(" in text
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch):
     """tests/projects/per_file_sim: a separable target with kernels in two files whose host program stands
@@ -460,6 +482,7 @@ def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch)
     assert files["src/warm.cu"]["kernels"] == ["warm_kernel"]
 
 
+@pytest.mark.unit
 def test_per_file_landscape_dimensions_keep_their_catalogue_traits():
     """A recorded per-file landscape names its dimensions "<file>:<dimension>"; replayed, they keep the
     catalogue's numerics traits (the default search measures approximate arithmetic first, as the tune's

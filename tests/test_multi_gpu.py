@@ -31,6 +31,7 @@ print("time_ms=%.4f" % (100 + float(sys.argv[2]) * ((n % 3) / 2 + random.random(
 '''
 
 
+@pytest.mark.unit
 def test_simulated_gpus_and_selection():
     env = {"COMPILEIQ_SIMULATE_GPUS": "3"}
     assert [g.device for g in visible_gpus(None, env)] == ["0", "1", "2"]
@@ -40,6 +41,8 @@ def test_simulated_gpus_and_selection():
             visible_gpus(bad, env)
 
 
+@pytest.mark.cmake
+@pytest.mark.slow
 @pytest.mark.parametrize("noise", [0, 8], ids=["quiet", "noisy-paired"])
 def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     build = tmp_path / "build"
@@ -83,6 +86,7 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
         assert all(len({g for g, t in trees if t == ref}) == 1 for ref in refs), trees  # one GPU per reference tree
 
 
+@pytest.mark.cmake
 def test_gpus_on_a_host_target_is_refused(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -91,6 +95,7 @@ def test_gpus_on_a_host_target_is_refused(host_example, tmp_path):
     assert proc.returncode == 2 and "--gpus 0 was given but target 'host_kernels' is a CXX target" in proc.stderr
 
 
+@pytest.mark.cmake
 def test_the_winner_is_confirmed_on_every_other_gpu(tmp_path):
     """Validation and ablation run on the first GPU; the winner is then validated on each other GPU before it
     is written (replay: a recorded landscape answers builds and runs, on 2 simulated GPUs)."""

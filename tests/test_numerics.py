@@ -1,8 +1,10 @@
+import pytest
 import math
 
 from compileiq_cmake.numerics import extract_numbers, numerics_changed
 
 
+@pytest.mark.unit
 def test_extract_numbers_from_matching_lines_and_groups():
     text = "time_ms=3.5\nchecksum=1.572883500e+06 err -2e-3\nresult: nan inf\n"
     assert extract_numbers(text, r"^checksum") == (1.5728835e6, -2e-3)
@@ -11,6 +13,7 @@ def test_extract_numbers_from_matching_lines_and_groups():
     assert math.isnan(nums[0]) and nums[1] == math.inf
 
 
+@pytest.mark.unit
 def test_numerics_changed_tolerances_and_messages():
     assert numerics_changed((1.0, 2.0), (1.0, 2.0), 0.0, 0.0) is None
     assert numerics_changed((1.0, 2.0), (1.0000001, 2.0), 1e-6, 0.0) is None

@@ -7,6 +7,7 @@ import pytest
 from compileiq_cmake.nvcc_command import architectures, normalize, project_flags, target_architectures
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("spelling, canonical", [
     (["-use_fast_math"], ["--use_fast_math"]),
     (["--use_fast_math"], ["--use_fast_math"]),
@@ -26,6 +27,7 @@ def test_every_spelling_reads_the_same(spelling, canonical):
     assert normalize(["nvcc", *spelling]) == canonical
 
 
+@pytest.mark.unit
 def test_outputs_sources_and_dependency_options_are_not_flags():
     cmd = ["nvcc", "-forward-unknown-to-host-compiler", "-O3", "-x", "cu", "-c", "/src/k.cpp", "-o", "k.o", "-MD",
            "-MT", "k.o", "-MF", "k.o.d", "-Xptxas", "-O3"]
@@ -35,6 +37,7 @@ def test_outputs_sources_and_dependency_options_are_not_flags():
     assert merged == ["-O3", "-Xptxas=-O3"]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("options, archs", [
     (["-arch=sm_90"], ("90",)),
     (["-arch", "sm_90"], ("90",)),
@@ -50,6 +53,7 @@ def test_architectures_in_any_spelling(options, archs):
     assert found.builds(archs[-1]) and not found.builds("75")
 
 
+@pytest.mark.unit
 def test_no_architecture_option_means_nvccs_default():
     found = target_architectures([{"command": "nvcc -O3 -c k.cu"}])
     assert found.archs == () and found.describe() == "nvcc's default architecture"

@@ -58,6 +58,7 @@ def _read_only(directory: Path):
         subprocess.run(["umount", str(directory)], capture_output=True)
 
 
+@pytest.mark.cmake
 def test_build_dir_that_is_a_regular_file(tmp_path, host_example):
     build = tmp_path / "build"
     build.write_text("not a directory\n")
@@ -71,6 +72,7 @@ def test_build_dir_that_is_a_regular_file(tmp_path, host_example):
     assert not (tmp_path / "compileiq.toml").exists()
 
 
+@pytest.mark.cmake
 def test_a_read_only_build_tree(tmp_path, host_example):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -82,12 +84,14 @@ def test_a_read_only_build_tree(tmp_path, host_example):
     assert not (build / "compileiq").exists() and not out.exists()
 
 
+@pytest.mark.cmake
 def test_a_build_tree_where_nothing_can_be_created(tmp_path):
     proc = run_cli(*[a if a != str(tmp_path / "build") else str(UNWRITABLE / "build") for a in _replay_args(tmp_path)])
     _one_line(proc, f"cannot write in the build tree {UNWRITABLE / 'build'}")
     assert not (tmp_path / "compileiq.toml").exists()
 
 
+@pytest.mark.cmake
 @pytest.mark.parametrize("where", ["proc", "read-only", "directory"])
 def test_json_summary_that_cannot_be_written_is_refused_before_the_tune(tmp_path, where):
     ro = tmp_path / "ro"
@@ -106,6 +110,7 @@ def test_json_summary_that_cannot_be_written_is_refused_before_the_tune(tmp_path
     assert not list(ro.iterdir())
 
 
+@pytest.mark.cmake
 def test_report_to_a_place_that_cannot_be_written(tmp_path):
     assert run_cli(*_replay_args(tmp_path)).returncode == 0
     build = tmp_path / "build"
@@ -142,6 +147,7 @@ def _fake_pycuda(where: Path) -> Path:
     return where
 
 
+@pytest.mark.cmake
 @pytest.mark.parametrize("pycuda", [False, True])
 @pytest.mark.parametrize("arch", [(), ("--cuda-arch", "90")])
 def test_a_cuda_tune_without_a_gpu_says_there_is_no_gpu(cuda_project, tmp_path, pycuda, arch):

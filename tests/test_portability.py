@@ -42,6 +42,7 @@ def _native_entry(version: str, **kw):
     return make_entry(**base)
 
 
+@pytest.mark.cmake
 @needs_gxx
 def test_march_native_resolves_to_the_same_code_and_round_trips(tmp_path):
     """The resolved flags name the CPU the compiler picked (no 'native'), build the same object as -march=native
@@ -74,6 +75,7 @@ def test_march_native_resolves_to_the_same_code_and_round_trips(tmp_path):
     assert read_entries(tmp_path / "cuda.toml") == [cuda_entry]
 
 
+@pytest.mark.unit
 def test_schema_of_the_portability_fields(tmp_path):
     """cpu_features only with tuned_cpu; resolved ISA tokens only for recorded features; arch_scope all|tuned,
     tuned only for CUDA."""
@@ -92,6 +94,7 @@ def test_schema_of_the_portability_fields(tmp_path):
         assert not (tmp_path / "bad.toml").exists()
 
 
+@pytest.mark.cmake
 def test_portable_leaves_host_specific_dimensions_out():
     spec = TuneSpec(tempfile.gettempdir(), tempfile.gettempdir(), "t", ("x",), MetricSpec("walltime"),
                     tempfile.gettempdir(), portable=True)
@@ -104,11 +107,13 @@ def test_portable_leaves_host_specific_dimensions_out():
     assert out.returncode == 0 and "march_native: excluded" in out.stdout and "-march=native" not in out.stdout
 
 
+@pytest.mark.cmake
 def test_portable_keyword_of_compileiq_tune_reaches_the_tune_command(tmp_path):
     rules = tune_command_rules(tmp_path, "PORTABLE")
     assert "--portable" in rules
 
 
+@pytest.mark.cmake
 @needs_gxx
 def test_configure_compares_the_isa_features_and_portable_refuses(tmp_path):
     """A real configure: on this host (which has the features) no line; on a simulated host lacking some,
@@ -163,6 +168,8 @@ def _cuda_version(build) -> str:
     return re.search(r'set\(CMAKE_CUDA_COMPILER_VERSION "([\d.]+)"', text).group(1)
 
 
+@pytest.mark.cuda
+@pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_arch_scope_on_a_multi_architecture_target(tmp_path):
     """n-body builds 75;80;90, the entry was tuned on sm_90. all (default): applied to every -gencode, the
@@ -212,6 +219,7 @@ def test_arch_scope_on_a_multi_architecture_target(tmp_path):
     assert all("-Xcompiler=-O3" in c for c in commands_for(tmp_path / "host", "nbody.cu"))
 
 
+@pytest.mark.cmake
 @needs_gxx
 def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path):
     """The entry a tune writes (tune._entry) for a host winner '-O3 -march=native': resolved flags, the CPU model
@@ -239,6 +247,7 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path):
     assert read_entries(spec.output) == [entry] and "native" not in spec.output.read_text()
 
 
+@pytest.mark.unit
 def test_arch_scope_tuned_is_refused_for_a_host_target():
     from compileiq_cmake.tune_setup import _check_arch_option
 
@@ -251,6 +260,7 @@ def test_arch_scope_tuned_is_refused_for_a_host_target():
         replace(spec, arch_scope="some")._check_numbers()
 
 
+@pytest.mark.cmake
 def test_an_old_entry_with_a_literal_march_native_is_named_and_portable_refuses_it(tmp_path):
     """A compileiq.toml written before the resolution (-march=native literally, no tuned_cpu): the configure
     says it is CPU-specific and unrecorded; COMPILEIQ_PORTABLE=ON does not apply it."""

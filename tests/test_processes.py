@@ -27,6 +27,7 @@ def _script(tmp_path: Path, body: str, name: str = "bench.py") -> list[str]:
     return [PY, str(path)]
 
 
+@pytest.mark.unit
 def test_a_last_line_longer_than_the_kept_tail_keeps_its_metric(tmp_path):
     dots = 10 << 20  # 10 MB of dots, then the metric, on one line
     assert dots > 2 * KEEP_BYTES
@@ -60,6 +61,7 @@ def _bounded(fn, seconds: float = 60.0):
     return not t.is_alive(), box.get("exc")
 
 
+@pytest.mark.unit
 def test_losing_every_gpu_ends_the_tune_with_an_error_not_a_hang():
     from types import SimpleNamespace
 
@@ -91,6 +93,7 @@ def test_losing_every_gpu_ends_the_tune_with_an_error_not_a_hang():
     assert any("it was the last one" in line for line in lines), lines
 
 
+@pytest.mark.unit
 def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raises(tmp_path, monkeypatch):
     """Replay on 2 simulated GPUs: the other GPU's baseline is measured in a pool next to the first one's;
     a step after it (here the reference trees) raises: the pool's threads must not outlive the tune."""
@@ -199,6 +202,7 @@ def _no_cgroup(monkeypatch):
     monkeypatch.setattr(bench.Cgroup, "create", classmethod(lambda cls, name: None))
 
 
+@pytest.mark.unit
 def test_a_daemon_that_left_the_session_and_cleared_its_environment_holding_the_output_is_killed(tmp_path, monkeypatch):
     """The issue's benchmark, `( setsid env -i /bin/sleep 302 & )`, once with the run's own cgroup (where this
     machine allows one) and once without (its recorded tree; the daemon still holds the output)."""
@@ -213,6 +217,7 @@ def test_a_daemon_that_left_the_session_and_cleared_its_environment_holding_the_
             assert not _no_sleeper_left(tag), f"{mode}: the daemonized sleeper outlived the benchmark"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("lists_children", [True, False], ids=["children-files", "whole-proc"])
 def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_path, monkeypatch, lists_children):
     """No cgroup: a daemon (setsid, env -i, output to /dev/null, working directory /) whose parent, the
@@ -230,6 +235,7 @@ def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_p
     assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
 
 
+@pytest.mark.unit
 def test_a_fully_detached_daemon_is_killed_through_the_runs_cgroup(tmp_path):
     """With a cgroup of its own (where this machine allows one): a daemon that is gone from the process tree
     at once, in another session, without the environment and without the output, is still found."""
@@ -244,6 +250,7 @@ def test_a_fully_detached_daemon_is_killed_through_the_runs_cgroup(tmp_path):
     assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
 
 
+@pytest.mark.cmake
 def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
     """A build whose compile step hangs (a custom command that sleeps, standing in for nvcc under ninja) and
     a short timeout: the build is reported timed out and the hanging grandchild is gone with cmake."""
@@ -286,6 +293,7 @@ run_process(sys.argv[1:-1], Path("/"), 120, pid_file=Path(sys.argv[-1]))
 """
 
 
+@pytest.mark.unit
 def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_recorded_cgroup(tmp_path):
     """The tune dies while its benchmark runs; the benchmark dies with it, but a daemon it started (setsid,
     env -i, output elsewhere) lives on: the next start (kill_leftovers) finds it through the run's cgroup."""
@@ -322,6 +330,7 @@ def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_
         _no_sleeper_left(tag, within=0)
 
 
+@pytest.mark.unit
 def test_empty_cgroups_of_killed_tunes_are_removed_at_the_next_start(tmp_path):
     """A tune killed with its benchmark leaves its run's cgroup (empty once the processes died): the next
     start removes it, and leaves a live process's cgroup alone."""

@@ -45,6 +45,8 @@ def _tune(cluster, *args: str, cwd: Path, timeout: float = 900) -> subprocess.Co
                           timeout=timeout, env=env)
 
 
+@pytest.mark.cmake
+@pytest.mark.ray
 def test_each_gpu_type_gets_its_own_entry(cluster, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
@@ -83,6 +85,9 @@ print("time_ms=%.4f" % (100 + (n % 3) * 0.01))
 '''
 
 
+@pytest.mark.cmake
+@pytest.mark.ray
+@pytest.mark.slow
 def test_host_target_builds_on_the_nodes_runs_on_the_gpu_workers_and_survives_a_killed_worker(cluster, host_example,
                                                                                              tmp_path):
     build = tmp_path / "build"
@@ -115,6 +120,8 @@ def test_host_target_builds_on_the_nodes_runs_on_the_gpu_workers_and_survives_a_
     assert len(gpus) == 2, rows  # trials ran on both GPUs, each compared with that GPU's baseline
 
 
+@pytest.mark.cmake
+@pytest.mark.ray
 def test_bad_input_is_refused_before_a_cluster_is_joined(host_example, tmp_path):
     base = ("tune", "-S", str(host_example), "-B", str(tmp_path / "b"), "--target", "host_kernels", "--bench", "x",
             "--metric", "WALLTIME")
@@ -128,6 +135,7 @@ def test_bad_input_is_refused_before_a_cluster_is_joined(host_example, tmp_path)
         assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.unit
 def test_a_node_that_does_not_see_the_build_directory_is_named(tmp_path):
     from compileiq_cmake.ray_executor import _check_node
 
@@ -139,6 +147,7 @@ def test_a_node_that_does_not_see_the_build_directory_is_named(tmp_path):
     assert "missing /no/such/nvcc" in _check_node(str(token), "abc", ("/no/such/nvcc",))[1]
 
 
+@pytest.mark.ray
 def test_without_ray_installed_the_line_says_how_to_get_it(monkeypatch):
     from compileiq_cmake import ray_executor
 

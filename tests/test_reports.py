@@ -36,6 +36,7 @@ def replayed(tmp_path_factory):
     return root, proc.stdout
 
 
+@pytest.mark.cmake
 def test_summary_document(replayed):
     root, out = replayed
     doc = json.loads((root / "summary.json").read_text())
@@ -62,12 +63,14 @@ def test_summary_document(replayed):
     assert json.loads(proc.stdout) == doc
 
 
+@pytest.mark.unit
 def test_final_table_says_which_statistic_each_column_is(replayed):
     _, out = replayed
     assert "median wall time (s) per workload" in out
     assert "speedup: geometric mean over the workloads of the project's own build's median divided by the trial's" in out
 
 
+@pytest.mark.cmake
 def test_tune_writes_the_report_and_report_writes_it_again(replayed, tmp_path):
     root, out = replayed
     html = root / "build" / "compileiq" / "report.html"
@@ -81,6 +84,7 @@ def test_tune_writes_the_report_and_report_writes_it_again(replayed, tmp_path):
     assert text.count('src="data:image/png;base64,') >= 4  # convergence, workloads, ablation, effects
 
 
+@pytest.mark.cmake
 def test_report_of_a_tree_without_tunes_is_one_line(tmp_path):
     proc = run_cli("report", "-B", str(tmp_path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "holds no tune results" in proc.stderr
@@ -90,6 +94,7 @@ def _browser() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
+@pytest.mark.browser
 def test_report_renders_in_headless_chromium(replayed, tmp_path):
     """The page loads in a real browser: every plot decoded (naturalWidth > 0 is what the DOM dump cannot
     show, so the screenshot must have drawn pixels), every table row present."""
@@ -124,6 +129,7 @@ def test_report_renders_in_headless_chromium(replayed, tmp_path):
     assert coloured > 0.002, coloured
 
 
+@pytest.mark.unit
 def test_trials_json_into_a_closed_pipe_is_quiet(replayed):
     root, _ = replayed
     proc = subprocess.run(f"{sys.executable} -m compileiq_cmake trials -B {root / 'build'} --json | head -c 100",
@@ -145,6 +151,7 @@ def _gate_toml(path: Path, build: Path, sources_sha256: str = "") -> None:
     write_entry(path, entry)
 
 
+@pytest.mark.cmake
 def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(tmp_path):
     """check --remeasure: 0 while the tuned flags still pay, 1 after a source edit that made them useless;
     applies/stale per entry; --json for machines; bad input exit 2."""
@@ -190,6 +197,7 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
         assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
 
 
+@pytest.mark.cmake
 def test_check_gate_on_the_host_example(tmp_path):
     """The host example with the flags a tune finds for it here (-march=native -ffast-math, about 11x in the
     demo): check --remeasure passes; a later revision of main.cpp that pins its optimization level
@@ -222,6 +230,7 @@ def test_check_gate_on_the_host_example(tmp_path):
     assert not doc["entries"][0]["remeasure"]["passed"]
 
 
+@pytest.mark.unit
 def test_the_report_shows_where_the_kernel_time_goes(replayed, tmp_path):
     """A tune with a per-file stage: its plan (kernel time by file, the files tuned separately) in the report."""
     from compileiq_cmake.report import render
@@ -237,6 +246,7 @@ def test_the_report_shows_where_the_kernel_time_goes(replayed, tmp_path):
     assert 'id="per-file"' not in render({**doc, "per_file": None})
 
 
+@pytest.mark.cmake
 def test_two_tunes_of_one_target_get_a_report_each_and_o_names_the_single_one(replayed, tmp_path):
     """Two tunes of sample_small for sm_90 in one build tree (two tune records): `report -o my.html` writes
     one file per tune, named as the output says, none overwriting the other; with one tune, -o is the file."""
@@ -271,6 +281,7 @@ def test_two_tunes_of_one_target_get_a_report_each_and_o_names_the_single_one(re
     assert proc.returncode == 0 and proc.stdout.strip() == f"compileiq: report: {single}" and single.is_file(), proc.stdout
 
 
+@pytest.mark.unit
 def test_report_names_tell_apart_tunes_that_share_everything():
     """Tunes that agree on target, architecture, build type, compiler and even the second they finished
     still get a file each (numbered in date order); the extras appear only where names would collide."""

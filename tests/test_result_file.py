@@ -20,6 +20,7 @@ def make_entry(**kw) -> FlagsEntry:
     return FlagsEntry(**base)
 
 
+@pytest.mark.unit
 def test_round_trip_and_merge(tmp_path):
     path = tmp_path / "compileiq.toml"
     first = make_entry()
@@ -34,6 +35,7 @@ def test_round_trip_and_merge(tmp_path):
     assert not list(tmp_path.glob(".compileiq-*")), "temporary files left behind"
 
 
+@pytest.mark.unit
 def test_control_characters_survive(tmp_path):
     path = tmp_path / "c.toml"
     entry = make_entry(device="GPU \x1b[1m\"quoted\"\ttab", metric="t=([0-9]+)\\s")
@@ -42,6 +44,7 @@ def test_control_characters_survive(tmp_path):
     assert tomllib.loads(path.read_text())["entry"][0]["metric"] == "t=([0-9]+)\\s"
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("field,value,message", [
     ("flags", ['--use_fast_math")\nexecute_process(COMMAND rm -rf /)\n#'], "refusing flag"),
     ("flags", ["${EVIL}"], "refusing flag"),
@@ -62,6 +65,7 @@ def test_hostile_toml_is_refused(tmp_path, field, value, message):
         read_entries(path)
 
 
+@pytest.mark.unit
 def test_malformed_toml_is_one_clear_error(tmp_path):
     path = tmp_path / "compileiq.toml"
     path.write_text("schema_version = 1\n[[entry]\ntarget = 'x'\n")
@@ -72,6 +76,7 @@ def test_malformed_toml_is_one_clear_error(tmp_path):
         read_entries(path)
 
 
+@pytest.mark.unit
 def test_cmake_entries_quote_everything_and_skip_replays():
     text = cmake_entries([make_entry(), make_entry(target="other", replay=True)])
     assert ('_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 '
@@ -80,6 +85,7 @@ def test_cmake_entries_quote_everything_and_skip_replays():
     assert "_compileiq_entry(TARGET \"other\"" not in text and "replay" in text
 
 
+@pytest.mark.unit
 def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at_configure(tmp_path):
     """An ACF is recorded relative to the TOML's directory with its sha256; the configure resolves it and
     applies the entry only while the file is unchanged (hardening, issue 10)."""
@@ -109,6 +115,7 @@ def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at
         read_entries(toml)
 
 
+@pytest.mark.unit
 def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
     import pytest
 
@@ -141,6 +148,7 @@ def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
         read_entries(tmp_path / "dup.toml")
 
 
+@pytest.mark.unit
 def test_device_lto_is_a_boolean_of_cuda_entries(tmp_path):
     toml = tmp_path / "compileiq.toml"
     write_entry(toml, make_entry(device_lto=True))

@@ -67,6 +67,7 @@ BAD = [
 ]
 
 
+@pytest.mark.cmake
 @pytest.mark.parametrize("mutate,needles", BAD)
 def test_every_field_is_checked_for_type_and_range_by_show_and_the_apply(tmp_path, mutate, needles):
     path = _file(tmp_path, mutate)
@@ -85,12 +86,14 @@ def test_every_field_is_checked_for_type_and_range_by_show_and_the_apply(tmp_pat
     assert list(build.iterdir()) == [build / "CMakeCache.txt"]
 
 
+@pytest.mark.cmake
 def test_a_typo_is_named_as_an_unknown_key_with_the_key_it_resembles(tmp_path):
     path = _file(tmp_path, _typo)
     line = _one_line(run_cli("show", str(path)), "unknown key 'speedpu' (did you mean 'speedup'?)")
     assert "lacks" not in line
 
 
+@pytest.mark.cmake
 def test_a_valid_file_with_every_kind_of_field_round_trips_and_shows(tmp_path):
     path = tmp_path / "compileiq.toml"
     entry = make_entry(contributions=(CONTRIBUTION,), speedup_ci=(1.1, float("inf")), p_values=(0.0, 1.0),
@@ -101,6 +104,7 @@ def test_a_valid_file_with_every_kind_of_field_round_trips_and_shows(tmp_path):
     assert proc.returncode == 0 and "speedup:  1.333x over 1 trial," in proc.stdout, proc.stdout + proc.stderr
 
 
+@pytest.mark.unit
 def test_an_entry_with_a_wrong_field_is_never_written(tmp_path):
     path = tmp_path / "compileiq.toml"
     with pytest.raises(CompileIQError, match="speedup must be a finite number above 0"):
@@ -112,6 +116,7 @@ def _deep(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
+@pytest.mark.cmake
 @pytest.mark.parametrize("text", [
     f"schema_version = 1\nx = {_deep(500)}\n",
     "schema_version = 1\n[[entry]]\nflags = " + _deep(500) + "\n",
@@ -126,6 +131,7 @@ def test_deeply_nested_arrays_are_one_line_not_a_recursion_traceback(tmp_path, t
     assert not out.exists()
 
 
+@pytest.mark.cmake
 def test_configure_with_a_deeply_nested_file_fails_with_one_line(tmp_path):
     """The configure's apply reads the TOML through `python -m compileiq_cmake cmake-entries` (CompileIQ.cmake):
     a real configure shows the one line in its FATAL_ERROR, not a RecursionError traceback."""
@@ -139,6 +145,7 @@ def test_configure_with_a_deeply_nested_file_fails_with_one_line(tmp_path):
     assert not (tmp_path / "build" / "compileiq" / "entries.cmake").exists()
 
 
+@pytest.mark.unit
 def test_the_schema_covers_every_field():
     """Every FlagsEntry field is checked by type: a wrong-typed value of each one is refused."""
     import dataclasses

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import sqlite3
@@ -21,6 +23,7 @@ def _count(db) -> int:
         return 0
 
 
+@pytest.mark.cmake
 def test_killed_tune_resumes_without_repeating_or_losing_trials(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0

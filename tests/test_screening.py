@@ -27,6 +27,7 @@ NINJA_COMMAND = [
 ]
 
 
+@pytest.mark.unit
 def test_cubin_command_rewrites_outputs_dependencies_and_architectures():
     cmd = cubin_command(NINJA_COMMAND, Path("/tmp/out.cubin"), "90", ("-Xptxas=-O1",))
     assert cmd[0] == "/usr/local/bin/nvcc" and cmd[-5:] == ["-arch=sm_90", "-cubin", "-o", "/tmp/out.cubin", "-Xptxas=-O1"]
@@ -41,11 +42,13 @@ def test_cubin_command_rewrites_outputs_dependencies_and_architectures():
     assert cubin_command(["nvcc", "-dc", "k.cu", "-ok.o"], Path("o"), "90", ())[:3] == ["nvcc", "-rdc=true", "k.cu"]
 
 
+@pytest.mark.unit
 def test_project_flags_leave_out_outputs_and_sources():
     flags = project_flags([{"file": "/src/k.cu", "command": " ".join(NINJA_COMMAND), "directory": "/b"}])
     assert "--expt-relaxed-constexpr" in flags and "/src/k.cu" not in flags and "CMakeFiles/k.dir/src/k.cu.o" not in flags
 
 
+@pytest.mark.cuda
 @needs_nvcc
 @needs_cuobjdump
 def test_screen_a_single_file_drops_values_without_effect_and_failures(tmp_path: Path):
@@ -63,6 +66,9 @@ def test_screen_a_single_file_drops_values_without_effect_and_failures(tmp_path:
     assert not any(tmp_path.joinpath("cache").iterdir()), "cubins of the screen are cleaned up"
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
+@pytest.mark.slow
 @needs_nvcc
 @needs_cuobjdump
 @pytest.mark.parametrize("example,target", [("cuda_stencil", "stencil_kernels"), ("cuda_nbody", "nbody")])
@@ -81,6 +87,8 @@ def test_screening_the_examples(tmp_path: Path, example: str, target: str):
     assert (tmp_path / "build" / "compileiq" / "worker-0" / "compile_commands.json").is_file()
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
 @needs_nvcc
 @needs_cuobjdump
 def test_space_command_prints_the_screened_space(tmp_path: Path):

@@ -1,3 +1,4 @@
+import pytest
 import math
 
 from compileiq_cmake.flags import load_space
@@ -11,6 +12,7 @@ def _synthetic_loss(flags: tuple[str, ...]) -> float:
     return -sum(gain.get(f, 0.0) for f in flags)
 
 
+@pytest.mark.unit
 def test_search_never_proposes_a_flag_set_twice_and_finds_the_known_best():
     space = load_space("gcc", "GNU", "12.2", include=("opt_level", "unroll_loops", "vect_cost_model", "march_native"))
     assert space.size == 36
@@ -33,6 +35,7 @@ def test_search_never_proposes_a_flag_set_twice_and_finds_the_known_best():
     assert search.ask() is None
 
 
+@pytest.mark.unit
 def test_same_seed_same_proposals():
     space = load_space("nvcc", "NVIDIA", "13.0")
     runs = []
@@ -48,6 +51,7 @@ def test_same_seed_same_proposals():
     assert runs[0] == runs[1]
 
 
+@pytest.mark.unit
 def test_warm_start_flag_sets_come_first_and_foreign_flags_are_ignored():
     from compileiq_cmake.records import FlagSet
 
@@ -63,6 +67,7 @@ def test_warm_start_flag_sets_come_first_and_foreign_flags_are_ignored():
     assert len(third.choices) == 1, "then single-flag changes"
 
 
+@pytest.mark.unit
 def test_single_flag_changes_then_the_best_combination():
     space = load_space("gcc", "GNU", "12.2", include=("opt_level", "unroll_loops", "vect_cost_model", "march_native"))
     search = FlagSearch(space, budget=30, seed=2, workers=1)
@@ -93,6 +98,7 @@ def _big_mover_run(space, seed, **kw):
     return sequence
 
 
+@pytest.mark.unit
 def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bounded_number_of_times():
     """-ffast-math is 40% faster alone (a big mover); with it, -funroll-loops and -march=native are worth
     30% only together. As soon as the fast-math single is measured, every 2nd proposal keeps fast math and
@@ -123,6 +129,7 @@ def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bo
     assert checked >= 5
 
 
+@pytest.mark.unit
 def test_after_a_big_mover_the_remaining_singles_are_measured_on_top_of_it():
     """Pivot (default): once -ffast-math is known to be 40% faster alone, every later single-flag change is
     proposed together with it; before that, and with pivot=False, singles are alone. The bounded draws of
@@ -147,6 +154,7 @@ def test_after_a_big_mover_the_remaining_singles_are_measured_on_top_of_it():
     assert pivoted >= 10
 
 
+@pytest.mark.unit
 def test_values_that_relax_numerics_are_measured_first():
     """numerics_first (default): the single-flag phase starts with the catalogue's relaxes_numerics values
     (gcc: -ffast-math), in a seeded order within each part; numerics_first=False keeps one seeded order."""
@@ -168,6 +176,7 @@ def test_values_that_relax_numerics_are_measured_first():
     assert any(p != 0 for p in positions[False])
 
 
+@pytest.mark.unit
 def test_no_stall_when_the_optimizer_only_proposes_known_points():
     """Hardening (issue 10): the fallback for an unseen point enumerated up to 200,000 points at ~2.6 ms
     each (the catalogue re-parsed per flag set): minutes of stall. Flag sets are cheap now and big spaces

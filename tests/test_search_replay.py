@@ -1,6 +1,7 @@
 """Replay tests of the default search (no GPU, no compiler): the committed synthetic landscape
 benchmarks/landscapes/sample_small.json answers every build and run, with its recorded noise."""
 
+import pytest
 import math
 import random
 import subprocess
@@ -46,6 +47,7 @@ def _replay(land: Landscape, seed: int, budget: int = BUDGET):
     return built, pick
 
 
+@pytest.mark.unit
 def test_default_search_reaches_the_known_best_within_its_budget_for_most_seeds():
     land = Landscape.load(SAMPLE)
     target = 0.99 * land.best_valid().speedup
@@ -57,6 +59,7 @@ def test_default_search_reaches_the_known_best_within_its_budget_for_most_seeds(
     assert reached >= 18, f"reached 99% of the best in only {reached} of {len(SEEDS)} seeds"
 
 
+@pytest.mark.unit
 def test_invalid_points_are_never_the_pick_and_are_built():
     land = Landscape.load(SAMPLE)
     saw_invalid = 0
@@ -68,6 +71,7 @@ def test_invalid_points_are_never_the_pick_and_are_built():
     assert saw_invalid, "the landscape has invalid points; a 60-build search should meet some"
 
 
+@pytest.mark.unit
 def test_same_seed_same_path_on_a_landscape():
     land = Landscape.load(SAMPLE)
     a, _ = _replay(land, 3)
@@ -75,6 +79,7 @@ def test_same_seed_same_path_on_a_landscape():
     assert list(a) == list(b)
 
 
+@pytest.mark.cmake
 def test_replay_tune_cli_labels_and_writes_a_replay_entry(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
@@ -95,6 +100,7 @@ def test_replay_tune_cli_labels_and_writes_a_replay_entry(tmp_path):
     assert point.speedup >= 0.99 * land.best_valid().speedup - 0.02  # validated winner near the known best
 
 
+@pytest.mark.cmake
 def test_a_rerun_restores_validation_and_ablation_instead_of_measuring_again(tmp_path):
     """Hardening (issue 10): validation and ablation outcomes are kept in the trial store, so a rerun (after
     a kill at the write, say) does not repeat them; it reaches the same winner."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import math
 import random
 
@@ -14,6 +16,7 @@ def _samples(rng, center, cv, n):
     return [center * math.exp(rng.gauss(0, cv)) for _ in range(n)]
 
 
+@pytest.mark.unit
 def test_a_2_percent_change_is_detected_at_the_noise_levels_we_see():
     """H200 kernel timings showed 0.2-1% spread, host runs 1-2%; validation takes up to 15 rounds (more with
     --max-rounds): with that many samples a 2% change is found at least 9 times in 10."""
@@ -23,6 +26,7 @@ def test_a_2_percent_change_is_detected_at_the_noise_levels_we_see():
         assert hits / 200 >= 0.9, (cv, n, hits)
 
 
+@pytest.mark.unit
 def test_same_distribution_is_called_different_at_most_at_the_chosen_level():
     rng = random.Random(2)
     for cv in (0.001, 0.01, 0.15):
@@ -30,6 +34,7 @@ def test_same_distribution_is_called_different_at_most_at_the_chosen_level():
         assert false / 2000 <= 0.065, (cv, false)
 
 
+@pytest.mark.unit
 def test_paired_rounds_cancel_drift_that_hides_a_change_from_welch():
     """The machine's speed wanders 2x between validation rounds (both builds hit alike within a round):
     Welch on the pooled samples misses a 3% gain; the per-round paired test finds it, and its false
@@ -47,6 +52,7 @@ def test_paired_rounds_cancel_drift_that_hides_a_change_from_welch():
     assert found_paired >= 290 and found_welch <= 30 and false <= 0.08 * 300, (found_paired, found_welch, false)
 
 
+@pytest.mark.unit
 def test_small_real_effects_count_and_large_noisy_ones_do_not():
     rng = random.Random(3)
     tiny = compare(_samples(rng, 100, 0.0001, 8), _samples(rng, 99.6, 0.0001, 8))
@@ -61,17 +67,20 @@ def test_small_real_effects_count_and_large_noisy_ones_do_not():
     assert c.ci.low < 1.0 < c.ci.high and not c.faster(0.01)
 
 
+@pytest.mark.unit
 def test_higher_is_better_flips_the_ratio():
     c = compare([100.0, 101.0, 99.0], [110.0, 111.0, 109.0], lower_is_better=False)
     assert c.speedup > 1.09 and c.ci.low > 1.0
 
 
+@pytest.mark.unit
 def test_median_interval_covers_the_true_median_about_95_percent():
     rng = random.Random(4)
     covered = sum(median_ci([rng.gauss(10, 1) for _ in range(15)]).contains(10.0) for _ in range(2000))
     assert 0.93 <= covered / 2000 <= 0.995
 
 
+@pytest.mark.unit
 def test_quantized_metric_is_detected():
     assert printed_resolution("0.00002") == 0.5
     assert coarse_metric_warning([2e-5] * 5, ["0.00002"] * 5, 0.01).startswith("the metric is printed with a resolution")
@@ -79,6 +88,7 @@ def test_quantized_metric_is_detected():
     assert resolution([1.0, 1.1, 1.0, 1.1]) > 0.09
 
 
+@pytest.mark.unit
 def test_geomean_of_workloads():
     rng = random.Random(5)
     comps = [compare(_samples(rng, 100, 0.005, 10), _samples(rng, 80, 0.005, 10)),
@@ -87,6 +97,7 @@ def test_geomean_of_workloads():
     assert abs(geo - math.sqrt(1.25)) < 0.01 and ci.low < geo < ci.high
 
 
+@pytest.mark.unit
 def test_flag_effects_recover_known_main_effects():
     rng = random.Random(6)
     truth = {"-O3": 0.10, "-funroll-loops": 0.0, "-ffast-math": 0.30}

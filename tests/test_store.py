@@ -13,6 +13,7 @@ def _trial(i: int, flags: tuple[str, ...], status=Status.OK) -> Trial:
     return Trial(i, fs, status, "" if status is Status.OK else "build failed: x.c:1: error", meas, 1.5, 0.3, 1.9, "g++ -O3 x.c")
 
 
+@pytest.mark.unit
 def test_trials_survive_a_reopen_and_other_specs_are_separate(tmp_path):
     db = tmp_path / "trials.sqlite"
     store = TrialStore(db, "spec-a")
@@ -30,6 +31,7 @@ def _hold_lock(state_dir, ready, release):
         release.wait(20)
 
 
+@pytest.mark.unit
 def test_second_tune_on_the_same_tree_is_refused(tmp_path):
     ctx = multiprocessing.get_context("fork")
     ready, release = ctx.Event(), ctx.Event()
@@ -47,6 +49,7 @@ def test_second_tune_on_the_same_tree_is_refused(tmp_path):
         pass
 
 
+@pytest.mark.unit
 def test_trials_of_other_sources_or_another_compiler_are_not_reused(tmp_path):
     """A resumed tune whose sources or compiler changed starts a fresh store; the old one is kept aside."""
     from compileiq_cmake.tune import _open_store

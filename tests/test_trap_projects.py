@@ -104,6 +104,8 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
     return out
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
 def test_kernels_in_cpp_files_marked_cuda(tmp_path):
     """.cpp files marked LANGUAGE CUDA, -use_fast_math in a Release generator expression, -Xptxas -O3 as
     two tokens inside SHELL: in a generator expression."""
@@ -124,6 +126,9 @@ def test_kernels_in_cpp_files_marked_cuda(tmp_path):
     assert "other sources" not in out, "the sources hash of the tune and of the apply agree"
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
+@pytest.mark.slow
 def test_architecture_set_by_hand_with_cmp0104_old(tmp_path):
     """CMP0104 OLD, -arch=sm_90 -maxrregcount 64 in CMAKE_CUDA_FLAGS, no CUDA_ARCHITECTURES."""
     trap = _setup(tmp_path, "arch_by_hand", "handarch_bench", "handarch_bench",
@@ -153,6 +158,9 @@ def test_architecture_set_by_hand_with_cmp0104_old(tmp_path):
     assert "other sources" not in text, "editing CMakeLists.txt changes no source file of the target"
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
+@pytest.mark.slow
 def test_static_and_object_libraries_with_custom_output_names(tmp_path):
     """Kernels in a STATIC library (OUTPUT_NAME, ARCHIVE_OUTPUT_DIRECTORY) and an OBJECT library linked into
     the benchmark executable (OUTPUT_NAME, RUNTIME_OUTPUT_DIRECTORY)."""
@@ -182,6 +190,8 @@ def test_static_and_object_libraries_with_custom_output_names(tmp_path):
     assert any("host_only has no CUDA sources of its own; its CUDA code is in kern_static" in ln for ln in lines), lines
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
 def test_separable_compilation(tmp_path):
     trap = _setup(tmp_path, "separable", "sep_bench", "sep_bench", ("use_fast_math", "store_cache"), SM90)
     assert "relocatable device code (-rdc=true)" in trap.log
@@ -191,6 +201,9 @@ def test_separable_compilation(tmp_path):
     _apply(trap, tmp_path, ("--use_fast_math",), SM90)
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
+@pytest.mark.slow
 def test_twenty_source_files_fingerprinted_in_parallel_from_a_cache(tmp_path):
     trap = _setup(tmp_path, "many_tu", "many_bench", "many_bench", ("use_fast_math",), SM90)
     ts = trap.setup
@@ -207,6 +220,8 @@ def test_twenty_source_files_fingerprinted_in_parallel_from_a_cache(tmp_path):
     _apply(trap, tmp_path, ("--use_fast_math",), SM90)
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
 def test_configure_that_writes_into_its_source_tree(tmp_path):
     trap = _setup(tmp_path, "writes_source", "ws_bench", "ws_bench", ("use_fast_math",), SM90)
     assert "configuring the project writes into its source tree (generated/build_stamp.txt)" in trap.log, trap.log
@@ -221,6 +236,8 @@ def test_configure_that_writes_into_its_source_tree(tmp_path):
     assert "were tuned on 2026-11-30T12:00:00+00:00 on other sources" in out and "re-run the tune" in out, out
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
 def test_benchmark_that_prints_its_metric_on_every_step(tmp_path):
     trap = _setup(tmp_path, "chatty_bench", "chatty_bench", "chatty_bench", ("use_fast_math",), SM90)
     _variant_build_carries(trap, ("--use_fast_math",))
@@ -234,6 +251,8 @@ def test_benchmark_that_prints_its_metric_on_every_step(tmp_path):
     assert read_regex("summary " + METRIC, printed).warning == ""
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
 def test_screening_that_leaves_nothing_is_one_clear_line(tmp_path):
     """Hardening (issue 10): when static screening drops every value (here: jump-table density on a kernel
     with no switch), there is nothing left to search: one line, not nevergrad's 'No variable to optimize'."""

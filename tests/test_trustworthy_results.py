@@ -3,6 +3,8 @@ the printed results beyond the tolerance is never chosen (while a loose toleranc
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import shutil
 from pathlib import Path
@@ -22,6 +24,7 @@ def _project(tmp_path, name):
     return src, build
 
 
+@pytest.mark.cmake
 def test_a_a_tune_of_a_sleeping_program_reports_no_improvement_and_writes_nothing(tmp_path):
     src, build = _project(tmp_path, "sleeper")
     proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "sleeper", "--bench", "sleeper",
@@ -31,6 +34,7 @@ def test_a_a_tune_of_a_sleeping_program_reports_no_improvement_and_writes_nothin
     assert not (src / "compileiq.toml").exists()
 
 
+@pytest.mark.cmake
 def test_paired_runs_cancel_drift_that_would_hide_a_20_percent_gain(tmp_path):
     """The program's printed time wanders 3x over consecutive runs; -fno-math-errno makes it 20% faster.
     Trials are measured next to runs of the project's own build and compared by per-pair ratios, and the
@@ -57,6 +61,7 @@ def _tune_reassoc(src, build, rtol, output):
                    "--include-flags", "fast_math,march_native", "--budget", "4", "--output", str(output))
 
 
+@pytest.mark.cmake
 def test_fast_math_that_changes_printed_results_beyond_the_tolerance_is_never_chosen(tmp_path):
     src, build = _project(tmp_path, "reassoc")
     out = tmp_path / "strict.toml"
@@ -69,6 +74,7 @@ def test_fast_math_that_changes_printed_results_beyond_the_tolerance_is_never_ch
         assert all("-ffast-math" not in e.flags for e in read_entries(out))
 
 
+@pytest.mark.cmake
 def test_a_loose_tolerance_lets_the_faster_fast_math_build_win(tmp_path):
     src, build = _project(tmp_path, "reassoc")
     out = tmp_path / "loose.toml"

@@ -3,6 +3,8 @@ no GPU here), trial builds with device-code fingerprints and per-kernel resource
 
 from __future__ import annotations
 
+import pytest
+
 import shutil
 
 from compileiq_cmake.spec import MetricSpec, TuneSpec
@@ -12,6 +14,8 @@ from compileiq_cmake.records import Status, Trial
 from conftest import EXAMPLES, configure, needs_nvcc
 
 
+@pytest.mark.cmake
+@pytest.mark.cuda
 @needs_nvcc
 def test_cuda_trials_get_fingerprints_and_same_code_is_recognised(tmp_path):
     src = tmp_path / "nbody"

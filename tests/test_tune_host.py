@@ -28,6 +28,7 @@ def _assert_applied(src, release, flags):
     return proc
 
 
+@pytest.mark.cmake
 def test_opt_in_route_tunes_writes_toml_and_a_plain_configure_applies_it(host_example, tmp_path):
     build = tmp_path / "build"
     proc = configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON",
@@ -52,6 +53,7 @@ def test_opt_in_route_tunes_writes_toml_and_a_plain_configure_applies_it(host_ex
     assert not all(f in plain.split() for f in entry.flags)
 
 
+@pytest.mark.cmake
 def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -77,6 +79,7 @@ def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
     assert show.returncode == 0 and "host_kernels (CXX, host" in show.stdout and "speedup" in show.stdout
 
 
+@pytest.mark.cmake
 def test_no_significant_gain_writes_no_flags(host_example, tmp_path):
     """Only flags that cannot change this program's speed: nothing may be written."""
     build = tmp_path / "build"
@@ -89,6 +92,7 @@ def test_no_significant_gain_writes_no_flags(host_example, tmp_path):
     assert not (host_example / "compileiq.toml").exists()
 
 
+@pytest.mark.cmake
 def test_multi_config_generator_tunes_the_release_configuration_and_applies_it_there_only(host_example, tmp_path):
     """Ninja Multi-Config: the variant trees hold and build only Release (the baseline is -O3 -DNDEBUG,
     not Debug's -g), the TOML records build_type = "Release", and the release configure puts the flags
@@ -120,6 +124,7 @@ def test_multi_config_generator_tunes_the_release_configuration_and_applies_it_t
     assert "-fno-math-errno" not in (release / "CMakeFiles" / "impl-Debug.ninja").read_text()
 
 
+@pytest.mark.cmake
 def test_host_tune_speaks_of_no_gpu_and_a_resume_counts_restored_trials_apart(host_example, tmp_path):
     """A CPU tune: no "GPU" in its console lines, its report has no GPU column, throttling line or device-code
     table; counts in one are singular ("1 worker"). Resumed with a larger budget, the summary counts the

@@ -3,6 +3,8 @@ every dimension and when it applies, counts in their right number."""
 
 from __future__ import annotations
 
+import pytest
+
 import argparse
 
 from conftest import run_cli
@@ -12,12 +14,14 @@ from compileiq_cmake.flags.space import BUILD_MODE_DIMENSIONS
 from compileiq_cmake.wording import plural
 
 
+@pytest.mark.cmake
 def test_help_names_the_release_build_type():
     proc = run_cli("--help")
     assert proc.returncode == 0
     assert "cmake -S src -B rel -DCMAKE_BUILD_TYPE=Release -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=" in proc.stdout
 
 
+@pytest.mark.cmake
 def test_every_numeric_tune_option_says_its_default():
     tune = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["tune"]
     silent = [a.option_strings[0] for a in tune._actions
@@ -28,6 +32,7 @@ def test_every_numeric_tune_option_says_its_default():
         assert shown in " ".join(text.split()), shown
 
 
+@pytest.mark.cmake
 def test_space_lists_every_dimension_with_when_it_applies():
     out = run_cli("space", "nvcc").stdout
     for name in BUILD_MODE_DIMENSIONS["nvcc"]:
@@ -41,12 +46,14 @@ def test_space_lists_every_dimension_with_when_it_applies():
     assert "[GNU only]" in next(line for line in gcc.splitlines() if line.startswith("  ipa_pta "))
 
 
+@pytest.mark.unit
 def test_plural_counts():
     assert plural(1, "tuned flag") == "1 tuned flag" and plural(2, "tuned flag") == "2 tuned flags"
     assert plural(0, "worker") == "0 workers" and plural(1, "entry", "entries") == "1 entry"
     assert plural(3, "entry", "entries") == "3 entries"
 
 
+@pytest.mark.unit
 def test_counts_in_messages_are_in_their_right_number():
     from compileiq_cmake.numerics import numerics_changed
 

@@ -63,6 +63,7 @@ def _saved(line: str, build: Path) -> Path:
     return fallback
 
 
+@pytest.mark.unit
 def test_a_toml_overwritten_with_garbage_during_the_tune_keeps_the_entry_in_the_fallback(replay, monkeypatch, capsys):
     out, build, args = replay
     write_entry(out, make_entry(target="other"))
@@ -72,6 +73,7 @@ def test_a_toml_overwritten_with_garbage_during_the_tune_keeps_the_entry_in_the_
     assert out.read_text() == "garbage \x00 [[[ not toml", "the user's file is not replaced without asking"
 
 
+@pytest.mark.unit
 def test_another_entry_of_a_wrong_type_written_during_the_tune_keeps_the_entry(replay, monkeypatch, capsys):
     out, build, args = replay
     write_entry(out, make_entry(target="other"))
@@ -95,6 +97,7 @@ def _hold_lock(path: Path, seconds: float, started: threading.Event) -> None:
     os.close(fd)
 
 
+@pytest.mark.unit
 def test_a_held_lock_is_waited_for_with_a_message_and_the_tune_then_writes(replay, monkeypatch, capsys):
     out, build, args = replay
     started = threading.Event()
@@ -106,6 +109,7 @@ def test_a_held_lock_is_waited_for_with_a_message_and_the_tune_then_writes(repla
     assert read_entries(out)[0].target == "sample_small"
 
 
+@pytest.mark.unit
 def test_a_lock_held_past_the_deadline_ends_in_one_line_and_the_fallback(replay, monkeypatch, capsys):
     out, build, args = replay
     monkeypatch.setattr(result_file, "LOCK_WAIT_SECONDS", 2.0)
@@ -123,6 +127,7 @@ def test_a_lock_held_past_the_deadline_ends_in_one_line_and_the_fallback(replay,
     assert not out.exists()
 
 
+@pytest.mark.unit
 def test_a_lock_path_that_is_a_directory_is_named_as_the_lock(replay, monkeypatch, capsys):
     out, build, args = replay
     lock = Path(f"{out}.lock")
@@ -140,6 +145,7 @@ def _write_other(path: str) -> None:
     write_entry(Path(path), make_entry(target="other"))
 
 
+@pytest.mark.unit
 def test_a_concurrent_writer_does_not_break_a_starting_tune(replay, monkeypatch, capsys):
     """The probe file that checks the TOML's directory is writable is created while another process writes
     the same TOML (and removes what a killed writer left): the tune still starts, and both entries stay."""
@@ -168,6 +174,7 @@ def test_a_concurrent_writer_does_not_break_a_starting_tune(replay, monkeypatch,
     assert not list(out.parent.glob(".compileiq-*")), "no probe or temporary file left"
 
 
+@pytest.mark.unit
 def test_a_writer_removes_only_its_own_files_strays_not_another_files_temporary(tmp_path):
     """Writers of compileiq.toml and of compileiq.toml-x.toml in one directory hold different locks: the first
     removes a killed writer's stray of its own file only, never the other's file being written."""
