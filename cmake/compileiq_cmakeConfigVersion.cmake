@@ -1,9 +1,24 @@
-# Version file of the compileiq_cmake package, written by hand (no configure
-# step).  Same rules as write_basic_package_version_file(... COMPATIBILITY
-# SameMajorVersion): any requested version with major 0 and not newer than
-# this one is compatible; the package is architecture independent.
+# Version file of the compileiq_cmake package (no configure step).  The one
+# version source is __version__ in the Python package's __init__.py (the wheel's
+# metadata reads it too): beside this directory in an installed package
+# (<site-packages>/compileiq_cmake/{__init__.py,cmake/}), or in compileiq_cmake/
+# of a source checkout.  Same rules as write_basic_package_version_file(...
+# COMPATIBILITY SameMajorVersion): any requested version with major 0 and not
+# newer than this one is compatible; the package is architecture independent.
 
-set(PACKAGE_VERSION "0.1.0")
+set(PACKAGE_VERSION "")
+foreach(_compileiq_init IN ITEMS "${CMAKE_CURRENT_LIST_DIR}/../__init__.py"
+                                 "${CMAKE_CURRENT_LIST_DIR}/../compileiq_cmake/__init__.py")
+  if(EXISTS "${_compileiq_init}")
+    file(STRINGS "${_compileiq_init}" _compileiq_line REGEX "^__version__ = \"[^\"]+\"")
+    string(REGEX REPLACE "^__version__ = \"([^\"]+)\".*" "\\1" PACKAGE_VERSION "${_compileiq_line}")
+    break()
+  endif()
+endforeach()
+if(PACKAGE_VERSION STREQUAL "")
+  set(PACKAGE_VERSION_UNSUITABLE TRUE)  # no version to compare: a damaged installation
+  return()
+endif()
 
 if(PACKAGE_FIND_VERSION_RANGE)
   # find_package(compileiq_cmake <min>...[<]<max>): the lower end must have

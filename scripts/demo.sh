@@ -15,6 +15,7 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check "$extra"
 export PATH="$PWD/.venv/bin:$PATH"
 demo_dir=${DEMO_DIR:-$(mktemp -d /tmp/compileiq-demo.XXXXXX)}
+mkdir -p "$demo_dir"
 work="$demo_dir/$example"
 rm -rf "$work"; cp -r "examples/$example" "$work"
 cmake_dir=$(cd / && compileiq-cmake --cmake-dir)

@@ -269,3 +269,24 @@ def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path):
     assert proc.returncode == 0
     assert "does not build relocatable device code" in " ".join(proc.stderr.split())
     assert not any("lto_90" in c for c in commands_for(tmp_path / "rel-plain", ".cu"))
+
+
+@pytest.mark.cmake
+def test_one_version_source_for_the_wheel_and_the_cmake_package(tmp_path):
+    """__version__ is the one version: the installed distribution's metadata and find_package's version
+    check (compileiq_cmakeConfigVersion.cmake reads it) say the same; a newer major version is refused."""
+    import importlib.metadata
+
+    import compileiq_cmake
+
+    assert importlib.metadata.version("compileiq-cmake") == compileiq_cmake.__version__
+    src = tmp_path / "p"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES NONE)\n"
+        "find_package(compileiq_cmake ${WANT} CONFIG REQUIRED)\n"
+        "message(STATUS \"found compileiq_cmake ${compileiq_cmake_VERSION}\")\n")
+    ok = configure(src, tmp_path / "ok", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DWANT=0.1")
+    assert ok.returncode == 0 and f"found compileiq_cmake {compileiq_cmake.__version__}" in ok.stdout, ok.stdout + ok.stderr
+    newer = configure(src, tmp_path / "newer", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DWANT=1.0")
+    assert newer.returncode != 0 and compileiq_cmake.__version__ in newer.stderr, newer.stderr
