@@ -8,6 +8,7 @@ import time
 from typing import Callable
 
 from .records import Trial, TuneResult
+from .spec import TuneSpec
 from .trial import loss
 from .tune_setup import FINALISTS, TuneSetup
 from .wording import plural
@@ -70,6 +71,19 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
 
 
+def untried_line(spec: TuneSpec, baseline: Trial) -> str:
+    """What a tune that measured no flag set says (never "no flag set beat"): that, why if known, and the
+    time the budget would need by the baseline's own build and benchmark times."""
+    build, bench = baseline.build_seconds, baseline.bench_seconds
+    trials = spec.budget - 1
+    why = f" within --time-limit {spec.time_limit:g} s" if spec.time_limit else ""
+    return (f"compileiq: no flag set was measured{why}: only the project's own build was, so nothing was compared "
+            f"and no flags are written for {spec.target}; one trial takes about {build + bench:.1f} s here (build "
+            f"{build:.1f} s, benchmark {bench:.1f} s), so the {plural(trials, 'trial')} of --budget {spec.budget} "
+            f"need about {fmt_eta(trials * bench)} to {fmt_eta(trials * (build + bench))} (builds overlap the "
+            "benchmarks when --workers allows) plus the validation of the finalists: give the tune that much time")
+
+
 def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0) -> None:
     """`restored`: trials of an earlier run restored from the store (a resume), counted apart."""
     spec = setup.spec
@@ -109,6 +123,8 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         log(f"compileiq: winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
             f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}")
         log(f"compileiq: wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""))
+    elif not any(t.index != result.baseline.index for t in result.trials):
+        log(untried_line(spec, result.baseline))
     else:
         log("compileiq: no significant improvement: no flag set beat the project's own build significantly "
             f"on every workload; no flags written for {spec.target}")
