@@ -1,8 +1,9 @@
 """Which trials get more runs during the search: those within two noise-spreads of the best trial so far,
 where every trial (the best ones included) is judged against the baseline of the GPU it ran on."""
 
-import pytest
 from types import SimpleNamespace
+
+import pytest
 
 from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
 from compileiq_cmake.trial import measure_more_if_promising

@@ -1,5 +1,6 @@
-import pytest
 import math
+
+import pytest
 
 from compileiq_cmake.numerics import extract_numbers, numerics_changed
 

@@ -1,5 +1,6 @@
-import pytest
 import math
+
+import pytest
 
 from compileiq_cmake.flags import load_space
 from compileiq_cmake.search import FlagSearch

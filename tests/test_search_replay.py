@@ -1,12 +1,13 @@
 """Replay tests of the default search (no GPU, no compiler): the committed synthetic landscape
 benchmarks/landscapes/sample_small.json answers every build and run, with its recorded noise."""
 
-import pytest
 import math
 import random
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from compileiq_cmake.landscape import Landscape
 from compileiq_cmake.result_file import read_entries
