@@ -34,9 +34,9 @@ At the end of the top-level directory this module:
   (``_compileiq_device_lto``, the apply's own function) and sets the per-file flags
   (``_compileiq_source_options``, also the apply's);
 * writes ``compileiq_variant_info.txt`` in the top-level build directory
-  (target, language, architecture, the target's ``sources_sha256`` and
-  ``flags_sha256`` as the apply computes them) and ``compileiq_variant_sources.txt``
-  (the source lines of ``sources_sha256``, to which the tool adds the headers).
+  (target, language, architecture, ``flags_sha256`` as the apply computes it,
+  the apply's device-LTO decision) and ``compileiq_variant_sources.txt`` (the
+  source lines of ``sources_sha256``, to which the tool adds the headers).
 
 Tuned flags from ``compileiq.toml`` are never applied in a variant tree.
 #]=======================================================================]
@@ -91,14 +91,13 @@ function(_compileiq_variant_apply)
     message(WARNING "compileiq: target '${COMPILEIQ_VARIANT_TARGET}' is not defined by this project")
     return()
   endif()
-  _compileiq_sources_sha256("${target}" sources_sha256)
   set(config "${CMAKE_BUILD_TYPE}")
   if(config STREQUAL "" AND CMAKE_CONFIGURATION_TYPES)
     list(GET CMAKE_CONFIGURATION_TYPES 0 config)
   endif()
   _compileiq_flags_sha256("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" "${config}" flags_sha256)
   file(WRITE "${CMAKE_BINARY_DIR}/compileiq_variant_info.txt"
-    "target=${target}\nlanguage=${COMPILEIQ_VARIANT_LANGUAGE}\narch=${arch}\nsources_sha256=${sources_sha256}\n"
+    "target=${target}\nlanguage=${COMPILEIQ_VARIANT_LANGUAGE}\narch=${arch}\n"
     "flags_sha256=${flags_sha256}\n")
   _compileiq_source_lines("${target}" source_lines)
   list(JOIN source_lines "\n" source_lines)
@@ -138,7 +137,7 @@ function(_compileiq_variant_apply)
 
   _compileiq_add_flags("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" "" ${COMPILEIQ_VARIANT_FLAGS})
   # The apply's own decision, read by the tune: device LTO is offered only where the apply accepts it.
-  _compileiq_device_lto_refusal("${target}" lto_refusal)
+  _compileiq_device_lto_refusal("${target}" lto_refusal "${config}")
   file(APPEND "${CMAKE_BINARY_DIR}/compileiq_variant_info.txt" "device_lto_refusal=${lto_refusal}\n")
   if(COMPILEIQ_VARIANT_DEVICE_LTO)
     if(NOT lto_refusal STREQUAL "")

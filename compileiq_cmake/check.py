@@ -37,6 +37,7 @@ from .resources import cmake_dir
 from .result_file import FlagsEntry, read_entries, write_entry
 from .spec import MetricSpec
 from .stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
+from .wording import plural
 
 MAX_WORKLOADS = 8  # distinct workloads re-measured per entry at most (--max-workloads)
 BUILD_TIMEOUT = 3600.0  # seconds for each configure and each build of the check's trees (--build-timeout)
@@ -198,8 +199,9 @@ def _records(path: Path) -> dict[tuple[str, str], dict]:
 
 def _benchmark_argv(argv: list[str], tree: Path) -> list[str]:
     """The benchmark command in one tree: a first word that names a target of the project is its binary there."""
-    model = read_codemodel(tree)
-    target = model.targets.get(argv[0]) if argv else None
+    if not argv:
+        return argv
+    target = read_codemodel(tree).targets.get(argv[0])
     if target is not None and target.artifacts:
         return [str(target.artifacts[0]), *argv[1:]]
     return argv
@@ -223,7 +225,7 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
     workloads, note = select_workloads(entry, max_workloads)
     where = f"{entry.target} (sm_{entry.arch})" if entry.arch else entry.target
     print(f"compileiq: check: re-measuring {where}: {shlex.join(bench.argv)} ({bench.metric.label}), "
-          f"{len(workloads)} workload{'s' if len(workloads) != 1 else ''}, {rounds} rounds"
+          f"{plural(len(workloads), 'workload')}, {rounds} rounds"
           + (f"; {note}" if note else ""), file=sys.stderr, flush=True)
     trees = {"plain": plain, "tuned": tuned}
     argv = {k: _benchmark_argv(list(bench.argv), t) for k, t in trees.items()}

@@ -240,7 +240,8 @@ class VariantTree:
         return self.path.parent / "logs" / f"{self.path.name}-{step}.log"
 
     def info(self) -> dict[str, str]:
-        """What compileiq_variant.cmake recorded at the last configure (target, language, arch, sources_sha256)."""
+        """What compileiq_variant.cmake recorded at the last configure (target, language, arch, flags_sha256,
+        device_lto_refusal)."""
         path = self.path / "compileiq_variant_info.txt"
         if not path.is_file():
             return {}

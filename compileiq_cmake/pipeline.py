@@ -89,7 +89,7 @@ class Pipeline:
         self._free_runners: queue.Queue[Runner | None] = queue.Queue()  # None: no GPU is left (see _drop)
         for r in runners:
             self._free_runners.put(r)
-        self._live_runners = len(runners)
+        self._runner_count = len(runners)
         self._lost_gpus: list[str] = []
         self._threads = ThreadPoolExecutor(max_workers=len(trees))
         self._jobs: deque[_Job] = deque()
@@ -210,9 +210,8 @@ class Pipeline:
         """A runner that did not come back leaves the conveyor; with the last one gone, every trial waiting
         for a GPU (now or later) ends with an error instead of waiting for good."""
         with self.in_flight.lock:
-            self._live_runners -= 1
             self._lost_gpus.append(gpu)
-            left = self._live_runners
+            left = self._runner_count - len(self._lost_gpus)
         if left:
             self._log(f"compileiq: GPU {gpu} did not come back; the tune goes on without it")
         else:

@@ -196,7 +196,7 @@ class Cgroup:
 
     def kill(self, within: float = 5.0) -> int:
         """SIGKILL everything in the cgroup, wait until it is empty and remove it; how many were signalled."""
-        killed = 0
+        killed: set[int] = set()  # a process may take several passes to leave: counted once
         deadline = time.monotonic() + within
         while True:
             pids = self.pids()
@@ -206,7 +206,7 @@ class Cgroup:
                 (self.path / "cgroup.kill").write_text("1")
             except OSError:
                 pass
-            killed += sum(_signal(p, signal.SIGKILL) for p in pids)
+            killed.update(p for p in pids if _signal(p, signal.SIGKILL))
             if time.monotonic() > deadline:
                 break
             time.sleep(0.01)
@@ -218,7 +218,7 @@ class Cgroup:
                 break
             except OSError:
                 time.sleep(0.005)
-        return killed
+        return len(killed)
 
 
 def _children_files() -> bool:

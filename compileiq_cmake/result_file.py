@@ -129,7 +129,7 @@ class FlagsEntry:
     tuned_cpu: str = ""
     cpu_features: tuple[str, ...] = ()
     # CUDA: "all" (the flags go to every architecture the target builds) or "tuned" (only to builds of arch alone)
-    arch_scope: str = field(default="all", metadata={"one_of": ("all", "tuned")})
+    arch_scope: str = field(default="all", metadata={"one_of": ARCH_SCOPES})
 
     @property
     def key(self) -> tuple[str, str, str]:

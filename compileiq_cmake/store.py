@@ -238,10 +238,6 @@ class TrialStore:
                         self._db.execute(sql, params)
                 return
             except sqlite3.Error as exc:
-                try:
-                    self._db.rollback()
-                except sqlite3.Error:
-                    pass
                 busy = _errorcode(exc) in _BUSY_CODES
                 if busy and time.monotonic() < deadline:
                     time.sleep(0.25)

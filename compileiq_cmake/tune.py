@@ -105,14 +105,15 @@ def _check_replacement(setup: TuneSetup) -> None:
             "--compare-output/--compare-file as well, or --replace to replace it anyway")
 
 
-def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log, flags_sha256: str = ""):
+def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log, commands_sha256: str = ""):
     """The trial store of this tune. When its trials were measured on other sources (the target's files and
     the headers they include), with other compile flags or with another compiler, they are stale: this tune's
     rows move to a store of their own beside it (kept, named in the log; the other tunes' trials stay) and
     this tune starts fresh."""
     from .store import TrialStore
 
-    code = {"compiler": compiler, "sources_sha256": sources_sha256, "flags_sha256": flags_sha256}
+    # the stored key keeps its name "flags_sha256": the hash of the target's compile commands (TuneSetup.commands_sha256)
+    code = {"compiler": compiler, "sources_sha256": sources_sha256, "flags_sha256": commands_sha256}
     store = TrialStore(path, identity)
     if store.note:
         log(f"compileiq: {store.note}")
@@ -126,8 +127,8 @@ def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, l
         else:
             what = "the flags that reach the target's compile commands changed (its build tree was configured anew)"
         aside, moved = store.archive("stale")
-        log(f"compileiq: {what} since the stored trials were measured; they are not reused: this tune's {moved} "
-            f"trial(s) are kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh")
+        log(f"compileiq: {what} since the stored trials were measured; they are not reused: this tune's "
+            f"{plural(moved, 'trial')} {'is' if moved == 1 else 'are'} kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh")
     store.save_result("code", code)
     return store
 

@@ -104,7 +104,7 @@ def test_stale_trials_of_one_tune_leave_the_other_tunes_trials_in_place(tmp_path
     a = _open_store(db, "target-a-90", "GNU 12.2", "a-edited", lines.append)
     assert a.load() == [] and a.load_result("finalists") is None
     (aside,) = sorted(tmp_path.glob("trials.sqlite.stale-*"))
-    assert len(lines) == 1 and str(aside) in lines[0] and "2 trial(s)" in lines[0] and "stay" in lines[0]
+    assert len(lines) == 1 and str(aside) in lines[0] and "2 trials are kept" in lines[0] and "stay" in lines[0]
     kept = TrialStore(aside, "target-a-90")
     assert kept.load() == [_trial(0), _trial(1)] and kept.load_result("finalists") == [1], "retrievable"
     assert list(kept.load_all()) == ["target-a-90"]
@@ -121,10 +121,10 @@ def test_other_compile_flags_make_trials_stale(tmp_path):
 
     db = tmp_path / "trials.sqlite"
     lines: list[str] = []
-    store = _open_store(db, "t", "GNU 12.2", "aaa", lines.append, flags_sha256="f1")
+    store = _open_store(db, "t", "GNU 12.2", "aaa", lines.append, commands_sha256="f1")
     store.save(_trial(0))
     store.close()
-    store = _open_store(db, "t", "GNU 12.2", "aaa", lines.append, flags_sha256="f2")
+    store = _open_store(db, "t", "GNU 12.2", "aaa", lines.append, commands_sha256="f2")
     assert store.load() == [] and "the flags that reach the target's compile commands changed" in lines[0]
     store.close()
 
