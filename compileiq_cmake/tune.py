@@ -454,15 +454,19 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     written = resolved.flags if resolved else flags
     sources = []
     features: set[str] = set(resolved.features) if resolved else set()
+    before, after = list(flags), list(written)  # every part's flags as searched and as written
     for path, own in parts.sources:
         part = _resolve_host_specific(setup, own, log)
         resolved = resolved or part
         features |= set(part.features) if part else set()
         sources.append({"path": path, "flags": list(part.flags if part else own)})
+        before += own
+        after += part.flags if part else own
     if resolved is not None:
-        shown = " ".join(f for f in (flags + tuple(f for _, own in parts.sources for f in own)) if portability.is_native(f))
-        cpu_flags = portability.host_specific(written)
-        extra = len(written) - len(flags) + sum(1 for f in flags if portability.is_native(f)) - len(cpu_flags)
+        shown = " ".join(dict.fromkeys(f for f in before if portability.is_native(f)))
+        cpu_flags = portability.host_specific(after)
+        extra = len(after) - len(before) + sum(1 for f in before if portability.is_native(f)) - len(cpu_flags)
+        cpu_flags = list(dict.fromkeys(cpu_flags))  # shown once, also when several parts had them
         log(f"compileiq: {shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
             f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
             f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")

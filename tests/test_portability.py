@@ -221,7 +221,9 @@ def test_arch_scope_on_a_multi_architecture_target(tmp_path):
 
 @pytest.mark.cmake
 @needs_gxx
-def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path):
+@pytest.mark.parametrize("flags", [("-O3", "-march=native"), ("-O3", "[src/main.cpp]-march=native")],
+                         ids=["target", "per-file"])
+def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
     """The entry a tune writes (tune._entry) for a host winner '-O3 -march=native': resolved flags, the CPU model
     of this machine and its ISA features, a log line that says so; the TOML reads back and holds no 'native'."""
     from types import SimpleNamespace
@@ -230,7 +232,7 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path):
     from compileiq_cmake.records import FlagSet, Validation, WorkloadComparison
     from compileiq_cmake.tune import _entry
 
-    winner = Validation(FlagSet((), ("-O3", "-march=native")),
+    winner = Validation(FlagSet((), flags),
                         (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
         label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), arch_scope="all", pass_regex="PASS")
@@ -240,9 +242,11 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path):
     said = []
     entry = _entry(setup, winner, (), 12, said.append)
     assert entry.tuned_cpu == host_cpu() and entry.cpu_features
-    assert "-O3" in entry.flags and not any("native" in f for f in entry.flags)
-    assert any(f.startswith("-march=") for f in entry.flags)
-    assert any("-march=native recorded as the compiler resolves it" in line for line in said), said
+    written = entry.flags + tuple(f for s in entry.sources for f in s["flags"])
+    assert "-O3" in entry.flags and not any("native" in f for f in written)
+    assert any(f.startswith("-march=") for f in written)
+    line = next(line for line in said if "-march=native recorded as the compiler resolves it" in line)
+    assert "(unresolved)" not in line and "-march=" in line.split(":", 2)[2], line
     write_entry(spec.output, entry)
     assert read_entries(spec.output) == [entry] and "native" not in spec.output.read_text()
 
