@@ -226,8 +226,6 @@ def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path):
     next to --generate-code) and its device link gets -dlto, the status line says so, nvcc compiles such an
     object here (this toolkit cannot link -dlto: the link is the GPU machine's); a target without relocatable
     device code does not get it, with a warning."""
-    import pytest
-
     from conftest import HAVE_NVCC, PROJECTS
 
     if not HAVE_NVCC:

@@ -151,7 +151,6 @@ def test_tune_rerun_after_a_header_edit_or_other_flags_does_not_resume_and_the_e
 
 @pytest.mark.unit
 def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refused(tmp_path):
-    import pytest
     from test_result_file import make_entry
 
     from compileiq_cmake.errors import CompileIQError

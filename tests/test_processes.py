@@ -99,8 +99,6 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
     a step after it (here the reference trees) raises: the pool's threads must not outlive the tune."""
     import threading
 
-    import pytest
-
     from compileiq_cmake import tune
     from compileiq_cmake.errors import CompileIQError
     from compileiq_cmake.spec import TuneSpec
@@ -187,6 +185,16 @@ def _daemon_bench(tmp_path: Path, tag: str, shell: str, value: str) -> list[str]
     return [PY, str(script), tag, shell, value]
 
 
+def _assert_daemon_killed(tmp_path: Path, shell: str, value: float, what: str) -> None:
+    """Run the daemonizing benchmark with `shell` ({tag}: the sleeper's tag): its metric counts and no sleeper
+    of that tag is left afterwards."""
+    tag = _tag()
+    out = run_benchmark(_daemon_bench(tmp_path, tag, shell.format(tag=tag), str(value)), tmp_path, REGEX, None,
+                        timeout=60)
+    assert out.status is Status.OK and out.value == value, (what, out.reason)
+    assert not _no_sleeper_left(tag), f"{what}: the daemon outlived the benchmark"
+
+
 def _cgroup_allowed() -> bool:
     from compileiq_cmake.process_tree import Cgroup
 
@@ -210,11 +218,7 @@ def test_a_daemon_that_left_the_session_and_cleared_its_environment_holding_the_
         with monkeypatch.context() as m:
             if mode == "tree":
                 _no_cgroup(m)
-            tag = _tag()
-            out = run_benchmark(_daemon_bench(tmp_path, tag, f"( setsid env -i /bin/sleep {tag} & )", "1.5"),
-                                tmp_path, REGEX, None, timeout=60)
-            assert out.status is Status.OK and out.value == 1.5, (mode, out.reason)
-            assert not _no_sleeper_left(tag), f"{mode}: the daemonized sleeper outlived the benchmark"
+            _assert_daemon_killed(tmp_path, "( setsid env -i /bin/sleep {tag} & )", 1.5, mode)
 
 
 @pytest.mark.unit
@@ -228,26 +232,18 @@ def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_p
     _no_cgroup(monkeypatch)
     if not lists_children:
         monkeypatch.setattr(process_tree, "_children_files", lambda: False)
-    tag = _tag()
-    shell = f"setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & sleep 3"
-    out = run_benchmark(_daemon_bench(tmp_path, tag, shell, "2.5"), tmp_path, REGEX, None, timeout=60)
-    assert out.status is Status.OK and out.value == 2.5, out.reason
-    assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
+    _assert_daemon_killed(tmp_path, "setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 "
+                          "& sleep 3", 2.5, "tree")
 
 
 @pytest.mark.unit
 def test_a_fully_detached_daemon_is_killed_through_the_runs_cgroup(tmp_path):
     """With a cgroup of its own (where this machine allows one): a daemon that is gone from the process tree
     at once, in another session, without the environment and without the output, is still found."""
-    import pytest
-
     if not _cgroup_allowed():
         pytest.skip("this process may not make a cgroup here (the recorded tree is the fallback)")
-    tag = _tag()
-    shell = f"( setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & )"
-    out = run_benchmark(_daemon_bench(tmp_path, tag, shell, "3.5"), tmp_path, REGEX, None, timeout=60)
-    assert out.status is Status.OK and out.value == 3.5, out.reason
-    assert not _no_sleeper_left(tag), "the daemon outlived the benchmark"
+    _assert_daemon_killed(tmp_path, "( setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null "
+                          "2>&1 & )", 3.5, "cgroup")
 
 
 @pytest.mark.cmake
@@ -298,8 +294,6 @@ def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_
     """The tune dies while its benchmark runs; the benchmark dies with it, but a daemon it started (setsid,
     env -i, output elsewhere) lives on: the next start (kill_leftovers) finds it through the run's cgroup."""
     import subprocess
-
-    import pytest
 
     from compileiq_cmake.bench import kill_leftovers
 

@@ -108,8 +108,6 @@ def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at
     assert "does not exist" in cmake_entries([entry], tmp_path)
     bad = toml.read_text().replace(digests[0][1], "0" * 64).replace('"controls/fast.acf",\n', '"other.acf",\n', 1)
     toml.write_text(bad)
-    import pytest
-
     from compileiq_cmake.errors import CompileIQError
     with pytest.raises(CompileIQError, match="acf_sha256"):
         read_entries(toml)
@@ -117,8 +115,6 @@ def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at
 
 @pytest.mark.unit
 def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
-    import pytest
-
     from compileiq_cmake.errors import CompileIQError
     from compileiq_cmake.result_file import read_entries, write_entry
 
