@@ -53,8 +53,8 @@ cp "$work/rel-tuned/compile_commands.json" "$OUT/release-compile_commands.json"
 python3 - "$work" "$target" > "$OUT/flags_check.json" <<'PY'
 import json, sys, tomllib
 from pathlib import Path
-from compileiq_cmake.file_api import read_codemodel, write_query
-from compileiq_cmake.nvcc_command import normalize, tokens
+from compileiq_cmake.project.file_api import read_codemodel, write_query
+from compileiq_cmake.project.nvcc_command import normalize, tokens
 work, target = Path(sys.argv[1]), sys.argv[2]
 toml = work / "compileiq.toml"
 flags = tomllib.loads(toml.read_text())["entry"][0]["flags"] if toml.is_file() else []

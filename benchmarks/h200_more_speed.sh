@@ -49,7 +49,7 @@ if [ "$1" = check ]; then
   python3 - "$OUTDIR" $WORKLOAD <<'PY'
 import json, os, shutil, subprocess, sys
 from pathlib import Path
-from compileiq_cmake import kernel_times
+from compileiq_cmake.measure import kernel_times
 out = Path(sys.argv[1]); args = sys.argv[2:]
 lib = kernel_times.build_collector(shutil.which("nvcc"), Path("/tmp/cupti"))
 f = Path("/tmp/cupti/times.tsv")

@@ -16,7 +16,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from compileiq_cmake.stats import compare_paired
+from compileiq_cmake.decide.stats import compare_paired
 
 LINE = re.compile(r"^(plain|tuned) wall_s=([0-9.]+)(?: time_ms=([0-9.eE+-]+))?\s*(PASS|FAIL)?")
 

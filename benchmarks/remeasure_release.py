@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compileiq_cmake.stats import compare_paired
+from compileiq_cmake.decide.stats import compare_paired
 
 PROGRAMS = {  # example -> (executable in the tree, base args, workloads) as in its CMakeLists.txt
     "cuda_nbody": ("nbody", ["--n", "32768"], [["--n", "16384"], ["--n", "32768"]]),

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from compileiq_cmake.flags.catalogue import canonical_flags
-from compileiq_cmake.screening import screen_target
+from compileiq_cmake.flags.screening import screen_target
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = {"cuda_nbody": "nbody", "cuda_stencil": "stencil_kernels"}

@@ -47,7 +47,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from compileiq_cmake.flags.space import FlagSpace  # noqa: E402
-from compileiq_cmake.landscape import Landscape  # noqa: E402
+from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 
 INVALID_LOSS = 10.0
 LANDSCAPES = ("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_oscillators", "softmax_rows",
@@ -167,7 +167,7 @@ class RandomSearch:
 
 
 def make_strategy(name: str, space: FlagSpace, budget: int, seed: int, warm=()):
-    from compileiq_cmake import search as S
+    from compileiq_cmake.search import search as S
     if name == "default":
         return S.FlagSearch(space, budget, seed, 1, warm_start=warm)
     if name.startswith("default:"):  # variants: default:singles_share=0.6;explore_every=4
@@ -453,7 +453,7 @@ def cmd_warmstart(args) -> None:
                     break
         row = [target]
         for label, w in (("cold", ()), ("warm", tuple(warm))):
-            from compileiq_cmake.search import FlagSearch
+            from compileiq_cmake.search.search import FlagSearch
             runs = [simulate(land, space, FlagSearch(space, args.budget, s, 1, warm_start=w), s, args.budget)
                     for s in range(args.seeds)]
             s = summarize(runs, land, args.budget)

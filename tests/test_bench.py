@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.bench import parse_gbench, parse_nvbench, parse_regex, run_benchmark, run_process
-from compileiq_cmake.records import Status
-from compileiq_cmake.spec import MetricSpec
+from compileiq_cmake.measure.bench import parse_gbench, parse_nvbench, parse_regex, run_benchmark, run_process
+from compileiq_cmake.model.records import Status
+from compileiq_cmake.model.spec import MetricSpec
 
 PY = sys.executable
 REGEX = MetricSpec.parse(r"time_ms=([0-9.eE+-]+)", lower_is_better=True)

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.fingerprint import find_tool
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags import load_space, validate_flags
 from compileiq_cmake.flags import space as space_module
 from compileiq_cmake.flags.catalogue import adapt_to_project, add_acf_dimension, canonical_flags
-from compileiq_cmake.nvcc_command import normalize
+from compileiq_cmake.project.nvcc_command import normalize
 from compileiq_cmake.flags.probe import probe_space
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 

@@ -8,11 +8,13 @@ import pytest
 import inspect
 from pathlib import Path
 
-from compileiq_cmake import finalists, trial, tune
-from compileiq_cmake.executor import LocalExecutor, ReplayExecutor, make_executor
-from compileiq_cmake.landscape import Landscape
-from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune_setup import replay_setup
+from compileiq_cmake.decide import finalists
+from compileiq_cmake.tune import trial
+from compileiq_cmake.tune import orchestration as tune
+from compileiq_cmake.execute.executor import LocalExecutor, ReplayExecutor, make_executor
+from compileiq_cmake.search.landscape import Landscape
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.setup import replay_setup
 
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 
@@ -49,8 +51,8 @@ def test_the_search_stages_do_not_branch_on_the_backend():
 def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     """The progress line's ETA covers the whole tune (validation and ablation took 23 s of a 36 s tune that
     the old ETA left out), and an invalid trial's reason is printed whole."""
-    from compileiq_cmake.console import finish_estimate, progress
-    from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
+    from compileiq_cmake.ui.console import finish_estimate, progress
+    from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 
     spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
                     metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
@@ -73,8 +75,8 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
 def test_lookahead_keeps_the_gpus_fed_and_no_more():
     """Issue 13: trials in flight are asked blind; the conveyor keeps per GPU the trial on it plus what builds
     in the time of a benchmark, and one spare (H200 multi-file tune: build ~10 s, benchmark ~9 s -> 4 of 8)."""
-    from compileiq_cmake.pipeline import lookahead
-    from compileiq_cmake.records import FlagSet, Status, Trial
+    from compileiq_cmake.execute.pipeline import lookahead
+    from compileiq_cmake.model.records import FlagSet, Status, Trial
 
     def t(i, build, bench, twin=None):
         return Trial(i, FlagSet((), (f"-f{i}",)), Status.OK, build_seconds=build, bench_seconds=bench, same_code_as=twin)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.fingerprint import DeviceFingerprint, find_tool, fingerprint, parse_sass
+from compileiq_cmake.flags.fingerprint import DeviceFingerprint, find_tool, fingerprint, parse_sass
 
 from conftest import needs_nvcc
 

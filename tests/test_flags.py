@@ -1,6 +1,6 @@
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags import load_space, validate_flags
 
 

@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from compileiq_cmake.bench import kill_leftovers, parse_gbench, run_benchmark, run_process
-from compileiq_cmake.records import Status
-from compileiq_cmake.spec import MetricSpec
+from compileiq_cmake.measure.bench import kill_leftovers, parse_gbench, run_benchmark, run_process
+from compileiq_cmake.model.records import Status
+from compileiq_cmake.model.spec import MetricSpec
 
 PY = sys.executable
 REGEX = MetricSpec.parse(r"time_ms=(\S+)", lower_is_better=True)
@@ -119,7 +119,7 @@ def test_huge_output_is_kept_bounded_and_said_to_be_truncated(tmp_path):
 _PARENT = """
 import sys
 from pathlib import Path
-from compileiq_cmake.bench import run_process
+from compileiq_cmake.measure.bench import run_process
 run_process([sys.executable, sys.argv[1]], Path(sys.argv[2]), 120, pid_file=Path(sys.argv[3]))
 """
 

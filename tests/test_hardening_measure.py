@@ -8,10 +8,10 @@ import pytest
 import sys
 from pathlib import Path
 
-from compileiq_cmake.cmake_project import VariantTree
-from compileiq_cmake.measure import BenchCommand, Runner
-from compileiq_cmake.records import Status
-from compileiq_cmake.spec import MetricSpec, TuneSpec
+from compileiq_cmake.project.cmake_project import VariantTree
+from compileiq_cmake.measure.runner import BenchCommand, Runner
+from compileiq_cmake.model.records import Status
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 
 # writes result.txt only on its first run; exits 0 every time
 WRITES_ONCE = """

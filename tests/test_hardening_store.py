@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.records import Contribution, FlagSet, Measurement, Status, Trial, Validation, WorkloadComparison
-from compileiq_cmake.store import TrialStore
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.model.records import Contribution, FlagSet, Measurement, Status, Trial, Validation, WorkloadComparison
+from compileiq_cmake.results.store import TrialStore
 
 
 def _trial(i: int) -> Trial:
@@ -81,7 +81,7 @@ def test_a_damaged_store_that_cannot_be_moved_is_one_clear_error(tmp_path, monke
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("compileiq_cmake.store.os.replace", refuse)
+    monkeypatch.setattr("compileiq_cmake.results.store.os.replace", refuse)
     with pytest.raises(CompileIQError, match="damaged.*move or delete it"):
         TrialStore(db, "s")
     assert db.read_bytes().startswith(b"garbage")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.trial import build_variant as _build
-from compileiq_cmake.tune_setup import setup
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.trial import build_variant as _build
+from compileiq_cmake.tune.setup import setup
 from conftest import configure
 
 
@@ -65,7 +65,7 @@ def test_a_failing_variant_configure_names_the_file_and_keeps_its_log(host_examp
 @pytest.mark.cmake
 def test_space_target_is_refused_while_a_tune_runs(tmp_path):
     """`space --target` configures worker-0 like a tune: under the tune lock."""
-    from compileiq_cmake.store import TuneLock
+    from compileiq_cmake.results.store import TuneLock
     from conftest import run_cli
 
     src = tmp_path / "src"

@@ -10,9 +10,9 @@ import shlex
 import shutil
 from pathlib import Path
 
-from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.trial import build_variant as _build
-from compileiq_cmake.tune_setup import setup
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.trial import build_variant as _build
+from compileiq_cmake.tune.setup import setup
 from conftest import configure, needs_nvcc
 
 PROJECT = Path(__file__).parent / "projects" / "hostile_cuda"

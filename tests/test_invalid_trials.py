@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from compileiq_cmake.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
 from conftest import configure, run_cli
 
 TRAP = Path(__file__).parent / "projects" / "fastmath_trap"

@@ -11,11 +11,11 @@ import pytest
 import shutil
 from pathlib import Path
 
-from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
-from compileiq_cmake.result_file import FlagsEntry, write_entry
-from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune import _open_store
-from compileiq_cmake.tune_setup import TuneSetup, setup
+from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+from compileiq_cmake.results.result_file import FlagsEntry, write_entry
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.orchestration import _open_store
+from compileiq_cmake.tune.setup import TuneSetup, setup
 from conftest import PROJECTS, cmake_dir, configure
 
 TARGET = "hot_bench"
@@ -153,8 +153,8 @@ def test_tune_rerun_after_a_header_edit_or_other_flags_does_not_resume_and_the_e
 def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refused(tmp_path):
     from test_result_file import make_entry
 
-    from compileiq_cmake.errors import CompileIQError
-    from compileiq_cmake.result_file import cmake_entries, read_entries
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.results.result_file import cmake_entries, read_entries
 
     toml = tmp_path / "compileiq.toml"
     entry = make_entry(headers=("include/hot.h", "include/detail/inner.h"), flags_sha256="cd" * 32)
@@ -173,7 +173,7 @@ def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refu
 
 @pytest.mark.unit
 def test_dependency_scan_command_and_make_rule_parsing():
-    from compileiq_cmake.depscan import parse_make_rule, scan_command, scan_headers
+    from compileiq_cmake.project.depscan import parse_make_rule, scan_command, scan_headers
 
     gcc = ["/usr/bin/c++", "-I/s/include", "-O3", "-MD", "-MT", "CMakeFiles/t.dir/a.cpp.o", "-MF",
            "CMakeFiles/t.dir/a.cpp.o.d", "-o", "CMakeFiles/t.dir/a.cpp.o", "-c", "/s/a.cpp"]

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
-from compileiq_cmake.store import TrialStore
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+from compileiq_cmake.results.store import TrialStore
 
 
 def _trial(i: int) -> Trial:
@@ -88,7 +88,7 @@ def test_a_store_locked_past_the_deadline_is_one_line_naming_the_trial_and_the_s
 def test_stale_trials_of_one_tune_leave_the_other_tunes_trials_in_place(tmp_path):
     """One target's changed sources moved the whole trials.sqlite aside (shared by every target and
     architecture): now only that tune's rows move, into a store of their own, and the others resume."""
-    from compileiq_cmake.tune import _open_store
+    from compileiq_cmake.tune.orchestration import _open_store
 
     db = tmp_path / "trials.sqlite"
     lines: list[str] = []
@@ -117,7 +117,7 @@ def test_stale_trials_of_one_tune_leave_the_other_tunes_trials_in_place(tmp_path
 
 @pytest.mark.unit
 def test_other_compile_flags_make_trials_stale(tmp_path):
-    from compileiq_cmake.tune import _open_store
+    from compileiq_cmake.tune.orchestration import _open_store
 
     db = tmp_path / "trials.sqlite"
     lines: list[str] = []
@@ -138,10 +138,10 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
 
     from test_hardening_validation import FakeRunner, _setup
 
-    from compileiq_cmake.finalists import _decide
+    from compileiq_cmake.decide.finalists import _decide
     from compileiq_cmake.flags.space import Dimension, FlagSpace
-    from compileiq_cmake.measure import RunResult
-    from compileiq_cmake.records import BuildResult
+    from compileiq_cmake.measure.runner import RunResult
+    from compileiq_cmake.model.records import BuildResult
 
     effect = {"-a": 0.80, "-b": 1.0, "-c": 0.90}
     built: dict[str, FlagSet] = {}

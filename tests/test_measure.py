@@ -9,9 +9,9 @@ import statistics
 import sys
 from pathlib import Path
 
-from compileiq_cmake.cmake_project import VariantTree
-from compileiq_cmake.measure import BenchCommand, Runner
-from compileiq_cmake.spec import MetricSpec, TuneSpec
+from compileiq_cmake.project.cmake_project import VariantTree
+from compileiq_cmake.measure.runner import BenchCommand, Runner
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 
 SCRIPT = """
 import os, pathlib, sys

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
-from compileiq_cmake.trial import measure_more_if_promising
+from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+from compileiq_cmake.tune.trial import measure_more_if_promising
 
 W = ("--n", "1")
 

@@ -12,14 +12,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from compileiq_cmake import build_flags, kernel_times
-from compileiq_cmake.cmake_project import render_fragment
-from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.project import build_flags
+from compileiq_cmake.measure import kernel_times
+from compileiq_cmake.project.cmake_project import render_fragment
+from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags.catalogue import add_device_lto_dimension
 from compileiq_cmake.flags.space import load_space
-from compileiq_cmake.per_file import Proposals, candidates, kernel_name, plan
-from compileiq_cmake.search import FlagSearch
-from compileiq_cmake.tune_setup import command_tokens
+from compileiq_cmake.search.per_file import Proposals, candidates, kernel_name, plan
+from compileiq_cmake.search.search import FlagSearch
+from compileiq_cmake.tune.setup import command_tokens
 from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure
 
 NVCC = shutil.which("nvcc")
@@ -103,8 +104,8 @@ def _device_link_flags(tree: Path) -> str:
 @pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(tmp_path):
-    from compileiq_cmake.records import FlagSet
-    from compileiq_cmake.trial import _command_problem
+    from compileiq_cmake.model.records import FlagSet
+    from compileiq_cmake.tune.trial import _command_problem
 
     src = tmp_path / "separable"
     shutil.copytree(PROJECTS / "separable", src)
@@ -226,7 +227,7 @@ def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
     baseline = SimpleNamespace(valid=True, flagset=_space().baseline())
     base = dict(spec=SimpleNamespace(target="t", source_dir=tmp_path, workloads=((),)), replay=None,
                 fingerprints=object(), language="CUDA", target=SimpleNamespace(sources_in=lambda lang: ("a.cu", "b.cu")))
-    from compileiq_cmake.measure import Runner
+    from compileiq_cmake.measure.runner import Runner
 
     runner = Runner.__new__(Runner)
     assert plan(SimpleNamespace(**{**base, "language": "CXX"}), None, None, runner, {}, None, 8, said.append) is None
@@ -254,7 +255,7 @@ def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
 
 @pytest.mark.unit
 def test_host_dimensions_are_the_host_compilers_catalogue_through_xcompiler():
-    from compileiq_cmake.host_side import host_dimensions
+    from compileiq_cmake.tune.host_side import host_dimensions
 
     dims = host_dimensions("GNU", "12.2", (), ())
     assert dims and all(d.name.startswith("host_") for d in dims)
@@ -283,8 +284,8 @@ class _TimedRunner:
         return _TimedRunner(self.kernel_s, self.wall_s, env)
 
     def run(self, tree, workload):
-        from compileiq_cmake.measure import RunResult
-        from compileiq_cmake.records import Status
+        from compileiq_cmake.measure.runner import RunResult
+        from compileiq_cmake.model.records import Status
 
         Path(self.env["COMPILEIQ_KERNEL_TIMES"]).write_text(
             f"{kernel_times.HEADER}\n3\t{int(self.kernel_s * 1e9)}\t_Z1kv\n")
@@ -292,13 +293,13 @@ class _TimedRunner:
 
 
 def _host_setup(tmp_path, kind="walltime", include=()):
-    from compileiq_cmake.spec import MetricSpec
+    from compileiq_cmake.model.spec import MetricSpec
 
     metric = MetricSpec(kind=kind, pattern="t=([0-9.]+)" if kind == "regex" else "", lower_is_better=True)
     spec = SimpleNamespace(metric=metric, include_flags=include, workloads=(("--n", "1"), ("--n", "2")))
     tree = SimpleNamespace(path=tmp_path / "tree")
     tree.path.mkdir(exist_ok=True)
-    from compileiq_cmake.tune_setup import TuneSetup
+    from compileiq_cmake.tune.setup import TuneSetup
     import dataclasses
 
     fields = {f.name: None for f in dataclasses.fields(TuneSetup) if f.default is dataclasses.MISSING
@@ -310,7 +311,7 @@ def _host_setup(tmp_path, kind="walltime", include=()):
 
 @pytest.mark.unit
 def test_host_side_joins_when_wall_time_is_host_time_and_the_metric_sees_it(tmp_path, monkeypatch):
-    from compileiq_cmake import host_side
+    from compileiq_cmake.tune import host_side
 
     monkeypatch.setattr(kernel_times, "build_collector", lambda nvcc, work: work / "collector.so")
     monkeypatch.setattr(host_side, "host_compiler", lambda setup: ("GNU", "12.2"))
@@ -348,8 +349,8 @@ def test_host_side_joins_when_wall_time_is_host_time_and_the_metric_sees_it(tmp_
 @pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
-    from compileiq_cmake.records import FlagSet
-    from compileiq_cmake.trial import _command_problem
+    from compileiq_cmake.model.records import FlagSet
+    from compileiq_cmake.tune.trial import _command_problem
 
     src = tmp_path / "separable"
     shutil.copytree(PROJECTS / "separable", src)
@@ -377,7 +378,7 @@ def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path)
     import os
     import sys
 
-    from compileiq_cmake.fingerprint import find_tool
+    from compileiq_cmake.flags.fingerprint import find_tool
 
     if find_tool("cuobjdump", NVCC) is None:
         pytest.skip("cuobjdump is not installed")
@@ -409,9 +410,9 @@ def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path)
 def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_built(tmp_path):
     """The TOML entry of such a winner: target flags, device_lto = true, one [[entry.sources]] per file (read
     back and validated like the rest), and the CMake calls of the apply for both parts."""
-    from compileiq_cmake.records import FlagSet, Validation, WorkloadComparison
-    from compileiq_cmake.result_file import cmake_entries, read_entries, write_entry
-    from compileiq_cmake.tune import _entry
+    from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
+    from compileiq_cmake.results.result_file import cmake_entries, read_entries, write_entry
+    from compileiq_cmake.tune.orchestration import _entry
 
     flags = ("--use_fast_math", "-dlto", "[src/gemm.cu]-Xptxas=-O1", "[src/compute.cu]-maxrregcount=64",
              "[src/gemm.cu]-Xptxas=-dlcm=cs")
@@ -446,7 +447,7 @@ def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch)
     the same loop and keeps the plan in the store for the report."""
     import json
 
-    from compileiq_cmake.fingerprint import find_tool
+    from compileiq_cmake.flags.fingerprint import find_tool
     from conftest import run_cli
 
     if find_tool("cuobjdump", NVCC) is None:
@@ -487,7 +488,7 @@ def test_per_file_landscape_dimensions_keep_their_catalogue_traits():
     """A recorded per-file landscape names its dimensions "<file>:<dimension>"; replayed, they keep the
     catalogue's numerics traits (the default search measures approximate arithmetic first, as the tune's
     per-file stage does): the H200 landscape of the multi-file example."""
-    from compileiq_cmake.landscape import Landscape
+    from compileiq_cmake.search.landscape import Landscape
 
     land = Landscape.load(Path(__file__).parent.parent / "benchmarks" / "landscapes" / "multifile_per_file.json")
     traits = {d.name: (d.relaxes_numerics, d.unsafe_numerics) for d in land.dimensions}

@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.gpu import visible_gpus
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.measure.gpu import visible_gpus
 from conftest import configure, run_cli
 
 BENCH = '''
@@ -103,7 +103,7 @@ def test_the_winner_is_confirmed_on_every_other_gpu(tmp_path):
 
     import subprocess
 
-    from compileiq_cmake.result_file import read_entries
+    from compileiq_cmake.results.result_file import read_entries
 
     sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
     src = tmp_path / "src"

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from compileiq_cmake.numerics import extract_numbers, numerics_changed
+from compileiq_cmake.measure.numerics import extract_numbers, numerics_changed
 
 
 @pytest.mark.unit

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from compileiq_cmake.nvcc_command import architectures, normalize, project_flags, target_architectures
+from compileiq_cmake.project.nvcc_command import architectures, normalize, project_flags, target_architectures
 
 
 @pytest.mark.unit

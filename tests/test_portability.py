@@ -14,12 +14,12 @@ from dataclasses import replace
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
+from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags import load_space
-from compileiq_cmake.host_side import host_dimensions
-from compileiq_cmake.portability import resolve
-from compileiq_cmake.result_file import read_entries, write_entry
-from compileiq_cmake.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.host_side import host_dimensions
+from compileiq_cmake.flags.portability import resolve
+from compileiq_cmake.results.result_file import read_entries, write_entry
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from conftest import EXAMPLES, HAVE_NVCC, cmake_dir, commands_for, configure, run_cli, tune_command_rules
 from test_result_file import make_entry
 
@@ -228,9 +228,9 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
     of this machine and its ISA features, a log line that says so; the TOML reads back and holds no 'native'."""
     from types import SimpleNamespace
 
-    from compileiq_cmake.gpu import host_cpu
-    from compileiq_cmake.records import FlagSet, Validation, WorkloadComparison
-    from compileiq_cmake.tune import _entry
+    from compileiq_cmake.measure.gpu import host_cpu
+    from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
+    from compileiq_cmake.tune.orchestration import _entry
 
     winner = Validation(FlagSet((), flags),
                         (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
@@ -253,7 +253,7 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
 
 @pytest.mark.unit
 def test_arch_scope_tuned_is_refused_for_a_host_target():
-    from compileiq_cmake.tune_setup import _check_arch_option
+    from compileiq_cmake.tune.setup import _check_arch_option
 
     spec = TuneSpec(tempfile.gettempdir(), tempfile.gettempdir(), "t", ("x",), MetricSpec("walltime"),
                     tempfile.gettempdir(), arch_scope="tuned")

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.bench import KEEP_BYTES, run_benchmark
-from compileiq_cmake.records import Status
-from compileiq_cmake.spec import MetricSpec
+from compileiq_cmake.measure.bench import KEEP_BYTES, run_benchmark
+from compileiq_cmake.model.records import Status
+from compileiq_cmake.model.spec import MetricSpec
 
 PY = sys.executable
 REGEX = MetricSpec.parse(r"time_ms=(\S+)", lower_is_better=True)
@@ -65,9 +65,9 @@ def _bounded(fn, seconds: float = 60.0):
 def test_losing_every_gpu_ends_the_tune_with_an_error_not_a_hang():
     from types import SimpleNamespace
 
-    from compileiq_cmake.errors import CompileIQError
-    from compileiq_cmake.pipeline import Pipeline, WorkerLost
-    from compileiq_cmake.records import BuildResult, FlagSet
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.execute.pipeline import Pipeline, WorkerLost
+    from compileiq_cmake.model.records import BuildResult, FlagSet
 
     lines: list[str] = []
     runners = [SimpleNamespace(gpu=SimpleNamespace(device=d), alive=lambda: False) for d in ("0", "1")]
@@ -99,9 +99,9 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
     a step after it (here the reference trees) raises: the pool's threads must not outlive the tune."""
     import threading
 
-    from compileiq_cmake import tune
-    from compileiq_cmake.errors import CompileIQError
-    from compileiq_cmake.spec import TuneSpec
+    from compileiq_cmake.tune import orchestration as tune
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.model.spec import TuneSpec
 
     sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
@@ -196,7 +196,7 @@ def _assert_daemon_killed(tmp_path: Path, shell: str, value: float, what: str) -
 
 
 def _cgroup_allowed() -> bool:
-    from compileiq_cmake.process_tree import Cgroup
+    from compileiq_cmake.system.process_tree import Cgroup
 
     probe = Cgroup.create("compileiq-run-probe")
     if probe is not None:
@@ -205,7 +205,7 @@ def _cgroup_allowed() -> bool:
 
 
 def _no_cgroup(monkeypatch):
-    from compileiq_cmake import bench
+    from compileiq_cmake.measure import bench
 
     monkeypatch.setattr(bench.Cgroup, "create", classmethod(lambda cls, name: None))
 
@@ -227,7 +227,7 @@ def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_p
     """No cgroup: a daemon (setsid, env -i, output to /dev/null, working directory /) whose parent, the
     benchmark, lives on 3 s (a few checks of a loaded machine): recorded while it runs, killed at the end;
     through the kernel's per-task children lists, and (kernels without them) through all of /proc."""
-    from compileiq_cmake import process_tree
+    from compileiq_cmake.system import process_tree
 
     _no_cgroup(monkeypatch)
     if not lists_children:
@@ -252,7 +252,7 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
     a short timeout: the build is reported timed out and the hanging grandchild is gone with cmake."""
     import shutil
 
-    from compileiq_cmake.cmake_project import VariantTree
+    from compileiq_cmake.project.cmake_project import VariantTree
     from conftest import configure
 
     src = tmp_path / "hangs"
@@ -284,7 +284,7 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
 _TUNE = """
 import sys
 from pathlib import Path
-from compileiq_cmake.bench import run_process
+from compileiq_cmake.measure.bench import run_process
 run_process(sys.argv[1:-1], Path("/"), 120, pid_file=Path(sys.argv[-1]))
 """
 
@@ -295,7 +295,7 @@ def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_
     env -i, output elsewhere) lives on: the next start (kill_leftovers) finds it through the run's cgroup."""
     import subprocess
 
-    from compileiq_cmake.bench import kill_leftovers
+    from compileiq_cmake.measure.bench import kill_leftovers
 
     if not _cgroup_allowed():
         pytest.skip("this process may not make a cgroup here")
@@ -330,8 +330,8 @@ def test_empty_cgroups_of_killed_tunes_are_removed_at_the_next_start(tmp_path):
     start removes it, and leaves a live process's cgroup alone."""
     import subprocess
 
-    from compileiq_cmake.bench import kill_leftovers
-    from compileiq_cmake.process_tree import Cgroup
+    from compileiq_cmake.measure.bench import kill_leftovers
+    from compileiq_cmake.system.process_tree import Cgroup
 
     if not _cgroup_allowed():
         pytest.skip("this process may not make a cgroup here")

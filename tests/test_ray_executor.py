@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.result_file import read_entries
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.results.result_file import read_entries
 from conftest import configure, run_cli
 
 import ray  # noqa: F401 (the test extra installs it: a missing Ray fails here, never skips)
@@ -137,7 +137,7 @@ def test_bad_input_is_refused_before_a_cluster_is_joined(host_example, tmp_path)
 
 @pytest.mark.unit
 def test_a_node_that_does_not_see_the_build_directory_is_named(tmp_path):
-    from compileiq_cmake.ray_executor import _check_node
+    from compileiq_cmake.execute.ray import _check_node
 
     token = tmp_path / "token"
     token.write_text("abc")
@@ -149,7 +149,7 @@ def test_a_node_that_does_not_see_the_build_directory_is_named(tmp_path):
 
 @pytest.mark.ray
 def test_without_ray_installed_the_line_says_how_to_get_it(monkeypatch):
-    from compileiq_cmake import ray_executor
+    from compileiq_cmake.execute import ray as ray_executor
 
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(CompileIQError, match=r"pip install 'compileiq-cmake\[ray\]'"):

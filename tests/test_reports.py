@@ -143,7 +143,7 @@ GATE = Path(__file__).resolve().parent / "projects" / "check_gate"
 def _gate_toml(path: Path, build: Path, sources_sha256: str = "") -> None:
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
-    from compileiq_cmake.result_file import write_entry
+    from compileiq_cmake.results.result_file import write_entry
 
     entry = _host_entry(_gcc_version_major_minor(build), target="gate_bench", flags=("-O2",), build_type="Release",
                         metric="time_ms=([0-9.]+)", workloads=("--n 3000000",), sources_sha256=sources_sha256,
@@ -205,7 +205,7 @@ def test_check_gate_on_the_host_example(tmp_path):
     from conftest import configure
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
-    from compileiq_cmake.result_file import write_entry
+    from compileiq_cmake.results.result_file import write_entry
 
     src = tmp_path / "host_cpp"
     shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "host_cpp", src)
@@ -233,7 +233,7 @@ def test_check_gate_on_the_host_example(tmp_path):
 @pytest.mark.unit
 def test_the_report_shows_where_the_kernel_time_goes(replayed, tmp_path):
     """A tune with a per-file stage: its plan (kernel time by file, the files tuned separately) in the report."""
-    from compileiq_cmake.report import render
+    from compileiq_cmake.results.report import render
 
     root, _ = replayed
     doc = json.loads((root / "summary.json").read_text())
@@ -285,7 +285,7 @@ def test_two_tunes_of_one_target_get_a_report_each_and_o_names_the_single_one(re
 def test_report_names_tell_apart_tunes_that_share_everything():
     """Tunes that agree on target, architecture, build type, compiler and even the second they finished
     still get a file each (numbered in date order); the extras appear only where names would collide."""
-    from compileiq_cmake.report import report_paths
+    from compileiq_cmake.results.report import report_paths
 
     def doc(target, arch, compiler="NVIDIA 13.0.48", build_type="Release", date="2026-12-01T07:00:00+00:00"):
         return {"target": target, "arch": arch, "compiler": compiler, "build_type": build_type, "date": date}

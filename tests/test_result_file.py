@@ -4,8 +4,8 @@ from dataclasses import replace
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.result_file import FlagsEntry, cmake_entries, read_entries, write_entry
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.results.result_file import FlagsEntry, cmake_entries, read_entries, write_entry
 
 
 def make_entry(**kw) -> FlagsEntry:
@@ -89,7 +89,7 @@ def test_cmake_entries_quote_everything_and_skip_replays():
 def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at_configure(tmp_path):
     """An ACF is recorded relative to the TOML's directory with its sha256; the configure resolves it and
     applies the entry only while the file is unchanged (hardening, issue 10)."""
-    from compileiq_cmake.tune import _portable_acf
+    from compileiq_cmake.tune.orchestration import _portable_acf
 
     acf = tmp_path / "controls" / "fast.acf"
     acf.parent.mkdir()
@@ -108,15 +108,15 @@ def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at
     assert "does not exist" in cmake_entries([entry], tmp_path)
     bad = toml.read_text().replace(digests[0][1], "0" * 64).replace('"controls/fast.acf",\n', '"other.acf",\n', 1)
     toml.write_text(bad)
-    from compileiq_cmake.errors import CompileIQError
+    from compileiq_cmake.model.errors import CompileIQError
     with pytest.raises(CompileIQError, match="acf_sha256"):
         read_entries(toml)
 
 
 @pytest.mark.unit
 def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
-    from compileiq_cmake.errors import CompileIQError
-    from compileiq_cmake.result_file import read_entries, write_entry
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.results.result_file import read_entries, write_entry
 
     toml = tmp_path / "compileiq.toml"
     parts = ({"path": "src/kernels/a.cu", "flags": ["-maxrregcount=64"]},)

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.fingerprint import find_tool
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags import load_space
-from compileiq_cmake.nvcc_command import project_flags
-from compileiq_cmake.screening import SAME_AS_BASELINE, cubin_command, screen, screen_target
+from compileiq_cmake.project.nvcc_command import project_flags
+from compileiq_cmake.flags.screening import SAME_AS_BASELINE, cubin_command, screen, screen_target
 
 from conftest import EXAMPLES, needs_nvcc, run_cli
 

@@ -3,7 +3,7 @@ import math
 import pytest
 
 from compileiq_cmake.flags import load_space
-from compileiq_cmake.search import FlagSearch
+from compileiq_cmake.search.search import FlagSearch
 
 
 def _synthetic_loss(flags: tuple[str, ...]) -> float:
@@ -54,7 +54,7 @@ def test_same_seed_same_proposals():
 
 @pytest.mark.unit
 def test_warm_start_flag_sets_come_first_and_foreign_flags_are_ignored():
-    from compileiq_cmake.records import FlagSet
+    from compileiq_cmake.model.records import FlagSet
 
     space = load_space("gcc", "GNU", "12.2", include=("opt_level", "unroll_loops", "vect_cost_model", "march_native"))
     good = space.flagset_from_flags(["-O3", "-funroll-loops"])
@@ -106,7 +106,7 @@ def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bo
     draws the other dimensions (still inside the single-flag phase), at most BIG_MAX times; with
     big_gain=0 (the search before this rule) the single-flag phase is not interrupted. (The pivot, tested
     below, is off here so that every multi-flag proposal of the single-flag phase is a draw.)"""
-    from compileiq_cmake.search import BIG_MAX
+    from compileiq_cmake.search.search import BIG_MAX
 
     space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
                                                      "vect_cost_model", "ipa_pta"))
@@ -135,7 +135,7 @@ def test_after_a_big_mover_the_remaining_singles_are_measured_on_top_of_it():
     """Pivot (default): once -ffast-math is known to be 40% faster alone, every later single-flag change is
     proposed together with it; before that, and with pivot=False, singles are alone. The bounded draws of
     the big-mover rule still come every 2nd proposal."""
-    from compileiq_cmake.search import BIG_MAX
+    from compileiq_cmake.search.search import BIG_MAX
 
     space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
                                                      "vect_cost_model", "ipa_pta"))
@@ -186,7 +186,7 @@ def test_no_stall_when_the_optimizer_only_proposes_known_points():
     import time
 
     from compileiq_cmake.flags import load_space
-    from compileiq_cmake.search import _unseen_fallback
+    from compileiq_cmake.search.search import _unseen_fallback
 
     space = load_space("nvcc", "NVIDIA", "13.0")
     assert space.size > 100_000

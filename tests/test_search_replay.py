@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.landscape import Landscape
-from compileiq_cmake.result_file import read_entries
-from compileiq_cmake.search import INVALID_LOSS, FlagSearch
+from compileiq_cmake.search.landscape import Landscape
+from compileiq_cmake.results.result_file import read_entries
+from compileiq_cmake.search.search import INVALID_LOSS, FlagSearch
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"

@@ -7,7 +7,7 @@ import pytest
 import math
 import random
 
-from compileiq_cmake.stats import (
+from compileiq_cmake.decide.stats import (
     coarse_metric_warning, compare, compare_paired, flag_effects, geomean_comparison, median_ci, printed_resolution, resolution,
 )
 

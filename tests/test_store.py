@@ -2,9 +2,9 @@ import multiprocessing
 
 import pytest
 
-from compileiq_cmake.errors import CompileIQError
-from compileiq_cmake.records import FlagSet, Measurement, Status, Trial
-from compileiq_cmake.store import TrialStore, TuneLock
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+from compileiq_cmake.results.store import TrialStore, TuneLock
 
 
 def _trial(i: int, flags: tuple[str, ...], status=Status.OK) -> Trial:
@@ -52,7 +52,7 @@ def test_second_tune_on_the_same_tree_is_refused(tmp_path):
 @pytest.mark.unit
 def test_trials_of_other_sources_or_another_compiler_are_not_reused(tmp_path):
     """A resumed tune whose sources or compiler changed starts a fresh store; the old one is kept aside."""
-    from compileiq_cmake.tune import _open_store
+    from compileiq_cmake.tune.orchestration import _open_store
 
     db = tmp_path / "trials.sqlite"
     lines: list[str] = []

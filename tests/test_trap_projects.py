@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.bench import read_regex
-from compileiq_cmake.nvcc_command import normalize, tokens
-from compileiq_cmake.records import FlagSet
-from compileiq_cmake.result_file import FlagsEntry, write_entry
-from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.trial import build_variant as _build, device_code as _device_code
-from compileiq_cmake.tune_setup import TuneSetup, setup
-from compileiq_cmake.wording import plural
+from compileiq_cmake.measure.bench import read_regex
+from compileiq_cmake.project.nvcc_command import normalize, tokens
+from compileiq_cmake.model.records import FlagSet
+from compileiq_cmake.results.result_file import FlagsEntry, write_entry
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.trial import build_variant as _build, device_code as _device_code
+from compileiq_cmake.tune.setup import TuneSetup, setup
+from compileiq_cmake.model.wording import plural
 from conftest import cmake_dir, compile_commands, configure, needs_nvcc
 
 PROJECTS = Path(__file__).parent / "projects"
@@ -256,7 +256,7 @@ def test_benchmark_that_prints_its_metric_on_every_step(tmp_path):
 def test_screening_that_leaves_nothing_is_one_clear_line(tmp_path):
     """Hardening (issue 10): when static screening drops every value (here: jump-table density on a kernel
     with no switch), there is nothing left to search: one line, not nevergrad's 'No variable to optimize'."""
-    from compileiq_cmake.errors import CompileIQError
+    from compileiq_cmake.model.errors import CompileIQError
 
     with pytest.raises(CompileIQError, match="nothing to tune for chatty_bench: no flag dimension is left"):
         _setup(tmp_path, "chatty_bench", "chatty_bench", "chatty_bench", ("jump_table_density",), SM90)

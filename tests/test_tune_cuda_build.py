@@ -7,10 +7,10 @@ import pytest
 
 import shutil
 
-from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.trial import build_variant as _build, same_code as _same_code
-from compileiq_cmake.tune_setup import setup
-from compileiq_cmake.records import Status, Trial
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.trial import build_variant as _build, same_code as _same_code
+from compileiq_cmake.tune.setup import setup
+from compileiq_cmake.model.records import Status, Trial
 from conftest import EXAMPLES, configure, needs_nvcc
 
 

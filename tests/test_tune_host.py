@@ -11,8 +11,8 @@ import tomllib
 
 import pytest
 
-from compileiq_cmake.result_file import read_entries
-from compileiq_cmake.wording import plural
+from compileiq_cmake.results.result_file import read_entries
+from compileiq_cmake.model.wording import plural
 from conftest import cmake_dir, commands_for, configure, run_cli
 
 METRIC = "time_ms=([0-9.eE+-]+)"

@@ -9,9 +9,9 @@ import argparse
 
 from conftest import run_cli
 
-from compileiq_cmake.cli import build_parser
+from compileiq_cmake.ui.cli import build_parser
 from compileiq_cmake.flags.space import BUILD_MODE_DIMENSIONS
-from compileiq_cmake.wording import plural
+from compileiq_cmake.model.wording import plural
 
 
 @pytest.mark.cmake
@@ -55,7 +55,7 @@ def test_plural_counts():
 
 @pytest.mark.unit
 def test_counts_in_messages_are_in_their_right_number():
-    from compileiq_cmake.numerics import numerics_changed
+    from compileiq_cmake.measure.numerics import numerics_changed
 
     assert "numerics changed: 1 number in the output, the baseline's had 2" in numerics_changed((1.0, 2.0), (1.0,), 1e-3, 0.0)
     assert "in 1 of 1 number" in numerics_changed((1.0,), (2.0,), 1e-3, 0.0)

@@ -17,8 +17,10 @@ import pytest
 import tomli_w
 import tomllib
 
-from compileiq_cmake import cli, result_file, tune
-from compileiq_cmake.result_file import read_entries, write_entry
+from compileiq_cmake.ui import cli
+from compileiq_cmake.results import result_file
+from compileiq_cmake.tune import orchestration as tune
+from compileiq_cmake.results.result_file import read_entries, write_entry
 from conftest import one_line_error
 from test_result_file import make_entry
 

@@ -7,7 +7,7 @@ every single- and double-flag change and a random sample) is
   1. compiled to a cubin for sm_90 (`nvcc -cubin -arch=sm_90 -O3 <flags> kernel.cu`, flags as
      catalogue.canonical_flags gives them to nvcc; points with the same canonical flags share one build),
      in parallel; a build failure makes an invalid point with the error line;
-  2. fingerprinted (compileiq_cmake.fingerprint: sha256 of the normalized SASS); points are grouped by
+  2. fingerprinted (compileiq_cmake.flags.fingerprint: sha256 of the normalized SASS); points are grouped by
      digest ("codes"); cubins whose code sections are byte-identical are fingerprinted once;
   3. timed, one unique code at a time, in-process with pycuda (module_from_file, random non-zero inputs,
      a warm-up launch, CUDA events around each of --launches back-to-back launches; the median is one
@@ -54,7 +54,7 @@ HERE = Path(__file__).resolve().parent
 KERNEL_DIR = HERE / "kernels"
 sys.path.insert(0, str(HERE.parent.parent))  # the repository's package when it is not installed
 
-from compileiq_cmake.fingerprint import fingerprint  # noqa: E402
+from compileiq_cmake.flags.fingerprint import fingerprint  # noqa: E402
 from compileiq_cmake.flags.catalogue import canonical_flags  # noqa: E402
 from compileiq_cmake.flags.space import load_space  # noqa: E402
 

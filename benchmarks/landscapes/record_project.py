@@ -1,5 +1,5 @@
 """Record a landscape of a whole CMake project (format of README.md, version 1): every point of a small space
-whose dimensions may be per-file (tokens `[path]flag`, compileiq_cmake/build_flags.py), built by the tool's
+whose dimensions may be per-file (tokens `[path]flag`, compileiq_cmake/project/build_flags.py), built by the tool's
 own variant trees (so a point builds exactly what a tune would), fingerprinted, and timed by running the
 project's benchmark. It is what `search_efficiency.py` needs to measure the per-file search like the global
 one (record.py records standalone kernels through pycuda instead).
@@ -36,11 +36,11 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from compileiq_cmake.bench import run_benchmark
-from compileiq_cmake.executor import make_executor
-from compileiq_cmake.records import FlagSet, Status
-from compileiq_cmake.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune_setup import setup as tune_setup
+from compileiq_cmake.measure.bench import run_benchmark
+from compileiq_cmake.execute.executor import make_executor
+from compileiq_cmake.model.records import FlagSet, Status
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.tune.setup import setup as tune_setup
 from record import noise_estimate  # noqa: E402  (this folder: the kernel recorder's statistics)
 
 

@@ -9,7 +9,7 @@ import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import CompileIQError
+from ..model.errors import CompileIQError
 from .space import Dimension, FlagSpace, _read_family, _version_tuple
 
 ACF_MIN_VERSION = "13.3"
@@ -226,7 +226,7 @@ def added_dimensions(family: str) -> tuple[tuple[str, str, str], ...]:
     """The dimensions a tune adds to the catalogue's when they apply: (name, values, when)."""
     if family != "nvcc":
         return ()
-    from ..host_side import HOST_SHARE  # noqa: PLC0415 (host_side imports this package)
+    from ..tune.host_side import HOST_SHARE  # noqa: PLC0415 (host_side imports this package)
     from .space import HOST_GROUP  # noqa: PLC0415
 
     major, minor = DEVICE_LTO_MIN_CMAKE

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..errors import CompileIQError
+from ..model.errors import CompileIQError
 from .space import FlagSpace
 
 PROBE_KERNEL = r"""

@@ -10,8 +10,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CompileIQError
-from ..records import FlagSet
+from ..model.errors import CompileIQError
+from ..model.records import FlagSet
 
 _DATA_DIR = Path(__file__).resolve().parent
 _SAFE_TOKEN = re.compile(r"^--?[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")

@@ -1,0 +1,110 @@
+"""Tune stage 4, finalists: validation against the baseline, ablation of the best, validation of the minimal
+set, on one GPU; with several GPUs the winner is then confirmed on each other one. Every outcome is kept in
+the trial store as soon as it is decided."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Callable
+
+from ..project.cmake_project import VariantTree
+from ..measure.runner import Runner
+from ..model.records import BuildResult, Contribution, FlagSet, Validation
+from ..tune.setup import TuneSetup
+from .validation import ablate, validate
+
+Log = Callable[[str], None]
+
+
+def _result_name(kind: str, *parts: object) -> str:
+    """The store's name of a validation or ablation result: what was decided, on what, with which threshold."""
+    return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
+
+
+def validate_and_ablate(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], runner: Runner,
+                        finalists: list[FlagSet], min_gain: float, log: Log, store=None,
+                        confirm_on: tuple[Runner, ...] = ()) -> tuple[Validation | None, tuple[Contribution, ...]]:
+    """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
+    then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
+    winner that is not is not written. Each outcome is kept in the trial store as soon as it is decided, so
+    that a rerun (after a kill) does not measure it again."""
+    if store is not None:
+        store.save_validations("finalists", [])
+        store.save_validations("confirmations", [])
+    winner, contributions = _decide(setup, build, runner, finalists, min_gain, log, store)
+    confirmations = []
+    for other in confirm_on if winner is not None else ():
+        where = other.gpu.describe() if other.gpu is not None else "another GPU"
+        (check,) = _validated(setup, build, other, [winner.flagset], min_gain, setup.spec.seed + 3, log, store,
+                              other.gpu.device if other.gpu is not None else "")
+        confirmations.append(check)
+        if store is not None:
+            store.save_validations("confirmations", confirmations)
+        if not check.accepted:
+            log(f"compileiq: {winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
+                f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}")
+            return None, ()
+        log(f"compileiq: confirmed on {where}: {check.geomean_speedup:.4f}x "
+            f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]")
+    return winner, contributions
+
+
+def _validated(setup: TuneSetup, build, runner: Runner, candidates: list[FlagSet], min_gain: float, seed: int,
+               log: Log, store, gpu: str = "") -> list[Validation]:
+    name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
+    kept = store.load_validations(name) if store is not None else None
+    if kept is not None:
+        log(f"compileiq: validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store")
+        return kept
+    results = validate(runner, build, setup.trees, setup.space.baseline(), candidates, min_gain, seed, log)
+    if store is not None:
+        store.save_validations(name, results)
+    return results
+
+
+def _decide(setup: TuneSetup, build, runner: Runner, finalists: list[FlagSet], min_gain: float, log: Log,
+            store) -> tuple[Validation | None, tuple[Contribution, ...]]:
+    spec = setup.spec
+    if not finalists:
+        return None, ()
+
+    def validated(candidates: list[FlagSet], seed: int) -> list[Validation]:
+        return _validated(setup, build, runner, candidates, min_gain, seed, log, store)
+
+    results = validated(finalists, spec.seed)
+    if store is not None:  # the last tune's finalists, for its summary and report
+        store.save_validations("finalists", results)
+    for v in results:
+        per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
+        log(f"compileiq:   {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "
+            f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
+            f"{'; ' + v.reason if v.reason else ''}")
+    accepted = sorted((v for v in results if v.accepted), key=lambda v: -v.geomean_speedup)
+    if not accepted:
+        return None, ()
+    best = accepted[0]
+    name = _result_name("ablation", best.flagset.key, min_gain, spec.seed + 1)
+    kept = store.load_ablation(name) if store is not None else None
+    if kept is not None:
+        log("compileiq: ablation: restored from the trial store")
+        minimal, contributions = kept
+    else:
+        steps, on_step = {}, None
+        if store is not None:  # each step is kept as soon as it is decided: a killed ablation resumes after it
+            steps = store.load_ablation_steps(name)
+            on_step = lambda step, c: store.save_ablation_step(name, step, c)  # noqa: E731
+        if steps:
+            log(f"compileiq: ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store")
+        minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, min_gain, spec.seed + 1,
+                                        log, steps, on_step)
+        if store is not None:
+            store.save_ablation(name, minimal, contributions)
+    if minimal == best.flagset:
+        return best, contributions
+    (final,) = validated([minimal], spec.seed + 2)
+    log(f"compileiq: minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
+        f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}")
+    if final.accepted:
+        return final, contributions
+    log("compileiq: the minimal set did not validate; keeping the full validated winner")
+    return best, contributions

@@ -1,0 +1,191 @@
+"""Validation of the best candidates and ablation of the winner: builds side by side in variant trees,
+measured interleaved in a shuffled order each round (so drift hits all alike) and compared round by round
+(paired test on the per-round ratios), with as many rounds as the noise needs to decide (between
+min_rounds and max_rounds)."""
+
+from __future__ import annotations
+
+import math
+import random
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Callable
+
+from ..project import build_flags
+from ..project.cmake_project import VariantTree
+from ..flags import FlagSpace
+from ..measure.runner import Runner, Workload
+from ..model.records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
+from .stats import Comparison, compare_paired, geomean_comparison
+from ..model.wording import plural
+
+Build = Callable[[VariantTree, FlagSet], BuildResult]
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Interleaved:
+    samples: dict[str, dict[Workload, list[float]]]  # label -> workload -> samples
+    failures: dict[str, str]  # label -> reason
+    rounds: int
+
+
+def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int, max_rounds: int, seed: int,
+               decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
+               required: tuple[str, ...] = ()) -> Interleaved:
+    """Rounds of: for each workload, every variant once, in a fresh random order. A variant whose run fails
+    is out at once (its reason in `failures`), and `decided` sees only the variants still in; the rounds
+    end when it says so (after min_rounds), when a `required` variant failed, or when fewer than two
+    variants are left to compare."""
+    rng = random.Random(seed)
+    samples = {label: {w: [] for w in runner.spec.workloads} for label in variants}
+    failures: dict[str, str] = {}
+    rounds = 0
+    for rounds in range(1, max_rounds + 1):
+        for workload in runner.spec.workloads:
+            order = [label for label in variants if label not in failures]
+            rng.shuffle(order)
+            for label in order:
+                res = runner.run(variants[label], workload)
+                if not res.ok:
+                    failures[label] = res.reason
+                    continue
+                samples[label][workload].append(res.value)
+        live = {label: s for label, s in samples.items() if label not in failures}
+        if any(label in failures for label in required) or len(live) < 2:
+            break
+        if rounds >= min_rounds and decided(live):
+            break
+    return Interleaved(samples, failures, rounds)
+
+
+def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[Workload, list[float]]) -> list[Comparison]:
+    lower = runner.spec.metric.lower_is_better
+    return [compare_paired(base[w], cand[w], lower) for w in runner.spec.workloads]
+
+
+def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float) -> Validation:
+    comps = _comparisons(runner, base, cand)
+    geo, geo_ci = geomean_comparison(comps)
+    rows = tuple(
+        WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
+        for w, c in zip(runner.spec.workloads, comps)
+    )
+    slower = [" ".join(w) or "default" for w, c in zip(runner.spec.workloads, comps) if c.slower()]
+    if slower:
+        reason = f"significantly slower than the baseline on: {', '.join(slower)}"
+    elif geo < 1.0 + min_gain:
+        reason = f"gain {100 * (geo - 1):+.2f}% is below the minimum {100 * min_gain:.2f}%"
+    elif geo_ci.low <= 1.0 or not any(c.faster(min_gain / 2) for c in comps):
+        reason = f"gain {100 * (geo - 1):+.2f}% is not significant (95% CI {geo_ci.low:.4f}..{geo_ci.high:.4f})"
+    else:
+        reason = ""
+    return Validation(flagset, rows, geo, geo_ci.low, geo_ci.high, not reason, reason)
+
+
+def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], baseline: FlagSet,
+             candidates: list[FlagSet], min_gain: float, seed: int, log: Log) -> list[Validation]:
+    """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
+    workload, and compare each candidate with the baseline."""
+    spec = runner.spec
+    placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
+    with ThreadPoolExecutor(max_workers=len(placed)) as pool:
+        builds = dict(zip(placed, pool.map(lambda item: build(*item), placed.values())))
+    if not builds["baseline"].ok:
+        return [Validation(fs, (), 0.0, 0.0, 0.0, False, "the baseline failed to re-build") for fs in candidates]
+    variants = {label: tree for label, (tree, _) in placed.items() if builds[label].ok}
+
+    def decided(samples) -> bool:
+        for label in variants:
+            if label == "baseline" or label not in samples:
+                continue
+            for c in _comparisons(runner, samples["baseline"], samples[label]):
+                if not (c.decided(min_gain) or c.slower()):
+                    return False
+        return True
+
+    inter = interleave(runner, variants, spec.min_rounds, spec.max_rounds, seed, decided, required=("baseline",))
+    log(f"compileiq: validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}")
+    results = []
+    for i, fs in enumerate(candidates):
+        label = f"c{i}"
+        if not builds[label].ok:
+            results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, f"re-build failed: {builds[label].log_tail}"))
+        elif "baseline" in inter.failures:
+            results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, f"the baseline failed: {inter.failures['baseline']}"))
+        elif label in inter.failures:
+            results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, inter.failures[label]))
+        else:
+            results.append(_validation(runner, fs, inter.samples["baseline"], inter.samples[label], min_gain))
+    return results
+
+
+def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, winner: FlagSet,
+           min_gain: float, seed: int, log: Log, restored: dict[str, Contribution] | None = None,
+           on_step: Callable[[str, Contribution], None] | None = None) -> tuple[FlagSet, tuple[Contribution, ...]]:
+    """Remove each non-default dimension of the winner in turn, then each file's own flags (the per-file
+    stage's `[path]flag` tokens, one file at a time); a removal that costs nothing significant is kept (the flags
+    are dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files).
+    Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is called as soon
+    as a step is decided, and a step found in `restored` (an interrupted ablation's) is not measured again."""
+    current = winner
+    contributions: list[Contribution] = []
+    files = [path for path, _ in build_flags.split(winner.flags).sources]
+    for dim, path in [(dim, None) for dim, _ in winner.choices] + [(f"per-file {path}", path) for path in files]:
+        step = f"{dim} from {current.key}"
+        kept = (restored or {}).get(step)
+        contribution, without = _ablation_step(runner, build, trees, space, current, dim, path, min_gain, seed, log,
+                                               kept)
+        if kept is None and on_step is not None:
+            on_step(step, contribution)
+        contributions.append(contribution)
+        if not contribution.kept:
+            current = without
+    return current, tuple(contributions)
+
+
+def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, current: FlagSet,
+                   dim: str, path: str | None, min_gain: float, seed: int, log: Log,
+                   restored: Contribution | None) -> tuple[Contribution, FlagSet]:
+    """One step of `ablate`: removing `dim` (`path`: that file's own flags) from `current`; its contribution
+    (kept or not) and the flag set without it. `restored`: the step's outcome from the trial store."""
+    choice = dict(current.choices)
+    own = build_flags.split(current.flags).sources  # the files' own flags: not dimensions of the space
+    if path is None:
+        flags = space.flagset({dim: choice[dim]}).flags
+        choice.pop(dim)
+    else:
+        flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
+    base = space.flagset(choice)
+    without = FlagSet(base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own
+                                                       if p != path for f in fs))
+    if restored is not None:
+        log(f"compileiq: ablation: {' '.join(flags)}: restored from the trial store -> "
+            f"{'kept' if restored.kept else 'dropped'}")
+        return restored, without
+    builds = [build(trees[0], current), build(trees[1], without)]
+    if not builds[0].ok or not builds[1].ok:
+        return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"), without
+    if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
+        log(f"compileiq: ablation: {' '.join(flags)}: same device code without it -> dropped")
+        return Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"), without
+    variants = {"with": trees[0], "without": trees[1]}
+
+    def decided(samples) -> bool:
+        return all(c.decided(min_gain) or c.slower() or c.faster(min_gain)
+                   for c in _comparisons(runner, samples["without"], samples["with"]))
+
+    inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
+                       required=("with", "without"))
+    if "without" in inter.failures:
+        return Contribution(dim, flags, math.nan, math.nan, math.nan, True,
+                            f"without it the benchmark fails ({inter.failures['without']}); kept"), without
+    if "with" in inter.failures:
+        return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept"), without
+    comps = _comparisons(runner, inter.samples["without"], inter.samples["with"])  # speedup of keeping it
+    geo, ci = geomean_comparison(comps)
+    needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
+    reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
+    log(f"compileiq: ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
+        f"-> {'kept' if needed else 'dropped'}")
+    return Contribution(dim, flags, geo, ci.low, ci.high, needed, reason), without

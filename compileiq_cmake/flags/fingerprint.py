@@ -1,0 +1,229 @@
+"""Device-code fingerprints: per kernel, the sha256 of the normalized SASS (cuobjdump -sass with addresses,
+encodings and headers stripped; never the cubin bytes, which embed the ptxas command line) and its
+resources (cuobjdump -res-usage). Works on a cubin, an object, a static library or an executable."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..model.errors import CompileIQError
+
+_PYPI_DISTS = ("nvidia-cuda-cuobjdump", "nvidia-cuda-nvdisasm")
+_ADDRESS = re.compile(r"/\*[0-9a-fA-F]{4,}\*/")
+_ENCODING = re.compile(r"/\*\s*0x[0-9a-fA-F]+\s*\*/")
+_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
+_CODE_FOR = re.compile(r"^\s*code for (sm_\w+)")
+_ARCH = re.compile(r"^\s*arch = (sm_\w+)")
+_RES_FUNCTION = re.compile(r"^\s*Function (\S+):\s*$")
+_RES_FIELD = re.compile(r"([A-Z]+(?:\[\d+\])?):(\d+)")
+_NO_DEVICE_CODE = re.compile(r"does not contain device code|no device code|not a valid|No such", re.I)
+
+
+@dataclass(frozen=True)
+class KernelFingerprint:
+    name: str  # "sm_90:<mangled function name>" (a repeat gets "#2", "#3", ...)
+    sass_sha256: str
+    registers: int = 0
+    stack_bytes: int = 0  # spills live on the stack / in local memory
+    local_bytes: int = 0
+    shared_bytes: int = 0
+    instructions: int = 0
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.stack_bytes + self.local_bytes
+
+
+@dataclass(frozen=True)
+class DeviceFingerprint:
+    kernels: tuple[KernelFingerprint, ...]  # sorted by name
+    digest: str
+
+    @staticmethod
+    def of(kernels: list[KernelFingerprint] | tuple[KernelFingerprint, ...]) -> "DeviceFingerprint":
+        ordered = tuple(sorted(kernels, key=lambda k: k.name))
+        h = hashlib.sha256()
+        for k in ordered:
+            h.update(f"{k.name}\0{k.sass_sha256}\n".encode())
+        return DeviceFingerprint(kernels=ordered, digest=h.hexdigest())
+
+    @staticmethod
+    def combine(parts: list["DeviceFingerprint"]) -> "DeviceFingerprint":
+        """One fingerprint for several files (e.g. every object of a target)."""
+        return DeviceFingerprint.of([k for p in parts for k in p.kernels])
+
+    def kernel(self, name: str) -> KernelFingerprint | None:
+        return next((k for k in self.kernels if k.name == name), None)
+
+
+def _candidates(tool: str, nvcc_path: str | None) -> list[Path]:
+    out: list[Path] = []
+    if nvcc_path:
+        for p in (Path(nvcc_path), Path(nvcc_path).resolve()):
+            out.append(p.parent / tool)
+    found = shutil.which(tool)
+    if found:
+        out.append(Path(found))
+    for dist in _PYPI_DISTS:
+        try:
+            files = importlib.metadata.distribution(dist).files or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        out.extend(Path(importlib.metadata.distribution(dist).locate_file(f)) for f in files
+                   if f.name == tool and f.parent.name == "bin")
+    roots = [*sys.path, *site.getsitepackages(), site.getusersitepackages()]
+    for root in roots:
+        base = Path(root) / "nvidia"
+        if base.is_dir():
+            out.extend(sorted(base.glob(f"*/bin/{tool}")))
+    return out
+
+
+def find_tool(tool: str, nvcc_path: str | None = None) -> Path | None:
+    """The toolkit's `tool` next to nvcc, else on PATH, else inside a PyPI nvidia-cuda-* package."""
+    for p in _candidates(tool, nvcc_path or shutil.which("nvcc")):
+        if p.is_file() and os.access(p, os.X_OK):
+            return p.resolve()
+    return None
+
+
+def find_cuobjdump(nvcc_path: str | None = None) -> Path:
+    found = find_tool("cuobjdump", nvcc_path)
+    if found is None:
+        raise CompileIQError(
+            "cuobjdump not found (the CUDA toolkit lacks it); pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm"
+        )
+    return found
+
+
+def _run_cuobjdump(cuobjdump: Path, option: str, path: Path, nvcc_path: str | None) -> str | None:
+    env = dict(os.environ)
+    nvdisasm = find_tool("nvdisasm", nvcc_path)
+    if nvdisasm is not None:
+        env["PATH"] = f"{nvdisasm.parent}{os.pathsep}{env.get('PATH', '')}"
+    proc = subprocess.run([str(cuobjdump), *option.split(), str(path)], capture_output=True, text=True, env=env,
+                          check=False, timeout=600)
+    if proc.returncode != 0:
+        message = (proc.stderr or proc.stdout).strip()
+        if _NO_DEVICE_CODE.search(message) and path.is_file():
+            return None
+        if "nvdisasm" in message:
+            raise CompileIQError("cuobjdump needs nvdisasm; pip install nvidia-cuda-nvdisasm")
+        raise CompileIQError(f"cuobjdump {option} {path} failed: {message.splitlines()[0] if message else proc.returncode}")
+    return proc.stdout
+
+
+def _unique(name: str, seen: dict[str, int]) -> str:
+    seen[name] = seen.get(name, 0) + 1
+    return name if seen[name] == 1 else f"{name}#{seen[name]}"
+
+
+def parse_sass(text: str) -> list[tuple[str, str, int]]:
+    """(key, sha256 of the normalized SASS, instruction count) per function, in output order."""
+    out: list[tuple[str, str, int]] = []
+    seen: dict[str, int] = {}
+    arch, name, body = "", None, []
+
+    def flush() -> None:
+        if name is not None:
+            text = "\n".join(body)
+            out.append((_unique(f"{arch}:{name}", seen), hashlib.sha256(text.encode()).hexdigest(),
+                        sum(1 for ln in body if ln.endswith(";"))))
+
+    for raw in text.splitlines():
+        m_code, m_arch, m_func = _CODE_FOR.match(raw), _ARCH.match(raw), _FUNCTION.match(raw)
+        if m_code or m_arch or m_func or raw.startswith(("member ", "Fatbin ", "=====")):
+            flush()
+            name, body = None, []
+            if m_code or m_arch:
+                arch = (m_code or m_arch).group(1)
+            if m_func:
+                name = m_func.group(1)
+            continue
+        if name is None:
+            continue
+        line = _ENCODING.sub("", _ADDRESS.sub("", raw)).strip()
+        if line:
+            body.append(re.sub(r"\s+", " ", line))
+    flush()
+    return out
+
+
+def parse_res_usage(text: str, default_arch: str) -> dict[str, dict[str, int]]:
+    """key -> {"REG":..., "STACK":..., "SHARED":..., "LOCAL":...} per function, keys as in parse_sass."""
+    out: dict[str, dict[str, int]] = {}
+    seen: dict[str, int] = {}
+    arch, name = default_arch, None
+    for raw in text.splitlines():
+        m_arch = _ARCH.match(raw)
+        if m_arch:
+            arch = m_arch.group(1)
+            continue
+        m_func = _RES_FUNCTION.match(raw)
+        if m_func:
+            name = _unique(f"{arch}:{m_func.group(1)}", seen)
+            continue
+        if name is not None and "REG:" in raw:
+            out[name] = {k: int(v) for k, v in _RES_FIELD.findall(raw)}
+            name = None
+    return out
+
+
+def fingerprint(path: Path | str, nvcc_path: str | None = None) -> DeviceFingerprint:
+    """The device-code fingerprint of a cubin, object, static library or executable; an empty one (the
+    digest of nothing) when the file holds no device code."""
+    path = Path(path)
+    if not path.is_file():
+        raise CompileIQError(f"cannot fingerprint {path}: no such file")
+    cuobjdump = find_cuobjdump(nvcc_path)
+    # one run for both (half the process starts): each ELF's resource block comes before its SASS, and the
+    # two parsers skip each other's lines
+    sass = _run_cuobjdump(cuobjdump, "-res-usage -sass", path, nvcc_path)
+    if sass is None:
+        return DeviceFingerprint.of([])
+    functions = parse_sass(sass)
+    archs = {key.split(":", 1)[0] for key, _, _ in functions}
+    resources = parse_res_usage(sass, next(iter(archs)) if len(archs) == 1 else "")
+    kernels = []
+    for key, digest, count in functions:
+        res = resources.get(key, {})
+        kernels.append(KernelFingerprint(
+            name=key, sass_sha256=digest, registers=res.get("REG", 0), stack_bytes=res.get("STACK", 0),
+            local_bytes=res.get("LOCAL", 0), shared_bytes=res.get("SHARED", 0), instructions=count,
+        ))
+    return DeviceFingerprint.of(kernels)
+
+
+class FingerprintCache:
+    """Fingerprints of several files at once (a target's object files), in parallel, each file's by its
+    content: an object that did not change since it was last seen is not disassembled again. One per tune."""
+
+    def __init__(self, nvcc_path: str | None, jobs: int | None = None) -> None:
+        self.nvcc_path = nvcc_path
+        self.jobs = max(1, jobs or os.cpu_count() or 1)
+        self._by_content: dict[str, DeviceFingerprint] = {}
+
+    def _one(self, path: Path) -> DeviceFingerprint:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        found = self._by_content.get(digest)
+        if found is None:
+            found = fingerprint(path, self.nvcc_path)
+            self._by_content[digest] = found
+        return found
+
+    def combined(self, paths: list[Path] | tuple[Path, ...]) -> DeviceFingerprint:
+        """One fingerprint of the device code in `paths` (missing files raise CompileIQError)."""
+        if len(paths) <= 1:
+            return DeviceFingerprint.combine([self._one(Path(p)) for p in paths])
+        with ThreadPoolExecutor(max_workers=min(self.jobs, len(paths))) as pool:
+            return DeviceFingerprint.combine(list(pool.map(lambda p: self._one(Path(p)), paths)))

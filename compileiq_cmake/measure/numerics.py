@@ -1,0 +1,59 @@
+"""Output comparison: the numbers a benchmark prints (on lines matching a regex) or writes to a file,
+compared with the baseline build's within |x - ref| <= atol + rtol * |ref|."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+from ..model.wording import plural
+
+_NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)", re.IGNORECASE)
+
+
+def extract_numbers(text: str, line_regex: str | None) -> tuple[float, ...]:
+    """Every number on the lines matching line_regex (all lines when None). With capture groups in the
+    regex, only the groups' text is read."""
+    numbers: list[float] = []
+    pattern = re.compile(line_regex) if line_regex else None
+    for line in text.splitlines():
+        if pattern is None:
+            chunks = [line]
+        else:
+            m = pattern.search(line)
+            if not m:
+                continue
+            chunks = [g for g in m.groups() if g is not None] if pattern.groups else [line]
+        for chunk in chunks:
+            numbers.extend(float(tok) for tok in _NUMBER.findall(chunk))
+    return tuple(numbers)
+
+
+def read_file_numbers(path: Path) -> tuple[float, ...] | None:
+    try:
+        return extract_numbers(path.read_text(errors="replace"), None)
+    except OSError:
+        return None
+
+
+def numerics_changed(reference: tuple[float, ...], values: tuple[float, ...], rtol: float, atol: float) -> str | None:
+    """None when the values match the reference within tolerance, else the reason (one line)."""
+    if len(values) != len(reference):
+        return f"numerics changed: {plural(len(values), 'number')} in the output, the baseline's had {len(reference)}"
+    worst_rel, worst_abs, bad = 0.0, 0.0, 0
+    for ref, got in zip(reference, values):
+        if math.isnan(ref) and math.isnan(got):
+            continue
+        if not math.isfinite(got) and got != ref:
+            return f"numerics changed: {got} where the baseline printed {ref}"
+        diff = abs(got - ref)
+        if diff > atol + rtol * abs(ref):
+            bad += 1
+        worst_abs = max(worst_abs, diff)
+        if ref != 0:
+            worst_rel = max(worst_rel, diff / abs(ref))
+    if bad:
+        return (f"numerics changed: max rel err {worst_rel:.1e} > {rtol:.0e} (abs {worst_abs:.1e}, atol {atol:.0e}) "
+                f"in {bad} of {plural(len(reference), 'number')}")
+    return None

@@ -1,0 +1,215 @@
+"""Measuring one variant tree: the benchmark command mapped into the tree, every validity check of a run
+(exit status, PASS_REGEX, metric, output comparison with the baseline, VERIFY), warm-up runs, and the GPU
+state around the runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .bench import run_benchmark, run_verify
+from ..project.cmake_project import VariantTree
+from .gpu import GpuMonitor, GpuSlot
+from .numerics import extract_numbers, numerics_changed, read_file_numbers
+from ..model.records import Measurement, Status
+from ..model.spec import TuneSpec
+
+Workload = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BenchCommand:
+    """The benchmark (and VERIFY) command, with paths of the user's build tree mapped into a variant tree."""
+
+    argv: tuple[str, ...]
+    verify: tuple[str, ...]
+    user_build_dir: Path
+
+    def _map(self, arg: str, tree: VariantTree) -> str:
+        prefix = str(self.user_build_dir)
+        if arg == prefix or arg.startswith(prefix + "/"):
+            return str(tree.path) + arg[len(prefix):]
+        return arg
+
+    def for_tree(self, tree: VariantTree, workload: Workload) -> list[str]:
+        return [self._map(a, tree) for a in self.argv] + list(workload)
+
+    def verify_for_tree(self, tree: VariantTree) -> list[str]:
+        return [self._map(a, tree) for a in self.verify]
+
+    def relative(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        """argv with paths in the user's build tree made relative to it ("./bin/nbody"), as an entry records
+        the command: every run has its tree as the working directory, so it runs in any tree of the project."""
+        prefix = str(self.user_build_dir)
+        return tuple("./" + a[len(prefix) + 1:] if a.startswith(prefix + "/") else "." if a == prefix else a
+                     for a in argv)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    status: Status
+    reason: str
+    value: float | None = None
+    seconds: float = 0.0
+    numbers: tuple[float, ...] = ()
+    printed: str = ""  # the metric as the program printed it (regex metrics)
+    throttled: bool = False
+    warnings: tuple[str, ...] = ()  # e.g. the metric printed with different values; same text every run
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+
+@dataclass(frozen=True)
+class TrialMeasurement:
+    status: Status
+    reason: str
+    measurements: tuple[Measurement, ...]
+    seconds: float
+    warnings: tuple[str, ...] = ()  # each distinct warning of its runs, once
+
+
+@dataclass
+class Runner:
+    """Runs the benchmark of one tune. `reference` holds, per workload, the numbers the baseline build
+    printed; runs of other builds must reproduce them within rtol/atol."""
+
+    spec: TuneSpec
+    bench: BenchCommand
+    monitor: GpuMonitor | None = None
+    reference: dict[Workload, tuple[float, ...]] = field(default_factory=dict)
+    pid_file: Path | None = None  # records the running benchmark for bench.kill_leftovers
+    gpu: GpuSlot | None = None  # the GPU its runs use (CUDA_VISIBLE_DEVICES); None: the process's own
+    extra_env: tuple[tuple[str, str], ...] = ()  # e.g. the CUPTI collector of kernel_times
+
+    @property
+    def env(self) -> dict[str, str] | None:
+        env = dict(self.extra_env)
+        if self.gpu is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpu.device
+        return env or None
+
+    def with_env(self, env: dict[str, str]) -> "Runner":
+        """The same runner, its runs with `env` added to their environment."""
+        return replace(self, extra_env=tuple(sorted(env.items())))
+
+    def on_gpu(self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None) -> "Runner":
+        """The same runner (same reference numbers) for runs on one GPU of several."""
+        return replace(self, gpu=gpu, pid_file=pid_file, monitor=monitor)
+
+    @property
+    def compares(self) -> bool:
+        return bool(self.spec.compare_output or self.spec.compare_file)
+
+    def _compare_file(self, tree: VariantTree) -> Path | None:
+        return tree.path / self.spec.compare_file if self.spec.compare_file else None
+
+    def run(self, tree: VariantTree, workload: Workload) -> RunResult:
+        """One run in the tree; every check of its validity. The --compare-file is removed first, so that a
+        run that does not write it is never compared with an earlier run's."""
+        spec = self.spec
+        where = f" with '{' '.join(workload)}'" if workload else ""
+        compare_file = self._compare_file(tree)
+        if compare_file is not None:
+            try:
+                compare_file.unlink(missing_ok=True)
+            except OSError as exc:
+                return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
+        outcome = run_benchmark(self.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex,
+                                spec.timeout, self.pid_file, self.env)
+        if outcome.status is not Status.OK:
+            return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
+                             seconds=outcome.seconds, warnings=outcome.warnings)
+        numbers: tuple[float, ...] = ()
+        if spec.compare_output:
+            numbers = extract_numbers(outcome.output, spec.compare_output)
+        elif compare_file is not None:
+            found = read_file_numbers(compare_file)
+            if found is None:
+                return RunResult(Status.NUMERICS_CHANGED, f"did not write {spec.compare_file}{where}",
+                                 seconds=outcome.seconds, warnings=outcome.warnings)
+            numbers = found
+        reference = self.reference.get(workload)
+        if self.compares and reference is not None:
+            changed = numerics_changed(reference, numbers, spec.rtol, spec.atol)
+            if changed:
+                return RunResult(Status.NUMERICS_CHANGED, changed + where, seconds=outcome.seconds,
+                                 warnings=outcome.warnings)
+        state = self.monitor.sample() if self.monitor else None
+        return RunResult(Status.OK, "", outcome.value, outcome.seconds, numbers, outcome.printed,
+                         bool(state and state.throttled), outcome.warnings)
+
+    def _paired_samples(self, tree: VariantTree, workload: Workload, repeats: int, reference: VariantTree | None,
+                        samples: list[float], paired: list[float],
+                        warnings: dict[str, None]) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
+        """`repeats` more runs of `tree` appended to `samples` (and, when `reference` is given, a run of the
+        baseline build in it next to each, alternating which goes first, appended to `paired`); the runs'
+        warnings are added to `warnings` (an ordered set).
+        Returns (the first failed run or None, seconds, throttled, numbers printed by the first run)."""
+        seconds, throttled, numbers = 0.0, False, None
+        start = len(samples)
+        for i in range(repeats):
+            order = [tree] if reference is None else ([reference, tree] if (start + i) % 2 == 0 else [tree, reference])
+            for which in order:
+                res = self.run(which, workload)
+                seconds += res.seconds
+                warnings.update(dict.fromkeys(res.warnings))
+                if not res.ok:
+                    if which is reference:
+                        res = RunResult(Status.RUN_FAILED, f"the project's own build failed next to this trial: "
+                                        f"{res.reason}", seconds=res.seconds)
+                    return res, seconds, throttled, ()
+                if which is reference:
+                    paired.append(res.value)
+                else:
+                    samples.append(res.value)
+                    numbers = res.numbers if numbers is None else numbers
+                throttled = throttled or res.throttled
+        return None, seconds, throttled, numbers or ()
+
+    def measure(self, tree: VariantTree, repeats: int, warmup: int,
+                reference: VariantTree | None = None) -> TrialMeasurement:
+        """Every workload: `warmup` discarded runs, then `repeats` measured ones (each next to a run of the
+        baseline build in `reference`, when given); VERIFY at the end. The first invalid run ends the
+        measurement with its reason."""
+        seconds, measurements, warnings = 0.0, [], {}
+        for workload in self.spec.workloads:
+            numbers: tuple[float, ...] | None = None
+            for _ in range(warmup):
+                res = self.run(tree, workload)
+                seconds += res.seconds
+                warnings.update(dict.fromkeys(res.warnings))
+                if not res.ok:
+                    return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings))
+                numbers = res.numbers if numbers is None else numbers
+            samples: list[float] = []
+            paired: list[float] = []
+            failed, more, throttled, first = self._paired_samples(tree, workload, repeats, reference, samples, paired,
+                                                                  warnings)
+            seconds += more
+            if failed is not None:
+                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings))
+            measurements.append(Measurement(workload, tuple(samples), throttled, first if numbers is None else numbers,
+                                            tuple(paired)))
+        if self.spec.verify:
+            outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout, self.pid_file, self.env)
+            seconds += outcome.seconds
+            if outcome.status is not Status.OK:
+                return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings))
+        return TrialMeasurement(Status.OK, "", tuple(measurements), seconds, tuple(warnings))
+
+    def extend(self, tree: VariantTree, measurements: tuple[Measurement, ...], repeats: int,
+               reference: VariantTree | None = None) -> TrialMeasurement:
+        """More samples for an already valid trial (same build still in the tree), paired again with the
+        baseline build in `reference` when the trial's samples are paired."""
+        seconds, out, warnings = 0.0, [], {}
+        for m in measurements:
+            samples, paired = list(m.samples), list(m.reference)
+            failed, more, hot, _ = self._paired_samples(tree, m.workload, repeats, reference if m.paired else None,
+                                                        samples, paired, warnings)
+            seconds += more
+            if failed is not None:
+                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings))
+            out.append(Measurement(m.workload, tuple(samples), m.throttled or hot, m.numbers, tuple(paired)))
+        return TrialMeasurement(Status.OK, "", tuple(out), seconds, tuple(warnings))

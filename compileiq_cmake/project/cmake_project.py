@@ -1,0 +1,309 @@
+"""Variant build trees: configured once from the user's build settings, then rebuilt per trial after the
+trial's flag fragment (rendered from templates/) changes. The user's own build tree is only read."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from . import build_flags
+from . import file_api
+from ..model.errors import CompileIQError
+from ..system.process_tree import run_in_session
+from ..model.records import BuildResult
+from ..system.resources import cmake_dir, templates_dir
+
+FRAGMENT_NAME = "compileiq_trial_flags.cmake"
+_CACHE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::([A-Z]+))?=(.*)$")
+_FORWARD_TYPES = {"BOOL", "STRING", "PATH", "FILEPATH", "UNINITIALIZED"}
+_NOT_FORWARDED = {
+    "CMAKE_PROJECT_TOP_LEVEL_INCLUDES", "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_CUDA_ARCHITECTURES",
+    "CMAKE_CACHEFILE_DIR", "CMAKE_HOME_DIRECTORY", "compileiq_cmake_DIR",
+}
+
+
+def cmake_quote(text: str) -> str:
+    """A quoted CMake argument that cannot end the string or expand variables."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())), undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, autoescape=False,
+    )
+    env.filters["cmake_quote"] = cmake_quote
+    return env
+
+
+def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> str:
+    """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag)."""
+    template = _environment().get_template("variant_flags.cmake.j2")
+    b = build_flags.split(flags)
+    return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(b.target),
+                           device_lto=b.device_lto, sources=[(p, list(f)) for p, f in b.sources])
+
+
+def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
+    """Entries of <build>/CMakeCache.txt as name -> (type, value); empty when the tree is not configured."""
+    cache = build_dir / "CMakeCache.txt"
+    entries: dict[str, tuple[str, str]] = {}
+    if not cache.is_file():
+        return entries
+    for line in cache.read_text(errors="replace").splitlines():
+        if not line or line.startswith(("#", "//")):
+            continue
+        m = _CACHE_LINE.match(line)
+        if m:
+            entries[m.group(1)] = (m.group(2) or "UNINITIALIZED", m.group(3))
+    return entries
+
+
+def find_cmake(user_cache: dict[str, tuple[str, str]]) -> str:
+    """The cmake that configured the user's tree, else the one installed beside this Python, else PATH's."""
+    configured = user_cache.get("CMAKE_COMMAND", ("", ""))[1]
+    if configured and Path(configured).is_file():
+        return configured
+    beside = Path(sys.executable).parent / "cmake"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("cmake")
+    if not found:
+        raise CompileIQError("cmake not found; pip install cmake or put cmake on PATH")
+    return found
+
+
+def cmake_version(cmake: str) -> tuple[int, int]:
+    out = subprocess.run([cmake, "--version"], capture_output=True, text=True, check=False).stdout
+    m = re.search(r"(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+@dataclass(frozen=True)
+class VariantSettings:
+    """How every variant tree of one tune is configured."""
+
+    source_dir: Path
+    cmake: str
+    generator: str
+    cache: dict[str, tuple[str, str]] = field(default_factory=dict)
+    cuda_arch: str = ""
+    config: str = ""  # multi-config generators: the one configuration the variant trees have and build
+    user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
+    user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
+
+    @property
+    def build_type(self) -> str:
+        """The configuration that is tuned (CMAKE_BUILD_TYPE, or the multi-config generator's config)."""
+        return self.config or self.cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
+
+    @staticmethod
+    def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
+                       config: str | None = None) -> tuple["VariantSettings", list[str]]:
+        """Settings copied from the user's configured tree (generator, build type, compilers, options).
+        `config` picks the configuration to tune (default: the tree's CMAKE_BUILD_TYPE, else Release);
+        with a multi-config generator the variant trees get only that one configuration."""
+        notes: list[str] = []
+        user = read_cache(build_dir)
+        generator = user.get("CMAKE_GENERATOR", ("", ""))[1] or ("Ninja" if shutil.which("ninja") else "Unix Makefiles")
+        cache = forwarded_cache(user)
+        chosen = ""
+        if is_multi_config(generator):
+            chosen = config or "Release"
+            cache["CMAKE_CONFIGURATION_TYPES"] = ("STRING", chosen)
+            cache.pop("CMAKE_BUILD_TYPE", None)
+            notes.append(f"multi-config generator ({generator}): tuning the {chosen} configuration"
+                         + ("" if config else " (--config to choose another)"))
+        elif config:
+            own = cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
+            cache["CMAKE_BUILD_TYPE"] = ("STRING", config)
+            if own and own != config:
+                notes.append(f"tuning the {config} build type (--config) although the build tree is {own}")
+        elif not cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]:
+            cache["CMAKE_BUILD_TYPE"] = ("STRING", "Release")
+            notes.append("no CMAKE_BUILD_TYPE in the user's build tree: tuning a Release build")
+        return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache,
+                               cuda_arch=cuda_arch, config=chosen,
+                               user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
+                               user_includes=user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1]), notes
+
+    def initial_cache_script(self) -> str:
+        return initial_cache_script(self.cache)
+
+
+def forwarded_cache(user: dict[str, tuple[str, str]], keep: frozenset[str] = frozenset()) -> dict[str, tuple[str, str]]:
+    """The user's cache entries another tree of the project is configured with (variant trees; `check`'s
+    trees, which `keep` CMAKE_CUDA_ARCHITECTURES): options, paths and compilers, not the tool's own."""
+    return {name: entry for name, entry in user.items()
+            if entry[0] in _FORWARD_TYPES and (name not in _NOT_FORWARDED or name in keep)
+            and not name.startswith("COMPILEIQ_")}
+
+
+def top_level_includes(user: str, own: Path) -> str:
+    """CMAKE_PROJECT_TOP_LEVEL_INCLUDES of another tree of the project: the user's own files (from their
+    cache: a dependency provider, ...) first, then the tool's `own` (CMake takes a list). The tool's files in
+    the user's list (a release tree that applies a compileiq.toml) are left out: `own` decides."""
+    tool = {"compileiq_apply.cmake", "compileiq_variant.cmake"}
+    return ";".join([*(p for p in user.split(";") if p and Path(p).name not in tool), str(own)])
+
+
+def initial_cache_script(cache: dict[str, tuple[str, str]]) -> str:
+    """A `cmake -C` script that sets these cache entries."""
+    lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
+    for name, (typ, value) in sorted(cache.items()):
+        typ = "STRING" if typ == "UNINITIALIZED" else typ
+        lines.append(f"set({name} {cmake_quote(value)} CACHE {typ} \"\" FORCE)")
+    return "\n".join(lines) + "\n"
+
+
+def is_multi_config(generator: str) -> bool:
+    """Generators that hold several configurations in one tree (build with --config)."""
+    return "Multi-Config" in generator or generator.startswith("Visual Studio") or generator == "Xcode"
+
+
+class VariantTree:
+    """One reusable build tree under <build>/compileiq/ owned by one worker."""
+
+    def __init__(self, root: Path, name: str, cmake: str, config: str = "") -> None:
+        self.path = root / name
+        self.cmake = cmake
+        self.config = config  # multi-config generators: built with --config <config>
+        self.fragment = self.path / FRAGMENT_NAME
+        self._cache_text: bytes | None = None  # CMakeCache.txt as the tool left it (configure or build)
+
+    def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> bool:
+        """Render the trial fragment; returns True when its content changed (the next build re-runs CMake)."""
+        text = render_fragment(target, language, cuda_arch, flags)
+        if self.fragment.is_file() and self.fragment.read_text() == text:
+            return False
+        self.path.mkdir(parents=True, exist_ok=True)
+        tmp = self.fragment.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, self.fragment)
+        return True
+
+    def configure(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
+        if cmake_version(self.cmake) < (3, 24):
+            raise CompileIQError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
+        self.path.mkdir(parents=True, exist_ok=True)
+        if not self.fragment.is_file():
+            self.write_flags(target, language, settings.cuda_arch, ())
+        init = self.path / "compileiq_init_cache.cmake"
+        init.write_text(settings.initial_cache_script())
+        file_api.write_query(self.path)
+        includes = top_level_includes(settings.user_includes, cmake_dir() / "compileiq_variant.cmake")
+        cmd = [
+            self.cmake, "-S", str(settings.source_dir), "-B", str(self.path), "-G", settings.generator,
+            "-C", str(init),
+            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={includes}",
+            f"-DCOMPILEIQ_VARIANT_FRAGMENT={self.fragment}",
+            f"-Dcompileiq_cmake_DIR={cmake_dir()}",
+            "-DCOMPILEIQ_TUNE=OFF", "-DCOMPILEIQ_APPLY=OFF", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+        ]
+        if settings.cuda_arch:
+            cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.cuda_arch}-real")
+        elif settings.user_cuda_architectures:
+            cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        log = self.log_path("configure")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        if proc.returncode != 0:
+            tail = _last_error_line(proc.stdout + proc.stderr)
+            raise CompileIQError(f"configuring the variant tree {self.path.name} failed: {tail} (full log: {log})")
+        self._remember_cache()
+        return file_api.read_codemodel(self.path)
+
+    def _remember_cache(self) -> None:
+        cache = self.path / "CMakeCache.txt"
+        self._cache_text = cache.read_bytes() if cache.is_file() else None
+
+    def restore_cache(self) -> bool:
+        """Put back CMakeCache.txt as the tool left it if something else (a benchmark run in this tree) changed
+        it since: what is measured must be built from the trial's flags only. True when it was restored."""
+        cache = self.path / "CMakeCache.txt"
+        if self._cache_text is None or not cache.is_file() or cache.read_bytes() == self._cache_text:
+            return False
+        cache.write_bytes(self._cache_text)
+        return True
+
+    def log_path(self, step: str) -> Path:
+        """<build>/compileiq/logs/<tree>-<step>.log: the last configure or failed build of this tree."""
+        return self.path.parent / "logs" / f"{self.path.name}-{step}.log"
+
+    def info(self) -> dict[str, str]:
+        """What compileiq_variant.cmake recorded at the last configure (target, language, arch, flags_sha256,
+        device_lto_refusal)."""
+        path = self.path / "compileiq_variant_info.txt"
+        if not path.is_file():
+            return {}
+        return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+
+    def source_lines(self) -> list[str]:
+        """The source files' lines of sources_sha256 ("<path>\t<sha256>") as compileiq_variant.cmake wrote them
+        at the last configure (_compileiq_source_lines)."""
+        path = self.path / "compileiq_variant_sources.txt"
+        return [ln for ln in path.read_text().splitlines() if ln] if path.is_file() else []
+
+    def device_lto_refusal(self) -> str:
+        """Why device LTO cannot apply to the tuned target ("" when it can), as the CMake module decided at
+        the last configure (_compileiq_device_lto_refusal: the rule by which the apply accepts an entry)."""
+        return self.info().get("device_lto_refusal", f"the variant tree {self.path.name} recorded no device-LTO decision")
+
+    def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
+        cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
+        if self.config:
+            cmd += ["--config", self.config]
+        for t in targets:
+            cmd += ["--target", t]
+        start = time.perf_counter()
+        # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
+        # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
+        proc = run_in_session(cmd, timeout)
+        if proc.returncode is None:
+            still = "" if proc.ended else "; some of its processes could not be ended"
+            return BuildResult(ok=False, seconds=time.perf_counter() - start,
+                               log_tail=f"build timed out after {timeout:.0f} s{still}")
+        seconds = time.perf_counter() - start
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            path = self.log_path("build")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"$ {' '.join(cmd)}\n{log}")
+            return BuildResult(ok=False, seconds=seconds, log_tail=_last_error_line(log))
+        self._remember_cache()
+        return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
+
+    def compile_commands(self, sources: tuple[Path, ...]) -> list[dict]:
+        db = self.path / "compile_commands.json"
+        if not db.is_file():
+            return []
+        wanted = {p.resolve() for p in sources}
+        return [e for e in json.loads(db.read_text()) if Path(e["file"]).resolve() in wanted]
+
+    def codemodel(self) -> file_api.CodeModel:
+        return file_api.read_codemodel(self.path)
+
+
+def _last_error_line(log: str) -> str:
+    """The most telling line of a failed configure or build: a CMake error's message, else the first line
+    that mentions an error, else the last line."""
+    cmake_error = re.search(r"CMake Error(?: at ([^\n]*?)(?: \([^)\n]*\))?)?:\n((?:  .*\n?)+)", log)
+    if cmake_error:
+        where = f"{cmake_error.group(1)}: " if cmake_error.group(1) else ""
+        message = " ".join(ln.strip() for ln in cmake_error.group(2).splitlines() if ln.strip())
+        return (where + message)[:400]
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower() or "Error" in ln:
+            return ln[:400]
+    return lines[-1][:400] if lines else "no output"

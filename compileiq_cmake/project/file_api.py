@@ -1,0 +1,126 @@
+"""A small model of the CMake File API (codemodel v2, toolchains v1): targets, their sources, compile
+languages and artifacts, and the compilers of a configured build tree."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..model.errors import CompileIQError
+
+CLIENT = "client-compileiq"
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    language: str
+    compiler_id: str
+    version: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    type: str
+    languages: tuple[str, ...]
+    sources: tuple[Path, ...]  # absolute paths of compiled sources
+    artifacts: tuple[Path, ...]  # absolute paths
+    dependencies: tuple[str, ...]  # names of targets it depends on
+    source_languages: tuple[str, ...] = ()  # the compile language of each of `sources` (CMake's, not the suffix's)
+
+    def sources_in(self, language: str) -> tuple[Path, ...]:
+        """The compiled sources whose compile group has `language`: a .cpp marked LANGUAGE CUDA is CUDA."""
+        return tuple(p for p, lang in zip(self.sources, self.source_languages) if lang == language)
+
+    @property
+    def primary_language(self) -> str:
+        for lang in ("CUDA", "CXX", "C"):
+            if lang in self.languages:
+                return lang
+        return self.languages[0] if self.languages else ""
+
+
+@dataclass(frozen=True)
+class CodeModel:
+    build_dir: Path
+    source_dir: Path
+    targets: dict[str, Target]
+    toolchains: dict[str, Toolchain]
+
+    def target(self, name: str) -> Target:
+        if name not in self.targets:
+            buildable = sorted(n for n, t in self.targets.items() if t.type != "UTILITY")
+            raise CompileIQError(
+                f"unknown target '{name}'; the project defines: {', '.join(buildable) or 'no targets'}"
+            )
+        return self.targets[name]
+
+    def target_owning(self, path: Path) -> Target | None:
+        resolved = path.resolve()
+        for t in self.targets.values():
+            if resolved in t.artifacts:
+                return t
+        return None
+
+
+def write_query(build_dir: Path) -> None:
+    query = build_dir / ".cmake" / "api" / "v1" / "query" / CLIENT / "query.json"
+    query.parent.mkdir(parents=True, exist_ok=True)
+    query.write_text(
+        json.dumps({"requests": [{"kind": "codemodel", "version": 2}, {"kind": "toolchains", "version": 1}]})
+    )
+
+
+def _load(reply_dir: Path, name: str) -> dict:
+    return json.loads((reply_dir / name).read_text())
+
+
+def read_codemodel(build_dir: Path) -> CodeModel:
+    reply_dir = build_dir / ".cmake" / "api" / "v1" / "reply"
+    indexes = sorted(reply_dir.glob("index-*.json"))
+    if not indexes:
+        raise CompileIQError(f"{build_dir} has no CMake File API reply; the configure step did not finish")
+    index = _load(reply_dir, indexes[-1].name)
+    responses = index["reply"].get(CLIENT, {}).get("query.json", {}).get("responses", [])
+    codemodel_ref = next((r for r in responses if r.get("kind") == "codemodel"), None)
+    toolchains_ref = next((r for r in responses if r.get("kind") == "toolchains"), None)
+    if codemodel_ref is None:
+        raise CompileIQError(f"{build_dir}: CMake gave no codemodel reply (CMake >= 3.14 is needed)")
+    codemodel = _load(reply_dir, codemodel_ref["jsonFile"])
+    source_dir = Path(codemodel["paths"]["source"])
+    top_build = Path(codemodel["paths"]["build"])
+    configuration = codemodel["configurations"][0]
+    id_to_name = {t["id"]: t["name"] for t in configuration["targets"]}
+    targets: dict[str, Target] = {}
+    for ref in configuration["targets"]:
+        data = _load(reply_dir, ref["jsonFile"])
+        groups = data.get("compileGroups", [])
+        languages = tuple(dict.fromkeys(g["language"] for g in groups))
+        language_of = {i: g["language"] for g in groups for i in g.get("sourceIndexes", [])}
+        compiled = [i for i, _ in enumerate(data.get("sources", [])) if i in language_of]
+        raw_sources = data.get("sources", [])
+        sources = tuple(
+            (source_dir / raw_sources[i]["path"]).resolve() if not Path(raw_sources[i]["path"]).is_absolute()
+            else Path(raw_sources[i]["path"])
+            for i in compiled
+        )
+        artifacts = tuple(
+            (top_build / a["path"]).resolve() if not Path(a["path"]).is_absolute() else Path(a["path"])
+            for a in data.get("artifacts", [])
+        )
+        deps = tuple(id_to_name.get(d["id"], "") for d in data.get("dependencies", []))
+        targets[data["name"]] = Target(
+            name=data["name"], type=data["type"], languages=languages, sources=sources,
+            artifacts=artifacts, dependencies=deps, source_languages=tuple(language_of[i] for i in compiled),
+        )
+    toolchains: dict[str, Toolchain] = {}
+    if toolchains_ref is not None:
+        for tc in _load(reply_dir, toolchains_ref["jsonFile"]).get("toolchains", []):
+            comp = tc.get("compiler", {})
+            toolchains[tc["language"]] = Toolchain(
+                language=tc["language"], compiler_id=comp.get("id", ""),
+                version=comp.get("version", ""), path=comp.get("path", ""),
+            )
+    return CodeModel(build_dir=top_build, source_dir=source_dir, targets=targets, toolchains=toolchains)

@@ -1,0 +1,347 @@
+"""`compileiq-cmake check` for CI: is a committed compileiq.toml still right for this build?
+
+1. The file is validated (a bad file: one line, exit 2).
+2. Applies / stale: a scratch configure of the project with the user's cache settings (their own
+   CMAKE_PROJECT_TOP_LEVEL_INCLUDES kept, before the tool's) and the file applied through compileiq_apply.cmake;
+   the CMake apply logic itself records, per entry, whether it applied and why not (target, architecture,
+   compiler, build type) and whether it is stale (sources or compiler patch version changed since the tune), in
+   COMPILEIQ_CHECK_FILE. No second copy of those rules here. --strict: exit 1 when an entry does not apply or
+   is stale.
+3. --remeasure: for each applying entry, a tree with only that entry applied (tuned) and one without the file
+   (plain) are built, and the entry's own benchmark (as its tune recorded it: command, metric, PASS_REGEX,
+   VERIFY; --bench and the metric options override) runs interleaved (plain/tuned alternating, the order flipped
+   every round) on the entry's workloads (repeats measured once, at most --max-workloads). An entry passes when
+   no workload is significantly slower and the geometric-mean speedup is significantly above 1 + min gain: the
+   lower end of its 95% interval lies above 1 + min gain (default min gain: from the plain build's noise, as a
+   tune decides). Exit 1 when one does not.
+Every configure and build is stopped, with everything it started, after --build-timeout seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shlex
+import shutil
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..measure.bench import run_benchmark, run_process, run_verify
+from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, top_level_includes
+from ..model.errors import CompileIQError
+from ..project.file_api import read_codemodel, write_query
+from ..model.records import Status
+from ..system.resources import cmake_dir
+from .result_file import FlagsEntry, read_entries, write_entry
+from ..model.spec import MetricSpec
+from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
+from ..model.wording import plural
+
+MAX_WORKLOADS = 8  # distinct workloads re-measured per entry at most (--max-workloads)
+BUILD_TIMEOUT = 3600.0  # seconds for each configure and each build of the check's trees (--build-timeout)
+
+
+@dataclass(frozen=True)
+class BenchOverride:
+    """The command line's --bench, --metric, --lower/--higher-is-better and --pass-regex: each one given
+    replaces that part of every entry's recorded benchmark."""
+
+    bench: tuple[str, ...] = ()
+    metric: str | None = None
+    lower_is_better: bool | None = None
+    pass_regex: str | None = None
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """How one entry is re-measured. argv's first word: a target of the project (its binary in each tree), or
+    a path relative to the tree (every run has its tree as the working directory)."""
+
+    argv: tuple[str, ...]
+    metric: MetricSpec
+    pass_regex: str | None
+    verify: tuple[str, ...]
+
+
+def entry_benchmark(entry: FlagsEntry, override: BenchOverride) -> Benchmark:
+    """The entry's own benchmark as its tune recorded it, with the command line's overrides."""
+    argv = override.bench or entry.benchmark
+    if not argv:
+        raise CompileIQError(f"--remeasure needs the benchmark command of the entry for {entry.target}, which records "
+                             "none (written by an older compileiq_cmake): pass --bench 'program args' (its first word "
+                             "may be a target of the project), or re-tune")
+    lower = entry.lower_is_better if override.lower_is_better is None else override.lower_is_better
+    metric = MetricSpec.parse(override.metric or entry.metric, lower)
+    pass_regex = override.pass_regex if override.pass_regex is not None else (entry.pass_regex or None)
+    return Benchmark(tuple(argv), metric, pass_regex, () if override.bench else entry.verify)
+
+
+def select_workloads(entry: FlagsEntry, cap: int) -> tuple[list[tuple[str, ...]], str]:
+    """The entry's distinct workloads (the same arguments twice: measured once), the first `cap` of them,
+    and a note that says what was left out ("" when nothing was)."""
+    try:
+        split = [tuple(shlex.split(w)) for w in entry.workloads] or [()]
+    except ValueError as exc:
+        raise CompileIQError(f"a workload of the entry for {entry.target} cannot be split into arguments ({exc}); "
+                             "fix it in the file or re-tune") from None
+    distinct = list(dict.fromkeys(split))
+    notes = []
+    if len(distinct) < len(split):
+        notes.append(f"{len(split)} workloads, {len(split) - len(distinct)} of them repeats: each distinct one "
+                     "measured once")
+    if len(distinct) > cap:
+        notes.append(f"the first {cap} of {len(distinct)} distinct workloads measured (--max-workloads)")
+        distinct = distinct[:cap]
+    return distinct, "; ".join(notes)
+
+
+def verdict(results: list[tuple[str, Comparison]], gain: float) -> tuple[bool, str, float, Interval]:
+    """Whether an entry still pays: no workload significantly slower, and the geometric-mean speedup
+    significantly above 1 + gain (the lower end of its 95% interval above 1 + gain); the reason, the
+    speedup and its interval."""
+    speedup, ci = geomean_comparison([c for _, c in results])
+    shown = f"{speedup:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
+    slower = [w for w, c in results if c.slower()]
+    if slower:
+        return False, f"significantly slower than the plain build on {', '.join(repr(w) for w in slower)}", speedup, ci
+    if not ci.low > 1.0 + gain:
+        return False, (f"not significantly faster than the plain build by the minimum gain of {100 * gain:.2f}% "
+                       f"({shown}: the interval must lie above {1 + gain:.4f})"), speedup, ci
+    return True, f"{shown} lies above 1 + {100 * gain:.2f}%", speedup, ci
+
+
+@dataclass
+class WorkloadResult:
+    workload: str
+    plain: list[float]
+    tuned: list[float]
+    speedup: float
+    ci: tuple[float, float]
+    p_value: float
+
+
+@dataclass
+class EntryCheck:
+    target: str
+    arch: str
+    flags: list[str]
+    applies: bool
+    why: str  # the apply's own line: what it did or why not
+    stale: list[str] = field(default_factory=list)  # why the entry may be out of date
+    cpu: str = ""  # host-specific flags: the CPU tuned on and whether this host has its ISA features
+    archs: str = ""  # CUDA: the measured and the unmeasured architectures the target builds
+    # {benchmark, metric, lower_is_better, tree, note, rounds, speedup, ci, min_gain, passed, reason,
+    #  workloads: [WorkloadResult]}; speedup, ci and min_gain are None when the tuned build's benchmark failed
+    remeasure: dict | None = None
+
+    def failures(self, strict: bool) -> list[str]:
+        """Why the gate fails on this entry: a re-measure that failed; with strict, also not applying or stale."""
+        out = [f"re-measured: {self.remeasure['reason']}"] if self.remeasure and not self.remeasure["passed"] else []
+        if strict and not self.applies:
+            out.append(f"does not apply: {self.why}")
+        if strict:
+            out += [f"stale: {s}" for s in self.stale]
+        return out
+
+
+def _run_step(cmd: list[str], cwd: Path, what: str, timeout: float) -> None:
+    """A configure or build: run in its own process group, which is killed (cmake, make/ninja, compilers,
+    whatever they started) when it takes longer than timeout seconds."""
+    res = run_process(cmd, cwd, timeout)
+    if res.timed_out:
+        raise CompileIQError(f"{what} did not finish within {timeout:g} s and was stopped with everything it "
+                             "started; give it longer with --build-timeout")
+    if res.returncode != 0:
+        tail = "\n".join(res.output.strip().splitlines()[-15:])
+        why = f"exit {res.returncode}" if res.returncode is not None else "stopped: it printed too much output"
+        raise CompileIQError(f"{what} failed ({why}):\n{tail}")
+
+
+def _configure(source_dir: Path, tree: Path, user: dict[str, tuple[str, str]], cmake: str, toml: Path,
+               apply: bool, record: Path | None, timeout: float) -> None:
+    tree.mkdir(parents=True, exist_ok=True)
+    init = tree / "compileiq_check_cache.cmake"
+    init.write_text(initial_cache_script(forwarded_cache(user, keep=frozenset({"CMAKE_CUDA_ARCHITECTURES"}))))
+    write_query(tree)
+    generator = user.get("CMAKE_GENERATOR", ("", "Unix Makefiles"))[1]
+    includes = top_level_includes(user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1],
+                                  cmake_dir() / "compileiq_apply.cmake")
+    cmd = [cmake, "-S", str(source_dir), "-B", str(tree), "-G", generator, "-C", str(init),
+           f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={includes}",
+           f"-Dcompileiq_cmake_DIR={cmake_dir()}", f"-DCOMPILEIQ_FLAGS_FILE={toml}",
+           f"-DCOMPILEIQ_APPLY={'ON' if apply else 'OFF'}", "-DCOMPILEIQ_TUNE=OFF", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"]
+    if record is not None:
+        record.unlink(missing_ok=True)
+        cmd.append(f"-DCOMPILEIQ_CHECK_FILE={record}")
+    _run_step(cmd, tree, f"configuring {source_dir} into {tree}", timeout)
+
+
+def _records(path: Path) -> dict[tuple[str, str], dict]:
+    """What the apply recorded per (target, arch): applies, why, stale reasons."""
+    out: dict[tuple[str, str], dict] = {}
+    for line in path.read_text().splitlines() if path.is_file() else ():
+        target, arch, status, text = (line.split("\t", 3) + ["", "", "", ""])[:4]
+        rec = out.setdefault((target, arch), {"applies": False, "why": "", "stale": [], "cpu": "", "archs": ""})
+        if status == "applied":
+            rec.update(applies=True, why=text)
+        elif status == "stale":
+            rec["stale"].append(text)
+        elif status in ("cpu", "archs"):
+            rec[status] = text
+        elif status == "sources":
+            rec["why"] += f"; {text}"
+        else:
+            rec.update(applies=False, why=text)
+    return out
+
+
+def _benchmark_argv(argv: list[str], tree: Path) -> list[str]:
+    """The benchmark command in one tree: a first word that names a target of the project is its binary there."""
+    if not argv:
+        return argv
+    target = read_codemodel(tree).targets.get(argv[0])
+    if target is not None and target.artifacts:
+        return [str(target.artifacts[0]), *argv[1:]]
+    return argv
+
+
+def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
+    """A flags file that holds only this entry, with copies of its --apply-controls files at the same paths
+    relative to it as beside the committed file."""
+    where.mkdir(parents=True, exist_ok=True)
+    path = where / "compileiq.toml"
+    path.unlink(missing_ok=True)
+    for rel, _ in entry.acf_sha256:
+        (where / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(toml.parent / rel, where / rel)
+    write_entry(path, entry)
+    return path
+
+
+def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, rounds: int, min_gain: float | None,
+               timeout: float, max_workloads: int) -> dict:
+    workloads, note = select_workloads(entry, max_workloads)
+    where = f"{entry.target} (sm_{entry.arch})" if entry.arch else entry.target
+    print(f"compileiq: check: re-measuring {where}: {shlex.join(bench.argv)} ({bench.metric.label}), "
+          f"{plural(len(workloads), 'workload')}, {rounds} rounds"
+          + (f"; {note}" if note else ""), file=sys.stderr, flush=True)
+    trees = {"plain": plain, "tuned": tuned}
+    argv = {k: _benchmark_argv(list(bench.argv), t) for k, t in trees.items()}
+    verify = {k: _benchmark_argv(list(bench.verify), t) for k, t in trees.items()}
+    doc = {"benchmark": list(bench.argv), "metric": bench.metric.label, "lower_is_better": bench.metric.lower_is_better,
+           "tree": str(tuned), "note": note, "rounds": rounds, "speedup": None, "ci": None, "min_gain": None,
+           "passed": False, "reason": "", "workloads": []}
+    results = []
+    for words in workloads:
+        w = shlex.join(words)
+        samples: dict[str, list[float]] = {"plain": [], "tuned": []}
+        for r in range(rounds):
+            for which in (("plain", "tuned") if r % 2 == 0 else ("tuned", "plain")):
+                out = run_benchmark(argv[which] + list(words), trees[which], bench.metric, bench.pass_regex, timeout)
+                if out.status is Status.OK and r == 0 and verify[which]:  # the tune's VERIFY, after a first run
+                    checked = run_verify(verify[which], trees[which], timeout)
+                    out = out if checked.status is Status.OK else checked
+                if out.status is not Status.OK and which == "plain":
+                    raise CompileIQError(f"the plain build's benchmark failed on workload '{w}': {out.reason}; "
+                                         f"last output line: {out.last_line()}")
+                if out.status is not Status.OK:  # the plain build passes, the tuned one does not: the entry fails
+                    return {**doc, "reason": f"the tuned build's benchmark fails on workload '{w}': {out.reason}"
+                            + (f"; last output line: {out.last_line()}" if out.output else "")}
+                samples[which].append(out.value)
+        cmp = compare_paired(samples["plain"], samples["tuned"], bench.metric.lower_is_better)
+        results.append((w, samples, cmp))
+    gain = min_gain if min_gain is not None else auto_min_gain(max(relative_spread(s["plain"]) for _, s, _ in results))
+    passed, reason, speedup, ci = verdict([(w, c) for w, _, c in results], gain)
+    return {**doc, "speedup": speedup, "ci": [ci.low, ci.high], "min_gain": gain, "passed": passed, "reason": reason,
+            "workloads": [asdict(WorkloadResult(w, s["plain"], s["tuned"], c.speedup, (c.ci.low, c.ci.high), c.p_value))
+                          for w, s, c in results]}
+
+
+def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool = False,
+              override: BenchOverride = BenchOverride(), rounds: int = 9, min_gain: float | None = None,
+              timeout: float = 300.0, jobs: int | None = None, max_workloads: int = MAX_WORKLOADS,
+              build_timeout: float = BUILD_TIMEOUT) -> list[EntryCheck]:
+    if not (source_dir / "CMakeLists.txt").is_file():
+        raise CompileIQError(f"{source_dir} has no CMakeLists.txt; pass the project root with -S")
+    if not (build_dir / "CMakeCache.txt").is_file():
+        raise CompileIQError(f"{build_dir} is not a configured build tree (no CMakeCache.txt); configure it first "
+                             "(cmake -S src -B build -DCMAKE_BUILD_TYPE=Release) and pass it with -B")
+    if rounds < 3:
+        raise CompileIQError(f"--rounds {rounds} is too few for a paired test: give at least 3")
+    if min_gain is not None and not (math.isfinite(min_gain) and 0 <= min_gain < 1):
+        raise CompileIQError(f"--min-gain {min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
+    if max_workloads < 1:
+        raise CompileIQError(f"--max-workloads {max_workloads} is out of range: give a whole number >= 1")
+    if not (math.isfinite(build_timeout) and build_timeout > 0):
+        raise CompileIQError(f"--build-timeout {build_timeout:g} is out of range: give a positive number of seconds")
+    toml = toml.resolve()
+    entries = read_entries(toml)  # validated: a bad file is one line, exit 2
+    user = read_cache(build_dir)
+    cmake = find_cmake(user)
+    root = build_dir / "compileiq" / "check"
+    record = root / "applied.tsv"
+    _configure(source_dir, root / "tuned", user, cmake, toml, True, record, build_timeout)
+    recorded = _records(record)
+    checks = []
+    for e in entries:
+        rec = recorded.get((e.target, e.arch)) or recorded.get((e.target, ""))
+        why = ("comes from a replay (never applied)" if e.replay
+               else "not looked at by the apply (its language is not enabled?)")
+        checks.append(EntryCheck(e.target, e.arch, list(e.flags), bool(rec and rec["applies"]),
+                                 rec["why"] if rec else why, rec["stale"] if rec else [],
+                                 rec["cpu"] if rec else (f"tuned on {e.tuned_cpu}" if e.tuned_cpu else ""),
+                                 rec["archs"] if rec else ""))
+    applying = [(i, c, e) for i, (c, e) in enumerate(zip(checks, entries)) if c.applies]
+    if not remeasure or not applying:
+        return checks
+    benches = {i: entry_benchmark(e, override) for i, _, e in applying}  # before anything is built
+    _configure(source_dir, root / "plain", user, cmake, toml, False, None, build_timeout)
+    tuned = {}
+    for i, c, e in applying:  # each entry measured with only its own flags applied
+        if len(applying) == 1:
+            tuned[i] = root / "tuned"  # the whole file applies this entry only
+            continue
+        tuned[i] = root / f"tuned-{i}"
+        alone = root / f"tuned-{i}.tsv"
+        _configure(source_dir, tuned[i], user, cmake, _entry_file(e, toml, root / f"file-{i}"), True, alone,
+                   build_timeout)
+        if not any(r["applies"] for r in _records(alone).values()):
+            raise CompileIQError(f"the entry for {c.target} applies with the whole file but not alone in {tuned[i]}")
+    for tree in (root / "plain", *tuned.values()):
+        _run_step([cmake, "--build", str(tree), "-j", str(jobs or os.cpu_count() or 2)], tree, f"building {tree}",
+                  build_timeout)
+    for i, c, e in applying:
+        c.remeasure = _remeasure(e, benches[i], root / "plain", tuned[i], rounds, min_gain, timeout, max_workloads)
+    return checks
+
+
+def print_checks(checks: list[EntryCheck], as_json: bool, strict: bool = False) -> int:
+    """The report on stdout; the exit status: 1 when a re-measured entry failed (with strict, also when an
+    entry does not apply or is stale), else 0."""
+    failed = any(c.failures(strict) for c in checks)
+    if as_json:
+        print(json.dumps({"passed": not failed, "strict": strict,
+                          "entries": [{**asdict(c), "failures": c.failures(strict)} for c in checks]}, indent=1))
+        return 1 if failed else 0
+    for c in checks:
+        where = f"{c.target} (sm_{c.arch})" if c.arch else c.target
+        print(f"compileiq: {where}: {'applies' if c.applies else 'does not apply'}: {c.why}")
+        for s in c.stale:
+            print(f"compileiq: {where}: stale: {s}")
+        if c.cpu:
+            print(f"compileiq: {where}: cpu: {c.cpu}")
+        if c.archs:
+            print(f"compileiq: {where}: architectures: {c.archs}")
+        if c.remeasure is not None:
+            r = c.remeasure
+            per = ", ".join(f"'{w['workload']}' {w['speedup']:.4f}x [{w['ci'][0]:.4f}..{w['ci'][1]:.4f}]" for w in r["workloads"])
+            note = f"; {r['note']}" if r["note"] else ""
+            print(f"compileiq: {where}: re-measured with {shlex.join(r['benchmark'])} ({r['rounds']} interleaved "
+                  f"rounds{note}): {per + '; ' if per else ''}{'PASS' if r['passed'] else 'FAIL'}: {r['reason']}")
+        if strict:
+            for f in c.failures(strict):
+                if not f.startswith("re-measured: "):
+                    print(f"compileiq: {where}: FAIL (--strict): {f}")
+    return 1 if failed else 0

@@ -1,0 +1,239 @@
+"""The HTML report of a tune: one self-contained file (plots inlined as PNG, no scripts, nothing fetched at
+view time) drawn from the tune's summary document (summary.py) with matplotlib and a Jinja template
+(templates/report.html.j2). `compileiq-cmake report -B build` makes it from the trial store; a tune writes
+it into <build>/compileiq/report.html."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from collections import Counter
+from pathlib import Path
+
+import jinja2
+
+from ..model.errors import CompileIQError
+from ..system.resources import templates_dir
+from .summary import write_whole
+from ..model.wording import plural
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+
+
+def _label(flags: list[str]) -> str:
+    return " ".join(flags) or "(project's own flags)"
+
+
+def _on_gpu(doc: dict) -> bool:
+    """Whether the tune measured on GPUs (a CUDA target, or simulated GPUs); a host (CPU) tune's report
+    speaks of no GPU and has no GPU column, no throttling line and no device-code resources."""
+    return doc["language"] == "CUDA" or bool(doc["gpus"]) or any(t["gpu"] for t in doc["trials"])
+
+
+def _plots(doc: dict) -> dict[str, str]:
+    import matplotlib  # noqa: PLC0415
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+
+    plots = {}
+    trials = doc["trials"]
+    # convergence: every trial's speedup and the best so far, by unique build
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    best, xs, ys = 0.0, [], []
+    for t in trials:
+        if t["speedup"] is not None:
+            best = max(best, t["speedup"])
+        xs.append(t["index"])
+        ys.append(best if best else None)
+    ax.step(xs, [y if y is not None else float("nan") for y in ys], where="post", color="C0", label="best so far")
+    ran = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is None]
+    shared = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is not None]
+    invalid = [t for t in trials if t["speedup"] is None]
+    ax.scatter([t["index"] for t in ran], [t["speedup"] for t in ran], color="C1", zorder=3,
+               label="measured on a GPU run" if _on_gpu(doc) else "measured (benchmark runs)")
+    if shared:
+        ax.scatter([t["index"] for t in shared], [t["speedup"] for t in shared], facecolors="none", edgecolors="C2",
+                   zorder=3, label="same device code as an earlier trial (not run)")
+    if invalid:
+        low = min([t["speedup"] for t in ran] or [1.0])
+        ax.scatter([t["index"] for t in invalid], [low] * len(invalid), marker="x", color="C3", zorder=3,
+                   label="invalid (see the table)")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("trial (unique builds, in order)")
+    ax.set_ylabel("speedup over the project's build")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title("Convergence of the search")
+    plots["convergence"] = _png(fig)
+    # winner and finalists per workload, with 95% intervals
+    rows = ([("winner", doc["winner"])] if doc["winner"] else []) + [(f"finalist {i + 1}", f) for i, f in enumerate(doc["finalists"])]
+    if rows:
+        fig, ax = plt.subplots(figsize=(8, 0.6 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
+        labels, y = [], 0
+        for name, v in rows:
+            for w in v["workloads"]:
+                lo, hi = w["ci"] if w["ci"][0] is not None else (w["speedup"], w["speedup"])
+                ax.errorbar([w["speedup"]], [y], xerr=[[w["speedup"] - lo], [hi - w["speedup"]]], fmt="o",
+                            color="C0" if name == "winner" else "C7", capsize=3)
+                labels.append(f"{name}: {' '.join(w['workload']) or '(no arguments)'}")
+                y += 1
+        ax.set_yticks(range(len(labels)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("speedup per workload (interleaved re-measurement, 95% CI)")
+        plots["workloads"] = _png(fig)
+    for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
+                              ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
+        items = [i for i in items if i["ci"][0] is not None][:12]
+        if not items:
+            continue
+        fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
+        names = [i.get("flag") or " ".join(i["flags"]) for i in items]
+        ax.errorbar([i["speedup"] for i in items], range(len(items)),
+                    xerr=[[i["speedup"] - i["ci"][0] for i in items], [i["ci"][1] - i["speedup"] for i in items]],
+                    fmt="o", capsize=3)
+        ax.set_yticks(range(len(items)), names, fontsize=8)
+        ax.invert_yaxis()
+        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_title(title, fontsize=10)
+        plots[key] = _png(fig)
+    return plots
+
+
+def _resources(doc: dict) -> list[dict]:
+    """Per kernel: registers, spills and instructions of the project's build, the winner's, and the range
+    over the valid trials (from the device-code fingerprints)."""
+    trials = doc["trials"]
+    base = next((t for t in trials if t["index"] == 0), None)
+    win_flags = doc["winner"]["flags"] if doc["winner"] else None
+    winner = next((t for t in trials if win_flags is not None and t["flags"] == win_flags), None)
+    names = [k["name"] for k in (base or {}).get("kernels", [])]
+    rows = []
+    for name in names:
+        def of(t):
+            return next((k for k in t["kernels"] if k["name"] == name), None) if t else None
+
+        seen = [k for t in trials if t["speedup"] is not None for k in [of(t)] if k]
+        b, w = of(base), of(winner)
+        rows.append({"name": name.split(":", 1)[-1], "base": b, "winner": w,
+                     "registers": (min(k["registers"] for k in seen), max(k["registers"] for k in seen)) if seen else None,
+                     "spills": (min(k["spill_bytes"] for k in seen), max(k["spill_bytes"] for k in seen)) if seen else None})
+    return rows
+
+
+def render(doc: dict) -> str:
+    """The HTML of one tune's summary document."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    invalid = Counter((t["status"], " ".join(t["reason"].split())) for t in doc["trials"] if t["speedup"] is None
+                      and t["status"] != "ok")
+    throttled = sum(1 for t in doc["trials"] if t["throttled"])
+
+    def fmt(x, digits=3):
+        return "" if x is None else f"{x:.{digits}f}"
+
+    env.filters["f"] = fmt
+    env.filters["flags"] = _label
+    env.filters["plural"] = plural
+    return env.get_template("report.html.j2").render(
+        doc=doc, plots=_plots(doc), resources=_resources(doc), invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
+        throttled=throttled, isfinite=math.isfinite, on_gpu=_on_gpu(doc),
+        gpu_column=any(t["gpu"] for t in doc["trials"]))
+
+
+def write_report(path: Path, doc: dict) -> str:
+    """Write the report; "" on success, else why not (a note for the tune's log: never silent)."""
+    try:
+        html = render(doc)
+    except ImportError as exc:
+        return f"{exc.name} is missing: pip install matplotlib"
+    try:
+        write_whole(path, html)
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or exc}"
+    return ""
+
+
+def load_summaries(build_dir: Path) -> list[dict]:
+    """The summary documents of the tunes stored in a build tree (newest tune per target and architecture)."""
+    from .store import TrialStore  # noqa: PLC0415
+
+    path = build_dir / "compileiq" / "trials.sqlite"
+    if not path.is_file():
+        raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}")
+    store = TrialStore(path, "")
+    if store.note:
+        raise CompileIQError(store.note)
+    try:
+        docs = []
+        for spec in store.load_all():
+            store.spec = spec
+            doc = store.load_result("summary")
+            if doc is not None:
+                docs.append(doc)
+    finally:
+        store.close()
+    if not docs:
+        raise CompileIQError(f"the tunes in {path} did not finish (no summary stored); run the tune to its end")
+    return sorted(docs, key=lambda d: d["date"])
+
+
+NAMING = ("one report per tune, named <name>-<target>-<sm_ARCH or compiler>.html beside the -o file (default "
+          "<build>/compileiq/report.html); where two tunes would share a name, -<build type>, -<compiler>-<version> and "
+          "then -<tune date> follow, as far as they tell them apart (-2, -3 in date order if nothing does)")
+
+
+def report_paths(docs: list[dict], output: Path) -> list[Path]:
+    """The file of each tune's report: `output` itself for one tune; for several, one file each beside it
+    (NAMING), never two tunes in one file."""
+    if len(docs) == 1:
+        return [output]
+    parts = [[doc["target"], f"sm_{doc['arch']}" if doc["arch"] else doc["compiler"].split()[0]] for doc in docs]
+    extras = (lambda d: d["build_type"] or "no-build-type", lambda d: d["compiler"].replace(" ", "-"),
+              lambda d: d["date"].replace(":", "").replace("+0000", "Z"))
+    for extra in extras:  # more of what tells colliding tunes apart, only where names collide
+        names = Counter("-".join(p) for p in parts)
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(parts):
+            if names["-".join(p)] > 1:
+                groups.setdefault("-".join(p), []).append(i)
+        for members in groups.values():
+            if len({extra(docs[i]) for i in members}) > 1:
+                for i in members:
+                    parts[i].append(extra(docs[i]))
+    seen: Counter = Counter()
+    paths = []
+    for p in parts:  # in date order: the same name again (same second, same everything) is numbered
+        name = "-".join(p)
+        seen[name] += 1
+        name += f"-{seen[name]}" if seen[name] > 1 else ""
+        safe = "".join(c if c.isalnum() or c in "._+-" else "_" for c in name)
+        paths.append(output.with_name(f"{output.stem}-{safe}{output.suffix or '.html'}"))
+    return paths
+
+
+def report_command(build_dir: Path, output: Path | None, as_json: bool, log=print) -> list[Path]:
+    """`compileiq-cmake report`: one HTML file per stored tune (or their summaries as JSON on stdout)."""
+    docs = load_summaries(build_dir)
+    if as_json:
+        print(json.dumps(docs if len(docs) > 1 else docs[0], indent=1))
+        return []
+    paths = report_paths(docs, output or build_dir / "compileiq" / "report.html")
+    if len(docs) > 1:
+        log(f"compileiq: report: {len(docs)} tunes stored in {build_dir}: {NAMING}")
+    written = []
+    for target, doc in zip(paths, docs):
+        problem = write_report(target, doc)
+        if problem:
+            raise CompileIQError(f"no report: {problem}")
+        written.append(target)
+    return written

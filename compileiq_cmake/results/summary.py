@@ -1,0 +1,146 @@
+"""The machine-readable result of a tune (`tune --json-summary FILE`, `report --json`, and what the HTML
+report is drawn from): one JSON document, kept in the trial store as the result "summary".
+
+Schema "compileiq-summary/1" (every key always present; null where it does not apply):
+
+    schema, tool_version, target, language, arch, device, compute_capability, compiler, build_type,
+    source_dir, build_dir, date (UTC, ISO 8601), executor, gpus ([label]), replay (bool)
+    settings: {budget, seed, workers, repeats, max_repeats, warmup, min_rounds, max_rounds, time_limit}
+    metric: {name, pattern, lower_is_better}; workloads: [[arg, ...]]
+    baseline: {medians: [per workload], noise (relative spread of its runs), paired (bool)}
+    min_gain: the smallest gain that counted (fraction)
+    winner: null | {flags, speedup, ci: [low, high], workloads: [{workload, speedup, ci, p_value}]}
+            (interleaved re-measurement against the baseline; speedup > 1 is faster)
+    finalists: [{flags, accepted, reason, speedup, ci, workloads}]   (same shape; the validation round)
+    confirmations: [... same shape ...]                              (the winner on each other GPU)
+    ablation: [{dimension, flags, speedup, ci, kept, reason}]        (speedup of keeping each flag)
+    flag_effects: [{flag, speedup, ci, trials_with}]                 (least squares over valid trials)
+    trials: [{index, flags, status, reason, speedup, ci, medians, gpu, same_code_as, build_seconds,
+              bench_seconds, wall_seconds, throttled, kernels: [{name, registers, spill_bytes,
+              shared_bytes, instructions}]}]
+            speedup: as the console prints it (per workload the ratio of medians, or the median of paired
+            ratios; geometric mean over workloads) against the baseline of the GPU the trial ran on;
+            ci: 95% interval of the geometric-mean ratio (Welch on log values; paired t for paired runs);
+            both null for an invalid trial
+    notes: [str]; toml: path or null
+    timings: {wall_seconds, search_seconds, loop_seconds, finalists_seconds}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+from ..model.records import Contribution, Trial, TuneResult, Validation
+from ..decide.stats import compare, compare_paired, geomean_comparison
+
+SCHEMA = "compileiq-summary/1"
+
+
+def trial_interval(trial: Trial, baseline: Trial, lower_is_better: bool) -> tuple[float, float] | None:
+    """95% interval of a trial's geometric-mean speedup over its baseline (None: invalid or too few runs)."""
+    if not trial.valid or not trial.measurements:
+        return None
+    comparisons = []
+    for m, b in zip(trial.measurements, baseline.measurements):
+        if m.paired:
+            comparisons.append(compare_paired(m.reference, m.samples, lower_is_better))
+        elif len(m.samples) >= 2 and len(b.samples) >= 2:
+            comparisons.append(compare(b.samples, m.samples, lower_is_better))
+        else:
+            return None
+    _, ci = geomean_comparison(comparisons)
+    return (ci.low, ci.high) if math.isfinite(ci.low) and math.isfinite(ci.high) else None
+
+
+def _validation(v: Validation) -> dict:
+    return {"flags": list(v.flagset.flags), "accepted": v.accepted, "reason": v.reason, "speedup": v.geomean_speedup,
+            "ci": [v.geomean_ci_low, v.geomean_ci_high],
+            "workloads": [{"workload": list(w.workload), "speedup": w.speedup, "ci": [w.ci_low, w.ci_high],
+                           "p_value": w.p_value} for w in v.workloads]}
+
+
+def _contribution(c: Contribution) -> dict:
+    return {"dimension": c.dimension, "flags": list(c.flags), "speedup": c.speedup, "ci": [c.ci_low, c.ci_high],
+            "kept": c.kept, "reason": c.reason}
+
+
+def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | None],
+          interval_of: Callable[[Trial], tuple[float, float] | None], effects, noise: float, paired: bool,
+          min_gain: float, finalists: list[Validation], confirmations: list[Validation],
+          timings: dict[str, float], per_file: dict | None = None) -> dict:
+    spec = setup.spec
+    trials = []
+    for t in sorted(result.trials, key=lambda t: t.index):
+        speed = speedup_of(t)
+        ci = interval_of(t)
+        trials.append({
+            "index": t.index, "flags": list(t.flagset.flags), "status": t.status.value, "reason": t.reason,
+            "speedup": speed, "ci": list(ci) if ci else None, "medians": list(t.medians()) if t.valid else [],
+            "gpu": t.gpu or None, "same_code_as": t.same_code_as, "build_seconds": round(t.build_seconds, 3),
+            "bench_seconds": round(t.bench_seconds, 3), "wall_seconds": round(t.wall_seconds, 3),
+            "throttled": any(m.throttled for m in t.measurements), "kernels": [asdict(k) for k in t.kernels],
+        })
+    w = result.winner
+    return finite({
+        "schema": SCHEMA, "tool_version": __version__, "target": spec.target, "language": setup.language,
+        "arch": setup.cuda_arch or None, "device": setup.device, "compute_capability": setup.compute_capability or None,
+        "compiler": f"{setup.toolchain.compiler_id} {setup.toolchain.version}", "build_type": setup.build_type or None,
+        "source_dir": str(spec.source_dir), "build_dir": str(spec.build_dir),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "executor": getattr(spec, "executor", "local"), "gpus": [g.device for g in setup.gpus],
+        "replay": setup.replay is not None,
+        "settings": {"budget": spec.budget, "seed": spec.seed, "workers": spec.workers, "repeats": spec.repeats,
+                     "max_repeats": spec.max_repeats, "warmup": spec.warmup, "min_rounds": spec.min_rounds,
+                     "max_rounds": spec.max_rounds, "time_limit": spec.time_limit,
+                     "per_file_budget": spec.per_file_budget},
+        "metric": {"name": spec.metric.name, "pattern": spec.metric.label,
+                   "lower_is_better": spec.metric.lower_is_better},
+        "workloads": [list(x) for x in spec.workloads],
+        "baseline": {"medians": list(result.baseline.medians()), "noise": noise, "paired": paired},
+        "min_gain": min_gain,
+        "winner": None if w is None else {k: v for k, v in _validation(w).items() if k not in ("accepted", "reason")},
+        "finalists": [_validation(v) for v in finalists],
+        "confirmations": [_validation(v) for v in confirmations],
+        "ablation": [_contribution(c) for c in result.contributions],
+        "flag_effects": [{"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with}
+                         for e in effects],
+        "per_file": per_file,  # per_file.Plan.as_dict(): kernel time by file, the files tuned separately
+        "trials": trials, "notes": list(result.notes), "toml": result.toml_path,
+        "timings": {k: round(v, 3) for k, v in timings.items()},
+    })
+
+
+def finite(value):
+    """The document with every non-finite number (an unbounded interval) as null: strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def write_whole(path: Path, text: str) -> None:
+    """A file written whole or not at all (a temporary file renamed into place): summaries and reports."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # no partial file left behind
+        raise
+
+
+def write(path: Path, document: dict) -> None:
+    """The document as strict JSON, written whole or not at all."""
+    write_whole(path, json.dumps(finite(document), indent=1, allow_nan=False) + "\n")

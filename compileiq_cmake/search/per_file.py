@@ -1,0 +1,188 @@
+"""Tune stage 3b, per-file flags: after the global search, the translation units that hold most of the GPU
+time get flags of their own on top of the best global flag set.
+
+Plan: build the best global flag set (the project's own flags when nothing beat them), run every workload
+once with the CUPTI collector (kernel_times), map kernels to files through each object's device code, choose
+the files that hold most of the kernel time, and propose for each of them the single changes of the searched
+space that the global flag set does not already make, as `[path]flag` tokens (build_flags). The proposals are
+measured by the search loop like any trial; validation and ablation then keep a per-file difference only
+when it is significant. Every step that cannot run says why in a note and proposes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..project import build_flags
+from ..measure import kernel_times
+from ..project.cmake_project import VariantTree
+from ..model.errors import CompileIQError
+from ..flags.catalogue import canonical_flags
+from ..measure.runner import Runner
+from ..project.nvcc_command import output_file
+from ..model.records import BuildResult, FlagSet, Trial
+from ..tune.setup import TuneSetup
+
+Log = Callable[[str], None]
+Build = Callable[[VariantTree, FlagSet], BuildResult]
+
+
+class Proposals:
+    """A fixed list of flag sets behind the search's ask/tell."""
+
+    def __init__(self, flagsets: list[FlagSet]) -> None:
+        self._queue = list(flagsets)
+
+    def ask(self) -> FlagSet | None:
+        return self._queue.pop(0) if self._queue else None
+
+    def tell(self, flagset: FlagSet, loss: float) -> None:
+        pass
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+
+@dataclass(frozen=True)
+class Plan:
+    start: Trial
+    shares: tuple[kernel_times.FileShare, ...]  # averaged over the workloads
+    unmapped: float  # share of kernel time in no file of the target (libraries, other targets)
+    files: tuple[kernel_times.FileShare, ...]  # tuned separately
+    proposals: tuple[FlagSet, ...]
+
+    def as_dict(self) -> dict:
+        return {"start": list(self.start.flagset.flags), "unmapped_share": round(self.unmapped, 4),
+                "files": [{"path": s.path, "share": round(s.share, 4), "kernels": list(s.kernels),
+                           "tuned": s in self.files} for s in self.shares],
+                "proposals": len(self.proposals)}
+
+
+def _kernels_by_file(setup: TuneSetup, tree: VariantTree) -> dict[str, tuple[str, ...]]:
+    """Per CUDA source of the target (path relative to the source dir): the kernels its object defines."""
+    assert setup.fingerprints is not None
+    source_dir = setup.spec.source_dir.resolve()
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in tree.compile_commands(setup.target.sources_in("CUDA")):
+        obj = output_file(entry)
+        src = Path(entry["file"]).resolve()
+        if obj is None or not obj.is_file() or not src.is_relative_to(source_dir):
+            continue
+        out[src.relative_to(source_dir).as_posix()] = tuple(
+            dict.fromkeys(kernel_name(k.name) for k in setup.fingerprints.combined([obj]).kernels))
+    return out
+
+
+def kernel_name(fingerprint_name: str) -> str:
+    """A fingerprint's kernel name ("sm_90:<mangled>", a repeat with "#2") as the CUDA driver reports it."""
+    return fingerprint_name.split(":", 1)[-1].split("#", 1)[0]
+
+
+def _start(trials: dict[str, Trial], loss_of: Callable[[Trial], float]) -> Trial:
+    """The best valid trial without device LTO (under LTO the code of every file is generated together at the
+    device link); the baseline when none beat it."""
+    valid = [t for t in trials.values() if t.valid and not build_flags.split(t.flagset.flags).device_lto]
+    return min(valid, key=lambda t: (loss_of(t), len(t.flagset.flags)))
+
+
+def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float]]) -> tuple[tuple[kernel_times.FileShare, ...], float]:
+    """Shares averaged over the workloads (each workload weighs the same in the tune's loss)."""
+    n = len(per_workload)
+    total: dict[str, float] = {}
+    kernels: dict[str, tuple[str, ...]] = {}
+    ns: dict[str, int] = {}
+    for shares, _ in per_workload:
+        for s in shares:
+            total[s.path] = total.get(s.path, 0.0) + s.share / n
+            kernels[s.path] = tuple(dict.fromkeys(kernels.get(s.path, ()) + s.kernels))
+            ns[s.path] = ns.get(s.path, 0) + s.ns
+    out = tuple(sorted((kernel_times.FileShare(p, ns[p], total[p], kernels[p]) for p in total), key=lambda s: -s.share))
+    return out, sum(u for _, u in per_workload) / n
+
+
+def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int) -> list[FlagSet]:
+    """Single changes of the searched space for each file, on top of `start`: every value of a dimension
+    other than the one `start` has (not the project's own value: a per-file flag can add, not take away;
+    not one the global flags make redundant, not one that static screening saw change none of the file's
+    kernels), numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
+    chosen = dict(start.choices)
+    screen = {key: frozenset(kernel_name(k) for k in names)
+              for key, names in setup.screen_kernels.items()}
+    per_file: list[list[FlagSet]] = []
+    for f in files:
+        mine: list[tuple[int, FlagSet]] = []
+        for d in setup.space.dimensions:
+            if d.build_mode:  # device LTO: a mode of the whole target's device link, not a file's flag
+                continue
+            for i, value in enumerate(d.values[1:], start=1):
+                if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):
+                    continue
+                if set(canonical_flags(start.flags + value, setup.space.family)) == set(canonical_flags(start.flags, setup.space.family)):
+                    continue  # redundant next to the global flags (e.g. --ftz=true under --use_fast_math)
+                changed = screen.get((d.name, value))
+                if changed is not None and not changed & set(f.kernels):
+                    continue  # static screening: it changes no kernel of this file
+                tokens = tuple(build_flags.source_token(f.path, t) for t in value)
+                mine.append((0 if d.relaxes_numerics else 1, FlagSet(start.choices, start.flags + tokens)))
+        per_file.append([fs for _, fs in sorted(mine, key=lambda x: x[0])])
+    out: list[FlagSet] = []
+    while len(out) < budget and any(per_file):
+        for queue in per_file:
+            if queue and len(out) < budget:
+                out.append(queue.pop(0))
+    return out
+
+
+def plan(setup: TuneSetup, tree: VariantTree, build: Build, runner: Runner, trials: dict[str, Trial],
+         loss_of: Callable[[Trial], float], budget: int, log: Log) -> Plan | None:
+    """The per-file proposals, or None (a note says why when the stage could have applied)."""
+    def skip(why: str) -> None:
+        log(f"compileiq: note: per-file stage skipped: {why}")
+
+    if setup.language != "CUDA" or budget <= 0:
+        return None
+    if setup.replay is not None:
+        return skip("a replay has no kernel times")
+    if type(runner).run is not Runner.run:
+        return skip("per-kernel times are measured by the local executor only (this tune runs on "
+                    f"{type(runner).__name__})")
+    sources = setup.target.sources_in("CUDA")
+    if len(sources) < 2:
+        return skip(f"{setup.spec.target} has one CUDA translation unit (its flags are the global ones)")
+    if setup.fingerprints is None:
+        return skip("kernels cannot be mapped to files without cuobjdump/nvdisasm")
+    start = _start(trials, loss_of)
+    try:
+        collector = kernel_times.build_collector(setup.toolchain.path, setup.state_dir / "cupti")
+    except CompileIQError as exc:
+        return skip(str(exc))
+    built = build(tree, start.flagset)
+    if not built.ok:
+        return skip(f"the best global flag set did not build again: {built.log_tail}")
+    per_workload = []
+    kernels_of = _kernels_by_file(setup, tree)
+    for workload in setup.spec.workloads:
+        try:
+            _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
+                                                       setup.state_dir / "cupti" / "kernel-times.tsv")
+        except CompileIQError as exc:
+            return skip(str(exc))
+        if not times:
+            return skip("the benchmark launched no kernel that the CUPTI collector saw")
+        per_workload.append(kernel_times.file_shares(times, kernels_of))
+    shares, unmapped = _averaged(per_workload)
+    if not shares:
+        return skip(f"no kernel of the run is defined by an object of {setup.spec.target} (the kernel time is "
+                    "in libraries or other targets)")
+    shown = ", ".join(f"{s.path} {100 * s.share:.0f}%" for s in shares[:6])
+    log(f"compileiq: kernel time by file (CUPTI, one run per workload, from {start.flagset.describe()}): {shown}"
+        + (f"; {100 * unmapped:.0f}% in kernels of no file of {setup.spec.target}" if unmapped >= 0.005 else ""))
+    files = kernel_times.choose_files(shares)
+    if not files:
+        return skip("one file holds (nearly) all the kernel time")
+    proposals = tuple(candidates(setup, start.flagset, files, budget))
+    log(f"compileiq: per-file stage: {len(proposals)} flag sets, single changes for "
+        f"{', '.join(f.path for f in files)} on top of {start.flagset.describe()}")
+    return Plan(start, shares, unmapped, files, proposals)

@@ -1,0 +1,340 @@
+"""The search over the discrete flag space. Seeded and deterministic; a cache answers every flag set that was
+already built or is being built, so no flag set is proposed twice.
+
+The default (`FlagSearch`, chosen with benchmarks/search_efficiency.py, see docs/benchmarks/search.md) uses
+the structure of a flag space:
+
+1. warm start: the given flag sets (best flags of earlier tunes), mapped onto this space;
+2. single-flag changes: every value of every dimension alone (in a seeded random order, the values of
+   dimensions that relax numerics first: fast math, approximate division and square root, flush to zero
+   are the likely big movers of math-bound kernels), so each value's own effect is known (at most
+   `SINGLES_SHARE` of the budget);
+3. best-first local search: take the best measured valid point whose one-flag neighbourhood is not
+   exhausted and build its unseen neighbour of best prior, the prior being the single-flag effects (the
+   change's value effect minus the effect of the value it replaces). Starting from the best single this
+   combines the best singles greedily, then climbs; interactions (a flag that hurts alone but helps in
+   combination) are found because every neighbour of the incumbent is tried eventually;
+4. exploration: every `EXPLORE_EVERY`-th proposal after the singles, and whenever no neighbourhood is left,
+   comes from a nevergrad portfolio (discrete (1+1) strategies and random search) that is told every
+   result;
+5. big movers: once a single value is at least `BIG_GAIN` faster alone (fast math on a math-bound
+   kernel), every `BIG_EVERY`-th proposal, singles phase included, keeps the incumbent's big-mover values
+   and draws every other dimension uniformly (at most `BIG_MAX` such draws, so a landscape where greedy
+   combination is what pays loses at most that many builds). Such a flag rewrites much of the code, so the other flags'
+   single effects, measured without it, say little about their effects with it; pairs of changes that
+   are neutral alone but strong together (n-body: `-Xptxas -O1` with `-maxrregcount=32` under fast math)
+   are found by these draws rather than by one-flag climbing. Without a big mover nothing changes;
+6. pivot: once a big mover is known, the remaining single-flag changes are measured on top of it (the
+   strongest big mover's single point) instead of alone, and the local search's priors use these
+   conditional effects: under fast math, flags it implies cost no build (same canonical flags) and the
+   effects measured are the ones that matter for combinations with it.
+
+Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
+plain nevergrad optimizer or portfolio behind the same cache), kept for comparison."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from typing import Iterable, Sequence
+
+import nevergrad as ng
+
+from ..flags import FlagSpace
+from ..model.records import FlagSet
+
+# Portfolio members: two discrete (1+1) evolution strategies of different mutation laws and random search.
+PORTFOLIO = ("DiscreteLenglerOnePlusOne", "PortfolioDiscreteOnePlusOne", "RandomSearch")
+INVALID_LOSS = 10.0  # log-ratio loss given to failed trials: worse than any real slowdown
+SINGLES_SHARE = 0.6  # at most this share of the budget goes to single-flag changes
+EXPLORE_EVERY = 4  # after the singles, one proposal in this many comes from the nevergrad portfolio
+BIG_GAIN = 0.10  # a single flag value at least this much faster alone is a "big mover" ...
+BIG_EVERY = 2  # ... and then one proposal in this many keeps it and draws the other dimensions at random,
+BIG_MAX = 4  # ... at most this many times
+_MAX_REPEATS = 30
+_ENUMERATE_LIMIT = 20_000  # spaces up to this size are enumerated to find an unseen point (well under 1 s)
+
+
+def _unseen_fallback(space: FlagSpace, rng: random.Random, taken) -> dict[str, int] | None:
+    """An unseen point: random draws first, then (small spaces) enumeration, so a small space is exhausted."""
+    for _ in range(1000):
+        choice = {d.name: rng.randrange(len(d.values)) for d in space.dimensions}
+        if not taken(space.flagset(choice).key):
+            return choice
+    if space.size <= _ENUMERATE_LIMIT:
+        for combo in itertools.product(*(range(len(d.values)) for d in space.dimensions)):
+            choice = {d.name: i for d, i in zip(space.dimensions, combo)}
+            if not taken(space.flagset(choice).key):
+                return choice
+    return None
+
+
+class NevergradSearch:
+    """A nevergrad optimizer (a registry name) or a ConfPortfolio of several behind the cache. The shipped
+    default before issue 5 was `NevergradSearch(..., optimizer=PORTFOLIO)`."""
+
+    def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
+                 optimizer: str | Sequence[str] = PORTFOLIO) -> None:
+        self.space = space
+        self._param = ng.p.Dict(**{d.name: ng.p.Choice(list(range(len(d.values)))) for d in space.dimensions})
+        self._param.random_state.seed(seed)
+        if isinstance(optimizer, str):
+            optimizer_cls = ng.optimizers.registry[optimizer]
+        else:
+            optimizer_cls = ng.optimizers.ConfPortfolio(optimizers=list(optimizer), warmup_ratio=0.0)
+        self._opt = optimizer_cls(self._param, budget=max(budget * 20, 100), num_workers=workers)
+        self._losses: dict[str, float] = {}
+        self._asked: dict[str, object] = {}
+        self._rng = random.Random(seed)
+
+    def seen(self, flagset: FlagSet) -> bool:
+        return flagset.key in self._losses
+
+    def tell(self, flagset: FlagSet, loss: float) -> None:
+        """Tell the optimizer a result: of a flag set it asked for, or of one it never proposed (the
+        baseline, trials restored from the store, points another strategy proposed)."""
+        loss = loss if math.isfinite(loss) else INVALID_LOSS
+        self._losses[flagset.key] = loss
+        cand = self._asked.pop(flagset.key, None)
+        if cand is None:
+            chosen = dict(flagset.choices)
+            self._opt.suggest({d.name: chosen.get(d.name, 0) for d in self.space.dimensions})
+            cand = self._opt.ask()
+        self._opt.tell(cand, loss)
+
+    def ask(self, taken=None) -> FlagSet | None:
+        """A flag set neither measured nor already asked for (nor `taken(key)`); None when the space seems
+        exhausted."""
+        taken = taken or (lambda key: False)
+        busy = lambda key: key in self._losses or key in self._asked or taken(key)  # noqa: E731
+        for _ in range(_MAX_REPEATS):
+            cand = self._opt.ask()
+            flagset = self.space.flagset(dict(cand.value))
+            if flagset.key in self._losses:
+                self._opt.tell(cand, self._losses[flagset.key])
+                continue
+            if busy(flagset.key):
+                continue  # already being built: its result arrives later
+            self._asked[flagset.key] = cand
+            return flagset
+        # The optimizer keeps proposing known points: fall back to an unseen point.
+        choice = _unseen_fallback(self.space, self._rng, busy)
+        if choice is None:
+            return None
+        flagset = self.space.flagset(choice)
+        self._opt.suggest(choice)
+        self._asked[flagset.key] = self._opt.ask()
+        return flagset
+
+
+class FlagSearch:
+    """The default search: warm start, single-flag changes, best-first local search with a nevergrad
+    portfolio for exploration (module docstring). `ask()` returns None when the space is exhausted."""
+
+    def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
+                 warm_start: Sequence[FlagSet] = (), singles_share: float = SINGLES_SHARE,
+                 explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False,
+                 big_gain: float = BIG_GAIN, big_every: int = BIG_EVERY, big_max: int = BIG_MAX,
+                 pivot: bool = True, numerics_first: bool = True) -> None:
+        self.space = space
+        self._dims = space.dimensions
+        self._names = [d.name for d in self._dims]
+        self._rng = random.Random(seed)
+        self._explorer = NevergradSearch(space, budget, seed, workers)
+        self._losses: dict[str, float] = {}
+        self._choice_of: dict[str, tuple[int, ...]] = {}  # key -> value index per dimension
+        self._pending: set[str] = set()
+        self._flagsets: dict[tuple[int, ...], FlagSet] = {}
+        self._exhausted: set[str] = set()  # keys whose whole neighbourhood is measured or being built
+        self._explore_every = max(0, int(explore_every))
+        self._local_asks = 0
+        self._explore_from_start = explore_from_start  # count warm-start and single-flag asks too
+        self._big_gain = big_gain
+        self._big_every = big_every
+        self._big_asks = 0
+        self._big_max = big_max  # at most this many big-mover draws (0: no limit)
+        self._big_drawn = 0
+        self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
+        singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
+        self._rng.shuffle(singles)
+        # build modes (device LTO) first, then approximate-arithmetic values: the likely big movers (stable
+        # sort: seeded order within each part)
+        singles.sort(key=lambda di: (not self._dims[di[0]].build_mode,
+                                     numerics_first and not self._dims[di[0]].relaxes_numerics))
+        self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
+        self._warm: list[tuple[int, ...]] = []
+        for fs in warm_start:
+            choice = self._map_flags(fs.flags)
+            if choice is not None and any(choice) and choice not in self._warm:
+                self._warm.append(choice)
+
+    # ---- bookkeeping
+    def _map_flags(self, flags: Iterable[str]) -> tuple[int, ...] | None:
+        """Value index per dimension of these flags; tokens that are not part of this space are ignored."""
+        tokens = set(flags)
+        choice = []
+        for dim in self._dims:
+            best = 0
+            for i, value in enumerate(dim.values[1:], start=1):
+                if all(t in tokens for t in value) and len(value) > len(dim.values[best]):
+                    best = i
+            choice.append(best)
+        return tuple(choice)
+
+    def _flagset(self, choice: tuple[int, ...]) -> FlagSet:
+        fs = self._flagsets.get(choice)
+        if fs is None:
+            fs = self._flagsets[choice] = self.space.flagset(dict(zip(self._names, choice)))
+        return fs
+
+    def _taken(self, key: str) -> bool:
+        return key in self._losses or key in self._pending
+
+    def seen(self, flagset: FlagSet) -> bool:
+        return flagset.key in self._losses
+
+    def tell(self, flagset: FlagSet, loss: float) -> None:
+        """Tell a result: of a flag set this search asked for, or of one it never proposed (the baseline,
+        trials restored from the store)."""
+        loss = loss if math.isfinite(loss) else INVALID_LOSS
+        self._pending.discard(flagset.key)
+        chosen = dict(flagset.choices)
+        self._choice_of.setdefault(flagset.key, tuple(chosen.get(n, 0) for n in self._names))
+        self._losses[flagset.key] = loss
+        self._explorer.tell(flagset, loss)
+
+    # ---- proposals
+    def _propose(self, choice: tuple[int, ...]) -> FlagSet | None:
+        fs = self._flagset(choice)
+        if self._taken(fs.key):
+            return None
+        self._pending.add(fs.key)
+        return fs
+
+    def _single_loss(self, d: int, i: int) -> float:
+        if i == 0:
+            return 0.0
+        choice = [0] * len(self._dims)
+        choice[d] = i
+        return self._losses.get(self._flagset(tuple(choice)).key, 0.0)
+
+    def _local(self) -> FlagSet | None:
+        """Best-first: the best valid measured point with an unseen neighbour; its neighbour of best prior."""
+        ranked = sorted((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
+        pivot = self._pivot_base()
+        for _, key in ranked:
+            if key in self._exhausted:
+                continue
+            base = self._choice_of[key]
+            neighbours = []
+            for d, dim in enumerate(self._dims):
+                for i in range(len(dim.values)):
+                    if i == base[d]:
+                        continue
+                    choice = base[:d] + (i,) + base[d + 1:]
+                    prior = self._prior(d, i, pivot) - self._prior(d, base[d], pivot)
+                    neighbours.append((prior, d, i, choice))
+            neighbours.sort()
+            for _, _, _, choice in neighbours:
+                fs = self._propose(choice)
+                if fs is not None:
+                    return fs
+            self._exhausted.add(key)
+        return None
+
+    def _explore(self) -> FlagSet | None:
+        fs = self._explorer.ask(taken=self._taken)
+        if fs is not None:
+            self._pending.add(fs.key)
+        return fs
+
+    def _big_movers(self) -> list[tuple[int, int]]:
+        """(dimension, value) of the measured single-flag changes at least `big_gain` faster alone."""
+        threshold = -math.log1p(self._big_gain)
+        return [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))
+                if self._single_loss(d, i) < threshold]
+
+    def _strongest(self, big: list[tuple[int, int]]) -> tuple[int, int]:
+        """The big mover (dimension, value) that is fastest alone."""
+        return min(big, key=lambda di: self._single_loss(*di))
+
+    def _conditional(self, big: list[tuple[int, int]]) -> FlagSet | None:
+        """Keep the incumbent's big-mover values; draw every other dimension uniformly (choice space)."""
+        _, best = min((loss, key) for key, loss in self._losses.items() if loss < INVALID_LOSS)
+        base = self._choice_of[best]
+        fixed = {d for d, i in big if base[d] == i}
+        if not fixed:
+            fixed = {self._strongest(big)[0]}
+            base = tuple(dict(big).get(d, 0) if d in fixed else v for d, v in enumerate(base))
+        for _ in range(60):
+            choice = tuple(base[d] if d in fixed else self._rng.randrange(len(dim.values))
+                           for d, dim in enumerate(self._dims))
+            fs = self._propose(choice)
+            if fs is not None:
+                return fs
+        return None
+
+    def ask(self) -> FlagSet | None:
+        """A flag set neither measured nor being built; None when the space is exhausted."""
+        if self._big_gain > 0:
+            self._big_asks += 1
+            big = self._big_movers() if self._big_asks % self._big_every == 0 and \
+                (not self._big_max or self._big_drawn < self._big_max) else []
+            if big:
+                fs = self._conditional(big)
+                if fs is not None:
+                    self._big_drawn += 1
+                    return fs
+        if self._explore_from_start and (self._warm or self._singles):
+            self._local_asks += 1
+            if self._explore_every and self._local_asks % self._explore_every == 0:
+                fs = self._explore()
+                if fs is not None:
+                    return fs
+        while self._warm:
+            fs = self._propose(self._warm.pop(0))
+            if fs is not None:
+                return fs
+        while self._singles:
+            d, i = self._singles.pop(0)
+            fs = self._single(d, i)
+            if fs is not None:
+                return fs
+        self._local_asks += 1
+        if self._explore_every and self._local_asks % self._explore_every == 0:
+            fs = self._explore()
+            if fs is not None:
+                return fs
+        return self._local() or self._explore()
+
+    def _pivot_base(self) -> tuple[int, ...] | None:
+        """With `pivot`: the single-flag point of the strongest big mover, the base of the remaining singles."""
+        if not self._pivot or self._big_gain <= 0:
+            return None
+        big = self._big_movers()
+        if not big:
+            return None
+        d, i = self._strongest(big)
+        base = [0] * len(self._dims)
+        base[d] = i
+        return tuple(base)
+
+    def _single(self, d: int, i: int) -> FlagSet | None:
+        """Value i of dimension d alone, or on top of the pivot (another value of the pivot's dimension: alone)."""
+        base = self._pivot_base()
+        choice = list(base) if base is not None and base[d] == 0 else [0] * len(self._dims)
+        choice[d] = i
+        return self._propose(tuple(choice))
+
+    def _prior(self, d: int, i: int, base: tuple[int, ...] | None) -> float:
+        """Expected loss change of value i of dimension d: measured on the pivot `base` when it was, else
+        alone."""
+        if base is not None and base[d] == 0 and i != 0:
+            choice = list(base)
+            choice[d] = i
+            key = self._flagset(base).key
+            cond = self._losses.get(self._flagset(tuple(choice)).key)
+            if cond is not None and cond < INVALID_LOSS and key in self._losses:
+                return cond - self._losses[key]
+        return self._single_loss(d, i)

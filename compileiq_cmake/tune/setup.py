@@ -1,0 +1,347 @@
+"""Tune stage 1, setup: the variant trees configured from the user's build, the project's own build read
+(architectures, CUDA sources by CMake's language, compile commands), the flag space (catalogue, probe,
+adaptation, screening), the benchmark command resolved; or the same from a recorded landscape (replay)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from ..project import depscan
+from ..project.cmake_project import VariantSettings, VariantTree, cmake_version
+from ..model.errors import CompileIQError
+from ..project.file_api import CodeModel, Target, Toolchain
+from ..flags.fingerprint import FingerprintCache, find_tool
+from ..flags import FlagSpace, family_for_compiler, load_space
+from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu, visible_gpus
+from ..search.landscape import Landscape
+from ..measure.runner import BenchCommand
+from ..project.nvcc_command import normalize, output_file, target_architectures, tokens
+from ..execute.replay import ReplayRunner
+from ..flags.catalogue import device_lto_wanted
+from ..flags.space import host_side_named
+from ..flags.screening import prepare_cuda_space
+from ..model.spec import TuneSpec, compute_capability
+
+Log = Callable[[str], None]
+FINALISTS = 3  # candidates validated against the baseline at the end
+
+
+@dataclass(frozen=True)
+class TuneSetup:
+    spec: TuneSpec
+    state_dir: Path
+    trees: tuple[VariantTree, ...]
+    target: Target
+    language: str
+    toolchain: Toolchain
+    space: FlagSpace
+    cuda_arch: str
+    device: str
+    compute_capability: str
+    build_targets: tuple[str, ...]
+    bench: BenchCommand
+    monitor: GpuMonitor | None
+    artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
+    replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
+    build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
+    # the target's sources and the headers they include (depscan), hashed as the apply does at configure
+    sources_sha256: str = ""
+    headers: tuple[str, ...] = ()  # those headers, relative to the source directory
+    flags_sha256: str = ""  # CMAKE_<LANG>_FLAGS[_<CONFIG>] as _compileiq_flags_sha256 hashes them (the apply checks it)
+    commands_sha256: str = ""  # the target's compile commands in the project's own build (the trial store's key)
+    objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
+    own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # see _own_commands
+    fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
+    gpus: tuple[GpuSlot, ...] = ()  # benchmarks run on these, one run per GPU at a time (several: in parallel)
+    # CUDA static screening: per kept (dimension, value), the kernels whose device code it changes (as the
+    # fingerprints name them); empty when screening did not run. The per-file stage proposes a value for a
+    # file only when it changes one of that file's kernels.
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
+    warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The programs a build runs (cmake, the compiler): every node that builds needs them (Ray)."""
+        if self.replay is not None:
+            return ()
+        return tuple(t for t in (self.trees[0].cmake, self.toolchain.path) if t and os.path.isabs(t))
+
+
+def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
+    """Map the benchmark's first word: a target of the project, a path in the user's build tree, a file,
+    or a program on PATH. Returns the command and the target that builds it (if any)."""
+    first, rest = spec.benchmark[0], list(spec.benchmark[1:])
+    owner: str | None = None
+    if first in model.targets and model.targets[first].artifacts:
+        owner = first
+        exe = str(model.targets[first].artifacts[0])
+        first_mapped = str(spec.build_dir) + exe[len(str(tree.path)):] if exe.startswith(str(tree.path)) else exe
+    else:
+        path = Path(first)
+        build_prefix = str(spec.build_dir)
+        if path.is_absolute() and (first.startswith(build_prefix + "/")):
+            relative = first[len(build_prefix) + 1:]
+            found = model.target_owning(tree.path / relative)
+            owner = found.name if found else None
+            first_mapped = first
+        elif path.exists():
+            first_mapped = str(path.resolve())
+        elif "/" not in first and shutil.which(first):
+            first_mapped = first
+        else:
+            raise CompileIQError(
+                f"benchmark command '{first}' not found: it is not a target of the project, a file, "
+                "or a program on PATH"
+            )
+    return BenchCommand(argv=(first_mapped, *rest), verify=spec.verify, user_build_dir=spec.build_dir), owner
+
+
+def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: Log,
+                       placement: Placement | None = None) -> tuple[str, str, str]:
+    """(arch, device, compute capability) to tune for: --cuda-arch, else the GPU's. Says which architectures
+    the project's own build of the target really targets (its compile commands: CUDA_ARCHITECTURES or
+    -arch/-gencode written by hand) and warns when this GPU's is not among them."""
+    own = target_architectures(tree.compile_commands(target.sources_in("CUDA")))
+    if spec.cuda_arch:
+        arch = spec.cuda_arch
+        device, capability = f"(architecture {arch} given on the command line)", compute_capability(arch)
+    elif placement is not None:  # the GPUs of a cluster: their architecture, as their workers reported it
+        arch, device, capability = placement.arch, placement.device, compute_capability(placement.arch)
+    else:
+        gpu = detect_gpu()
+        arch = gpu.arch
+        device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "%d.%d" % gpu.compute_capability
+    origin = " ".join(own.options) if own.options else "no architecture option"
+    log(f"compileiq: the project's own build of {spec.target} targets {own.describe()} ({origin}); "
+        f"tuning for sm_{arch}")
+    if not own.builds(arch):
+        log(f"compileiq: note: the project's own build does not target sm_{arch}; the variant trees build sm_{arch}, "
+            f"and a release build gets the tuned flags only where it targets sm_{arch}")
+    return arch, device, capability
+
+
+def _check_arch_option(spec: TuneSpec, language: str) -> None:
+    if spec.arch_scope != "all" and language != "CUDA":
+        raise CompileIQError(f"--arch-scope {spec.arch_scope} was given but target '{spec.target}' is a {language} "
+                             "target (no CUDA architectures); leave --arch-scope out")
+    if spec.cuda_arch and language != "CUDA":
+        raise CompileIQError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
+                             "target (no CUDA sources); leave --cuda-arch out")
+
+
+def _cuda_in_dependencies(model: CodeModel, target: Target) -> list[str]:
+    return [d for d in target.dependencies if d in model.targets and model.targets[d].sources_in("CUDA")]
+
+
+def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
+    """(mtime, size) of the files of the source tree (version-control folders and build trees inside it left
+    out), to see whether a configure writes into it."""
+    out: dict[Path, tuple[int, int]] = {}
+    skip = {build_dir.resolve()}
+    for root, dirs, files in os.walk(source_dir):
+        dirs[:] = [d for d in dirs if d not in (".git", ".hg", ".svn") and (Path(root) / d).resolve() not in skip
+                   and not (Path(root) / d / "CMakeCache.txt").exists()]
+        for name in files:
+            path = Path(root) / name
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out[path] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _changed(before: dict[Path, tuple[int, int]], after: dict[Path, tuple[int, int]]) -> list[Path]:
+    return sorted(p for p, stamp in after.items() if before.get(p) != stamp)
+
+
+def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
+    """The GPUs of this tune: CUDA targets (and, for tests, host targets on simulated GPUs) use every visible
+    GPU of the first one's model, or --gpus; several run benchmarks in parallel, one run per GPU."""
+    simulated = bool(os.environ.get(SIMULATE_VARIABLE))
+    if language != "CUDA" and not simulated:
+        if spec.gpus:
+            raise CompileIQError(f"--gpus {spec.gpus} was given but target '{spec.target}' is a {language} target; "
+                                 "leave --gpus out")
+        return ()
+    gpus = visible_gpus(spec.gpus)
+    if len(gpus) > 1:
+        log(f"compileiq: benchmarks run on {len(gpus)} GPUs in parallel, one run per GPU at a time: "
+            + ", ".join(g.describe() for g in gpus)
+            + (f"; with --workers {spec.workers} at most {spec.workers} at once (give --workers {len(gpus)})"
+               if spec.workers < len(gpus) else ""))
+    return gpus
+
+
+def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here: bool = False) -> TuneSetup:
+    """The tune's variant trees and everything read from the user's build. `placement`: the GPUs of a Ray
+    cluster (labels, architecture) instead of this machine's. `gpu_here`: the benchmarks run on this machine's
+    GPU, so a CUDA target tuned with --cuda-arch needs one (asked once the target is known to be CUDA, before
+    screening); without --cuda-arch the GPU query itself says when there is none."""
+    state_dir = spec.build_dir / "compileiq"
+    settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
+    for note in notes:
+        log(f"compileiq: {note}")
+    first = VariantTree(state_dir, "worker-0", settings.cmake, settings.config)
+    first.write_flags(spec.target, "", "", ())
+    before = _snapshot(spec.source_dir, spec.build_dir)
+    model = first.configure(settings, spec.target, "")  # the project's own build, as the user configured it
+    written = _changed(before, _snapshot(spec.source_dir, spec.build_dir))
+    if written:
+        shown = ", ".join(str(p.relative_to(spec.source_dir)) for p in written[:3]) + (" ..." if len(written) > 3 else "")
+        log(f"compileiq: note: configuring the project writes into its source tree ({shown}); the variant trees "
+            "are configured one at a time")
+    target = model.target(spec.target)
+    language = target.primary_language
+    if language not in ("CUDA", "CXX", "C"):
+        raise CompileIQError(f"target '{spec.target}' compiles no C, C++ or CUDA sources; nothing to tune")
+    _check_arch_option(spec, language)
+    if gpu_here and spec.cuda_arch:
+        require_gpu()
+    if language != "CUDA" and (with_cuda := _cuda_in_dependencies(model, target)):
+        log(f"compileiq: note: {spec.target} has no CUDA sources of its own; its CUDA code is in {', '.join(with_cuda)}: "
+            f"tune {'that target' if len(with_cuda) == 1 else 'those targets'} (--target) for nvcc flags")
+    toolchain = model.toolchains.get(language)
+    if toolchain is None:
+        raise CompileIQError(f"CMake reported no {language} compiler for this project (CMake >= 3.20 is needed)")
+    family = family_for_compiler(language, toolchain.compiler_id)
+    device, capability, arch = host_cpu(), "", ""
+    if language == "CUDA":
+        arch, device, capability = _cuda_architecture(spec, first, target, log, placement)
+    settings = replace(settings, cuda_arch=arch)
+    first.write_flags(spec.target, language, arch, ())
+    model = first.configure(settings, spec.target, language)  # CUDA: now building this architecture only
+    target = model.target(spec.target)
+    exclude = spec.excluded_flags
+    if exclude != spec.exclude_flags:
+        log("compileiq: nothing checks the benchmark's results (no PASS_REGEX, VERIFY or output comparison): "
+            "flags that change numerics (fast-math family) are not searched")
+    space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
+    fingerprints = None
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+    objects: tuple[Path, ...] = ()
+    if language == "CUDA":
+        entries = first.compile_commands(target.sources_in("CUDA"))
+        lto = device_lto_wanted(spec.include_flags, exclude)
+        prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
+                                      spec.acf_files, spec.screen, device_lto=cmake_version(first.cmake) if lto else None,
+                                      lto_refusal=first.device_lto_refusal())
+        for note in prepared.notes:
+            log(f"compileiq: {note}")
+        if prepared.screen is not None:
+            r = prepared.screen
+            kept = sum(1 for row in r.rows if row.kept)
+            log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
+                f"space {r.points_before} -> {r.points_after} points ({r.compiles} compiles, {r.seconds:.1f} s)")
+        space = prepared.space
+        if prepared.screen is not None:
+            screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
+                              for r in prepared.screen.rows if r.kept}
+        if find_tool("cuobjdump", toolchain.path) is None or find_tool("nvdisasm", toolchain.path) is None:
+            log("compileiq: note: device-code fingerprints are off: cuobjdump/nvdisasm not found (pip install "
+                "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); trials that build the same code are all benchmarked")
+        else:
+            fingerprints = FingerprintCache(toolchain.path)
+            objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
+                            if o is not None and o.resolve().is_relative_to(first.path.resolve()))
+    host_side_asked = language == "CUDA" and host_side_named(spec.include_flags)
+    if not space.dimensions and not host_side_asked:  # host-side dimensions join after the baseline (host_side.py)
+        why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
+        raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
+                             "change --include-flags/--exclude-flags")
+    gpus = _gpus(spec, language, log) if placement is None else placement.gpus
+    if placement is not None and len(gpus) > 1:
+        log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
+    # + 1 per GPU: the baseline build measured next to trials on a noisy machine
+    n_trees = max(spec.workers + max(1, len(gpus)), FINALISTS + 1)
+    trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(1, n_trees)))
+    for tree in trees[1:]:
+        tree.write_flags(spec.target, language, arch, ())
+    with ThreadPoolExecutor(max_workers=1 if written else len(trees) - 1) as pool:
+        models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:])]
+    bench, owner = _resolve_benchmark(spec, models[0], trees[0])
+    if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
+        build_targets: tuple[str, ...] = ("all",)
+    elif owner is None:
+        build_targets = ("all",) if str(bench.argv[0]).startswith(str(spec.build_dir)) else (spec.target,)
+    else:
+        build_targets = tuple(dict.fromkeys((spec.target, owner)))
+    code = _code_identity(spec, first, target, log)
+    return TuneSetup(
+        spec=spec, state_dir=state_dir, trees=trees, target=target, language=language, toolchain=toolchain,
+        space=space, cuda_arch=arch, device=device, compute_capability=capability,
+        build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
+        artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
+                        if a.is_relative_to(trees[0].path)),
+        build_type=settings.build_type, sources_sha256=code.sources_sha256, headers=code.headers,
+        flags_sha256=first.info().get("flags_sha256", ""), commands_sha256=code.commands_sha256,
+        objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=_own_commands(first, target, language),
+        screen_kernels=screen_kernels,
+    )
+
+
+def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
+    """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU);
+    --cuda-arch or a placement's architecture relabels it (simulated GPU types)."""
+    landscape = Landscape.load(spec.replay)
+    meta = landscape.meta
+    gpu = (meta.get("gpu") or {}).get("name") or "no GPU"
+    arch = spec.cuda_arch or (placement.arch if placement else "") \
+        or str((meta.get("gpu") or {}).get("arch") or meta.get("arch") or "90").removeprefix("sm_")
+    gpus = placement.gpus if placement else visible_gpus(spec.gpus) if os.environ.get(SIMULATE_VARIABLE) else ()
+    log(f"compileiq: REPLAY of {landscape.describe()}; nothing is built or run")
+    if placement is not None and len(placement.gpus) > 1:
+        log(f"compileiq: benchmarks run on {len(placement.gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
+    state_dir = spec.build_dir / "compileiq"
+    trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake")
+                  for i in range(max(spec.workers + max(1, len(gpus)), FINALISTS + 1)))
+    runner = ReplayRunner(spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed)
+    version = str(meta.get("nvcc_version") or meta.get("compiler_version") or "0")
+    return TuneSetup(
+        spec=spec, state_dir=state_dir, trees=trees,
+        target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()), language="CUDA",
+        toolchain=Toolchain("CUDA", "NVIDIA", version, ""), space=landscape.space(), cuda_arch=arch,
+        device=f"{placement.device if placement else gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=compute_capability(arch),
+        build_targets=(), bench=runner.bench, monitor=None, replay=runner,
+        gpus=gpus,
+    )
+
+
+@dataclass(frozen=True)
+class CodeIdentity:
+    sources_sha256: str
+    headers: tuple[str, ...]
+    commands_sha256: str
+
+
+def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) -> CodeIdentity:
+    """What the trials measure besides the flags: the target's sources and the project headers its compiles
+    include (the compiler's dependency scan of the project's own compile commands), and those commands."""
+    entries = tree.compile_commands(target.sources)
+    scan = depscan.scan_headers(entries, spec.source_dir, (spec.build_dir,))
+    for source, why in scan.problems[:3]:
+        log(f"compileiq: note: the headers of {source} could not be listed ({why}); a change in them is not "
+            "seen as a change of the sources")
+    commands = sorted((str(Path(e["file"]).resolve()), sorted(command_tokens(tree, e))) for e in entries)
+    return CodeIdentity(
+        sources_sha256=depscan.sources_sha256(tree.source_lines(), spec.source_dir, scan.headers),
+        headers=scan.headers, commands_sha256=hashlib.sha256(json.dumps(commands).encode()).hexdigest())
+
+
+def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
+    """The canonical tokens of a compile command, the tree's path written as <tree> (so that every variant
+    tree compares alike)."""
+    return frozenset(t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry)))
+
+
+def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
+    """Per source of the target's language: the tokens of its compile command with the project's own flags."""
+    return {str(Path(entry["file"]).resolve()): command_tokens(tree, entry)
+            for entry in tree.compile_commands(target.sources_in(language))}

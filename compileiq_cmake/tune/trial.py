@@ -1,0 +1,204 @@
+"""Tune stage 2, one trial: build a flag set in a variant tree (checked against what would be written,
+fingerprinted), run its workloads, and score it against the baseline; more runs for close candidates;
+the reference tree of a noisy machine."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from ..project import build_flags
+from ..project.cmake_project import VariantTree
+from ..model.errors import CompileIQError
+from ..flags.fingerprint import DeviceFingerprint
+from ..flags.space import HOST_PREFIX
+from ..measure.runner import Runner
+from ..project.nvcc_command import normalize
+from ..model.records import BuildResult, FlagSet, KernelResources, Status, Trial
+from ..search.search import INVALID_LOSS
+from ..decide.stats import relative_spread
+from .setup import TuneSetup, command_tokens
+
+Log = Callable[[str], None]
+_LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
+PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
+
+
+def _command_problem(setup: TuneSetup, tree: VariantTree, entries: list[dict], flagset: FlagSet) -> str:
+    """Why the trial's compile commands (`entries`, the tree's for the target) are not the project's own plus
+    the trial's flags ("" when they are): what is measured must be what would be written. Per-file flags
+    count for their file only; device LTO shows as code=lto_XX in place of code=sm_XX."""
+    wanted_flags = build_flags.split(flagset.flags)
+    source_dir = setup.spec.source_dir.resolve()
+    for entry in entries:
+        path = Path(entry["file"]).resolve()
+        own = setup.own_commands.get(str(path))
+        if own is None:  # a source of another language
+            continue
+        got = command_tokens(tree, entry)
+        if wanted_flags.device_lto:
+            if not any(_LTO_CODE.search(t) for t in got):
+                return f"the compile command of {path.name} does not generate LTO code (code=lto_XX) for device LTO"
+            got = frozenset(_LTO_CODE.sub(r"\1sm_", t) for t in got)
+        rel = path.relative_to(source_dir).as_posix() if path.is_relative_to(source_dir) else ""
+        wanted = set(normalize(["cc", *wanted_flags.target, *wanted_flags.of_source(rel)]))
+        missing, extra = wanted - got, got - own - wanted
+        if missing or extra:
+            what = ", ".join([*(f"+{t}" for t in sorted(extra)), *(f"missing {t}" for t in sorted(missing))])
+            return f"the compile command of {Path(entry['file']).name} is not the project's own plus the trial's flags ({what})"
+    return ""
+
+
+def build_variant(setup: TuneSetup, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
+    if tree.restore_cache() and log is not None:
+        log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
+            "build (the benchmark?); restored before building the next trial")
+    tree.write_flags(setup.spec.target, setup.language, setup.cuda_arch, flagset.flags)
+    jobs = max(1, (os.cpu_count() or 2) // len(setup.trees) or 1)
+    result = tree.build(setup.build_targets, jobs=jobs, timeout=max(600.0, setup.spec.timeout))
+    if not result.ok:
+        return result
+    entries = tree.compile_commands(setup.target.sources)
+    problem = _command_problem(setup, tree, entries, flagset) if setup.own_commands else ""
+    if problem:
+        return replace(result, ok=False, log_tail=problem)
+    command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
+    digest, kernels = "", ()
+    if setup.fingerprints is not None:
+        code = device_code(setup, tree)
+        if code.kernels:
+            digest = code.digest
+            host = sorted(t for t in flagset.flags if t.startswith(HOST_PREFIX))
+            if host:  # host flags change host code only: the same device code is not the same build
+                digest = hashlib.sha256("\0".join([digest, *host]).encode()).hexdigest()
+            kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
+                            for k in code.kernels)
+    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)
+
+
+def device_code(setup: TuneSetup, tree: VariantTree) -> DeviceFingerprint:
+    """The fingerprint of the tuned target's device code: its object files (in parallel, unchanged ones from
+    the cache); the target's own files when the objects hold no SASS (-dlto) or are not known."""
+    assert setup.fingerprints is not None
+    objects = [tree.path / rel for rel in setup.objects if (tree.path / rel).is_file()]
+    code = setup.fingerprints.combined(objects) if objects else DeviceFingerprint.of([])
+    if not code.kernels and setup.artifacts:
+        code = setup.fingerprints.combined([tree.path / rel for rel in setup.artifacts])
+    return code
+
+
+def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
+           build: BuildResult, reference: VariantTree | None = None, log: Log | None = None) -> Trial:
+    start = time.perf_counter()
+    if not build.ok:
+        return Trial(index, flagset, Status.BUILD_FAILED, f"build failed: {build.log_tail}",
+                     build_seconds=build.seconds, wall_seconds=build.seconds)
+    m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
+    for warning in getattr(m, "warnings", ()):
+        if warning not in setup.warned and log is not None:
+            setup.warned.add(warning)
+            log(f"compileiq: warning: {warning}")
+    wall = build.seconds + (time.perf_counter() - start)
+    return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
+                 build.fingerprint, kernels=build.kernels)
+
+
+def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
+    """Mean log ratio against the baseline over the workloads (negative = better): per workload the median
+    of the per-pair ratios when the trial was measured next to the baseline build, else the ratio of the
+    medians."""
+    if not trial.valid:
+        return INVALID_LOSS
+    ratios = [statistics.median(m.ratios()) if m.paired else m.median / b
+              for m, b in zip(trial.measurements, baseline.medians()) if b > 0]
+    logs = [math.log(r) for r in ratios if r > 0]
+    if len(logs) != len(baseline.medians()):
+        return INVALID_LOSS
+    mean = sum(logs) / len(logs)
+    return mean if lower_is_better else -mean
+
+
+def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
+    spec = setup.spec
+    if trial.status is Status.BUILD_FAILED:
+        return CompileIQError(f"the project's own build of '{spec.target}' fails in the variant tree: {trial.reason}")
+    if trial.status is Status.METRIC_MISSING and spec.metric.kind == "regex":
+        return CompileIQError(
+            f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own flags; "
+            f"{trial.reason.split('; ', 1)[-1]}"
+        )
+    if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
+        return CompileIQError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
+    return CompileIQError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
+
+
+def same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
+    """The measured trial whose device code this build reproduces exactly (CUDA targets), if any."""
+    if not build.ok or not build.fingerprint:
+        return None
+    return next((t for t in trials.values() if t.fingerprint == build.fingerprint and t.same_code_as is None), None)
+
+
+def reference_trees(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], baseline: FlagSet,
+                    noise: float, devices: list[str], log: Log) -> dict[str, VariantTree]:
+    """On a noisy machine (the baseline's runs spread more than PAIRED_NOISE), one tree per GPU (`devices`)
+    holding the project's own build, whose runs are taken next to every trial's on that GPU, so that drift and
+    bursts of load hit both. {} on a quiet machine or when the baseline does not re-build."""
+    spec = setup.spec
+    if noise <= PAIRED_NOISE or spec.budget <= 1:
+        return {}
+    trees = dict(zip(devices, setup.trees[spec.workers:]))
+    with ThreadPoolExecutor(max_workers=len(trees)) as pool:
+        built = list(pool.map(lambda tree: build(tree, baseline), trees.values()))
+    failed = next((b for b in built if not b.ok), None)
+    if failed is not None:
+        log(f"compileiq: warning: the baseline did not re-build for paired runs ({failed.log_tail[-200:]}); "
+            "trials are compared with the baseline's first measurement")
+        return {}
+    log(f"compileiq: the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
+        "measured next to runs of the project's own build" + (" on the same GPU" if len(trees) > 1 else "")
+        + ", and compared with those")
+    return trees
+
+
+def noise_of_pairs(trials) -> tuple[float, int]:
+    """The run-to-run noise that paired comparisons actually see: the spread of the trials' per-pair ratios
+    (divided by sqrt 2, as each ratio holds two runs' noise), the median over the trials, and how many
+    trials it comes from (0: none yet, noise nan). Drift that pairing cancels does not count."""
+    spreads = sorted(max(relative_spread(m.ratios()) for m in t.measurements) / math.sqrt(2)
+                     for t in trials if t.valid and t.same_code_as is None and t.measurements
+                     and all(m.paired and len(m.samples) >= 3 for m in t.measurements))
+    return (statistics.median(spreads), len(spreads)) if spreads else (math.nan, 0)
+
+
+def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial,
+                               base_of: Callable[[Trial], Trial], trials: dict[str, Trial], noise: float,
+                               reference: VariantTree | None = None) -> Trial:
+    """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
+    so that the search's ranking of close candidates is not left to chance. `base_of` gives the baseline a
+    trial is compared with (the one of the GPU it ran on): the best so far is judged the same way."""
+    spec = setup.spec
+    lower = spec.metric.lower_is_better
+    if not trial.valid:
+        return trial
+    baseline = base_of(trial)
+    best = min(loss(t, base_of(t), lower) for t in trials.values())
+    current = trial
+    while len(current.measurements[0].samples) < spec.max_repeats:
+        spread = max(noise, max(relative_spread(m.ratios() if m.paired else m.samples) for m in current.measurements))
+        if loss(current, baseline, lower) > best + 2 * spread:
+            break
+        more = runner.extend(tree, current.measurements, spec.repeats, reference)
+        if more.status is not Status.OK:
+            return replace(current, status=more.status, reason=more.reason, measurements=())
+        current = replace(current, measurements=more.measurements, bench_seconds=current.bench_seconds + more.seconds,
+                          wall_seconds=current.wall_seconds + more.seconds)
+    return current
