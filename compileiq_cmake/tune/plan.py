@@ -1,0 +1,159 @@
+"""The plan of a time-boxed tune: from what a build and a benchmark run cost (measured by the baseline, refined
+by every trial), how much of --time-limit the search may use and how the finalists' stage (validation,
+ablation, the minimal set's validation, confirmation on other GPUs) is sized to fit what is left. Pure
+arithmetic: the stages ask it, the clock is model.timebox.TimeBox."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+WRITE_SECONDS = 2.0  # the TOML, the summary and the report
+ROUNDS_FLOOR = 3  # fewest interleaved validation rounds a paired comparison is decided on (wider interval)
+FINISH_SHARE = 0.5  # at most this share of the time left after the baseline is reserved for the finalists
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Seconds per unit of work, as measured so far."""
+
+    build: float  # one build of the target in a variant tree
+    run: float  # one benchmark run of one workload (start-up included)
+    workloads: int = 1
+    warmup: int = 1
+    repeats: int = 3
+    workers: int = 1  # builds at once
+    gpus: int = 1  # runs at once (search trials; validation runs on one GPU)
+
+    def trial(self) -> float:
+        """Wall seconds one search trial adds: its build and runs; with several workers the builds overlap
+        the runs and the slower of the two sets the pace."""
+        runs = (self.warmup + self.repeats) * self.workloads * self.run
+        if self.workers <= 1:
+            return self.build + runs
+        return max(self.build / self.workers, runs / self.gpus)
+
+    def builds(self, n: int) -> float:
+        return math.ceil(n / max(1, self.workers)) * self.build
+
+    def validation(self, candidates: int, rounds: int) -> float:
+        """Candidates and the baseline re-built, then `rounds` interleaved rounds over every workload."""
+        if candidates <= 0:
+            return 0.0
+        return self.builds(candidates + 1) + rounds * self.workloads * (candidates + 1) * self.run
+
+    def round(self, variants: int) -> float:
+        """One interleaved round of `variants` builds over every workload."""
+        return self.workloads * variants * self.run
+
+
+@dataclass(frozen=True)
+class FinishPlan:
+    """How the finalists' stage is sized."""
+
+    finalists: int  # validated against the baseline (0: nothing can be validated)
+    rounds: int  # interleaved rounds at least (fewer than asked: a wider interval)
+    ablation_steps: int  # removals tried, in order of expected contribution (the least first)
+    confirmations: int  # other GPUs the winner is confirmed on
+    seconds: float  # planned
+    cut: tuple[str, ...] = ()  # what the box left out, one phrase each
+
+    def describe(self) -> str:
+        if self.finalists == 0:
+            return "no finalist fits"
+        parts = [f"{self.finalists} finalist{'s' if self.finalists != 1 else ''} x {self.rounds} rounds"]
+        parts.append(f"ablation of up to {self.ablation_steps} flag{'s' if self.ablation_steps != 1 else ''}"
+                     if self.ablation_steps else "no ablation")
+        if self.confirmations:
+            parts.append(f"confirmed on {self.confirmations} other GPU{'s' if self.confirmations != 1 else ''}")
+        return ", ".join(parts)
+
+
+def finish_cost(costs: Costs, finalists: int, rounds: int, ablation_steps: int, confirmations: int) -> float:
+    """Seconds of the finalists' stage: validation, ablation steps (each: the set with and without, re-built
+    and interleaved), the minimal set's validation when ablation may drop something, the confirmations and
+    the write."""
+    if finalists <= 0:
+        return WRITE_SECONDS
+    seconds = costs.validation(finalists, rounds)
+    if ablation_steps:
+        seconds += ablation_steps * costs.validation(1, rounds) + costs.validation(1, rounds)
+    seconds += confirmations * costs.validation(1, rounds)
+    return seconds + WRITE_SECONDS
+
+
+def plan_finish(seconds: float, costs: Costs, finalists: int, min_rounds: int, flags: int,
+                confirmations: int = 0) -> FinishPlan:
+    """The largest finalists' stage that fits in `seconds`: the asked one if it fits; else, in this order,
+    fewer finalists (2, then 1), fewer ablation steps (down to none), fewer rounds (down to ROUNDS_FLOOR),
+    no confirmation on other GPUs. `flags`: the ablation steps the winner may need (its non-default flags)."""
+    floor = min(ROUNDS_FLOOR, min_rounds)
+    ladder: list[tuple[int, int, int, int]] = [(finalists, min_rounds, flags, confirmations)]
+    for f in range(min(finalists, 2), 0, -1):
+        ladder.append((f, min_rounds, flags, confirmations))
+    for a in range(flags - 1, -1, -1):
+        ladder.append((1, min_rounds, a, confirmations))
+    for r in range(min_rounds - 1, floor - 1, -1):
+        ladder.append((1, r, 0, confirmations))
+    ladder.append((1, floor, 0, 0))
+    for f, r, a, c in ladder:
+        cost = finish_cost(costs, f, r, a, c)
+        if cost <= seconds:
+            return FinishPlan(f, r, a, c, cost, _cut(finalists, min_rounds, flags, confirmations, f, r, a, c))
+    return FinishPlan(0, 0, 0, 0, WRITE_SECONDS, ("every finalist: not one validation fits in what is left",))
+
+
+def _cut(f0: int, r0: int, a0: int, c0: int, f: int, r: int, a: int, c: int) -> tuple[str, ...]:
+    cut = []
+    if f < f0:
+        cut.append(f"{f0 - f} of {f0} finalists not validated")
+    if r < r0:
+        cut.append(f"validation with {r} rounds instead of {r0} (a wider interval)")
+    if a < a0:
+        cut.append(f"{a0 - a} of {a0} flags not ablated (kept without a test that they matter)")
+    if c < c0:
+        cut.append(f"the winner not confirmed on {c0 - c} other GPU{'s' if c0 - c != 1 else ''}")
+    return tuple(cut)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The whole tune's plan at one moment: what is done, the search's end, the finalists' stage."""
+
+    limit: float | None
+    elapsed: float
+    search_seconds: float  # the search may still use this many seconds (inf without a limit)
+    search_trials: int  # about this many trials at the pace so far (-1: not bounded by time)
+    finish: FinishPlan
+    needed: float = 0.0  # when nothing fits: the --time-limit that one trial and its validation would need
+
+    def search_open(self, pending: int, costs: Costs) -> bool:
+        """Whether another trial may start, with `pending` trials already under way (their work counts)."""
+        return math.isinf(self.search_seconds) or (pending + 1) * costs.trial() <= self.search_seconds
+
+    def describe(self) -> str:
+        if self.limit is None:
+            return f"finalists: {self.finish.describe()} (~{self.finish.seconds:.0f} s)"
+        search = "no search trial fits" if self.search_trials == 0 else \
+            f"search ~{self.search_seconds:.0f} s (about {self.search_trials} trial{'s' if self.search_trials != 1 else ''})"
+        return (f"plan for --time-limit {self.limit:g} s: {self.elapsed:.0f} s used, {search}, "
+                f"finalists ~{self.finish.seconds:.0f} s ({self.finish.describe()})")
+
+
+def plan_tune(limit: float | None, elapsed: float, costs: Costs, finalists: int, min_rounds: int, flags: int,
+              confirmations: int = 0) -> Plan:
+    """The plan from now: the finalists' stage sized to at most FINISH_SHARE of the time left (the largest that
+    fits, so that the search keeps time), the search the rest."""
+    if limit is None:
+        finish = plan_finish(math.inf, costs, finalists, min_rounds, flags, confirmations)
+        return Plan(None, elapsed, math.inf, -1, finish)
+    left = max(0.0, limit - elapsed)
+    trial = costs.trial()
+    finish = plan_finish(left * FINISH_SHARE, costs, finalists, min_rounds, flags, confirmations)
+    if finish.finalists == 0:  # even one finalist needs more than the share: what is left after one trial
+        finish = plan_finish(left - trial, costs, finalists, min_rounds, flags, confirmations)
+    if finish.finalists == 0:  # not one trial and its validation fit: no search (a trial nobody validates is lost)
+        return Plan(limit, elapsed, 0.0, 0, finish, elapsed + trial + finish_cost(costs, 1, ROUNDS_FLOOR, 0, 0))
+    search = max(0.0, left - finish.seconds)
+    trials = int(search // trial) if trial > 0 else 0
+    return Plan(limit, elapsed, search, trials, finish)

@@ -1,0 +1,101 @@
+"""The time box's clock and the tune's plan (issue 21): pure arithmetic on measured costs."""
+
+import math
+
+import pytest
+
+from compileiq_cmake.model.timebox import TimeBox
+from compileiq_cmake.tune.plan import ROUNDS_FLOOR, WRITE_SECONDS, Costs, finish_cost, plan_finish, plan_tune
+
+pytestmark = pytest.mark.unit
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_timebox_counts_from_its_start_and_never_goes_negative():
+    clock = FakeClock()
+    box = TimeBox(45.0, clock)
+    clock.now += 40
+    assert box.elapsed() == pytest.approx(40)
+    assert box.remaining() == pytest.approx(5)
+    assert box.fits(4) and not box.fits(6) and not box.fits(4, reserve=2)
+    clock.now += 100
+    assert box.remaining() == 0.0
+    unbounded = TimeBox(None, clock)
+    assert unbounded.remaining() == math.inf and unbounded.fits(1e9) and not unbounded.bounded
+
+
+SLOW = Costs(build=6.0, run=1.5, workloads=1, warmup=1, repeats=3)  # a host project with 1.5 s runs
+
+
+def test_the_asked_finish_is_kept_when_it_fits():
+    plan = plan_finish(1e6, SLOW, finalists=3, min_rounds=5, flags=4)
+    assert (plan.finalists, plan.rounds, plan.ablation_steps, plan.cut) == (3, 5, 4, ())
+    assert plan.seconds == pytest.approx(finish_cost(SLOW, 3, 5, 4, 0))
+
+
+def test_a_small_box_cuts_finalists_then_ablation_then_rounds_and_says_what():
+    full = finish_cost(SLOW, 3, 5, 4, 0)
+    one = plan_finish(finish_cost(SLOW, 1, 5, 4, 0), SLOW, 3, 5, 4)
+    assert (one.finalists, one.ablation_steps) == (1, 4) and one.cut == ("2 of 3 finalists not validated",)
+    some = plan_finish(finish_cost(SLOW, 1, 5, 2, 0) + 0.1, SLOW, 3, 5, 4)
+    assert (some.finalists, some.rounds, some.ablation_steps) == (1, 5, 2)
+    assert any("2 of 4 flags not ablated" in c for c in some.cut)
+    short = plan_finish(finish_cost(SLOW, 1, ROUNDS_FLOOR, 0, 0), SLOW, 3, 5, 4)
+    assert (short.finalists, short.rounds, short.ablation_steps) == (1, ROUNDS_FLOOR, 0)
+    assert any("wider interval" in c for c in short.cut)
+    assert full > one.seconds > some.seconds > short.seconds
+    none = plan_finish(short.seconds - 0.1, SLOW, 3, 5, 4)
+    assert none.finalists == 0 and "not one validation fits" in none.cut[0]
+
+
+def test_every_planned_finish_fits_its_seconds():
+    for seconds in range(0, 400, 7):
+        plan = plan_finish(float(seconds), SLOW, 3, 5, 6, confirmations=1)
+        assert plan.finalists == 0 or plan.seconds <= seconds
+
+
+def test_the_search_gets_what_the_finish_leaves_and_stops_before_the_box():
+    plan = plan_tune(90.0, elapsed=14.0, costs=SLOW, finalists=3, min_rounds=5, flags=3)
+    assert plan.finish.seconds <= (90 - 14) * 0.5 + 1e-9
+    assert plan.search_seconds == pytest.approx(90 - 14 - plan.finish.seconds)
+    assert plan.search_trials == int(plan.search_seconds // SLOW.trial())
+    # a trial starts only while it (and those under way) end before the search's share
+    assert plan.search_open(0, SLOW) == (SLOW.trial() <= plan.search_seconds)
+    assert not plan.search_open(plan.search_trials, SLOW)
+    assert "plan for --time-limit 90 s" in plan.describe()
+
+
+def test_a_box_too_small_for_a_search_trial_gives_it_to_the_finish():
+    quick_build = Costs(build=2.0, run=1.5, workloads=1, warmup=1, repeats=3)
+    plan = plan_tune(45.0, elapsed=14.0, costs=quick_build, finalists=3, min_rounds=5, flags=3)
+    assert plan.search_trials == 1 and plan.finish.finalists >= 1  # the finish is kept possible ...
+    assert plan.finish.seconds + plan.search_seconds <= 31 + 1e-9  # ... and the whole plan fits the box
+    assert plan.search_trials >= 1 or plan.finish.finalists == 0  # a finish with nothing to validate is not planned
+    slow = plan_tune(45.0, elapsed=14.0, costs=SLOW, finalists=3, min_rounds=5, flags=3)  # 6 s builds: 49 s needed
+    assert (slow.search_trials, slow.finish.finalists, slow.needed) == (0, 0, pytest.approx(49.0))
+    tiny = plan_tune(30.0, elapsed=14.0, costs=SLOW, finalists=3, min_rounds=5, flags=3)
+    assert tiny.search_trials == 0 and tiny.finish.finalists == 0 and tiny.search_seconds == 0
+    assert tiny.needed == pytest.approx(14 + SLOW.trial() + finish_cost(SLOW, 1, ROUNDS_FLOOR, 0, 0))
+    assert tiny.needed > 30
+    assert "no search trial fits" in tiny.describe()
+
+
+def test_without_a_limit_the_search_is_not_bounded_by_time():
+    plan = plan_tune(None, elapsed=50.0, costs=SLOW, finalists=3, min_rounds=5, flags=3)
+    assert math.isinf(plan.search_seconds) and plan.search_open(100, SLOW)
+    assert plan.finish.finalists == 3 and plan.finish.seconds > WRITE_SECONDS
+
+
+def test_parallel_workers_overlap_builds_and_runs():
+    serial = Costs(build=20.0, run=1.0, workloads=2, warmup=1, repeats=3)
+    parallel = Costs(build=20.0, run=1.0, workloads=2, warmup=1, repeats=3, workers=4)
+    assert serial.trial() == pytest.approx(28.0)
+    assert parallel.trial() == pytest.approx(8.0)  # runs (8 s) pace it; builds take 20/4 = 5 s each
+    assert parallel.builds(4) == pytest.approx(20.0) and serial.builds(4) == pytest.approx(80.0)
