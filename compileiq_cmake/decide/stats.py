@@ -108,6 +108,8 @@ def compare(baseline, candidate, lower_is_better: bool = True, confidence: float
     diff = float(lb.mean() - lc.mean())
     if not lower_is_better:
         diff = -diff
+    if len(lb) < 2 or len(lc) < 2:  # one run says nothing about the noise: nothing is decided
+        return Comparison(math.exp(diff), Interval(0.0, math.inf), 1.0, len(lb), len(lc))
     vb = lb.var(ddof=1) / len(lb) if len(lb) > 1 else 0.0
     vc = lc.var(ddof=1) / len(lc) if len(lc) > 1 else 0.0
     se = math.sqrt(vb + vc)
@@ -148,6 +150,8 @@ def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:
     """Geometric mean speedup over workloads with an interval from the per-workload intervals
     (log half-widths combined as independent errors)."""
     logs = [math.log(c.speedup) for c in comparisons]
+    if any(c.ci.low <= 0.0 or math.isinf(c.ci.high) for c in comparisons):  # one undecided: the whole is
+        return math.exp(sum(logs) / len(logs)), Interval(0.0, math.inf)
     half = [(math.log(c.ci.high) - math.log(c.ci.low)) / 2 for c in comparisons]
     mean = sum(logs) / len(logs)
     width = math.sqrt(sum(h * h for h in half)) / len(half)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
@@ -20,6 +21,7 @@ from .stats import Comparison, compare_paired, geomean_comparison
 from ..model.wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
+UNDECIDED = "not decided within the time limit; kept"
 Log = Callable[[str], None]
 
 
@@ -28,20 +30,28 @@ class Interleaved:
     samples: dict[str, dict[Workload, list[float]]]  # label -> workload -> samples
     failures: dict[str, str]  # label -> reason
     rounds: int
+    cut_short: bool = False  # the time box ended the rounds before the comparison was decided
 
 
 def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int, max_rounds: int, seed: int,
                decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
-               required: tuple[str, ...] = ()) -> Interleaved:
+               required: tuple[str, ...] = (), may_continue: Callable[[float], bool] | None = None) -> Interleaved:
     """Rounds of: for each workload, every variant once, in a fresh random order. A variant whose run fails
     is out at once (its reason in `failures`), and `decided` sees only the variants still in; the rounds
     end when it says so (after min_rounds), when a `required` variant failed, or when fewer than two
-    variants are left to compare."""
+    variants are left to compare. `may_continue(seconds)`: asked before each round after the first with the
+    seconds a round took so far (the time box); no more rounds when it says no (`cut_short`)."""
     rng = random.Random(seed)
     samples = {label: {w: [] for w in runner.spec.workloads} for label in variants}
     failures: dict[str, str] = {}
     rounds = 0
+    cut_short = False
+    started = time.perf_counter()
     for rounds in range(1, max_rounds + 1):
+        if rounds > 1 and may_continue is not None and not may_continue((time.perf_counter() - started) / (rounds - 1)):
+            rounds -= 1
+            cut_short = True
+            break
         for workload in runner.spec.workloads:
             order = [label for label in variants if label not in failures]
             rng.shuffle(order)
@@ -56,7 +66,7 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
             break
         if rounds >= min_rounds and decided(live):
             break
-    return Interleaved(samples, failures, rounds)
+    return Interleaved(samples, failures, rounds, cut_short)
 
 
 def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[Workload, list[float]]) -> list[Comparison]:
@@ -84,10 +94,13 @@ def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float) -
 
 
 def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], baseline: FlagSet,
-             candidates: list[FlagSet], min_gain: float, seed: int, log: Log) -> list[Validation]:
+             candidates: list[FlagSet], min_gain: float, seed: int, log: Log, min_rounds: int | None = None,
+             may_continue: Callable[[float], bool] | None = None) -> list[Validation]:
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
-    workload, and compare each candidate with the baseline."""
+    workload, and compare each candidate with the baseline. `min_rounds` (default the spec's): fewer when
+    the time box's plan says so; `may_continue`: the time box (see interleave)."""
     spec = runner.spec
+    min_rounds = spec.min_rounds if min_rounds is None else max(1, min(min_rounds, spec.max_rounds))
     placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
     with ThreadPoolExecutor(max_workers=len(placed)) as pool:
         builds = dict(zip(placed, pool.map(lambda item: build(*item), placed.values())))
@@ -104,8 +117,10 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
                     return False
         return True
 
-    inter = interleave(runner, variants, spec.min_rounds, spec.max_rounds, seed, decided, required=("baseline",))
-    log(f"compileiq: validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}")
+    inter = interleave(runner, variants, min_rounds, spec.max_rounds, seed, decided, required=("baseline",),
+                       may_continue=may_continue)
+    log(f"compileiq: validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
+        + (" (the time limit ended the rounds)" if inter.cut_short else ""))
     results = []
     for i, fs in enumerate(candidates):
         label = f"c{i}"
@@ -122,38 +137,83 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
 
 def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, winner: FlagSet,
            min_gain: float, seed: int, log: Log, restored: dict[str, Contribution] | None = None,
-           on_step: Callable[[str, Contribution], None] | None = None) -> tuple[FlagSet, tuple[Contribution, ...]]:
-    """Remove each non-default dimension of the winner in turn, then each file's own flags (the per-file
-    stage's `[path]flag` tokens, one file at a time); a removal that costs nothing significant is kept (the flags
-    are dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files).
-    Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is called as soon
-    as a step is decided, and a step found in `restored` (an interrupted ablation's) is not measured again."""
+           on_step: Callable[[str, Contribution], None] | None = None, expected: dict[str, float] | None = None,
+           may_start: Callable[[], bool] | None = None,
+           may_continue: Callable[[float], bool] | None = None) -> tuple[FlagSet, tuple[Contribution, ...]]:
+    """Remove the winner's non-default dimensions, then each file's own flags (the per-file stage's
+    `[path]flag` tokens, one file at a time); a removal that costs nothing significant is kept (the flags are
+    dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files).
+
+    `expected` (dimension -> the search's estimate of the speedup of keeping it): the dimensions expected to
+    matter least are tried first, and those expected to give less than min_gain are removed together as one
+    group first, split in halves only when the group matters (one step when none of them does). `may_start`:
+    asked before each step (the time box); the steps it refuses are not run and their flags kept ("not
+    ablated"). Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is
+    called as soon as a step is decided, and a step found in `restored` (an interrupted ablation's) is not
+    measured again."""
     current = winner
     contributions: list[Contribution] = []
+    dims = [dim for dim, _ in winner.choices]
+    if expected:
+        dims.sort(key=lambda d: expected.get(d, math.inf))
+        useless = [d for d in dims if expected.get(d, math.inf) < 1.0 + min_gain]
+    else:
+        useless = []
     files = [path for path, _ in build_flags.split(winner.flags).sources]
-    for dim, path in [(dim, None) for dim, _ in winner.choices] + [(f"per-file {path}", path) for path in files]:
-        step = f"{dim} from {current.key}"
+    queue: list[tuple[tuple[str, ...], str | None]] = ([(tuple(useless), None)] if len(useless) > 1 else [])
+    queue += [((d,), None) for d in dims if len(useless) <= 1 or d not in useless]
+    queue += [((f"per-file {path}",), path) for path in files]
+    while queue:
+        group, path = queue.pop(0)
+        if may_start is not None and not may_start():
+            for rest, _ in [(group, path), *queue]:
+                for dim in rest:
+                    contributions.append(Contribution(dim, _flags_of(space, current, dim), math.nan, math.nan,
+                                                      math.nan, True, "not ablated: the time limit was reached; kept"))
+            log(f"compileiq: ablation: time limit reached; {plural(sum(len(g) for g, _ in [(group, path), *queue]), 'dimension')} "
+                "not ablated (kept)")
+            break
+        step = f"{'+'.join(group)} from {current.key}"
         kept = (restored or {}).get(step)
-        contribution, without = _ablation_step(runner, build, trees, space, current, dim, path, min_gain, seed, log,
-                                               kept)
-        if kept is None and on_step is not None:
+        contribution, without = _ablation_step(runner, build, trees, space, current, group, path, min_gain, seed, log,
+                                               kept, may_continue)
+        if kept is None and on_step is not None and contribution.reason != UNDECIDED:  # undecided: measured again
             on_step(step, contribution)
+        if len(group) > 1 and contribution.kept:  # the group matters: its halves, each on its own
+            half = len(group) // 2
+            queue[:0] = [(group[:half], None), (group[half:], None)]
+            log(f"compileiq: ablation: removing {' '.join(contribution.flags)} together costs speed: split")
+            continue
         contributions.append(contribution)
         if not contribution.kept:
             current = without
     return current, tuple(contributions)
 
 
+def _flags_of(space: FlagSpace, current: FlagSet, dim: str) -> tuple[str, ...]:
+    """The flags a dimension (or "per-file <path>") adds to `current`."""
+    if dim.startswith("per-file "):
+        path = dim[len("per-file "):]
+        return tuple(build_flags.source_token(p, f) for p, fs in build_flags.split(current.flags).sources
+                     if p == path for f in fs)
+    choice = dict(current.choices)
+    return space.flagset({dim: choice[dim]}).flags if dim in choice else ()
+
+
 def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, current: FlagSet,
-                   dim: str, path: str | None, min_gain: float, seed: int, log: Log,
-                   restored: Contribution | None) -> tuple[Contribution, FlagSet]:
-    """One step of `ablate`: removing `dim` (`path`: that file's own flags) from `current`; its contribution
-    (kept or not) and the flag set without it. `restored`: the step's outcome from the trial store."""
+                   group: tuple[str, ...], path: str | None, min_gain: float, seed: int, log: Log,
+                   restored: Contribution | None,
+                   may_continue: Callable[[float], bool] | None = None) -> tuple[Contribution, FlagSet]:
+    """One step of `ablate`: removing the dimensions of `group` (`path`: that file's own flags) from `current`;
+    its contribution (kept or not) and the flag set without it. `restored`: the step's outcome from the
+    trial store."""
     choice = dict(current.choices)
     own = build_flags.split(current.flags).sources  # the files' own flags: not dimensions of the space
+    dim = "+".join(group)
     if path is None:
-        flags = space.flagset({dim: choice[dim]}).flags
-        choice.pop(dim)
+        flags = tuple(f for d in group for f in space.flagset({d: choice[d]}).flags)
+        for d in group:
+            choice.pop(d)
     else:
         flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
     base = space.flagset(choice)
@@ -176,7 +236,7 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
                    for c in _comparisons(runner, samples["without"], samples["with"]))
 
     inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
-                       required=("with", "without"))
+                       required=("with", "without"), may_continue=may_continue)
     if "without" in inter.failures:
         return Contribution(dim, flags, math.nan, math.nan, math.nan, True,
                             f"without it the benchmark fails ({inter.failures['without']}); kept"), without
@@ -184,6 +244,9 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
         return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept"), without
     comps = _comparisons(runner, inter.samples["without"], inter.samples["with"])  # speedup of keeping it
     geo, ci = geomean_comparison(comps)
+    if inter.cut_short and not decided(inter.samples):
+        log(f"compileiq: ablation: {' '.join(flags)}: not decided within the time limit -> kept")
+        return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED), without
     needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
     reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
     log(f"compileiq: ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
