@@ -110,3 +110,25 @@ def test_files_without_device_code_give_the_empty_fingerprint(tmp_path: Path):
     empty = fingerprint(host)
     assert empty == DeviceFingerprint.of([]) and empty.kernels == ()
     assert empty.digest == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+@pytest.mark.cuda
+@needs_nvcc
+@needs_cuobjdump
+def test_a_fat_object_is_fingerprinted_for_the_tuned_architecture_only(tmp_path: Path):
+    """Issue 21 (driver overhead): a tune measures one architecture's code; disassembling every
+    architecture of a fat binary cost several times more. With `arch`, only that one's kernels; an
+    architecture the file has no SASS for falls back to all of them."""
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL)
+    fat = tmp_path / "fat.o"
+    subprocess.run([NVCC, "-c", "-o", str(fat), str(src), "-gencode", "arch=compute_80,code=sm_80",
+                    "-gencode", "arch=compute_90,code=sm_90"], check=True, capture_output=True)
+    every = fingerprint(fat)
+    only = fingerprint(fat, arch="90")
+    assert {k.name.split(":")[0] for k in every.kernels} == {"sm_80", "sm_90"}
+    assert {k.name.split(":")[0] for k in only.kernels} == {"sm_90"} and len(only.kernels) == 2
+    assert only.digest != every.digest
+    assert fingerprint(fat, arch="86").digest == every.digest  # no sm_86 SASS: all architectures
+    thin = _compile(tmp_path, "thin.o", kind="-c")
+    assert fingerprint(thin, arch="90").digest == fingerprint(thin).digest  # one architecture: the same

@@ -248,7 +248,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
             log("compileiq: note: device-code fingerprints are off: cuobjdump/nvdisasm not found (pip install "
                 "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); trials that build the same code are all benchmarked")
         else:
-            fingerprints = FingerprintCache(toolchain.path)
+            fingerprints = FingerprintCache(toolchain.path, arch=arch)
             objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
                             if o is not None and o.resolve().is_relative_to(first.path.resolve()))
     host_side_asked = language == "CUDA" and host_side_named(spec.include_flags)
