@@ -1,5 +1,5 @@
 // Times slow_check's CPU reference alone (no CUDA needed):
-//   g++ -O2 -std=c++17 -I../src time_reference.cpp -o /tmp/time_ref && /tmp/time_ref 100000
+//   (from benchmarks/projects/slow_check) g++ -O2 -std=c++17 -Isrc tools/time_reference.cpp -o /tmp/time_ref && /tmp/time_ref 100000
 // Checks the first N "elements" against a float re-computation of the GPU formula and
 // prints the seconds taken and the per-element cost, from which the default --check is set.
 #include <chrono>
