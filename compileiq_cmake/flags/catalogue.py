@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import functools
 import re
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..model.errors import CompileIQError

@@ -23,6 +23,7 @@ from ..results.report import report_command
 from ..results.result_file import cmake_entries, read_entries
 from ..results.store import TrialStore
 from ..tune.orchestration import run_ray_tune, run_tune
+from .console import print_line
 
 PROG = "compileiq-cmake"
 EPILOG = """\
@@ -336,9 +337,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "tune":
             spec = _spec_from_args(args)
             if spec.executor == "ray":
-                run_ray_tune(spec)
+                run_ray_tune(spec, print_line)
             else:
-                run_tune(spec)
+                run_tune(spec, print_line)
         elif args.command == "show":
             _show(Path(args.file))
         elif args.command == "space":
