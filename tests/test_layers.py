@@ -54,7 +54,7 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
         base = node.module
     else:
         return []
-    return [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+    return list(dict.fromkeys(f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names))
 
 
 def _imports(module: str) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
