@@ -9,9 +9,12 @@ import inspect
 from pathlib import Path
 
 from compileiq_cmake.decide import finalists
+from compileiq_cmake.tune import baseline, publish, search_loop
+from compileiq_cmake.tune import finalists as finalists_stage
 from compileiq_cmake.tune import trial
 from compileiq_cmake.tune import orchestration as tune
-from compileiq_cmake.execute.executor import LocalExecutor, ReplayExecutor, make_executor
+from compileiq_cmake.execute.executor import LocalExecutor, ReplayExecutor
+from compileiq_cmake.execute.factory import make_executor
 from compileiq_cmake.search.landscape import Landscape
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.setup import replay_setup
@@ -25,7 +28,7 @@ def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tm
                     metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
                     replay=str(SAMPLE))
     ts = replay_setup(spec, lambda line: None)
-    executor = make_executor(ts)
+    executor = make_executor(ts.execution_plan)
     assert isinstance(executor, ReplayExecutor) and executor.name == "replay"
     best = Landscape.load(SAMPLE).best_valid()
     built = executor.build(ts.trees[0], ts.space.flagset_from_flags(list(best.flags)))
@@ -36,13 +39,13 @@ def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tm
 
 @pytest.mark.unit
 def test_local_executor_wraps_the_variant_trees():
-    executor = LocalExecutor(setup=None, runner=None)
+    executor = LocalExecutor(context=None, runner=None)
     assert executor.name == "local" and callable(executor.build)
 
 
 @pytest.mark.unit
 def test_the_search_stages_do_not_branch_on_the_backend():
-    for module in (tune, trial, finalists):
+    for module in (tune, trial, finalists, baseline, search_loop, finalists_stage, publish):
         source = inspect.getsource(module)
         assert ".replay.build" not in source and "setup.replay or" not in source, module.__name__
 
@@ -51,7 +54,7 @@ def test_the_search_stages_do_not_branch_on_the_backend():
 def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     """The progress line's ETA covers the whole tune (validation and ablation took 23 s of a 36 s tune that
     the old ETA left out), and an invalid trial's reason is printed whole."""
-    from compileiq_cmake.ui.console import finish_estimate, progress
+    from compileiq_cmake.tune.lines import finish_estimate, progress
     from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 
     spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),

@@ -65,7 +65,7 @@ def test_a_failing_variant_configure_names_the_file_and_keeps_its_log(host_examp
 @pytest.mark.cmake
 def test_space_target_is_refused_while_a_tune_runs(tmp_path):
     """`space --target` configures worker-0 like a tune: under the tune lock."""
-    from compileiq_cmake.results.store import TuneLock
+    from compileiq_cmake.system.lock import TuneLock
     from conftest import run_cli
 
     src = tmp_path / "src"

@@ -134,11 +134,10 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     """Ablation was stored only as a whole: a kill during it measured every finished step again. Each step
     is now kept as it finishes; the rerun measures only the steps left."""
     from dataclasses import dataclass
-    from types import SimpleNamespace
 
     from test_hardening_validation import FakeRunner, _setup
 
-    from compileiq_cmake.decide.finalists import _decide
+    from compileiq_cmake.decide.finalists import ValidationContext, _decide
     from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.measure.runner import RunResult
     from compileiq_cmake.model.records import BuildResult
@@ -159,7 +158,7 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
 
     fake, trees = _setup(tmp_path, {"t0": 1.0, "t1": 1.0, "t2": 1.0, "t3": 1.0})
     space = FlagSpace("gcc", tuple(Dimension(n, "", ((), (f"-{n}",))) for n in "abc"))
-    stand_in = SimpleNamespace(trees=trees, space=space, spec=fake.spec)
+    stand_in = ValidationContext(trees=trees, space=space, seed=fake.spec.seed)
     winner = space.flagset({"a": 1, "b": 1, "c": 1})
 
     def builder(kill_at: int | None, seen: list[FlagSet]):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -18,7 +19,7 @@ from compileiq_cmake.project.cmake_project import render_fragment
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags.catalogue import add_device_lto_dimension
 from compileiq_cmake.flags.space import load_space
-from compileiq_cmake.search.per_file import Proposals, candidates, kernel_name, plan
+from compileiq_cmake.search.per_file import PerFileContext, Proposals, candidates, kernel_name, plan
 from compileiq_cmake.search.search import FlagSearch
 from compileiq_cmake.tune.setup import command_tokens
 from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure
@@ -200,12 +201,19 @@ def test_the_cupti_collector_builds_against_the_toolkit(tmp_path):
         kernel_times.build_collector(str(tmp_path / "no-toolkit" / "bin" / "nvcc"), tmp_path / "other")
 
 
+def _per_file_context(tmp_path, **kw) -> PerFileContext:
+    """The per-file stage's input for a CUDA target "t" with two sources, changed by `kw`."""
+    fields = dict(target="t", language="CUDA", source_dir=tmp_path, cuda_sources=(Path("a.cu"), Path("b.cu")),
+                  workloads=((),), space=_space(), nvcc="nvcc", state_dir=tmp_path / "state")
+    return PerFileContext(**{**fields, **kw})
+
+
 @pytest.mark.unit
-def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redundant():
+def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redundant(tmp_path):
     space = _space()
     start = space.flagset({"use_fast_math": 1})
     files = (kernel_times.FileShare("src/a.cu", 6, 0.6, ("a",)), kernel_times.FileShare("src/b.cu", 4, 0.4, ("b",)))
-    got = candidates(SimpleNamespace(space=space, screen_kernels={}), start, files, 6)
+    got = candidates(_per_file_context(tmp_path, space=space), start, files, 6)
     assert len(got) == 6
     assert all(fs.flags[0] == "--use_fast_math" and fs.choices == start.choices for fs in got)
     extra = [fs.flags[1:] for fs in got]
@@ -214,7 +222,7 @@ def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redu
     assert len({fs.key for fs in got}) == 6
     # static screening said which kernels each value changes: a value that changes none of a file's kernels
     # is not proposed for it
-    screened = SimpleNamespace(space=space, screen_kernels={("ptxas_opt_level", ("-Xptxas=-O1",)): frozenset({"sm_90:a"})})
+    screened = _per_file_context(tmp_path, space=space, screen_kernels={("ptxas_opt_level", ("-Xptxas=-O1",)): frozenset({"sm_90:a"})})
     tried = [fs.flags[1:] for fs in candidates(screened, start, files, 40)]
     assert ("[src/a.cu]-Xptxas=-O1",) in tried and ("[src/b.cu]-Xptxas=-O1",) not in tried
     queue = Proposals(got)
@@ -225,24 +233,23 @@ def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redu
 def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
     said: list[str] = []
     baseline = SimpleNamespace(valid=True, flagset=_space().baseline())
-    base = dict(spec=SimpleNamespace(target="t", source_dir=tmp_path, workloads=((),)), replay=None,
-                fingerprints=object(), language="CUDA", target=SimpleNamespace(sources_in=lambda lang: ("a.cu", "b.cu")))
+    base = _per_file_context(tmp_path, fingerprints=object())
     from compileiq_cmake.measure.runner import Runner
 
     runner = Runner.__new__(Runner)
-    assert plan(SimpleNamespace(**{**base, "language": "CXX"}), None, None, runner, {}, None, 8, said.append) is None
-    assert plan(SimpleNamespace(**base), None, None, runner, {}, None, 0, said.append) is None
+    assert plan(replace(base, language="CXX"), None, None, runner, {}, None, 8, said.append) is None
+    assert plan(base, None, None, runner, {}, None, 0, said.append) is None
     assert said == []  # not applicable: nothing to say
-    plan(SimpleNamespace(**{**base, "replay": object()}), None, None, runner, {}, None, 8, said.append)
-    plan(SimpleNamespace(**{**base, "target": SimpleNamespace(sources_in=lambda lang: ("a.cu",))}), None, None, runner,
+    plan(replace(base, replay=True), None, None, runner, {}, None, 8, said.append)
+    plan(replace(base, cuda_sources=(Path("a.cu"),)), None, None, runner,
          {}, None, 8, said.append)
-    plan(SimpleNamespace(**{**base, "fingerprints": None}), None, None, runner, {"b": baseline}, None, 8, said.append)
+    plan(replace(base, fingerprints=None), None, None, runner, {"b": baseline}, None, 8, said.append)
 
     class OtherRunner(Runner):
         def run(self, tree, workload):  # e.g. the Ray executor's
             raise AssertionError
 
-    plan(SimpleNamespace(**base), None, None, OtherRunner.__new__(OtherRunner), {}, None, 8, said.append)
+    plan(base, None, None, OtherRunner.__new__(OtherRunner), {}, None, 8, said.append)
     expected = ["a replay has no kernel times", "t has one CUDA translation unit (its flags are the global ones)",
                 "kernels cannot be mapped to files without cuobjdump", "per-kernel times are measured by the local executor"]
     assert len(said) == len(expected)
@@ -412,7 +419,7 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     back and validated like the rest), and the CMake calls of the apply for both parts."""
     from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
     from compileiq_cmake.results.result_file import cmake_entries, read_entries, write_entry
-    from compileiq_cmake.tune.orchestration import _entry
+    from compileiq_cmake.tune.publish import _entry
 
     flags = ("--use_fast_math", "-dlto", "[src/gemm.cu]-Xptxas=-O1", "[src/compute.cu]-maxrregcount=64",
              "[src/gemm.cu]-Xptxas=-dlcm=cs")
@@ -424,7 +431,7 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
                             toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"), build_type="Release",
                             device="NVIDIA H200", compute_capability="9.0", sources_sha256="ab" * 32, replay=None,
                             headers=(), flags_sha256="")
-    entry = _entry(setup, winner, (), 20)
+    entry = _entry(setup, winner, (), 20, lambda line: None)
     assert entry.flags == ("--use_fast_math",) and entry.device_lto
     assert entry.sources == ({"path": "src/compute.cu", "flags": ["-maxrregcount=64"]},
                              {"path": "src/gemm.cu", "flags": ["-Xptxas=-O1", "-Xptxas=-dlcm=cs"]})

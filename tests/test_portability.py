@@ -230,7 +230,7 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
 
     from compileiq_cmake.measure.gpu import host_cpu
     from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
-    from compileiq_cmake.tune.orchestration import _entry
+    from compileiq_cmake.tune.publish import _entry
 
     winner = Validation(FlagSet((), flags),
                         (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)

@@ -66,7 +66,8 @@ def test_losing_every_gpu_ends_the_tune_with_an_error_not_a_hang():
     from types import SimpleNamespace
 
     from compileiq_cmake.model.errors import CompileIQError
-    from compileiq_cmake.execute.pipeline import Pipeline, WorkerLost
+    from compileiq_cmake.execute.executor import WorkerLost
+    from compileiq_cmake.execute.pipeline import Pipeline
     from compileiq_cmake.model.records import BuildResult, FlagSet
 
     lines: list[str] = []
@@ -99,6 +100,7 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
     a step after it (here the reference trees) raises: the pool's threads must not outlive the tune."""
     import threading
 
+    from compileiq_cmake.tune import baseline as baseline_stage
     from compileiq_cmake.tune import orchestration as tune
     from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.model.spec import TuneSpec
@@ -109,7 +111,7 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
     def broken(*args, **kwargs):
         raise CompileIQError("a setup step after the baselines failed")
 
-    monkeypatch.setattr(tune, "reference_trees", broken)
+    monkeypatch.setattr(baseline_stage, "reference_trees", broken)
     spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
                     metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
                     replay=str(sample), workers=2, budget=5)

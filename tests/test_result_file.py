@@ -89,7 +89,7 @@ def test_cmake_entries_quote_everything_and_skip_replays():
 def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at_configure(tmp_path):
     """An ACF is recorded relative to the TOML's directory with its sha256; the configure resolves it and
     applies the entry only while the file is unchanged (hardening, issue 10)."""
-    from compileiq_cmake.tune.orchestration import _portable_acf
+    from compileiq_cmake.tune.publish import _portable_acf
 
     acf = tmp_path / "controls" / "fast.acf"
     acf.parent.mkdir()

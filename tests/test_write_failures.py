@@ -19,6 +19,7 @@ import tomllib
 
 from compileiq_cmake.ui import cli
 from compileiq_cmake.results import result_file
+from compileiq_cmake.tune import finalists as finalists_stage
 from compileiq_cmake.tune import orchestration as tune
 from compileiq_cmake.results.result_file import read_entries, write_entry
 from conftest import one_line_error
@@ -41,14 +42,14 @@ def replay(tmp_path):
 
 def _during_tune(monkeypatch, action):
     """Run `action` after the search and validation, right before the tune writes its entry."""
-    real = tune.validate_and_ablate
+    real = finalists_stage.validate_and_ablate
 
     def wrapped(*args, **kwargs):
         result = real(*args, **kwargs)
         action()
         return result
 
-    monkeypatch.setattr(tune, "validate_and_ablate", wrapped)
+    monkeypatch.setattr(finalists_stage, "validate_and_ablate", wrapped)
 
 
 def _one_line(capsys, rc, *needles) -> str:

@@ -37,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from compileiq_cmake.measure.bench import run_benchmark
-from compileiq_cmake.execute.executor import make_executor
+from compileiq_cmake.execute.factory import make_executor
 from compileiq_cmake.model.records import FlagSet, Status
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.setup import setup as tune_setup
@@ -87,7 +87,7 @@ def main() -> None:
                     output=Path(args.out).with_suffix(".unused.toml"))
     log = lambda line: print(line, flush=True)  # noqa: E731
     setup = tune_setup(spec, log)
-    executor = make_executor(setup)
+    executor = make_executor(setup.execution_plan)
     codes: dict[str, dict] = {}
     point_code: dict[tuple[int, ...], str] = {}
     binaries = Path(args.build).resolve() / "compileiq" / "landscape-binaries"

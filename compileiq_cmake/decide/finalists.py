@@ -5,15 +5,26 @@ the trial store as soon as it is decided."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Callable
 
 from ..project.cmake_project import VariantTree
 from ..measure.runner import Runner
 from ..model.records import BuildResult, Contribution, FlagSet, Validation
-from ..tune.setup import TuneSetup
+from ..flags.space import FlagSpace
 from .validation import ablate, validate
 
 Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ValidationContext:
+    """What deciding the finalists needs of the tune: the variant trees the candidates are built in, the
+    searched space (its baseline, the ablation's dimensions) and the tune's seed."""
+
+    trees: tuple[VariantTree, ...]
+    space: FlagSpace
+    seed: int
 
 
 def _result_name(kind: str, *parts: object) -> str:
@@ -21,7 +32,7 @@ def _result_name(kind: str, *parts: object) -> str:
     return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
-def validate_and_ablate(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], runner: Runner,
+def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree, FlagSet], BuildResult], runner: Runner,
                         finalists: list[FlagSet], min_gain: float, log: Log, store=None,
                         confirm_on: tuple[Runner, ...] = ()) -> tuple[Validation | None, tuple[Contribution, ...]]:
     """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
@@ -31,11 +42,11 @@ def validate_and_ablate(setup: TuneSetup, build: Callable[[VariantTree, FlagSet]
     if store is not None:
         store.save_validations("finalists", [])
         store.save_validations("confirmations", [])
-    winner, contributions = _decide(setup, build, runner, finalists, min_gain, log, store)
+    winner, contributions = _decide(context, build, runner, finalists, min_gain, log, store)
     confirmations = []
     for other in confirm_on if winner is not None else ():
         where = other.gpu.describe() if other.gpu is not None else "another GPU"
-        (check,) = _validated(setup, build, other, [winner.flagset], min_gain, setup.spec.seed + 3, log, store,
+        (check,) = _validated(context, build, other, [winner.flagset], min_gain, context.seed + 3, log, store,
                               other.gpu.device if other.gpu is not None else "")
         confirmations.append(check)
         if store is not None:
@@ -49,29 +60,28 @@ def validate_and_ablate(setup: TuneSetup, build: Callable[[VariantTree, FlagSet]
     return winner, contributions
 
 
-def _validated(setup: TuneSetup, build, runner: Runner, candidates: list[FlagSet], min_gain: float, seed: int,
+def _validated(context: ValidationContext, build, runner: Runner, candidates: list[FlagSet], min_gain: float, seed: int,
                log: Log, store, gpu: str = "") -> list[Validation]:
     name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
         log(f"compileiq: validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store")
         return kept
-    results = validate(runner, build, setup.trees, setup.space.baseline(), candidates, min_gain, seed, log)
+    results = validate(runner, build, context.trees, context.space.baseline(), candidates, min_gain, seed, log)
     if store is not None:
         store.save_validations(name, results)
     return results
 
 
-def _decide(setup: TuneSetup, build, runner: Runner, finalists: list[FlagSet], min_gain: float, log: Log,
+def _decide(context: ValidationContext, build, runner: Runner, finalists: list[FlagSet], min_gain: float, log: Log,
             store) -> tuple[Validation | None, tuple[Contribution, ...]]:
-    spec = setup.spec
     if not finalists:
         return None, ()
 
     def validated(candidates: list[FlagSet], seed: int) -> list[Validation]:
-        return _validated(setup, build, runner, candidates, min_gain, seed, log, store)
+        return _validated(context, build, runner, candidates, min_gain, seed, log, store)
 
-    results = validated(finalists, spec.seed)
+    results = validated(finalists, context.seed)
     if store is not None:  # the last tune's finalists, for its summary and report
         store.save_validations("finalists", results)
     for v in results:
@@ -83,7 +93,7 @@ def _decide(setup: TuneSetup, build, runner: Runner, finalists: list[FlagSet], m
     if not accepted:
         return None, ()
     best = accepted[0]
-    name = _result_name("ablation", best.flagset.key, min_gain, spec.seed + 1)
+    name = _result_name("ablation", best.flagset.key, min_gain, context.seed + 1)
     kept = store.load_ablation(name) if store is not None else None
     if kept is not None:
         log("compileiq: ablation: restored from the trial store")
@@ -95,13 +105,13 @@ def _decide(setup: TuneSetup, build, runner: Runner, finalists: list[FlagSet], m
             on_step = lambda step, c: store.save_ablation_step(name, step, c)  # noqa: E731
         if steps:
             log(f"compileiq: ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store")
-        minimal, contributions = ablate(runner, build, setup.trees, setup.space, best.flagset, min_gain, spec.seed + 1,
+        minimal, contributions = ablate(runner, build, context.trees, context.space, best.flagset, min_gain, context.seed + 1,
                                         log, steps, on_step)
         if store is not None:
             store.save_ablation(name, minimal, contributions)
     if minimal == best.flagset:
         return best, contributions
-    (final,) = validated([minimal], spec.seed + 2)
+    (final,) = validated([minimal], context.seed + 2)
     log(f"compileiq: minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
         f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}")
     if final.accepted:

@@ -1,8 +1,9 @@
-"""The execution interface of a tune: "build a flag set in a variant tree" and "run the workloads of a built
+"""The execution contract of a tune: "build a flag set in a variant tree" and "run the workloads of a built
 trial" behind one small protocol, so that the search, the statistics and the finalists never know what
-executes them. Implementations: `LocalExecutor` (the variant trees and subprocesses of this machine) and
-`ReplayExecutor` (a recorded landscape answers both, no compiler and no GPU); the Ray executor
-(ray_executor.RayExecutor) runs either one's builds as Ray tasks and the runs on the cluster's GPUs."""
+executes them. Implementations: `LocalExecutor` (the variant trees and subprocesses of this machine),
+`ReplayExecutor` (a recorded landscape answers both, no compiler and no GPU) and the Ray executor
+(execute.ray.RayExecutor: either one's builds as Ray tasks, the runs on a cluster's GPUs); execute.factory
+picks one. An executor whose worker goes away raises WorkerLost: the conveyor re-queues that measurement."""
 
 from __future__ import annotations
 
@@ -10,57 +11,72 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Protocol
 
-from ..project.cmake_project import VariantTree
-from ..measure.gpu import GpuMonitor
-from ..measure.runner import Runner
+from ..measure.gpu import GpuMonitor, GpuSlot
+from ..measure.runner import BenchCommand, Runner
+from ..model.errors import CompileIQError
 from ..model.records import BuildResult, FlagSet
+from ..model.spec import TuneSpec
+from ..project.cmake_project import VariantTree
+from .build import BuildContext, build_variant
 from .replay import ReplayRunner
 
 Log = Callable[[str], None]
 
 
+class WorkerLost(CompileIQError):
+    """The worker that ran a build or a benchmark went away (its process or node died) before answering."""
+
+
+@dataclass(frozen=True)
+class ExecutionPlan:
+    """What an executor of a tune needs: how to build (None for a replay), the replay's runner (or None), the
+    benchmark and its spec, this machine's GPU monitor, the GPUs the runs use and the tune's state folder."""
+
+    spec: TuneSpec
+    bench: BenchCommand
+    build: BuildContext | None
+    replay: ReplayRunner | None
+    monitor: GpuMonitor | None
+    gpus: tuple[GpuSlot, ...]
+    state_dir: Path
+
+
 class Executor(Protocol):
     """Builds flag sets and runs built trials. `runner` measures a tree's workloads (Runner's interface:
-    measure, extend, run, reference); `build` never raises for a failing build (ok=False, reason)."""
+    measure, extend, run, reference); `build` never raises for a failing build (ok=False, reason); either
+    may raise WorkerLost when the worker that ran it went away."""
 
     name: str
     runner: Runner
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult: ...
 
-    def gpu_runners(self, setup) -> dict[str, Runner]:
-        """One runner per GPU of setup.gpus (by its label), each running only there."""
+    def gpu_runners(self) -> dict[str, Runner]:
+        """One runner per GPU of the plan (by its label), each running only there."""
         ...
-
-
-def local_gpu_runners(setup, runner: Runner) -> dict[str, Runner]:
-    """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
-    bus id); with one, the one runner on it."""
-    state = setup.state_dir
-    return {g.device: runner.on_gpu(g, state / f"bench-gpu{g.device}.pid",
-                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor)
-            for g in setup.gpus}
 
 
 @dataclass
 class LocalExecutor:
-    """Variant trees of this machine: CMake builds (trial.build_variant) and benchmark subprocesses."""
+    """Variant trees of this machine: CMake builds (build.build_variant) and benchmark subprocesses."""
 
-    setup: object  # tune_setup.TuneSetup (not imported: trial imports tune_setup)
+    context: BuildContext | None
     runner: Runner
+    gpus: tuple[GpuSlot, ...] = ()
+    state_dir: Path | None = None
     name: str = "local"
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
-        from ..tune.trial import build_variant
+        return build_variant(self.context, tree, flagset, log)
 
-        return build_variant(self.setup, tree, flagset, log)
-
-    def gpu_runners(self, setup) -> dict[str, Runner]:
-        return local_gpu_runners(setup, self.runner)
+    def gpu_runners(self) -> dict[str, Runner]:
+        return local_gpu_runners(self.gpus, self.state_dir, self.runner)
 
     def __getstate__(self) -> dict:
-        """What a build task on another node needs (Ray): the setup without this process's GPU handles."""
-        return {"setup": replace(self.setup, monitor=None), "runner": replace(self.runner, monitor=None), "name": self.name}
+        """What a build task on another node needs (Ray): the context and a runner without this process's GPU
+        handles."""
+        return {"context": self.context, "runner": replace(self.runner, monitor=None), "gpus": (),
+                "state_dir": self.state_dir, "name": self.name}
 
 
 @dataclass
@@ -68,17 +84,20 @@ class ReplayExecutor:
     """Builds and runs answered from a recorded landscape (labelled REPLAY; never applied)."""
 
     runner: ReplayRunner
+    gpus: tuple[GpuSlot, ...] = ()
+    state_dir: Path | None = None
     name: str = "replay"
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
         return self.runner.build(tree, flagset)
 
-    def gpu_runners(self, setup) -> dict[str, Runner]:
-        return local_gpu_runners(setup, self.runner)
+    def gpu_runners(self) -> dict[str, Runner]:
+        return local_gpu_runners(self.gpus, self.state_dir, self.runner)
 
 
-def make_executor(setup, pid_file: Path | None = None) -> Executor:
-    """The executor of a tune's setup: its replay runner when it replays, else the local trees."""
-    if setup.replay is not None:
-        return ReplayExecutor(setup.replay)
-    return LocalExecutor(setup, Runner(setup.spec, setup.bench, setup.monitor, pid_file=pid_file))
+def local_gpu_runners(gpus: tuple[GpuSlot, ...], state_dir: Path | None, runner: Runner) -> dict[str, Runner]:
+    """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
+    bus id); with one, the one runner on it; with none, none."""
+    return {g.device: runner.on_gpu(g, state_dir / f"bench-gpu{g.device}.pid",
+                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor)
+            for g in gpus}

@@ -4,7 +4,7 @@ a free GPU, so that the next trials build while earlier ones are measured and ev
 Order is kept where it matters for reproducibility: trials are handed back in the order they were asked, so
 the search is told (and asks) at the same points whatever the timing; a build of the same device code as an
 earlier trial (finished or still in flight) shares that trial's measurement, decided against every earlier
-trial, never by which build finished first. A run on a lost worker (WorkerLost, e.g. a Ray node that died)
+trial, never by which build finished first. A run on a lost worker (executor.WorkerLost, e.g. a Ray node that died)
 re-queues the trial's measurement on another GPU; nothing finished is lost."""
 
 from __future__ import annotations
@@ -23,14 +23,11 @@ from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError
 from ..measure.runner import Runner
 from ..model.records import BuildResult, FlagSet, Trial
-from ..tune.trial import same_code
+from .build import same_code
+from .executor import WorkerLost
 
 Log = Callable[[str], None]
 RETRIES = 3  # a trial's measurement is re-queued at most this often after lost workers
-
-
-class WorkerLost(CompileIQError):
-    """The worker that ran a build or a benchmark went away (its process or node died) before answering."""
 
 
 @dataclass

@@ -10,10 +10,11 @@ this process (the driver).
 - Benchmarks: one Ray actor per GPU (num_gpus=1, its node, its accelerator type), so a GPU never runs two
   benchmarks at once and each trial is compared with the baseline of the GPU it ran on, as on one host. A
   GPU worker that dies is restarted by Ray; the trial it was measuring is re-queued on a free GPU
-  (pipeline.WorkerLost) and nothing finished is lost.
+  (executor.WorkerLost) and nothing finished is lost.
 - GPU types: every accelerator type of the cluster is tuned, one after the other, each with its own GPUs, its
   own architecture, its own validation and its own TOML entry (types of one architecture share one entry:
-  the first type's GPUs tune it).
+  the first type's GPUs tune it); the loop over them is the tune's (tune.orchestration.run_ray_tune), this
+  module only executes (ClusterPlacement: one GPU group of a connected cluster).
 
 Without GPUs (CI): COMPILEIQ_SIMULATE_GPUS=1 in the driver's environment makes the GPU workers report a
 simulated GPU whose architecture comes from the accelerator type's name (e.g. "SIM_SM80" -> sm_80)."""
@@ -34,7 +35,7 @@ from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu
 from ..measure.runner import RunResult, Runner, Workload
-from .pipeline import WorkerLost
+from .executor import ExecutionPlan, Executor, WorkerLost
 from ..model.records import BuildResult, FlagSet
 from ..model.wording import plural
 
@@ -161,7 +162,7 @@ class RayExecutor:
     """Builds as Ray tasks (the local or replay executor's build, run on a node of the cluster) and runs on
     the GPU workers of one GPU group."""
 
-    inner: object  # the executor whose build the tasks run (LocalExecutor or ReplayExecutor)
+    inner: Executor  # the executor whose build the tasks run (LocalExecutor or ReplayExecutor)
     runner: Runner  # the first GPU worker's runner (baseline, validation, ablation)
     runners: dict[str, Runner]
     name: str = "ray"
@@ -180,7 +181,7 @@ class RayExecutor:
         except ray.exceptions.RayTaskError as exc:
             raise CompileIQError(f"a build task failed on a node of the cluster: {str(exc).splitlines()[-1]}") from None
 
-    def gpu_runners(self, setup) -> dict[str, Runner]:
+    def gpu_runners(self) -> dict[str, Runner]:
         return self.runners
 
 
@@ -271,9 +272,9 @@ class RayCluster:
         self.log(f"compileiq: every node of the cluster sees {state_dir.parent} (shared directory; binaries are not "
                  "copied through Ray's object store)")
 
-    def executor(self, setup, group: GpuGroup, make_inner) -> RayExecutor:
-        """The executor of one group's tune: one GPU worker per GPU of the group, each with the tune's runner."""
-        inner = make_inner(setup)
+    def executor(self, plan: ExecutionPlan, group: GpuGroup, inner: Executor) -> RayExecutor:
+        """The executor of one group's tune: one GPU worker per GPU of the group, each with the tune's runner
+        (`inner`'s, whose builds the build tasks run)."""
         base = replace(inner.runner, monitor=None, pid_file=None, gpu=None)
         workers = []
         for node, count in group.nodes:
@@ -282,8 +283,8 @@ class RayCluster:
                     scheduling_strategy=self._affinity(node)).remote(group.accelerator, base))
         self._workers.extend(workers)
         _ray().get([w.pid.remote() for w in workers], timeout=600)
-        runners = {slot.device: RayRunner(setup.spec, setup.bench, None, inner.runner.reference, None, slot, worker=w)
-                   for slot, w in zip(setup.gpus, workers)}
+        runners = {slot.device: RayRunner(plan.spec, plan.bench, None, inner.runner.reference, None, slot, worker=w)
+                   for slot, w in zip(plan.gpus, workers)}
         first = next(iter(runners.values()))
         return RayExecutor(inner, first, runners)
 
@@ -295,38 +296,14 @@ class RayCluster:
         return Placement(tuple(slots), group.arch, group.describe() + " on Ray")
 
 
-def run_ray_tune(spec, log: Log | None = None):
-    """Tune on a Ray cluster: each GPU type in turn (host targets: once), one TOML entry per architecture."""
-    from ..ui.console import print_line  # noqa: PLC0415
-    from ..results.result_file import check_output_writable  # noqa: PLC0415
-    from ..tune.orchestration import run_tune  # noqa: PLC0415
-    from ..system.writable import check_creatable  # noqa: PLC0415
+@dataclass(frozen=True)
+class ClusterPlacement:
+    """Where one tune of a Ray cluster runs: the connected cluster and the GPU group (one accelerator type)
+    whose GPUs measure it."""
 
-    log = log or print_line
-    spec = spec.validate()  # bad input: one line and exit 2 before any cluster is joined
-    check_output_writable(spec.output)
-    if spec.json_summary:
-        check_creatable(Path(spec.json_summary), "--json-summary")
-    cluster = RayCluster(spec.ray_address, log)
-    try:
-        groups = cluster.gpu_groups()
-        seen: dict[str, GpuGroup] = {}
-        for g in groups:
-            if g.arch in seen:
-                log(f"compileiq: note: {g.describe()} has the architecture of {seen[g.arch].describe()}; "
-                    "that type's GPUs tune sm_" + g.arch)
-            else:
-                seen[g.arch] = g
-        results = []
-        for i, group in enumerate(seen.values()):
-            log(f"compileiq: GPU type {i + 1} of {len(seen)}: {group.describe()}")
-            result = run_tune(spec, log, cluster=(cluster, group))
-            results.append(result)
-            if result.language != "CUDA":
-                if len(seen) > 1:
-                    log(f"compileiq: note: {spec.target} is a {result.language} target: tuned once, on "
-                        f"{group.describe()}; the other GPU types would measure the same host code")
-                break
-        return results
-    finally:
-        cluster.close()
+    cluster: RayCluster
+    group: GpuGroup
+
+    def placement(self) -> Placement:
+        """The group's GPUs as the tune's setup sees them (labels, architecture, device name)."""
+        return self.cluster.placement(self.group)

@@ -1,58 +1,19 @@
-"""Interaction rules of the nvcc catalogue (data in ``nvcc.toml``, ``[[rule]]``) and the adaptation of a
-flag space to the project's own effective flags and to user-given Advanced Control Files (ACF)."""
+"""The adaptation of a flag space to the project's own effective flags and to user-given Advanced Control Files
+(ACF); the interaction rules of the nvcc catalogue (canonical_flags) live in space.py and are named here too."""
 
 from __future__ import annotations
 
-import functools
 import re
 import shlex
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from ..model.errors import CompileIQError
-from .space import Dimension, FlagSpace, _read_family, _version_tuple
+from .space import (HOST_GROUP, HOST_SHARE, Dimension, FlagSpace, Rule, _read_family, _version_tuple,  # noqa: F401 (Rule, rules, canonical_flags: named here too)
+                    canonical_flags, rules)
 
 ACF_MIN_VERSION = "13.3"
 ACF_DIMENSION = "apply_controls"
-
-
-@dataclass(frozen=True)
-class Rule:
-    kind: str  # "drop" or "repair"
-    when: tuple[str, ...]
-    drop: tuple[str, ...] = ()
-    add: tuple[str, ...] = ()
-    reason: str = ""
-
-
-def rules(family: str = "nvcc") -> tuple[Rule, ...]:
-    """The interaction rules of a family's packaged catalogue (immutable data: parsed once per process)."""
-    return _rules(family)
-
-
-@functools.lru_cache(maxsize=None)
-def _rules(family: str) -> tuple[Rule, ...]:
-    out = []
-    for r in _read_family(family).get("rule", ()):
-        if r["kind"] not in ("drop", "repair"):
-            raise ValueError(f"{family}.toml: unknown rule kind {r['kind']!r}")
-        out.append(Rule(kind=r["kind"], when=tuple(r["when"]), drop=tuple(r.get("drop", ())),
-                        add=tuple(r.get("add", ())), reason=r.get("reason", "")))
-    return tuple(out)
-
-
-def canonical_flags(flags: tuple[str, ...] | list[str], family: str = "nvcc") -> tuple[str, ...]:
-    """The flags as they must reach nvcc, and the identity of the point for the search cache: duplicates
-    removed (first kept), redundant or fatal tokens dropped (``--ftz=true`` etc. under ``--use_fast_math``,
-    ptxas ``-O`` under ``--Ofast-compile``), repair tokens appended (``--restrict`` after
-    ``--extra-device-vectorization``). Two flag sets with the same result build the same code."""
-    out = list(dict.fromkeys(flags))
-    for rule in rules(family):
-        if rule.kind == "drop" and any(t in out for t in rule.when):
-            out = [t for t in out if t not in rule.drop]
-        elif rule.kind == "repair" and all(t in out for t in rule.when):
-            out.extend(t for t in rule.add if t not in out)
-    return tuple(out)
 
 
 def split_command(command: str | list[str]) -> list[str]:
@@ -226,9 +187,6 @@ def added_dimensions(family: str) -> tuple[tuple[str, str, str], ...]:
     """The dimensions a tune adds to the catalogue's when they apply: (name, values, when)."""
     if family != "nvcc":
         return ()
-    from ..tune.host_side import HOST_SHARE  # noqa: PLC0415 (host_side imports this package)
-    from .space import HOST_GROUP  # noqa: PLC0415
-
     major, minor = DEVICE_LTO_MIN_CMAKE
     return (
         (DEVICE_LTO_DIMENSION, "default | -dlto (CUDA INTERPROCEDURAL_OPTIMIZATION)",

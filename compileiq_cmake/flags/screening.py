@@ -14,13 +14,19 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 from ..model.errors import CompileIQError
-from .fingerprint import DeviceFingerprint, KernelFingerprint, fingerprint
 from .catalogue import canonical_flags
 from .space import FlagSpace
 from ..project.nvcc_command import project_flags, tokens
 from ..model.wording import plural
+from ..project.cmake_project import VariantSettings, VariantTree, cmake_version
+from ..system.lock import TuneLock
+from . import load_space
+from .catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension, device_lto_wanted
+from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool, fingerprint
+from .probe import default_cache_path, nvcc_version, probe_space
 
 SAME_AS_BASELINE = "same device code as the project's own build"
 # options that take the next token as their value when written without '='
@@ -227,10 +233,6 @@ def prepare_cuda_space(
     `device_lto`: the CMake version when the device_lto dimension may be offered (None: not wanted);
     `lto_refusal`: why device LTO cannot apply to the target ("" when it can), as the variant tree's CMake
     decided (VariantTree.device_lto_refusal)."""
-    from .catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension
-    from .probe import default_cache_path, nvcc_version, probe_space
-    from .fingerprint import find_tool
-
     notes: list[str] = []
     started = time.perf_counter()
     space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path), jobs)
@@ -278,14 +280,11 @@ class TargetScreen:
 
 def screen_target(
     source_dir: Path, build_dir: Path, target: str, cuda_arch: str = "", include: tuple[str, ...] = (),
-    exclude: tuple[str, ...] = (), jobs: int | None = None,
+    exclude: tuple[str, ...] = (), jobs: int | None = None, gpu_arch: Callable[[], str] | None = None,
 ) -> TargetScreen:
     """Configure the variant tree <build>/compileiq/worker-0 as tune does (under the tune lock), then
-    catalogue -> probe -> project adaptation -> screening of the target's CUDA sources."""
-    from ..project.cmake_project import VariantSettings, VariantTree
-    from . import load_space
-    from ..results.store import TuneLock
-
+    catalogue -> probe -> project adaptation -> screening of the target's CUDA sources. `gpu_arch`: the
+    architecture of this machine's GPU, asked when `cuda_arch` is empty (the caller's GPU query)."""
     with TuneLock(build_dir / "compileiq"):
         settings, notes = VariantSettings.from_user_tree(source_dir, build_dir, cuda_arch)
         tree = VariantTree(build_dir / "compileiq", "worker-0", settings.cmake, settings.config)
@@ -299,9 +298,9 @@ def screen_target(
         if toolchain is None or toolchain.compiler_id != "NVIDIA":
             raise CompileIQError("the project's CUDA compiler is not nvcc; configure with -DCMAKE_CUDA_COMPILER=nvcc")
         if not cuda_arch:
-            from ..measure.gpu import detect_gpu
-
-            cuda_arch = detect_gpu().arch
+            if gpu_arch is None:
+                raise CompileIQError("no CUDA architecture to screen for: give --cuda-arch")
+            cuda_arch = gpu_arch()
             settings = replace(settings, cuda_arch=cuda_arch)
             tree.write_flags(target, "CUDA", cuda_arch, ())
             tree.configure(settings, target, "CUDA")
@@ -309,9 +308,6 @@ def screen_target(
         if not commands:
             raise CompileIQError(f"no compile command of a CUDA source of '{target}' in compile_commands.json")
         space = load_space("nvcc", toolchain.compiler_id, toolchain.version, include, exclude, arch=cuda_arch)
-        from ..project.cmake_project import cmake_version
-        from .catalogue import device_lto_wanted
-
         prepared = prepare_cuda_space(space, commands, toolchain.path, cuda_arch, build_dir, target, jobs=jobs,
                                       device_lto=cmake_version(tree.cmake) if device_lto_wanted(include, exclude) else None,
                                       lto_refusal=tree.device_lto_refusal())

@@ -1,5 +1,6 @@
 """Loading a flag space, filtering it for the installed compiler and the user's include/exclude lists,
-and the flag grammar that every flag read back from a TOML must satisfy."""
+the interaction rules of a catalogue (``[[rule]]``: canonical_flags), and the flag grammar that every flag read
+back from a TOML must satisfy."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ GROUPS = (UNSAFE_GROUP, EXPERIMENTAL_GROUP, HOST_SPECIFIC_GROUP)
 # as -Xcompiler=<token>, each dimension named host_<name> (host_side.py decides when they are searched).
 HOST_PREFIX = "-Xcompiler="
 HOST_GROUP = "host_side"
+HOST_SHARE = 0.5  # host-side dimensions join a CUDA tune when host code takes this share of a run (tune.host_side)
 
 
 def host_side_named(include: tuple[str, ...]) -> bool:
@@ -73,8 +75,6 @@ class FlagSpace:
         for d, (_, i) in zip(self.dimensions, pairs):
             flags.extend(d.values[i])
         if self.family == "nvcc":  # interaction rules: redundant tokens dropped, repairs added
-            from .catalogue import canonical_flags
-
             flags = list(canonical_flags(flags))
         return FlagSet(choices=tuple(p for p in pairs if p[1]), flags=tuple(flags))
 
@@ -116,6 +116,46 @@ def _read_family(family: str) -> dict:
     path = _DATA_DIR / f"{family}.toml"
     with path.open("rb") as fh:
         return tomllib.load(fh)
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str  # "drop" or "repair"
+    when: tuple[str, ...]
+    drop: tuple[str, ...] = ()
+    add: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def rules(family: str = "nvcc") -> tuple[Rule, ...]:
+    """The interaction rules of a family's packaged catalogue (immutable data: parsed once per process)."""
+    return _rules(family)
+
+
+@functools.lru_cache(maxsize=None)
+def _rules(family: str) -> tuple[Rule, ...]:
+    out = []
+    for r in _read_family(family).get("rule", ()):
+        if r["kind"] not in ("drop", "repair"):
+            raise ValueError(f"{family}.toml: unknown rule kind {r['kind']!r}")
+        out.append(Rule(kind=r["kind"], when=tuple(r["when"]), drop=tuple(r.get("drop", ())),
+                        add=tuple(r.get("add", ())), reason=r.get("reason", "")))
+    return tuple(out)
+
+
+def canonical_flags(flags: tuple[str, ...] | list[str], family: str = "nvcc") -> tuple[str, ...]:
+    """The flags as they must reach nvcc, and the identity of the point for the search cache: duplicates
+    removed (first kept), redundant or fatal tokens dropped (``--ftz=true`` etc. under ``--use_fast_math``,
+    ptxas ``-O`` under ``--Ofast-compile``), repair tokens appended (``--restrict`` after
+    ``--extra-device-vectorization``). Two flag sets with the same result build the same code."""
+    out = list(dict.fromkeys(flags))
+    for rule in rules(family):
+        if rule.kind == "drop" and any(t in out for t in rule.when):
+            out = [t for t in out if t not in rule.drop]
+        elif rule.kind == "repair" and all(t in out for t in rule.when):
+            out.extend(t for t in rule.add if t not in out)
+    return tuple(out)
+
 
 
 def load_space(

@@ -17,6 +17,7 @@ import jinja2
 from ..model.errors import CompileIQError
 from ..system.resources import templates_dir
 from .summary import write_whole
+from .store import TrialStore
 from ..model.wording import plural
 
 
@@ -165,8 +166,6 @@ def write_report(path: Path, doc: dict) -> str:
 
 def load_summaries(build_dir: Path) -> list[dict]:
     """The summary documents of the tunes stored in a build tree (newest tune per target and architecture)."""
-    from .store import TrialStore  # noqa: PLC0415
-
     path = build_dir / "compileiq" / "trials.sqlite"
     if not path.is_file():
         raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from ..model.errors import CompileIQError
-from ..flags.space import Dimension, FlagSpace, numerics_traits
+from ..flags.space import Dimension, FlagSpace, numerics_traits, rule_tokens
 
 FORMAT = "compileiq-landscape"
 SUPPORTED_VERSIONS = (1,)
@@ -224,7 +224,6 @@ class Landscape:
 
     def _rule_tokens(self) -> frozenset[str]:
         try:
-            from ..flags.space import rule_tokens
             return rule_tokens(self.family)
         except (OSError, KeyError, ValueError):
             return frozenset()

@@ -11,7 +11,7 @@ when it is significant. Every step that cannot run says why in a note and propos
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +23,8 @@ from ..flags.catalogue import canonical_flags
 from ..measure.runner import Runner
 from ..project.nvcc_command import output_file
 from ..model.records import BuildResult, FlagSet, Trial
-from ..tune.setup import TuneSetup
+from ..flags.fingerprint import FingerprintCache
+from ..flags.space import FlagSpace
 
 Log = Callable[[str], None]
 Build = Callable[[VariantTree, FlagSet], BuildResult]
@@ -46,6 +47,25 @@ class Proposals:
 
 
 @dataclass(frozen=True)
+class PerFileContext:
+    """What the per-file stage needs of the tune: the target (name, language, CUDA sources, source folder), the
+    workloads, the searched space and what static screening saw, the CUDA compiler (for the CUPTI collector),
+    the state folder, the device-code fingerprints (None without cuobjdump) and whether the tune replays."""
+
+    target: str
+    language: str
+    source_dir: Path
+    cuda_sources: tuple[Path, ...]
+    workloads: tuple[tuple[str, ...], ...]
+    space: FlagSpace
+    nvcc: str
+    state_dir: Path
+    fingerprints: FingerprintCache | None = None
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
+    replay: bool = False
+
+
+@dataclass(frozen=True)
 class Plan:
     start: Trial
     shares: tuple[kernel_times.FileShare, ...]  # averaged over the workloads
@@ -60,18 +80,18 @@ class Plan:
                 "proposals": len(self.proposals)}
 
 
-def _kernels_by_file(setup: TuneSetup, tree: VariantTree) -> dict[str, tuple[str, ...]]:
+def _kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tuple[str, ...]]:
     """Per CUDA source of the target (path relative to the source dir): the kernels its object defines."""
-    assert setup.fingerprints is not None
-    source_dir = setup.spec.source_dir.resolve()
+    assert context.fingerprints is not None
+    source_dir = context.source_dir.resolve()
     out: dict[str, tuple[str, ...]] = {}
-    for entry in tree.compile_commands(setup.target.sources_in("CUDA")):
+    for entry in tree.compile_commands(context.cuda_sources):
         obj = output_file(entry)
         src = Path(entry["file"]).resolve()
         if obj is None or not obj.is_file() or not src.is_relative_to(source_dir):
             continue
         out[src.relative_to(source_dir).as_posix()] = tuple(
-            dict.fromkeys(kernel_name(k.name) for k in setup.fingerprints.combined([obj]).kernels))
+            dict.fromkeys(kernel_name(k.name) for k in context.fingerprints.combined([obj]).kernels))
     return out
 
 
@@ -102,24 +122,24 @@ def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float
     return out, sum(u for _, u in per_workload) / n
 
 
-def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int) -> list[FlagSet]:
+def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int) -> list[FlagSet]:
     """Single changes of the searched space for each file, on top of `start`: every value of a dimension
     other than the one `start` has (not the project's own value: a per-file flag can add, not take away;
     not one the global flags make redundant, not one that static screening saw change none of the file's
     kernels), numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
     chosen = dict(start.choices)
     screen = {key: frozenset(kernel_name(k) for k in names)
-              for key, names in setup.screen_kernels.items()}
+              for key, names in context.screen_kernels.items()}
     per_file: list[list[FlagSet]] = []
     for f in files:
         mine: list[tuple[int, FlagSet]] = []
-        for d in setup.space.dimensions:
+        for d in context.space.dimensions:
             if d.build_mode:  # device LTO: a mode of the whole target's device link, not a file's flag
                 continue
             for i, value in enumerate(d.values[1:], start=1):
                 if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):
                     continue
-                if set(canonical_flags(start.flags + value, setup.space.family)) == set(canonical_flags(start.flags, setup.space.family)):
+                if set(canonical_flags(start.flags + value, context.space.family)) == set(canonical_flags(start.flags, context.space.family)):
                     continue  # redundant next to the global flags (e.g. --ftz=true under --use_fast_math)
                 changed = screen.get((d.name, value))
                 if changed is not None and not changed & set(f.kernels):
@@ -135,38 +155,37 @@ def candidates(setup: TuneSetup, start: FlagSet, files: tuple[kernel_times.FileS
     return out
 
 
-def plan(setup: TuneSetup, tree: VariantTree, build: Build, runner: Runner, trials: dict[str, Trial],
+def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runner, trials: dict[str, Trial],
          loss_of: Callable[[Trial], float], budget: int, log: Log) -> Plan | None:
     """The per-file proposals, or None (a note says why when the stage could have applied)."""
     def skip(why: str) -> None:
         log(f"compileiq: note: per-file stage skipped: {why}")
 
-    if setup.language != "CUDA" or budget <= 0:
+    if context.language != "CUDA" or budget <= 0:
         return None
-    if setup.replay is not None:
+    if context.replay:
         return skip("a replay has no kernel times")
     if type(runner).run is not Runner.run:
         return skip("per-kernel times are measured by the local executor only (this tune runs on "
                     f"{type(runner).__name__})")
-    sources = setup.target.sources_in("CUDA")
-    if len(sources) < 2:
-        return skip(f"{setup.spec.target} has one CUDA translation unit (its flags are the global ones)")
-    if setup.fingerprints is None:
+    if len(context.cuda_sources) < 2:
+        return skip(f"{context.target} has one CUDA translation unit (its flags are the global ones)")
+    if context.fingerprints is None:
         return skip("kernels cannot be mapped to files without cuobjdump/nvdisasm")
     start = _start(trials, loss_of)
     try:
-        collector = kernel_times.build_collector(setup.toolchain.path, setup.state_dir / "cupti")
+        collector = kernel_times.build_collector(context.nvcc, context.state_dir / "cupti")
     except CompileIQError as exc:
         return skip(str(exc))
     built = build(tree, start.flagset)
     if not built.ok:
         return skip(f"the best global flag set did not build again: {built.log_tail}")
     per_workload = []
-    kernels_of = _kernels_by_file(setup, tree)
-    for workload in setup.spec.workloads:
+    kernels_of = _kernels_by_file(context, tree)
+    for workload in context.workloads:
         try:
             _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
-                                                       setup.state_dir / "cupti" / "kernel-times.tsv")
+                                                       context.state_dir / "cupti" / "kernel-times.tsv")
         except CompileIQError as exc:
             return skip(str(exc))
         if not times:
@@ -174,15 +193,15 @@ def plan(setup: TuneSetup, tree: VariantTree, build: Build, runner: Runner, tria
         per_workload.append(kernel_times.file_shares(times, kernels_of))
     shares, unmapped = _averaged(per_workload)
     if not shares:
-        return skip(f"no kernel of the run is defined by an object of {setup.spec.target} (the kernel time is "
+        return skip(f"no kernel of the run is defined by an object of {context.target} (the kernel time is "
                     "in libraries or other targets)")
     shown = ", ".join(f"{s.path} {100 * s.share:.0f}%" for s in shares[:6])
     log(f"compileiq: kernel time by file (CUPTI, one run per workload, from {start.flagset.describe()}): {shown}"
-        + (f"; {100 * unmapped:.0f}% in kernels of no file of {setup.spec.target}" if unmapped >= 0.005 else ""))
+        + (f"; {100 * unmapped:.0f}% in kernels of no file of {context.target}" if unmapped >= 0.005 else ""))
     files = kernel_times.choose_files(shares)
     if not files:
         return skip("one file holds (nearly) all the kernel time")
-    proposals = tuple(candidates(setup, start.flagset, files, budget))
+    proposals = tuple(candidates(context, start.flagset, files, budget))
     log(f"compileiq: per-file stage: {len(proposals)} flag sets, single changes for "
         f"{', '.join(f.path for f in files)} on top of {start.flagset.describe()}")
     return Plan(start, shares, unmapped, files, proposals)

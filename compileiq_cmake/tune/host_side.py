@@ -20,18 +20,16 @@ from typing import Callable
 
 from ..measure import kernel_times
 from ..model.errors import CompileIQError
-from ..flags.space import HOST_GROUP, HOST_PREFIX, Dimension, FlagSpace, host_side_named, load_space
+from ..flags.space import HOST_GROUP, HOST_PREFIX, HOST_SHARE, Dimension, FlagSpace, host_side_named, load_space
 from ..measure.runner import Runner
+from ..project.cmake_project import read_cache
 from .setup import TuneSetup
 
 Log = Callable[[str], None]
-HOST_SHARE = 0.5
 
 
 def host_compiler_path(setup: TuneSetup) -> str:
     """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of the tree, else the c++ nvcc finds on PATH (g++)."""
-    from ..project.cmake_project import read_cache
-
     cache = read_cache(setup.trees[0].path)
     path = cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
     if not path:

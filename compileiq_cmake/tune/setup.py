@@ -21,8 +21,11 @@ from ..flags.fingerprint import FingerprintCache, find_tool
 from ..flags import FlagSpace, family_for_compiler, load_space
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu, visible_gpus
 from ..search.landscape import Landscape
+from ..search.per_file import PerFileContext
 from ..measure.runner import BenchCommand
-from ..project.nvcc_command import normalize, output_file, target_architectures, tokens
+from ..project.nvcc_command import output_file, target_architectures
+from ..execute.build import BuildContext, command_tokens
+from ..execute.executor import ExecutionPlan
 from ..execute.replay import ReplayRunner
 from ..flags.catalogue import device_lto_wanted
 from ..flags.space import host_side_named
@@ -72,6 +75,30 @@ class TuneSetup:
         if self.replay is not None:
             return ()
         return tuple(t for t in (self.trees[0].cmake, self.toolchain.path) if t and os.path.isabs(t))
+
+    @property
+    def build_context(self) -> BuildContext:
+        """What a build of a flag set needs (execute.build), and nothing else of the tune."""
+        return BuildContext(
+            target=self.spec.target, language=self.language, cuda_arch=self.cuda_arch,
+            build_targets=self.build_targets, sources=self.target.sources, source_dir=self.spec.source_dir,
+            trees=len(self.trees), timeout=self.spec.timeout, own_commands=self.own_commands,
+            fingerprints=self.fingerprints, objects=self.objects, artifacts=self.artifacts)
+
+    @property
+    def per_file_context(self) -> PerFileContext:
+        """What the per-file stage (search.per_file) needs of this tune."""
+        return PerFileContext(
+            target=self.spec.target, language=self.language, source_dir=self.spec.source_dir,
+            cuda_sources=self.target.sources_in("CUDA"), workloads=self.spec.workloads, space=self.space,
+            nvcc=self.toolchain.path, state_dir=self.state_dir, fingerprints=self.fingerprints,
+            screen_kernels=self.screen_kernels, replay=self.replay is not None)
+
+    @property
+    def execution_plan(self) -> ExecutionPlan:
+        """What an executor of this tune needs (execute.factory)."""
+        return ExecutionPlan(spec=self.spec, bench=self.bench, build=None if self.replay else self.build_context,
+                             replay=self.replay, monitor=self.monitor, gpus=self.gpus, state_dir=self.state_dir)
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -333,12 +360,6 @@ def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) 
     return CodeIdentity(
         sources_sha256=depscan.sources_sha256(tree.source_lines(), spec.source_dir, scan.headers),
         headers=scan.headers, commands_sha256=hashlib.sha256(json.dumps(commands).encode()).hexdigest())
-
-
-def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
-    """The canonical tokens of a compile command, the tree's path written as <tree> (so that every variant
-    tree compares alike)."""
-    return frozenset(t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry)))
 
 
 def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:

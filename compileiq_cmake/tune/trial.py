@@ -4,95 +4,41 @@ the reference tree of a noisy machine."""
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
-import re
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 from typing import Callable
 
-from ..project import build_flags
 from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError
 from ..flags.fingerprint import DeviceFingerprint
-from ..flags.space import HOST_PREFIX
 from ..measure.runner import Runner
-from ..project.nvcc_command import normalize
-from ..model.records import BuildResult, FlagSet, KernelResources, Status, Trial
+from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..search.search import INVALID_LOSS
 from ..decide.stats import relative_spread
-from .setup import TuneSetup, command_tokens
+from ..execute.build import build_variant as _build_variant, command_problem, device_code as _device_code
+from ..execute.build import same_code  # noqa: F401 (named here too)
+from .setup import TuneSetup
 
 Log = Callable[[str], None]
-_LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
 PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
 
 
 def _command_problem(setup: TuneSetup, tree: VariantTree, entries: list[dict], flagset: FlagSet) -> str:
-    """Why the trial's compile commands (`entries`, the tree's for the target) are not the project's own plus
-    the trial's flags ("" when they are): what is measured must be what would be written. Per-file flags
-    count for their file only; device LTO shows as code=lto_XX in place of code=sm_XX."""
-    wanted_flags = build_flags.split(flagset.flags)
-    source_dir = setup.spec.source_dir.resolve()
-    for entry in entries:
-        path = Path(entry["file"]).resolve()
-        own = setup.own_commands.get(str(path))
-        if own is None:  # a source of another language
-            continue
-        got = command_tokens(tree, entry)
-        if wanted_flags.device_lto:
-            if not any(_LTO_CODE.search(t) for t in got):
-                return f"the compile command of {path.name} does not generate LTO code (code=lto_XX) for device LTO"
-            got = frozenset(_LTO_CODE.sub(r"\1sm_", t) for t in got)
-        rel = path.relative_to(source_dir).as_posix() if path.is_relative_to(source_dir) else ""
-        wanted = set(normalize(["cc", *wanted_flags.target, *wanted_flags.of_source(rel)]))
-        missing, extra = wanted - got, got - own - wanted
-        if missing or extra:
-            what = ", ".join([*(f"+{t}" for t in sorted(extra)), *(f"missing {t}" for t in sorted(missing))])
-            return f"the compile command of {Path(entry['file']).name} is not the project's own plus the trial's flags ({what})"
-    return ""
+    """Why the trial's compile commands are not the project's own plus the trial's flags (execute.build)."""
+    return command_problem(setup.build_context, tree, entries, flagset)
 
 
 def build_variant(setup: TuneSetup, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
-    if tree.restore_cache() and log is not None:
-        log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
-            "build (the benchmark?); restored before building the next trial")
-    tree.write_flags(setup.spec.target, setup.language, setup.cuda_arch, flagset.flags)
-    jobs = max(1, (os.cpu_count() or 2) // len(setup.trees) or 1)
-    result = tree.build(setup.build_targets, jobs=jobs, timeout=max(600.0, setup.spec.timeout))
-    if not result.ok:
-        return result
-    entries = tree.compile_commands(setup.target.sources)
-    problem = _command_problem(setup, tree, entries, flagset) if setup.own_commands else ""
-    if problem:
-        return replace(result, ok=False, log_tail=problem)
-    command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
-    digest, kernels = "", ()
-    if setup.fingerprints is not None:
-        code = device_code(setup, tree)
-        if code.kernels:
-            digest = code.digest
-            host = sorted(t for t in flagset.flags if t.startswith(HOST_PREFIX))
-            if host:  # host flags change host code only: the same device code is not the same build
-                digest = hashlib.sha256("\0".join([digest, *host]).encode()).hexdigest()
-            kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
-                            for k in code.kernels)
-    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)
+    """The flag set built in one of the setup's trees (execute.build.build_variant)."""
+    return _build_variant(setup.build_context, tree, flagset, log)
 
 
 def device_code(setup: TuneSetup, tree: VariantTree) -> DeviceFingerprint:
-    """The fingerprint of the tuned target's device code: its object files (in parallel, unchanged ones from
-    the cache); the target's own files when the objects hold no SASS (-dlto) or are not known."""
-    assert setup.fingerprints is not None
-    objects = [tree.path / rel for rel in setup.objects if (tree.path / rel).is_file()]
-    code = setup.fingerprints.combined(objects) if objects else DeviceFingerprint.of([])
-    if not code.kernels and setup.artifacts:
-        code = setup.fingerprints.combined([tree.path / rel for rel in setup.artifacts])
-    return code
+    """The fingerprint of the tuned target's device code in the tree (execute.build.device_code)."""
+    return _device_code(setup.build_context, tree)
 
 
 def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
@@ -138,13 +84,6 @@ def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
     if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
         return CompileIQError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
     return CompileIQError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
-
-
-def same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
-    """The measured trial whose device code this build reproduces exactly (CUDA targets), if any."""
-    if not build.ok or not build.fingerprint:
-        return None
-    return next((t for t in trials.values() if t.fingerprint == build.fingerprint and t.same_code_as is None), None)
 
 
 def reference_trees(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], baseline: FlagSet,

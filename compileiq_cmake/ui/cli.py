@@ -12,6 +12,18 @@ from .. import __version__
 from ..model.errors import CompileIQError
 from ..system.resources import cmake_dir
 from ..model.wording import plural
+from ..model.spec import MetricSpec, TuneSpec
+from ..flags import load_space
+from ..flags.catalogue import added_dimensions, applies_when
+from ..flags.portability import HostFeatures
+from ..flags.screening import format_screen, screen_target
+from ..measure.gpu import detect_gpu
+from ..results.check import BenchOverride, print_checks, run_check
+from ..results.report import report_command
+from ..results.result_file import cmake_entries, read_entries
+from ..results.store import TrialStore
+from ..tune.orchestration import run_ray_tune, run_tune
+from .console import print_line
 
 PROG = "compileiq-cmake"
 EPILOG = """\
@@ -200,8 +212,6 @@ def _default_workers() -> int:
 
 
 def _spec_from_args(args: argparse.Namespace):
-    from ..model.spec import MetricSpec, TuneSpec
-
     if args.replay:
         args.metric = args.metric or "WALLTIME"
         args.bench = args.bench or "replay"
@@ -234,8 +244,6 @@ def _spec_from_args(args: argparse.Namespace):
 
 
 def _show(path: Path) -> None:
-    from ..results.result_file import read_entries
-
     entries = read_entries(path)
     print(f"{path}: {plural(len(entries), 'entry', 'entries')}")
     for e in entries:
@@ -255,16 +263,12 @@ def _show(path: Path) -> None:
 
 
 def _space(family: str | None, version: str, args: argparse.Namespace | None = None) -> None:
-    from ..flags import load_space
-    from ..flags.catalogue import added_dimensions, applies_when
-
     if args is not None and args.target:
-        from ..flags.screening import format_screen, screen_target
-
         if not args.source_dir or not args.build_dir:
             raise CompileIQError("space --target needs -S <source dir> and -B <build dir>")
         ts = screen_target(Path(args.source_dir).resolve(), Path(args.build_dir).resolve(), args.target, args.cuda_arch,
-                           _split(args.include_flags), _split(args.exclude_flags), args.jobs)
+                           _split(args.include_flags), _split(args.exclude_flags), args.jobs,
+                           gpu_arch=lambda: detect_gpu().arch)
         print("\n".join(format_screen(ts)))
         return
     if family is None:
@@ -289,8 +293,6 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
 
 def _trials(build_dir: Path, as_json: bool) -> None:
     import json
-
-    from ..results.store import TrialStore
 
     path = build_dir / "compileiq" / "trials.sqlite"
     if not path.is_file():
@@ -335,20 +337,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "tune":
             spec = _spec_from_args(args)
             if spec.executor == "ray":
-                from ..execute.ray import run_ray_tune
-
-                run_ray_tune(spec)
+                run_ray_tune(spec, print_line)
             else:
-                from ..tune.orchestration import run_tune
-
-                run_tune(spec)
+                run_tune(spec, print_line)
         elif args.command == "show":
             _show(Path(args.file))
         elif args.command == "space":
             _space(args.family, args.compiler_version, args)
         elif args.command == "check":
-            from ..results.check import BenchOverride, print_checks, run_check
-
             src = Path(args.source_dir).resolve()
             try:
                 bench = tuple(shlex.split(args.bench or ""))
@@ -361,18 +357,12 @@ def main(argv: list[str] | None = None) -> int:
                                build_timeout=args.build_timeout)
             return print_checks(checks, args.json, args.strict)
         elif args.command == "report":
-            from ..results.report import report_command
-
             for path in report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None,
                                        args.json):
                 print(f"compileiq: report: {path}")
         elif args.command == "trials":
             _trials(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":
-            from ..results.result_file import cmake_entries, read_entries
-
-            from ..flags.portability import HostFeatures
-
             text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent,
                                  HostFeatures(dict(args.compiler), args.host_features))
             out = Path(args.out)

@@ -1,0 +1,118 @@
+"""A trial's build in a variant tree: what a build needs (BuildContext, a small record the tune's setup gives),
+the build itself checked against what would be written (the project's own compile commands plus the trial's
+flags), and the fingerprint of the device code it produced."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+from ..flags.fingerprint import DeviceFingerprint, FingerprintCache
+from ..flags.space import HOST_PREFIX
+from ..model.records import BuildResult, FlagSet, KernelResources, Trial
+from ..project import build_flags
+from ..project.cmake_project import VariantTree
+from ..project.nvcc_command import normalize, tokens
+
+Log = Callable[[str], None]
+_LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What building a flag set in a variant tree needs, and nothing else of the tune."""
+
+    target: str  # the CMake target tuned
+    language: str  # CUDA, CXX or C
+    cuda_arch: str  # the architecture the trees build ("" for a host target)
+    build_targets: tuple[str, ...]  # what each build builds (the target, the benchmark's owner, or all)
+    sources: tuple[Path, ...]  # the target's sources (their compile commands are checked)
+    source_dir: Path
+    trees: int  # variant trees building at once (they share the machine's cores)
+    timeout: float  # the benchmark's timeout; a build gets at least 600 s
+    own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # per source: its own command's tokens
+    fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing
+    objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
+    artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
+
+
+def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
+    """The canonical tokens of a compile command, the tree's path written as <tree> (so that every variant
+    tree compares alike)."""
+    return frozenset(t.replace(str(tree.path), "<tree>") for t in normalize(tokens(entry)))
+
+
+def command_problem(context: BuildContext, tree: VariantTree, entries: list[dict], flagset: FlagSet) -> str:
+    """Why the trial's compile commands (`entries`, the tree's for the target) are not the project's own plus
+    the trial's flags ("" when they are): what is measured must be what would be written. Per-file flags
+    count for their file only; device LTO shows as code=lto_XX in place of code=sm_XX."""
+    wanted_flags = build_flags.split(flagset.flags)
+    source_dir = context.source_dir.resolve()
+    for entry in entries:
+        path = Path(entry["file"]).resolve()
+        own = context.own_commands.get(str(path))
+        if own is None:  # a source of another language
+            continue
+        got = command_tokens(tree, entry)
+        if wanted_flags.device_lto:
+            if not any(_LTO_CODE.search(t) for t in got):
+                return f"the compile command of {path.name} does not generate LTO code (code=lto_XX) for device LTO"
+            got = frozenset(_LTO_CODE.sub(r"\1sm_", t) for t in got)
+        rel = path.relative_to(source_dir).as_posix() if path.is_relative_to(source_dir) else ""
+        wanted = set(normalize(["cc", *wanted_flags.target, *wanted_flags.of_source(rel)]))
+        missing, extra = wanted - got, got - own - wanted
+        if missing or extra:
+            what = ", ".join([*(f"+{t}" for t in sorted(extra)), *(f"missing {t}" for t in sorted(missing))])
+            return f"the compile command of {Path(entry['file']).name} is not the project's own plus the trial's flags ({what})"
+    return ""
+
+
+def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
+    """The flag set built in the tree: a failed build, a build whose compile commands are not what would be
+    written, or a good one with its compile command and (CUDA) its device code's fingerprint and kernels."""
+    if tree.restore_cache() and log is not None:
+        log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
+            "build (the benchmark?); restored before building the next trial")
+    tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags)
+    jobs = max(1, (os.cpu_count() or 2) // context.trees or 1)
+    result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout))
+    if not result.ok:
+        return result
+    entries = tree.compile_commands(context.sources)
+    problem = command_problem(context, tree, entries, flagset) if context.own_commands else ""
+    if problem:
+        return replace(result, ok=False, log_tail=problem)
+    command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
+    digest, kernels = "", ()
+    if context.fingerprints is not None:
+        code = device_code(context, tree)
+        if code.kernels:
+            digest = code.digest
+            host = sorted(t for t in flagset.flags if t.startswith(HOST_PREFIX))
+            if host:  # host flags change host code only: the same device code is not the same build
+                digest = hashlib.sha256("\0".join([digest, *host]).encode()).hexdigest()
+            kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
+                            for k in code.kernels)
+    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)
+
+
+def device_code(context: BuildContext, tree: VariantTree) -> DeviceFingerprint:
+    """The fingerprint of the tuned target's device code: its object files (in parallel, unchanged ones from
+    the cache); the target's own files when the objects hold no SASS (-dlto) or are not known."""
+    assert context.fingerprints is not None
+    objects = [tree.path / rel for rel in context.objects if (tree.path / rel).is_file()]
+    code = context.fingerprints.combined(objects) if objects else DeviceFingerprint.of([])
+    if not code.kernels and context.artifacts:
+        code = context.fingerprints.combined([tree.path / rel for rel in context.artifacts])
+    return code
+
+
+def same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
+    """The measured trial whose device code this build reproduces exactly (CUDA targets), if any."""
+    if not build.ok or not build.fingerprint:
+        return None
+    return next((t for t in trials.values() if t.fingerprint == build.fingerprint and t.same_code_as is None), None)

@@ -1,0 +1,146 @@
+"""Tune stage, the baseline: the project's own build measured (or restored from the store) on the first GPU,
+at the same time on every other GPU (each trial is compared with the baseline of the GPU it ran on), checked
+(it passes; an output comparison compares something), and what follows from it: the noise of its runs, the
+smallest gain that counts, and on a noisy machine the reference trees measured next to every trial."""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from ..decide.stats import auto_min_gain, coarse_metric_warning, relative_spread
+from ..execute.executor import Executor
+from ..measure.runner import Runner
+from ..model.errors import CompileIQError
+from ..model.records import BuildResult, Trial
+from ..model.spec import TuneSpec
+from ..model.wording import plural
+from ..project.cmake_project import VariantTree
+from ..results.store import TrialStore
+from .setup import TuneSetup
+from .trial import baseline_error, reference_trees, run_trial
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """The baseline stage's outcome: the first GPU's baseline and every GPU's (empty with one GPU), the
+    trials restored from the store (a resume), the runners (the first GPU's measures the baseline, the
+    validation and the ablation), the noise and smallest gain that counts, and the reference trees (per GPU,
+    empty on a quiet machine)."""
+
+    baseline: Trial
+    per_gpu: dict[str, Trial]
+    restored: dict[str, Trial]
+    runner: Runner
+    runners: dict[str, Runner]
+    noise: float
+    min_gain: float
+    references: dict[str, VariantTree]
+
+    def base_of(self, trial: Trial) -> Trial:
+        """The baseline a trial is compared with: the one measured on the GPU it ran on."""
+        return self.per_gpu.get(trial.gpu, self.baseline)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The baseline stage of one tune: `run()` measures or restores it and returns Baselines."""
+
+    setup: TuneSetup
+    executor: Executor
+    store: TrialStore
+    log: Log
+
+    def run(self) -> Baselines:
+        with ExitStack() as resources:  # the other GPUs' pool is closed on every path, also when a step raises
+            return self._run(resources)
+
+    def _run(self, resources: ExitStack) -> Baselines:
+        setup, executor, store, log = self.setup, self.executor, self.store, self.log
+        spec = setup.spec
+        runner = executor.runner
+        runners = executor.gpu_runners() if setup.gpus else {}
+        if runners:  # the baseline, validation and ablation run on the first GPU
+            runner = runners[setup.gpus[0].device]
+        restored = {t.flagset.key: t for t in store.load()}
+        if restored:
+            log(f"compileiq: resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
+        baseline_set = setup.space.baseline()
+        baseline = restored.get(baseline_set.key)
+        early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
+        others = resources.enter_context(ThreadPoolExecutor(len(runners) - 1, thread_name_prefix="compileiq-baseline")) \
+            if len(runners) > 1 else None
+        if baseline is None:
+            built = executor.build(setup.trees[0], baseline_set)
+            if others is not None and built.ok:
+                early = {g.device: others.submit(run_trial, runners[g.device], setup, setup.trees[0], 0, baseline_set,
+                                                 BuildResult(ok=True, seconds=0.0), None, log) for g in setup.gpus[1:]}
+            baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, built, log=log)
+            if not baseline.valid:
+                if others is not None:
+                    others.shutdown(wait=True)
+                raise baseline_error(baseline, setup)
+            store.save(baseline)
+        elif not baseline.valid:
+            raise baseline_error(baseline, setup)
+        check_comparison(spec, baseline)
+        runner.reference.update({m.workload: m.numbers for m in baseline.measurements})
+        noise = max(relative_spread(m.samples) for m in baseline.measurements)
+        min_gain = spec.min_gain if spec.min_gain is not None else auto_min_gain(noise)
+        log(f"compileiq: baseline noise (robust spread of {plural(spec.repeats, 'run')} per workload): {100 * noise:.2f}%; "
+            f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}")
+        first = baseline.measurements[0]
+        printed = []
+        if len(set(first.samples)) == 1 and spec.metric.kind == "regex" and not restored:  # how were they printed?
+            printed = [runner.run(setup.trees[0], first.workload).printed]
+        coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], min_gain)
+        if coarse:
+            log(f"compileiq: warning: {coarse}")
+        references = reference_trees(setup, executor.build, baseline_set, noise, list(runners) or [""], log)
+        per_gpu: dict[str, Trial] = {}
+        if len(runners) > 1:
+            try:
+                per_gpu = other_baselines(setup, runners, baseline, log, early)
+            finally:
+                others.shutdown(wait=True)
+            baseline = per_gpu[setup.gpus[0].device]
+        return Baselines(baseline, per_gpu, restored, runner, runners, noise, min_gain, references)
+
+
+def check_comparison(spec: TuneSpec, baseline: Trial) -> None:
+    """An output comparison that compares nothing is no check: the baseline's output must match
+    --compare-output and yield numbers (--compare-file: the baseline must write it, with numbers)."""
+    if not (spec.compare_output or spec.compare_file):
+        return
+    empty = [" ".join(m.workload) or "(default)" for m in baseline.measurements if not m.numbers]
+    if empty:
+        what = (f"--compare-output {spec.compare_output!r} matched no line with numbers in" if spec.compare_output
+                else f"--compare-file {spec.compare_file} holds no numbers after")
+        raise CompileIQError(f"{what} the output of the project's own build (workload {empty[0]}); nothing would be "
+                             "compared: fix the regex or the file name")
+
+
+def other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Trial, log: Log,
+                    early: dict[str, Future] | None = None) -> dict[str, Trial]:
+    """The baseline measured on every other GPU too (GPUs of one model differ by a few percent): each trial is
+    compared with the baseline of the GPU it ran on. The first GPU's is the stored one. `early`: those
+    measured already, at the same time as the first GPU's (the same build, one run per GPU at a time)."""
+    first = setup.gpus[0].device
+    baselines = {first: replace(baseline, gpu=first)}
+    built = BuildResult(ok=True, seconds=0.0)
+    for g in setup.gpus[1:]:
+        measured = early[g.device].result() if early and g.device in early else \
+            run_trial(runners[g.device], setup, setup.trees[0], 0, baseline.flagset, built, None, log)
+        other = replace(measured, gpu=g.device)
+        if not other.valid:
+            raise CompileIQError(f"the project's own build does not pass on {g.describe()}: {other.reason}; "
+                                 "leave that GPU out with --gpus")
+        ratio = " / ".join(f"{o / b:.4f}" for o, b in zip(other.medians(), baseline.medians()))
+        log(f"compileiq: baseline on {g.describe()}: {' / '.join(f'{m:.4g}' for m in other.medians())} "
+            f"({ratio} of GPU {first}'s); each trial is compared with the baseline of the GPU it ran on")
+        baselines[g.device] = other
+    return baselines

@@ -1,0 +1,128 @@
+"""The lines a tune says about itself, composed here and emitted through the `log` it is given: one progress
+line per trial (with the ETA of the whole tune) and the final table."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+from ..model.records import Trial, TuneResult
+from ..model.spec import TuneSpec
+from ..model.wording import plural
+from .setup import FINALISTS, TuneSetup
+from .trial import loss
+
+Log = Callable[[str], None]
+
+
+def fmt_eta(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def finish_estimate(setup: TuneSetup, trials: dict[str, Trial]) -> float:
+    """Seconds the finalists will take after the search, from what the trials so far cost: the finalists
+    re-built (in parallel over the workers) and measured interleaved with the baseline for at least
+    min_rounds rounds, then the ablation of a winner of about three flags (each with and without)."""
+    spec = setup.spec
+    measured = [t for t in trials.values() if t.valid and t.same_code_as is None and t.measurements]
+    runs = sum(len(m.samples) + len(m.reference) + spec.warmup for t in measured for m in t.measurements)
+    per_run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
+    built = [t.build_seconds for t in trials.values() if t.build_seconds > 0]
+    per_build = sum(built) / len(built) if built else 0.0
+    workloads = len(spec.workloads)
+    validation = per_build * math.ceil((FINALISTS + 1) / max(1, spec.workers)) \
+        + spec.min_rounds * (FINALISTS + 1) * workloads * per_run
+    ablation = 3 * (per_build + spec.min_rounds * 2 * workloads * per_run)
+    return validation + ablation
+
+
+def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float,
+             in_flight: str = "", budget: int | None = None) -> None:
+    """One line per trial: its result (an invalid one with its whole reason), the best so far, the ETA of
+    the whole tune (the remaining search at the pace so far plus the estimated validation and ablation) and,
+    during the search, where the other trials are (building, measured on which GPU). `budget`: the trials
+    planned (the search's budget, plus the per-file stage's once it has started)."""
+    spec = setup.spec
+    budget = budget or spec.budget
+    lower = spec.metric.lower_is_better
+    best = min(trials.values(), key=lambda t: loss(t, baseline, lower))
+    best_speedup = math.exp(-loss(best, baseline, lower))
+    elapsed = time.perf_counter() - started
+    search_left = elapsed / len(trials) * max(0, budget - len(trials))
+    if spec.time_limit is not None:
+        search_left = max(0.0, min(search_left, spec.time_limit - elapsed))
+    finish = finish_estimate(setup, trials)
+    if trial.valid:
+        value = " / ".join(f"{m:.4g}" for m in trial.medians())
+        what = f"{value} ({math.exp(-loss(trial, baseline, lower)):.3f}x)"
+    else:
+        reason = " ".join(trial.reason.split())  # one line, never cut mid-sentence
+        what = f"INVALID {trial.status.value}: {reason}"
+    if trial.gpu and trial.same_code_as is None:
+        what += f" on GPU {trial.gpu}"
+    log(f"[{len(trials):>3}/{budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
+        f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
+        f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
+
+
+def untried_line(spec: TuneSpec, baseline: Trial) -> str:
+    """What a tune that measured no flag set says (never "no flag set beat"): that, why if known, and the
+    time the budget would need by the baseline's own build and benchmark times."""
+    build, bench = baseline.build_seconds, baseline.bench_seconds
+    trials = spec.budget - 1
+    why = f" within --time-limit {spec.time_limit:g} s" if spec.time_limit else ""
+    return (f"compileiq: no flag set was measured{why}: only the project's own build was, so nothing was compared "
+            f"and no flags are written for {spec.target}; one trial takes about {build + bench:.1f} s here (build "
+            f"{build:.1f} s, benchmark {bench:.1f} s), so the {plural(trials, 'trial')} of --budget {spec.budget} "
+            f"need about {fmt_eta(trials * bench)} to {fmt_eta(trials * (build + bench))} (builds overlap the "
+            "benchmarks when --workers allows) plus the validation of the finalists: give the tune that much time")
+
+
+def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0) -> None:
+    """`restored`: trials of an earlier run restored from the store (a resume), counted apart."""
+    spec = setup.spec
+    lower = spec.metric.lower_is_better
+    valid = sum(1 for t in result.trials if t.valid)
+    log("")
+    log(f"compileiq: {spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
+        f"{len(result.trials) - valid} invalid" + (f"; {restored} restored from the store" if restored else "")
+        + f") in {result.wall_seconds:.1f} s")
+    ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
+    log(f"  {'#':>4}  {'speedup':>8}  {'median ' + spec.metric.name + ' per workload':<28}  flags")
+    for t in ranked[:8]:
+        speed = f"{math.exp(-loss(t, result.baseline, lower)):.3f}x" if t.valid else t.status.value
+        metric = " / ".join(f"{m:.4g}" for m in t.medians()) if t.valid else ""
+        gpu = f" (GPU {t.gpu})" if t.gpu and len({x.gpu for x in result.trials if x.gpu}) > 1 else ""
+        log(f"  {t.index:>4}  {speed:>8}  {metric + gpu:<28}  {t.flagset.describe()}")
+    paired = any(m.paired for t in result.trials for m in t.measurements)
+    on_gpu = setup.language == "CUDA" or bool(setup.gpus)  # a host (CPU) tune speaks of no GPU
+    log("  speedup: geometric mean over the workloads of " + (
+        "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
+        if paired else "the project's own build's median divided by the trial's"
+        + (" (on the GPU the trial ran on)" if on_gpu else ""))
+        + "; > 1 is faster. median: the trial's own runs, raw; the two differ when runs were paired"
+        + (" or the GPUs differ" if on_gpu else ""))
+    if effects:
+        log("  flag effects over all valid trials (least squares on log time; 95% CI):")
+        for e in effects[:6]:
+            log(f"    {e.flag:<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}")
+    if result.contributions:
+        log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
+        for c in result.contributions:
+            log(f"    {' '.join(c.flags):<40} {c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}] "
+                f"{'kept' if c.kept else 'dropped'}: {c.reason}")
+    if result.winner is not None:
+        w = result.winner
+        per = ", ".join(f"{x.speedup:.3f}x [{x.ci_low:.3f}..{x.ci_high:.3f}]" for x in w.workloads)
+        log(f"compileiq: winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
+            f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}")
+        log(f"compileiq: wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""))
+    elif not any(t.index != result.baseline.index for t in result.trials):
+        log(untried_line(spec, result.baseline))
+    else:
+        log("compileiq: no significant improvement: no flag set beat the project's own build significantly "
+            f"on every workload; no flags written for {spec.target}")
+    for note in result.notes:
+        log(f"compileiq: {note}")

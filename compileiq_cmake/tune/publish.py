@@ -1,0 +1,212 @@
+"""Tune stage, publish: the winner's TOML entry written (never lost: a fallback beside the trial store), the
+tune's result and its final table, the JSON summary (kept in the store, written where --json-summary says)
+and the HTML report."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import math
+import os
+import shlex
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from .. import __version__
+from ..flags import portability
+from ..measure.gpu import host_cpu
+from ..model.errors import CompileIQError
+from ..model.records import Contribution, Trial, TuneResult, Validation
+from ..model.wording import plural
+from ..project import build_flags
+from ..results import summary
+from ..results.report import write_report
+from ..results.result_file import FlagsEntry, write_entry
+from ..results.store import TrialStore
+from . import host_side
+from .baseline import Baselines
+from .finalists import Decision
+from .lines import final_table
+from .search_loop import SearchOutcome
+from .setup import TuneSetup
+from .trial import loss
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Publish:
+    """The publish stage of one tune: `run()` writes what the earlier stages decided and returns the result."""
+
+    setup: TuneSetup
+    store: TrialStore
+    log: Log
+    started: float  # the tune's start (perf_counter)
+    base: Baselines
+    search: SearchOutcome
+    decision: Decision
+
+    def run(self) -> TuneResult:
+        setup, store, log, base, decision = self.setup, self.store, self.log, self.base, self.decision
+        spec = setup.spec
+        lower = spec.metric.lower_is_better
+        trials, timings = self.search.trials, self.search.timings
+        winner, contributions = decision.winner, decision.contributions
+        toml_path = None
+        if winner is not None:
+            new = _entry(setup, winner, contributions, len(trials), log)
+            change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
+            if change is not None and change.replaces is not None:
+                log(f"compileiq: {change.message}")
+            toml_path = str(spec.output)
+        wall = time.perf_counter() - self.started
+        fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
+        result = TuneResult(spec.target, tuple(trials.values()), base.baseline, winner, toml_path, wall,
+                            tuple(_notes(setup, base, self.search, fresh)), contributions, setup.language)
+        final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh))
+        document = summary.build(
+            setup, result, effects=decision.effects, noise=base.noise, paired=bool(base.references),
+            min_gain=decision.min_gain,
+            speedup_of=lambda t: math.exp(-loss(t, base.base_of(t), lower)) if t.valid else None,
+            interval_of=lambda t: summary.trial_interval(t, base.base_of(t), lower),
+            finalists=store.load_validations("finalists") or [], confirmations=store.load_validations("confirmations") or [],
+            timings={"wall_seconds": wall, "search_seconds": timings.search_seconds, "loop_seconds": timings.loop_seconds,
+                     "finalists_seconds": decision.seconds},
+            per_file=self.search.per_file.as_dict() if self.search.per_file is not None else None)
+        store.save_result("summary", document)
+        if spec.json_summary:
+            try:
+                summary.write(Path(spec.json_summary), document)
+            except OSError as exc:  # checked before the tune; the place went away since
+                raise CompileIQError(f"could not write the summary {spec.json_summary} ({exc.strerror or exc}); the tune's "
+                                     f"result is kept: 'compileiq-cmake report -B {spec.build_dir} --json' prints it") from None
+            log(f"compileiq: wrote the summary {spec.json_summary}")
+        html = setup.state_dir / "report.html"
+        problem = write_report(html, document)
+        log(f"compileiq: report: {html}" if not problem else f"compileiq: note: no report written ({problem})")
+        return result
+
+
+def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial]) -> list[str]:
+    """The result's notes: what the search cost, its pace, throttled measurements and the driver's overhead."""
+    spec = setup.spec
+    trials, timings = search.trials, search.timings
+    runs = sum(len(m.samples) + len(m.reference) + spec.warmup
+               for t in fresh if t.same_code_as is None for m in t.measurements)
+    saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in fresh if t.same_code_as is not None)
+    notes = []
+    shared = sum(1 for t in fresh if t.same_code_as is not None)
+    counted = (f"{plural(len(trials), 'trial')}: {len(trials) - len(fresh)} restored from the store, "
+               f"{len(fresh)} measured" if len(fresh) < len(trials) else plural(len(trials), "trial"))
+    notes.append(f"search phase: {counted} in {timings.search_seconds:.1f} s, {plural(runs, 'benchmark run')}"
+                 + (f"; {plural(shared, 'trial')} built the same device code as an earlier one and {'was' if shared == 1 else 'were'} not benchmarked "
+                    f"(about {plural(saved, 'run')} saved)" if shared else ""))
+    loop_trials, overhead, runners = timings.loop_trials, timings.overhead, base.runners
+    if loop_trials:
+        notes.append(f"search loop (after the setup and the baseline{'s' if base.per_gpu else ''}): {plural(loop_trials, 'trial')} in "
+                     f"{timings.loop_seconds:.1f} s, {60 * loop_trials / timings.loop_seconds:.1f} trials per minute"
+                     + (f" on {len(runners)} GPUs" if len(runners) > 1 else ""))
+    throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
+    if throttled:
+        notes.append(f"warning: {plural(throttled, 'measurement')} {'was' if throttled == 1 else 'were'} taken while the GPU reported a slowdown "
+                     "(thermal or power); see 'compileiq-cmake trials'")
+    if loop_trials and setup.replay is None:
+        per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
+        notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
+                     f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
+    return notes
+
+
+def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """--apply-controls paths as the TOML records them: relative to its directory, each with its sha256."""
+    out, digests = [], []
+    for flag in flags:
+        if flag.startswith("--apply-controls="):
+            path = Path(flag.split("=", 1)[1])
+            rel = os.path.relpath(path, toml_dir)
+            digests.append((rel, hashlib.sha256(path.read_bytes()).hexdigest()))
+            flag = f"--apply-controls={rel}"
+        out.append(flag)
+    return tuple(out), tuple(digests)
+
+
+def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log) -> portability.Resolution | None:
+    """-march=native and the like, as the compiler resolves them on this host, with the CPU and its ISA
+    features (None when no flag is host-specific). Kept literal, with a note, when the compiler cannot say."""
+    if not any(portability.is_native(f) for f in flags):
+        return None
+    cpu = host_cpu()
+    try:
+        if setup.language == "CUDA":
+            compiler = host_side.host_compiler_path(setup)
+            compiler_id = portability.compiler_kind(compiler)
+        else:
+            compiler, compiler_id = setup.toolchain.path, setup.toolchain.compiler_id
+        resolution = portability.resolve(flags, compiler, compiler_id, cpu)
+    except CompileIQError as exc:
+        resolution = portability.Resolution(flags, cpu, (), f"kept as they are ({exc})")
+    if resolution.note:
+        log(f"compileiq: note: host-specific flags: {resolution.note}")
+    return resolution
+
+
+def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int,
+           log: Log) -> FlagsEntry:
+    """The TOML entry of a winner: its flags as written (--apply-controls paths relative to the TOML,
+    host-specific flags resolved), how it was measured, and what the apply checks."""
+    spec = setup.spec
+    parts = build_flags.split(winner.flagset.flags)
+    flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent)
+    bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
+    resolved = _resolve_host_specific(setup, flags, log)
+    written = resolved.flags if resolved else flags
+    sources = []
+    features: set[str] = set(resolved.features) if resolved else set()
+    before, after = list(flags), list(written)  # every part's flags as searched and as written
+    for path, own in parts.sources:
+        part = _resolve_host_specific(setup, own, log)
+        resolved = resolved or part
+        features |= set(part.features) if part else set()
+        sources.append({"path": path, "flags": list(part.flags if part else own)})
+        before += own
+        after += part.flags if part else own
+    if resolved is not None:
+        shown = " ".join(dict.fromkeys(f for f in before if portability.is_native(f)))
+        cpu_flags = portability.host_specific(after)
+        extra = len(after) - len(before) + sum(1 for f in before if portability.is_native(f)) - len(cpu_flags)
+        cpu_flags = list(dict.fromkeys(cpu_flags))  # shown once, also when several parts had them
+        log(f"compileiq: {shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
+            f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
+            f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
+    return FlagsEntry(
+        target=spec.target, language=setup.language, arch=setup.cuda_arch,
+        compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
+        flags=written, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
+        compute_capability=setup.compute_capability, metric=spec.metric.label,
+        lower_is_better=spec.metric.lower_is_better,
+        workloads=tuple(shlex.join(w.workload) for w in winner.workloads),
+        baseline=tuple(round(statistics.median(w.baseline), 9) for w in winner.workloads),
+        tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
+        speedup=round(winner.geomean_speedup, 4), trials=n_trials,
+        date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        tool_version=__version__, sources_sha256=setup.sources_sha256, headers=setup.headers,
+        flags_sha256=setup.flags_sha256,
+        replay=setup.replay is not None,
+        speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
+        workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),
+        workload_ci=tuple((round(w.ci_low, 4), round(w.ci_high, 4)) for w in winner.workloads),
+        p_values=tuple(float(f"{w.p_value:.3g}") for w in winner.workloads), checks=spec.checks,
+        contributions=tuple(
+            {"flags": list(c.flags), "speedup": round(c.speedup, 4), "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
+             "kept": c.kept, "reason": c.reason}
+            for c in contributions if math.isfinite(c.speedup)
+        ),
+        device_lto=parts.device_lto, sources=tuple(sources),
+        tuned_cpu=resolved.cpu if resolved else "", cpu_features=tuple(sorted(features)),
+        arch_scope=spec.arch_scope if setup.language == "CUDA" else "all",
+        benchmark=bench.relative(bench.argv) if bench else (), pass_regex=spec.pass_regex or "",
+        verify=bench.relative(bench.verify) if bench else (),
+    )

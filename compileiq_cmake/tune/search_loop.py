@@ -1,0 +1,164 @@
+"""Tune stage, the search loop: the search asks flag sets, the conveyor (execute.pipeline) builds and measures
+them on every GPU, each finished trial is stored at once and told to the search; once the global search is
+over, the per-file stage (search.per_file) proposes per-file flags on top of its best trial and those run
+through the same conveyor. Stops at the budget, the time limit, or when the space is exhausted."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from ..execute.executor import Executor
+from ..execute.pipeline import Pipeline, finished_trial, lookahead
+from ..measure.runner import Runner
+from ..model.errors import CompileIQError
+from ..model.records import BuildResult, FlagSet, Trial
+from ..model.wording import plural
+from ..project.cmake_project import VariantTree
+from ..results.result_file import read_entries
+from ..results.store import TrialStore
+from ..search import per_file
+from ..search.search import FlagSearch
+from .baseline import Baselines
+from .lines import progress
+from .setup import TuneSetup
+from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class LoopTimings:
+    """Where the search's time went: the whole search (from the tune's start), the loop after the setup and
+    the baselines, the trials the loop measured, and the driver's own seconds over them."""
+
+    search_seconds: float
+    loop_seconds: float
+    loop_trials: int
+    overhead: float
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """The search loop's outcome: every trial by its flag set's key (the baseline and the restored ones
+    included), the per-file stage's plan (None when it did not run) and the timings."""
+
+    trials: dict[str, Trial]
+    per_file: per_file.Plan | None
+    timings: LoopTimings
+
+
+@dataclass(frozen=True)
+class SearchLoop:
+    """The search loop of one tune, after its baselines: `run()` returns the trials and timings."""
+
+    setup: TuneSetup
+    executor: Executor
+    store: TrialStore
+    log: Log
+    started: float  # the tune's start (perf_counter): the time limit and the ETA count from it
+    base: Baselines
+
+    def run(self) -> SearchOutcome:
+        setup, executor, store, log, base, started = self.setup, self.executor, self.store, self.log, self.base, self.started
+        spec = setup.spec
+        lower = spec.metric.lower_is_better
+        base_of = base.base_of
+        runner, runners, references, noise = base.runner, base.runners, base.references, base.noise
+        trials: dict[str, Trial] = {base.baseline.flagset.key: base.baseline, **base.restored}
+        search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=warm_start(setup, log))
+        for trial in trials.values():
+            search.tell(trial.flagset, loss(trial, base_of(trial), lower))
+        progress(setup, log, base.baseline, base.baseline, trials, started)
+
+        def measure(index: int, tree: VariantTree, flagset: FlagSet, build: BuildResult, on: Runner | None,
+                    known: dict[str, Trial]) -> Trial:
+            """A built trial measured on `on` (None for a failed build: nothing runs), with more runs when close
+            to the best of the trials finished when it was submitted."""
+            if on is None:
+                return run_trial(runner, setup, tree, index, flagset, build, None, log)
+            reference = references.get(on.gpu.device if on.gpu is not None else "")  # this GPU's paired build
+            trial = run_trial(on, setup, tree, index, flagset, build, reference, log)
+            trial = replace(trial, gpu=on.gpu.device) if len(runners) > 1 else trial
+            floor = noise
+            if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
+                paired, n = noise_of_pairs(known.values())
+                floor = paired if n >= 3 else noise
+            return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference)
+
+        overhead = 0.0
+        loop_trials = 0
+        loop_started = time.perf_counter()
+        measuring = list(runners.values()) if len(runners) > 1 else [runner]
+        per_file_plan: per_file.Plan | None = None
+        with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log) as pipeline:
+            exhausted = stopped = False
+            per_file_due = spec.per_file_budget > 0
+            per_file_possible = per_file_due and setup.language == "CUDA" and len(setup.target.sources_in("CUDA")) > 1
+            budget = spec.budget
+            next_index = len(trials)
+            while True:
+                ahead = lookahead(trials.values(), len(measuring), spec.workers)  # asks as late as the GPUs allow
+                while not (exhausted or stopped) and pipeline.has_free_tree and pipeline.pending < ahead \
+                        and len(trials) + pipeline.pending < budget:
+                    if spec.time_limit is not None and time.perf_counter() - started > spec.time_limit:
+                        log(f"compileiq: time limit of {spec.time_limit:.0f} s reached")
+                        stopped = True
+                        break
+                    flagset = search.ask()
+                    if flagset is None:
+                        exhausted = True
+                        break
+                    pipeline.submit(next_index, flagset, trials)
+                    next_index += 1
+                if not pipeline.pending:
+                    if per_file_due and not stopped:  # the global search is over: per-file flags on top of its best
+                        per_file_due = False
+                        if exhausted:
+                            log("compileiq: every point of the flag space has been tried")
+                        per_file_plan = per_file.plan(setup.per_file_context, setup.trees[0], executor.build, runner,
+                                                      trials, lambda t: loss(t, base_of(t), lower), spec.per_file_budget, log)
+                        if per_file_plan is not None and per_file_plan.proposals:
+                            store.save_result("per_file", per_file_plan.as_dict())
+                            search = per_file.Proposals(list(per_file_plan.proposals))
+                            budget = len(trials) + len(search)
+                            exhausted = False
+                            continue
+                        exhausted = False  # said above
+                    elif per_file_due and per_file_possible:
+                        log("compileiq: note: per-file stage skipped: the time limit was reached during the search")
+                    break
+                done = pipeline.next()
+                trial = finished_trial(done)
+                store.save(trial)
+                trials[trial.flagset.key] = trial
+                search.tell(trial.flagset, loss(trial, base_of(trial), lower))
+                progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(),
+                         budget + (spec.per_file_budget if per_file_due and per_file_possible else 0))
+                overhead += done.driver_seconds
+                loop_trials += 1
+            if exhausted and not isinstance(search, per_file.Proposals):
+                log("compileiq: every point of the flag space has been tried")
+        timings = LoopTimings(time.perf_counter() - started, time.perf_counter() - loop_started, loop_trials, overhead)
+        return SearchOutcome(trials, per_file_plan, timings)
+
+
+def warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
+    """Flag sets of earlier tunes (compileiq.toml files) that fit this space, tried first by the search."""
+    seeds: list[FlagSet] = []
+    for path in setup.spec.warm_start:
+        for entry in read_entries(Path(path)):
+            if entry.language != setup.language:
+                continue
+            known = [f for f in entry.flags if any(f in v for d in setup.space.dimensions for v in d.values)]
+            try:
+                seeds.append(setup.space.flagset_from_flags(known))
+            except CompileIQError:
+                continue
+            if len(known) < len(entry.flags):
+                log(f"compileiq: warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this space ignored")
+    if seeds:
+        log(f"compileiq: warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} tried first")
+    return tuple(dict.fromkeys(seeds))
