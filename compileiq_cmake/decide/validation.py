@@ -15,12 +15,13 @@ from ..project import build_flags
 from ..project.cmake_project import VariantTree
 from ..flags import FlagSpace
 from ..measure.runner import Runner, Workload
+from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
 from .stats import Comparison, compare_paired, geomean_comparison
 from ..model.wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
-Log = Callable[[str], None]
+Log = EventStream | Lines  # the tune's event stream, or a function of a line (code not converted yet)
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
              candidates: list[FlagSet], min_gain: float, seed: int, log: Log) -> list[Validation]:
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
     workload, and compare each candidate with the baseline."""
+    log = as_stream(log)
     spec = runner.spec
     placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
     with ThreadPoolExecutor(max_workers=len(placed)) as pool:
@@ -105,7 +107,8 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
         return True
 
     inter = interleave(runner, variants, spec.min_rounds, spec.max_rounds, seed, decided, required=("baseline",))
-    log(f"compileiq: validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}")
+    log.info(f"validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}",
+             stage="finalists", candidates=len(candidates), rounds=inter.rounds)
     results = []
     for i, fs in enumerate(candidates):
         label = f"c{i}"
@@ -128,6 +131,7 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
     are dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files).
     Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is called as soon
     as a step is decided, and a step found in `restored` (an interrupted ablation's) is not measured again."""
+    log = as_stream(log)
     current = winner
     contributions: list[Contribution] = []
     files = [path for path, _ in build_flags.split(winner.flags).sources]
@@ -145,7 +149,7 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
 
 
 def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, current: FlagSet,
-                   dim: str, path: str | None, min_gain: float, seed: int, log: Log,
+                   dim: str, path: str | None, min_gain: float, seed: int, log: EventStream,
                    restored: Contribution | None) -> tuple[Contribution, FlagSet]:
     """One step of `ablate`: removing `dim` (`path`: that file's own flags) from `current`; its contribution
     (kept or not) and the flag set without it. `restored`: the step's outcome from the trial store."""
@@ -160,14 +164,16 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
     without = FlagSet(base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own
                                                        if p != path for f in fs))
     if restored is not None:
-        log(f"compileiq: ablation: {' '.join(flags)}: restored from the trial store -> "
-            f"{'kept' if restored.kept else 'dropped'}")
+        log.info(f"ablation: {' '.join(flags)}: restored from the trial store -> "
+                 f"{'kept' if restored.kept else 'dropped'}", stage="finalists", flags=list(flags), kept=restored.kept,
+                 restored=True)
         return restored, without
     builds = [build(trees[0], current), build(trees[1], without)]
     if not builds[0].ok or not builds[1].ok:
         return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"), without
     if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
-        log(f"compileiq: ablation: {' '.join(flags)}: same device code without it -> dropped")
+        log.info(f"ablation: {' '.join(flags)}: same device code without it -> dropped", stage="finalists",
+                 flags=list(flags), kept=False)
         return Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"), without
     variants = {"with": trees[0], "without": trees[1]}
 
@@ -186,6 +192,7 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
     geo, ci = geomean_comparison(comps)
     needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
     reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
-    log(f"compileiq: ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
-        f"-> {'kept' if needed else 'dropped'}")
+    log.info(f"ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
+             f"-> {'kept' if needed else 'dropped'}", stage="finalists", flags=list(flags), kept=needed, speedup=geo,
+             ci=(ci.low, ci.high))
     return Contribution(dim, flags, geo, ci.low, ci.high, needed, reason), without
