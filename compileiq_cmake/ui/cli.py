@@ -13,7 +13,6 @@ from ..model.errors import CompileIQError
 from ..model.events import EventStream
 from ..system.resources import cmake_dir
 from ..model.wording import plural
-from .console import Console
 
 PROG = "compileiq-cmake"
 EPILOG = """\
@@ -46,6 +45,8 @@ def _add_verbosity(p: argparse.ArgumentParser) -> None:
 def _events(args: argparse.Namespace) -> EventStream:
     """The one event stream of a command, its console printing what --quiet/--verbose let through: on stdout, on
     stderr when stdout carries a JSON document."""
+    from .console import Console  # noqa: PLC0415 (it imports the tune's modules: not for cmake-entries or --version)
+
     return EventStream(Console(getattr(args, "verbosity", "normal"), sys.stderr if getattr(args, "json", False) else None))
 
 
