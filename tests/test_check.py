@@ -331,3 +331,73 @@ def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monke
     # bad input: one line, exit 2
     proc = run_cli(*gate, "--build-timeout", "0")
     assert proc.returncode == 2 and "--build-timeout 0 is out of range" in proc.stderr, proc.stderr
+
+
+@pytest.mark.unit
+def test_the_findings_are_events_with_their_values():
+    """What check says is events of stage "check" (the console prints their lines): per entry whether it applies
+    (a stage result), each stale reason (a warning), the re-measurement and each --strict failure (stage results),
+    with the values as data; the exit status as the gate decides."""
+    from compileiq_cmake.model.events import recording
+    from compileiq_cmake.results.check import EntryCheck, check_status, checks_document, report_checks
+
+    remeasured = {"benchmark": ["./gate_bench"], "rounds": 9, "note": "", "passed": False, "speedup": 1.001,
+                  "reason": "not significantly faster than the plain build",
+                  "workloads": [{"workload": "--n 1", "speedup": 1.001, "ci": [0.99, 1.01]}]}
+    checks = [EntryCheck("gate_bench", "", ["-O2"], True, "1 tuned flag for CXX", ["its sources changed since the tune"],
+                         remeasure=remeasured),
+              EntryCheck("kern", "90", ["-O3"], False, "tuned for the Debug build type; this is a Release build",
+                         archs="sm_90 measured")]
+    events, recorder = recording()
+    assert report_checks(checks, events, strict=True) == 1 == check_status(checks, strict=True)
+    assert all(e.stage == "check" for e in recorder)
+    applies = recorder.of("stage")[0]
+    assert applies.text == "gate_bench: applies: 1 tuned flag for CXX" and applies.data["applies"] is True
+    (stale,) = recorder.of("warning")
+    assert stale.line() == "compileiq: warning: gate_bench: stale: its sources changed since the tune"
+    assert stale.data == {"stale": "its sources changed since the tune", "target": "gate_bench", "arch": ""}
+    (measured,) = [e for e in recorder.of("stage") if "passed" in e.data]
+    assert measured.data["passed"] is False and measured.data["speedup"] == 1.001
+    assert measured.text.endswith("'--n 1' 1.0010x [0.9900..1.0100]; FAIL: not significantly faster than the plain build")
+    fails = [e.data["failure"] for e in recorder.of("stage") if "failure" in e.data]
+    assert fails == ["stale: its sources changed since the tune",
+                     "does not apply: tuned for the Debug build type; this is a Release build"]
+    assert recorder.texts("info") == ["kern (sm_90): architectures: sm_90 measured"]
+    # without --strict only the re-measurement fails the gate, and no FAIL (--strict) is said
+    events, recorder = recording()
+    assert report_checks(checks, events) == 1 and not any("--strict" in t for t in recorder.texts())
+    assert checks_document(checks[1:], strict=False)["passed"] and check_status(checks[1:]) == 0
+
+
+@pytest.mark.unit
+def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypatch, tmp_path):
+    """The re-measurement's start is an info event with its counts (the console prints it; on stderr with
+    --json), each workload's comparison a detail (--verbose) with its speedup as data."""
+    from test_result_file import make_entry
+
+    import compileiq_cmake.results.check as check
+    from compileiq_cmake.measure.runner import RunResult
+    from compileiq_cmake.model.events import recording
+    from compileiq_cmake.model.records import Status
+    from compileiq_cmake.model.spec import MetricSpec
+
+    monkeypatch.setattr(check, "_benchmark_argv", lambda argv, tree: argv)  # no project: the command as it is
+    times = {"plain": iter([10.3, 10.1, 10.35, 10.05, 10.2] * 2), "tuned": iter([5.0, 5.02, 4.98, 5.01, 5.0] * 2)}
+
+    def run(argv, tree, metric, pass_regex, timeout):
+        return RunResult(Status.OK, "", next(times[tree.name]))
+
+    monkeypatch.setattr(check, "run_benchmark", run)
+    entry = make_entry(workloads=("--n 1", "--n 1", "--n 2"))
+    bench = check.Benchmark(("./bench",), MetricSpec.parse("time_ms=([0-9.]+)", True), None, ())
+    events, recorder = recording()
+    doc = check._remeasure(entry, bench, tmp_path / "plain", tmp_path / "tuned", 5, 0.01, 10.0, 8, events)
+    assert doc["passed"] and doc["speedup"] > 2.0, doc
+    (start,) = recorder.of("info")
+    assert start.text == ("check: re-measuring nbody (sm_90): ./bench (time_ms=([0-9.]+)), 2 workloads, 5 rounds; "
+                          "3 workloads, 1 of them repeats: each distinct one measured once")
+    assert start.data == {"target": "nbody", "arch": "90", "workloads": 2, "rounds": 5} and start.stage == "check"
+    details = recorder.of("detail")
+    assert [d.data["workload"] for d in details] == ["--n 1", "--n 2"]
+    assert all(d.data["speedup"] == w["speedup"] for d, w in zip(details, doc["workloads"]))
+    assert details[0].text.startswith("check: nbody (sm_90): workload '--n 1': 2.0")

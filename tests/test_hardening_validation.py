@@ -14,6 +14,7 @@ from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.records import BuildResult, FlagSet, Status
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.decide.validation import interleave, validate
+from compileiq_cmake.model.events import recording as recording_stream
 
 
 @dataclass
@@ -50,8 +51,12 @@ def _build(tree: VariantTree, flagset: FlagSet) -> BuildResult:
 def test_failing_finalist_is_rejected_at_once_and_the_others_decide(tmp_path):
     runner, trees = _setup(tmp_path, {"base": 10.0, "broken": None, "fast": 8.0})
     base, broken, fast = FlagSet((), ()), FlagSet((("a", 1),), ("-a",)), FlagSet((("b", 1),), ("-b",))
-    results = validate(runner, _build, trees, base, [broken, fast], 0.01, 0, lambda _: None)
+    events, recorder = recording_stream()
+    results = validate(runner, _build, trees, base, [broken, fast], 0.01, 0, events)
     assert not results[0].accepted and "numerics changed" in results[0].reason
+    (said,) = recorder.of("info")
+    assert said.stage == "finalists" and said.data["candidates"] == 2 and 3 <= said.data["rounds"] <= 15
+    assert said.text == f"validation: 2 candidates and the baseline, {said.data['rounds']} interleaved rounds"
     assert results[1].accepted, results[1].reason
     assert runner.runs["broken"] == 1, "a failed finalist was run again"
     assert runner.runs["base"] < 15 * 2, "the failed finalist kept validation going to --max-rounds"
@@ -99,7 +104,10 @@ def test_ablation_keeps_per_file_flags_through_every_step_and_drops_those_that_g
         seen.append(flagset.flags)
         return build(tree, flagset)
 
-    minimal, contributions = ablate(runner, recording, trees, space, winner, 0.01, 0, lambda _: None)
+    events, recorder = recording_stream()
+    minimal, contributions = ablate(runner, recording, trees, space, winner, 0.01, 0, events)
+    steps = {" ".join(e.data["flags"]): e.data["kept"] for e in recorder.of("info")}  # one event per step, typed
+    assert steps == {"--use_fast_math": True, "[src/gemm.cu]-Xptxas=-O1": True, "[src/stream.cu]-Xptxas=-O1": False}
     by_dim = {c.dimension: c for c in contributions}
     assert set(by_dim) == {"use_fast_math", "per-file src/gemm.cu", "per-file src/stream.cu"}
     assert by_dim["use_fast_math"].kept and by_dim["per-file src/gemm.cu"].kept

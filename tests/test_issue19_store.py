@@ -138,6 +138,7 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     from test_hardening_validation import FakeRunner, _setup
 
     from compileiq_cmake.decide.finalists import ValidationContext, _decide
+    from compileiq_cmake.model.events import recording
     from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.measure.runner import RunResult
     from compileiq_cmake.model.records import BuildResult
@@ -173,10 +174,10 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     db = tmp_path / "trials.sqlite"
     store = TrialStore(db, "s")
     first: list[FlagSet] = []
-    lines: list[str] = []
+    events, _ = recording()
     # validation of the winner: 2 builds (baseline, winner); each ablation step: 2; killed in the third step
     with pytest.raises(Killed):
-        _decide(stand_in, builder(2 + 2 * 2, first), ByFlags(fake.spec, {}), [winner], 0.01, lines.append, store)
+        _decide(stand_in, builder(2 + 2 * 2, first), ByFlags(fake.spec, {}), [winner], 0.01, events, store)
     store.close()
     steps_first = first[2:]  # (with, without) of the two finished steps
     assert [fs.flags for fs in steps_first[1::2]] == [("-b", "-c"), ("-a", "-c")], "a kept, then b dropped"
@@ -184,10 +185,10 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     store = TrialStore(db, "s")
     second: list[FlagSet] = []
     runner = ByFlags(fake.spec, {})
-    lines = []
-    final, contributions = _decide(stand_in, builder(None, second), runner, [winner], 0.01, lines.append, store)
+    events, recorder = recording()
+    final, contributions = _decide(stand_in, builder(None, second), runner, [winner], 0.01, events, store)
     store.close()
-    assert any("2 step(s) of an interrupted ablation restored" in ln for ln in lines), lines
+    assert [e.data["restored_steps"] for e in recorder if "restored_steps" in e.data] == [2], recorder.texts()
     # built again: the third step (c, from -a -c) and the validation of the minimal set (baseline, -a -c);
     # not the two finished steps, nor the finalists' validation
     assert [fs.flags for fs in second[:2]] == [("-a", "-c"), ("-a",)], "the first build is the third step's"

@@ -84,6 +84,23 @@ def test_tune_writes_the_report_and_report_writes_it_again(replayed, tmp_path):
     assert text.count('src="data:image/png;base64,') >= 4  # convergence, workloads, ablation, effects
 
 
+@pytest.mark.unit
+def test_report_says_each_file_it_wrote_as_an_event_and_json_is_the_stored_summary(replayed, tmp_path):
+    """`report` prints nothing itself: each file written is a stage result (its path as data), which the
+    command line's console prints as "compileiq: report: <path>"; --json is the summary the tune wrote."""
+    from compileiq_cmake.model.events import recording
+    from compileiq_cmake.results.report import report_command, summaries_json
+
+    root, _ = replayed
+    events, recorder = recording()
+    out = tmp_path / "r.html"
+    assert report_command(root / "build", out, events) == [out] and out.is_file()
+    (said,) = recorder.events
+    assert said.kind == "stage" and said.stage == "report" and said.data == {"path": str(out), "target": "sample_small"}
+    assert said.line() == f"compileiq: report: {out}"
+    assert json.loads(summaries_json(root / "build")) == json.loads((root / "summary.json").read_text())
+
+
 @pytest.mark.cmake
 def test_report_of_a_tree_without_tunes_is_one_line(tmp_path):
     proc = run_cli("report", "-B", str(tmp_path))

@@ -10,11 +10,12 @@ from typing import Callable
 
 from ..project.cmake_project import VariantTree
 from ..measure.runner import Runner
+from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from ..flags.space import FlagSpace
 from .validation import ablate, validate
 
-Log = Callable[[str], None]
+Log = EventStream | Lines
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,9 @@ def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree
     """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
     then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
     winner that is not is not written. Each outcome is kept in the trial store as soon as it is decided, so
-    that a rerun (after a kill) does not measure it again."""
+    that a rerun (after a kill) does not measure it again. `log`: the tune's event stream (or a function of a
+    line)."""
+    log = as_stream(log)
     if store is not None:
         store.save_validations("finalists", [])
         store.save_validations("confirmations", [])
@@ -52,11 +55,13 @@ def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree
         if store is not None:
             store.save_validations("confirmations", confirmations)
         if not check.accepted:
-            log(f"compileiq: {winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
-                f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}")
+            log.info(f"{winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
+                     f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}",
+                     stage="finalists", gpu=where, confirmed=False, speedup=check.geomean_speedup)
             return None, ()
-        log(f"compileiq: confirmed on {where}: {check.geomean_speedup:.4f}x "
-            f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]")
+        log.info(f"confirmed on {where}: {check.geomean_speedup:.4f}x "
+                 f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]", stage="finalists", gpu=where,
+                 confirmed=True, speedup=check.geomean_speedup)
     return winner, contributions
 
 
@@ -65,7 +70,8 @@ def _validated(context: ValidationContext, build, runner: Runner, candidates: li
     name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
-        log(f"compileiq: validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store")
+        log.info(f"validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store",
+                 stage="finalists", restored=True)
         return kept
     results = validate(runner, build, context.trees, context.space.baseline(), candidates, min_gain, seed, log)
     if store is not None:
@@ -86,9 +92,10 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
         store.save_validations("finalists", results)
     for v in results:
         per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
-        log(f"compileiq:   {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "
-            f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
-            f"{'; ' + v.reason if v.reason else ''}")
+        log.info(f"  {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "
+                 f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
+                 f"{'; ' + v.reason if v.reason else ''}", stage="finalists", flags=v.flagset.describe(),
+                 accepted=v.accepted, speedup=v.geomean_speedup)
     accepted = sorted((v for v in results if v.accepted), key=lambda v: -v.geomean_speedup)
     if not accepted:
         return None, ()
@@ -96,7 +103,7 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
     name = _result_name("ablation", best.flagset.key, min_gain, context.seed + 1)
     kept = store.load_ablation(name) if store is not None else None
     if kept is not None:
-        log("compileiq: ablation: restored from the trial store")
+        log.info("ablation: restored from the trial store", stage="finalists", restored=True)
         minimal, contributions = kept
     else:
         steps, on_step = {}, None
@@ -104,7 +111,8 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
             steps = store.load_ablation_steps(name)
             on_step = lambda step, c: store.save_ablation_step(name, step, c)  # noqa: E731
         if steps:
-            log(f"compileiq: ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store")
+            log.info(f"ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store",
+                     stage="finalists", restored_steps=len(steps))
         minimal, contributions = ablate(runner, build, context.trees, context.space, best.flagset, min_gain, context.seed + 1,
                                         log, steps, on_step)
         if store is not None:
@@ -112,9 +120,10 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
     if minimal == best.flagset:
         return best, contributions
     (final,) = validated([minimal], context.seed + 2)
-    log(f"compileiq: minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
-        f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}")
+    log.info(f"minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
+             f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}",
+             stage="finalists", flags=minimal.describe(), accepted=final.accepted, speedup=final.geomean_speedup)
     if final.accepted:
         return final, contributions
-    log("compileiq: the minimal set did not validate; keeping the full validated winner")
+    log.info("the minimal set did not validate; keeping the full validated winner", stage="finalists")
     return best, contributions

@@ -16,13 +16,14 @@ from ..project import build_flags
 from ..project.cmake_project import VariantTree
 from ..flags import FlagSpace
 from ..measure.runner import Runner, Workload
+from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
 from .stats import Comparison, compare_paired, geomean_comparison
 from ..model.wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
 UNDECIDED = "not decided within the time limit; kept"
-Log = Callable[[str], None]
+Log = EventStream | Lines  # the tune's event stream, or a function of a line (code not converted yet)
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
     workload, and compare each candidate with the baseline. `min_rounds` (default the spec's): fewer when
     the time box's plan says so; `may_continue`: the time box (see interleave)."""
+    log = as_stream(log)
     spec = runner.spec
     min_rounds = spec.min_rounds if min_rounds is None else max(1, min(min_rounds, spec.max_rounds))
     placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
@@ -119,8 +121,9 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
 
     inter = interleave(runner, variants, min_rounds, spec.max_rounds, seed, decided, required=("baseline",),
                        may_continue=may_continue)
-    log(f"compileiq: validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
-        + (" (the time limit ended the rounds)" if inter.cut_short else ""))
+    log.info(f"validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
+             + (" (the time limit ended the rounds)" if inter.cut_short else ""),
+             stage="finalists", candidates=len(candidates), rounds=inter.rounds, cut_short=inter.cut_short)
     results = []
     for i, fs in enumerate(candidates):
         label = f"c{i}"
@@ -151,6 +154,7 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
     ablated"). Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is
     called as soon as a step is decided, and a step found in `restored` (an interrupted ablation's) is not
     measured again."""
+    log = as_stream(log)
     current = winner
     contributions: list[Contribution] = []
     dims = [dim for dim, _ in winner.choices]
@@ -170,8 +174,9 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
                 for dim in rest:
                     contributions.append(Contribution(dim, _flags_of(space, current, dim), math.nan, math.nan,
                                                       math.nan, True, "not ablated: the time limit was reached; kept"))
-            log(f"compileiq: ablation: time limit reached; {plural(sum(len(g) for g, _ in [(group, path), *queue]), 'dimension')} "
-                "not ablated (kept)")
+            untested = sum(len(g) for g, _ in [(group, path), *queue])
+            log.info(f"ablation: time limit reached; {plural(untested, 'dimension')} not ablated (kept)",
+                     stage="finalists", untested=untested)
             break
         step = f"{'+'.join(group)} from {current.key}"
         kept = (restored or {}).get(step)
@@ -182,7 +187,8 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
         if len(group) > 1 and contribution.kept:  # the group matters: its halves, each on its own
             half = len(group) // 2
             queue[:0] = [(group[:half], None), (group[half:], None)]
-            log(f"compileiq: ablation: removing {' '.join(contribution.flags)} together costs speed: split")
+            log.info(f"ablation: removing {' '.join(contribution.flags)} together costs speed: split",
+                     stage="finalists", flags=list(contribution.flags))
             continue
         contributions.append(contribution)
         if not contribution.kept:
@@ -201,7 +207,7 @@ def _flags_of(space: FlagSpace, current: FlagSet, dim: str) -> tuple[str, ...]:
 
 
 def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, current: FlagSet,
-                   group: tuple[str, ...], path: str | None, min_gain: float, seed: int, log: Log,
+                   group: tuple[str, ...], path: str | None, min_gain: float, seed: int, log: EventStream,
                    restored: Contribution | None,
                    may_continue: Callable[[float], bool] | None = None) -> tuple[Contribution, FlagSet]:
     """One step of `ablate`: removing the dimensions of `group` (`path`: that file's own flags) from `current`;
@@ -220,14 +226,16 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
     without = FlagSet(base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own
                                                        if p != path for f in fs))
     if restored is not None:
-        log(f"compileiq: ablation: {' '.join(flags)}: restored from the trial store -> "
-            f"{'kept' if restored.kept else 'dropped'}")
+        log.info(f"ablation: {' '.join(flags)}: restored from the trial store -> "
+                 f"{'kept' if restored.kept else 'dropped'}", stage="finalists", flags=list(flags), kept=restored.kept,
+                 restored=True)
         return restored, without
     builds = [build(trees[0], current), build(trees[1], without)]
     if not builds[0].ok or not builds[1].ok:
         return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"), without
     if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
-        log(f"compileiq: ablation: {' '.join(flags)}: same device code without it -> dropped")
+        log.info(f"ablation: {' '.join(flags)}: same device code without it -> dropped", stage="finalists",
+                 flags=list(flags), kept=False)
         return Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"), without
     variants = {"with": trees[0], "without": trees[1]}
 
@@ -245,10 +253,12 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
     comps = _comparisons(runner, inter.samples["without"], inter.samples["with"])  # speedup of keeping it
     geo, ci = geomean_comparison(comps)
     if inter.cut_short and not decided(inter.samples):
-        log(f"compileiq: ablation: {' '.join(flags)}: not decided within the time limit -> kept")
+        log.info(f"ablation: {' '.join(flags)}: not decided within the time limit -> kept", stage="finalists",
+                 flags=list(flags), kept=True, undecided=True)
         return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED), without
     needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
     reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
-    log(f"compileiq: ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
-        f"-> {'kept' if needed else 'dropped'}")
+    log.info(f"ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
+             f"-> {'kept' if needed else 'dropped'}", stage="finalists", flags=list(flags), kept=needed, speedup=geo,
+             ci=(ci.low, ci.high))
     return Contribution(dim, flags, geo, ci.low, ci.high, needed, reason), without

@@ -318,7 +318,8 @@ def screen_target(
                         result=prepared.screen, notes=tuple(notes) + prepared.notes, probe_seconds=prepared.probe_seconds)
 
 
-def format_screen(ts: TargetScreen) -> list[str]:
+def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:
+    """The screened space as `space --target` lists it; `notes`: its notes too (else the caller says them)."""
     r = ts.result
     lines = [
         f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space {plural(len(r.space.dimensions), 'dimension')}, "
@@ -334,6 +335,6 @@ def format_screen(ts: TargetScreen) -> list[str]:
         state = "kept   " if row.kept else "dropped"
         effects = "; ".join(e.describe() for e in row.effects)
         lines.append(f"  {state} {row.dimension:<22} {' '.join(row.value):<36} {row.reason}{'  [' + effects + ']' if effects and row.kept else ''}")
-    for note in ts.notes:
+    for note in ts.notes if notes else ():
         lines.append(f"  note: {note}")
     return lines

@@ -4,6 +4,7 @@ once; the console, the JSON summary, the HTML report and the tests subscribe to 
 Kinds: `progress` (one line per finished trial), `info` (what the tune does and found), `note` (something the
 user should know: a capability that did not run and why), `warning` (something that may make the result
 worse), `stage` (a stage's result: baseline, search, finalists, publish), `detail` (shown with --verbose only).
+Which kinds a console shows is its verbosity (ui/console.py); the stream itself filters nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any, Callable, Iterator, Mapping
 KINDS = ("progress", "info", "note", "warning", "stage", "detail")
 _PREFIX = re.compile(r"^compileiq:\s*")
 _KIND_PREFIX = re.compile(r"^(note|warning):\s*")
+_PROGRESS = re.compile(r"^\[\s*\d+/\d+\]")  # a trial's line: "[  3/30] #2 ..."
 
 
 @dataclass(frozen=True)
@@ -26,9 +28,13 @@ class Event:
     stage: str = ""  # setup, baseline, search, finalists, publish, check, ... ("" when not in a stage)
     data: Mapping[str, Any] = field(default_factory=dict)  # what the line says, typed, for the summary and tests
     at: float = field(default_factory=time.time)
+    bare: bool = False  # printed as it is, without "compileiq: " (the final table's rows, blank lines)
 
     def line(self) -> str:
-        """The line as the console prints it."""
+        """The line as the console prints it: progress and bare lines as they are, the others after
+        "compileiq: " (and "note: " / "warning: ")."""
+        if self.bare or self.kind == "progress":
+            return self.text
         label = f"{self.kind}: " if self.kind in ("note", "warning") else ""
         return f"compileiq: {label}{self.text}"
 
@@ -63,8 +69,8 @@ class EventStream:
                 subscriber(event)
         return event
 
-    def _make(self, kind: str, text: str, stage: str, data: Mapping[str, Any]) -> Event:
-        return self.emit(Event(kind, text, stage or self.stage, dict(data)))
+    def _make(self, kind: str, text: str, stage: str, data: Mapping[str, Any], bare: bool = False) -> Event:
+        return self.emit(Event(kind, text, stage or self.stage, dict(data), bare=bare))
 
     def info(self, text: str, *, stage: str = "", **data: Any) -> Event:
         return self._make("info", text, stage, data)
@@ -85,11 +91,29 @@ class EventStream:
         return self._make("stage", text, stage, data)
 
     def __call__(self, line: str) -> None:
-        """The line interface: kind from its prefix."""
+        """The line interface: kind from its prefix; a trial's "[ n/N] ..." line is progress, and a line without
+        "compileiq: " (a table row, a blank line) is info printed as it is."""
+        if not _PREFIX.match(line):
+            self._make("progress" if _PROGRESS.match(line) else "info", line, "", {}, bare=True)
+            return
         text = _PREFIX.sub("", line, count=1)
         m = _KIND_PREFIX.match(text)
         kind = m.group(1) if m else "info"
         self._make(kind, text[m.end():] if m else text, "", {})
+
+
+Lines = Callable[[str], None]  # the former interface: a function called with each line
+
+
+def as_stream(log: "EventStream | Lines | None") -> EventStream:
+    """`log` as an event stream: a stream as it is; a function of a line (print, a test's list.append, the
+    line interface of code not converted yet) subscribed to the lines of a new stream; None: a stream that
+    nobody hears."""
+    if isinstance(log, EventStream):
+        return log
+    if log is None:
+        return EventStream()
+    return EventStream(lambda event: log(event.line()))
 
 
 class Recorder:
@@ -106,6 +130,10 @@ class Recorder:
 
     def texts(self, *kinds: str) -> list[str]:
         return [e.text for e in self.of(*kinds)]
+
+    def lines(self, *kinds: str) -> list[str]:
+        """The lines as a console prints them."""
+        return [e.line() for e in self.of(*kinds)]
 
     def __iter__(self) -> Iterator[Event]:
         return iter(self.events)

@@ -15,6 +15,8 @@
    lower end of its 95% interval lies above 1 + min gain (default min gain: from the plain build's noise, as a
    tune decides). Exit 1 when one does not.
 Every configure and build is stopped, with everything it started, after --build-timeout seconds.
+Nothing here prints: what the check does and finds are events (stage "check"); the command line's console
+prints them, and --json prints `checks_document` instead.
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ import math
 import os
 import shlex
 import shutil
-import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..measure.bench import run_benchmark, run_process, run_verify
 from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, top_level_includes
 from ..model.errors import CompileIQError
+from ..model.events import EventStream
 from ..project.file_api import read_codemodel, write_query
 from ..model.records import Status
 from ..system.resources import cmake_dir
@@ -221,12 +223,12 @@ def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
 
 
 def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, rounds: int, min_gain: float | None,
-               timeout: float, max_workloads: int) -> dict:
+               timeout: float, max_workloads: int, events: EventStream) -> dict:
     workloads, note = select_workloads(entry, max_workloads)
     where = f"{entry.target} (sm_{entry.arch})" if entry.arch else entry.target
-    print(f"compileiq: check: re-measuring {where}: {shlex.join(bench.argv)} ({bench.metric.label}), "
-          f"{plural(len(workloads), 'workload')}, {rounds} rounds"
-          + (f"; {note}" if note else ""), file=sys.stderr, flush=True)
+    events.info(f"check: re-measuring {where}: {shlex.join(bench.argv)} ({bench.metric.label}), "
+                f"{plural(len(workloads), 'workload')}, {rounds} rounds" + (f"; {note}" if note else ""),
+                stage="check", target=entry.target, arch=entry.arch, workloads=len(workloads), rounds=rounds)
     trees = {"plain": plain, "tuned": tuned}
     argv = {k: _benchmark_argv(list(bench.argv), t) for k, t in trees.items()}
     verify = {k: _benchmark_argv(list(bench.verify), t) for k, t in trees.items()}
@@ -251,6 +253,9 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
                             + (f"; last output line: {out.last_line()}" if out.output else "")}
                 samples[which].append(out.value)
         cmp = compare_paired(samples["plain"], samples["tuned"], bench.metric.lower_is_better)
+        events.detail(f"check: {where}: workload '{w}': {cmp.speedup:.4f}x [{cmp.ci.low:.4f}..{cmp.ci.high:.4f}] "
+                      f"over {plural(rounds, 'round')} (p={cmp.p_value:.2g})", stage="check", target=entry.target,
+                      workload=w, speedup=cmp.speedup, ci=(cmp.ci.low, cmp.ci.high))
         results.append((w, samples, cmp))
     gain = min_gain if min_gain is not None else auto_min_gain(max(relative_spread(s["plain"]) for _, s, _ in results))
     passed, reason, speedup, ci = verdict([(w, c) for w, _, c in results], gain)
@@ -262,7 +267,10 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
 def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool = False,
               override: BenchOverride = BenchOverride(), rounds: int = 9, min_gain: float | None = None,
               timeout: float = 300.0, jobs: int | None = None, max_workloads: int = MAX_WORKLOADS,
-              build_timeout: float = BUILD_TIMEOUT) -> list[EntryCheck]:
+              build_timeout: float = BUILD_TIMEOUT, events: EventStream | None = None) -> list[EntryCheck]:
+    """Each entry of `toml` checked against this build (and with `remeasure` re-measured); `events` hears
+    each re-measurement as it starts."""
+    events = events if events is not None else EventStream()
     if not (source_dir / "CMakeLists.txt").is_file():
         raise CompileIQError(f"{source_dir} has no CMakeLists.txt; pass the project root with -S")
     if not (build_dir / "CMakeCache.txt").is_file():
@@ -313,35 +321,48 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
         _run_step([cmake, "--build", str(tree), "-j", str(jobs or os.cpu_count() or 2)], tree, f"building {tree}",
                   build_timeout)
     for i, c, e in applying:
-        c.remeasure = _remeasure(e, benches[i], root / "plain", tuned[i], rounds, min_gain, timeout, max_workloads)
+        c.remeasure = _remeasure(e, benches[i], root / "plain", tuned[i], rounds, min_gain, timeout, max_workloads,
+                                 events)
     return checks
 
 
-def print_checks(checks: list[EntryCheck], as_json: bool, strict: bool = False) -> int:
-    """The report on stdout; the exit status: 1 when a re-measured entry failed (with strict, also when an
-    entry does not apply or is stale), else 0."""
-    failed = any(c.failures(strict) for c in checks)
-    if as_json:
-        print(json.dumps({"passed": not failed, "strict": strict,
-                          "entries": [{**asdict(c), "failures": c.failures(strict)} for c in checks]}, indent=1))
-        return 1 if failed else 0
+def check_status(checks: list[EntryCheck], strict: bool = False) -> int:
+    """The exit status: 1 when a re-measured entry failed (with strict, also when an entry does not apply or
+    is stale), else 0."""
+    return 1 if any(c.failures(strict) for c in checks) else 0
+
+
+def checks_document(checks: list[EntryCheck], strict: bool = False) -> dict:
+    """`check --json`: the verdict and every entry with its failures."""
+    return {"passed": not check_status(checks, strict), "strict": strict,
+            "entries": [{**asdict(c), "failures": c.failures(strict)} for c in checks]}
+
+
+def report_checks(checks: list[EntryCheck], events: EventStream, strict: bool = False) -> int:
+    """The findings as events of stage "check" (per entry: whether it applies and why as a stage result, each
+    stale reason as a warning, cpu and architectures as info, the re-measurement and each --strict failure as
+    stage results); returns `check_status`."""
     for c in checks:
         where = f"{c.target} (sm_{c.arch})" if c.arch else c.target
-        print(f"compileiq: {where}: {'applies' if c.applies else 'does not apply'}: {c.why}")
+        who = {"target": c.target, "arch": c.arch}
+        events.stage_result("check", f"{where}: {'applies' if c.applies else 'does not apply'}: {c.why}",
+                            applies=c.applies, why=c.why, **who)
         for s in c.stale:
-            print(f"compileiq: {where}: stale: {s}")
+            events.warning(f"{where}: stale: {s}", stage="check", stale=s, **who)
         if c.cpu:
-            print(f"compileiq: {where}: cpu: {c.cpu}")
+            events.info(f"{where}: cpu: {c.cpu}", stage="check", cpu=c.cpu, **who)
         if c.archs:
-            print(f"compileiq: {where}: architectures: {c.archs}")
+            events.info(f"{where}: architectures: {c.archs}", stage="check", archs=c.archs, **who)
         if c.remeasure is not None:
             r = c.remeasure
             per = ", ".join(f"'{w['workload']}' {w['speedup']:.4f}x [{w['ci'][0]:.4f}..{w['ci'][1]:.4f}]" for w in r["workloads"])
             note = f"; {r['note']}" if r["note"] else ""
-            print(f"compileiq: {where}: re-measured with {shlex.join(r['benchmark'])} ({r['rounds']} interleaved "
-                  f"rounds{note}): {per + '; ' if per else ''}{'PASS' if r['passed'] else 'FAIL'}: {r['reason']}")
+            events.stage_result("check", f"{where}: re-measured with {shlex.join(r['benchmark'])} ({r['rounds']} "
+                                f"interleaved rounds{note}): {per + '; ' if per else ''}"
+                                f"{'PASS' if r['passed'] else 'FAIL'}: {r['reason']}",
+                                passed=r["passed"], speedup=r["speedup"], reason=r["reason"], **who)
         if strict:
             for f in c.failures(strict):
                 if not f.startswith("re-measured: "):
-                    print(f"compileiq: {where}: FAIL (--strict): {f}")
-    return 1 if failed else 0
+                    events.stage_result("check", f"{where}: FAIL (--strict): {f}", failure=f, **who)
+    return check_status(checks, strict)

@@ -1,7 +1,8 @@
 """The HTML report of a tune: one self-contained file (plots inlined as PNG, no scripts, nothing fetched at
 view time) drawn from the tune's summary document (summary.py) with matplotlib and a Jinja template
 (templates/report.html.j2). `compileiq-cmake report -B build` makes it from the trial store; a tune writes
-it into <build>/compileiq/report.html."""
+it into <build>/compileiq/report.html. Nothing here prints: `report_command` says what it wrote as events, and
+`summaries_json` is the --json document the command line prints."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import jinja2
 
 from ..model.errors import CompileIQError
+from ..model.events import EventStream
 from ..system.resources import templates_dir
 from .summary import write_whole
 from .store import TrialStore
@@ -220,19 +222,24 @@ def report_paths(docs: list[dict], output: Path) -> list[Path]:
     return paths
 
 
-def report_command(build_dir: Path, output: Path | None, as_json: bool, log=print) -> list[Path]:
-    """`compileiq-cmake report`: one HTML file per stored tune (or their summaries as JSON on stdout)."""
+def summaries_json(build_dir: Path) -> str:
+    """`report --json`: the stored tunes' summary documents (one tune: its document; several: a list)."""
     docs = load_summaries(build_dir)
-    if as_json:
-        print(json.dumps(docs if len(docs) > 1 else docs[0], indent=1))
-        return []
+    return json.dumps(docs if len(docs) > 1 else docs[0], indent=1)
+
+
+def report_command(build_dir: Path, output: Path | None, events: EventStream) -> list[Path]:
+    """`compileiq-cmake report`: one HTML file per stored tune; each file written is a stage result ("report:
+    <path>", data path), with several tunes first the naming rule (info)."""
+    docs = load_summaries(build_dir)
     paths = report_paths(docs, output or build_dir / "compileiq" / "report.html")
     if len(docs) > 1:
-        log(f"compileiq: report: {len(docs)} tunes stored in {build_dir}: {NAMING}")
+        events.info(f"report: {len(docs)} tunes stored in {build_dir}: {NAMING}", stage="report", tunes=len(docs))
     written = []
     for target, doc in zip(paths, docs):
         problem = write_report(target, doc)
         if problem:
             raise CompileIQError(f"no report: {problem}")
+        events.stage_result("report", f"report: {target}", path=str(target), target=doc["target"])
         written.append(target)
     return written

@@ -26,6 +26,7 @@ from typing import Callable, Iterator
 import tomli_w
 
 from ..model.errors import CompileIQError
+from ..model.events import as_stream
 from ..flags import validate_flags
 from ..system.writable import check_creatable
 from ..flags.portability import host_specific, resolved_token_ok
@@ -483,7 +484,8 @@ def _locked(target: Path, wait: float, log: Callable[[str], None] | None) -> Ite
                     raise CompileIQError(f"{lock} stayed locked by another process for {wait:.0f} s (a writer that "
                                          f"hangs? 'fuser {lock}' names it)") from None
                 if log is not None and not said:
-                    log(f"compileiq: waiting for another process's lock on {lock} (at most {wait:.0f} s)")
+                    as_stream(log).info(f"waiting for another process's lock on {lock} (at most {wait:.0f} s)",
+                                        lock=str(lock), wait=wait)
                     said = True
                 time.sleep(0.1)
         yield

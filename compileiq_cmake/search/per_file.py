@@ -19,6 +19,7 @@ from ..project import build_flags
 from ..measure import kernel_times
 from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError
+from ..model.events import EventStream, Lines, as_stream
 from ..flags.catalogue import canonical_flags
 from ..measure.runner import Runner
 from ..project.nvcc_command import output_file
@@ -26,7 +27,6 @@ from ..model.records import BuildResult, FlagSet, Trial
 from ..flags.fingerprint import FingerprintCache
 from ..flags.space import FlagSpace
 
-Log = Callable[[str], None]
 Build = Callable[[VariantTree, FlagSet], BuildResult]
 
 
@@ -156,10 +156,13 @@ def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_time
 
 
 def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runner, trials: dict[str, Trial],
-         loss_of: Callable[[Trial], float], budget: int, log: Log) -> Plan | None:
-    """The per-file proposals, or None (a note says why when the stage could have applied)."""
+         loss_of: Callable[[Trial], float], budget: int, log: EventStream | Lines) -> Plan | None:
+    """The per-file proposals, or None (a note says why when the stage could have applied). `log`: the tune's
+    event stream (or a function of a line)."""
+    log = as_stream(log)
+
     def skip(why: str) -> None:
-        log(f"compileiq: note: per-file stage skipped: {why}")
+        log.note(f"per-file stage skipped: {why}", stage="per-file", skipped=why)
 
     if context.language != "CUDA" or budget <= 0:
         return None
@@ -196,12 +199,14 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
         return skip(f"no kernel of the run is defined by an object of {context.target} (the kernel time is "
                     "in libraries or other targets)")
     shown = ", ".join(f"{s.path} {100 * s.share:.0f}%" for s in shares[:6])
-    log(f"compileiq: kernel time by file (CUPTI, one run per workload, from {start.flagset.describe()}): {shown}"
-        + (f"; {100 * unmapped:.0f}% in kernels of no file of {context.target}" if unmapped >= 0.005 else ""))
+    log.info(f"kernel time by file (CUPTI, one run per workload, from {start.flagset.describe()}): {shown}"
+             + (f"; {100 * unmapped:.0f}% in kernels of no file of {context.target}" if unmapped >= 0.005 else ""),
+             stage="per-file", shares={s.path: s.share for s in shares}, unmapped=unmapped)
     files = kernel_times.choose_files(shares)
     if not files:
         return skip("one file holds (nearly) all the kernel time")
     proposals = tuple(candidates(context, start.flagset, files, budget))
-    log(f"compileiq: per-file stage: {len(proposals)} flag sets, single changes for "
-        f"{', '.join(f.path for f in files)} on top of {start.flagset.describe()}")
+    log.info(f"per-file stage: {len(proposals)} flag sets, single changes for "
+             f"{', '.join(f.path for f in files)} on top of {start.flagset.describe()}",
+             stage="per-file", proposals=len(proposals), files=[f.path for f in files])
     return Plan(start, shares, unmapped, files, proposals)

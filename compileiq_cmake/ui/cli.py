@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shlex
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..model.errors import CompileIQError
+from ..model.events import EventStream
 from ..system.resources import cmake_dir
 from ..model.wording import plural
 from ..model.spec import MetricSpec, TuneSpec
@@ -18,12 +20,12 @@ from ..flags.catalogue import added_dimensions, applies_when
 from ..flags.portability import HostFeatures
 from ..flags.screening import format_screen, screen_target
 from ..measure.gpu import detect_gpu
-from ..results.check import BenchOverride, print_checks, run_check
-from ..results.report import report_command
+from ..results.check import BenchOverride, checks_document, report_checks, run_check
+from ..results.report import report_command, summaries_json
 from ..results.result_file import cmake_entries, read_entries
 from ..results.store import TrialStore
 from ..tune.orchestration import run_ray_tune, run_tune
-from .console import print_line
+from .console import Console
 
 PROG = "compileiq-cmake"
 EPILOG = """\
@@ -41,6 +43,22 @@ def _split(values: list[str] | None) -> tuple[str, ...]:
     for v in values or []:
         out.extend(x for x in v.replace(",", " ").split() if x)
     return tuple(out)
+
+
+def _add_verbosity(p: argparse.ArgumentParser) -> None:
+    """--quiet / --verbose of a command that talks (its product: the TOML, a listing, JSON, is printed either way)."""
+    talk = p.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", dest="verbosity", action="store_const", const="quiet",
+                      help="print only warnings and each stage's result (errors always, on stderr)")
+    talk.add_argument("--verbose", dest="verbosity", action="store_const", const="verbose",
+                      help="print the details too")
+    p.set_defaults(verbosity="normal")
+
+
+def _events(args: argparse.Namespace) -> EventStream:
+    """The one event stream of a command, its console printing what --quiet/--verbose let through: on stdout, on
+    stderr when stdout carries a JSON document."""
+    return EventStream(Console(getattr(args, "verbosity", "normal"), sys.stderr if getattr(args, "json", False) else None))
 
 
 def _add_tune(sub: argparse._SubParsersAction) -> None:
@@ -128,6 +146,7 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    "(unmeasured ones too); tuned: only builds of the tuned architecture alone")
     p.add_argument("--no-screen", dest="screen", action="store_false",
                    help="CUDA: search the whole space, without dropping values that change no device code")
+    _add_verbosity(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     space.add_argument("--include-flags", action="append", help="only these dimensions (or unsafe_numerics, experimental)")
     space.add_argument("--exclude-flags", action="append", help="never these dimensions (or unsafe_numerics, experimental)")
     space.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
+    _add_verbosity(space)
     trials = sub.add_parser("trials", help="print (or dump as JSON) the trials stored in a build tree")
     trials.add_argument("-B", dest="build_dir", required=True)
     trials.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
@@ -163,6 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "plus what tells two tunes apart where they would share a name (the output says the rule)")
     report.add_argument("--json", action="store_true",
                         help="print the summary document (schema compileiq-summary/1) instead of writing HTML")
+    _add_verbosity(report)
     check = sub.add_parser("check", help="CI gate: does each entry of a compileiq.toml apply to this build, is it stale, "
                            "and (--remeasure) is the tuned release build still significantly faster")
     check.add_argument("file", nargs="?", default=None, help="the flags file (default <src>/compileiq.toml)")
@@ -192,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--build-timeout", type=float, default=3600.0,
                        help="seconds for each configure and build of the check's trees before it is stopped with "
                        "everything it started (default 3600)")
-    check.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    check.add_argument("--json", action="store_true", help="one JSON document on stdout (the other lines: stderr)")
+    _add_verbosity(check)
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
     entries.add_argument("out")
@@ -262,14 +284,17 @@ def _show(path: Path) -> None:
         print(f"    speedup:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}")
 
 
-def _space(family: str | None, version: str, args: argparse.Namespace | None = None) -> None:
+def _space(family: str | None, version: str, args: argparse.Namespace | None = None,
+           events: EventStream | None = None) -> None:
     if args is not None and args.target:
         if not args.source_dir or not args.build_dir:
             raise CompileIQError("space --target needs -S <source dir> and -B <build dir>")
         ts = screen_target(Path(args.source_dir).resolve(), Path(args.build_dir).resolve(), args.target, args.cuda_arch,
                            _split(args.include_flags), _split(args.exclude_flags), args.jobs,
                            gpu_arch=lambda: detect_gpu().arch)
-        print("\n".join(format_screen(ts)))
+        print("\n".join(format_screen(ts, notes=events is None)))
+        for note in ts.notes if events is not None else ():
+            events.note(note.removeprefix("note: "), stage="space")
         return
     if family is None:
         raise CompileIQError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
@@ -292,8 +317,6 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
 
 
 def _trials(build_dir: Path, as_json: bool) -> None:
-    import json
-
     path = build_dir / "compileiq" / "trials.sqlite"
     if not path.is_file():
         raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist)")
@@ -337,13 +360,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "tune":
             spec = _spec_from_args(args)
             if spec.executor == "ray":
-                run_ray_tune(spec, print_line)
+                run_ray_tune(spec, _events(args))
             else:
-                run_tune(spec, print_line)
+                run_tune(spec, _events(args))
         elif args.command == "show":
             _show(Path(args.file))
         elif args.command == "space":
-            _space(args.family, args.compiler_version, args)
+            _space(args.family, args.compiler_version, args, _events(args))
         elif args.command == "check":
             src = Path(args.source_dir).resolve()
             try:
@@ -351,15 +374,22 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as exc:
                 raise CompileIQError(f"cannot split --bench {args.bench!r}: {exc}") from None
             override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex)
+            events = _events(args)
             checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
                                Path(args.build_dir).resolve(), remeasure=args.remeasure, override=override,
                                rounds=args.rounds, min_gain=args.min_gain, max_workloads=args.max_workloads,
-                               build_timeout=args.build_timeout)
-            return print_checks(checks, args.json, args.strict)
+                               build_timeout=args.build_timeout, events=events)
+            if args.json:
+                doc = checks_document(checks, args.strict)
+                print(json.dumps(doc, indent=1))
+                return 0 if doc["passed"] else 1
+            return report_checks(checks, events, args.strict)
         elif args.command == "report":
-            for path in report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None,
-                                       args.json):
-                print(f"compileiq: report: {path}")
+            if args.json:
+                print(summaries_json(Path(args.build_dir)))
+            else:
+                report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None,
+                               _events(args))
         elif args.command == "trials":
             _trials(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":

@@ -1,0 +1,159 @@
+"""Issue 20, one event stream: the kinds and lines of events, the former line interface, the console sink's
+verbosity (quiet: warnings and stage results; normal: all but details; verbose: all), and --quiet/--verbose on
+the command line (one stream with the console, passed where `log` was; with --json the lines go to stderr)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.model.events import Event, EventStream, as_stream, recording
+from compileiq_cmake.ui import cli
+from compileiq_cmake.ui.console import Console
+
+pytestmark = pytest.mark.unit
+
+SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+PROGRESS = re.compile(r"^\[\s*\d+/\d+\]")
+
+
+def _one_of_each(events: EventStream) -> None:
+    events.progress("[  1/30] #0 1.0 (1.000x)")
+    events.info("baseline noise: 0.5%", noise=0.005)
+    events.note("per-file stage skipped: a replay has no kernel times")
+    events.warning("the GPU clock is not locked")
+    events.stage_result("publish", "wrote compileiq.toml", path="compileiq.toml")
+    events.detail("trial 3 built in 1.2 s")
+
+
+EVERY = ["[  1/30] #0 1.0 (1.000x)", "compileiq: baseline noise: 0.5%",
+         "compileiq: note: per-file stage skipped: a replay has no kernel times",
+         "compileiq: warning: the GPU clock is not locked", "compileiq: wrote compileiq.toml",
+         "compileiq: trial 3 built in 1.2 s"]
+
+
+def test_each_kind_has_its_line_and_keeps_its_data():
+    events, recorder = recording()
+    _one_of_each(events)
+    assert [e.kind for e in recorder] == ["progress", "info", "note", "warning", "stage", "detail"]
+    assert recorder.lines() == EVERY
+    assert recorder.of("info")[0].data == {"noise": 0.005} and recorder.of("stage")[0].stage == "publish"
+    assert Event("info", "  #   speedup", bare=True).line() == "  #   speedup"
+
+
+def test_the_line_interface_takes_the_kind_from_the_prefix():
+    events, recorder = recording()
+    events("compileiq: note: device-code fingerprints are off")
+    events("compileiq: warning: coarse timer")
+    events("compileiq: baseline noise: 1%")
+    events("[  3/30] #2 INVALID build: error")
+    events("  #   speedup  flags")
+    events("")
+    assert [(e.kind, e.text) for e in recorder] == [
+        ("note", "device-code fingerprints are off"), ("warning", "coarse timer"), ("info", "baseline noise: 1%"),
+        ("progress", "[  3/30] #2 INVALID build: error"), ("info", "  #   speedup  flags"), ("info", "")]
+    # what goes in as a line comes out as the same line
+    assert recorder.lines() == ["compileiq: note: device-code fingerprints are off", "compileiq: warning: coarse timer",
+                                "compileiq: baseline noise: 1%", "[  3/30] #2 INVALID build: error",
+                                "  #   speedup  flags", ""]
+
+
+def test_as_stream_takes_a_stream_a_function_of_a_line_or_nothing():
+    events, _ = recording()
+    assert as_stream(events) is events
+    said: list[str] = []
+    as_stream(said.append).warning("slow disk", path="/tmp")
+    assert said == ["compileiq: warning: slow disk"]
+    as_stream(None).info("nobody hears this")  # no subscriber, no error
+
+
+@pytest.mark.parametrize("verbosity,shown", [
+    ("quiet", [EVERY[3], EVERY[4]]),
+    ("normal", EVERY[:5]),
+    ("verbose", EVERY),
+])
+def test_the_console_shows_what_its_verbosity_lets_through(verbosity, shown):
+    out = io.StringIO()
+    _one_of_each(EventStream(Console(verbosity, out)))
+    assert out.getvalue().splitlines() == shown
+
+
+def test_the_console_refuses_an_unknown_verbosity():
+    with pytest.raises(ValueError, match="'loud' is not one of quiet, normal, verbose"):
+        Console("loud")
+
+
+@pytest.mark.parametrize("command", [
+    ["tune", "-S", "s", "-B", "b", "--target", "t", "--metric", "WALLTIME"],
+    ["check", "-S", "s", "-B", "b"], ["report", "-B", "b"], ["space", "nvcc"]])
+def test_quiet_and_verbose_exclude_each_other(command, capsys):
+    parser = cli.build_parser()
+    assert parser.parse_args(command).verbosity == "normal"
+    assert parser.parse_args(command + ["--quiet"]).verbosity == "quiet"
+    assert parser.parse_args(command + ["--verbose"]).verbosity == "verbose"
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(command + ["--quiet", "--verbose"])
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag,shown", [(["--quiet"], [EVERY[3], EVERY[4]]), ([], EVERY[:5]), (["--verbose"], EVERY)])
+def test_tune_passes_one_stream_with_the_console_at_the_asked_verbosity(flag, shown, monkeypatch, capsys, tmp_path):
+    import compileiq_cmake.tune.orchestration as orchestration
+
+    got = []
+
+    def fake_run_tune(spec, log, cluster=None):
+        got.append(log)
+        _one_of_each(log)
+
+    monkeypatch.setattr(cli, "run_tune", fake_run_tune)  # cli imports it at its top
+    rc = cli.main(["tune", "-S", str(tmp_path), "-B", str(tmp_path / "b"), "--target", "t", "--bench", "x",
+                   "--metric", "WALLTIME", *flag])
+    assert rc == 0 and len(got) == 1 and isinstance(got[0], EventStream)
+    assert capsys.readouterr().out.splitlines() == shown
+
+
+def test_check_json_keeps_stdout_for_the_document_and_says_the_rest_on_stderr(monkeypatch, capsys, tmp_path):
+    import compileiq_cmake.results.check as check
+
+    def fake_run_check(toml, source_dir, build_dir, *, events, **kw):
+        events.info("check: re-measuring t: ./bench (WALLTIME), 1 workload, 9 rounds", stage="check")
+        events.detail("round 1 of 9")
+        return [check.EntryCheck("t", "", ["-O2"], True, "1 tuned flag for CXX")]
+
+    monkeypatch.setattr(cli, "run_check", fake_run_check)
+    assert cli.main(["check", "-S", str(tmp_path), "-B", str(tmp_path), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["passed"] is True
+    assert captured.err.splitlines() == ["compileiq: check: re-measuring t: ./bench (WALLTIME), 1 workload, 9 rounds"]
+    assert cli.main(["check", "-S", str(tmp_path), "-B", str(tmp_path), "--quiet"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["compileiq: t: applies: 1 tuned flag for CXX"]  # the stage result
+
+
+def _replay(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
+    (tmp_path / "src").mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "build"),
+         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "8", "--output",
+         str(tmp_path / "compileiq.toml"), *flags],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"})
+
+
+def test_a_quiet_replayed_tune_prints_no_progress_and_no_info(tmp_path):
+    normal = _replay(tmp_path / "normal")
+    assert normal.returncode == 0, (normal.stdout + normal.stderr)[-3000:]
+    assert any(PROGRESS.match(line) for line in normal.stdout.splitlines()), normal.stdout
+    assert "compileiq: baseline noise" in normal.stdout
+    quiet = _replay(tmp_path / "quiet", "--quiet")
+    assert quiet.returncode == 0, (quiet.stdout + quiet.stderr)[-3000:]
+    assert (tmp_path / "quiet" / "compileiq.toml").read_text() != ""  # the tune did its work, silently
+    lines = quiet.stdout.splitlines()
+    assert not any(PROGRESS.match(line) for line in lines) and "baseline noise" not in quiet.stdout, quiet.stdout
+    assert all(line.startswith("compileiq: warning: ") for line in lines), lines  # no stage results yet from tune/
