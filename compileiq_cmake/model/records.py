@@ -7,6 +7,8 @@ import statistics
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .errors import CommandFailure
+
 
 @dataclass(frozen=True)
 class FlagSet:
@@ -71,6 +73,7 @@ class BuildResult:
     compile_command: str = ""
     fingerprint: str = ""  # device-code digest of the tuned target (CUDA targets)
     kernels: tuple["KernelResources", ...] = ()
+    failure: CommandFailure | None = None  # a build that ran and failed: its command, exit status and log
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..project import depscan
 from ..project.cmake_project import VariantSettings, VariantTree, cmake_version
-from ..model.errors import CompileIQError
+from ..model.errors import CompileIQError, UsageError
 from ..project.file_api import CodeModel, Target, Toolchain
 from ..flags.fingerprint import FingerprintCache, find_tool
 from ..flags import FlagSpace, family_for_compiler, load_space
@@ -96,7 +96,7 @@ def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> t
         elif "/" not in first and shutil.which(first):
             first_mapped = first
         else:
-            raise CompileIQError(
+            raise UsageError(
                 f"benchmark command '{first}' not found: it is not a target of the project, a file, "
                 "or a program on PATH"
             )
@@ -129,10 +129,10 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
 
 def _check_arch_option(spec: TuneSpec, language: str) -> None:
     if spec.arch_scope != "all" and language != "CUDA":
-        raise CompileIQError(f"--arch-scope {spec.arch_scope} was given but target '{spec.target}' is a {language} "
+        raise UsageError(f"--arch-scope {spec.arch_scope} was given but target '{spec.target}' is a {language} "
                              "target (no CUDA architectures); leave --arch-scope out")
     if spec.cuda_arch and language != "CUDA":
-        raise CompileIQError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
+        raise UsageError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
                              "target (no CUDA sources); leave --cuda-arch out")
 
 
@@ -168,7 +168,7 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     simulated = bool(os.environ.get(SIMULATE_VARIABLE))
     if language != "CUDA" and not simulated:
         if spec.gpus:
-            raise CompileIQError(f"--gpus {spec.gpus} was given but target '{spec.target}' is a {language} target; "
+            raise UsageError(f"--gpus {spec.gpus} was given but target '{spec.target}' is a {language} target; "
                                  "leave --gpus out")
         return ()
     gpus = visible_gpus(spec.gpus)
@@ -201,7 +201,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     target = model.target(spec.target)
     language = target.primary_language
     if language not in ("CUDA", "CXX", "C"):
-        raise CompileIQError(f"target '{spec.target}' compiles no C, C++ or CUDA sources; nothing to tune")
+        raise UsageError(f"target '{spec.target}' compiles no C, C++ or CUDA sources; nothing to tune")
     _check_arch_option(spec, language)
     if gpu_here and spec.cuda_arch:
         require_gpu()
@@ -254,7 +254,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     host_side_asked = language == "CUDA" and host_side_named(spec.include_flags)
     if not space.dimensions and not host_side_asked:  # host-side dimensions join after the baseline (host_side.py)
         why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
-        raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
+        raise UsageError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
                              "change --include-flags/--exclude-flags")
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:

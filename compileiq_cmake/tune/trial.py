@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..project import build_flags
 from ..project.cmake_project import VariantTree
-from ..model.errors import CompileIQError
+from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
 from ..flags.fingerprint import DeviceFingerprint
 from ..flags.space import HOST_PREFIX
 from ..measure.runner import Runner
@@ -126,18 +126,24 @@ def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
     return mean if lower_is_better else -mean
 
 
-def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
+def baseline_error(trial: Trial, setup: TuneSetup, build: BuildResult | None = None) -> CompileIQError:
+    """Why the project's own build cannot be the baseline: a failed build (with its command, exit status and
+    log when `build` ran here), a metric never printed, a benchmark that does not start or pass."""
     spec = setup.spec
+    if trial.status is Status.BUILD_FAILED and build is not None and build.failure is not None:
+        return ProjectCommandError(replace(build.failure, what=f"with the project's own flags, {build.failure.what}"))
     if trial.status is Status.BUILD_FAILED:
-        return CompileIQError(f"the project's own build of '{spec.target}' fails in the variant tree: {trial.reason}")
+        return ProjectCommandError(CommandFailure(f"with the project's own flags, the build of '{spec.target}'",
+                                                  (), None, trial.reason.removeprefix("build failed: "),
+                                                  stopped="did not build"))
     if trial.status is Status.METRIC_MISSING and spec.metric.kind == "regex":
-        return CompileIQError(
+        return MeasurementError(
             f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own flags; "
             f"{trial.reason.split('; ', 1)[-1]}"
         )
     if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
-        return CompileIQError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
-    return CompileIQError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
+        return UsageError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
+    return MeasurementError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
 
 
 def same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
