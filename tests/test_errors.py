@@ -5,8 +5,9 @@ its first error line and the log on disk that holds its full output, on one line
 from __future__ import annotations
 
 import pickle
-import shutil
+import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,7 +15,7 @@ import pytest
 
 from compileiq_cmake.model.errors import (CommandFailure, CompileIQError, MeasurementError, ProjectCommandError,
                                           ResultFileError, UsageError, first_error_line, one_line, write_log)
-from compileiq_cmake.model.records import BuildResult, FlagSet, Status, Trial
+from compileiq_cmake.model.records import FlagSet, Status, Trial
 from compileiq_cmake.model.spec import MetricSpec
 from compileiq_cmake.ui import cli
 
@@ -167,23 +168,84 @@ def test_a_baseline_that_does_not_build_is_a_project_command_error_with_its_log(
     from compileiq_cmake.tune.trial import baseline_error
 
     failure = _failure()
-    built = BuildResult(ok=False, seconds=1.0, log_tail=failure.first_error, failure=failure)
-    trial = Trial(0, FlagSet((), ()), Status.BUILD_FAILED, f"build failed: {failure.first_error}")
-    exc = baseline_error(trial, _setup(), built)
+    trial = Trial(0, FlagSet((), ()), Status.BUILD_FAILED, f"build failed: {failure.first_error}", failure=failure)
+    exc = baseline_error(trial, _setup())
     assert isinstance(exc, ProjectCommandError) and exc.exit_code == 1 and exc.log == failure.log
     assert str(exc) == ("with the project's own flags, building app in the variant tree worker-0 failed (exit 1): "
                         "main.cpp:3:1: error: expected ';' (full log: /b/compileiq/logs/w0-build.log)")
-    restored = baseline_error(trial, _setup())  # from the store: no build here, so no log to name
+    restored = baseline_error(replace(trial, failure=None), _setup())  # from the store: no log to name
     assert isinstance(restored, ProjectCommandError) and restored.log is None and "expected ';'" in str(restored)
 
 
 @pytest.mark.unit
-def test_a_baseline_without_its_metric_is_a_measurement_error():
+def test_a_baseline_without_its_metric_is_a_measurement_error_naming_the_log():
     from compileiq_cmake.tune.trial import baseline_error
 
-    trial = Trial(0, FlagSet((), ()), Status.METRIC_MISSING, "metric missing; last output line: done")
+    failure = _failure(what="the benchmark 'app' in the variant tree worker-0", exit_code=None, first_error="done",
+                       stopped="metric 't' not found in output", log=Path("/b/compileiq/logs/worker-0-benchmark.log"))
+    trial = Trial(0, FlagSet((), ()), Status.METRIC_MISSING, "metric missing; last output line: done", failure=failure)
     exc = baseline_error(trial, _setup())
     assert isinstance(exc, MeasurementError) and "never matched" in str(exc)
+    assert str(exc).endswith("; last output line: done (full log: /b/compileiq/logs/worker-0-benchmark.log)"), str(exc)
+
+
+def _runner(tmp_path: Path, body: str, verify: str = "", **spec_kw):
+    from compileiq_cmake.measure.runner import BenchCommand, Runner
+    from compileiq_cmake.model.spec import TuneSpec
+    from compileiq_cmake.project.cmake_project import VariantTree
+
+    script = tmp_path / "bench.py"
+    script.write_text(body)
+    build = tmp_path / "build"
+    verify_argv = (sys.executable, "-c", verify) if verify else ()
+    spec = TuneSpec(source_dir=tmp_path, build_dir=build, target="t", benchmark=(sys.executable, str(script)),
+                    metric=MetricSpec.parse(r"time_ms=(\S+)", True), output=tmp_path / "o.toml", verify=verify_argv,
+                    repeats=1, warmup=0, **spec_kw)
+    tree = VariantTree(build / "compileiq", "worker-0", "cmake")
+    tree.path.mkdir(parents=True)
+    return Runner(spec, BenchCommand(spec.benchmark, verify_argv, build)), tree
+
+
+FAILS = "for i in range(50):\n    print(f'step {i}')\nprint('error: the answer is wrong')\nprint('bye')\nraise SystemExit(3)\n"
+
+
+@pytest.mark.unit
+def test_a_failing_benchmark_run_keeps_its_whole_output_in_a_log_and_its_exit_code(tmp_path):
+    runner, tree = _runner(tmp_path, FAILS)
+    m = runner.measure(tree, repeats=1, warmup=0)
+    assert m.status is Status.RUN_FAILED and m.failure is not None
+    log = tmp_path / "build" / "compileiq" / "logs" / "worker-0-benchmark.log"
+    assert m.failure.exit_code == 3 and m.failure.log == log and m.failure.first_error == "bye"
+    assert m.failure.command == (sys.executable, str(tmp_path / "bench.py"))
+    text = log.read_text()
+    assert "step 0\n" in text and "step 49\n" in text and "error: the answer is wrong" in text
+    assert str(ProjectCommandError(m.failure)) == (
+        f"the benchmark '{sys.executable} {tmp_path / 'bench.py'}' in the variant tree worker-0 failed (exit 3): bye "
+        f"(full log: {log})")
+
+
+@pytest.mark.unit
+def test_a_failing_verify_is_a_project_command_failure_with_its_log(tmp_path):
+    runner, tree = _runner(tmp_path, "print('time_ms=2.0')\n",
+                           verify="print('checking'); print('mismatch at 7'); raise SystemExit(4)")
+    m = runner.measure(tree, repeats=1, warmup=0)
+    assert m.status is Status.VERIFY_FAILED and m.failure.exit_code == 4
+    assert m.failure.what == f"the VERIFY command '{shlex.join(m.failure.command)}' in the variant tree worker-0"
+    assert "checking\nmismatch at 7" in m.failure.log.read_text() and m.failure.log.name == "worker-0-verify.log"
+    trial = Trial(0, FlagSet((), ()), m.status, m.reason, failure=m.failure)
+    from compileiq_cmake.tune.trial import baseline_error
+
+    exc = baseline_error(trial, _setup())
+    assert isinstance(exc, ProjectCommandError) and "\n" not in str(exc)
+    assert str(exc).startswith("with the project's own flags, the VERIFY command ") and "failed (exit 4): mismatch at 7" in str(exc)
+
+
+@pytest.mark.unit
+def test_a_benchmark_without_its_metric_names_its_log_but_no_exit_code(tmp_path):
+    runner, tree = _runner(tmp_path, "print('no number here')\n")
+    m = runner.measure(tree, repeats=1, warmup=0)
+    assert m.status is Status.METRIC_MISSING and m.failure.exit_code is None
+    assert "not found in output" in m.failure.stopped and "no number here" in m.failure.log.read_text()
 
 
 # --- real CMake: a tiny project whose configure or build fails ------------------------------------------

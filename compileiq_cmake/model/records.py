@@ -104,6 +104,8 @@ class Trial:
     same_code_as: int | None = None  # index of the trial whose device code (and measurement) this shares
     kernels: tuple[KernelResources, ...] = ()
     gpu: str = ""  # the GPU its runs used (CUDA_VISIBLE_DEVICES entry) when a tune uses several; "" otherwise
+    # an invalid trial's failed command (build, benchmark or VERIFY) with the log of its output; not stored
+    failure: CommandFailure | None = field(default=None, compare=False)
 
     @property
     def valid(self) -> bool:

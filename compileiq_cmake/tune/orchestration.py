@@ -207,7 +207,7 @@ def _search_with(setup: TuneSetup, store, log: Log, started: float, make, resour
         if not baseline.valid:
             if others is not None:
                 others.shutdown(wait=True)
-            raise baseline_error(baseline, setup, built)
+            raise baseline_error(baseline, setup)
         store.save(baseline)
     elif not baseline.valid:
         raise baseline_error(baseline, setup)

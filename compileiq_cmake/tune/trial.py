@@ -100,7 +100,7 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
     start = time.perf_counter()
     if not build.ok:
         return Trial(index, flagset, Status.BUILD_FAILED, f"build failed: {build.log_tail}",
-                     build_seconds=build.seconds, wall_seconds=build.seconds)
+                     build_seconds=build.seconds, wall_seconds=build.seconds, failure=build.failure)
     m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
     for warning in getattr(m, "warnings", ()):
         if warning not in setup.warned and log is not None:
@@ -108,7 +108,7 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
             log(f"compileiq: warning: {warning}")
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
-                 build.fingerprint, kernels=build.kernels)
+                 build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None))
 
 
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
@@ -126,24 +126,27 @@ def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
     return mean if lower_is_better else -mean
 
 
-def baseline_error(trial: Trial, setup: TuneSetup, build: BuildResult | None = None) -> CompileIQError:
-    """Why the project's own build cannot be the baseline: a failed build (with its command, exit status and
-    log when `build` ran here), a metric never printed, a benchmark that does not start or pass."""
+def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
+    """Why the project's own build cannot be the baseline: its build, benchmark or VERIFY failed (with the
+    command, exit status and log when it ran in this tune), or its output gives no measurement."""
     spec = setup.spec
-    if trial.status is Status.BUILD_FAILED and build is not None and build.failure is not None:
-        return ProjectCommandError(replace(build.failure, what=f"with the project's own flags, {build.failure.what}"))
+    failure = trial.failure
+    log = f" (full log: {failure.log})" if failure is not None and failure.log is not None else ""
     if trial.status is Status.BUILD_FAILED:
-        return ProjectCommandError(CommandFailure(f"with the project's own flags, the build of '{spec.target}'",
-                                                  (), None, trial.reason.removeprefix("build failed: "),
-                                                  stopped="did not build"))
+        return ProjectCommandError(
+            replace(failure, what=f"with the project's own flags, {failure.what}") if failure is not None else
+            CommandFailure(f"with the project's own flags, the build of '{spec.target}'", (), None,
+                           trial.reason.removeprefix("build failed: "), stopped="did not build"))
     if trial.status is Status.METRIC_MISSING and spec.metric.kind == "regex":
         return MeasurementError(
             f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own flags; "
-            f"{trial.reason.split('; ', 1)[-1]}"
+            f"{trial.reason.split('; ', 1)[-1]}{log}"
         )
     if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
-        return UsageError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
-    return MeasurementError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
+        return UsageError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}{log}")
+    if failure is not None and (failure.exit_code is not None or trial.status in (Status.TIMEOUT, Status.VERIFY_FAILED)):
+        return ProjectCommandError(replace(failure, what=f"with the project's own flags, {failure.what}"))
+    return MeasurementError(f"the benchmark does not pass with the project's own flags: {trial.reason}{log}")
 
 
 def same_code(build: BuildResult, trials: dict[str, Trial]) -> Trial | None:
