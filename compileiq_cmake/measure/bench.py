@@ -111,7 +111,7 @@ def _record_run(pid_file: Path, pgid: int, marker: str, cgroup: Cgroup | None = 
         os.replace(tmp, pid_file)
     except OSError as exc:
         raise MeasurementError(f"cannot record the running benchmark in {pid_file}: {exc.strerror or exc}; "
-                             "is the build directory writable?") from None
+                               "is the build directory writable?") from None
 
 
 def kill_leftovers(pid_file: Path) -> int:

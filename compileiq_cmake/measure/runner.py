@@ -81,6 +81,8 @@ def _exit_code(outcome: RunOutcome) -> int | None:
     code = re.search(r"exit code (-?\d+)", outcome.reason)
     signal = re.search(r"killed by signal (\d+)", outcome.reason)
     return int(code.group(1)) if code else -int(signal.group(1)) if signal else None
+
+
 @dataclass
 class Runner:
     """Runs the benchmark of one tune. `reference` holds, per workload, the numbers the baseline build

@@ -149,7 +149,7 @@ class TuneSpec:
             raise UsageError(f"--min-gain {self.min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
             raise UsageError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
-                                 "as in sm_XX, e.g. 90, 90a or 100f")
+                             "as in sm_XX, e.g. 90, 90a or 100f")
         if self.arch_scope not in ("all", "tuned"):
             raise UsageError(f"--arch-scope {self.arch_scope!r}: give all or tuned")
         if self.executor not in ("local", "ray"):
@@ -158,10 +158,10 @@ class TuneSpec:
             raise UsageError(f"--ray-address {self.ray_address} was given without --executor ray; add it")
         if self.executor == "ray" and self.gpus is not None:
             raise UsageError(f"--gpus {self.gpus} selects GPUs of this machine; with --executor ray the cluster's "
-                                 "GPUs are used: leave --gpus out")
+                             "GPUs are used: leave --gpus out")
         if self.executor == "ray" and self.cuda_arch is not None:
             raise UsageError("--cuda-arch with --executor ray: each GPU type of the cluster is tuned for its own "
-                                 "architecture; leave --cuda-arch out")
+                             "architecture; leave --cuda-arch out")
 
     def validate(self) -> "TuneSpec":
         if self.build_dir.exists() and not self.build_dir.is_dir():
@@ -203,7 +203,7 @@ class TuneSpec:
                 raise UsageError(f"--acf {acf} does not exist; give an NVIDIA Advanced Control File")
             if not path.is_relative_to(self.output.resolve().parent):
                 raise UsageError(f"--acf {acf} lies outside {self.output.resolve().parent}, the directory of the TOML "
-                                     "that records it (paths there are relative and portable); move it into the project")
+                                 "that records it (paths there are relative and portable); move it into the project")
         if self.output.exists() and self.output.is_dir():
             raise UsageError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
         return self

@@ -161,7 +161,7 @@ def _check_flags(raw: dict, where: str) -> tuple[str, ...]:
         raise ResultFileError(f"{where}: flags of {raw['target']!r} must be a list of strings")
     if len(flags) > MAX_FLAGS:
         raise ResultFileError(f"{where}: entry for {raw['target']!r} has {len(flags)} flags; at most {MAX_FLAGS} "
-                             "are allowed: is it the right file?")
+                              "are allowed: is it the right file?")
     family = _LANGUAGES[raw["language"]]
     acf = [f for f in flags if family == "nvcc" and isinstance(f, str) and f.startswith(ACF_PREFIX)]
     for flag in acf:
@@ -182,10 +182,10 @@ def _check_portability(raw: dict, where: str) -> tuple[tuple[str, ...], str]:
     if not isinstance(cpu, str) or not isinstance(features, list) or (features and not cpu) or not all(
             isinstance(f, str) and _CPU_FEATURE.match(f) for f in features):
         raise ResultFileError(f"{where}: tuned_cpu of {raw['target']!r} must be a string and cpu_features a list of ISA "
-                             "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
+                              "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
     if scope not in ARCH_SCOPES or (scope != "all" and raw["language"] != "CUDA"):
         raise ResultFileError(f"{where}: arch_scope of {raw['target']!r} must be \"all\" or \"tuned\" (\"tuned\" only "
-                             "for a CUDA entry)")
+                              "for a CUDA entry)")
     return tuple(features), scope
 
 
@@ -204,7 +204,7 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
         path = x["path"]
         if not isinstance(path, str) or not _SOURCE_PATH.match(path) or ".." in path.split("/"):
             raise ResultFileError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
-                                 "source directory, '/'-separated, without '..'")
+                                  "source directory, '/'-separated, without '..'")
         if path in seen:
             raise ResultFileError(f"{where}: source {path!r} of {target!r} has two per-source parts")
         seen.add(path)
@@ -230,7 +230,7 @@ def _check_headers(raw: dict, where: str) -> tuple[str, ...]:
 
     if not isinstance(headers, list) or not all(relative(h) for h in headers):
         raise ResultFileError(f"{where}: headers of {raw.get('target', '?')!r} must be a list of paths relative to "
-                             "the source directory (no '..', not absolute)")
+                              "the source directory (no '..', not absolute)")
     return tuple(headers)
 
 
@@ -241,7 +241,7 @@ def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
     unknown = [c for c in checks if c not in CHECKS]
     if unknown:
         raise ResultFileError(f"{where}: entry for {raw['target']!r} has unknown checks {', '.join(unknown)} "
-                             f"(known: {', '.join(CHECKS)})")
+                              f"(known: {', '.join(CHECKS)})")
     return tuple(checks)
 
 
@@ -250,7 +250,7 @@ def _check_benchmark(raw: dict, where: str) -> None:
     for key in ("benchmark", "verify"):
         if len(raw.get(key, [])) > MAX_FLAGS:
             raise ResultFileError(f"{where}: {key} of {raw['target']!r} must be a list of at most {MAX_FLAGS} strings "
-                                 "(the command and its arguments)")
+                                  "(the command and its arguments)")
     pass_regex = raw.get("pass_regex", "")
     try:
         re.compile(pass_regex if isinstance(pass_regex, str) else None)
@@ -335,7 +335,7 @@ def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
         close = {k: difflib.get_close_matches(k, known, 1) for k in unknown}
         named = [repr(k) + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown]
         raise ResultFileError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
-                             + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
+                              + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
     missing = [f.name for f in fields(cls)
                if f.name not in raw and f.default is MISSING and f.default_factory is MISSING]
     if missing:
@@ -356,7 +356,7 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     _check_benchmark(raw, where)
     if typed.get("device_lto") and raw["language"] != "CUDA":
         raise ResultFileError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
-                             "CUDA entry")
+                              "CUDA entry")
     return FlagsEntry(**{**typed, "flags": flags, "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where),
                          "sources": sources, "headers": _check_headers(raw, where),
                          "cpu_features": cpu_features})
@@ -366,14 +366,14 @@ def _load_document(path: Path) -> dict:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise ResultFileError(f"{path} is {size} bytes; a compileiq.toml holds at most {MAX_FILE_BYTES >> 20} MiB: "
-                             "is it the right file?")
+                              "is it the right file?")
     try:
         return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ResultFileError(f"{path} is not valid TOML: {exc}") from None
     except RecursionError:
         raise ResultFileError(f"{path} nests arrays or tables too deeply to be read; a compileiq.toml nests a few "
-                             "levels: is it the right file?") from None
+                              "levels: is it the right file?") from None
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -391,7 +391,7 @@ def read_entries(path: Path) -> list[FlagsEntry]:
     unknown = sorted(data.keys() - set(_TOP_LEVEL))
     if unknown:
         raise ResultFileError(f"{path}: unknown top-level key {', '.join(repr(k) for k in unknown)}; a compileiq.toml "
-                             "holds only schema_version and [[entry]] tables")
+                              "holds only schema_version and [[entry]] tables")
     raw_entries = data.get("entry", [])
     if not isinstance(raw_entries, list):
         raise ResultFileError(f"{path}: 'entry' must be an array of tables ([[entry]])")
@@ -479,7 +479,7 @@ def _locked(target: Path, wait: float, log: Callable[[str], None] | None) -> Ite
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     raise ResultFileError(f"{lock} stayed locked by another process for {wait:.0f} s (a writer that "
-                                         f"hangs? 'fuser {lock}' names it)") from None
+                                          f"hangs? 'fuser {lock}' names it)") from None
                 if log is not None and not said:
                     log(f"compileiq: waiting for another process's lock on {lock} (at most {wait:.0f} s)")
                     said = True
@@ -537,7 +537,7 @@ def _save_fallback(path: Path, exc: Exception, entry: FlagsEntry, text: str, fal
     except OSError as exc2:
         return ResultFileError(f"{why}; saving it to {saved} failed too ({exc2.strerror or exc2}); {flags}")
     return ResultFileError(f"{why}; the entry for {entry.target} was saved to {saved}: copy that file over {path} "
-                          "(or merge its [[entry]]) once the problem is fixed")
+                           "(or merge its [[entry]]) once the problem is fixed")
 
 
 def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None, replace: bool = True,
@@ -582,7 +582,7 @@ def check_output_writable(path: Path) -> None:
     lock = _lock_path(target)
     if lock.is_dir():
         raise ResultFileError(f"the lock file {lock} is a directory, so {path} could not be written after the tune; "
-                             "remove it")
+                              "remove it")
     check_creatable(target, "--output")
 
 
@@ -597,7 +597,7 @@ def _check_acf_sha256(raw: dict, flags: tuple[str, ...], where: str) -> tuple[tu
     used = {f[len(ACF_PREFIX):] for f in flags if f.startswith(ACF_PREFIX)}
     if recorded != used:
         raise ResultFileError(f"{where}: entry for {raw.get('target', '?')!r}: every --apply-controls file needs its "
-                             "sha256 in acf_sha256, and only those")
+                              "sha256 in acf_sha256, and only those")
     return tuple((p[0], p[1]) for p in pairs)
 
 

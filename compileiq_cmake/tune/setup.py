@@ -130,10 +130,10 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
 def _check_arch_option(spec: TuneSpec, language: str) -> None:
     if spec.arch_scope != "all" and language != "CUDA":
         raise UsageError(f"--arch-scope {spec.arch_scope} was given but target '{spec.target}' is a {language} "
-                             "target (no CUDA architectures); leave --arch-scope out")
+                         "target (no CUDA architectures); leave --arch-scope out")
     if spec.cuda_arch and language != "CUDA":
         raise UsageError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
-                             "target (no CUDA sources); leave --cuda-arch out")
+                         "target (no CUDA sources); leave --cuda-arch out")
 
 
 def _cuda_in_dependencies(model: CodeModel, target: Target) -> list[str]:
@@ -169,7 +169,7 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     if language != "CUDA" and not simulated:
         if spec.gpus:
             raise UsageError(f"--gpus {spec.gpus} was given but target '{spec.target}' is a {language} target; "
-                                 "leave --gpus out")
+                             "leave --gpus out")
         return ()
     gpus = visible_gpus(spec.gpus)
     if len(gpus) > 1:
@@ -255,7 +255,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if not space.dimensions and not host_side_asked:  # host-side dimensions join after the baseline (host_side.py)
         why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
         raise UsageError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
-                             "change --include-flags/--exclude-flags")
+                         "change --include-flags/--exclude-flags")
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
         log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
