@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from compileiq_cmake.model.spec import compute_capability
@@ -27,8 +29,8 @@ def _tune(src, build, *extra):
     return run_cli("tune", "-S", str(src), "-B", str(build), *args)
 
 
-def _one_line_error(proc, *needles):
-    one_line_error(proc.returncode, proc.stdout, proc.stderr, *needles)
+def _one_line_error(proc, *needles) -> str:
+    return one_line_error(proc.returncode, proc.stdout, proc.stderr, *needles)
 
 
 @pytest.mark.cmake
@@ -43,9 +45,15 @@ def _one_line_error(proc, *needles):
 def test_bad_tune_input(configured, extra, needles):
     src, build = configured
     proc = _tune(src, build, *extra)
-    _one_line_error(proc, *needles)
+    line = _one_line_error(proc, *needles)
     assert not (src / "compileiq.toml").exists()
-    assert not (build / "compileiq").exists(), "a failed first run must leave no state behind"
+    state = build / "compileiq"
+    left = sorted(p.relative_to(state).as_posix() for p in state.rglob("*")) if state.exists() else []
+    # a failed first run leaves no state behind, only the logs of the command whose log its line names
+    assert all(p == "logs" or p.startswith("logs/") for p in left), left
+    if left:
+        log = Path(line.rsplit("(full log: ", 1)[1].rstrip(")"))
+        assert log.parent == state / "logs" and log.is_file(), line
 
 
 @pytest.mark.cmake

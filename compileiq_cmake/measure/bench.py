@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..model.errors import CompileIQError
+from ..model.errors import MeasurementError
 from ..system.process_tree import Cgroup, Descendants
 from ..model.records import Status
 from ..model.spec import MetricSpec
@@ -110,8 +110,8 @@ def _record_run(pid_file: Path, pgid: int, marker: str, cgroup: Cgroup | None = 
         tmp.write_text(json.dumps(record))
         os.replace(tmp, pid_file)
     except OSError as exc:
-        raise CompileIQError(f"cannot record the running benchmark in {pid_file}: {exc.strerror or exc}; "
-                             "is the build directory writable?") from None
+        raise MeasurementError(f"cannot record the running benchmark in {pid_file}: {exc.strerror or exc}; "
+                               "is the build directory writable?") from None
 
 
 def kill_leftovers(pid_file: Path) -> int:

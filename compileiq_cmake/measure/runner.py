@@ -4,10 +4,13 @@ state around the runs."""
 
 from __future__ import annotations
 
+import re
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .bench import run_benchmark, run_verify
+from .bench import RunOutcome, run_benchmark, run_verify
+from ..model.errors import CommandFailure, write_log
 from ..project.cmake_project import VariantTree
 from .gpu import GpuMonitor, GpuSlot
 from .numerics import extract_numbers, numerics_changed, read_file_numbers
@@ -55,6 +58,7 @@ class RunResult:
     printed: str = ""  # the metric as the program printed it (regex metrics)
     throttled: bool = False
     warnings: tuple[str, ...] = ()  # e.g. the metric printed with different values; same text every run
+    failure: CommandFailure | None = None  # a failed run: its command, exit status and the log of its output
 
     @property
     def ok(self) -> bool:
@@ -68,6 +72,15 @@ class TrialMeasurement:
     measurements: tuple[Measurement, ...]
     seconds: float
     warnings: tuple[str, ...] = ()  # each distinct warning of its runs, once
+    failure: CommandFailure | None = None  # the failed run (benchmark or VERIFY) that made it invalid
+
+
+def _exit_code(outcome: RunOutcome) -> int | None:
+    """The exit status of a failed run as bench.py words it ("exit code 3", "killed by signal 9": -9); None
+    when it did not exit by itself (timed out, stopped) or exited 0 (metric or PASS_REGEX missing)."""
+    code = re.search(r"exit code (-?\d+)", outcome.reason)
+    signal = re.search(r"killed by signal (\d+)", outcome.reason)
+    return int(code.group(1)) if code else -int(signal.group(1)) if signal else None
 
 
 @dataclass
@@ -102,6 +115,16 @@ class Runner:
     def compares(self) -> bool:
         return bool(self.spec.compare_output or self.spec.compare_file)
 
+    def _failure(self, tree: VariantTree, step: str, argv: list[str], outcome: RunOutcome) -> CommandFailure:
+        """A failed benchmark or VERIFY run, its whole output kept in <build>/compileiq/logs/<tree>-<step>.log
+        (one log per GPU when several run in the same tree): the last failed run there."""
+        log = write_log(tree.log_path(step + (f"-gpu{self.gpu.device}" if self.gpu is not None else "")), argv,
+                        outcome.output)
+        code = _exit_code(outcome)
+        what = "the VERIFY command" if step == "verify" else "the benchmark"
+        return CommandFailure(f"{what} '{shlex.join(argv)}' in the variant tree {tree.path.name}", tuple(argv), code,
+                              outcome.last_line(), log, "" if code is not None else outcome.reason)
+
     def _compare_file(self, tree: VariantTree) -> Path | None:
         return tree.path / self.spec.compare_file if self.spec.compare_file else None
 
@@ -116,11 +139,12 @@ class Runner:
                 compare_file.unlink(missing_ok=True)
             except OSError as exc:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
-        outcome = run_benchmark(self.bench.for_tree(tree, workload), tree.path, spec.metric, spec.pass_regex,
-                                spec.timeout, self.pid_file, self.env)
+        argv = self.bench.for_tree(tree, workload)
+        outcome = run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env)
         if outcome.status is not Status.OK:
             return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
-                             seconds=outcome.seconds, warnings=outcome.warnings)
+                             seconds=outcome.seconds, warnings=outcome.warnings,
+                             failure=self._failure(tree, "benchmark", argv, outcome))
         numbers: tuple[float, ...] = ()
         if spec.compare_output:
             numbers = extract_numbers(outcome.output, spec.compare_output)
@@ -158,7 +182,7 @@ class Runner:
                 if not res.ok:
                     if which is reference:
                         res = RunResult(Status.RUN_FAILED, f"the project's own build failed next to this trial: "
-                                        f"{res.reason}", seconds=res.seconds)
+                                        f"{res.reason}", seconds=res.seconds, failure=res.failure)
                     return res, seconds, throttled, ()
                 if which is reference:
                     paired.append(res.value)
@@ -181,7 +205,7 @@ class Runner:
                 seconds += res.seconds
                 warnings.update(dict.fromkeys(res.warnings))
                 if not res.ok:
-                    return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings))
+                    return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings), res.failure)
                 numbers = res.numbers if numbers is None else numbers
             samples: list[float] = []
             paired: list[float] = []
@@ -189,14 +213,16 @@ class Runner:
                                                                   warnings)
             seconds += more
             if failed is not None:
-                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings))
+                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)
             measurements.append(Measurement(workload, tuple(samples), throttled, first if numbers is None else numbers,
                                             tuple(paired)))
         if self.spec.verify:
-            outcome = run_verify(self.bench.verify_for_tree(tree), tree.path, self.spec.timeout, self.pid_file, self.env)
+            argv = self.bench.verify_for_tree(tree)
+            outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env)
             seconds += outcome.seconds
             if outcome.status is not Status.OK:
-                return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings))
+                return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings),
+                                        self._failure(tree, "verify", argv, outcome))
         return TrialMeasurement(Status.OK, "", tuple(measurements), seconds, tuple(warnings))
 
     def extend(self, tree: VariantTree, measurements: tuple[Measurement, ...], repeats: int,
@@ -210,6 +236,6 @@ class Runner:
                                                         samples, paired, warnings)
             seconds += more
             if failed is not None:
-                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings))
+                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)
             out.append(Measurement(m.workload, tuple(samples), m.throttled or hot, m.numbers, tuple(paired)))
         return TrialMeasurement(Status.OK, "", tuple(out), seconds, tuple(warnings))

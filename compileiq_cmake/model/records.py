@@ -7,6 +7,8 @@ import statistics
 from dataclasses import dataclass, field
 from enum import Enum
 
+from .errors import CommandFailure
+
 
 @dataclass(frozen=True)
 class FlagSet:
@@ -71,6 +73,7 @@ class BuildResult:
     compile_command: str = ""
     fingerprint: str = ""  # device-code digest of the tuned target (CUDA targets)
     kernels: tuple["KernelResources", ...] = ()
+    failure: CommandFailure | None = None  # a build that ran and failed: its command, exit status and log
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,8 @@ class Trial:
     same_code_as: int | None = None  # index of the trial whose device code (and measurement) this shares
     kernels: tuple[KernelResources, ...] = ()
     gpu: str = ""  # the GPU its runs used (CUDA_VISIBLE_DEVICES entry) when a tune uses several; "" otherwise
+    # an invalid trial's failed command (build, benchmark or VERIFY) with the log of its output; not stored
+    failure: CommandFailure | None = field(default=None, compare=False)
 
     @property
     def valid(self) -> bool:

@@ -9,7 +9,7 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import CompileIQError
+from .errors import UsageError
 
 METRIC_KEYWORDS = ("GBENCH", "NVBENCH", "WALLTIME")
 CUDA_ARCH = re.compile(r"[1-9][0-9]{1,2}[af]?")  # as in sm_90, sm_90a, sm_100f
@@ -47,9 +47,9 @@ class MetricSpec:
         try:
             compiled = re.compile(text)
         except re.error as exc:
-            raise CompileIQError(f"--metric regex {text!r} does not compile: {exc}") from None
+            raise UsageError(f"--metric regex {text!r} does not compile: {exc}") from None
         if compiled.groups < 1:
-            raise CompileIQError(
+            raise UsageError(
                 f"--metric regex {text!r} needs one capture group around the number, e.g. 'time_ms=([0-9.eE+-]+)'"
             )
         return MetricSpec(kind="regex", pattern=text, lower_is_better=lower_is_better)
@@ -137,73 +137,73 @@ class TuneSpec:
                  ("--max-rounds", self.max_rounds, 1), ("--min-rounds", self.min_rounds, 1))
         for name, value, least in whole:
             if not isinstance(value, int) or value < least:
-                raise CompileIQError(f"{name} {value} is out of range: give a whole number >= {least}")
+                raise UsageError(f"{name} {value} is out of range: give a whole number >= {least}")
         positive = (("--timeout", self.timeout), ("--time-limit", self.time_limit))
         for name, value in positive:
             if value is not None and not (math.isfinite(value) and value > 0):
-                raise CompileIQError(f"{name} {value:g} is out of range: give a positive number of seconds")
+                raise UsageError(f"{name} {value:g} is out of range: give a positive number of seconds")
         for name, value in (("--rtol", self.rtol), ("--atol", self.atol)):
             if not (math.isfinite(value) and value >= 0):
-                raise CompileIQError(f"{name} {value:g} is out of range: give a finite number >= 0")
+                raise UsageError(f"{name} {value:g} is out of range: give a finite number >= 0")
         if self.min_gain is not None and not (math.isfinite(self.min_gain) and 0 <= self.min_gain < 1):
-            raise CompileIQError(f"--min-gain {self.min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
+            raise UsageError(f"--min-gain {self.min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
-            raise CompileIQError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
-                                 "as in sm_XX, e.g. 90, 90a or 100f")
+            raise UsageError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
+                             "as in sm_XX, e.g. 90, 90a or 100f")
         if self.arch_scope not in ("all", "tuned"):
-            raise CompileIQError(f"--arch-scope {self.arch_scope!r}: give all or tuned")
+            raise UsageError(f"--arch-scope {self.arch_scope!r}: give all or tuned")
         if self.executor not in ("local", "ray"):
-            raise CompileIQError(f"--executor {self.executor!r}: give local or ray")
+            raise UsageError(f"--executor {self.executor!r}: give local or ray")
         if self.ray_address is not None and self.executor != "ray":
-            raise CompileIQError(f"--ray-address {self.ray_address} was given without --executor ray; add it")
+            raise UsageError(f"--ray-address {self.ray_address} was given without --executor ray; add it")
         if self.executor == "ray" and self.gpus is not None:
-            raise CompileIQError(f"--gpus {self.gpus} selects GPUs of this machine; with --executor ray the cluster's "
-                                 "GPUs are used: leave --gpus out")
+            raise UsageError(f"--gpus {self.gpus} selects GPUs of this machine; with --executor ray the cluster's "
+                             "GPUs are used: leave --gpus out")
         if self.executor == "ray" and self.cuda_arch is not None:
-            raise CompileIQError("--cuda-arch with --executor ray: each GPU type of the cluster is tuned for its own "
-                                 "architecture; leave --cuda-arch out")
+            raise UsageError("--cuda-arch with --executor ray: each GPU type of the cluster is tuned for its own "
+                             "architecture; leave --cuda-arch out")
 
     def validate(self) -> "TuneSpec":
         if self.build_dir.exists() and not self.build_dir.is_dir():
-            raise CompileIQError(f"-B {self.build_dir} is not a directory; give the project's build directory")
+            raise UsageError(f"-B {self.build_dir} is not a directory; give the project's build directory")
         if self.replay is not None:
             if not Path(self.replay).is_file():
-                raise CompileIQError(f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)")
+                raise UsageError(f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)")
             self._check_numbers()
             return self
         if not self.source_dir.is_dir():
-            raise CompileIQError(f"source directory {self.source_dir} does not exist; pass the project root with -S")
+            raise UsageError(f"source directory {self.source_dir} does not exist; pass the project root with -S")
         if not (self.source_dir / "CMakeLists.txt").is_file():
-            raise CompileIQError(f"{self.source_dir} has no CMakeLists.txt; pass the project root with -S")
+            raise UsageError(f"{self.source_dir} has no CMakeLists.txt; pass the project root with -S")
         if not self.target:
-            raise CompileIQError("no target given; name the target to tune with --target")
+            raise UsageError("no target given; name the target to tune with --target")
         if not self.benchmark:
-            raise CompileIQError("no benchmark command given; use --bench 'program args' (or BENCHMARK in CMake)")
+            raise UsageError("no benchmark command given; use --bench 'program args' (or BENCHMARK in CMake)")
         if self.budget < 2:
-            raise CompileIQError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
+            raise UsageError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
         self._check_numbers()
         for path in self.warm_start:
             if not Path(path).is_file():
-                raise CompileIQError(f"--warm-start {path} does not exist; give a compileiq.toml of an earlier tune")
+                raise UsageError(f"--warm-start {path} does not exist; give a compileiq.toml of an earlier tune")
         if self.rtol < 0 or self.atol < 0:
-            raise CompileIQError("--rtol and --atol must not be negative")
+            raise UsageError("--rtol and --atol must not be negative")
         if self.compare_output is not None:
             try:
                 re.compile(self.compare_output)
             except re.error as exc:
-                raise CompileIQError(f"--compare-output {self.compare_output!r} does not compile: {exc}") from None
+                raise UsageError(f"--compare-output {self.compare_output!r} does not compile: {exc}") from None
         if self.pass_regex is not None:
             try:
                 re.compile(self.pass_regex)
             except re.error as exc:
-                raise CompileIQError(f"--pass-regex {self.pass_regex!r} does not compile: {exc}") from None
+                raise UsageError(f"--pass-regex {self.pass_regex!r} does not compile: {exc}") from None
         for acf in self.acf_files:
             path = Path(acf).resolve()
             if not path.is_file():
-                raise CompileIQError(f"--acf {acf} does not exist; give an NVIDIA Advanced Control File")
+                raise UsageError(f"--acf {acf} does not exist; give an NVIDIA Advanced Control File")
             if not path.is_relative_to(self.output.resolve().parent):
-                raise CompileIQError(f"--acf {acf} lies outside {self.output.resolve().parent}, the directory of the TOML "
-                                     "that records it (paths there are relative and portable); move it into the project")
+                raise UsageError(f"--acf {acf} lies outside {self.output.resolve().parent}, the directory of the TOML "
+                                 "that records it (paths there are relative and portable); move it into the project")
         if self.output.exists() and self.output.is_dir():
-            raise CompileIQError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
+            raise UsageError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
         return self

@@ -17,7 +17,7 @@ import jinja2
 
 from . import build_flags
 from . import file_api
-from ..model.errors import CompileIQError
+from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
 from ..system.process_tree import run_in_session
 from ..model.records import BuildResult
 from ..system.resources import cmake_dir, templates_dir
@@ -78,7 +78,7 @@ def find_cmake(user_cache: dict[str, tuple[str, str]]) -> str:
         return str(beside)
     found = shutil.which("cmake")
     if not found:
-        raise CompileIQError("cmake not found; pip install cmake or put cmake on PATH")
+        raise UsageError("cmake not found; pip install cmake or put cmake on PATH")
     return found
 
 
@@ -193,7 +193,7 @@ class VariantTree:
 
     def configure(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
         if cmake_version(self.cmake) < (3, 24):
-            raise CompileIQError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
+            raise UsageError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.fragment.is_file():
             self.write_flags(target, language, settings.cuda_arch, ())
@@ -214,12 +214,11 @@ class VariantTree:
         elif settings.user_cuda_architectures:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        log = self.log_path("configure")
-        log.parent.mkdir(parents=True, exist_ok=True)
-        log.write_text(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
+        output = proc.stdout + proc.stderr
+        log = write_log(self.log_path("configure"), cmd, output)
         if proc.returncode != 0:
-            tail = _last_error_line(proc.stdout + proc.stderr)
-            raise CompileIQError(f"configuring the variant tree {self.path.name} failed: {tail} (full log: {log})")
+            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
+                                                     proc.returncode, first_error_line(output), log))
         self._remember_cache()
         return file_api.read_codemodel(self.path)
 
@@ -269,17 +268,18 @@ class VariantTree:
         # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
         # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
         proc = run_in_session(cmd, timeout)
+        log = (proc.stdout or "") + (proc.stderr or "")
         if proc.returncode is None:
             still = "" if proc.ended else "; some of its processes could not be ended"
-            return BuildResult(ok=False, seconds=time.perf_counter() - start,
-                               log_tail=f"build timed out after {timeout:.0f} s{still}")
+            stopped = f"build timed out after {timeout:.0f} s{still}"
+            failure = CommandFailure(f"the build of {', '.join(targets)} in the variant tree {self.path.name}", tuple(cmd),
+                                     None, "", write_log(self.log_path("build"), cmd, log), stopped)
+            return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=stopped, failure=failure)
         seconds = time.perf_counter() - start
-        log = proc.stdout + proc.stderr
         if proc.returncode != 0:
-            path = self.log_path("build")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(f"$ {' '.join(cmd)}\n{log}")
-            return BuildResult(ok=False, seconds=seconds, log_tail=_last_error_line(log))
+            failure = CommandFailure(f"the build of {', '.join(targets)} in the variant tree {self.path.name}", tuple(cmd),
+                                     proc.returncode, first_error_line(log), write_log(self.log_path("build"), cmd, log))
+            return BuildResult(ok=False, seconds=seconds, log_tail=failure.first_error, failure=failure)
         self._remember_cache()
         return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
 
@@ -293,17 +293,3 @@ class VariantTree:
     def codemodel(self) -> file_api.CodeModel:
         return file_api.read_codemodel(self.path)
 
-
-def _last_error_line(log: str) -> str:
-    """The most telling line of a failed configure or build: a CMake error's message, else the first line
-    that mentions an error, else the last line."""
-    cmake_error = re.search(r"CMake Error(?: at ([^\n]*?)(?: \([^)\n]*\))?)?:\n((?:  .*\n?)+)", log)
-    if cmake_error:
-        where = f"{cmake_error.group(1)}: " if cmake_error.group(1) else ""
-        message = " ".join(ln.strip() for ln in cmake_error.group(2).splitlines() if ln.strip())
-        return (where + message)[:400]
-    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    for ln in lines:
-        if "error" in ln.lower() or "Error" in ln:
-            return ln[:400]
-    return lines[-1][:400] if lines else "no output"

@@ -31,8 +31,8 @@ from pathlib import Path
 
 from ..measure.bench import run_benchmark, run_process, run_verify
 from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, top_level_includes
-from ..model.errors import CompileIQError
 from ..model.events import EventStream
+from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, first_error_line, write_log
 from ..project.file_api import read_codemodel, write_query
 from ..model.records import Status
 from ..system.resources import cmake_dir
@@ -152,13 +152,15 @@ def _run_step(cmd: list[str], cwd: Path, what: str, timeout: float) -> None:
     """A configure or build: run in its own process group, which is killed (cmake, make/ninja, compilers,
     whatever they started) when it takes longer than timeout seconds."""
     res = run_process(cmd, cwd, timeout)
+    log_path = cwd.parent.parent / "logs" / f"check-{cwd.name}-{'configure' if '--build' not in cmd else 'build'}.log"
     if res.timed_out:
-        raise CompileIQError(f"{what} did not finish within {timeout:g} s and was stopped with everything it "
-                             "started; give it longer with --build-timeout")
+        raise ProjectCommandError(CommandFailure(what, tuple(cmd), None, "", write_log(log_path, cmd, res.output),
+                                                 f"did not finish within {timeout:g} s and was stopped with "
+                                                 "everything it started"), "give it longer with --build-timeout")
     if res.returncode != 0:
-        tail = "\n".join(res.output.strip().splitlines()[-15:])
-        why = f"exit {res.returncode}" if res.returncode is not None else "stopped: it printed too much output"
-        raise CompileIQError(f"{what} failed ({why}):\n{tail}")
+        raise ProjectCommandError(CommandFailure(what, tuple(cmd), res.returncode, first_error_line(res.output),
+                                                 write_log(log_path, cmd, res.output),
+                                                 "stopped: it printed too much output"))
 
 
 def _configure(source_dir: Path, tree: Path, user: dict[str, tuple[str, str]], cmake: str, toml: Path,

@@ -25,8 +25,8 @@ from typing import Callable, Iterator
 
 import tomli_w
 
-from ..model.errors import CompileIQError
 from ..model.events import as_stream
+from ..model.errors import CompileIQError, ResultFileError
 from ..flags import validate_flags
 from ..system.writable import check_creatable
 from ..flags.portability import host_specific, resolved_token_ok
@@ -161,21 +161,21 @@ def _acf_problem(flag: str) -> str:
 def _check_flags(raw: dict, where: str) -> tuple[str, ...]:
     flags = raw["flags"]
     if not isinstance(flags, list):
-        raise CompileIQError(f"{where}: flags of {raw['target']!r} must be a list of strings")
+        raise ResultFileError(f"{where}: flags of {raw['target']!r} must be a list of strings")
     if len(flags) > MAX_FLAGS:
-        raise CompileIQError(f"{where}: entry for {raw['target']!r} has {len(flags)} flags; at most {MAX_FLAGS} "
-                             "are allowed: is it the right file?")
+        raise ResultFileError(f"{where}: entry for {raw['target']!r} has {len(flags)} flags; at most {MAX_FLAGS} "
+                              "are allowed: is it the right file?")
     family = _LANGUAGES[raw["language"]]
     acf = [f for f in flags if family == "nvcc" and isinstance(f, str) and f.startswith(ACF_PREFIX)]
     for flag in acf:
         if _acf_problem(flag):
-            raise CompileIQError(f"{where}: {_acf_problem(flag)}")
+            raise ResultFileError(f"{where}: {_acf_problem(flag)}")
     resolved = [f for f in flags if raw.get("tuned_cpu") and isinstance(f, str)
                 and resolved_token_ok(f, tuple(raw.get("cpu_features", ())))]  # -march=native, resolved at tune time
     try:
         validate_flags(family, [f for f in flags if f not in acf and f not in resolved])
     except CompileIQError as exc:
-        raise CompileIQError(f"{where}: {exc}") from None
+        raise ResultFileError(f"{where}: {exc}") from None
     return tuple(flags)
 
 
@@ -184,11 +184,11 @@ def _check_portability(raw: dict, where: str) -> tuple[tuple[str, ...], str]:
     features, cpu, scope = raw.get("cpu_features", []), raw.get("tuned_cpu", ""), raw.get("arch_scope", "all")
     if not isinstance(cpu, str) or not isinstance(features, list) or (features and not cpu) or not all(
             isinstance(f, str) and _CPU_FEATURE.match(f) for f in features):
-        raise CompileIQError(f"{where}: tuned_cpu of {raw['target']!r} must be a string and cpu_features a list of ISA "
-                             "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
+        raise ResultFileError(f"{where}: tuned_cpu of {raw['target']!r} must be a string and cpu_features a list of ISA "
+                              "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
     if scope not in ARCH_SCOPES or (scope != "all" and raw["language"] != "CUDA"):
-        raise CompileIQError(f"{where}: arch_scope of {raw['target']!r} must be \"all\" or \"tuned\" (\"tuned\" only "
-                             "for a CUDA entry)")
+        raise ResultFileError(f"{where}: arch_scope of {raw['target']!r} must be \"all\" or \"tuned\" (\"tuned\" only "
+                              "for a CUDA entry)")
     return tuple(features), scope
 
 
@@ -198,27 +198,27 @@ def _check_sources(raw: dict, where: str) -> tuple[dict, ...]:
     sources = raw.get("sources", [])
     target = raw["target"]
     if not isinstance(sources, list) or not all(isinstance(x, dict) for x in sources):
-        raise CompileIQError(f"{where}: sources of {target!r} must be a list of tables ([[entry.sources]])")
+        raise ResultFileError(f"{where}: sources of {target!r} must be a list of tables ([[entry.sources]])")
     if len(sources) > MAX_SOURCES:
-        raise CompileIQError(f"{where}: entry for {target!r} has {len(sources)} per-source parts; at most {MAX_SOURCES}")
+        raise ResultFileError(f"{where}: entry for {target!r} has {len(sources)} per-source parts; at most {MAX_SOURCES}")
     family = _LANGUAGES[raw["language"]]
     out, seen = [], set()
     for x in sources:  # keys and types: checked by the schema (SourceRow)
         path = x["path"]
         if not isinstance(path, str) or not _SOURCE_PATH.match(path) or ".." in path.split("/"):
-            raise CompileIQError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
-                                 "source directory, '/'-separated, without '..'")
+            raise ResultFileError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
+                                  "source directory, '/'-separated, without '..'")
         if path in seen:
-            raise CompileIQError(f"{where}: source {path!r} of {target!r} has two per-source parts")
+            raise ResultFileError(f"{where}: source {path!r} of {target!r} has two per-source parts")
         seen.add(path)
         flags = x["flags"]
         if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags) or len(flags) > MAX_FLAGS:
-            raise CompileIQError(f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings")
+            raise ResultFileError(f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings")
         try:
             validate_flags(family, [f for f in flags if not (raw.get("tuned_cpu") and resolved_token_ok(
                 f, tuple(raw.get("cpu_features", ()))))])
         except CompileIQError as exc:
-            raise CompileIQError(f"{where}: source {path!r}: {exc}") from None
+            raise ResultFileError(f"{where}: source {path!r}: {exc}") from None
         out.append({"path": path, "flags": list(flags)})
     return tuple(out)
 
@@ -232,19 +232,19 @@ def _check_headers(raw: dict, where: str) -> tuple[str, ...]:
                 and not any(c in h for c in ";\n\\$"))
 
     if not isinstance(headers, list) or not all(relative(h) for h in headers):
-        raise CompileIQError(f"{where}: headers of {raw.get('target', '?')!r} must be a list of paths relative to "
-                             "the source directory (no '..', not absolute)")
+        raise ResultFileError(f"{where}: headers of {raw.get('target', '?')!r} must be a list of paths relative to "
+                              "the source directory (no '..', not absolute)")
     return tuple(headers)
 
 
 def _check_checks(raw: dict, where: str) -> tuple[str, ...]:
     checks = raw.get("checks", [])
     if not isinstance(checks, list) or not all(isinstance(c, str) for c in checks):
-        raise CompileIQError(f"{where}: checks of {raw['target']!r} must be a list of strings")
+        raise ResultFileError(f"{where}: checks of {raw['target']!r} must be a list of strings")
     unknown = [c for c in checks if c not in CHECKS]
     if unknown:
-        raise CompileIQError(f"{where}: entry for {raw['target']!r} has unknown checks {', '.join(unknown)} "
-                             f"(known: {', '.join(CHECKS)})")
+        raise ResultFileError(f"{where}: entry for {raw['target']!r} has unknown checks {', '.join(unknown)} "
+                              f"(known: {', '.join(CHECKS)})")
     return tuple(checks)
 
 
@@ -252,13 +252,13 @@ def _check_benchmark(raw: dict, where: str) -> None:
     """Beyond the schema's types: the recorded benchmark and VERIFY commands are bounded, PASS_REGEX compiles."""
     for key in ("benchmark", "verify"):
         if len(raw.get(key, [])) > MAX_FLAGS:
-            raise CompileIQError(f"{where}: {key} of {raw['target']!r} must be a list of at most {MAX_FLAGS} strings "
-                                 "(the command and its arguments)")
+            raise ResultFileError(f"{where}: {key} of {raw['target']!r} must be a list of at most {MAX_FLAGS} strings "
+                                  "(the command and its arguments)")
     pass_regex = raw.get("pass_regex", "")
     try:
         re.compile(pass_regex if isinstance(pass_regex, str) else None)
     except (re.error, TypeError) as exc:
-        raise CompileIQError(f"{where}: pass_regex of {raw['target']!r} must be a regex ({exc})") from None
+        raise ResultFileError(f"{where}: pass_regex of {raw['target']!r} must be a regex ({exc})") from None
 
 
 @functools.cache
@@ -284,8 +284,8 @@ def _in_range(number: float, meta: typing.Mapping) -> bool:
 
 def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:
     """value (from TOML) checked against a schema type and its metadata; the typed value (arrays -> tuples)."""
-    def wrong(expected: str) -> CompileIQError:
-        return CompileIQError(f"{what}: {name} must be {expected}, not {_short(value)}")
+    def wrong(expected: str) -> ResultFileError:
+        return ResultFileError(f"{what}: {name} must be {expected}, not {_short(value)}")
 
     if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: TOML has no None, so X
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
@@ -305,9 +305,9 @@ def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: s
         if not isinstance(value, str):
             raise wrong("a string")
         if "pattern" in meta and not meta["pattern"].match(value):
-            raise CompileIQError(f"{what}: refusing {name} = {value!r}: not a valid {name.replace('_', ' ')}")
+            raise ResultFileError(f"{what}: refusing {name} = {value!r}: not a valid {name.replace('_', ' ')}")
         if "one_of" in meta and value not in meta["one_of"]:
-            raise CompileIQError(f"{what}: {name} {value!r} is not one of {', '.join(meta['one_of'])}")
+            raise ResultFileError(f"{what}: {name} {value!r} is not one of {', '.join(meta['one_of'])}")
         return value
     if typing.get_origin(hint) is tuple:
         args = typing.get_args(hint)
@@ -337,19 +337,19 @@ def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
     if unknown:
         close = {k: difflib.get_close_matches(k, known, 1) for k in unknown}
         named = [repr(k) + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown]
-        raise CompileIQError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
-                             + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
+        raise ResultFileError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
+                              + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
     missing = [f.name for f in fields(cls)
                if f.name not in raw and f.default is MISSING and f.default_factory is MISSING]
     if missing:
-        raise CompileIQError(f"{what} lacks {', '.join(missing)}")
+        raise ResultFileError(f"{what} lacks {', '.join(missing)}")
     hints = _types(cls)
     return {f.name: _value(raw[f.name], hints[f.name], f.metadata, what, f.name) for f in fields(cls) if f.name in raw}
 
 
 def _check_entry(raw: object, where: str) -> FlagsEntry:
     if not isinstance(raw, dict):
-        raise CompileIQError(f"{where}: an [[entry]] must be a table")
+        raise ResultFileError(f"{where}: an [[entry]] must be a table")
     target = raw.get("target", "?")
     typed = _table(raw, FlagsEntry, f"{where}: entry for {_short(target)}")
     cpu_features, _ = _check_portability(raw, where)
@@ -358,8 +358,8 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
     sources = _check_sources(raw, where)
     _check_benchmark(raw, where)
     if typed.get("device_lto") and raw["language"] != "CUDA":
-        raise CompileIQError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
-                             "CUDA entry")
+        raise ResultFileError(f"{where}: device_lto of {raw['target']!r} must be true or false, and true only for a "
+                              "CUDA entry")
     return FlagsEntry(**{**typed, "flags": flags, "checks": checks, "acf_sha256": _check_acf_sha256(raw, flags, where),
                          "sources": sources, "headers": _check_headers(raw, where),
                          "cpu_features": cpu_features})
@@ -368,36 +368,36 @@ def _check_entry(raw: object, where: str) -> FlagsEntry:
 def _load_document(path: Path) -> dict:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
-        raise CompileIQError(f"{path} is {size} bytes; a compileiq.toml holds at most {MAX_FILE_BYTES >> 20} MiB: "
-                             "is it the right file?")
+        raise ResultFileError(f"{path} is {size} bytes; a compileiq.toml holds at most {MAX_FILE_BYTES >> 20} MiB: "
+                              "is it the right file?")
     try:
         return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise CompileIQError(f"{path} is not valid TOML: {exc}") from None
+        raise ResultFileError(f"{path} is not valid TOML: {exc}") from None
     except RecursionError:
-        raise CompileIQError(f"{path} nests arrays or tables too deeply to be read; a compileiq.toml nests a few "
-                             "levels: is it the right file?") from None
+        raise ResultFileError(f"{path} nests arrays or tables too deeply to be read; a compileiq.toml nests a few "
+                              "levels: is it the right file?") from None
     except OSError as exc:
-        raise CompileIQError(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def read_entries(path: Path) -> list[FlagsEntry]:
     if not path.is_file():
-        raise CompileIQError(f"{path} does not exist; run a tune first or point to the file")
+        raise ResultFileError(f"{path} does not exist; run a tune first or point to the file")
     data = _load_document(path)
     version = data.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:  # not `true`, which equals 1 in Python
         newer = type(version) is int and version > SCHEMA_VERSION
-        raise CompileIQError(f"{path}: schema_version must be {SCHEMA_VERSION}; " + (
+        raise ResultFileError(f"{path}: schema_version must be {SCHEMA_VERSION}; " + (
             f"it is {version}: written by a newer compileiq_cmake? upgrade it" if newer
             else f"it is {_short(version)}: was it written by compileiq_cmake?"))
     unknown = sorted(data.keys() - set(_TOP_LEVEL))
     if unknown:
-        raise CompileIQError(f"{path}: unknown top-level key {', '.join(repr(k) for k in unknown)}; a compileiq.toml "
-                             "holds only schema_version and [[entry]] tables")
+        raise ResultFileError(f"{path}: unknown top-level key {', '.join(repr(k) for k in unknown)}; a compileiq.toml "
+                              "holds only schema_version and [[entry]] tables")
     raw_entries = data.get("entry", [])
     if not isinstance(raw_entries, list):
-        raise CompileIQError(f"{path}: 'entry' must be an array of tables ([[entry]])")
+        raise ResultFileError(f"{path}: 'entry' must be an array of tables ([[entry]])")
     return [_check_entry(raw, str(path)) for raw in raw_entries]
 
 
@@ -451,7 +451,7 @@ def _resolve(path: Path) -> Path:
     try:
         return path.resolve()
     except (OSError, RuntimeError) as exc:
-        raise CompileIQError(f"{path} is a symbolic link that cannot be followed ({exc}); fix or remove it") from None
+        raise ResultFileError(f"{path} is a symbolic link that cannot be followed ({exc}); fix or remove it") from None
 
 
 def _temp_prefix(target: Path) -> str:
@@ -468,11 +468,11 @@ def _locked(target: Path, wait: float, log: Callable[[str], None] | None) -> Ite
     by another process: says so once and waits up to `wait` seconds, then CompileIQError."""
     lock = _lock_path(target)
     if lock.is_dir():
-        raise CompileIQError(f"the lock file {lock} is a directory; remove it (compileiq_cmake creates it as a file)")
+        raise ResultFileError(f"the lock file {lock} is a directory; remove it (compileiq_cmake creates it as a file)")
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
     except OSError as exc:
-        raise CompileIQError(f"cannot open the lock file {lock}: {exc.strerror or exc}") from None
+        raise ResultFileError(f"cannot open the lock file {lock}: {exc.strerror or exc}") from None
     try:
         deadline, said = time.monotonic() + wait, False
         while True:
@@ -481,8 +481,8 @@ def _locked(target: Path, wait: float, log: Callable[[str], None] | None) -> Ite
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise CompileIQError(f"{lock} stayed locked by another process for {wait:.0f} s (a writer that "
-                                         f"hangs? 'fuser {lock}' names it)") from None
+                    raise ResultFileError(f"{lock} stayed locked by another process for {wait:.0f} s (a writer that "
+                                          f"hangs? 'fuser {lock}' names it)") from None
                 if log is not None and not said:
                     as_stream(log).info(f"waiting for another process's lock on {lock} (at most {wait:.0f} s)",
                                         lock=str(lock), wait=wait)
@@ -526,12 +526,12 @@ def _failure(path: Path, exc: Exception) -> str:
     return f"could not write {path}: {type(exc).__name__}: {exc}"
 
 
-def _save_fallback(path: Path, exc: Exception, entry: FlagsEntry, text: str, fallback_dir: Path | None) -> CompileIQError:
+def _save_fallback(path: Path, exc: Exception, entry: FlagsEntry, text: str, fallback_dir: Path | None) -> ResultFileError:
     """Keep the result when path cannot be written: the document in fallback_dir; the error to raise."""
     why = _failure(path, exc)
     flags = f"the tuned flags of {entry.target} were: {' '.join(entry.flags) or '(none)'}"
     if fallback_dir is None or not text:
-        return CompileIQError(f"{why}; {flags}")
+        return ResultFileError(f"{why}; {flags}")
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     name = re.sub(r"[^A-Za-z0-9_.\-]", "_", entry.target)
     saved = fallback_dir / f"compileiq-{name}-{stamp}.toml"
@@ -539,9 +539,9 @@ def _save_fallback(path: Path, exc: Exception, entry: FlagsEntry, text: str, fal
         fallback_dir.mkdir(parents=True, exist_ok=True)
         saved.write_text(text)
     except OSError as exc2:
-        return CompileIQError(f"{why}; saving it to {saved} failed too ({exc2.strerror or exc2}); {flags}")
-    return CompileIQError(f"{why}; the entry for {entry.target} was saved to {saved}: copy that file over {path} "
-                          "(or merge its [[entry]]) once the problem is fixed")
+        return ResultFileError(f"{why}; saving it to {saved} failed too ({exc2.strerror or exc2}); {flags}")
+    return ResultFileError(f"{why}; the entry for {entry.target} was saved to {saved}: copy that file over {path} "
+                           "(or merge its [[entry]]) once the problem is fixed")
 
 
 def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None, replace: bool = True,
@@ -563,7 +563,7 @@ def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None,
             entries = read_entries(target) if target.exists() else []
             decision = replacement(entries, entry, replace)
             if not decision.allowed:
-                raise CompileIQError(decision.message)
+                raise ResultFileError(decision.message)
             text = _document([e for e in entries if e.key != entry.key] + [entry])
             _replace_atomically(target, text)
     except Exception as exc:  # every failure: the result is kept, and the message says where
@@ -577,16 +577,16 @@ def check_output_writable(path: Path) -> None:
     symlink's target's; the nearest existing one for a new path) must let a file be created."""
     target = _resolve(path)
     if target.is_dir():
-        raise CompileIQError(f"--output {path} is a directory; give a file name such as compileiq.toml")
+        raise ResultFileError(f"--output {path} is a directory; give a file name such as compileiq.toml")
     if target.exists():
         try:
             read_entries(target)
         except CompileIQError as exc:
-            raise CompileIQError(f"{exc}; fix or remove {path} before tuning: its entry could not be added") from None
+            raise ResultFileError(f"{exc}; fix or remove {path} before tuning: its entry could not be added") from None
     lock = _lock_path(target)
     if lock.is_dir():
-        raise CompileIQError(f"the lock file {lock} is a directory, so {path} could not be written after the tune; "
-                             "remove it")
+        raise ResultFileError(f"the lock file {lock} is a directory, so {path} could not be written after the tune; "
+                              "remove it")
     check_creatable(target, "--output")
 
 
@@ -596,12 +596,12 @@ def _check_acf_sha256(raw: dict, flags: tuple[str, ...], where: str) -> tuple[tu
     if not isinstance(pairs, list) or not all(
             isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
             and re.fullmatch(r"[0-9a-f]{64}", p[1]) for p in pairs):
-        raise CompileIQError(f"{where}: acf_sha256 of {raw.get('target', '?')!r} must be a list of [path, sha256]")
+        raise ResultFileError(f"{where}: acf_sha256 of {raw.get('target', '?')!r} must be a list of [path, sha256]")
     recorded = {p[0] for p in pairs}
     used = {f[len(ACF_PREFIX):] for f in flags if f.startswith(ACF_PREFIX)}
     if recorded != used:
-        raise CompileIQError(f"{where}: entry for {raw.get('target', '?')!r}: every --apply-controls file needs its "
-                             "sha256 in acf_sha256, and only those")
+        raise ResultFileError(f"{where}: entry for {raw.get('target', '?')!r}: every --apply-controls file needs its "
+                              "sha256 in acf_sha256, and only those")
     return tuple((p[0], p[1]) for p in pairs)
 
 

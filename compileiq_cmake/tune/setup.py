@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..project import depscan
 from ..project.cmake_project import VariantSettings, VariantTree, cmake_version
-from ..model.errors import CompileIQError
+from ..model.errors import CompileIQError, UsageError
 from ..project.file_api import CodeModel, Target, Toolchain
 from ..flags.fingerprint import FingerprintCache, find_tool
 from ..flags import FlagSpace, family_for_compiler, load_space
@@ -123,7 +123,7 @@ def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> t
         elif "/" not in first and shutil.which(first):
             first_mapped = first
         else:
-            raise CompileIQError(
+            raise UsageError(
                 f"benchmark command '{first}' not found: it is not a target of the project, a file, "
                 "or a program on PATH"
             )
@@ -156,11 +156,11 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
 
 def _check_arch_option(spec: TuneSpec, language: str) -> None:
     if spec.arch_scope != "all" and language != "CUDA":
-        raise CompileIQError(f"--arch-scope {spec.arch_scope} was given but target '{spec.target}' is a {language} "
-                             "target (no CUDA architectures); leave --arch-scope out")
+        raise UsageError(f"--arch-scope {spec.arch_scope} was given but target '{spec.target}' is a {language} "
+                         "target (no CUDA architectures); leave --arch-scope out")
     if spec.cuda_arch and language != "CUDA":
-        raise CompileIQError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
-                             "target (no CUDA sources); leave --cuda-arch out")
+        raise UsageError(f"--cuda-arch {spec.cuda_arch} was given but target '{spec.target}' is a {language} "
+                         "target (no CUDA sources); leave --cuda-arch out")
 
 
 def _cuda_in_dependencies(model: CodeModel, target: Target) -> list[str]:
@@ -195,8 +195,8 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     simulated = bool(os.environ.get(SIMULATE_VARIABLE))
     if language != "CUDA" and not simulated:
         if spec.gpus:
-            raise CompileIQError(f"--gpus {spec.gpus} was given but target '{spec.target}' is a {language} target; "
-                                 "leave --gpus out")
+            raise UsageError(f"--gpus {spec.gpus} was given but target '{spec.target}' is a {language} target; "
+                             "leave --gpus out")
         return ()
     gpus = visible_gpus(spec.gpus)
     if len(gpus) > 1:
@@ -228,7 +228,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     target = model.target(spec.target)
     language = target.primary_language
     if language not in ("CUDA", "CXX", "C"):
-        raise CompileIQError(f"target '{spec.target}' compiles no C, C++ or CUDA sources; nothing to tune")
+        raise UsageError(f"target '{spec.target}' compiles no C, C++ or CUDA sources; nothing to tune")
     _check_arch_option(spec, language)
     if gpu_here and spec.cuda_arch:
         require_gpu()
@@ -281,8 +281,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     host_side_asked = language == "CUDA" and host_side_named(spec.include_flags)
     if not space.dimensions and not host_side_asked:  # host-side dimensions join after the baseline (host_side.py)
         why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
-        raise CompileIQError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
-                             "change --include-flags/--exclude-flags")
+        raise UsageError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
+                         "change --include-flags/--exclude-flags")
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
         log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..project.cmake_project import VariantTree
-from ..model.errors import CompileIQError
+from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
 from ..flags.fingerprint import DeviceFingerprint
 from ..measure.runner import Runner
 from ..model.records import BuildResult, FlagSet, Status, Trial
@@ -46,7 +46,7 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
     start = time.perf_counter()
     if not build.ok:
         return Trial(index, flagset, Status.BUILD_FAILED, f"build failed: {build.log_tail}",
-                     build_seconds=build.seconds, wall_seconds=build.seconds)
+                     build_seconds=build.seconds, wall_seconds=build.seconds, failure=build.failure)
     m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
     for warning in getattr(m, "warnings", ()):
         if warning not in setup.warned and log is not None:
@@ -54,7 +54,7 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
             log(f"compileiq: warning: {warning}")
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
-                 build.fingerprint, kernels=build.kernels)
+                 build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None))
 
 
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
@@ -73,17 +73,26 @@ def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
 
 
 def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
+    """Why the project's own build cannot be the baseline: its build, benchmark or VERIFY failed (with the
+    command, exit status and log when it ran in this tune), or its output gives no measurement."""
     spec = setup.spec
+    failure = trial.failure
+    log = f" (full log: {failure.log})" if failure is not None and failure.log is not None else ""
     if trial.status is Status.BUILD_FAILED:
-        return CompileIQError(f"the project's own build of '{spec.target}' fails in the variant tree: {trial.reason}")
+        return ProjectCommandError(
+            replace(failure, what=f"with the project's own flags, {failure.what}") if failure is not None else
+            CommandFailure(f"with the project's own flags, the build of '{spec.target}'", (), None,
+                           trial.reason.removeprefix("build failed: "), stopped="did not build"))
     if trial.status is Status.METRIC_MISSING and spec.metric.kind == "regex":
-        return CompileIQError(
+        return MeasurementError(
             f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own flags; "
-            f"{trial.reason.split('; ', 1)[-1]}"
+            f"{trial.reason.split('; ', 1)[-1]}{log}"
         )
     if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
-        return CompileIQError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}")
-    return CompileIQError(f"the benchmark does not pass with the project's own flags: {trial.reason}")
+        return UsageError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}{log}")
+    if failure is not None and (failure.exit_code is not None or trial.status in (Status.TIMEOUT, Status.VERIFY_FAILED)):
+        return ProjectCommandError(replace(failure, what=f"with the project's own flags, {failure.what}"))
+    return MeasurementError(f"the benchmark does not pass with the project's own flags: {trial.reason}{log}")
 
 
 def reference_trees(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], baseline: FlagSet,

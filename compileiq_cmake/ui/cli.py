@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 from .. import __version__
-from ..model.errors import CompileIQError
 from ..model.events import EventStream
+from ..model.errors import (CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError,
+                            one_line)
 from ..system.resources import cmake_dir
 from ..model.wording import plural
 from ..model.spec import MetricSpec, TuneSpec
@@ -28,6 +29,22 @@ from ..tune.orchestration import run_ray_tune, run_tune
 from .console import Console
 
 PROG = "compileiq-cmake"
+# Exit status per kind of error (the first class the error is an instance of). Every kind exits 2 as the
+# README documents ("exit status 2 and one line on stderr"); `check` exits 1 on its own (a gate that fails).
+EXIT_CODES: tuple[tuple[type[CompileIQError], int], ...] = (
+    (UsageError, 2), (ResultFileError, 2), (ProjectCommandError, 2), (MeasurementError, 2), (CompileIQError, 2),
+)
+
+
+def exit_code(exc: CompileIQError) -> int:
+    """The exit status of the CLI for this error."""
+    return next(code for kind, code in EXIT_CODES if isinstance(exc, kind))
+
+
+def render(exc: CompileIQError) -> str:
+    """The one line on stderr for an error: every error is rendered here (a message that has several lines
+    is joined into one; a failed command's full output is in the log it names)."""
+    return f"{PROG}: error: {one_line(str(exc)) or type(exc).__name__}"
 EPILOG = """\
 routes:
   opt-in:      find_package(compileiq_cmake CONFIG REQUIRED) + compileiq_tune(<target> ...) in CMakeLists.txt,
@@ -228,7 +245,7 @@ def _default_workers() -> int:
     env = os.environ.get("COMPILEIQ_WORKERS", "")
     if env:
         if not env.isdigit() or int(env) < 1:
-            raise CompileIQError(f"COMPILEIQ_WORKERS={env!r} must be a whole number >= 1")
+            raise UsageError(f"COMPILEIQ_WORKERS={env!r} must be a whole number >= 1")
         return int(env)
     return max(1, min(4, (os.cpu_count() or 1) // 4))
 
@@ -238,15 +255,15 @@ def _spec_from_args(args: argparse.Namespace):
         args.metric = args.metric or "WALLTIME"
         args.bench = args.bench or "replay"
     elif not args.metric:
-        raise CompileIQError("--metric is required: a regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
+        raise UsageError("--metric is required: a regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
     if args.bench and args.bench_arg:
-        raise CompileIQError("give the benchmark either with --bench or with --bench-arg, not both")
+        raise UsageError("give the benchmark either with --bench or with --bench-arg, not both")
     try:
         bench = tuple(shlex.split(args.bench)) if args.bench else tuple(args.bench_arg)
         verify = tuple(shlex.split(args.verify)) if args.verify else tuple(args.verify_arg)
         workloads = tuple(tuple(shlex.split(w)) for w in args.workload) or ((),)
     except ValueError as exc:
-        raise CompileIQError(f"cannot split a command line: {exc}") from None
+        raise UsageError(f"cannot split a command line: {exc}") from None
     source = Path(args.source_dir).resolve()
     return TuneSpec(
         source_dir=source, build_dir=Path(args.build_dir).resolve(), target=args.target, benchmark=bench,
@@ -288,7 +305,7 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
            events: EventStream | None = None) -> None:
     if args is not None and args.target:
         if not args.source_dir or not args.build_dir:
-            raise CompileIQError("space --target needs -S <source dir> and -B <build dir>")
+            raise UsageError("space --target needs -S <source dir> and -B <build dir>")
         ts = screen_target(Path(args.source_dir).resolve(), Path(args.build_dir).resolve(), args.target, args.cuda_arch,
                            _split(args.include_flags), _split(args.exclude_flags), args.jobs,
                            gpu_arch=lambda: detect_gpu().arch)
@@ -297,7 +314,7 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
             events.note(note.removeprefix("note: "), stage="space")
         return
     if family is None:
-        raise CompileIQError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
+        raise UsageError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
     compiler = "NVIDIA" if family == "nvcc" else "GNU"
     space = load_space(family, compiler, version, _split(args.include_flags) if args else (), _split(args.exclude_flags) if args else ())
     print(f"{family} flag space: {plural(len(space.dimensions), 'dimension')}, {plural(space.size, 'point')}")
@@ -319,7 +336,7 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
 def _trials(build_dir: Path, as_json: bool) -> None:
     path = build_dir / "compileiq" / "trials.sqlite"
     if not path.is_file():
-        raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist)")
+        raise UsageError(f"{build_dir} holds no tune results ({path} does not exist)")
     store = TrialStore(path, "")
     if store.note:  # a damaged store was moved aside: say so instead of a traceback or an empty answer
         raise CompileIQError(store.note)
@@ -372,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 bench = tuple(shlex.split(args.bench or ""))
             except ValueError as exc:
-                raise CompileIQError(f"cannot split --bench {args.bench!r}: {exc}") from None
+                raise UsageError(f"cannot split --bench {args.bench!r}: {exc}") from None
             override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex)
             events = _events(args)
             checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
@@ -402,8 +419,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 2
     except CompileIQError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+        print(render(exc), file=sys.stderr)
+        return exit_code(exc)
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("compileiq_cmake"):
             raise
