@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.measure.bench import KEEP_BYTES, run_benchmark
+from compileiq_cmake.measure.bench import run_benchmark
+from compileiq_cmake.system.processes import KEEP_BYTES
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
 
@@ -205,9 +206,9 @@ def _cgroup_allowed() -> bool:
 
 
 def _no_cgroup(monkeypatch):
-    from compileiq_cmake.measure import bench
+    from compileiq_cmake.system import processes
 
-    monkeypatch.setattr(bench.Cgroup, "create", classmethod(lambda cls, name: None))
+    monkeypatch.setattr(processes.Cgroup, "create", classmethod(lambda cls, name: None))
 
 
 @pytest.mark.unit
@@ -284,7 +285,7 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
 _TUNE = """
 import sys
 from pathlib import Path
-from compileiq_cmake.measure.bench import run_process
+from compileiq_cmake.system.processes import run_process
 run_process(sys.argv[1:-1], Path("/"), 120, pid_file=Path(sys.argv[-1]))
 """
 
@@ -295,7 +296,7 @@ def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_
     env -i, output elsewhere) lives on: the next start (kill_leftovers) finds it through the run's cgroup."""
     import subprocess
 
-    from compileiq_cmake.measure.bench import kill_leftovers
+    from compileiq_cmake.system.processes import kill_leftovers
 
     if not _cgroup_allowed():
         pytest.skip("this process may not make a cgroup here")
@@ -330,7 +331,7 @@ def test_empty_cgroups_of_killed_tunes_are_removed_at_the_next_start(tmp_path):
     start removes it, and leaves a live process's cgroup alone."""
     import subprocess
 
-    from compileiq_cmake.measure.bench import kill_leftovers
+    from compileiq_cmake.system.processes import kill_leftovers
     from compileiq_cmake.system.process_tree import Cgroup
 
     if not _cgroup_allowed():

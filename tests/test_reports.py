@@ -143,7 +143,7 @@ GATE = Path(__file__).resolve().parent / "projects" / "check_gate"
 def _gate_toml(path: Path, build: Path, sources_sha256: str = "") -> None:
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     entry = _host_entry(_gcc_version_major_minor(build), target="gate_bench", flags=("-O2",), build_type="Release",
                         metric="time_ms=([0-9.]+)", workloads=("--n 3000000",), sources_sha256=sources_sha256,
@@ -205,7 +205,7 @@ def test_check_gate_on_the_host_example(tmp_path):
     from conftest import configure
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     src = tmp_path / "host_cpp"
     shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "host_cpp", src)

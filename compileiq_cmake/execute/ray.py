@@ -298,7 +298,7 @@ class RayCluster:
 def run_ray_tune(spec, log: Log | None = None):
     """Tune on a Ray cluster: each GPU type in turn (host targets: once), one TOML entry per architecture."""
     from ..ui.console import print_line  # noqa: PLC0415
-    from ..results.result_file import check_output_writable  # noqa: PLC0415
+    from ..results.toml_io import check_output_writable  # noqa: PLC0415
     from ..tune.orchestration import run_tune  # noqa: PLC0415
     from ..system.writable import check_creatable  # noqa: PLC0415
 

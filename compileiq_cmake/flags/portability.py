@@ -26,7 +26,7 @@ _NATIVE = re.compile(r"^-m(arch|tune|cpu)=native$")
 _CPU_NAME = r"[A-Za-z0-9][A-Za-z0-9_.+\-]*"
 _FEATURE = r"[a-z0-9][a-z0-9_.\-]*"
 CACHE_PARAMS = ("l1-cache-size", "l1-cache-line-size", "l2-cache-size")
-# The tokens a resolution writes (validated against the entry's record by result_file)
+# The tokens a resolution writes (validated against the entry's record by results/schema.py)
 RESOLVED_CPU = re.compile(rf"^-m(arch|tune|cpu)=({_CPU_NAME})$")
 RESOLVED_ISA = re.compile(rf"^-m(no-)?({_FEATURE})$")
 RESOLVED_PARAM = re.compile(rf"^--param=({'|'.join(CACHE_PARAMS)})=[0-9]+$")

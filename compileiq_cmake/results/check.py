@@ -28,13 +28,15 @@ import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..measure.bench import run_benchmark, run_process, run_verify
+from ..measure.bench import run_benchmark, run_verify
+from ..system.processes import run_process
 from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, top_level_includes
 from ..model.errors import CompileIQError
 from ..project.file_api import read_codemodel, write_query
 from ..model.records import Status
 from ..system.resources import cmake_dir
-from .result_file import FlagsEntry, read_entries, write_entry
+from .schema import FlagsEntry
+from .toml_io import read_entries, write_entry
 from ..model.spec import MetricSpec
 from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
 from ..model.wording import plural

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
-from ..measure.bench import kill_leftovers
+from ..system.processes import kill_leftovers
 from ..model.errors import CompileIQError
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..measure.runner import Runner
 from ..model.records import BuildResult, Contribution, FlagSet, Trial, TuneResult, Validation
-from ..results.result_file import FlagsEntry, check_output_writable, numerics_checked, read_entries, write_entry
+from ..results.schema import FlagsEntry, numerics_checked
+from ..results.toml_io import check_output_writable, read_entries, write_entry
 from ..search.search import FlagSearch
 from ..system.writable import check_creatable
 from ..model.spec import TuneSpec

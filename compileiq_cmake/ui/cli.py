@@ -234,7 +234,7 @@ def _spec_from_args(args: argparse.Namespace):
 
 
 def _show(path: Path) -> None:
-    from ..results.result_file import read_entries
+    from ..results.toml_io import read_entries
 
     entries = read_entries(path)
     print(f"{path}: {plural(len(entries), 'entry', 'entries')}")
@@ -369,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "trials":
             _trials(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":
-            from ..results.result_file import cmake_entries, read_entries
+            from ..results.cmake_entries import cmake_entries
+            from ..results.toml_io import read_entries
 
             from ..flags.portability import HostFeatures
 
