@@ -252,6 +252,40 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
 
 
 @pytest.mark.unit
+def test_a_winner_with_native_flags_in_several_parts_asks_the_compiler_once(tmp_path):
+    """tune._entry resolves -march=native of the target and of each per-file part with one portability.Answers:
+    a (fake, counting) g++ is asked what native means on this host once, not again per part."""
+    from types import SimpleNamespace
+
+    from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
+    from compileiq_cmake.tune.orchestration import _entry
+
+    calls = tmp_path / "calls.txt"
+    gxx = tmp_path / "g++"
+    gxx.write_text(f"""#!/bin/sh
+echo "$*" >> {calls}
+case "$*" in
+  *-Q*--help=target*) case "$*" in *-march=native*) printf '  -march=   znver9\\n  -mavx2   [enabled]\\n' ;;
+                                   *) printf '  -march=   znver9\\n' ;; esac ;;
+esac
+""")
+    gxx.chmod(0o755)
+    flags = ("-march=native", "[src/a.cpp]-march=native", "[src/b.cpp]-march=native")
+    winner = Validation(FlagSet((), flags),
+                        (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
+    spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=(), arch_scope="all", pass_regex="")
+    setup = SimpleNamespace(spec=spec, language="CXX", cuda_arch="", toolchain=SimpleNamespace(
+        compiler_id="GNU", version="12.2.0", path=str(gxx)), build_type="Release", device="cpu", compute_capability="",
+        sources_sha256="ab" * 32, replay=None, bench=None, headers=(), flags_sha256="")
+    entry = _entry(setup, winner, (), 12, lambda line: None)
+    assert entry.flags == ("-march=znver9", "-mavx2") and entry.cpu_features == ("avx2",)
+    assert [s["flags"] for s in entry.sources] == [["-march=znver9", "-mavx2"]] * 2
+    asked = calls.read_text().splitlines()
+    assert len(asked) == 5, asked  # the target's resolution (-march=native, -march=znver9, -###, the features' two); none per part
+
+
+@pytest.mark.unit
 def test_arch_scope_tuned_is_refused_for_a_host_target():
     from compileiq_cmake.tune.setup import _check_arch_option
 

@@ -231,6 +231,22 @@ def test_check_gate_on_the_host_example(tmp_path):
 
 
 @pytest.mark.unit
+def test_one_rule_says_whether_a_tune_was_on_gpus_for_the_console_and_the_report(replayed):
+    """summary.gpu_tune: a CUDA target, GPUs given (simulated too) or a trial that ran on one; the console's
+    table (the replayed tune on 2 simulated GPUs speaks of them) and the report (_on_gpu) ask it alike."""
+    from compileiq_cmake.results.report import _on_gpu
+    from compileiq_cmake.results.summary import gpu_tune
+
+    assert gpu_tune("CUDA", [], []) and gpu_tune("CXX", ["0"], []) and gpu_tune("CXX", [], [None, "1"])
+    assert not gpu_tune("CXX", [], [None, None])
+    root, out = replayed
+    doc = json.loads((root / "summary.json").read_text())
+    assert _on_gpu(doc) and "(on the GPU the trial ran on)" in out
+    host = {**doc, "language": "CXX", "gpus": [], "trials": [{**t, "gpu": None} for t in doc["trials"]]}
+    assert not _on_gpu(host) and _on_gpu({**host, "trials": [{**host["trials"][0], "gpu": "1"}]})
+
+
+@pytest.mark.unit
 def test_the_report_shows_where_the_kernel_time_goes(replayed, tmp_path):
     """A tune with a per-file stage: its plan (kernel time by file, the files tuned separately) in the report."""
     from compileiq_cmake.results.report import render

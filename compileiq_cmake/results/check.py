@@ -27,6 +27,7 @@ import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..measure.bench import run_benchmark, run_verify
 from ..system.processes import run_process
@@ -38,9 +39,14 @@ from ..system.resources import cmake_dir
 from .schema import FlagsEntry
 from .toml_io import read_entries, write_entry
 from ..model.spec import MetricSpec
-from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
 from ..model.wording import plural
 
+if TYPE_CHECKING:
+    from ..decide.stats import Comparison, Interval
+
+# The defaults of the check's options (the command line reads them from here): decide.stats (scipy) is imported
+# only where a re-measure decides, so that reading them costs the command line no start-up time
+ROUNDS = 9  # interleaved rounds per workload (--rounds)
 MAX_WORKLOADS = 8  # distinct workloads re-measured per entry at most (--max-workloads)
 BUILD_TIMEOUT = 3600.0  # seconds for each configure and each build of the check's trees (--build-timeout)
 
@@ -103,6 +109,8 @@ def verdict(results: list[tuple[str, Comparison]], gain: float) -> tuple[bool, s
     """Whether an entry still pays: no workload significantly slower, and the geometric-mean speedup
     significantly above 1 + gain (the lower end of its 95% interval above 1 + gain); the reason, the
     speedup and its interval."""
+    from ..decide.stats import geomean_comparison
+
     speedup, ci = geomean_comparison([c for _, c in results])
     shown = f"{speedup:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
     slower = [w for w, c in results if c.slower()]
@@ -224,6 +232,8 @@ def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
 
 def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, rounds: int, min_gain: float | None,
                timeout: float, max_workloads: int) -> dict:
+    from ..decide.stats import auto_min_gain, compare_paired, relative_spread
+
     workloads, note = select_workloads(entry, max_workloads)
     where = f"{entry.target} (sm_{entry.arch})" if entry.arch else entry.target
     print(f"compileiq: check: re-measuring {where}: {shlex.join(bench.argv)} ({bench.metric.label}), "
@@ -262,7 +272,7 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
 
 
 def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool = False,
-              override: BenchOverride = BenchOverride(), rounds: int = 9, min_gain: float | None = None,
+              override: BenchOverride = BenchOverride(), rounds: int = ROUNDS, min_gain: float | None = None,
               timeout: float = 300.0, jobs: int | None = None, max_workloads: int = MAX_WORKLOADS,
               build_timeout: float = BUILD_TIMEOUT) -> list[EntryCheck]:
     if not (source_dir / "CMakeLists.txt").is_file():

@@ -11,7 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from ..flags.portability import HOST_PREFIX, host_specific
+from ..flags.portability import host_specific
+from ..flags.space import HOST_PREFIX
 from ..project.cmake_project import cmake_quote
 from .schema import ACF_PREFIX, FlagsEntry
 

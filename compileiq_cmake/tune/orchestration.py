@@ -429,19 +429,21 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ..
     return tuple(out), tuple(digests)
 
 
-def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log) -> portability.Resolution | None:
+def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
+                           answers: portability.Answers) -> portability.Resolution | None:
     """-march=native and the like, as the compiler resolves them on this host, with the CPU and its ISA
-    features (None when no flag is host-specific). Kept literal, with a note, when the compiler cannot say."""
+    features (None when no flag is host-specific). Kept literal, with a note, when the compiler cannot say.
+    `answers`: what the compiler said for the entry's other parts (asked once)."""
     if not any(portability.is_native(f) for f in flags):
         return None
     cpu = host_cpu()
     try:
         if setup.language == "CUDA":
             compiler = host_side.host_compiler_path(setup)
-            compiler_id = portability.compiler_kind(compiler)
+            compiler_id = answers.ask(("kind", compiler), lambda: portability.compiler_kind(compiler))
         else:
             compiler, compiler_id = setup.toolchain.path, setup.toolchain.compiler_id
-        resolution = portability.resolve(flags, compiler, compiler_id, cpu)
+        resolution = portability.resolve(flags, compiler, compiler_id, cpu, answers)
     except CompileIQError as exc:
         resolution = portability.Resolution(flags, cpu, (), f"kept as they are ({exc})")
     if resolution.note:
@@ -455,13 +457,14 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     parts = build_flags.split(winner.flagset.flags)
     flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent)
     bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
-    resolved = _resolve_host_specific(setup, flags, log)
+    answers = portability.Answers()  # the compiler asked once for all parts
+    resolved = _resolve_host_specific(setup, flags, log, answers)
     written = resolved.flags if resolved else flags
     sources = []
     features: set[str] = set(resolved.features) if resolved else set()
     before, after = list(flags), list(written)  # every part's flags as searched and as written
     for path, own in parts.sources:
-        part = _resolve_host_specific(setup, own, log)
+        part = _resolve_host_specific(setup, own, log, answers)
         resolved = resolved or part
         features |= set(part.features) if part else set()
         sources.append({"path": path, "flags": list(part.flags if part else own)})

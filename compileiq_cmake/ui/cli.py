@@ -12,6 +12,7 @@ from .. import __version__
 from ..model.errors import CompileIQError
 from ..system.resources import cmake_dir
 from ..model.wording import plural
+from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS
 
 PROG = "compileiq-cmake"
 EPILOG = """\
@@ -173,13 +174,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="with --remeasure: instead of the recorded direction")
     check.add_argument("--pass-regex", help="with --remeasure: a run counts only if its output matches (instead of "
                        "the recorded one)")
-    check.add_argument("--rounds", type=int, default=9, help="interleaved rounds per workload (default 9)")
-    check.add_argument("--max-workloads", type=int, default=8,
-                       help="distinct workloads re-measured per entry at most (default 8; repeats are measured once)")
+    check.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds per workload (default %(default)s)")
+    check.add_argument("--max-workloads", type=int, default=MAX_WORKLOADS,
+                       help="distinct workloads re-measured per entry at most (default %(default)s; repeats are measured once)")
     check.add_argument("--min-gain", type=float, help="default: from the plain build's noise, as a tune decides")
-    check.add_argument("--build-timeout", type=float, default=3600.0,
+    check.add_argument("--build-timeout", type=float, default=BUILD_TIMEOUT,
                        help="seconds for each configure and build of the check's trees before it is stopped with "
-                       "everything it started (default 3600)")
+                       f"everything it started (default {BUILD_TIMEOUT:g})")
     check.add_argument("--json", action="store_true", help="one JSON document on stdout")
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")
     entries.add_argument("file")
