@@ -17,9 +17,19 @@ from . import procfs
 _TICKS_UNKNOWN = -1
 
 
-def _signal(pid: int, sig: int) -> bool:
+def signal_pid(pid: int, sig: int) -> bool:
+    """Send sig to the process; whether it was sent (False: gone, or another user's)."""
     try:
         os.kill(pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def kill_group(pgid: int) -> bool:
+    """SIGKILL the process group; whether it was sent (False: no such group, or another user's)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
         return True
     except (ProcessLookupError, PermissionError):
         return False
@@ -37,13 +47,10 @@ def kill_session_and_wait(sid: int, within: float = 10.0) -> bool:
     True when it is gone. A session's id is not reused while any of its processes lives."""
     deadline = time.monotonic() + within
     while True:
-        try:
-            os.killpg(sid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(sid)
         members = _session_members(sid) if procfs.available() else []
         for pid in members:
-            _signal(pid, signal.SIGKILL)
+            signal_pid(pid, signal.SIGKILL)
         if not members and not procfs.available():
             try:
                 os.killpg(sid, 0)
@@ -147,7 +154,7 @@ class Cgroup:
                 (self.path / "cgroup.kill").write_text("1")
             except OSError:
                 pass
-            killed.update(p for p in pids if _signal(p, signal.SIGKILL))
+            killed.update(p for p in pids if signal_pid(p, signal.SIGKILL))
             if time.monotonic() > deadline:
                 break
             time.sleep(0.01)
@@ -262,7 +269,7 @@ class Descendants:
             if not new:
                 break
             for pid in new:
-                if _signal(pid, signal.SIGSTOP):
+                if signal_pid(pid, signal.SIGSTOP):
                     stopped.add(pid)
         holders = [p for p in self._holding_output() if p not in stopped]
-        return sum(_signal(p, signal.SIGKILL) for p in (*stopped, *holders))
+        return sum(signal_pid(p, signal.SIGKILL) for p in (*stopped, *holders))

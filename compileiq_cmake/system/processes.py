@@ -25,7 +25,7 @@ from typing import Callable
 
 from ..model.errors import CompileIQError
 from . import procfs
-from .process_tree import Cgroup, Descendants, kill_session_and_wait
+from .process_tree import Cgroup, Descendants, kill_group, kill_session_and_wait, signal_pid
 
 KEEP_BYTES = 4 << 20  # of a longer output, this much of its start and of its end is kept
 MAX_OUTPUT_BYTES = 1 << 30  # a run printing more is stopped (the temporary file would fill the disk)
@@ -57,13 +57,6 @@ def _marked_pids(marker: str) -> list[int]:
     return [pid for pid in procfs.pids() if pid != os.getpid() and needle in procfs.environ(pid)]
 
 
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _kill_marked(marker: str) -> int:
     """SIGKILL every process carrying the run's marker (repeated: they may fork meanwhile); how many."""
     killed = 0
@@ -71,12 +64,7 @@ def _kill_marked(marker: str) -> int:
         pids = _marked_pids(marker)
         if not pids:
             break
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except (ProcessLookupError, PermissionError):
-                pass
+        killed += sum(signal_pid(pid, signal.SIGKILL) for pid in pids)
         time.sleep(0.01)
     return killed
 
@@ -118,11 +106,7 @@ def kill_leftovers(pid_file: Path) -> int:
     if procfs.available():
         killed += _kill_marked(marker)
     else:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-            killed = 1
-        except (ProcessLookupError, PermissionError):
-            killed = 0
+        killed = int(kill_group(pgid))
     pid_file.unlink(missing_ok=True)
     return killed
 
@@ -268,7 +252,7 @@ def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Pat
                 tree.kill()  # first: killing the group would cut the parent links it follows
             if cgroup is not None:
                 cgroup.kill()
-            _kill_group(proc.pid)
+            kill_group(proc.pid)
             _kill_marked(marker)
             if stopped:
                 try:
