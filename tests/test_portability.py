@@ -87,6 +87,7 @@ def test_schema_of_the_portability_fields(tmp_path):
                 make_entry(**host, flags=("-march=znver3",)),  # a resolved flag without a recorded CPU
                 make_entry(**host, flags=("-mavx512f",), tuned_cpu="AMD", cpu_features=("avx2",)),  # unrecorded
                 make_entry(**host, flags=("-m32; x",), tuned_cpu="AMD"),
+                make_entry(**host, flags=("-O3",), tuned_cpu="AMD", cpu_features=("AVX 2",)),  # not a feature name
                 make_entry(**host, flags=("-O3",), arch_scope="tuned"),  # tuned: CUDA only
                 make_entry(arch_scope="some")):
         with pytest.raises(CompileIQError):
