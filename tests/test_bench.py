@@ -5,7 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.measure.bench import parse_gbench, parse_nvbench, parse_regex, run_benchmark, run_process
+from compileiq_cmake.measure.bench import run_benchmark
+from compileiq_cmake.measure.metrics import parse_gbench, parse_nvbench, parse_regex
+from compileiq_cmake.system.processes import run_process
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
 

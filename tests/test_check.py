@@ -60,7 +60,7 @@ def _gone(needle: str, seconds: float = 15.0) -> bool:
 @pytest.mark.cmake
 def test_strict_fails_on_an_entry_that_does_not_apply_or_is_stale(tmp_path):
     """Without --strict such entries are reported and the exit status is 0; with it, 1 and the reason per entry."""
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     src, build = _project(tmp_path)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -134,7 +134,7 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
     flags change nothing) with the whole program's time, `heavy` with its own throughput (higher is better).
     Measured in one tree with both applied, light would be credited with heavy's gain; each in its own tree,
     light gains nothing and heavy passes. heavy's 40 identical workloads are measured once. --bench overrides."""
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     src, build = _project(tmp_path, PAIR)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -176,7 +176,7 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
 def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     """The entry a tune writes holds its benchmark (the binary relative to the build tree), PASS_REGEX and
     workloads; check --remeasure runs exactly that, without --bench, in its own trees."""
-    from compileiq_cmake.results.result_file import read_entries
+    from compileiq_cmake.results.toml_io import read_entries
 
     src, build = _project(tmp_path)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -212,7 +212,7 @@ def test_the_recorded_benchmark_fields_are_validated(tmp_path):
     from test_result_file import make_entry
 
     from compileiq_cmake.model.errors import CompileIQError
-    from compileiq_cmake.results.result_file import read_entries, write_entry
+    from compileiq_cmake.results.toml_io import read_entries, write_entry
 
     path = tmp_path / "compileiq.toml"
     entry = make_entry(benchmark=("./bin/nbody", "--steps", "20"), pass_regex="PASS", verify=("./check.sh",))
@@ -233,7 +233,7 @@ def test_the_recorded_benchmark_fields_are_validated(tmp_path):
 def test_the_recorded_verify_runs_and_a_tuned_build_that_fails_it_fails_the_gate(tmp_path):
     """The tune's VERIFY (recorded in the entry) runs after the first run in each tree; here it fails only where
     the tuned flags are in the compile commands: the entry fails (exit 1), not the check (exit 2)."""
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     src, build = _project(tmp_path)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
@@ -273,7 +273,7 @@ def _with_provider(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 @pytest.mark.cmake
 def test_check_keeps_the_users_own_top_level_includes(tmp_path):
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     src, build, _ = _with_provider(tmp_path)
     write_entry(src / "compileiq.toml", _entry(build))
@@ -302,7 +302,7 @@ def test_tune_keeps_the_users_own_top_level_includes(tmp_path):
 def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monkeypatch):
     """A configure or a build that hangs is stopped after --build-timeout with everything it started (the
     process group: cmake, ninja/make and what they run), and check says so in one line (exit 2)."""
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     src, build = _project(tmp_path)
     (src / "slow.sh").write_text('[ -z "$GATE_SLOW_BUILD" ] || sleep "$GATE_SLOW_BUILD"\n')

@@ -114,7 +114,7 @@ def test_every_option_is_checked_before_it_can_mislead(configured, extra, needle
 def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured):
     """An entry whose numerics were checked by output comparison is not replaced by a tune that compares
     nothing: refused before any build (exit 2, the file unchanged), unless --replace."""
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
     from test_result_file import make_entry
 
     src, build = configured

@@ -11,7 +11,7 @@ import subprocess
 import tomli_w
 import tomllib
 
-from compileiq_cmake.results.result_file import write_entry
+from compileiq_cmake.results.toml_io import write_entry
 from conftest import EXAMPLES, cmake_dir, commands_for, configure, tune_command_rules
 from test_result_file import make_entry
 

@@ -12,7 +12,7 @@ import pytest
 from compileiq_cmake.project.cmake_project import VariantTree, render_fragment
 from compileiq_cmake.flags.catalogue import add_device_lto_dimension
 from compileiq_cmake.flags.space import load_space
-from compileiq_cmake.results.result_file import write_entry
+from compileiq_cmake.results.toml_io import write_entry
 from compileiq_cmake.flags.screening import project_flags
 from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure
 from test_cmake_modules import _nvcc_version

@@ -116,7 +116,7 @@ def test_bad_input_raises_usage_error():
 
 @pytest.mark.unit
 def test_an_invalid_result_file_raises_result_file_error(tmp_path):
-    from compileiq_cmake.results.result_file import read_entries
+    from compileiq_cmake.results.toml_io import read_entries
 
     bad = tmp_path / "compileiq.toml"
     bad.write_text("schema_version = [\n")

@@ -14,7 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-from compileiq_cmake.measure.bench import kill_leftovers, parse_gbench, run_benchmark, run_process
+from compileiq_cmake.measure.bench import run_benchmark
+from compileiq_cmake.measure.metrics import parse_gbench
+from compileiq_cmake.system.processes import kill_leftovers, run_process
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
 
@@ -119,7 +121,7 @@ def test_huge_output_is_kept_bounded_and_said_to_be_truncated(tmp_path):
 _PARENT = """
 import sys
 from pathlib import Path
-from compileiq_cmake.measure.bench import run_process
+from compileiq_cmake.system.processes import run_process
 run_process([sys.executable, sys.argv[1]], Path(sys.argv[2]), 120, pid_file=Path(sys.argv[3]))
 """
 

@@ -15,8 +15,8 @@ import pytest
 import tomli_w
 
 from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.results.result_file import (MAX_FILE_BYTES, MAX_FLAGS, check_output_writable, numerics_checked,
-                                         read_entries, replacement, write_entry)
+from compileiq_cmake.results.schema import MAX_FLAGS, numerics_checked
+from compileiq_cmake.results.toml_io import MAX_FILE_BYTES, check_output_writable, read_entries, replacement, write_entry
 from test_result_file import make_entry
 
 
@@ -95,7 +95,7 @@ def test_output_check_accepts_new_and_valid_files_and_refuses_unwritable_places(
     def refuse(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr("compileiq_cmake.results.result_file.tempfile.mkstemp", refuse)
+    monkeypatch.setattr("compileiq_cmake.results.toml_io.tempfile.mkstemp", refuse)
     with pytest.raises(CompileIQError, match=rf"cannot write in {tmp_path}"):
         check_output_writable(path)
     assert not list(tmp_path.glob(".compileiq-*"))
@@ -111,7 +111,7 @@ def _no_space_for(target: Path, monkeypatch) -> None:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(src, dst, *args, **kwargs)
 
-    monkeypatch.setattr("compileiq_cmake.results.result_file.os.replace", replace_)
+    monkeypatch.setattr("compileiq_cmake.results.toml_io.os.replace", replace_)
 
 
 @pytest.mark.unit

@@ -12,7 +12,8 @@ import shutil
 from pathlib import Path
 
 from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
-from compileiq_cmake.results.result_file import FlagsEntry, write_entry
+from compileiq_cmake.results.schema import FlagsEntry
+from compileiq_cmake.results.toml_io import write_entry
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.orchestration import _open_store
 from compileiq_cmake.tune.setup import TuneSetup, setup
@@ -154,7 +155,8 @@ def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refu
     from test_result_file import make_entry
 
     from compileiq_cmake.model.errors import CompileIQError
-    from compileiq_cmake.results.result_file import cmake_entries, read_entries
+    from compileiq_cmake.results.cmake_entries import cmake_entries
+    from compileiq_cmake.results.toml_io import read_entries
 
     toml = tmp_path / "compileiq.toml"
     entry = make_entry(headers=("include/hot.h", "include/detail/inner.h"), flags_sha256="cd" * 32)

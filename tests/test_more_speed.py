@@ -424,7 +424,8 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     """The TOML entry of such a winner: target flags, device_lto = true, one [[entry.sources]] per file (read
     back and validated like the rest), and the CMake calls of the apply for both parts."""
     from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
-    from compileiq_cmake.results.result_file import cmake_entries, read_entries, write_entry
+    from compileiq_cmake.results.cmake_entries import cmake_entries
+    from compileiq_cmake.results.toml_io import read_entries, write_entry
     from compileiq_cmake.tune.publish import _entry
 
     flags = ("--use_fast_math", "-dlto", "[src/gemm.cu]-Xptxas=-O1", "[src/compute.cu]-maxrregcount=64",

@@ -103,7 +103,7 @@ def test_the_winner_is_confirmed_on_every_other_gpu(tmp_path):
 
     import subprocess
 
-    from compileiq_cmake.results.result_file import read_entries
+    from compileiq_cmake.results.toml_io import read_entries
 
     sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
     src = tmp_path / "src"

@@ -18,7 +18,7 @@ from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags import load_space
 from compileiq_cmake.tune.host_side import host_dimensions
 from compileiq_cmake.flags.portability import resolve
-from compileiq_cmake.results.result_file import read_entries, write_entry
+from compileiq_cmake.results.toml_io import read_entries, write_entry
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from conftest import EXAMPLES, HAVE_NVCC, cmake_dir, commands_for, configure, run_cli, tune_command_rules
 from test_result_file import make_entry
@@ -87,6 +87,7 @@ def test_schema_of_the_portability_fields(tmp_path):
                 make_entry(**host, flags=("-march=znver3",)),  # a resolved flag without a recorded CPU
                 make_entry(**host, flags=("-mavx512f",), tuned_cpu="AMD", cpu_features=("avx2",)),  # unrecorded
                 make_entry(**host, flags=("-m32; x",), tuned_cpu="AMD"),
+                make_entry(**host, flags=("-O3",), tuned_cpu="AMD", cpu_features=("AVX 2",)),  # not a feature name
                 make_entry(**host, flags=("-O3",), arch_scope="tuned"),  # tuned: CUDA only
                 make_entry(arch_scope="some")):
         with pytest.raises(CompileIQError):
@@ -249,6 +250,40 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
     assert "(unresolved)" not in line and "-march=" in line.split(":", 2)[2], line
     write_entry(spec.output, entry)
     assert read_entries(spec.output) == [entry] and "native" not in spec.output.read_text()
+
+
+@pytest.mark.unit
+def test_a_winner_with_native_flags_in_several_parts_asks_the_compiler_once(tmp_path):
+    """tune._entry resolves -march=native of the target and of each per-file part with one portability.Answers:
+    a (fake, counting) g++ is asked what native means on this host once, not again per part."""
+    from types import SimpleNamespace
+
+    from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
+    from compileiq_cmake.tune.publish import _entry
+
+    calls = tmp_path / "calls.txt"
+    gxx = tmp_path / "g++"
+    gxx.write_text(f"""#!/bin/sh
+echo "$*" >> {calls}
+case "$*" in
+  *-Q*--help=target*) case "$*" in *-march=native*) printf '  -march=   znver9\\n  -mavx2   [enabled]\\n' ;;
+                                   *) printf '  -march=   znver9\\n' ;; esac ;;
+esac
+""")
+    gxx.chmod(0o755)
+    flags = ("-march=native", "[src/a.cpp]-march=native", "[src/b.cpp]-march=native")
+    winner = Validation(FlagSet((), flags),
+                        (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
+    spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=(), arch_scope="all", pass_regex="")
+    setup = SimpleNamespace(spec=spec, language="CXX", cuda_arch="", toolchain=SimpleNamespace(
+        compiler_id="GNU", version="12.2.0", path=str(gxx)), build_type="Release", device="cpu", compute_capability="",
+        sources_sha256="ab" * 32, replay=None, bench=None, headers=(), flags_sha256="")
+    entry = _entry(setup, winner, (), 12, lambda line: None)
+    assert entry.flags == ("-march=znver9", "-mavx2") and entry.cpu_features == ("avx2",)
+    assert [s["flags"] for s in entry.sources] == [["-march=znver9", "-mavx2"]] * 2
+    asked = calls.read_text().splitlines()
+    assert len(asked) == 5, asked  # the target's resolution (-march=native, -march=znver9, -###, the features' two); none per part
 
 
 @pytest.mark.unit

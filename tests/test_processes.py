@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.measure.bench import KEEP_BYTES, run_benchmark
+from compileiq_cmake.measure.bench import run_benchmark
+from compileiq_cmake.system.processes import KEEP_BYTES
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
 
@@ -207,9 +208,9 @@ def _cgroup_allowed() -> bool:
 
 
 def _no_cgroup(monkeypatch):
-    from compileiq_cmake.measure import bench
+    from compileiq_cmake.system import processes
 
-    monkeypatch.setattr(bench.Cgroup, "create", classmethod(lambda cls, name: None))
+    monkeypatch.setattr(processes.Cgroup, "create", classmethod(lambda cls, name: None))
 
 
 @pytest.mark.unit
@@ -283,10 +284,54 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
     assert not alive, "the hanging compile step outlived the build's timeout"
 
 
+@pytest.mark.unit
+def test_the_runner_kills_the_rest_of_its_session_another_process_group_included(tmp_path, monkeypatch):
+    """A command that leaves a child in a process group of its own (as ninja does with each compile step),
+    without the run's marker (env -i) or its output: with no cgroup and no recorded tree, the run's session is
+    what finds it; run_process kills it and waits until it is gone."""
+    from compileiq_cmake.system import processes
+
+    _no_cgroup(monkeypatch)
+    monkeypatch.setattr(processes.Descendants, "poll", lambda self: None)
+    monkeypatch.setattr(processes.Descendants, "kill", lambda self: 0)
+    tag = _tag()
+    body = ("import subprocess\n"
+            f"subprocess.Popen(['env', '-i', '/bin/sleep', '{tag}'], process_group=0, stdin=subprocess.DEVNULL, "
+            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
+    res = processes.run_process(_script(tmp_path, body, "leaves_a_group.py"), tmp_path, 60)
+    assert res.returncode == 0 and res.ended, res.output
+    assert not _no_sleeper_left(tag, within=0.5), "a process group of the run's session outlived it"
+
+
+@pytest.mark.cmake
+def test_a_variant_configure_that_hangs_is_stopped_after_its_timeout(tmp_path):
+    """A configure that never ends (execute_process of a sleep, standing in for a download that hangs):
+    stopped after its timeout with what it started, one line naming the tree and the log."""
+    import shutil
+
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+    from conftest import configure
+
+    src, tag = tmp_path / "hangs", _tag()
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\nproject(hangs LANGUAGES NONE)\n"
+                                        "if(COMPILEIQ_VARIANT_FRAGMENT)\n"
+                                        f"  execute_process(COMMAND sleep {tag})\nendif()\n")
+    assert configure(src, tmp_path / "build").returncode == 0
+    settings, _ = VariantSettings.from_user_tree(src, tmp_path / "build", "")
+    tree = VariantTree(tmp_path / "build" / "compileiq", "worker-0", shutil.which("cmake") or "cmake")
+    start = time.monotonic()
+    with pytest.raises(CompileIQError, match=r"configuring the variant tree worker-0 timed out after 3 s .*full log"):
+        tree.configure(settings, "all", "", timeout=3)
+    assert time.monotonic() - start < 30
+    assert not _no_sleeper_left(tag, within=5), "the configure's sleep outlived its timeout"
+
+
 _TUNE = """
 import sys
 from pathlib import Path
-from compileiq_cmake.measure.bench import run_process
+from compileiq_cmake.system.processes import run_process
 run_process(sys.argv[1:-1], Path("/"), 120, pid_file=Path(sys.argv[-1]))
 """
 
@@ -297,7 +342,7 @@ def test_a_killed_tunes_detached_daemon_is_killed_at_the_next_start_through_the_
     env -i, output elsewhere) lives on: the next start (kill_leftovers) finds it through the run's cgroup."""
     import subprocess
 
-    from compileiq_cmake.measure.bench import kill_leftovers
+    from compileiq_cmake.system.processes import kill_leftovers
 
     if not _cgroup_allowed():
         pytest.skip("this process may not make a cgroup here")
@@ -332,7 +377,7 @@ def test_empty_cgroups_of_killed_tunes_are_removed_at_the_next_start(tmp_path):
     start removes it, and leaves a live process's cgroup alone."""
     import subprocess
 
-    from compileiq_cmake.measure.bench import kill_leftovers
+    from compileiq_cmake.system.processes import kill_leftovers
     from compileiq_cmake.system.process_tree import Cgroup
 
     if not _cgroup_allowed():

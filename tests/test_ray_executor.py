@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.results.result_file import read_entries
+from compileiq_cmake.results.toml_io import read_entries
 from conftest import configure, run_cli
 
 import ray  # noqa: F401 (the test extra installs it: a missing Ray fails here, never skips)

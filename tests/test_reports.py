@@ -160,7 +160,7 @@ GATE = Path(__file__).resolve().parent / "projects" / "check_gate"
 def _gate_toml(path: Path, build: Path, sources_sha256: str = "") -> None:
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     entry = _host_entry(_gcc_version_major_minor(build), target="gate_bench", flags=("-O2",), build_type="Release",
                         metric="time_ms=([0-9.]+)", workloads=("--n 3000000",), sources_sha256=sources_sha256,
@@ -222,7 +222,7 @@ def test_check_gate_on_the_host_example(tmp_path):
     from conftest import configure
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
-    from compileiq_cmake.results.result_file import write_entry
+    from compileiq_cmake.results.toml_io import write_entry
 
     src = tmp_path / "host_cpp"
     shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "host_cpp", src)
@@ -245,6 +245,22 @@ def test_check_gate_on_the_host_example(tmp_path):
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and not doc["passed"], proc.stdout + proc.stderr
     assert not doc["entries"][0]["remeasure"]["passed"]
+
+
+@pytest.mark.unit
+def test_one_rule_says_whether_a_tune_was_on_gpus_for_the_console_and_the_report(replayed):
+    """summary.gpu_tune: a CUDA target, GPUs given (simulated too) or a trial that ran on one; the console's
+    table (the replayed tune on 2 simulated GPUs speaks of them) and the report (_on_gpu) ask it alike."""
+    from compileiq_cmake.results.report import _on_gpu
+    from compileiq_cmake.results.summary import gpu_tune
+
+    assert gpu_tune("CUDA", [], []) and gpu_tune("CXX", ["0"], []) and gpu_tune("CXX", [], [None, "1"])
+    assert not gpu_tune("CXX", [], [None, None])
+    root, out = replayed
+    doc = json.loads((root / "summary.json").read_text())
+    assert _on_gpu(doc) and "(on the GPU the trial ran on)" in out
+    host = {**doc, "language": "CXX", "gpus": [], "trials": [{**t, "gpu": None} for t in doc["trials"]]}
+    assert not _on_gpu(host) and _on_gpu({**host, "trials": [{**host["trials"][0], "gpu": "1"}]})
 
 
 @pytest.mark.unit

@@ -5,7 +5,9 @@ from dataclasses import replace
 import pytest
 
 from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.results.result_file import FlagsEntry, cmake_entries, read_entries, write_entry
+from compileiq_cmake.results.cmake_entries import cmake_entries
+from compileiq_cmake.results.schema import FlagsEntry
+from compileiq_cmake.results.toml_io import read_entries, write_entry
 
 
 def make_entry(**kw) -> FlagsEntry:
@@ -116,7 +118,7 @@ def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at
 @pytest.mark.unit
 def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
     from compileiq_cmake.model.errors import CompileIQError
-    from compileiq_cmake.results.result_file import read_entries, write_entry
+    from compileiq_cmake.results.toml_io import read_entries, write_entry
 
     toml = tmp_path / "compileiq.toml"
     parts = ({"path": "src/kernels/a.cu", "flags": ["-maxrregcount=64"]},)

@@ -11,7 +11,8 @@ import tomli_w
 import tomllib
 
 from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.results.result_file import FlagsEntry, read_entries, write_entry
+from compileiq_cmake.results.schema import FlagsEntry
+from compileiq_cmake.results.toml_io import read_entries, write_entry
 from conftest import EXAMPLES, cmake_dir, configure, run_cli, one_line_error
 from test_result_file import make_entry
 
@@ -150,10 +151,10 @@ def test_the_schema_covers_every_field():
     """Every FlagsEntry field is checked by type: a wrong-typed value of each one is refused."""
     import dataclasses
 
-    from compileiq_cmake.results.result_file import _check_entry
+    from compileiq_cmake.results.schema import check_entry
 
     raw = tomllib.loads(tomli_w.dumps({"e": dataclasses.asdict(make_entry(contributions=(CONTRIBUTION,)))}))["e"]
     for f in dataclasses.fields(FlagsEntry):
         wrong = {**raw, f.name: {"not": "this"}}
         with pytest.raises(CompileIQError, match=f.name):
-            _check_entry(wrong, "x.toml")
+            check_entry(wrong, "x.toml")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.search.landscape import Landscape
-from compileiq_cmake.results.result_file import read_entries
+from compileiq_cmake.results.toml_io import read_entries
 from compileiq_cmake.search.search import INVALID_LOSS, FlagSearch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.measure.bench import read_regex
+from compileiq_cmake.measure.metrics import read_regex
 from compileiq_cmake.project.nvcc_command import normalize, tokens
 from compileiq_cmake.model.records import FlagSet
-from compileiq_cmake.results.result_file import FlagsEntry, write_entry
+from compileiq_cmake.results.schema import FlagsEntry
+from compileiq_cmake.results.toml_io import write_entry
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.trial import build_variant as _build, device_code as _device_code
 from compileiq_cmake.tune.setup import TuneSetup, setup

@@ -9,7 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from compileiq_cmake.results.result_file import read_entries
+from compileiq_cmake.results.toml_io import read_entries
 from conftest import configure, run_cli
 
 PROJECTS = Path(__file__).parent / "projects"

@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 
-from compileiq_cmake.results.result_file import read_entries
+from compileiq_cmake.results.toml_io import read_entries
 from compileiq_cmake.model.wording import plural
 from conftest import cmake_dir, commands_for, configure, run_cli
 

@@ -18,10 +18,10 @@ import tomli_w
 import tomllib
 
 from compileiq_cmake.ui import cli
-from compileiq_cmake.results import result_file
+from compileiq_cmake.results import toml_io
 from compileiq_cmake.tune import finalists as finalists_stage
 from compileiq_cmake.tune import orchestration as tune
-from compileiq_cmake.results.result_file import read_entries, write_entry
+from compileiq_cmake.results.toml_io import read_entries, write_entry
 from conftest import one_line_error
 from test_result_file import make_entry
 
@@ -115,7 +115,7 @@ def test_a_held_lock_is_waited_for_with_a_message_and_the_tune_then_writes(repla
 @pytest.mark.unit
 def test_a_lock_held_past_the_deadline_ends_in_one_line_and_the_fallback(replay, monkeypatch, capsys):
     out, build, args = replay
-    monkeypatch.setattr(result_file, "LOCK_WAIT_SECONDS", 2.0)
+    monkeypatch.setattr(toml_io, "LOCK_WAIT_SECONDS", 2.0)
     started = threading.Event()
     holder = threading.Thread(target=_hold_lock, args=(Path(f"{out}.lock"), 8.0, started))
     _during_tune(monkeypatch, lambda: (holder.start(), started.wait(10)))

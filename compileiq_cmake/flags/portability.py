@@ -17,20 +17,22 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 from ..model.errors import CompileIQError
+from .space import HOST_PREFIX
 
-HOST_PREFIX = "-Xcompiler="
 _NATIVE = re.compile(r"^-m(arch|tune|cpu)=native$")
 _CPU_NAME = r"[A-Za-z0-9][A-Za-z0-9_.+\-]*"
 _FEATURE = r"[a-z0-9][a-z0-9_.\-]*"
 CACHE_PARAMS = ("l1-cache-size", "l1-cache-line-size", "l2-cache-size")
-# The tokens a resolution writes (validated against the entry's record by result_file)
+# The tokens a resolution writes (validated against the entry's record by results/schema.py)
 RESOLVED_CPU = re.compile(rf"^-m(arch|tune|cpu)=({_CPU_NAME})$")
 RESOLVED_ISA = re.compile(rf"^-m(no-)?({_FEATURE})$")
 RESOLVED_PARAM = re.compile(rf"^--param=({'|'.join(CACHE_PARAMS)})=[0-9]+$")
 TIMEOUT = 30
+_T = TypeVar("_T")
 
 
 def _core(flag: str) -> str:
@@ -48,6 +50,26 @@ class Resolution:
     cpu: str  # the tuning CPU (model name)
     features: tuple[str, ...]  # the ISA features the resolved flags need (the compiler's names), sorted
     note: str = ""  # why a native flag could not be resolved (then kept as it is)
+
+
+@dataclass
+class Answers:
+    """What compilers said about this host, each question asked once: a tune's entry resolves the flags of
+    its target and of every per-file part with one (the same compiler, the same native flags), so the
+    compiler is not asked again per part. A question that failed fails alike when asked again."""
+
+    _asked: dict[tuple[str, ...], object] = field(default_factory=dict)
+
+    def ask(self, key: tuple[str, ...], question: Callable[[], _T]) -> _T:
+        if key not in self._asked:
+            try:
+                self._asked[key] = question()
+            except CompileIQError as exc:
+                self._asked[key] = exc
+        answer = self._asked[key]
+        if isinstance(answer, CompileIQError):
+            raise CompileIQError(str(answer))
+        return answer  # type: ignore[return-value]
 
 
 def _run(compiler: str, args: list[str]) -> str:
@@ -140,11 +162,14 @@ def _resolve_one(kind: str, compiler: str, compiler_id: str) -> list[str]:
     return tokens
 
 
-def resolve(flags: tuple[str, ...], compiler: str, compiler_id: str, cpu: str) -> Resolution | None:
+def resolve(flags: tuple[str, ...], compiler: str, compiler_id: str, cpu: str,
+            answers: Answers | None = None) -> Resolution | None:
     """None when no flag is host-specific; else the flags with each native one resolved (kept as it is, with a
-    note, when the compiler cannot say), the CPU model and the ISA features the flags need."""
+    note, when the compiler cannot say), the CPU model and the ISA features the flags need. `answers`: what the
+    compiler said to earlier calls (each question asked once)."""
     if not any(is_native(f) for f in flags):
         return None
+    answers = answers if answers is not None else Answers()
     out: list[str] = []
     notes = []
     for flag in flags:
@@ -154,12 +179,12 @@ def resolve(flags: tuple[str, ...], compiler: str, compiler_id: str, cpu: str) -
         prefix = HOST_PREFIX if flag.startswith(HOST_PREFIX) else ""
         kind = _NATIVE.match(_core(flag)).group(1)
         try:
-            out.extend(prefix + t for t in _resolve_one(kind, compiler, compiler_id))
+            out.extend(prefix + t for t in answers.ask(("native", compiler, kind), lambda: _resolve_one(kind, compiler, compiler_id)))
         except CompileIQError as exc:
             notes.append(f"{flag} kept as it is ({exc})")
             out.append(flag)
     try:
-        features = tuple(sorted(host_features(compiler, compiler_id)))
+        features = tuple(sorted(answers.ask(("features", compiler), lambda: host_features(compiler, compiler_id))))
     except CompileIQError as exc:
         features = ()
         notes.append(f"the ISA features of this CPU are not recorded ({exc})")

@@ -18,11 +18,14 @@ import jinja2
 from . import build_flags
 from . import file_api
 from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
-from ..system.process_tree import run_in_session
+from ..system.processes import ProcessResult, run_process
 from ..model.records import BuildResult
 from ..system.resources import cmake_dir, templates_dir
 
 FRAGMENT_NAME = "compileiq_trial_flags.cmake"
+# seconds a variant tree's configure may take before it is stopped with everything it started (as a build is,
+# after its timeout: a configure that hangs, e.g. on a download, must not hang the tune)
+CONFIGURE_TIMEOUT = 3600.0
 _CACHE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::([A-Z]+))?=(.*)$")
 _FORWARD_TYPES = {"BOOL", "STRING", "PATH", "FILEPATH", "UNINITIALIZED"}
 _NOT_FORWARDED = {
@@ -191,7 +194,10 @@ class VariantTree:
         os.replace(tmp, self.fragment)
         return True
 
-    def configure(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
+    def configure(self, settings: VariantSettings, target: str, language: str,
+                  timeout: float = CONFIGURE_TIMEOUT) -> file_api.CodeModel:
+        """Configure the tree (the initial cache from the user's settings, the trial fragment, the file API
+        query); stopped with everything it started after `timeout` seconds. The code model it wrote."""
         if cmake_version(self.cmake) < (3, 24):
             raise UsageError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
         self.path.mkdir(parents=True, exist_ok=True)
@@ -213,9 +219,12 @@ class VariantTree:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.cuda_arch}-real")
         elif settings.user_cuda_architectures:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        output = proc.stdout + proc.stderr
+        proc = run_process(cmd, None, timeout)
+        output = proc.output
         log = write_log(self.log_path("configure"), cmd, output)
+        if proc.returncode is None:
+            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
+                                                     None, first_error_line(output), log, _stopped(proc, timeout)))
         if proc.returncode != 0:
             raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
                                                      proc.returncode, first_error_line(output), log))
@@ -267,11 +276,10 @@ class VariantTree:
         start = time.perf_counter()
         # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
         # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
-        proc = run_in_session(cmd, timeout)
-        log = (proc.stdout or "") + (proc.stderr or "")
+        proc = run_process(cmd, None, timeout)
+        log = proc.output
         if proc.returncode is None:
-            still = "" if proc.ended else "; some of its processes could not be ended"
-            stopped = f"build timed out after {timeout:.0f} s{still}"
+            stopped = f"build {_stopped(proc, timeout)}"
             failure = CommandFailure(f"the build of {', '.join(targets)} in the variant tree {self.path.name}", tuple(cmd),
                                      None, "", write_log(self.log_path("build"), cmd, log), stopped)
             return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=stopped, failure=failure)
@@ -293,3 +301,10 @@ class VariantTree:
     def codemodel(self) -> file_api.CodeModel:
         return file_api.read_codemodel(self.path)
 
+
+def _stopped(proc: ProcessResult, timeout: float) -> str:
+    """How a configure or build that compileiq stopped ended: "timed out after N s" or "stopped: printed too
+    much output", and whether some of its processes could not be ended."""
+    still = "" if proc.ended else "; some of its processes could not be ended"
+    why = f"timed out after {timeout:.0f} s" if proc.timed_out else "stopped: printed too much output"
+    return why + still

@@ -28,19 +28,23 @@ import shlex
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-from ..measure.bench import run_benchmark, run_process, run_verify
+from ..measure.bench import run_benchmark, run_verify
+from ..system.processes import run_process
 from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, top_level_includes
 from ..model.events import EventStream
 from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, first_error_line, write_log
 from ..project.file_api import read_codemodel, write_query
 from ..model.records import Status
 from ..system.resources import cmake_dir
-from .result_file import FlagsEntry, read_entries, write_entry
+from .schema import FlagsEntry
+from .toml_io import read_entries, write_entry
 from ..model.spec import MetricSpec
-from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
 from ..model.wording import plural
+from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
 
+# The defaults of the check's options (the command line reads them from here; decide.stats loads scipy only
+# when a comparison is made, so reading them costs the command line no start-up time)
+ROUNDS = 9  # interleaved rounds per workload (--rounds)
 MAX_WORKLOADS = 8  # distinct workloads re-measured per entry at most (--max-workloads)
 BUILD_TIMEOUT = 3600.0  # seconds for each configure and each build of the check's trees (--build-timeout)
 
@@ -267,7 +271,7 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
 
 
 def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool = False,
-              override: BenchOverride = BenchOverride(), rounds: int = 9, min_gain: float | None = None,
+              override: BenchOverride = BenchOverride(), rounds: int = ROUNDS, min_gain: float | None = None,
               timeout: float = 300.0, jobs: int | None = None, max_workloads: int = MAX_WORKLOADS,
               build_timeout: float = BUILD_TIMEOUT, events: EventStream | None = None) -> list[EntryCheck]:
     """Each entry of `toml` checked against this build (and with `remeasure` re-measured); `events` hears

@@ -18,7 +18,7 @@ import jinja2
 from ..model.errors import CompileIQError
 from ..model.events import EventStream
 from ..system.resources import templates_dir
-from .summary import write_whole
+from .summary import gpu_tune, write_whole
 from .store import TrialStore
 from ..model.wording import plural
 
@@ -37,9 +37,8 @@ def _label(flags: list[str]) -> str:
 
 
 def _on_gpu(doc: dict) -> bool:
-    """Whether the tune measured on GPUs (a CUDA target, or simulated GPUs); a host (CPU) tune's report
-    speaks of no GPU and has no GPU column, no throttling line and no device-code resources."""
-    return doc["language"] == "CUDA" or bool(doc["gpus"]) or any(t["gpu"] for t in doc["trials"])
+    """Whether the summary document is of a GPU tune (summary.gpu_tune)."""
+    return gpu_tune(doc["language"], doc["gpus"], (t["gpu"] for t in doc["trials"]))
 
 
 def _plots(doc: dict) -> dict[str, str]:

@@ -34,13 +34,20 @@ import math
 import os
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Sequence
 
 from .. import __version__
 from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..decide.stats import compare, compare_paired, geomean_comparison
 
 SCHEMA = "compileiq-summary/1"
+
+
+def gpu_tune(language: str, gpus: Sequence[object], trial_gpus: Iterable[str | None]) -> bool:
+    """Whether a tune measured on GPUs: a CUDA target, GPUs given (also simulated ones), or a trial that ran on
+    one. A host (CPU) tune's console table and report speak of no GPU (no GPU column, no throttling line, no
+    device-code resources). The one rule for both."""
+    return language == "CUDA" or bool(gpus) or any(trial_gpus)
 
 
 def trial_interval(trial: Trial, baseline: Trial, lower_is_better: bool) -> tuple[float, float] | None:

@@ -8,35 +8,17 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import procfs
+
 _TICKS_UNKNOWN = -1
 
 
-def _stat(pid: int) -> tuple[int, int, str] | None:
-    """(parent pid, start time in clock ticks since boot, state) of a process; None when it is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[-1].split()
-    try:
-        return int(fields[1]), int(fields[19]), fields[0]
-    except (IndexError, ValueError):
-        return None
-
-
-def _pids() -> list[int]:
-    try:
-        return [int(n) for n in os.listdir("/proc") if n.isdigit()]
-    except OSError:
-        return []
-
-
-def _signal(pid: int, sig: int) -> bool:
+def signal_pid(pid: int, sig: int) -> bool:
+    """Send sig to the process; whether it was sent (False: gone, or another user's)."""
     try:
         os.kill(pid, sig)
         return True
@@ -44,17 +26,18 @@ def _signal(pid: int, sig: int) -> bool:
         return False
 
 
+def kill_group(pgid: int) -> bool:
+    """SIGKILL the process group; whether it was sent (False: no such group, or another user's)."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def _session_members(sid: int) -> list[int]:
     """The live processes of session sid (found through /proc)."""
-    found = []
-    for pid in _pids():
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
-            if int(fields[3]) == sid and fields[0] != "Z":
-                found.append(pid)
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
+    return [pid for pid in procfs.pids() if (st := procfs.stat(pid)) is not None and st.session == sid and st.alive]
 
 
 def kill_session_and_wait(sid: int, within: float = 10.0) -> bool:
@@ -64,14 +47,11 @@ def kill_session_and_wait(sid: int, within: float = 10.0) -> bool:
     True when it is gone. A session's id is not reused while any of its processes lives."""
     deadline = time.monotonic() + within
     while True:
-        try:
-            os.killpg(sid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        members = _session_members(sid) if os.path.isdir("/proc") else []
+        kill_group(sid)
+        members = _session_members(sid) if procfs.available() else []
         for pid in members:
-            _signal(pid, signal.SIGKILL)
-        if not members and not os.path.isdir("/proc"):
+            signal_pid(pid, signal.SIGKILL)
+        if not members and not procfs.available():
             try:
                 os.killpg(sid, 0)
             except (ProcessLookupError, PermissionError):
@@ -81,38 +61,6 @@ def kill_session_and_wait(sid: int, within: float = 10.0) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
-
-
-@dataclass(frozen=True)
-class SessionRun:
-    returncode: int | None  # None: it timed out and was killed, with its whole session
-    stdout: str
-    stderr: str
-    ended: bool = True  # False: some of its processes could not be ended (e.g. stuck in the kernel)
-
-
-def run_in_session(cmd: list[str], timeout: float) -> SessionRun:
-    """Run cmd (a build, a configure) in its own session with its output captured; on a timeout, or when
-    the caller is interrupted, the whole session is killed and waited for (kill_session_and_wait), so that
-    nothing it started (ninja, make, compilers) goes on writing into its tree."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except BaseException as exc:  # the timeout, or the caller interrupted
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()  # the leader reaped: the session is gone once its other processes are
-        ended = kill_session_and_wait(proc.pid)
-        try:
-            stdout, stderr = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # something outside the session holds the pipes: not waited for
-            stdout, stderr = "", ""
-        if not isinstance(exc, subprocess.TimeoutExpired):
-            raise
-        return SessionRun(None, stdout or "", stderr or "", ended)
-    return SessionRun(proc.returncode, stdout, stderr)
 
 
 def _cgroup2_dir() -> Path | None:
@@ -167,7 +115,7 @@ class Cgroup:
             return
         for name in names:
             owner = name[len(prefix):].split("-", 1)[0]
-            if owner.isdigit() and int(owner) != os.getpid() and _stat(int(owner)) is None:
+            if owner.isdigit() and int(owner) != os.getpid() and procfs.stat(int(owner)) is None:
                 try:
                     (base / name).rmdir()
                 except OSError:
@@ -206,7 +154,7 @@ class Cgroup:
                 (self.path / "cgroup.kill").write_text("1")
             except OSError:
                 pass
-            killed.update(p for p in pids if _signal(p, signal.SIGKILL))
+            killed.update(p for p in pids if signal_pid(p, signal.SIGKILL))
             if time.monotonic() > deadline:
                 break
             time.sleep(0.01)
@@ -239,12 +187,12 @@ class Descendants:
     known: dict[int, int] = field(default_factory=dict)  # pid -> start time (clock ticks)
 
     def __post_init__(self) -> None:
-        stat = _stat(self.root)
-        self.known[self.root] = stat[1] if stat else _TICKS_UNKNOWN
+        stat = procfs.stat(self.root)
+        self.known[self.root] = stat.start if stat else _TICKS_UNKNOWN
 
     def _same(self, pid: int, start: int) -> bool:
-        stat = _stat(pid)
-        return stat is not None and stat[2] != "Z" and (start == _TICKS_UNKNOWN or stat[1] == start)
+        stat = procfs.stat(pid)
+        return stat is not None and stat.alive and (start == _TICKS_UNKNOWN or stat.start == start)
 
     def poll(self) -> None:
         """Add every live process whose parent is a recorded process (still the same one), transitively:
@@ -253,14 +201,14 @@ class Descendants:
         if _children_files():
             self._poll_children()
             return
-        table = {pid: stat for pid in _pids() if pid != os.getpid() and (stat := _stat(pid)) is not None}
-        alive = {pid for pid, start in self.known.items() if pid in table and table[pid][1] == start}
+        table = {pid: stat for pid in procfs.pids() if pid != os.getpid() and (stat := procfs.stat(pid)) is not None}
+        alive = {pid for pid, start in self.known.items() if pid in table and table[pid].start == start}
         added = True
         while added:
             added = False
-            for pid, (ppid, start, state) in table.items():
-                if ppid in alive and pid not in alive and state != "Z" and self.known.get(pid) != start:
-                    self.known[pid] = start
+            for pid, st in table.items():
+                if st.ppid in alive and pid not in alive and st.alive and self.known.get(pid) != st.start:
+                    self.known[pid] = st.start
                     alive.add(pid)
                     added = True
 
@@ -278,9 +226,9 @@ class Descendants:
                 except OSError:
                     continue
                 for child in map(int, children):
-                    stat = _stat(child)
-                    if stat is not None and stat[0] == pid and stat[2] != "Z" and self.known.get(child) != stat[1]:
-                        self.known[child] = stat[1]
+                    stat = procfs.stat(child)
+                    if stat is not None and stat.ppid == pid and stat.alive and self.known.get(child) != stat.start:
+                        self.known[child] = stat.start
                         todo.append(child)
 
     def _holding_output(self) -> list[int]:
@@ -291,11 +239,11 @@ class Descendants:
         except OSError:
             return []
         found = []
-        for pid in _pids():
-            stat = _stat(pid)
+        for pid in procfs.pids():
+            stat = procfs.stat(pid)
             # this process, and its own children (another run's command between fork and exec holds every
             # descriptor of this process for a moment): never the run's daemons
-            if pid == os.getpid() or stat is None or stat[0] == os.getpid():
+            if pid == os.getpid() or stat is None or stat.ppid == os.getpid():
                 continue
             try:
                 fds = os.listdir(f"/proc/{pid}/fd")
@@ -321,7 +269,7 @@ class Descendants:
             if not new:
                 break
             for pid in new:
-                if _signal(pid, signal.SIGSTOP):
+                if signal_pid(pid, signal.SIGSTOP):
                     stopped.add(pid)
         holders = [p for p in self._holding_output() if p not in stopped]
-        return sum(_signal(p, signal.SIGKILL) for p in (*stopped, *holders))
+        return sum(signal_pid(p, signal.SIGKILL) for p in (*stopped, *holders))

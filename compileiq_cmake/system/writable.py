@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..model.errors import CompileIQError
 
-PROBE_PREFIX = ".compileiq-probe-"  # no writer's temporary or stray file has this prefix (result_file)
+PROBE_PREFIX = ".compileiq-probe-"  # no writer's temporary or stray file has this prefix (results/toml_io.py)
 
 
 def check_creatable(path: Path, option: str) -> None:

@@ -20,6 +20,7 @@ from typing import Callable
 
 from ..measure import kernel_times
 from ..model.errors import CompileIQError
+from ..flags.portability import compiler_kind
 from ..flags.space import HOST_GROUP, HOST_PREFIX, HOST_SHARE, Dimension, FlagSpace, host_side_named, load_space
 from ..measure.runner import Runner
 from ..project.cmake_project import read_cache
@@ -40,12 +41,11 @@ def host_compiler_path(setup: TuneSetup) -> str:
 def host_compiler(setup: TuneSetup) -> tuple[str, str]:
     """(compiler id, version) of the host compiler nvcc uses (host_compiler_path)."""
     path = host_compiler_path(setup)
+    compiler_id = compiler_kind(path)
     try:
-        text = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
         version = subprocess.run([path, "-dumpversion"], capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CompileIQError(f"cannot ask the host compiler {path} for its version: {exc}") from None
-    compiler_id = "Clang" if "clang" in text.lower() else "GNU"
     return compiler_id, version if re.match(r"^\d+(\.\d+)*$", version) else "0"
 
 

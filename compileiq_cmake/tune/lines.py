@@ -8,6 +8,7 @@ import time
 from typing import Callable
 
 from ..model.records import Trial, TuneResult
+from ..results.summary import gpu_tune
 from ..model.spec import TuneSpec
 from ..model.wording import plural
 from .setup import FINALISTS, TuneSetup
@@ -97,7 +98,7 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         gpu = f" (GPU {t.gpu})" if t.gpu and len({x.gpu for x in result.trials if x.gpu}) > 1 else ""
         log(f"  {t.index:>4}  {speed:>8}  {metric + gpu:<28}  {t.flagset.describe()}")
     paired = any(m.paired for t in result.trials for m in t.measurements)
-    on_gpu = setup.language == "CUDA" or bool(setup.gpus)  # a host (CPU) tune speaks of no GPU
+    on_gpu = gpu_tune(setup.language, setup.gpus, (t.gpu for t in result.trials))  # a host (CPU) tune speaks of no GPU
     log("  speedup: geometric mean over the workloads of " + (
         "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
         if paired else "the project's own build's median divided by the trial's"

@@ -14,13 +14,14 @@ from typing import Callable
 
 from ..execute.factory import make_executor
 from ..execute.ray import ClusterPlacement, GpuGroup, RayCluster
-from ..measure.bench import kill_leftovers
+from ..system.processes import kill_leftovers
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
 from ..model.wording import plural
-from ..results.result_file import check_output_writable, numerics_checked, read_entries
+from ..results.schema import numerics_checked
+from ..results.toml_io import check_output_writable, read_entries
 from ..results.store import TrialStore
 from ..system.lock import TuneLock
 from ..system.writable import check_creatable

@@ -24,7 +24,8 @@ from ..model.wording import plural
 from ..project import build_flags
 from ..results import summary
 from ..results.report import write_report
-from ..results.result_file import FlagsEntry, write_entry
+from ..results.schema import FlagsEntry
+from ..results.toml_io import write_entry
 from ..results.store import TrialStore
 from . import host_side
 from .baseline import Baselines
@@ -133,7 +134,8 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ..
     return tuple(out), tuple(digests)
 
 
-def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log) -> portability.Resolution | None:
+def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
+                           answers: portability.Answers) -> portability.Resolution | None:
     """-march=native and the like, as the compiler resolves them on this host, with the CPU and its ISA
     features (None when no flag is host-specific). Kept literal, with a note, when the compiler cannot say."""
     if not any(portability.is_native(f) for f in flags):
@@ -142,10 +144,10 @@ def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log) -
     try:
         if setup.language == "CUDA":
             compiler = host_side.host_compiler_path(setup)
-            compiler_id = portability.compiler_kind(compiler)
+            compiler_id = answers.ask(("kind", compiler), lambda: portability.compiler_kind(compiler))
         else:
             compiler, compiler_id = setup.toolchain.path, setup.toolchain.compiler_id
-        resolution = portability.resolve(flags, compiler, compiler_id, cpu)
+        resolution = portability.resolve(flags, compiler, compiler_id, cpu, answers)
     except CompileIQError as exc:
         resolution = portability.Resolution(flags, cpu, (), f"kept as they are ({exc})")
     if resolution.note:
@@ -161,13 +163,14 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     parts = build_flags.split(winner.flagset.flags)
     flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent)
     bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
-    resolved = _resolve_host_specific(setup, flags, log)
+    answers = portability.Answers()  # the compiler asked once for all parts
+    resolved = _resolve_host_specific(setup, flags, log, answers)
     written = resolved.flags if resolved else flags
     sources = []
     features: set[str] = set(resolved.features) if resolved else set()
     before, after = list(flags), list(written)  # every part's flags as searched and as written
     for path, own in parts.sources:
-        part = _resolve_host_specific(setup, own, log)
+        part = _resolve_host_specific(setup, own, log, answers)
         resolved = resolved or part
         features |= set(part.features) if part else set()
         sources.append({"path": path, "flags": list(part.flags if part else own)})

@@ -17,7 +17,7 @@ from ..model.errors import CompileIQError
 from ..model.records import BuildResult, FlagSet, Trial
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
-from ..results.result_file import read_entries
+from ..results.toml_io import read_entries
 from ..results.store import TrialStore
 from ..search import per_file
 from ..search.search import FlagSearch

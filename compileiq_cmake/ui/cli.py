@@ -21,9 +21,10 @@ from ..flags.catalogue import added_dimensions, applies_when
 from ..flags.portability import HostFeatures
 from ..flags.screening import format_screen, screen_target
 from ..measure.gpu import detect_gpu
-from ..results.check import BenchOverride, checks_document, report_checks, run_check
+from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS, BenchOverride, checks_document, report_checks, run_check
 from ..results.report import report_command, summaries_json
-from ..results.result_file import cmake_entries, read_entries
+from ..results.cmake_entries import cmake_entries
+from ..results.toml_io import read_entries
 from ..results.store import TrialStore
 from ..tune.orchestration import run_ray_tune, run_tune
 from .console import Console
@@ -223,13 +224,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  help="with --remeasure: instead of the recorded direction")
     check.add_argument("--pass-regex", help="with --remeasure: a run counts only if its output matches (instead of "
                        "the recorded one)")
-    check.add_argument("--rounds", type=int, default=9, help="interleaved rounds per workload (default 9)")
-    check.add_argument("--max-workloads", type=int, default=8,
-                       help="distinct workloads re-measured per entry at most (default 8; repeats are measured once)")
+    check.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds per workload (default %(default)s)")
+    check.add_argument("--max-workloads", type=int, default=MAX_WORKLOADS,
+                       help="distinct workloads re-measured per entry at most (default %(default)s; repeats are measured once)")
     check.add_argument("--min-gain", type=float, help="default: from the plain build's noise, as a tune decides")
-    check.add_argument("--build-timeout", type=float, default=3600.0,
+    check.add_argument("--build-timeout", type=float, default=BUILD_TIMEOUT,
                        help="seconds for each configure and build of the check's trees before it is stopped with "
-                       "everything it started (default 3600)")
+                       f"everything it started (default {BUILD_TIMEOUT:g})")
     check.add_argument("--json", action="store_true", help="one JSON document on stdout (the other lines: stderr)")
     _add_verbosity(check)
     entries = sub.add_parser("cmake-entries", help="(used by the CMake modules) validated TOML -> CMake code")

@@ -1,0 +1,345 @@
+"""The optimal-flags TOML's schema: the declarative dataclasses of an [[entry]] (FlagsEntry, its row tables),
+each field's type with what its value must satisfy in its metadata, the one checker of a TOML table against
+them (_table), and the rules no field's metadata can express (they relate fields, bound a list's length or
+check flags against the flag grammar): check_entry applies both."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import math
+import re
+import types
+import typing
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from pathlib import PurePosixPath
+
+from ..model.errors import CompileIQError, ResultFileError
+from ..flags import validate_flags
+from ..flags.portability import resolved_token_ok
+
+SCHEMA_VERSION = 1
+MAX_FLAGS = 256  # per entry
+MAX_SOURCES = 1024  # per-source parts per entry
+_RELATIVE_PATH = re.compile(r"^[A-Za-z0-9_.+\-]+(/[A-Za-z0-9_.+\-]+)*$")  # relative, '/'-separated, no spaces
+CHECKS = ("pass_regex", "verify", "compare_output", "compare_file")  # what guarded a tune's results
+NUMERICS_CHECKS = ("compare_output", "compare_file")
+ACF_PREFIX = "--apply-controls="
+ARCH_SCOPES = ("all", "tuned")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_CPU_FEATURE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+_TARGET_NAME = re.compile(r"^[A-Za-z0-9_.+\-]+(::[A-Za-z0-9_.+\-]+)*$")
+_BUILD_TYPE = re.compile(r"^[A-Za-z0-9_]*$")  # a CMake configuration name, or empty
+_ARCH = re.compile(r"^([0-9]{2,3}[af]?)?$")
+_COMPILER_ID = re.compile(r"^[A-Za-z]+$")
+_SHA256_OR_EMPTY = re.compile(r"^([0-9a-f]{64})?$")
+_VERSION = re.compile(r"^[0-9]+(\.[0-9]+)*$")
+_LANGUAGES = {"CUDA": "nvcc", "CXX": "gcc", "C": "gcc"}
+
+
+# The schema: the dataclasses below declare every key of an [[entry]] (and of its sub-tables) with its type;
+# field metadata adds what a value must satisfy: "pattern" (a str), "one_of" (a str), "min"/"above"/"max" (a
+# number, or each number of an array), "finite": False (a number may be inf, e.g. an interval's end), "row"
+# (the dataclass of each table of an array of tables kept as dicts). _table() checks a TOML table against
+# one of them; a new key is a new field here, checked with nothing more to write.
+
+
+@dataclass(frozen=True)
+class ContributionRow:
+    """One [[entry.contributions]] table: what keeping the flags is worth (ablation)."""
+
+    flags: tuple[str, ...]
+    speedup: float = field(metadata={"above": 0})
+    ci: tuple[float, float] = field(metadata={"min": 0, "finite": False})
+    kept: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """One [[entry.sources]] table: a source file's own flags on top of the entry's (see _check_sources)."""
+
+    path: str
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FlagsEntry:
+    """Tuned flags of one target for one CUDA architecture (or one host compiler)."""
+
+    target: str = field(metadata={"pattern": _TARGET_NAME})
+    language: str = field(metadata={"one_of": tuple(_LANGUAGES)})
+    arch: str = field(metadata={"pattern": _ARCH})
+    compiler_id: str = field(metadata={"pattern": _COMPILER_ID})
+    compiler_version: str = field(metadata={"pattern": _VERSION})
+    flags: tuple[str, ...]
+    build_type: str = field(metadata={"pattern": _BUILD_TYPE})
+    device: str  # GPU name, or the host CPU for host targets
+    compute_capability: str
+    metric: str
+    lower_is_better: bool
+    workloads: tuple[str, ...]
+    baseline: tuple[float, ...]
+    tuned: tuple[float, ...]
+    speedup: float = field(metadata={"above": 0})
+    trials: int = field(metadata={"min": 1})
+    date: str
+    tool_version: str
+    sources_sha256: str
+    replay: bool = False
+    # 95% interval of the geometric-mean speedup
+    speedup_ci: tuple[float, float] = field(default=(0.0, 0.0), metadata={"min": 0, "finite": False})
+    workload_speedups: tuple[float, ...] = field(default=(), metadata={"above": 0})
+    workload_ci: tuple[tuple[float, float], ...] = field(default=(), metadata={"min": 0, "finite": False})
+    p_values: tuple[float, ...] = field(default=(), metadata={"min": 0, "max": 1})
+    # ablation: what keeping each flag is worth
+    contributions: tuple[dict, ...] = field(default=(), metadata={"row": ContributionRow})
+    checks: tuple[str, ...] = field(default=(), metadata={"one_of": CHECKS})  # what guarded the tune's results
+    acf_sha256: tuple[tuple[str, str], ...] = ()  # (relative path, sha256) of each --apply-controls file
+    # per-source flags on top of `flags`: ({"path": relative to the source dir, "flags": [...]}, ...)
+    sources: tuple[dict, ...] = field(default=(), metadata={"row": SourceRow})
+    # CUDA, relocatable device code: device link-time optimization (-dlto at compile and at device link)
+    device_lto: bool = False
+    # how the tune measured, for `check --remeasure`: the benchmark command (paths in the build tree relative
+    # to it, e.g. "./bin/nbody": it runs in a tree of the project as its working directory), its PASS_REGEX
+    # and VERIFY command; () and "" in entries written before they were recorded
+    benchmark: tuple[str, ...] = ()
+    pass_regex: str = ""
+    verify: tuple[str, ...] = ()
+    # the project headers the target's compiles include (relative to the source dir): sources_sha256 covers them
+    headers: tuple[str, ...] = ()
+    flags_sha256: str = field(default="", metadata={"pattern": _SHA256_OR_EMPTY})  # CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> of the tune (cmake/CompileIQ.cmake)
+    # host-specific flags (-march=native ...) resolved at tune time: the CPU tuned on and the ISA features they need
+    tuned_cpu: str = ""
+    cpu_features: tuple[str, ...] = field(default=(), metadata={"pattern": _CPU_FEATURE})  # ISA feature names
+    # CUDA: "all" (the flags go to every architecture the target builds) or "tuned" (only to builds of arch alone)
+    arch_scope: str = field(default="all", metadata={"one_of": ARCH_SCOPES})
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.target, self.language, self.arch or self.compiler_id)
+
+    @property
+    def compiler_major_minor(self) -> str:
+        return ".".join(self.compiler_version.split(".")[:2])
+
+
+def numerics_checked(entry: FlagsEntry) -> bool:
+    """Whether the tune that wrote the entry compared the program's numbers with the baseline's."""
+    return any(c in NUMERICS_CHECKS for c in entry.checks)
+
+
+def _acf_problem(flag: str) -> str:
+    """Why an --apply-controls= flag is refused ("" when it is fine): its file must be a relative path
+    inside the source tree (relative to the compileiq.toml), never absolute or escaping with '..'."""
+    rel = flag[len(ACF_PREFIX):]
+    if rel and _RELATIVE_PATH.match(rel) and ".." not in PurePosixPath(rel).parts:
+        return ""
+    return (f"refusing flag {flag!r}: --apply-controls must name a relative path inside the source tree "
+            "(e.g. --apply-controls=controls/fast.acf), not an absolute path or one with '..'")
+
+
+def plain(value: object) -> object:
+    """Tuples to lists, recursively (TOML arrays)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value
+
+
+@functools.cache
+def _types(cls: type) -> dict[str, object]:
+    return typing.get_type_hints(cls)
+
+
+def short_repr(value: object) -> str:
+    """repr() of a value, cut to 60 characters (for messages)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _number_rule(meta: typing.Mapping) -> str:
+    bounds = [f"above {meta['above']}" if "above" in meta else "", f"at least {meta['min']}" if "min" in meta else "",
+              f"at most {meta['max']}" if "max" in meta else ""]
+    return " ".join(b for b in bounds if b)
+
+
+def _in_range(number: float, meta: typing.Mapping) -> bool:
+    return (("above" not in meta or number > meta["above"]) and ("min" not in meta or number >= meta["min"])
+            and ("max" not in meta or number <= meta["max"]))
+
+
+def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:
+    """value (from TOML) checked against a schema type and its metadata; the typed value (arrays -> tuples)."""
+    def wrong(expected: str) -> ResultFileError:
+        return ResultFileError(f"{what}: {name} must be {expected}, not {short_repr(value)}")
+
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: TOML has no None, so X
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+        return value
+    if hint is int or hint is float:
+        finite = hint is int or meta.get("finite", True)
+        expected = f"{'a whole number' if hint is int else 'a finite number' if finite else 'a number'} {_number_rule(meta)}"
+        if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)) \
+                or math.isnan(value) or (finite and not math.isfinite(value)) or not _in_range(value, meta):
+            raise wrong(expected.strip())
+        return float(value) if hint is float else value
+    if hint is str:
+        if not isinstance(value, str):
+            raise wrong("a string")
+        if "pattern" in meta and not meta["pattern"].match(value):
+            raise ResultFileError(f"{what}: refusing {name} = {value!r}: not a valid {name.replace('_', ' ')}")
+        if "one_of" in meta and value not in meta["one_of"]:
+            raise ResultFileError(f"{what}: {name} {value!r} is not one of {', '.join(meta['one_of'])}")
+        return value
+    if typing.get_origin(hint) is tuple:
+        args = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise wrong("an array")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_value(v, args[0], meta, what, f"{name}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise wrong(f"an array of {len(args)} values")
+        return tuple(_value(v, t, meta, what, f"{name}[{i}]") for i, (v, t) in enumerate(zip(value, args)))
+    if hint is dict:
+        if not isinstance(value, dict):
+            raise wrong("a table")
+        return plain(_table(value, meta["row"], f"{what}: {name}")) if "row" in meta else value
+    if is_dataclass(hint):
+        if not isinstance(value, dict):
+            raise wrong("a table")
+        return hint(**_table(value, hint, f"{what}: {name}"))
+    return value  # a type the schema does not describe further
+
+
+def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
+    """A TOML table checked against the schema dataclass cls: unknown keys named first (with the known key
+    they resemble), then missing ones, then each value's type and range; the typed values by key."""
+    known = [f.name for f in fields(cls)]
+    unknown = sorted(raw.keys() - set(known))
+    if unknown:
+        close = {k: difflib.get_close_matches(k, known, 1) for k in unknown}
+        named = [repr(k) + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown]
+        raise ResultFileError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
+                             + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
+    missing = [f.name for f in fields(cls)
+               if f.name not in raw and f.default is MISSING and f.default_factory is MISSING]
+    if missing:
+        raise ResultFileError(f"{what} lacks {', '.join(missing)}")
+    hints = _types(cls)
+    return {f.name: _value(raw[f.name], hints[f.name], f.metadata, what, f.name) for f in fields(cls) if f.name in raw}
+
+
+def _check_flags(typed: dict, where: str) -> None:
+    """At most MAX_FLAGS; --apply-controls files relative (_acf_problem); the others valid flags of the entry's
+    compiler family, but for the host-specific tokens resolved at tune time (-march=native ...)."""
+    flags, target = typed["flags"], typed["target"]
+    if len(flags) > MAX_FLAGS:
+        raise ResultFileError(f"{where}: entry for {target!r} has {len(flags)} flags; at most {MAX_FLAGS} "
+                             "are allowed: is it the right file?")
+    family = _LANGUAGES[typed["language"]]
+    acf = [f for f in flags if family == "nvcc" and f.startswith(ACF_PREFIX)]
+    for flag in acf:
+        if _acf_problem(flag):
+            raise ResultFileError(f"{where}: {_acf_problem(flag)}")
+    try:
+        validate_flags(family, [f for f in flags if f not in acf and not _resolved(f, typed)])
+    except CompileIQError as exc:
+        raise ResultFileError(f"{where}: {exc}") from None
+
+
+def _resolved(flag: str, typed: dict) -> bool:
+    """Whether flag is a host-specific token (-march=native ...) resolved at tune time for the entry's CPU."""
+    return bool(typed.get("tuned_cpu")) and resolved_token_ok(flag, typed.get("cpu_features", ()))
+
+
+def _check_portability(typed: dict, where: str) -> None:
+    """cpu_features given only with tuned_cpu; arch_scope "tuned" only for CUDA."""
+    if typed.get("cpu_features") and not typed.get("tuned_cpu"):
+        raise ResultFileError(f"{where}: tuned_cpu of {typed['target']!r} must be a string and cpu_features a list of ISA "
+                             "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
+    if typed.get("arch_scope", "all") != "all" and typed["language"] != "CUDA":
+        raise ResultFileError(f"{where}: arch_scope of {typed['target']!r} must be \"all\" or \"tuned\" (\"tuned\" only "
+                             "for a CUDA entry)")
+
+
+def _check_sources(typed: dict, where: str) -> None:
+    """The per-source parts (keys and types: SourceRow): at most MAX_SOURCES, each path relative to the
+    source dir (no '..', no absolute path) and a file at most once, its own flags non-empty and validated
+    like the entry's."""
+    sources, target = typed.get("sources", ()), typed["target"]
+    if len(sources) > MAX_SOURCES:
+        raise ResultFileError(f"{where}: entry for {target!r} has {len(sources)} per-source parts; at most {MAX_SOURCES}")
+    family = _LANGUAGES[typed["language"]]
+    seen = set()
+    for x in sources:
+        path, flags = x["path"], x["flags"]
+        if not _RELATIVE_PATH.match(path) or ".." in path.split("/"):
+            raise ResultFileError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
+                                 "source directory, '/'-separated, without '..'")
+        if path in seen:
+            raise ResultFileError(f"{where}: source {path!r} of {target!r} has two per-source parts")
+        seen.add(path)
+        if not flags or len(flags) > MAX_FLAGS:
+            raise ResultFileError(f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings")
+        try:
+            validate_flags(family, [f for f in flags if not _resolved(f, typed)])
+        except CompileIQError as exc:
+            raise ResultFileError(f"{where}: source {path!r}: {exc}") from None
+
+
+def _check_headers(typed: dict, where: str) -> None:
+    def relative(h: str) -> bool:
+        path = PurePosixPath(h)
+        return bool(h) and not path.is_absolute() and ".." not in path.parts and not any(c in h for c in ";\n\\$")
+
+    if not all(relative(h) for h in typed.get("headers", ())):
+        raise ResultFileError(f"{where}: headers of {typed['target']!r} must be a list of paths relative to "
+                             "the source directory (no '..', not absolute)")
+
+
+def _check_benchmark(typed: dict, where: str) -> None:
+    """The recorded benchmark and VERIFY commands are bounded, PASS_REGEX compiles."""
+    for key in ("benchmark", "verify"):
+        if len(typed.get(key, ())) > MAX_FLAGS:
+            raise ResultFileError(f"{where}: {key} of {typed['target']!r} must be a list of at most {MAX_FLAGS} strings "
+                                 "(the command and its arguments)")
+    try:
+        re.compile(typed.get("pass_regex", ""))
+    except re.error as exc:
+        raise ResultFileError(f"{where}: pass_regex of {typed['target']!r} must be a regex ({exc})") from None
+
+
+def _check_acf_sha256(typed: dict, where: str) -> None:
+    """Every --apply-controls file of the flags has its sha256 recorded (and nothing else is recorded)."""
+    pairs = typed.get("acf_sha256", ())
+    if not all(_SHA256.fullmatch(digest) for _, digest in pairs):
+        raise ResultFileError(f"{where}: acf_sha256 of {typed['target']!r} must be a list of [path, sha256]")
+    recorded = {path for path, _ in pairs}
+    used = {f[len(ACF_PREFIX):] for f in typed["flags"] if f.startswith(ACF_PREFIX)}
+    if recorded != used:
+        raise ResultFileError(f"{where}: entry for {typed['target']!r}: every --apply-controls file needs its "
+                             "sha256 in acf_sha256, and only those")
+
+
+def check_entry(raw: object, where: str) -> FlagsEntry:
+    """An [[entry]] table read from TOML, checked against the schema (FlagsEntry's fields) and then by the rules
+    it cannot express; the entry."""
+    if not isinstance(raw, dict):
+        raise ResultFileError(f"{where}: an [[entry]] must be a table")
+    typed = _table(raw, FlagsEntry, f"{where}: entry for {short_repr(raw.get('target', '?'))}")
+    _check_portability(typed, where)
+    _check_flags(typed, where)
+    _check_sources(typed, where)
+    _check_benchmark(typed, where)
+    if typed.get("device_lto") and typed["language"] != "CUDA":
+        raise ResultFileError(f"{where}: device_lto of {typed['target']!r} must be true or false, and true only for a "
+                             "CUDA entry")
+    _check_acf_sha256(typed, where)
+    _check_headers(typed, where)
+    return FlagsEntry(**typed)
