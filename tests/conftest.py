@@ -70,6 +70,14 @@ def tune_command_rules(tmp_path: Path, keywords: str) -> str:
                    and p.name in ("build.ninja", "build.make"))
 
 
+def copy_project(name: str, dst: Path) -> Path:
+    """A private copy of tests/projects/<name> at `dst`, with tests/projects/common (the shared bench.h, which
+    the projects include from ../common) beside it."""
+    shutil.copytree(PROJECTS / name, dst)
+    shutil.copytree(PROJECTS / "common", dst.parent / "common", dirs_exist_ok=True)
+    return dst
+
+
 def compile_commands(build: Path) -> list[dict]:
     return json.loads((build / "compile_commands.json").read_text())
 

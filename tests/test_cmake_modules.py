@@ -12,7 +12,7 @@ import tomli_w
 import tomllib
 
 from compileiq_cmake.results.result_file import write_entry
-from conftest import EXAMPLES, cmake_dir, commands_for, configure, tune_command_rules
+from conftest import EXAMPLES, cmake_dir, commands_for, configure, copy_project, tune_command_rules
 from test_result_file import make_entry
 
 
@@ -226,12 +226,12 @@ def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path):
     next to --generate-code) and its device link gets -dlto, the status line says so, nvcc compiles such an
     object here (this toolkit cannot link -dlto: the link is the GPU machine's); a target without relocatable
     device code does not get it, with a warning."""
-    from conftest import HAVE_NVCC, PROJECTS
+    from conftest import HAVE_NVCC
 
     if not HAVE_NVCC:
         pytest.skip("nvcc is not installed")
     src = tmp_path / "separable"
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     arch = "-DCMAKE_CUDA_ARCHITECTURES=90"
     probe = tmp_path / "probe"
     assert configure(src, probe, arch).returncode == 0
