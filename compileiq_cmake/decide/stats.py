@@ -6,11 +6,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
-from scipy import stats as _st
 
 ALPHA = 0.05
+
+
+def _st() -> ModuleType:
+    """scipy.stats, imported on first use: about a second, which commands that compute no statistic (check
+    without --remeasure) do not pay."""
+    from scipy import stats  # noqa: PLC0415
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,7 @@ def median_ci(samples: list[float] | tuple[float, ...], confidence: float = 0.95
         return Interval(xs[0], xs[0]) if xs else Interval(math.nan, math.nan)
     tail = (1 - confidence) / 2
     j = 0  # the largest j with P(Bin(n, 1/2) <= j - 1) <= tail: x_(j) (1-based) is the lower bound
-    while j < n and _st.binom.cdf(j, n, 0.5) <= tail:
+    while j < n and _st().binom.cdf(j, n, 0.5) <= tail:
         j += 1
     if j == 0:
         return Interval(xs[0], xs[-1])
@@ -125,8 +133,8 @@ def _t_comparison(diff: float, se: float, dof: float, n_baseline: int, n_candida
         # Identical samples (a quantized metric) or identical differences: no noise to test against.
         p = 1.0 if diff == 0 else 0.0
         return Comparison(math.exp(diff), Interval(math.exp(diff), math.exp(diff)), p, n_baseline, n_candidate)
-    p = float(2 * _st.t.sf(abs(diff / se), dof))
-    q = float(_st.t.ppf(0.5 + confidence / 2, dof))
+    p = float(2 * _st().t.sf(abs(diff / se), dof))
+    q = float(_st().t.ppf(0.5 + confidence / 2, dof))
     return Comparison(math.exp(diff), Interval(math.exp(diff - q * se), math.exp(diff + q * se)), p,
                       n_baseline, n_candidate)
 
@@ -187,7 +195,7 @@ def flag_effects(rows: list[tuple[tuple[str, ...], float]], confidence: float = 
     dof = len(rows) - X.shape[1]
     sigma2 = float(resid @ resid) / dof
     cov = sigma2 * np.linalg.pinv(X.T @ X)
-    q = float(_st.t.ppf(0.5 + confidence / 2, dof))
+    q = float(_st().t.ppf(0.5 + confidence / 2, dof))
     out = []
     for i, f in enumerate(flags, start=1):
         se = math.sqrt(max(cov[i, i], 0.0))
