@@ -39,8 +39,6 @@ import math
 import random
 from typing import Iterable, Sequence
 
-import nevergrad as ng
-
 from ..flags import FlagSpace
 from ..model.records import FlagSet
 
@@ -76,6 +74,8 @@ class NevergradSearch:
 
     def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
                  optimizer: str | Sequence[str] = PORTFOLIO) -> None:
+        import nevergrad as ng  # noqa: PLC0415 (seconds to import: a tune that stops before its search does not pay)
+
         self.space = space
         self._param = ng.p.Dict(**{d.name: ng.p.Choice(list(range(len(d.values)))) for d in space.dimensions})
         self._param.random_state.seed(seed)
