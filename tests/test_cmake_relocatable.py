@@ -117,14 +117,12 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
 
 @pytest.mark.cuda
 @pytest.mark.cmake
-def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_for_its_target(tmp_path):
+def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_for_its_target(tmp_path, compiler_versions):
     """Two entries for one target (sm_90 with device LTO, sm_80 without); the target builds 80 and 90 but no
     relocatable device code: the first is refused for that reason, the second applies."""
     src = _not_separable(tmp_path, "two")
     archs = "-DCMAKE_CUDA_ARCHITECTURES=80;90"
-    probe = tmp_path / "probe"
-    assert configure(src, probe, archs).returncode == 0
-    version = _nvcc_version(probe)
+    version = compiler_versions.cuda
     write_entry(src / "compileiq.toml", make_entry(target="sep_bench", compiler_version=version, arch="90",
                                                    flags=("-maxrregcount=64",), device_lto=True, sources_sha256=""))
     write_entry(src / "compileiq.toml", make_entry(target="sep_bench", compiler_version=version, arch="80",
