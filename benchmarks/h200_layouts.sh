@@ -31,6 +31,7 @@ case $p in
 esac
 work=/tmp/compileiq-work/$p
 rm -rf "$work"; mkdir -p "$(dirname "$work")"; cp -r "$REPO/tests/projects/$p" "$work"
+cp -r "$REPO/tests/projects/common" "$(dirname "$work")/"  # the shared bench.h (../common)
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_EXPORT_COMPILE_COMMANDS=ON -DCMAKE_POLICY_VERSION_MINIMUM=3.5 "${arch[@]}")
 echo "=== $p: configure (the user's build, unmodified project)"
 cmake -S "$work" -B "$work/build" "${common[@]}" > "$OUT/configure.log" 2>&1 || { tail -5 "$OUT/configure.log"; exit 1; }

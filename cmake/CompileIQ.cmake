@@ -123,6 +123,51 @@ Commands
     by default ``COMPILEIQ_FLAGS_FILE`` if set, else the tool's default
     (``compileiq.toml`` in the top-level source directory).
 
+Files Read by the Tool
+^^^^^^^^^^^^^^^^^^^^^^
+
+The rules by which a flags file applies (build type, CUDA architectures,
+relocatable device code and device LTO, ``CMAKE_<LANG>_FLAGS`` and
+``CMAKE_<LANG>_FLAGS_<CONFIG>``) live in this module only.  The tool never
+re-derives them: it reads the module's decisions from two files.
+
+``compileiq_variant_info.txt``
+  Written by ``compileiq_variant.cmake`` at the end of every configure of a
+  variant tree, one ``<key>=<value>`` per line, for the tuned target:
+
+  ``target``, ``language``, ``arch``
+    The target (an alias resolved), its language and the trial's CUDA
+    architecture (empty for host targets).
+  ``config``
+    The configuration the tree builds (``CMAKE_BUILD_TYPE``, else the first
+    of ``CMAKE_CONFIGURATION_TYPES``): recorded as the entry's
+    ``build_type``, which the apply compares with this build's.
+  ``flags_sha256``
+    ``_compileiq_flags_sha256`` of ``CMAKE_<LANG>_FLAGS`` and
+    ``CMAKE_<LANG>_FLAGS_<CONFIG>`` (the apply compares it: stale entries).
+  ``relocatable``
+    ``1`` when the target builds relocatable device code
+    (``_compileiq_relocatable``: ``CUDA_SEPARABLE_COMPILATION``, or
+    ``-rdc=true`` / ``-dc`` in its options, its directory's, or
+    ``CMAKE_CUDA_FLAGS[_<CONFIG>]``), else ``0``.
+  ``device_lto_refusal``
+    Why the apply would refuse a device-LTO entry for the target
+    (``_compileiq_device_lto_refusal``), empty when it accepts one: the tune
+    offers device LTO exactly then.
+  ``cuda_archs``, ``cuda_archs_every``
+    CUDA: the architectures the project's own build of the target compiles
+    (``_compileiq_cuda_archs``, comma-separated, as the apply matches an
+    entry's ``arch`` against them) before the tree forces its own, and ``1``
+    when they are ``all`` or ``all-major`` (every entry's architecture
+    matches).
+
+``COMPILEIQ_CHECK_FILE``
+  When this variable names a file, every entry the apply looks at appends
+  lines ``<target>\t<arch>\t<status>\t<text>``: ``applied`` (with the
+  flags as added, after ``CMAKE_<LANG>_FLAGS[_<CONFIG>]`` on the compile
+  line), ``ignored`` (why not), ``stale``, ``cpu``, ``archs``, ``sources``.
+  ``compileiq-cmake check`` reads it.
+
 Example:
 
 .. code-block:: cmake
@@ -427,13 +472,17 @@ endfunction()
 
 # _compileiq_device_lto_refusal(<target> <out-var> [<config>])
 #   Why device LTO cannot apply to <target>, or "" when it can: CMake's CUDA INTERPROCEDURAL_OPTIMIZATION
-#   generates LTO code (and a device link) only under CUDA_SEPARABLE_COMPILATION; -rdc=true in the flags
-#   alone gets none. The one rule: the apply refuses an entry by it, and a variant tree writes it into
-#   compileiq_variant_info.txt (device_lto_refusal=), where the tune reads whether to offer device LTO.
+#   generates LTO code (and a device link) only under CUDA_SEPARABLE_COMPILATION, -rdc=true in the flags
+#   alone gets none, and it needs CMake >= 3.25. The one rule: the apply refuses an entry by it, and a
+#   variant tree writes it into compileiq_variant_info.txt (device_lto_refusal=), where the tune reads
+#   whether to offer device LTO.
 function(_compileiq_device_lto_refusal target out)
   get_target_property(sep "${target}" CUDA_SEPARABLE_COMPILATION)
   set(why "")
-  if(NOT sep)
+  if(sep AND CMAKE_VERSION VERSION_LESS 3.25)
+    set(why "device LTO is applied through CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, which needs "
+      "CMake >= 3.25 (this is ${CMAKE_VERSION})")
+  elseif(NOT sep)
     _compileiq_relocatable("${target}" relocatable ${ARGN})
     if(relocatable)
       set(why "${target} builds relocatable device code through -rdc=true in its flags, not with "
@@ -874,12 +923,7 @@ target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited 
   set(lto "")
   if(arg_DEVICE_LTO)
     _compileiq_device_lto_refusal("${target}" refusal "${config}")
-    if(CMAKE_VERSION VERSION_LESS 3.25)
-      message(WARNING "compileiq: flags for ${target} were tuned with device link-time optimization, which needs "
-        "CMake >= 3.25 to apply (CUDA INTERPROCEDURAL_OPTIMIZATION; this is ${CMAKE_VERSION}); not applied")
-      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "device LTO needs CMake >= 3.25")
-      return()
-    elseif(NOT refusal STREQUAL "")
+    if(NOT refusal STREQUAL "")
       message(WARNING "compileiq: flags for ${target} were tuned with device link-time optimization, but "
         "${refusal}; not applied: re-run the tune")
       _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "tuned with device LTO but ${refusal}")

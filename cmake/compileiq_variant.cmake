@@ -34,8 +34,8 @@ At the end of the top-level directory this module:
   (``_compileiq_device_lto``, the apply's own function) and sets the per-file flags
   (``_compileiq_source_options``, also the apply's);
 * writes ``compileiq_variant_info.txt`` in the top-level build directory
-  (target, language, architecture, ``flags_sha256`` as the apply computes it,
-  the apply's device-LTO decision) and ``compileiq_variant_sources.txt`` (the
+  (the apply's own decisions for the target: see *Files Read by the Tool* in
+  :module:`CompileIQ`) and ``compileiq_variant_sources.txt`` (the
   source lines of ``sources_sha256``, to which the tool adds the headers).
 
 Tuned flags from ``compileiq.toml`` are never applied in a variant tree.
@@ -96,9 +96,26 @@ function(_compileiq_variant_apply)
     list(GET CMAKE_CONFIGURATION_TYPES 0 config)
   endif()
   _compileiq_flags_sha256("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" "${config}" flags_sha256)
+  _compileiq_relocatable("${target}" relocatable "${config}")
+  if(relocatable)
+    set(relocatable 1)
+  else()
+    set(relocatable 0)
+  endif()
+  # the apply's own architecture decision (_compileiq_cuda_archs), before this tree sets <arch>-real
+  set(cuda_archs "")
+  set(cuda_archs_every 0)
+  if(COMPILEIQ_VARIANT_LANGUAGE MATCHES "^(CUDA|)$")  # empty: the tool's first configure, language not yet known
+    _compileiq_cuda_archs("${target}" cuda_archs archs_from)
+    if(cuda_archs MATCHES "^all(-major)?$")
+      set(cuda_archs_every 1)
+    endif()
+    list(JOIN cuda_archs "," cuda_archs)
+  endif()
   file(WRITE "${CMAKE_BINARY_DIR}/compileiq_variant_info.txt"
     "target=${target}\nlanguage=${COMPILEIQ_VARIANT_LANGUAGE}\narch=${arch}\n"
-    "flags_sha256=${flags_sha256}\n")
+    "config=${config}\nflags_sha256=${flags_sha256}\nrelocatable=${relocatable}\n"
+    "cuda_archs=${cuda_archs}\ncuda_archs_every=${cuda_archs_every}\n")
   _compileiq_source_lines("${target}" source_lines)
   list(JOIN source_lines "\n" source_lines)
   file(WRITE "${CMAKE_BINARY_DIR}/compileiq_variant_sources.txt" "${source_lines}\n")

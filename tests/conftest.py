@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -68,6 +70,47 @@ def tune_command_rules(tmp_path: Path, keywords: str) -> str:
     assert proc.returncode == 0, proc.stderr
     return "".join(p.read_text(errors="replace") for p in build.rglob("*") if p.is_file()
                    and p.name in ("build.ninja", "build.make"))
+
+
+def copy_project(name: str, dst: Path) -> Path:
+    """A private copy of tests/projects/<name> at `dst`, with tests/projects/common (the shared bench.h, which
+    the projects include from ../common) beside it."""
+    shutil.copytree(PROJECTS / name, dst)
+    shutil.copytree(PROJECTS / "common", dst.parent / "common", dirs_exist_ok=True)
+    return dst
+
+
+@dataclass(frozen=True)
+class CompilerVersions:
+    """The project compilers' versions as CMake reports them (CMAKE_<LANG>_COMPILER_VERSION)."""
+
+    cxx: str  # e.g. "12.2.0"
+    cuda: str  # e.g. "13.0.88"; "" where CUDA cannot be enabled (no nvcc)
+
+    @property
+    def cxx_major_minor(self) -> str:
+        return ".".join(self.cxx.split(".")[:2])
+
+
+def _cmake_compiler_version(build: Path, lang: str) -> str:
+    found = next((build / "CMakeFiles").glob(f"*/CMake{lang}Compiler.cmake"), None)
+    match = found and re.search(rf'set\(CMAKE_{lang}_COMPILER_VERSION "([\d.]+)"', found.read_text())
+    return match.group(1) if match else ""
+
+
+@pytest.fixture(scope="session")
+def compiler_versions(tmp_path_factory) -> CompilerVersions:
+    """One configure per session of an empty C++ (and, with nvcc, CUDA) project: the versions an entry must
+    record to apply here (each apply test configured such a probe of its own, a CUDA one costing seconds)."""
+    root = tmp_path_factory.mktemp("compiler_probe")
+    src = root / "src"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(probe LANGUAGES CXX)\n"
+        + ("enable_language(CUDA)\n" if HAVE_NVCC else ""))
+    proc = configure(src, root / "build")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return CompilerVersions(_cmake_compiler_version(root / "build", "CXX"), _cmake_compiler_version(root / "build", "CUDA"))
 
 
 def compile_commands(build: Path) -> list[dict]:

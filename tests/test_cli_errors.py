@@ -3,21 +3,36 @@
 from __future__ import annotations
 
 from pathlib import Path
+import shutil
 
 import pytest
 
 from compileiq_cmake.model.spec import compute_capability
 
-from conftest import configure, run_cli, one_line_error
+from conftest import EXAMPLES, configure, run_cli, one_line_error
 
 METRIC = "time_ms=([0-9.eE+-]+)"
 
 
+def _configured(root):
+    src = root / "host_cpp"
+    shutil.copytree(EXAMPLES / "host_cpp", src)
+    build = root / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    return src, build
+
+
+@pytest.fixture(scope="module")
+def configured(tmp_path_factory):
+    """One configured copy of the host example for the module's bad-input tunes: each is refused before it
+    writes anything (each test asserts so), so they share it."""
+    return _configured(tmp_path_factory.mktemp("cli_errors"))
+
+
 @pytest.fixture
-def configured(host_example, tmp_path):
-    build = tmp_path / "build"
-    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    return host_example, build
+def configured_alone(tmp_path):
+    """A configured copy of its own, for a test that writes compileiq.toml into the source tree."""
+    return _configured(tmp_path)
 
 
 def _tune(src, build, *extra):
@@ -111,13 +126,13 @@ def test_every_option_is_checked_before_it_can_mislead(configured, extra, needle
 
 
 @pytest.mark.cmake
-def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured):
+def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured_alone):
     """An entry whose numerics were checked by output comparison is not replaced by a tune that compares
     nothing: refused before any build (exit 2, the file unchanged), unless --replace."""
     from compileiq_cmake.results.toml_io import write_entry
     from test_result_file import make_entry
 
-    src, build = configured
+    src, build = configured_alone
     toml = src / "compileiq.toml"
     import re
     version = re.search(r'CMAKE_CXX_COMPILER_VERSION "([\d.]+)"', next((build / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")).read_text()).group(1)

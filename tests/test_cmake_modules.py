@@ -12,7 +12,7 @@ import tomli_w
 import tomllib
 
 from compileiq_cmake.results.toml_io import write_entry
-from conftest import EXAMPLES, cmake_dir, commands_for, configure, tune_command_rules
+from conftest import EXAMPLES, cmake_dir, commands_for, configure, copy_project, tune_command_rules
 from test_result_file import make_entry
 
 
@@ -38,11 +38,9 @@ def _host_entry(version, **kw):
 
 
 @pytest.mark.cmake
-def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
+def test_matching_entry_is_applied_and_mismatches_warn(tmp_path, compiler_versions):
     src = _host_project(tmp_path)
-    probe = tmp_path / "probe"
-    assert configure(src, probe).returncode == 0
-    version = _gcc_version_major_minor(probe) + ".0"
+    version = compiler_versions.cxx_major_minor + ".0"
     toml = src / "compileiq.toml"
 
     write_entry(toml, _host_entry(version))
@@ -66,14 +64,12 @@ def test_matching_entry_is_applied_and_mismatches_warn(tmp_path):
 
 
 @pytest.mark.cmake
-def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tmp_path):
+def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tmp_path, compiler_versions):
     """Release-tuned flags: a Debug build does not get them; a multi-config generator gets them inside
     $<CONFIG:Release> (impl-Release.ninja has them, impl-Debug.ninja not)."""
     src = _host_project(tmp_path)
-    probe = tmp_path / "probe"
-    assert configure(src, probe).returncode == 0
     toml = src / "compileiq.toml"
-    write_entry(toml, _host_entry(_gcc_version_major_minor(probe) + ".0", build_type="Release"))
+    write_entry(toml, _host_entry(compiler_versions.cxx_major_minor + ".0", build_type="Release"))
     debug = configure(src, tmp_path / "debug", "-DCMAKE_BUILD_TYPE=Debug", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert debug.returncode == 0 and "tuned for the Release build type" in debug.stdout, debug.stdout
     (cmd,) = commands_for(tmp_path / "debug", "main.cpp")
@@ -100,18 +96,13 @@ def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tm
 
 
 @pytest.mark.cmake
-def test_cuda_entry_for_another_architecture_is_not_applied(tmp_path):
+def test_cuda_entry_for_another_architecture_is_not_applied(tmp_path, compiler_versions):
     """n-body builds 75;80;90: an sm_100 entry must not be applied; an sm_90 one is, with a note."""
     src = tmp_path / "nbody"
     shutil.copytree(EXAMPLES / "cuda_nbody", src)
-    probe = tmp_path / "probe"
-    proc = configure(src, probe)
-    if proc.returncode != 0:  # no nvcc here
-        import pytest
+    if not compiler_versions.cuda:  # no nvcc here
         pytest.skip("CUDA is not available")
-    import re
-    text = next((probe / "CMakeFiles").glob("*/CMakeCUDACompiler.cmake")).read_text()
-    version = re.search(r'set\(CMAKE_CUDA_COMPILER_VERSION "([\d.]+)', text).group(1)
+    version = compiler_versions.cuda
     toml = src / "compileiq.toml"
     write_entry(toml, make_entry(arch="100", compiler_version=version, flags=("--use_fast_math",)))
     proc = configure(src, tmp_path / "b100", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
@@ -177,7 +168,7 @@ def test_compileiq_tune_keywords_reach_the_tune_command(tmp_path):
 
 
 @pytest.mark.cmake
-def test_per_source_flags_go_to_that_file_only(tmp_path):
+def test_per_source_flags_go_to_that_file_only(tmp_path, compiler_versions):
     """An entry's per-source part: the file's own flags come after the target's in its compile command, the
     other files do not get them, a path that is not a source of the target is refused with a warning, and
     an entry that does not apply takes its per-source part with it."""
@@ -189,9 +180,7 @@ def test_per_source_flags_go_to_that_file_only(tmp_path):
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX)\n"
         "add_executable(app main.cpp src/a.cpp src/b.cpp)\n")
-    probe = tmp_path / "probe"
-    assert configure(src, probe).returncode == 0
-    version = _gcc_version_major_minor(probe) + ".0"
+    version = compiler_versions.cxx_major_minor + ".0"
     toml = src / "compileiq.toml"
     parts = ({"path": "src/b.cpp", "flags": ["-O2", "-fno-math-errno"]}, {"path": "src/gone.cpp", "flags": ["-O2"]})
     write_entry(toml, _host_entry(version, target="app", flags=("-funroll-loops",), sources=parts))
@@ -221,21 +210,19 @@ def _nvcc_version(build) -> str:
 
 
 @pytest.mark.cmake
-def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path):
+def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path, compiler_versions):
     """device_lto = true: every CUDA compile line of the target makes LTO-IR (code=lto_90: nvcc refuses -dlto
     next to --generate-code) and its device link gets -dlto, the status line says so, nvcc compiles such an
     object here (this toolkit cannot link -dlto: the link is the GPU machine's); a target without relocatable
     device code does not get it, with a warning."""
-    from conftest import HAVE_NVCC, PROJECTS
+    from conftest import HAVE_NVCC
 
     if not HAVE_NVCC:
         pytest.skip("nvcc is not installed")
     src = tmp_path / "separable"
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     arch = "-DCMAKE_CUDA_ARCHITECTURES=90"
-    probe = tmp_path / "probe"
-    assert configure(src, probe, arch).returncode == 0
-    version = _nvcc_version(probe)
+    version = compiler_versions.cuda
     entry = make_entry(target="sep_bench", compiler_version=version, flags=("-maxrregcount=64",), device_lto=True,
                        sources_sha256="")
     write_entry(src / "compileiq.toml", entry)

@@ -14,7 +14,7 @@ from compileiq_cmake.flags.catalogue import add_device_lto_dimension
 from compileiq_cmake.flags.space import load_space
 from compileiq_cmake.results.toml_io import write_entry
 from compileiq_cmake.flags.screening import project_flags
-from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure
+from conftest import HAVE_NVCC, cmake_dir, compile_commands, configure, copy_project
 from test_cmake_modules import _nvcc_version
 from test_result_file import make_entry
 
@@ -24,7 +24,7 @@ ARCH = "-DCMAKE_CUDA_ARCHITECTURES=90"
 
 def _not_separable(tmp_path: Path, name: str) -> Path:
     src = tmp_path / name
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     text = (src / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
     (src / "CMakeLists.txt").write_text(text)
     return src
@@ -47,7 +47,7 @@ def _in_subdirectory(tmp_path: Path) -> Path:
 
 def _separable(tmp_path: Path, name: str) -> Path:
     src = tmp_path / name
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     return src
 
 
@@ -80,13 +80,16 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
                f"-DCOMPILEIQ_VARIANT_FRAGMENT={tree.fragment}")
     proc = configure(src, tree.path, *release, *variant)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    refusal = tree.device_lto_refusal()
+    decided = tree.decisions()
+    refusal = decided.device_lto_refusal
     assert (says in refusal) if says else refusal == "", refusal
+    assert decided.relocatable is (says != "does not build relocatable device code"), decided
+    assert decided.config == "Release" and decided.cuda_archs == ("90",), decided
     commands = [e for e in compile_commands(tree.path) if e["file"].endswith(".cu")]
     if says == FLAGS_ONLY:
         assert all("-rdc=true" in e["command"] for e in commands), commands
     space = load_space("nvcc", "NVIDIA", "13.0.88", (), (), arch="90")
-    offered, _ = add_device_lto_dimension(space, project_flags(commands), (3, 25), True, refusal)
+    offered, _ = add_device_lto_dimension(space, project_flags(commands), True, refusal, decided.relocatable)
     offered = any(d.name == "device_lto" for d in offered.dimensions)
     assert offered is (not says)
     # a device-LTO trial: LTO code in a variant tree where it is offered, a FATAL_ERROR with the reason elsewhere
@@ -114,14 +117,12 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
 
 @pytest.mark.cuda
 @pytest.mark.cmake
-def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_for_its_target(tmp_path):
+def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_for_its_target(tmp_path, compiler_versions):
     """Two entries for one target (sm_90 with device LTO, sm_80 without); the target builds 80 and 90 but no
     relocatable device code: the first is refused for that reason, the second applies."""
     src = _not_separable(tmp_path, "two")
     archs = "-DCMAKE_CUDA_ARCHITECTURES=80;90"
-    probe = tmp_path / "probe"
-    assert configure(src, probe, archs).returncode == 0
-    version = _nvcc_version(probe)
+    version = compiler_versions.cuda
     write_entry(src / "compileiq.toml", make_entry(target="sep_bench", compiler_version=version, arch="90",
                                                    flags=("-maxrregcount=64",), device_lto=True, sources_sha256=""))
     write_entry(src / "compileiq.toml", make_entry(target="sep_bench", compiler_version=version, arch="80",

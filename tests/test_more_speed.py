@@ -22,7 +22,7 @@ from compileiq_cmake.flags.space import load_space
 from compileiq_cmake.search.per_file import PerFileContext, Proposals, candidates, kernel_name, plan
 from compileiq_cmake.search.search import FlagSearch
 from compileiq_cmake.tune.setup import command_tokens
-from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure
+from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure, copy_project
 
 NVCC = shutil.which("nvcc")
 
@@ -34,17 +34,19 @@ def _space():
 @pytest.mark.unit
 def test_device_lto_is_offered_for_relocatable_device_code_only():
     space = _space()
-    lto, notes = add_device_lto_dimension(space, ["-rdc=true", "-O3"], (3, 25), True, "")
+    lto, notes = add_device_lto_dimension(space, ["-rdc=true", "-O3"], True, "", True)
     dim = lto.dimensions[-1]
     assert dim.name == "device_lto" and dim.values == ((), ("-dlto",)) and dim.build_mode and notes
-    plain, notes = add_device_lto_dimension(space, ["-O3"], (3, 25), True, "sep_bench does not build relocatable device code")
+    plain, notes = add_device_lto_dimension(space, ["-O3"], True, "sep_bench does not build relocatable device code", False)
     assert plain.dimensions == space.dimensions and not notes
     assert any("does not build relocatable device code" in d for d in plain.dropped)
-    already, _ = add_device_lto_dimension(space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], (3, 25), True, "")
+    already, _ = add_device_lto_dimension(space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], True, "", True)
     assert already.dimensions == space.dimensions and any("already uses device LTO" in d for d in already.dropped)
-    old, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 24), True, "")
+    # the CMake module's refusal (here: its CMake-version rule) for a relocatable target: dropped with a note
+    old, notes = add_device_lto_dimension(space, ["-rdc=true"], True, "device LTO ... needs CMake >= 3.25 (this is 3.24.4)", True)
     assert old.dimensions == space.dimensions and "CMake >= 3.25" in notes[0]
-    excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], (3, 25), False, "")
+    assert any("CMake >= 3.25" in d for d in old.dropped)
+    excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], False, "", True)
     assert excluded.dimensions == space.dimensions and not notes
     from compileiq_cmake.flags.catalogue import device_lto_wanted
 
@@ -58,7 +60,7 @@ def test_device_lto_is_offered_for_relocatable_device_code_only():
 
 @pytest.mark.unit
 def test_device_lto_is_among_the_first_single_changes():
-    space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], (3, 25), True, "")
+    space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], True, "", True)
     search = FlagSearch(space, budget=30, seed=3, workers=1)
     first = search.ask()  # the baseline is told by the tune, not asked
     assert first.flags == ("-dlto",), first.flags
@@ -109,7 +111,7 @@ def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(
     from compileiq_cmake.tune.trial import _command_problem
 
     src = tmp_path / "separable"
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     own = _variant(src, tmp_path / "own", ())
     flags = ("-Xptxas=-O1", "-dlto", "[src/main.cu]-Xptxas=-dlcm=cs")
     got = _variant(src, tmp_path / "trial", flags)
@@ -140,7 +142,7 @@ def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_device_lto_on_a_target_without_relocatable_code_fails_its_trial_build(tmp_path):
     src = tmp_path / "plain"
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     text = (src / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
     (src / "CMakeLists.txt").write_text(text)
     tree = tmp_path / "tree"
@@ -366,7 +368,7 @@ def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
     from compileiq_cmake.tune.trial import _command_problem
 
     src = tmp_path / "separable"
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     own = _variant(src, tmp_path / "own", ())
     got = _variant(src, tmp_path / "trial", ("-Xcompiler=-funroll-loops",))
     assert all("-Xcompiler=-funroll-loops" in e["command"] for e in got.values())
@@ -396,7 +398,7 @@ def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path)
     if find_tool("cuobjdump", NVCC) is None:
         pytest.skip("cuobjdump is not installed")
     src = tmp_path / "separable"
-    shutil.copytree(PROJECTS / "separable", src)
+    copy_project("separable", src)
     assert configure(src, src / "build", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
     repo = Path(__file__).resolve().parents[1]
     proc = subprocess.run(

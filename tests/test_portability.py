@@ -28,11 +28,6 @@ needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 CPP = "double f(const double* a, int n) { double s = 0; for (int i = 0; i < n; ++i) s += a[i] * a[i]; return s; }\n"
 
 
-def _version(build) -> str:
-    text = next((build / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")).read_text()
-    return re.search(r'set\(CMAKE_CXX_COMPILER_VERSION "([\d.]+)"', text).group(1)
-
-
 def _native_entry(version: str, **kw):
     r = resolve(("-O3", "-march=native"), GXX, "GNU", "Test CPU 9000")
     base = dict(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=version,
@@ -116,14 +111,12 @@ def test_portable_keyword_of_compileiq_tune_reaches_the_tune_command(tmp_path):
 
 @pytest.mark.cmake
 @needs_gxx
-def test_configure_compares_the_isa_features_and_portable_refuses(tmp_path):
+def test_configure_compares_the_isa_features_and_portable_refuses(tmp_path, compiler_versions):
     """A real configure: on this host (which has the features) no line; on a simulated host lacking some,
     ONE status line naming them (the flags still apply); with COMPILEIQ_PORTABLE=ON not applied, with a line."""
     src = tmp_path / "host_cpp"
     shutil.copytree(EXAMPLES / "host_cpp", src)
-    probe = tmp_path / "probe"
-    assert configure(src, probe).returncode == 0
-    entry = _native_entry(_version(probe))
+    entry = _native_entry(compiler_versions.cxx)
     write_entry(src / "compileiq.toml", entry)
     march = next(f for f in entry.flags if f.startswith("-march="))
     pkg = f"-Dcompileiq_cmake_DIR={cmake_dir()}"
@@ -164,23 +157,16 @@ def test_configure_compares_the_isa_features_and_portable_refuses(tmp_path):
     assert "this host lacks" in proc.stdout and missing[0] in proc.stdout
 
 
-def _cuda_version(build) -> str:
-    text = next((build / "CMakeFiles").glob("*/CMakeCUDACompiler.cmake")).read_text()
-    return re.search(r'set\(CMAKE_CUDA_COMPILER_VERSION "([\d.]+)"', text).group(1)
-
-
 @pytest.mark.cuda
 @pytest.mark.cmake
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
-def test_arch_scope_on_a_multi_architecture_target(tmp_path):
+def test_arch_scope_on_a_multi_architecture_target(tmp_path, compiler_versions):
     """n-body builds 75;80;90, the entry was tuned on sm_90. all (default): applied to every -gencode, the
     note lists measured and unmeasured architectures (check too); tuned: not applied, a line says why; a
     build of sm_90 alone gets them; host-side flags only: applied (no device code changes)."""
     src = tmp_path / "nbody"
     shutil.copytree(EXAMPLES / "cuda_nbody", src)
-    probe = tmp_path / "probe"
-    assert configure(src, probe).returncode == 0
-    version = _cuda_version(probe)
+    version = compiler_versions.cuda
     toml = src / "compileiq.toml"
     pkg = f"-Dcompileiq_cmake_DIR={cmake_dir()}"
 
@@ -300,15 +286,13 @@ def test_arch_scope_tuned_is_refused_for_a_host_target():
 
 
 @pytest.mark.cmake
-def test_an_old_entry_with_a_literal_march_native_is_named_and_portable_refuses_it(tmp_path):
+def test_an_old_entry_with_a_literal_march_native_is_named_and_portable_refuses_it(tmp_path, compiler_versions):
     """A compileiq.toml written before the resolution (-march=native literally, no tuned_cpu): the configure
     says it is CPU-specific and unrecorded; COMPILEIQ_PORTABLE=ON does not apply it."""
     src = tmp_path / "host_cpp"
     shutil.copytree(EXAMPLES / "host_cpp", src)
-    probe = tmp_path / "probe"
-    assert configure(src, probe).returncode == 0
     write_entry(src / "compileiq.toml", make_entry(
-        target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=_version(probe),
+        target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=compiler_versions.cxx,
         flags=("-O3", "-march=native"), compute_capability="", device="cpu", sources_sha256=""))
     pkg = f"-Dcompileiq_cmake_DIR={cmake_dir()}"
     plain = configure(src, tmp_path / "plain", "-DCMAKE_BUILD_TYPE=Release", pkg)

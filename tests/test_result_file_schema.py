@@ -13,6 +13,7 @@ import tomllib
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.results.schema import FlagsEntry
 from compileiq_cmake.results.toml_io import read_entries, write_entry
+from compileiq_cmake.ui.cli import main
 from conftest import EXAMPLES, cmake_dir, configure, run_cli, one_line_error
 from test_result_file import make_entry
 
@@ -68,22 +69,53 @@ BAD = [
 ]
 
 
-@pytest.mark.cmake
+def _check_args(path, tmp_path):
+    """`check` on `path` for a project that is no configured tree's (it reads the file before it configures
+    anything)."""
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "CMakeCache.txt").write_text("")
+    (tmp_path / "CMakeLists.txt").write_text("project(p NONE)\n")
+    return build, ["check", str(path), "-S", str(tmp_path), "-B", str(build)]
+
+
+@pytest.mark.unit
 @pytest.mark.parametrize("mutate,needles", BAD)
-def test_every_field_is_checked_for_type_and_range_by_show_and_the_apply(tmp_path, mutate, needles):
+def test_every_field_is_checked_for_type_and_range_by_show_and_the_apply(tmp_path, capsys, mutate, needles):
+    """The CLI's own code in this process (ui.cli.main, as `python -m compileiq_cmake` runs it): show,
+    cmake-entries (what the configure's apply runs) and check. A separate process for each command of one
+    case: test_a_bad_field_is_one_line_from_each_command_as_a_process."""
     path = _file(tmp_path, mutate)
     with pytest.raises(CompileIQError):
         read_entries(path)
+
+    def cli(*args):
+        rc = main(list(args))
+        out, err = capsys.readouterr()
+        return one_line_error(rc, out, err, *needles)
+
+    assert str(path) in cli("show", str(path))
+    out = tmp_path / "entries.cmake"
+    cli("cmake-entries", str(path), str(out))
+    assert not out.exists()
+    build, args = _check_args(path, tmp_path)
+    cli(*args)
+    assert list(build.iterdir()) == [build / "CMakeCache.txt"]
+
+
+@pytest.mark.cmake
+def test_a_bad_field_is_one_line_from_each_command_as_a_process(tmp_path):
+    """One case of the table above through `python -m compileiq_cmake` as separate processes (exit status 2,
+    one line on stderr, no traceback): show, cmake-entries and check."""
+    mutate, needles = BAD[0]
+    path = _file(tmp_path, mutate)
     line = _one_line(run_cli("show", str(path)), *needles)
     assert str(path) in line
     out = tmp_path / "entries.cmake"
     _one_line(run_cli("cmake-entries", str(path), str(out)), *needles)
     assert not out.exists()
-    build = tmp_path / "build"  # `check` reads the file before it configures anything
-    build.mkdir()
-    (build / "CMakeCache.txt").write_text("")
-    (tmp_path / "CMakeLists.txt").write_text("project(p NONE)\n")
-    _one_line(run_cli("check", str(path), "-S", str(tmp_path), "-B", str(build)), *needles)
+    build, args = _check_args(path, tmp_path)
+    _one_line(run_cli(*args), *needles)
     assert list(build.iterdir()) == [build / "CMakeCache.txt"]
 
 

@@ -6,7 +6,6 @@ configure through the unmodified route (CMAKE_PROJECT_TOP_LEVEL_INCLUDES)."""
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +21,8 @@ from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.trial import build_variant as _build, device_code as _device_code
 from compileiq_cmake.tune.setup import TuneSetup, setup
 from compileiq_cmake.model.wording import plural
-from conftest import cmake_dir, compile_commands, configure, needs_nvcc
+from conftest import cmake_dir, compile_commands, configure, copy_project, needs_nvcc
 
-PROJECTS = Path(__file__).parent / "projects"
 SM90 = "-DCMAKE_CUDA_ARCHITECTURES=90"  # as a user with an H200 configures (these projects leave it open)
 METRIC = "time_ms=([0-9.eE+-]+)"
 
@@ -46,7 +44,7 @@ class Trap:
 def _setup(tmp_path: Path, project: str, target: str, bench: str, include: tuple[str, ...], *defs: str,
            screen: bool = True) -> Trap:
     src = tmp_path / project
-    shutil.copytree(PROJECTS / project, src)
+    copy_project(project, src)
     build = tmp_path / "build"
     proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release", *defs)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -6,19 +6,17 @@ from __future__ import annotations
 import pytest
 
 import json
-import shutil
 from pathlib import Path
 
 from compileiq_cmake.results.toml_io import read_entries
-from conftest import configure, run_cli
+from conftest import configure, copy_project, run_cli
 
-PROJECTS = Path(__file__).parent / "projects"
 METRIC = "time_ms=([0-9.eE+-]+)"
 
 
 def _project(tmp_path, name):
     src = tmp_path / name
-    shutil.copytree(PROJECTS / name, src)
+    copy_project(name, src)
     build = tmp_path / "build"
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     return src, build

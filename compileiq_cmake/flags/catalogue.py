@@ -106,7 +106,6 @@ def adapt_to_project(space: FlagSpace, project_flags: list[str]) -> tuple[FlagSp
 
 
 DEVICE_LTO_DIMENSION = "device_lto"
-DEVICE_LTO_MIN_CMAKE = (3, 25)
 
 
 def device_lto_wanted(include: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
@@ -115,27 +114,21 @@ def device_lto_wanted(include: tuple[str, ...], exclude: tuple[str, ...]) -> boo
     return DEVICE_LTO_DIMENSION not in exclude and (not selective or DEVICE_LTO_DIMENSION in selective)
 
 
-def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], cmake_version: tuple[int, int],
-                             wanted: bool, refusal: str) -> tuple[FlagSpace, list[str]]:
+def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], wanted: bool, refusal: str,
+                             relocatable: bool) -> tuple[FlagSpace, list[str]]:
     """Device link-time optimization (the token -dlto, build_flags) as a dimension of its own, offered only
-    when the target builds relocatable device code and does not use device LTO already. It is a build
-    mode, not a compile flag: it is neither probed nor screened (the objects then hold LTO IR, no SASS);
-    the apply uses CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, which needs CMake >= 3.25. `refusal`: why
-    the apply would refuse device LTO for the target ("" when it accepts it), the CMake module's own
-    decision (_compileiq_device_lto_refusal, written by the variant tree into compileiq_variant_info.txt),
-    so that the tune offers device LTO exactly where the apply accepts it."""
+    where the apply accepts it and the target does not use device LTO already. It is a build mode, not a
+    compile flag: it is neither probed nor screened (the objects then hold LTO IR, no SASS). `refusal` and
+    `relocatable` are the CMake module's own decisions (ApplyDecisions, read from compileiq_variant_info.txt):
+    why the apply would refuse device LTO for the target ("" when it accepts it: CUDA_SEPARABLE_COMPILATION,
+    CMake >= 3.25) and whether the target builds relocatable device code (a refusal is a note then)."""
     if not wanted:
         return space, []
     if _has(project_flags, r"-dlto", r"-gencode=.*code=.*lto_\d+.*"):
         return replace(space, dropped=(*space.dropped, "device_lto: the project already uses device LTO")), []
     if refusal:
         dropped = f"device_lto: {refusal}"
-        flags_only = _has(project_flags, r"-rdc=true", r"-dc")
-        return replace(space, dropped=(*space.dropped, dropped)), [f"note: device_lto not offered: {refusal}"] if flags_only else []
-    if cmake_version < DEVICE_LTO_MIN_CMAKE:
-        note = (f"note: device_lto not offered: it is applied through CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, "
-                f"which needs CMake >= 3.25 (this is {cmake_version[0]}.{cmake_version[1]})")
-        return replace(space, dropped=(*space.dropped, note)), [note]
+        return replace(space, dropped=(*space.dropped, dropped)), [f"note: device_lto not offered: {refusal}"] if relocatable else []
     dim = Dimension(DEVICE_LTO_DIMENSION, "device link-time optimization of the relocatable device code "
                     "(CUDA INTERPROCEDURAL_OPTIMIZATION: code=lto_XX at compile, -dlto, -Xptxas options and "
                     "-maxrregcount at the device link)", ((), ("-dlto",)), build_mode=True)
@@ -187,11 +180,10 @@ def added_dimensions(family: str) -> tuple[tuple[str, str, str], ...]:
     """The dimensions a tune adds to the catalogue's when they apply: (name, values, when)."""
     if family != "nvcc":
         return ()
-    major, minor = DEVICE_LTO_MIN_CMAKE
     return (
         (DEVICE_LTO_DIMENSION, "default | -dlto (CUDA INTERPROCEDURAL_OPTIMIZATION)",
          "only for relocatable device code (CUDA_SEPARABLE_COMPILATION / -rdc=true) that does not use device LTO "
-         f"already, CMake >= {major}.{minor}"),
+         "already, CMake >= 3.25 (cmake/CompileIQ.cmake decides)"),
         (ACF_DIMENSION, "default | --apply-controls=FILE", f"only with tune --acf FILE, nvcc >= {ACF_MIN_VERSION}"),
         (f"{HOST_GROUP} (host_<name>)", "the gcc space's dimensions, passed as -Xcompiler=<flag>",
          f"only when host code takes at least {100 * HOST_SHARE:.0f}% of a WALLTIME run, or named in --include-flags "

@@ -19,9 +19,10 @@ from typing import Callable
 from ..model.errors import CompileIQError
 from .catalogue import canonical_flags
 from .space import FlagSpace
+from ..project.cmake_project import ApplyDecisions
 from ..project.nvcc_command import project_flags, tokens
 from ..model.wording import plural
-from ..project.cmake_project import VariantSettings, VariantTree, cmake_version
+from ..project.cmake_project import VariantSettings, VariantTree
 from ..system.lock import TuneLock
 from . import load_space
 from .catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension, device_lto_wanted
@@ -227,12 +228,11 @@ class CudaSpace:
 def prepare_cuda_space(
     space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
     acf_files: tuple[Path, ...] = (), run_screen: bool = True, jobs: int | None = None,
-    device_lto: tuple[int, int] | None = None, lto_refusal: str = "not known",
+    device_lto: bool = False, decisions: ApplyDecisions | None = None,
 ) -> CudaSpace:
     """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix).
-    `device_lto`: the CMake version when the device_lto dimension may be offered (None: not wanted);
-    `lto_refusal`: why device LTO cannot apply to the target ("" when it can), as the variant tree's CMake
-    decided (VariantTree.device_lto_refusal)."""
+    `device_lto`: whether the device_lto dimension may be offered; `decisions`: the CMake module's own decisions
+    for the target (VariantTree.decisions: whether the apply accepts device LTO); none: device LTO not offered."""
     notes: list[str] = []
     started = time.perf_counter()
     space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path), jobs)
@@ -260,8 +260,9 @@ def prepare_cuda_space(
         else:
             space = result.space
     if entries:  # a build mode, not a compile flag: after the screening, never screened
-        space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto or (0, 0),
-                                                    device_lto is not None, lto_refusal)
+        decided = decisions or ApplyDecisions.parse({}, "(none)")
+        space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto,
+                                                    decided.device_lto_refusal, decided.relocatable)
         notes += lto_notes
     return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds)
 
@@ -309,8 +310,7 @@ def screen_target(
             raise CompileIQError(f"no compile command of a CUDA source of '{target}' in compile_commands.json")
         space = load_space("nvcc", toolchain.compiler_id, toolchain.version, include, exclude, arch=cuda_arch)
         prepared = prepare_cuda_space(space, commands, toolchain.path, cuda_arch, build_dir, target, jobs=jobs,
-                                      device_lto=cmake_version(tree.cmake) if device_lto_wanted(include, exclude) else None,
-                                      lto_refusal=tree.device_lto_refusal())
+                                      device_lto=device_lto_wanted(include, exclude), decisions=tree.decisions())
     if prepared.screen is None:
         raise CompileIQError(next((n.removeprefix("note: ") for n in prepared.notes if "screening" in n),
                                   "static screening did not run"))

@@ -104,11 +104,6 @@ class VariantSettings:
     user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
     user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
 
-    @property
-    def build_type(self) -> str:
-        """The configuration that is tuned (CMAKE_BUILD_TYPE, or the multi-config generator's config)."""
-        return self.config or self.cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
-
     @staticmethod
     def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
                        config: str | None = None) -> tuple["VariantSettings", list[str]]:
@@ -171,6 +166,36 @@ def initial_cache_script(cache: dict[str, tuple[str, str]]) -> str:
 def is_multi_config(generator: str) -> bool:
     """Generators that hold several configurations in one tree (build with --config)."""
     return "Multi-Config" in generator or generator.startswith("Visual Studio") or generator == "Xcode"
+
+
+@dataclass(frozen=True)
+class ApplyDecisions:
+    """What the CMake module decided for the tuned target at a variant tree's last configure, read from
+    compileiq_variant_info.txt (its keys: "Files Read by the Tool" in cmake/CompileIQ.cmake). The apply rules
+    (build type, architectures, relocatable device code, device LTO, CMAKE_<LANG>_FLAGS[_<CONFIG>]) live in the
+    CMake module only; the tool reads their outcome here instead of re-deriving them."""
+
+    config: str  # the configuration the tree builds: the entry's build_type, which the apply compares
+    flags_sha256: str  # _compileiq_flags_sha256, which the apply compares (stale entries)
+    relocatable: bool  # _compileiq_relocatable: the target builds relocatable device code
+    device_lto_refusal: str  # _compileiq_device_lto_refusal: why the apply refuses device LTO ("" when it accepts it)
+    cuda_archs: tuple[str, ...]  # _compileiq_cuda_archs of the project's own build (before a tree forces its own)
+    cuda_archs_every: bool  # they are all / all-major: every entry's architecture matches
+
+    @staticmethod
+    def parse(info: dict[str, str], tree: str) -> "ApplyDecisions":
+        """From compileiq_variant_info.txt's keys; a tree that recorded none refuses device LTO with a reason."""
+        return ApplyDecisions(
+            config=info.get("config", ""), flags_sha256=info.get("flags_sha256", ""),
+            relocatable=info.get("relocatable") == "1",
+            device_lto_refusal=info.get("device_lto_refusal", f"the variant tree {tree} recorded no device-LTO decision"),
+            cuda_archs=tuple(a for a in info.get("cuda_archs", "").split(",") if a),
+            cuda_archs_every=info.get("cuda_archs_every") == "1")
+
+    def applies_to_arch(self, arch: str) -> bool:
+        """Whether the apply matches an entry of CUDA architecture `arch` with this build (its list, as the module
+        decided it)."""
+        return self.cuda_archs_every or arch in self.cuda_archs
 
 
 class VariantTree:
@@ -249,8 +274,8 @@ class VariantTree:
         return self.path.parent / "logs" / f"{self.path.name}-{step}.log"
 
     def info(self) -> dict[str, str]:
-        """What compileiq_variant.cmake recorded at the last configure (target, language, arch, flags_sha256,
-        device_lto_refusal)."""
+        """What compileiq_variant.cmake recorded at the last configure (keys: "Files Read by the Tool" in
+        cmake/CompileIQ.cmake; `decisions` reads them)."""
         path = self.path / "compileiq_variant_info.txt"
         if not path.is_file():
             return {}
@@ -262,10 +287,14 @@ class VariantTree:
         path = self.path / "compileiq_variant_sources.txt"
         return [ln for ln in path.read_text().splitlines() if ln] if path.is_file() else []
 
+    def decisions(self) -> ApplyDecisions:
+        """The CMake module's apply decisions for the tuned target at the last configure."""
+        return ApplyDecisions.parse(self.info(), self.path.name)
+
     def device_lto_refusal(self) -> str:
         """Why device LTO cannot apply to the tuned target ("" when it can), as the CMake module decided at
         the last configure (_compileiq_device_lto_refusal: the rule by which the apply accepts an entry)."""
-        return self.info().get("device_lto_refusal", f"the variant tree {self.path.name} recorded no device-LTO decision")
+        return self.decisions().device_lto_refusal
 
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..project import depscan
-from ..project.cmake_project import VariantSettings, VariantTree, cmake_version
+from ..project.cmake_project import VariantSettings, VariantTree
 from ..model.errors import CompileIQError, UsageError
 from ..project.file_api import CodeModel, Target, Toolchain
 from ..flags.fingerprint import FingerprintCache, find_tool
@@ -134,7 +134,8 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
                        placement: Placement | None = None) -> tuple[str, str, str]:
     """(arch, device, compute capability) to tune for: --cuda-arch, else the GPU's. Says which architectures
     the project's own build of the target really targets (its compile commands: CUDA_ARCHITECTURES or
-    -arch/-gencode written by hand) and warns when this GPU's is not among them."""
+    -arch/-gencode written by hand) and warns when the apply would not match this GPU's with them (the CMake
+    module's decision, ApplyDecisions.applies_to_arch)."""
     own = target_architectures(tree.compile_commands(target.sources_in("CUDA")))
     if spec.cuda_arch:
         arch = spec.cuda_arch
@@ -148,7 +149,7 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
     origin = " ".join(own.options) if own.options else "no architecture option"
     log(f"compileiq: the project's own build of {spec.target} targets {own.describe()} ({origin}); "
         f"tuning for sm_{arch}")
-    if not own.builds(arch):
+    if not tree.decisions().applies_to_arch(arch):  # the apply's own architecture decision
         log(f"compileiq: note: the project's own build does not target sm_{arch}; the variant trees build sm_{arch}, "
             f"and a release build gets the tuned flags only where it targets sm_{arch}")
     return arch, device, capability
@@ -258,8 +259,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         entries = first.compile_commands(target.sources_in("CUDA"))
         lto = device_lto_wanted(spec.include_flags, exclude)
         prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
-                                      spec.acf_files, spec.screen, device_lto=cmake_version(first.cmake) if lto else None,
-                                      lto_refusal=first.device_lto_refusal())
+                                      spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions())
         for note in prepared.notes:
             log(f"compileiq: {note}")
         if prepared.screen is not None:
@@ -307,8 +307,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
         artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
                         if a.is_relative_to(trees[0].path)),
-        build_type=settings.build_type, sources_sha256=code.sources_sha256, headers=code.headers,
-        flags_sha256=first.info().get("flags_sha256", ""), commands_sha256=code.commands_sha256,
+        build_type=first.decisions().config, sources_sha256=code.sources_sha256, headers=code.headers,
+        flags_sha256=first.decisions().flags_sha256, commands_sha256=code.commands_sha256,
         objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=_own_commands(first, target, language),
         screen_kernels=screen_kernels,
     )

@@ -1,4 +1,4 @@
-// Small benchmark helpers shared by this project's host code.
+// Small benchmark helpers shared by the test projects (tests/projects/*: each adds ../common to its include path).
 #pragma once
 #include <algorithm>
 #include <cmath>
