@@ -22,6 +22,7 @@ from ..flags import FlagSpace, family_for_compiler, load_space
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu, visible_gpus
 from ..search.landscape import Landscape
 from ..measure.runner import BenchCommand
+from ..measure import kernel_times
 from ..project.nvcc_command import normalize, output_file, target_architectures, tokens
 from ..execute.replay import ReplayRunner
 from ..flags.catalogue import device_lto_wanted
@@ -72,6 +73,14 @@ class TuneSetup:
         if self.replay is not None:
             return ()
         return tuple(t for t in (self.trees[0].cmake, self.toolchain.path) if t and os.path.isabs(t))
+
+
+def _recorded_kernel_ns(path: Path) -> dict[str, int]:
+    """Kernel name -> ns from an earlier tune's CUPTI run (the per-file stage's file); empty when none."""
+    try:
+        return {k.name: k.ns for k in kernel_times.read_times(path)} if path.is_file() else {}
+    except CompileIQError:
+        return {}
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -232,18 +241,19 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         lto = device_lto_wanted(spec.include_flags, exclude)
         prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
                                       spec.acf_files, spec.screen, device_lto=cmake_version(first.cmake) if lto else None,
-                                      lto_refusal=first.device_lto_refusal())
+                                      lto_refusal=first.device_lto_refusal(), time_limit=spec.time_limit,
+                                      kernel_ns=_recorded_kernel_ns(state_dir / "cupti" / "kernel-times.tsv"))
         for note in prepared.notes:
             log(f"compileiq: {note}")
         if prepared.screen is not None:
             r = prepared.screen
             kept = sum(1 for row in r.rows if row.kept)
             log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
-                f"space {r.points_before} -> {r.points_after} points ({r.compiles} compiles, {r.seconds:.1f} s)")
+                f"space {r.points_before} -> {r.points_after} points ({r.summary()})")
         space = prepared.space
         if prepared.screen is not None:
             screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
-                              for r in prepared.screen.rows if r.kept}
+                              for r in prepared.screen.rows if r.kept and r.screened}
         if find_tool("cuobjdump", toolchain.path) is None or find_tool("nvdisasm", toolchain.path) is None:
             log("compileiq: note: device-code fingerprints are off: cuobjdump/nvdisasm not found (pip install "
                 "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); trials that build the same code are all benchmarked")
