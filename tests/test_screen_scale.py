@@ -223,3 +223,15 @@ def test_the_user_cache_directory(monkeypatch, tmp_path: Path):
     with sqlite3.connect(cache.path) as db:
         db.execute("INSERT INTO outcome VALUES ('k', '{\"kernels\": [[1]]}')")
     assert cache.get_many(["k"]) == {}
+
+
+def test_a_unit_whose_includes_cannot_be_listed_is_compiled_every_time_and_said(tmp_path: Path):
+    project = FakeProject()
+    scanned = project.inputs
+    tools = ScreenTools(project.compile, lambda e: None if e["file"] == "/src/b.cu" else scanned(e), "13.0.88")
+    cache = ScreenCache.in_dir(tmp_path / "cache")
+    first = screen(SPACE, project.entries(), "90", cache=cache, tools=tools)
+    second = screen(SPACE, project.entries(), "90", cache=cache, tools=tools)
+    assert first.compiles == 3 + 2 * N_VALUES and second.compiles == 1 + N_VALUES  # b.cu's, never stored
+    assert ("note: the screening cache leaves out 1 file whose includes could not be listed (the compiler's -M "
+            "scan failed): b.cu") in second.notes

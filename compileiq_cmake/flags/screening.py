@@ -370,6 +370,10 @@ def screen(
     if unscreened:
         notes.append(f"note: static screening stopped at its time share ({seconds:.1f} s{seconds_label}): "
                      f"{plural(unscreened, 'flag value')} not screened {'is' if unscreened == 1 else 'are'} searched unscreened")
+    unscanned = [_unit_name(entries[i]) for i, d in enumerate(cells.digests) if d is None] if cache is not None else []
+    if unscanned:
+        notes.append(f"note: the screening cache leaves out {plural(len(unscanned), 'file')} whose includes could not be "
+                     f"listed (the compiler's -M scan failed): {', '.join(unscanned[:3])}{' ...' if len(unscanned) > 3 else ''}")
     if cells.problem:
         notes.append(f"note: the screening cache could not be used ({cells.problem}); outcomes are not kept")
     screened = replace(space, dimensions=tuple(dims), dropped=tuple(dropped))
