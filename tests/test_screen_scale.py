@@ -235,3 +235,24 @@ def test_a_unit_whose_includes_cannot_be_listed_is_compiled_every_time_and_said(
     assert first.compiles == 3 + 2 * N_VALUES and second.compiles == 1 + N_VALUES  # b.cu's, never stored
     assert ("note: the screening cache leaves out 1 file whose includes could not be listed (the compiler's -M "
             "scan failed): b.cu") in second.notes
+
+
+def test_a_units_dependency_scan_is_remembered_until_one_of_its_files_changes(tmp_path: Path):
+    """InputHasher with a fake compiler (a script answering -M with a make rule, counting its runs)."""
+    from compileiq_cmake.flags.screen_cache import InputHasher
+
+    (tmp_path / "k.cu").write_text("kernel\n")
+    (tmp_path / "k.h").write_text("header 1\n")
+    runs = tmp_path / "runs"
+    cc = tmp_path / "fakecc"
+    cc.write_text(f"#!/bin/sh\necho run >> {runs}\necho 'k.o: k.cu k.h'\n")
+    cc.chmod(0o755)
+    entry = {"directory": str(tmp_path), "file": "k.cu", "arguments": [str(cc), "-c", "k.cu", "-o", "k.o"]}
+    cache = ScreenCache.in_dir(tmp_path / "cache")
+    first = InputHasher(cache).digest(entry)
+    assert first and runs.read_text().count("run") == 1
+    assert InputHasher(cache).digest(entry) == first and runs.read_text().count("run") == 1  # no scan, no read
+    (tmp_path / "k.h").write_text("header 2, longer\n")
+    edited = InputHasher(cache).digest(entry)
+    assert edited != first and runs.read_text().count("run") == 2
+    assert InputHasher(None).digest(entry) == edited and runs.read_text().count("run") == 3  # without a store: scans

@@ -9,7 +9,8 @@ compiler's dependency scan, -M, as project/depscan.py runs it). A header edit th
 exactly the units that include it.
 
 Store: one SQLite file in the user cache directory (flags/probe.py's user_cache_dir); each write is one
-transaction, so two tunes writing at once both land and a reader never sees half a record."""
+transaction, so two tunes writing at once both land and a reader never sees half a record. Beside the
+outcomes it remembers each unit's dependency scan (InputHasher), so a warm screening runs no compiler at all."""
 
 from __future__ import annotations
 
@@ -65,17 +66,21 @@ def outcome_key(command: list[str], directory: str, compiler_version: str, input
 class InputHasher:
     """The content digest of what one compile reads: its source and every prerequisite the compiler's
     dependency scan lists (system headers too: an updated toolkit changes them). Each file is read once per
-    hasher (one per screening)."""
+    hasher (one per screening). With `store`, a unit's scan is remembered with each file's (mtime, size,
+    sha256): while none of those files changed, the scan is not run again and no file is read (a new header
+    that would shadow a listed one on the include path goes unseen, as in ccache's direct mode)."""
 
-    def __init__(self, timeout: float = 300.0) -> None:
+    def __init__(self, store: "ScreenCache | None" = None, timeout: float = 300.0) -> None:
+        self.store = store
         self.timeout = timeout
         self._files: dict[tuple[str, int, int], str] = {}
 
-    def _file(self, path: str) -> str:
+    def _file(self, path: str) -> tuple[int, int, str]:
+        """(mtime_ns, size, sha256) of a file; (0, -1, "missing") when it cannot be read."""
         try:
             st = os.stat(path)
         except OSError:
-            return "missing"
+            return 0, -1, "missing"
         stamp = (path, st.st_mtime_ns, st.st_size)
         found = self._files.get(stamp)
         if found is None:
@@ -84,10 +89,9 @@ class InputHasher:
             except OSError:
                 found = "unreadable"
             self._files[stamp] = found
-        return found
+        return st.st_mtime_ns, st.st_size, found
 
-    def digest(self, entry: dict) -> str | None:
-        """None when the dependency scan fails (that unit is then compiled and not cached)."""
+    def _scan(self, entry: dict) -> list[str] | None:
         cwd = entry.get("directory") or "."
         try:
             proc = subprocess.run(depscan.scan_command(tokens(entry)), cwd=cwd, capture_output=True, text=True,
@@ -97,9 +101,43 @@ class InputHasher:
         if proc.returncode != 0:
             return None
         source = os.path.realpath(os.path.join(cwd, entry["file"]))
-        files = {os.path.realpath(os.path.join(cwd, p)) for p in depscan.parse_make_rule(proc.stdout)} | {source}
+        return sorted({os.path.realpath(os.path.join(cwd, p)) for p in depscan.parse_make_rule(proc.stdout)} | {source})
+
+    def _remembered(self, key: str) -> list[list] | None:
+        if self.store is None:
+            return None
+        try:
+            files = self.store.get_scan(key)
+        except (sqlite3.Error, OSError, ValueError):
+            return None
+        if files is None:
+            return None
+        for path, mtime, size, _ in files:
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            if (st.st_mtime_ns, st.st_size) != (mtime, size):
+                return None
+        return files
+
+    def digest(self, entry: dict) -> str | None:
+        """None when the dependency scan fails (that unit is then compiled and not cached)."""
+        cwd = entry.get("directory") or "."
+        key = hashlib.sha256(json.dumps([cwd, tokens(entry)]).encode()).hexdigest()
+        files = self._remembered(key)
+        if files is None:
+            paths = self._scan(entry)
+            if paths is None:
+                return None
+            files = [[p, *self._file(p)] for p in paths]
+            if self.store is not None and all(f[3] not in ("missing", "unreadable") for f in files):
+                try:
+                    self.store.put_scan(key, files)
+                except (sqlite3.Error, OSError):
+                    pass  # only the scan is run again next time
         tree = cwd.rstrip("/")
-        lines = sorted(f"{p.replace(tree, TREE) if tree else p}\t{self._file(p)}" for p in files)
+        lines = sorted(f"{p.replace(tree, TREE) if tree else p}\t{sha}" for p, _, _, sha in files)
         return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
@@ -113,6 +151,7 @@ class ScreenCache:
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("CREATE TABLE IF NOT EXISTS outcome (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.execute("CREATE TABLE IF NOT EXISTS scan (key TEXT PRIMARY KEY, files TEXT NOT NULL)")
 
     @staticmethod
     def in_dir(directory: Path) -> "ScreenCache":
@@ -146,6 +185,23 @@ class ScreenCache:
             with db:  # one transaction: all of these records or none
                 db.executemany("INSERT OR REPLACE INTO outcome (key, value) VALUES (?, ?)",
                                [(k, o.to_json()) for k, o in outcomes.items()])
+        finally:
+            db.close()
+
+    def get_scan(self, key: str) -> list[list] | None:
+        """The files of a unit's last dependency scan: [path, mtime_ns, size, sha256] each; None if not seen."""
+        db = self._connect()
+        try:
+            row = db.execute("SELECT files FROM scan WHERE key = ?", (key,)).fetchone()
+        finally:
+            db.close()
+        return json.loads(row[0]) if row else None
+
+    def put_scan(self, key: str, files: list[list]) -> None:
+        db = self._connect()
+        try:
+            with db:
+                db.execute("INSERT OR REPLACE INTO scan (key, files) VALUES (?, ?)", (key, json.dumps(files)))
         finally:
             db.close()
 

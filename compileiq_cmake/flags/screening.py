@@ -185,12 +185,14 @@ class ScreenTools:
     version: str  # the compiler's, part of every cache key
 
 
-def nvcc_tools(nvcc: str, cuda_arch: str, work: Path, with_inputs: bool) -> ScreenTools:
-    """The real tools: nvcc to cubins in `work`, fingerprinted with cuobjdump; inputs by nvcc's -M scan."""
+def nvcc_tools(nvcc: str, cuda_arch: str, work: Path, cache: ScreenCache | None) -> ScreenTools:
+    """The real tools: nvcc to cubins in `work`, fingerprinted with cuobjdump; inputs by nvcc's -M scan
+    (remembered in `cache`; none without a cache)."""
     from .probe import nvcc_version
 
+    with_inputs = cache is not None
     numbers = itertools.count()
-    hasher = InputHasher()
+    hasher = InputHasher(cache)
     return ScreenTools(
         compile=lambda entry, flags, deadline: _compile(entry, work / f"c{next(numbers)}.cubin", cuda_arch, flags,
                                                         nvcc, deadline),
@@ -299,7 +301,7 @@ def screen(
         cache_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="screen-", dir=cache_dir))
     try:
-        tools = tools or nvcc_tools(tokens(entries[0])[0], cuda_arch, work, cache is not None)
+        tools = tools or nvcc_tools(tokens(entries[0])[0], cuda_arch, work, cache)
         with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
             cells = _Cells(entries, flagsets, cuda_arch, tools, cache, pool, deadline)
             cells.run([(i, 0) for i in range(len(entries))])
