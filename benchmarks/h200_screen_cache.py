@@ -1,9 +1,9 @@
 """Static screening of tests/projects/many_tu (20 CUDA units: 19 kernel files and a host-only main.cu) with the
-default nvcc space for sm_90: cold (empty screening cache), warm (a second tune), after one source edit, and
-with a 5 s time share. Prints one line per run; the numbers of docs/design-notes-screen.md.
+default nvcc space for sm_90 (or --include's dimensions): cold (empty screening cache), warm (a second tune:
+another tree, then the same tree), after one source edit, and cold with a time share (--share seconds). Prints one line per run; the numbers of docs/design-notes-screen.md.
 
 Run from the repository root on a machine with nvcc, cuobjdump and nvdisasm:
-    PYTHONPATH=$PWD python3 benchmarks/h200_screen_cache.py [--include store_cache,fmad,prec_div]"""
+    PYTHONPATH=$PWD python3 benchmarks/h200_screen_cache.py [--include store_cache,fmad,prec_div] [--share 40]"""
 
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ def report(label: str, r, n_units: int, n_values: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--include", default="", help="flag dimensions to screen (default: the whole space)")
+    parser.add_argument("--share", default="5", help="seconds of the time-share run")
+    parser.add_argument("--only-share", action="store_true", help="the time-share run only")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="screen-bench-"))
     src = tmp / "many_tu"
@@ -51,14 +53,22 @@ def main() -> None:
     print(f"many_tu: 20 units, {n_values} flag values, {jobs} jobs", flush=True)
     cache = ScreenCache.in_dir(tmp / "cache")
     units = entries(src, tmp / "build")
+    if args.only_share:
+        shared = ScreenCache.in_dir(tmp / "cache2")
+        report(f"cold, {args.share} s time share", screen(space, units, "90", jobs=jobs, cache=shared,
+                                                          seconds=float(args.share)), len(units), n_values)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     report("cold", screen(space, units, "90", jobs=jobs, cache=cache), len(units), n_values)
     report("warm (second tune, other tree)", screen(space, entries(src, tmp / "other"), "90", jobs=jobs,
                                                     cache=ScreenCache.in_dir(tmp / "cache")), len(units), n_values)
+    report("warm (same tree)", screen(space, units, "90", jobs=jobs, cache=cache), len(units), n_values)
     k05 = src / "src" / "k05.cu"
     k05.write_text(k05.read_text().replace("tanhf(x - t)", "tanhf(x - 0.5f * t)"))
     report("after editing k05.cu", screen(space, units, "90", jobs=jobs, cache=cache), len(units), n_values)
-    report("cold, 5 s time share", screen(space, units, "90", jobs=jobs, cache=ScreenCache.in_dir(tmp / "cache2"),
-                                          seconds=5.0), len(units), n_values)
+    share = float(args.share)
+    report(f"cold, {share:g} s time share", screen(space, units, "90", jobs=jobs, cache=ScreenCache.in_dir(tmp / "cache2"),
+                                                   seconds=share), len(units), n_values)
     shutil.rmtree(tmp, ignore_errors=True)
 
 
