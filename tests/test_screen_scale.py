@@ -156,7 +156,8 @@ def test_the_files_with_the_most_kernel_time_are_screened_first():
 def test_the_time_share_cut_leaves_values_unscreened_and_says_so(tmp_path: Path):
     project = FakeProject()
     none = _screen(project, None, seconds=0.0, seconds_label=", 10% of --time-limit 0 s")
-    assert none.compiles == 0 and none.unscreened == N_VALUES
+    assert none.compiles == 0 and none.unscreened == N_VALUES and none.screened_files == ()
+    assert none.summary().endswith(f"0 files screened, 0 without kernels skipped, {N_VALUES} values not screened")
     assert all(r.kept and r.reason == NOT_SCREENED and not r.screened for r in none.rows)
     assert none.space.size == SPACE.size  # every value is searched
     [line] = [n for n in none.notes if "time share" in n]

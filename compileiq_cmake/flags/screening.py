@@ -85,7 +85,7 @@ class ScreenResult:
     compiles: int  # compiles run (cache hits not counted)
     points_before: int
     cache_hits: int = 0  # (unit, value) outcomes the screening cache answered
-    screened_files: tuple[str, ...] = ()  # the units with kernels, in the order screened
+    screened_files: tuple[str, ...] = ()  # the units with kernels, in the order screened (own build known)
     no_kernel_files: tuple[str, ...] = ()  # units whose own build has no device code: not screened
     unscreened: int = 0  # values the time share left unscreened (kept, searched as they are)
     notes: tuple[str, ...] = ()  # one line each: units left out, order, cache problems
@@ -381,7 +381,7 @@ def screen(
     screened = replace(space, dimensions=tuple(dims), dropped=tuple(dropped))
     return ScreenResult(space=screened, rows=tuple(rows), seconds=time.perf_counter() - started, baseline=baseline,
                         compiles=cells.compiles, points_before=space.size, cache_hits=cells.hits,
-                        screened_files=tuple(_unit_name(entries[i]) for i in units),
+                        screened_files=tuple(_unit_name(entries[i]) for i in known),
                         no_kernel_files=tuple(_unit_name(entries[i]) for i in no_kernels),
                         unscreened=unscreened, notes=tuple(notes))
 
