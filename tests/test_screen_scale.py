@@ -257,3 +257,16 @@ def test_a_units_dependency_scan_is_remembered_until_one_of_its_files_changes(tm
     edited = InputHasher(cache).digest(entry)
     assert edited != first and runs.read_text().count("run") == 2
     assert InputHasher(None).digest(entry) == edited and runs.read_text().count("run") == 3  # without a store: scans
+
+
+def test_the_tune_reads_recorded_kernel_times_for_the_screening_order(tmp_path: Path):
+    from compileiq_cmake.measure.kernel_times import HEADER
+    from compileiq_cmake.tune.setup import _recorded_kernel_ns
+
+    path = tmp_path / "cupti" / "kernel-times.tsv"
+    assert _recorded_kernel_ns(path) == {}  # no earlier tune recorded any
+    path.parent.mkdir()
+    path.write_text(f"{HEADER}\n3\t900\t_Z5k_mulPf\n1\t100\t_Z5k_divPf\n")
+    assert _recorded_kernel_ns(path) == {"_Z5k_mulPf": 900, "_Z5k_divPf": 100}
+    path.write_text("not a kernel-times file\n")
+    assert _recorded_kernel_ns(path) == {}
