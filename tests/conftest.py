@@ -132,6 +132,12 @@ def host_example(tmp_path: Path) -> Path:
 needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 
 
+@pytest.fixture(autouse=True)
+def _private_user_cache(tmp_path_factory, monkeypatch) -> None:
+    """Each test its own user cache directory (the screening cache): none reads the user's, or another test's."""
+    monkeypatch.setenv("COMPILEIQ_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
+
+
 TIERS = ("unit", "cmake", "cuda", "ray", "browser")
 
 

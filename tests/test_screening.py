@@ -11,9 +11,10 @@ from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags import load_space
 from compileiq_cmake.project.nvcc_command import project_flags
+from compileiq_cmake.flags.screen_cache import ScreenCache
 from compileiq_cmake.flags.screening import SAME_AS_BASELINE, cubin_command, screen, screen_target
 
-from conftest import EXAMPLES, needs_nvcc, run_cli
+from conftest import EXAMPLES, PROJECTS, needs_nvcc, run_cli
 
 needs_cuobjdump = pytest.mark.skipif(
     find_tool("cuobjdump") is None or find_tool("nvdisasm") is None,
@@ -100,3 +101,44 @@ def test_space_command_prints_the_screened_space(tmp_path: Path):
     bad = run_cli("space", "--target", "stencil_kernels")
     assert bad.returncode == 2 and "needs -S" in bad.stderr
     assert run_cli("space", "nvcc").returncode == 0
+
+
+def _entries(src: Path, build: Path) -> list[dict]:
+    """compile_commands.json entries of tests/projects/screen_tus as CMake writes them for nvcc (main.cpp
+    marked CUDA: -x cu), object and dependency files inside `build`."""
+    nvcc = shutil.which("nvcc")
+    build.mkdir(parents=True, exist_ok=True)
+    out = []
+    for name in ("main.cpp", "a.cu", "b.cu"):
+        obj = f"CMakeFiles/screen_app.dir/src/{name}.o"
+        out.append({"directory": str(build), "file": str(src / "src" / name), "arguments": [
+            nvcc, f"-I{src}/include", "-O3", "-std=c++17", "--generate-code=arch=compute_90,code=[sm_90]", "-MD",
+            "-MT", obj, "-MF", f"{obj}.d", "-x", "cu", "-c", str(src / "src" / name), "-o", obj]})
+    return out
+
+
+@pytest.mark.cuda
+@needs_nvcc
+@needs_cuobjdump
+def test_screening_a_multi_file_project_skips_host_files_and_is_cached_per_file(tmp_path: Path):
+    src = tmp_path / "screen_tus"
+    shutil.copytree(PROJECTS / "screen_tus", src)
+    space = load_space("nvcc", "NVIDIA", "13.0", include=("store_cache", "prec_div", "fmad"))
+    n_values = sum(len(d.values) - 1 for d in space.dimensions)
+    cache = ScreenCache.in_dir(tmp_path / "user-cache")
+    cold = screen(space, _entries(src, tmp_path / "build"), "90", cache=cache)
+    assert cold.no_kernel_files == ("main.cpp",) and set(cold.screened_files) == {"a.cu", "b.cu"}
+    assert cold.compiles == 3 + 2 * n_values and cold.cache_hits == 0
+    rows = {" ".join(r.value): r for r in cold.rows}
+    assert rows["--prec-div=false"].kept and {e.kernel.split(":")[1] for e in rows["--prec-div=false"].effects} == {"_Z8a_kernelPfPKfi"}
+    # a second tune, another build tree: nothing compiled, the same outcome
+    warm = screen(space, _entries(src, tmp_path / "other-build"), "90", cache=ScreenCache.in_dir(tmp_path / "user-cache"))
+    assert warm.compiles == 0 and warm.cache_hits == 3 + 2 * n_values
+    assert [(r.kept, r.reason, r.effects) for r in warm.rows] == [(r.kept, r.reason, r.effects) for r in cold.rows]
+    # a_ops.cuh is included by a.cu alone: exactly its own build and its values compile again
+    header = src / "include" / "a_ops.cuh"
+    header.write_text(header.read_text().replace("3.0f", "5.0f"))
+    edited = screen(space, _entries(src, tmp_path / "build"), "90", cache=cache)
+    assert edited.compiles == 1 + n_values and edited.cache_hits == 2 + n_values
+    print(f"screen_tus: cold {cold.compiles} compiles {cold.seconds:.1f} s; warm {warm.compiles} compiles "
+          f"{warm.cache_hits} hits {warm.seconds:.1f} s; after the header edit {edited.compiles} compiles {edited.seconds:.1f} s")

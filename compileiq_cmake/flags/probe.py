@@ -151,3 +151,16 @@ def default_cache_path(build_dir: Path, nvcc_path: str) -> Path:
 
     digest = hashlib.sha256(str(Path(nvcc_path).resolve()).encode()).hexdigest()[:12]
     return build_dir / "compileiq" / f"probe-{digest}.json"
+
+
+CACHE_DIR_VARIABLE = "COMPILEIQ_CACHE_DIR"  # overrides the user cache directory (tests, shared machines)
+
+
+def user_cache_dir() -> Path:
+    """The user's compileiq cache directory, shared by every tune and build tree: $COMPILEIQ_CACHE_DIR, else
+    $XDG_CACHE_HOME/compileiq, else ~/.cache/compileiq (not created here)."""
+    override = os.environ.get(CACHE_DIR_VARIABLE)
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache") / "compileiq"

@@ -1,13 +1,21 @@
 """Static screening, before any GPU time: re-run the tuned target's nvcc commands (from compile_commands.json)
 to cubins, once for the project's own flags and once per single flag value, in parallel; drop every value
 whose device code equals the baseline's (or an earlier value's of the same dimension) or that fails to
-compile. No CMake involved: the commands run in their own directories."""
+compile. No CMake involved: the commands run in their own directories.
+
+It scales with the project: only the units whose own build has device code are screened (a host-only unit
+is said in one line), every (unit, value) outcome is kept in the user's screening cache (screen_cache.py)
+so a second tune of the same code compiles nothing, the units with the most recorded kernel time go first,
+and a tune with --time-limit gives screening at most SCREEN_SHARE of it (the values left are searched
+unscreened, said in one line)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -18,6 +26,7 @@ from typing import Callable
 
 from ..model.errors import CompileIQError
 from .catalogue import canonical_flags
+from .screen_cache import InputHasher, Outcome, ScreenCache, outcome_key
 from .space import FlagSpace
 from ..project.cmake_project import ApplyDecisions
 from ..project.nvcc_command import project_flags, tokens
@@ -27,9 +36,15 @@ from ..system.lock import TuneLock
 from . import load_space
 from .catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension, device_lto_wanted
 from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool, fingerprint
-from .probe import default_cache_path, nvcc_version, probe_space
+from .probe import default_cache_path, nvcc_version, probe_space, user_cache_dir
 
 SAME_AS_BASELINE = "same device code as the project's own build"
+NOT_SCREENED = "not screened: the screening's time share ran out"
+# The share of --time-limit static screening may take at most: a tune of a 100 s limit screens for 10 s,
+# then searches the values not screened as they are (a warm screening cache makes most screens take ~0 s).
+SCREEN_SHARE = 0.10
+COMPILE_TIMEOUT = 900  # seconds, one unit's compile (without a time limit)
+_OUT = "<out>.cubin"  # the output path written into cache keys
 # options that take the next token as their value when written without '='
 _WITH_VALUE = {"-o", "--output-file", "-MT", "-MF", "-MQ", "--dependency-output", "-arch", "--gpu-architecture",
                "-gencode", "--generate-code", "-code", "--gpu-code"}
@@ -64,6 +79,7 @@ class ScreenRow:
     reason: str
     effects: tuple[KernelDelta, ...] = ()  # changed kernels only
     digest: str = ""
+    screened: bool = True  # False: the time share ran out before every unit was compiled with it (effects partial)
 
 
 @dataclass(frozen=True)
@@ -72,12 +88,23 @@ class ScreenResult:
     rows: tuple[ScreenRow, ...]
     seconds: float
     baseline: DeviceFingerprint
-    compiles: int
+    compiles: int  # compiles run (cache hits not counted)
     points_before: int
+    cache_hits: int = 0  # (unit, value) outcomes the screening cache answered
+    screened_files: tuple[str, ...] = ()  # the units with kernels, in the order screened (own build known)
+    no_kernel_files: tuple[str, ...] = ()  # units whose own build has no device code: not screened
+    unscreened: int = 0  # values the time share left unscreened (kept, searched as they are)
+    notes: tuple[str, ...] = ()  # one line each: units left out, order, cache problems
 
     @property
     def points_after(self) -> int:
         return self.space.size
+
+    def summary(self) -> str:
+        """"12 compiles, 30 cache hits, 3.1 s; 19 files screened, 1 without kernels skipped"."""
+        return (f"{plural(self.compiles, 'compile')}, {plural(self.cache_hits, 'cache hit')}, {self.seconds:.1f} s; "
+                f"{plural(len(self.screened_files), 'file')} screened, {len(self.no_kernel_files)} without kernels skipped"
+                + (f", {plural(self.unscreened, 'value')} not screened" if self.unscreened else ""))
 
 
 def _arch_of_option(text: str) -> set[str]:
@@ -128,23 +155,54 @@ def _first_error(text: str) -> str:
     return lines[0][:300] if lines else "compile failed"
 
 
-def _build(entries: list[dict], work: Path, cuda_arch: str, flags: tuple[str, ...], nvcc: str | None) -> tuple[DeviceFingerprint | None, str]:
-    """Compile every file of the target to cubins in `work` and fingerprint them; (None, error) on failure."""
-    work.mkdir(parents=True, exist_ok=True)
-    parts = []
-    for j, entry in enumerate(entries):
-        out = work / f"f{j}.cubin"
-        cmd = cubin_command(tokens(entry), out, cuda_arch, flags)
-        try:
-            proc = subprocess.run(cmd, cwd=entry.get("directory") or None, capture_output=True, text=True, timeout=900, check=False)
-        except subprocess.TimeoutExpired:
-            return None, "compile timed out after 900 s"
-        except OSError as exc:
-            return None, f"cannot run {cmd[0]}: {exc}"
+def _compile(entry: dict, out: Path, cuda_arch: str, flags: tuple[str, ...], nvcc: str | None,
+             deadline: float | None) -> Outcome | None:
+    """One unit compiled to a cubin with `flags` and fingerprinted; None when `deadline` (perf_counter) came
+    first (before the compile, or during it: the compile is stopped)."""
+    left = None if deadline is None else deadline - time.perf_counter()
+    if left is not None and left <= 0:
+        return None
+    cmd = cubin_command(tokens(entry), out, cuda_arch, flags)
+    try:
+        proc = subprocess.run(cmd, cwd=entry.get("directory") or None, capture_output=True, text=True,
+                              timeout=COMPILE_TIMEOUT if left is None else min(COMPILE_TIMEOUT, left), check=False)
+    except subprocess.TimeoutExpired:
+        if left is not None and left < COMPILE_TIMEOUT:
+            return None
+        return Outcome(None, f"compile timed out after {COMPILE_TIMEOUT} s", transient=True)
+    except OSError as exc:
+        return Outcome(None, f"cannot run {cmd[0]}: {exc}", transient=True)
+    try:
         if proc.returncode != 0 or not out.is_file():
-            return None, _first_error(proc.stderr + proc.stdout)
-        parts.append(fingerprint(out, nvcc))
-    return DeviceFingerprint.combine(parts), ""
+            return Outcome(None, _first_error(proc.stderr + proc.stdout))
+        return Outcome(fingerprint(out, nvcc))
+    finally:
+        out.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class ScreenTools:
+    """How screening compiles one unit with a flag value (None: not run, the deadline came first) and tells
+    what the unit's compile reads (a digest; None: not known, so neither looked up nor stored); the real
+    ones by default (nvcc_tools), fakes in unit tests."""
+
+    compile: Callable[[dict, tuple[str, ...], float | None], Outcome | None]
+    inputs: Callable[[dict], str | None]
+    version: str  # the compiler's, part of every cache key
+
+
+def nvcc_tools(nvcc: str, cuda_arch: str, work: Path, cache: ScreenCache | None) -> ScreenTools:
+    """The real tools: nvcc to cubins in `work`, fingerprinted with cuobjdump; inputs by nvcc's -M scan
+    (remembered in `cache`; none without a cache)."""
+    with_inputs = cache is not None
+    numbers = itertools.count()
+    hasher = InputHasher(cache)
+    return ScreenTools(
+        compile=lambda entry, flags, deadline: _compile(entry, work / f"c{next(numbers)}.cubin", cuda_arch, flags,
+                                                        nvcc, deadline),
+        inputs=hasher.digest if with_inputs else (lambda entry: None),
+        version=nvcc_version(nvcc) if with_inputs else "",
+    )
 
 
 def _deltas(base: DeviceFingerprint, new: DeviceFingerprint) -> tuple[KernelDelta, ...]:
@@ -159,37 +217,135 @@ def _deltas(base: DeviceFingerprint, new: DeviceFingerprint) -> tuple[KernelDelt
     return tuple(out)
 
 
+def _driver_name(fingerprint_name: str) -> str:
+    """A fingerprint's kernel name ("sm_90:<mangled>", a repeat with "#2") as the CUDA driver reports it."""
+    return fingerprint_name.split(":", 1)[-1].split("#", 1)[0]
+
+
+def _unit_name(entry: dict) -> str:
+    return Path(entry["file"]).name
+
+
+class _Cells:
+    """The outcomes of (unit, flag set) cells: looked up in the cache, else compiled in parallel; counts both."""
+
+    def __init__(self, entries: list[dict], flagsets: list[tuple[str, ...]], cuda_arch: str, tools: ScreenTools,
+                 cache: ScreenCache | None, pool: ThreadPoolExecutor, deadline: float | None) -> None:
+        self.entries, self.flagsets, self.tools, self.cache, self.pool = entries, flagsets, tools, cache, pool
+        self.cuda_arch, self.deadline = cuda_arch, deadline
+        self.outcomes: dict[tuple[int, int], Outcome] = {}
+        self.compiles = 0
+        self.hits = 0
+        self.problem = ""  # why the cache could not be used, once
+        self.digests: list[str | None] = list(pool.map(tools.inputs, entries)) if cache is not None else [None] * len(entries)
+
+    def _key(self, cell: tuple[int, int]) -> str | None:
+        i, j = cell
+        if self.digests[i] is None:
+            return None
+        entry = self.entries[i]
+        command = cubin_command(tokens(entry), Path(_OUT), self.cuda_arch, self.flagsets[j])
+        return outcome_key(command, entry.get("directory") or "", self.tools.version, self.digests[i])
+
+    def run(self, cells: list[tuple[int, int]]) -> None:
+        """Fill `outcomes` for `cells` (compiled in the order given); a cell the deadline cut stays empty."""
+        keys = {cell: self._key(cell) for cell in cells}
+        cached: dict[str, Outcome] = {}
+        if self.cache is not None and not self.problem:
+            try:
+                cached = self.cache.get_many([k for k in keys.values() if k])
+            except (sqlite3.Error, OSError) as exc:
+                self.problem = str(exc)
+        todo = []
+        for cell in cells:
+            found = cached.get(keys[cell] or "")
+            if found is not None:
+                self.outcomes[cell] = found
+                self.hits += 1
+            else:
+                todo.append(cell)
+        futures = [(cell, self.pool.submit(self.tools.compile, self.entries[cell[0]], self.flagsets[cell[1]],
+                                           self.deadline)) for cell in todo]
+        new: dict[str, Outcome] = {}
+        for cell, future in futures:
+            outcome = future.result()
+            if outcome is None:
+                continue
+            self.compiles += 1
+            self.outcomes[cell] = outcome
+            if keys[cell] and not outcome.transient:
+                new[keys[cell]] = outcome
+        if self.cache is not None and not self.problem:
+            try:
+                self.cache.put_many(new)
+            except (sqlite3.Error, OSError) as exc:
+                self.problem = str(exc)
+
+
 def screen(
     space: FlagSpace, compile_commands: list[dict], cuda_arch: str, jobs: int | None = None, cache_dir: Path | None = None,
+    cache: ScreenCache | None = None, kernel_ns: dict[str, int] | None = None, seconds: float | None = None,
+    tools: ScreenTools | None = None, seconds_label: str = "",
 ) -> ScreenResult:
     """Screen every single flag value of `space` against the project's own build of the target's CUDA sources
-    (`compile_commands`: their entries, whatever the files' suffixes)."""
+    (`compile_commands`: their entries, whatever the files' suffixes). First each unit's own build: a unit
+    whose device code has no function (host code only) is not screened further. Then per unit with kernels,
+    those with the most recorded kernel time first (`kernel_ns`: driver kernel name -> ns), each value.
+    `cache`: outcomes of earlier screenings (of any tune or tree) are reused and new ones stored.
+    `seconds`: the most screening may take (`seconds_label` says whence, for the note); a value not screened
+    on every unit by then is kept unscreened (unless a unit already showed it changes code), a note says so."""
     started = time.perf_counter()
+    deadline = None if seconds is None else started + max(0.0, seconds)
     entries = list(compile_commands)
     if not entries:
         raise CompileIQError("the target has no CUDA compile commands in compile_commands.json; nothing to screen")
-    nvcc = tokens(entries[0])[0]
     values = [(d.name, v) for d in space.dimensions for v in d.values[1:]]
+    flagsets = [(), *(canonical_flags(v) for _, v in values)]
     if cache_dir is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="screen-", dir=cache_dir))
     try:
-        jobs = jobs or os.cpu_count() or 1
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            base_future = pool.submit(_build, entries, work / "baseline", cuda_arch, (), nvcc)
-            futures = [pool.submit(_build, entries, work / f"v{i}", cuda_arch, canonical_flags(v), nvcc)
-                       for i, (_, v) in enumerate(values)]
-            baseline, error = base_future.result()
-            if baseline is None:
-                raise CompileIQError(f"the project's own nvcc command fails when rebuilt to a cubin: {error}")
-            results = [f.result() for f in futures]
+        tools = tools or nvcc_tools(tokens(entries[0])[0], cuda_arch, work, cache)
+        with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
+            cells = _Cells(entries, flagsets, cuda_arch, tools, cache, pool, deadline)
+            cells.run([(i, 0) for i in range(len(entries))])
+            for i in range(len(entries)):
+                base = cells.outcomes.get((i, 0))
+                if base is not None and base.fingerprint is None:
+                    raise CompileIQError(f"the project's own nvcc command fails when rebuilt to a cubin "
+                                         f"({_unit_name(entries[i])}): {base.error}")
+            # a unit the deadline left unknown counts as one with kernels (its values stay unscreened)
+            no_kernels = [i for i in range(len(entries))
+                          if (i, 0) in cells.outcomes and not cells.outcomes[(i, 0)].fingerprint.kernels]
+            ns = {i: sum(kernel_ns.get(name, 0) for name in {_driver_name(k.name) for k in o.fingerprint.kernels})
+                  for (i, j), o in cells.outcomes.items() if j == 0 and kernel_ns}
+            units = sorted((i for i in range(len(entries)) if i not in no_kernels), key=lambda i: -ns.get(i, 0))
+            cells.run([(i, j) for i in units for j in range(1, len(flagsets))])
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    outcomes = cells.outcomes
+    known = [i for i in units if (i, 0) in outcomes]
+    baseline = DeviceFingerprint.combine([outcomes[(i, 0)].fingerprint for i in known])
     rows: list[ScreenRow] = []
     seen: dict[tuple[str, str], tuple[str, ...]] = {}  # (dimension, digest) -> first value with that code
-    for (dim, value), (fp, error) in zip(values, results):
-        if fp is None:
-            rows.append(ScreenRow(dimension=dim, value=value, kept=False, reason=f"does not compile: {error}"))
+    unscreened = 0
+    for j, (dim, value) in enumerate(values, start=1):
+        got = {i: outcomes[(i, j)] for i in units if (i, j) in outcomes}
+        failed = next((o.error for o in got.values() if o.fingerprint is None), None)
+        if failed is not None:
+            rows.append(ScreenRow(dimension=dim, value=value, kept=False, reason=f"does not compile: {failed}"))
+            continue
+        have = [i for i in known if i in got]
+        fp = DeviceFingerprint.combine([got[i].fingerprint for i in have])
+        if len(have) < len(units):  # the deadline came first on some unit
+            effects = _deltas(DeviceFingerprint.combine([outcomes[(i, 0)].fingerprint for i in have]), fp)
+            if effects:
+                rows.append(ScreenRow(dimension=dim, value=value, kept=True, effects=effects, screened=False, reason=(
+                    f"changes the code of {plural(len(effects), 'function')} (screened on {len(have)} of "
+                    f"{plural(len(units), 'file')})")))
+            else:
+                unscreened += 1
+                rows.append(ScreenRow(dimension=dim, value=value, kept=True, reason=NOT_SCREENED, screened=False))
         elif fp.digest == baseline.digest:
             rows.append(ScreenRow(dimension=dim, value=value, kept=False, reason=SAME_AS_BASELINE, digest=fp.digest))
         elif (dim, fp.digest) in seen:
@@ -209,9 +365,29 @@ def screen(
             dims.append(replace(d, values=values_kept))
         else:
             dropped.append(f"{d.name}: screening: no value changes the device code of this target")
+    notes = []
+    if no_kernels:
+        names = [_unit_name(entries[i]) for i in no_kernels]
+        notes.append(f"note: static screening: {plural(len(names), 'file')} of {len(entries)} define no kernel and "
+                     f"are not screened: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+    if ns and units and ns.get(units[0], 0) > 0:
+        notes.append(f"note: static screening: files with the most recorded kernel time first "
+                     f"({', '.join(_unit_name(entries[i]) for i in units[:3])}{' ...' if len(units) > 3 else ''})")
+    if unscreened:
+        notes.append(f"note: static screening stopped at its time share ({seconds:.1f} s{seconds_label}): "
+                     f"{plural(unscreened, 'flag value')} not screened {'is' if unscreened == 1 else 'are'} searched unscreened")
+    unscanned = [_unit_name(entries[i]) for i, d in enumerate(cells.digests) if d is None] if cache is not None else []
+    if unscanned:
+        notes.append(f"note: the screening cache leaves out {plural(len(unscanned), 'file')} whose includes could not be "
+                     f"listed (the compiler's -M scan failed): {', '.join(unscanned[:3])}{' ...' if len(unscanned) > 3 else ''}")
+    if cells.problem:
+        notes.append(f"note: the screening cache could not be used ({cells.problem}); outcomes are not kept")
     screened = replace(space, dimensions=tuple(dims), dropped=tuple(dropped))
     return ScreenResult(space=screened, rows=tuple(rows), seconds=time.perf_counter() - started, baseline=baseline,
-                        compiles=(len(values) + 1) * len(entries), points_before=space.size)
+                        compiles=cells.compiles, points_before=space.size, cache_hits=cells.hits,
+                        screened_files=tuple(_unit_name(entries[i]) for i in known),
+                        no_kernel_files=tuple(_unit_name(entries[i]) for i in no_kernels),
+                        unscreened=unscreened, notes=tuple(notes))
 
 
 @dataclass(frozen=True)
@@ -228,11 +404,15 @@ class CudaSpace:
 def prepare_cuda_space(
     space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
     acf_files: tuple[Path, ...] = (), run_screen: bool = True, jobs: int | None = None,
-    device_lto: bool = False, decisions: ApplyDecisions | None = None,
+    device_lto: bool = False, decisions: ApplyDecisions | None = None, time_limit: float | None = None,
+    kernel_ns: dict[str, int] | None = None, cache_dir: Path | None = None,
 ) -> CudaSpace:
     """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix).
     `device_lto`: whether the device_lto dimension may be offered; `decisions`: the CMake module's own decisions
-    for the target (VariantTree.decisions: whether the apply accepts device LTO); none: device LTO not offered."""
+    for the target (VariantTree.decisions: whether the apply accepts device LTO); none: device LTO not offered.
+    `time_limit`: the tune's --time-limit (screening takes at most SCREEN_SHARE of it); `kernel_ns`: recorded
+    kernel times (driver name -> ns), to screen the hottest files first; `cache_dir`: where the screening cache
+    lives (default: the user cache directory)."""
     notes: list[str] = []
     started = time.perf_counter()
     space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path), jobs)
@@ -253,12 +433,21 @@ def prepare_cuda_space(
         notes.append("note: static screening skipped: cuobjdump/nvdisasm not found "
                      "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     elif entries:
+        cache = None
         try:
-            result = screen(space, entries, cuda_arch, jobs=jobs or os.cpu_count(), cache_dir=build_dir / "compileiq")
+            cache = ScreenCache.in_dir(cache_dir or user_cache_dir())
+        except (sqlite3.Error, OSError) as exc:
+            notes.append(f"note: the screening cache could not be opened ({exc}); every value is compiled")
+        seconds = None if time_limit is None else SCREEN_SHARE * time_limit
+        try:
+            result = screen(space, entries, cuda_arch, jobs=jobs or os.cpu_count(), cache_dir=build_dir / "compileiq",
+                            cache=cache, kernel_ns=kernel_ns, seconds=seconds,
+                            seconds_label=f", {SCREEN_SHARE:.0%} of --time-limit {time_limit:g} s" if time_limit else "")
         except CompileIQError as exc:
             notes.append(f"note: static screening skipped: {exc}")
         else:
             space = result.space
+            notes += result.notes
     if entries:  # a build mode, not a compile flag: after the screening, never screened
         decided = decisions or ApplyDecisions.parse({}, "(none)")
         space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto,
@@ -323,7 +512,7 @@ def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:
     r = ts.result
     lines = [
         f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space {plural(len(r.space.dimensions), 'dimension')}, "
-        f"{plural(r.points_after, 'point')} (before screening {r.points_before}); {plural(r.compiles, 'compile')} in {r.seconds:.1f} s "
+        f"{plural(r.points_after, 'point')} (before screening {r.points_before}); {r.summary()} "
         f"(probe {ts.probe_seconds:.1f} s); baseline: {plural(len(r.baseline.kernels), 'kernel')}",
     ]
     for d in r.space.dimensions:
@@ -336,5 +525,5 @@ def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:
         effects = "; ".join(e.describe() for e in row.effects)
         lines.append(f"  {state} {row.dimension:<22} {' '.join(row.value):<36} {row.reason}{'  [' + effects + ']' if effects and row.kept else ''}")
     for note in ts.notes if notes else ():
-        lines.append(f"  note: {note}")
+        lines.append(f"  note: {note.removeprefix('note: ')}")
     return lines

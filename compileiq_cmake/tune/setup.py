@@ -23,6 +23,7 @@ from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, det
 from ..search.landscape import Landscape
 from ..search.per_file import PerFileContext
 from ..measure.runner import BenchCommand
+from ..measure import kernel_times
 from ..project.nvcc_command import output_file, target_architectures
 from ..execute.build import BuildContext, command_tokens
 from ..execute.executor import ExecutionPlan
@@ -99,6 +100,14 @@ class TuneSetup:
         """What an executor of this tune needs (execute.factory)."""
         return ExecutionPlan(spec=self.spec, bench=self.bench, build=None if self.replay else self.build_context,
                              replay=self.replay, monitor=self.monitor, gpus=self.gpus, state_dir=self.state_dir)
+
+
+def _recorded_kernel_ns(path: Path) -> dict[str, int]:
+    """Kernel name -> ns from an earlier tune's CUPTI run (the per-file stage's file); empty when none."""
+    try:
+        return {k.name: k.ns for k in kernel_times.read_times(path)} if path.is_file() else {}
+    except CompileIQError:
+        return {}
 
 
 def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> tuple[BenchCommand, str | None]:
@@ -259,18 +268,20 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         entries = first.compile_commands(target.sources_in("CUDA"))
         lto = device_lto_wanted(spec.include_flags, exclude)
         prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
-                                      spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions())
+                                      spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions(),
+                                      time_limit=spec.time_limit,
+                                      kernel_ns=_recorded_kernel_ns(state_dir / "cupti" / "kernel-times.tsv"))
         for note in prepared.notes:
             log(f"compileiq: {note}")
         if prepared.screen is not None:
             r = prepared.screen
             kept = sum(1 for row in r.rows if row.kept)
             log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
-                f"space {r.points_before} -> {r.points_after} points ({r.compiles} compiles, {r.seconds:.1f} s)")
+                f"space {r.points_before} -> {r.points_after} points ({r.summary()})")
         space = prepared.space
         if prepared.screen is not None:
             screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
-                              for r in prepared.screen.rows if r.kept}
+                              for r in prepared.screen.rows if r.kept and r.screened}
         if find_tool("cuobjdump", toolchain.path) is None or find_tool("nvdisasm", toolchain.path) is None:
             log("compileiq: note: device-code fingerprints are off: cuobjdump/nvdisasm not found (pip install "
                 "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); trials that build the same code are all benchmarked")
