@@ -13,7 +13,7 @@ from ..measure.runner import Runner
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from ..flags.space import FlagSpace
-from .validation import ablate, validate
+from .validation import NOT_ABLATED, UNDECIDED, ablate, validate
 
 Log = EventStream | Lines
 
@@ -28,6 +28,25 @@ class ValidationContext:
     seed: int
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The time box as the finalists' stage sees it (all None: no limit): the interleaved rounds at least
+    (fewer than the spec's when the plan says so), and the questions asked before more work starts: another
+    validation round (its seconds so far), another ablation step, another ablation round, another round of the
+    minimal set's validation or a confirmation. `expected`: per dimension, the search's estimate of the speedup
+    of keeping it (the ablation's order and first group)."""
+
+    min_rounds: int | None = None
+    validation_continue: Callable[[float], bool] | None = None
+    ablation_start: Callable[[], bool] | None = None
+    ablation_continue: Callable[[float], bool] | None = None
+    final_continue: Callable[[float], bool] | None = None
+    expected: dict[str, float] | None = None
+
+
+NO_LIMITS = Limits()
+
+
 def _result_name(kind: str, *parts: object) -> str:
     """The store's name of a validation or ablation result: what was decided, on what, with which threshold."""
     return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
@@ -35,7 +54,8 @@ def _result_name(kind: str, *parts: object) -> str:
 
 def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree, FlagSet], BuildResult], runner: Runner,
                         finalists: list[FlagSet], min_gain: float, log: Log, store=None,
-                        confirm_on: tuple[Runner, ...] = ()) -> tuple[Validation | None, tuple[Contribution, ...]]:
+                        confirm_on: tuple[Runner, ...] = (),
+                        limits: Limits = NO_LIMITS) -> tuple[Validation | None, tuple[Contribution, ...]]:
     """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
     then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
     winner that is not is not written. Each outcome is kept in the trial store as soon as it is decided, so
@@ -45,12 +65,12 @@ def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree
     if store is not None:
         store.save_validations("finalists", [])
         store.save_validations("confirmations", [])
-    winner, contributions = _decide(context, build, runner, finalists, min_gain, log, store)
+    winner, contributions = _decide(context, build, runner, finalists, min_gain, log, store, limits)
     confirmations = []
     for other in confirm_on if winner is not None else ():
         where = other.gpu.describe() if other.gpu is not None else "another GPU"
         (check,) = _validated(context, build, other, [winner.flagset], min_gain, context.seed + 3, log, store,
-                              other.gpu.device if other.gpu is not None else "")
+                              other.gpu.device if other.gpu is not None else "", limits.min_rounds, limits.final_continue)
         confirmations.append(check)
         if store is not None:
             store.save_validations("confirmations", confirmations)
@@ -66,28 +86,32 @@ def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree
 
 
 def _validated(context: ValidationContext, build, runner: Runner, candidates: list[FlagSet], min_gain: float, seed: int,
-               log: Log, store, gpu: str = "") -> list[Validation]:
+               log: Log, store, gpu: str = "", min_rounds: int | None = None,
+               may_continue: Callable[[float], bool] | None = None) -> list[Validation]:
     name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
         log.info(f"validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store",
                  stage="finalists", restored=True)
         return kept
-    results = validate(runner, build, context.trees, context.space.baseline(), candidates, min_gain, seed, log)
+    results = validate(runner, build, context.trees, context.space.baseline(), candidates, min_gain, seed, log,
+                       min_rounds=min_rounds, may_continue=may_continue)
     if store is not None:
         store.save_validations(name, results)
     return results
 
 
 def _decide(context: ValidationContext, build, runner: Runner, finalists: list[FlagSet], min_gain: float, log: Log,
-            store) -> tuple[Validation | None, tuple[Contribution, ...]]:
+            store, limits: Limits = NO_LIMITS) -> tuple[Validation | None, tuple[Contribution, ...]]:
     if not finalists:
         return None, ()
 
-    def validated(candidates: list[FlagSet], seed: int) -> list[Validation]:
-        return _validated(context, build, runner, candidates, min_gain, seed, log, store)
+    def validated(candidates: list[FlagSet], seed: int,
+                  may_continue: Callable[[float], bool] | None) -> list[Validation]:
+        return _validated(context, build, runner, candidates, min_gain, seed, log, store, "", limits.min_rounds,
+                          may_continue)
 
-    results = validated(finalists, context.seed)
+    results = validated(finalists, context.seed, limits.validation_continue)
     if store is not None:  # the last tune's finalists, for its summary and report
         store.save_validations("finalists", results)
     for v in results:
@@ -114,12 +138,14 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
             log.info(f"ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store",
                      stage="finalists", restored_steps=len(steps))
         minimal, contributions = ablate(runner, build, context.trees, context.space, best.flagset, min_gain, context.seed + 1,
-                                        log, steps, on_step)
-        if store is not None:
+                                        log, steps, on_step, expected=limits.expected, may_start=limits.ablation_start,
+                                        may_continue=limits.ablation_continue)
+        whole = not any(c.reason in (UNDECIDED, NOT_ABLATED) for c in contributions)
+        if store is not None and whole:  # one the time box cut is not kept whole: a rerun goes on from its steps
             store.save_ablation(name, minimal, contributions)
     if minimal == best.flagset:
         return best, contributions
-    (final,) = validated([minimal], context.seed + 2)
+    (final,) = validated([minimal], context.seed + 2, limits.final_continue)
     log.info(f"minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
              f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}",
              stage="finalists", flags=minimal.describe(), accepted=final.accepted, speedup=final.geomean_speedup)

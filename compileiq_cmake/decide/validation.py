@@ -23,6 +23,7 @@ from ..model.wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
 UNDECIDED = "not decided within the time limit; kept"
+NOT_ABLATED = "not ablated: the time limit was reached; kept"
 Log = EventStream | Lines  # the tune's event stream, or a function of a line (code not converted yet)
 
 
@@ -173,7 +174,7 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
             for rest, _ in [(group, path), *queue]:
                 for dim in rest:
                     contributions.append(Contribution(dim, _flags_of(space, current, dim), math.nan, math.nan,
-                                                      math.nan, True, "not ablated: the time limit was reached; kept"))
+                                                      math.nan, True, NOT_ABLATED))
             untested = sum(len(g) for g, _ in [(group, path), *queue])
             log.info(f"ablation: time limit reached; {plural(untested, 'dimension')} not ablated (kept)",
                      stage="finalists", untested=untested)

@@ -114,6 +114,8 @@ class FlagsEntry:
     cpu_features: tuple[str, ...] = field(default=(), metadata={"pattern": _CPU_FEATURE})  # ISA feature names
     # CUDA: "all" (the flags go to every architecture the target builds) or "tuned" (only to builds of arch alone)
     arch_scope: str = field(default="all", metadata={"one_of": ARCH_SCOPES})
+    # what the tune's --time-limit left untested (fewer finalists or rounds, flags not ablated), one phrase each
+    untested: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:

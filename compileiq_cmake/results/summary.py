@@ -23,7 +23,7 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
             ci: 95% interval of the geometric-mean ratio (Welch on log values; paired t for paired runs);
             both null for an invalid trial
     notes: [str]; toml: path or null
-    timings: {wall_seconds, search_seconds, loop_seconds, finalists_seconds}
+    timings: {wall_seconds, search_seconds, loop_seconds, finalists_seconds, time_limit (null: none), untested}
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
                          for e in effects],
         "per_file": per_file,  # per_file.Plan.as_dict(): kernel time by file, the files tuned separately
         "trials": trials, "notes": list(result.notes), "toml": result.toml_path,
-        "timings": {k: round(v, 3) for k, v in timings.items()},
+        "timings": {k: round(v, 3) if isinstance(v, float) else v for k, v in timings.items()},
     })
 
 

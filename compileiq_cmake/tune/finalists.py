@@ -5,17 +5,23 @@ validates them against the baseline, ablates the best and confirms the winner on
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable
 
-from ..decide.finalists import ValidationContext, validate_and_ablate
+from ..decide.finalists import NO_LIMITS, Limits, ValidationContext, validate_and_ablate
+from ..decide.validation import NOT_ABLATED, UNDECIDED
+from ..flags.space import FlagSpace
+from ..model.timebox import TimeBox
 from ..decide.stats import FlagEffect, auto_min_gain, flag_effects
 from ..execute.executor import Executor
 from ..model.records import Contribution, FlagSet, Trial, Validation
 from ..model.wording import plural
+from ..project import build_flags
 from ..results.store import TrialStore
 from .baseline import Baselines
+from .plan import WRITE_SECONDS, Costs, FinishPlan, costs_from, plan_finish
 from .setup import FINALISTS, TuneSetup
 from .trial import loss, noise_of_pairs
 
@@ -34,6 +40,7 @@ class Decision:
     winner: Validation | None
     contributions: tuple[Contribution, ...]
     seconds: float
+    untested: tuple[str, ...] = ()  # what the time box left out (finalists, rounds, ablation steps, ...)
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,7 @@ class Finalists:
     log: Log
     base: Baselines
     trials: dict[str, Trial]
+    box: TimeBox | None = None  # the tune's time box (None or unbounded: no limit)
 
     def run(self) -> Decision:
         setup, store, log, base, trials = self.setup, self.store, self.log, self.base, self.trials
@@ -69,9 +77,61 @@ class Finalists:
         confirm = tuple(r for dev, r in runners.items() if dev != setup.gpus[0].device) if len(runners) > 1 else ()
         started = time.perf_counter()
         context = ValidationContext(setup.trees, setup.space, spec.seed)
+        limits, untested = NO_LIMITS, ()
+        box = self.box
+        if box is not None and box.bounded and finalists:
+            costs = costs_from(list(trials.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
+                               len(runners) or 1)
+            steps = len(finalists[0].choices) + len(_files_of(finalists[0]))
+            finish = plan_finish(box.remaining(), costs, len(finalists), spec.min_rounds, steps, len(confirm))
+            untested = finish.cut
+            log(f"compileiq: time box: {box.remaining():.0f} s of --time-limit {spec.time_limit:g} s left for the "
+                f"finalists: {finish.describe()} (~{finish.seconds:.0f} s)"
+                + (f"; left out: {'; '.join(finish.cut)}" if finish.cut else ""))
+            if finish.finalists == 0:
+                return Decision(tuple(effects), finalists, min_gain, None, (), 0.0, untested)
+            finalists = finalists[:finish.finalists]
+            confirm = confirm[:finish.confirmations]
+            limits = _limits(box, costs, finish, setup.space, finalists[0], effects)
         winner, contributions = validate_and_ablate(context, self.executor.build, base.runner, list(finalists),
-                                                    min_gain, log, store, confirm)
-        return Decision(tuple(effects), finalists, min_gain, winner, contributions, time.perf_counter() - started)
+                                                    min_gain, log, store, confirm, limits)
+        untested += tuple(f"{' '.join(c.flags) or c.dimension}: {c.reason}" for c in contributions
+                          if c.reason in (UNDECIDED, NOT_ABLATED))
+        return Decision(tuple(effects), finalists, min_gain, winner, contributions, time.perf_counter() - started,
+                        untested)
+
+
+def _files_of(flagset: FlagSet) -> tuple[str, ...]:
+    return tuple(path for path, _ in build_flags.split(flagset.flags).sources)
+
+
+def _limits(box: TimeBox, costs: Costs, finish: FinishPlan, space: FlagSpace, best: FlagSet,
+            effects) -> Limits:
+    """The questions the finalists' stage asks the box before more work, each keeping the time of what must
+    still follow: validation keeps the ablation's, the minimal set's and the write's; an ablation step the
+    minimal set's and the write's; the minimal set and the confirmations the write's."""
+    one = costs.validation(1, finish.rounds)
+    after_validation = finish.seconds - costs.validation(finish.finalists, finish.rounds)
+    tail = (one if finish.ablation_steps else 0.0) + finish.confirmations * one + WRITE_SECONDS
+    return Limits(
+        min_rounds=finish.rounds,
+        validation_continue=lambda seconds: box.fits(seconds, after_validation),
+        ablation_start=lambda: box.fits(one, tail),
+        ablation_continue=lambda seconds: box.fits(seconds, tail),
+        final_continue=lambda seconds: box.fits(seconds, WRITE_SECONDS),
+        expected=_expected(space, best, effects))
+
+
+def _expected(space: FlagSpace, best: FlagSet, effects) -> dict[str, float]:
+    """Per dimension of `best`, the search's estimate of the speedup of keeping its value: the product of its
+    flags' effects (flag_effects); a dimension with an unestimated flag is left out (tried alone, last)."""
+    by_flag = {e.flag: e.speedup for e in effects}
+    out = {}
+    for dim, value in best.choices:
+        flags = space.flagset({dim: value}).flags
+        if flags and all(f in by_flag for f in flags):
+            out[dim] = math.prod(by_flag[f] for f in flags)
+    return out
 
 
 def pick(trials: dict[str, Trial], base: Baselines, lower_is_better: bool) -> tuple[FlagSet, ...]:

@@ -40,11 +40,12 @@ def finish_estimate(setup: TuneSetup, trials: dict[str, Trial]) -> float:
 
 
 def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float,
-             in_flight: str = "", budget: int | None = None) -> None:
+             in_flight: str = "", budget: int | None = None, plan=None) -> None:
     """One line per trial: its result (an invalid one with its whole reason), the best so far, the ETA of
     the whole tune (the remaining search at the pace so far plus the estimated validation and ablation) and,
     during the search, where the other trials are (building, measured on which GPU). `budget`: the trials
-    planned (the search's budget, plus the per-file stage's once it has started)."""
+    planned (the search's budget, plus the per-file stage's once it has started). `plan` (tune.plan.Plan, with a
+    time box): the search ends within its seconds and the finalists take the planned time."""
     spec = setup.spec
     budget = budget or spec.budget
     lower = spec.metric.lower_is_better
@@ -55,6 +56,9 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
     if spec.time_limit is not None:
         search_left = max(0.0, min(search_left, spec.time_limit - elapsed))
     finish = finish_estimate(setup, trials)
+    if plan is not None:  # the time box's plan: the search within its share, the finalists as sized
+        search_left = min(search_left, plan.search_seconds)
+        finish = plan.finish.seconds
     if trial.valid:
         value = " / ".join(f"{m:.4g}" for m in trial.medians())
         what = f"{value} ({math.exp(-loss(trial, baseline, lower)):.3f}x)"
@@ -68,10 +72,16 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
 
 
-def untried_line(spec: TuneSpec, baseline: Trial) -> str:
+def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
     """What a tune that measured no flag set says (never "no flag set beat"): that, why if known, and the
-    time the budget would need by the baseline's own build and benchmark times."""
+    time the budget would need by the baseline's own build and benchmark times. `needed`: the --time-limit
+    that one trial and its validation need (the time box's plan), when the box fitted none."""
     build, bench = baseline.build_seconds, baseline.bench_seconds
+    if needed and spec.time_limit:
+        return (f"compileiq: no flag set was measured within --time-limit {spec.time_limit:g} s: after the setup and "
+                f"the project's own build, one trial (build {build:.1f} s, benchmark {bench:.1f} s) and the "
+                f"validation of its result do not fit; nothing was compared and no flags are written for "
+                f"{spec.target}: give at least --time-limit {math.ceil(needed)} (more for a real search)")
     trials = spec.budget - 1
     why = f" within --time-limit {spec.time_limit:g} s" if spec.time_limit else ""
     return (f"compileiq: no flag set was measured{why}: only the project's own build was, so nothing was compared "
@@ -81,8 +91,10 @@ def untried_line(spec: TuneSpec, baseline: Trial) -> str:
             "benchmarks when --workers allows) plus the validation of the finalists: give the tune that much time")
 
 
-def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0) -> None:
-    """`restored`: trials of an earlier run restored from the store (a resume), counted apart."""
+def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0,
+                needed: float = 0.0) -> None:
+    """`restored`: trials of an earlier run restored from the store (a resume), counted apart; `needed`: see
+    untried_line."""
     spec = setup.spec
     lower = spec.metric.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
@@ -121,7 +133,7 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
             f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}")
         log(f"compileiq: wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""))
     elif not any(t.index != result.baseline.index for t in result.trials):
-        log(untried_line(spec, result.baseline))
+        log(untried_line(spec, result.baseline, needed))
     else:
         log("compileiq: no significant improvement: no flag set beat the project's own build significantly "
             f"on every workload; no flags written for {spec.target}")

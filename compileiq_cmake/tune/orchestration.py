@@ -19,6 +19,7 @@ from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
+from ..model.timebox import TimeBox
 from ..model.wording import plural
 from ..results.schema import numerics_checked
 from ..results.toml_io import check_output_writable, read_entries
@@ -129,10 +130,11 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
     executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster)
+    box = TimeBox(spec.time_limit, started=started)  # the whole tune, from its start
     base = Baseline(setup, executor, store, log).run()
     setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, log)  # host time dominates: host flags too
-    search = SearchLoop(setup, executor, store, log, started, base).run()
-    decision = Finalists(setup, executor, store, log, base, search.trials).run()
+    search = SearchLoop(setup, executor, store, log, started, base, box).run()
+    decision = Finalists(setup, executor, store, log, base, search.trials, box).run()
     return Publish(setup, store, log, started, base, search, decision).run()
 
 

@@ -157,3 +157,16 @@ def plan_tune(limit: float | None, elapsed: float, costs: Costs, finalists: int,
     search = max(0.0, left - finish.seconds)
     trials = int(search // trial) if trial > 0 else 0
     return Plan(limit, elapsed, search, trials, finish)
+
+
+def costs_from(trials, warmup: int, repeats: int, workloads: int, workers: int, gpus: int,
+               fallback_build: float = 0.0) -> Costs:
+    """Costs as the trials so far measured them: the median build, and the mean seconds of one benchmark run
+    (every run of a trial counted: warm-up, samples, paired reference runs)."""
+    builds = sorted(t.build_seconds for t in trials if t.build_seconds > 0)
+    build = builds[len(builds) // 2] if builds else fallback_build
+    measured = [t for t in trials if t.valid and t.same_code_as is None and t.measurements]
+    runs = sum(len(m.samples) + len(m.reference) + warmup for t in measured for m in t.measurements)
+    run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
+    return Costs(build=build, run=run, workloads=workloads, warmup=warmup, repeats=repeats,
+                 workers=max(1, workers), gpus=max(1, gpus))

@@ -58,7 +58,7 @@ class Publish:
         winner, contributions = decision.winner, decision.contributions
         toml_path = None
         if winner is not None:
-            new = _entry(setup, winner, contributions, len(trials), log)
+            new = _entry(setup, winner, contributions, len(trials), log, decision.untested)
             change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
             if change is not None and change.replaces is not None:
                 log(f"compileiq: {change.message}")
@@ -66,8 +66,8 @@ class Publish:
         wall = time.perf_counter() - self.started
         fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
         result = TuneResult(spec.target, tuple(trials.values()), base.baseline, winner, toml_path, wall,
-                            tuple(_notes(setup, base, self.search, fresh)), contributions, setup.language)
-        final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh))
+                            tuple(_notes(setup, base, self.search, fresh, decision, wall)), contributions, setup.language)
+        final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh), needed=self.search.needed)
         document = summary.build(
             setup, result, effects=decision.effects, noise=base.noise, paired=bool(base.references),
             min_gain=decision.min_gain,
@@ -75,7 +75,8 @@ class Publish:
             interval_of=lambda t: summary.trial_interval(t, base.base_of(t), lower),
             finalists=store.load_validations("finalists") or [], confirmations=store.load_validations("confirmations") or [],
             timings={"wall_seconds": wall, "search_seconds": timings.search_seconds, "loop_seconds": timings.loop_seconds,
-                     "finalists_seconds": decision.seconds},
+                     "finalists_seconds": decision.seconds, "time_limit": spec.time_limit,
+                     "untested": list(decision.untested)},
             per_file=self.search.per_file.as_dict() if self.search.per_file is not None else None)
         store.save_result("summary", document)
         if spec.json_summary:
@@ -91,8 +92,10 @@ class Publish:
         return result
 
 
-def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial]) -> list[str]:
-    """The result's notes: what the search cost, its pace, throttled measurements and the driver's overhead."""
+def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial], decision: Decision,
+           wall: float) -> list[str]:
+    """The result's notes: what the search cost, its pace, throttled measurements, the driver's overhead and,
+    with --time-limit, the whole tune's time against it and what the box left untested."""
     spec = setup.spec
     trials, timings = search.trials, search.timings
     runs = sum(len(m.samples) + len(m.reference) + spec.warmup
@@ -118,6 +121,9 @@ def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
         notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
+    if spec.time_limit is not None:
+        notes.append(f"time box: the whole tune took {wall:.1f} s of --time-limit {spec.time_limit:g} s"
+                     + (f"; not tested for lack of time: {'; '.join(decision.untested)}" if decision.untested else ""))
     return notes
 
 
@@ -156,7 +162,7 @@ def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
 
 
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int,
-           log: Log) -> FlagsEntry:
+           log: Log, untested: tuple[str, ...] = ()) -> FlagsEntry:
     """The TOML entry of a winner: its flags as written (--apply-controls paths relative to the TOML,
     host-specific flags resolved), how it was measured, and what the apply checks."""
     spec = setup.spec
@@ -185,6 +191,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
             f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
             f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(
+        untested=untested,
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
         flags=written, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,

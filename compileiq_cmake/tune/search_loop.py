@@ -14,6 +14,7 @@ from ..execute.executor import Executor
 from ..execute.pipeline import Pipeline, finished_trial, lookahead
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
+from ..model.timebox import TimeBox
 from ..model.records import BuildResult, FlagSet, Trial
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
@@ -23,7 +24,8 @@ from ..search import per_file
 from ..search.search import FlagSearch
 from .baseline import Baselines
 from .lines import progress
-from .setup import TuneSetup
+from .plan import Plan, costs_from, plan_tune
+from .setup import FINALISTS, TuneSetup
 from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
 
 Log = Callable[[str], None]
@@ -48,6 +50,7 @@ class SearchOutcome:
     trials: dict[str, Trial]
     per_file: per_file.Plan | None
     timings: LoopTimings
+    needed: float = 0.0  # the time box fitted no trial: the --time-limit one trial and its validation need
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class SearchLoop:
     log: Log
     started: float  # the tune's start (perf_counter): the time limit and the ETA count from it
     base: Baselines
+    box: TimeBox | None = None  # the whole tune's time box (None or unbounded: no limit)
 
     def run(self) -> SearchOutcome:
         setup, executor, store, log, base, started = self.setup, self.executor, self.store, self.log, self.base, self.started
@@ -71,7 +75,23 @@ class SearchLoop:
         search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=warm_start(setup, log))
         for trial in trials.values():
             search.tell(trial.flagset, loss(trial, base_of(trial), lower))
-        progress(setup, log, base.baseline, base.baseline, trials, started)
+        box = self.box if self.box is not None and self.box.bounded else None
+        confirmations = max(0, len(runners) - 1)
+
+        def replan() -> Plan | None:
+            """The plan from now, with the costs the trials so far measured (None without a time box)."""
+            if box is None:
+                return None
+            costs = costs_from(list(trials.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
+                               len(runners) or 1)
+            best = min(trials.values(), key=lambda t: loss(t, base_of(t), lower))
+            steps = len(best.flagset.choices) or min(3, len(setup.space.dimensions))
+            return plan_tune(spec.time_limit, box.elapsed(), costs, FINALISTS, spec.min_rounds, steps, confirmations)
+
+        plan = replan()
+        if plan is not None:
+            log(f"compileiq: {plan.describe()}")
+        progress(setup, log, base.baseline, base.baseline, trials, started, plan=plan)
 
         def measure(index: int, tree: VariantTree, flagset: FlagSet, build: BuildResult, on: Runner | None,
                     known: dict[str, Trial]) -> Trial:
@@ -88,6 +108,11 @@ class SearchLoop:
                 floor = paired if n >= 3 else noise
             return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference)
 
+        def costs_of(known: dict[str, Trial]):
+            return costs_from(list(known.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
+                              len(runners) or 1)
+
+        needed = 0.0
         overhead = 0.0
         loop_trials = 0
         loop_started = time.perf_counter()
@@ -103,8 +128,12 @@ class SearchLoop:
                 ahead = lookahead(trials.values(), len(measuring), spec.workers)  # asks as late as the GPUs allow
                 while not (exhausted or stopped) and pipeline.has_free_tree and pipeline.pending < ahead \
                         and len(trials) + pipeline.pending < budget:
-                    if spec.time_limit is not None and time.perf_counter() - started > spec.time_limit:
-                        log(f"compileiq: time limit of {spec.time_limit:.0f} s reached")
+                    if plan is not None and not plan.search_open(pipeline.pending, costs_of(trials)):
+                        if len(trials) + pipeline.pending == len(base.restored) + 1 and not plan.search_trials:
+                            needed = plan.needed
+                        log(f"compileiq: time box: the search stops after {plural(len(trials) - 1 + pipeline.pending, 'trial')}: "
+                            f"the rest of --time-limit {spec.time_limit:g} s ({box.remaining():.0f} s) is kept for "
+                            f"the finalists ({plan.finish.describe()})")
                         stopped = True
                         break
                     flagset = search.ask()
@@ -135,14 +164,15 @@ class SearchLoop:
                 store.save(trial)
                 trials[trial.flagset.key] = trial
                 search.tell(trial.flagset, loss(trial, base_of(trial), lower))
+                plan = replan()
                 progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(),
-                         budget + (spec.per_file_budget if per_file_due and per_file_possible else 0))
+                         budget + (spec.per_file_budget if per_file_due and per_file_possible else 0), plan=plan)
                 overhead += done.driver_seconds
                 loop_trials += 1
             if exhausted and not isinstance(search, per_file.Proposals):
                 log("compileiq: every point of the flag space has been tried")
         timings = LoopTimings(time.perf_counter() - started, time.perf_counter() - loop_started, loop_trials, overhead)
-        return SearchOutcome(trials, per_file_plan, timings)
+        return SearchOutcome(trials, per_file_plan, timings, needed)
 
 
 def warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
