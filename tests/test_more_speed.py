@@ -126,8 +126,8 @@ def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(
     # what was built is what would be written: the checker accepts it, and catches a per-file flag on the
     # wrong file and a missing LTO
     trees = {name: SimpleNamespace(path=tmp_path / name) for name in ("own", "trial")}
-    setup = SimpleNamespace(spec=SimpleNamespace(source_dir=src), own_commands={
-        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()})
+    setup = SimpleNamespace(build_context=SimpleNamespace(source_dir=src, own_commands={  # stand-in: what the check reads
+        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()}))
     entries = list(got.values())
     assert _command_problem(setup, trees["trial"], entries, FlagSet((), flags)) == ""
     wrong = ("-Xptxas=-O1", "-dlto", "[src/device_math.cu]-Xptxas=-dlcm=cs")
@@ -373,8 +373,8 @@ def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
     got = _variant(src, tmp_path / "trial", ("-Xcompiler=-funroll-loops",))
     assert all("-Xcompiler=-funroll-loops" in e["command"] for e in got.values())
     trees = {name: SimpleNamespace(path=tmp_path / name) for name in ("own", "trial")}
-    setup = SimpleNamespace(spec=SimpleNamespace(source_dir=src), own_commands={
-        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()})
+    setup = SimpleNamespace(build_context=SimpleNamespace(source_dir=src, own_commands={  # stand-in: what the check reads
+        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()}))
     assert _command_problem(setup, trees["trial"], list(got.values()), FlagSet((), ("-Xcompiler=-funroll-loops",))) == ""
     obj = subprocess.run(["cmake", "--build", str(tmp_path / "trial"), "--target",
                           "CMakeFiles/sep_bench.dir/src/device_math.cu.o"], capture_output=True, text=True)

@@ -99,3 +99,12 @@ def test_parallel_workers_overlap_builds_and_runs():
     assert serial.trial() == pytest.approx(28.0)
     assert parallel.trial() == pytest.approx(8.0)  # runs (8 s) pace it; builds take 20/4 = 5 s each
     assert parallel.builds(4) == pytest.approx(20.0) and serial.builds(4) == pytest.approx(80.0)
+
+
+def test_a_trial_costs_at_least_what_the_trials_so_far_took():
+    """Paired runs and the extra runs of close candidates make a search trial longer than its repeats say: the
+    plan counts what the trials really took (a 90 s box once ran 9 s over on the formula alone)."""
+    formula = Costs(build=2.0, run=1.5, workloads=1, warmup=1, repeats=3)
+    assert formula.trial() == pytest.approx(8.0)
+    assert Costs(build=2.0, run=1.5, paired=True).trial() == pytest.approx(14.0)
+    assert Costs(build=2.0, run=1.5, observed=25.0).trial() == pytest.approx(25.0)

@@ -81,7 +81,7 @@ class Finalists:
         box = self.box
         if box is not None and box.bounded and finalists:
             costs = costs_from(list(trials.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
-                               len(runners) or 1)
+                               len(runners) or 1, paired=bool(base.references))
             steps = len(finalists[0].choices) + len(_files_of(finalists[0]))
             finish = plan_finish(box.remaining(), costs, len(finalists), spec.min_rounds, steps, len(confirm))
             untested = finish.cut

@@ -71,7 +71,13 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None) 
     except CompileIQError as exc:
         if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays
             for child in state_dir.iterdir() if state_dir.is_dir() else ():
-                if child.name != "logs" or str(child) not in str(exc):
+                if child.name == "logs" and child.is_dir():  # only the logs the error names stay
+                    for log_file in child.iterdir():
+                        if str(log_file) not in str(exc):
+                            log_file.unlink(missing_ok=True)
+                    if not any(child.iterdir()):
+                        child.rmdir()
+                else:
                     shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
             if state_dir.is_dir() and not any(state_dir.iterdir()):
                 state_dir.rmdir()

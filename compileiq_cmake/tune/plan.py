@@ -24,14 +24,18 @@ class Costs:
     repeats: int = 3
     workers: int = 1  # builds at once
     gpus: int = 1  # runs at once (search trials; validation runs on one GPU)
+    paired: bool = False  # each search run is measured next to a run of the project's own build (twice the runs)
+    observed: float = 0.0  # the median wall seconds of the search trials so far (more runs for close ones ...)
 
     def trial(self) -> float:
-        """Wall seconds one search trial adds: its build and runs; with several workers the builds overlap
-        the runs and the slower of the two sets the pace."""
-        runs = (self.warmup + self.repeats) * self.workloads * self.run
+        """Wall seconds one search trial adds: its build and runs (with several workers the builds overlap
+        the runs and the slower of the two sets the pace), and never less than the trials so far took."""
+        runs = (self.warmup + self.repeats) * self.workloads * self.run * (2 if self.paired else 1)
         if self.workers <= 1:
-            return self.build + runs
-        return max(self.build / self.workers, runs / self.gpus)
+            formula = self.build + runs
+        else:
+            formula = max(self.build / self.workers, runs / self.gpus)
+        return max(formula, self.observed / max(1, min(self.workers, self.gpus)) if self.workers > 1 else self.observed)
 
     def builds(self, n: int) -> float:
         return math.ceil(n / max(1, self.workers)) * self.build
@@ -160,13 +164,16 @@ def plan_tune(limit: float | None, elapsed: float, costs: Costs, finalists: int,
 
 
 def costs_from(trials, warmup: int, repeats: int, workloads: int, workers: int, gpus: int,
-               fallback_build: float = 0.0) -> Costs:
-    """Costs as the trials so far measured them: the median build, and the mean seconds of one benchmark run
-    (every run of a trial counted: warm-up, samples, paired reference runs)."""
+               fallback_build: float = 0.0, paired: bool = False) -> Costs:
+    """Costs as the trials so far measured them: the median build, the mean seconds of one benchmark run
+    (every run of a trial counted: warm-up, samples, paired reference runs) and the median wall seconds of a
+    search trial (the baseline's and shared-code trials' left out)."""
     builds = sorted(t.build_seconds for t in trials if t.build_seconds > 0)
     build = builds[len(builds) // 2] if builds else fallback_build
     measured = [t for t in trials if t.valid and t.same_code_as is None and t.measurements]
     runs = sum(len(m.samples) + len(m.reference) + warmup for t in measured for m in t.measurements)
     run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
+    walls = sorted(t.wall_seconds for t in measured if not t.flagset.is_baseline)
     return Costs(build=build, run=run, workloads=workloads, warmup=warmup, repeats=repeats,
-                 workers=max(1, workers), gpus=max(1, gpus))
+                 workers=max(1, workers), gpus=max(1, gpus), paired=paired,
+                 observed=walls[len(walls) // 2] if walls else 0.0)

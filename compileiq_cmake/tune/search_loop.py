@@ -83,7 +83,7 @@ class SearchLoop:
             if box is None:
                 return None
             costs = costs_from(list(trials.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
-                               len(runners) or 1)
+                               len(runners) or 1, paired=bool(references))
             best = min(trials.values(), key=lambda t: loss(t, base_of(t), lower))
             steps = len(best.flagset.choices) or min(3, len(setup.space.dimensions))
             return plan_tune(spec.time_limit, box.elapsed(), costs, FINALISTS, spec.min_rounds, steps, confirmations)
@@ -110,7 +110,7 @@ class SearchLoop:
 
         def costs_of(known: dict[str, Trial]):
             return costs_from(list(known.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
-                              len(runners) or 1)
+                              len(runners) or 1, paired=bool(references))
 
         needed = 0.0
         overhead = 0.0
