@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import time
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,20 +75,25 @@ def command_problem(context: BuildContext, tree: VariantTree, entries: list[dict
 def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
     """The flag set built in the tree: a failed build, a build whose compile commands are not what would be
     written, or a good one with its compile command and (CUDA) its device code's fingerprint and kernels."""
+    clock = time.perf_counter()
     if tree.restore_cache() and log is not None:
         log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
             "build (the benchmark?); restored before building the next trial")
     tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags)
+    steps = [("prepare", time.perf_counter() - clock)]
     jobs = max(1, (os.cpu_count() or 2) // context.trees or 1)
     result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout))
     if not result.ok:
-        return result
+        return replace(result, steps=tuple(steps))
+    clock = time.perf_counter()
     entries = tree.compile_commands(context.sources)
     problem = command_problem(context, tree, entries, flagset) if context.own_commands else ""
+    steps.append(("check", time.perf_counter() - clock))
     if problem:
-        return replace(result, ok=False, log_tail=problem)
+        return replace(result, ok=False, log_tail=problem, steps=tuple(steps))
     command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
     digest, kernels = "", ()
+    clock = time.perf_counter()
     if context.fingerprints is not None:
         code = device_code(context, tree)
         if code.kernels:
@@ -97,7 +103,8 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
                 digest = hashlib.sha256("\0".join([digest, *host]).encode()).hexdigest()
             kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
                             for k in code.kernels)
-    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels)
+    steps.append(("fingerprint", time.perf_counter() - clock))
+    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels, steps=tuple(steps))
 
 
 def device_code(context: BuildContext, tree: VariantTree) -> DeviceFingerprint:

@@ -74,6 +74,8 @@ class BuildResult:
     fingerprint: str = ""  # device-code digest of the tuned target (CUDA targets)
     kernels: tuple["KernelResources", ...] = ()
     failure: CommandFailure | None = None  # a build that ran and failed: its command, exit status and log
+    # the driver's own work around the build, in seconds by step (prepare, check, fingerprint): the overhead
+    steps: tuple[tuple[str, float], ...] = ()
 
 
 @dataclass(frozen=True)

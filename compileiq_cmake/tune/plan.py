@@ -133,7 +133,8 @@ class Plan:
 
     def search_open(self, pending: int, costs: Costs) -> bool:
         """Whether another trial may start, with `pending` trials already under way (their work counts)."""
-        return math.isinf(self.search_seconds) or (pending + 1) * costs.trial() <= self.search_seconds
+        return math.isinf(self.search_seconds) or (
+            self.search_seconds > 0 and self.finish.finalists > 0 and (pending + 1) * costs.trial() <= self.search_seconds)
 
     def describe(self) -> str:
         if self.limit is None:

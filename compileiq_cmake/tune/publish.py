@@ -76,6 +76,7 @@ class Publish:
             finalists=store.load_validations("finalists") or [], confirmations=store.load_validations("confirmations") or [],
             timings={"wall_seconds": wall, "search_seconds": timings.search_seconds, "loop_seconds": timings.loop_seconds,
                      "finalists_seconds": decision.seconds, "time_limit": spec.time_limit,
+                     "overhead_seconds": timings.overhead, "overhead_steps": dict(timings.steps),
                      "untested": list(decision.untested)},
             per_file=self.search.per_file.as_dict() if self.search.per_file is not None else None)
         store.save_result("summary", document)
@@ -119,8 +120,11 @@ def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list
                      "(thermal or power); see 'compileiq-cmake trials'")
     if loop_trials and setup.replay is None:
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
+        parts = [(step, seconds) for step, seconds in timings.steps] + [("rest", max(0.0, overhead - sum(
+            seconds for _, seconds in timings.steps)))]
         notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
-                     f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial)")
+                     f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial): "
+                     + ", ".join(f"{step} {1000 * seconds / loop_trials:.0f} ms" for step, seconds in parts))
     if spec.time_limit is not None:
         notes.append(f"time box: the whole tune took {wall:.1f} s of --time-limit {spec.time_limit:g} s"
                      + (f"; not tested for lack of time: {'; '.join(decision.untested)}" if decision.untested else ""))

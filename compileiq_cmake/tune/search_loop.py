@@ -40,6 +40,7 @@ class LoopTimings:
     loop_seconds: float
     loop_trials: int
     overhead: float
+    steps: tuple[tuple[str, float], ...] = ()  # the overhead's known parts (execute.build's steps), summed
 
 
 @dataclass(frozen=True)
@@ -106,13 +107,17 @@ class SearchLoop:
             if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
                 paired, n = noise_of_pairs(known.values())
                 floor = paired if n >= 3 else noise
-            return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference)
+            may_extend = None
+            if box is not None:  # more runs only while they leave the finalists' planned time
+                may_extend = lambda seconds: plan is None or box.fits(seconds, plan.finish.seconds)  # noqa: E731
+            return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference, may_extend)
 
         def costs_of(known: dict[str, Trial]):
             return costs_from(list(known.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
                               len(runners) or 1, paired=bool(references))
 
         needed = 0.0
+        step_seconds: dict[str, float] = {}
         overhead = 0.0
         loop_trials = 0
         loop_started = time.perf_counter()
@@ -168,10 +173,13 @@ class SearchLoop:
                 progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(),
                          budget + (spec.per_file_budget if per_file_due and per_file_possible else 0), plan=plan)
                 overhead += done.driver_seconds
+                for step, seconds in done.build.steps:
+                    step_seconds[step] = step_seconds.get(step, 0.0) + seconds
                 loop_trials += 1
             if exhausted and not isinstance(search, per_file.Proposals):
                 log("compileiq: every point of the flag space has been tried")
-        timings = LoopTimings(time.perf_counter() - started, time.perf_counter() - loop_started, loop_trials, overhead)
+        timings = LoopTimings(time.perf_counter() - started, time.perf_counter() - loop_started, loop_trials, overhead,
+                              tuple(step_seconds.items()))
         return SearchOutcome(trials, per_file_plan, timings, needed)
 
 

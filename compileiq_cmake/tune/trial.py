@@ -129,10 +129,12 @@ def noise_of_pairs(trials) -> tuple[float, int]:
 
 def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial,
                                base_of: Callable[[Trial], Trial], trials: dict[str, Trial], noise: float,
-                               reference: VariantTree | None = None) -> Trial:
+                               reference: VariantTree | None = None,
+                               may_extend: Callable[[float], bool] | None = None) -> Trial:
     """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
     so that the search's ranking of close candidates is not left to chance. `base_of` gives the baseline a
-    trial is compared with (the one of the GPU it ran on): the best so far is judged the same way."""
+    trial is compared with (the one of the GPU it ran on): the best so far is judged the same way.
+    `may_extend(seconds)`: the time box, asked before each batch of more runs with what the batch will take."""
     spec = setup.spec
     lower = spec.metric.lower_is_better
     if not trial.valid:
@@ -143,6 +145,9 @@ def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTre
     while len(current.measurements[0].samples) < spec.max_repeats:
         spread = max(noise, max(relative_spread(m.ratios() if m.paired else m.samples) for m in current.measurements))
         if loss(current, baseline, lower) > best + 2 * spread:
+            break
+        done = len(current.measurements[0].samples)
+        if may_extend is not None and not may_extend(current.bench_seconds / max(1, done) * spec.repeats):
             break
         more = runner.extend(tree, current.measurements, spec.repeats, reference)
         if more.status is not Status.OK:
