@@ -9,8 +9,8 @@
 # Usage (repository root, device machine, wheels carried in .whl/):
 #   bash benchmarks/h200_time_box.sh slow_check:120 many_tu:120 many_tu:120:warm nbody:120
 set -u -o pipefail
-FINAL_OUT=${OUT:-/tmp/compileiq-out}
-mkdir -p "$FINAL_OUT"
+PACKED=${OUT:-/tmp/compileiq-out}; mkdir -p "$PACKED"
+FINAL_OUT=/tmp/tb-raw; mkdir -p "$FINAL_OUT"  # packed into $OUT/time-box-raw.tar.gz after each job
 REPO=$(pwd)
 if [ -d .whl ] && [ -z "${COMPILEIQ_NO_WHEELS:-}" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
@@ -32,8 +32,12 @@ for job in "$@"; do
   name=$project-$limit${tag:+-$tag}
   out=$FINAL_OUT/$name; mkdir -p "$out"
   work=/tmp/tb/$name; rm -rf "$work"; mkdir -p "$work"
-  cp -r "$src_dir" "$work/src"; cp -r "$REPO/tests/projects/common" "$work/common"
-  if [ "${tag:-}" != "warm" ]; then rm -rf "/tmp/tb-cache/$project"; fi
+  srcs=/tmp/tb-src/$project  # a warm job tunes the same source tree again, in a new build tree
+  if [ "${tag:-}" != "warm" ]; then
+    rm -rf "/tmp/tb-cache/$project" "$srcs"; mkdir -p "$srcs"
+    cp -r "$src_dir" "$srcs/src"; cp -r "$REPO/tests/projects/common" "$srcs/common"
+  fi
+  ln -s "$srcs/src" "$work/src"
   export COMPILEIQ_CACHE_DIR=/tmp/tb-cache/$project
   cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/configure.log" 2>&1 \
     || { tail -5 "$out/configure.log"; continue; }
@@ -48,4 +52,5 @@ for job in "$@"; do
   echo "rc=$rc wall_seconds=$wall limit=$limit" | tee "$out/wall.txt"
   grep -E "plan for|time box|screening|driver overhead|winner|no flag set|no significant|search phase" "$out/tune.log" | head -20
   [ -f "$work/compileiq.toml" ] && cp "$work/compileiq.toml" "$out/"
+  tar -C "$FINAL_OUT" -czf "$PACKED/time-box-raw.tar.gz" .
 done
