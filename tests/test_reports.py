@@ -331,3 +331,18 @@ def test_report_names_tell_apart_tunes_that_share_everything():
                      "report-b-GNU.html", "report-a-sm_90-Debug.html"]
     names = [p.name for p in report_paths([doc("a", "90"), doc("a", "90", date="2026-12-01T08:00:00+00:00")], out)]
     assert names == ["report-a-sm_90-2026-12-01T070000Z.html", "report-a-sm_90-2026-12-01T080000Z.html"]
+
+
+@pytest.mark.unit
+def test_a_contribution_with_an_open_interval_does_not_break_the_report(replayed, tmp_path):
+    """An ablation step the time box cut after one round has the interval (0, inf), null in the JSON: the
+    report leaves it out of the plot instead of failing (a 120 s tune on the H200 ended in a traceback)."""
+    from compileiq_cmake.results.report import write_report
+
+    root, _ = replayed
+    doc = json.loads((root / "summary.json").read_text())
+    doc["ablation"] = list(doc["ablation"]) + [{"dimension": "use_fast_math", "flags": ["--use_fast_math"],
+                                                "speedup": 2.7, "ci": [0.0, None], "kept": True,
+                                                "reason": "not decided within the time limit; kept"}]
+    out = tmp_path / "r.html"
+    assert write_report(out, doc) == "" and out.is_file()

@@ -95,7 +95,8 @@ def _plots(doc: dict) -> dict[str, str]:
         plots["workloads"] = _png(fig)
     for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
                               ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
-        items = [i for i in items if i["ci"][0] is not None][:12]
+        # an interval with an open end (one run each: nothing decided) or no speedup has nothing to draw
+        items = [i for i in items if i.get("speedup") is not None and None not in i["ci"]][:12]
         if not items:
             continue
         fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
