@@ -64,7 +64,8 @@ def test_every_planned_finish_fits_its_seconds():
 def test_the_search_gets_what_the_finish_leaves_and_stops_before_the_box():
     plan = plan_tune(90.0, elapsed=14.0, costs=SLOW, finalists=3, min_rounds=5, flags=3)
     assert plan.finish.seconds <= (90 - 14) * 0.5 + 1e-9
-    assert plan.search_seconds == pytest.approx(90 - 14 - plan.finish.seconds)
+    margin = SLOW.run * SLOW.workloads + 0.1 * plan.finish.seconds  # the last trial may end late
+    assert plan.search_seconds == pytest.approx(90 - 14 - plan.finish.seconds - margin)
     assert plan.search_trials == int(plan.search_seconds // SLOW.trial())
     # a trial starts only while it (and those under way) end before the search's share
     assert plan.search_open(0, SLOW) == (SLOW.trial() <= plan.search_seconds)

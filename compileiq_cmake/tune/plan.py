@@ -159,7 +159,10 @@ def plan_tune(limit: float | None, elapsed: float, costs: Costs, finalists: int,
         finish = plan_finish(left - trial, costs, finalists, min_rounds, flags, confirmations)
     if finish.finalists == 0:  # not one trial and its validation fit: no search (a trial nobody validates is lost)
         return Plan(limit, elapsed, 0.0, 0, finish, elapsed + trial + finish_cost(costs, 1, ROUNDS_FLOOR, 0, 0))
-    search = max(0.0, left - finish.seconds)
+    # the search's last trial may end late (more runs for a close candidate, a slow run): one benchmark run
+    # per workload and a tenth of the finish stay free beyond the finish's own plan
+    margin = costs.run * costs.workloads + 0.1 * finish.seconds
+    search = max(0.0, left - finish.seconds - margin)
     trials = int(search // trial) if trial > 0 else 0
     return Plan(limit, elapsed, search, trials, finish)
 
