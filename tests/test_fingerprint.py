@@ -1,4 +1,4 @@
-"""Device-code fingerprints: normalized SASS per kernel, not the cubin bytes."""
+"""Device-code fingerprints: the machine code words per function, not the cubin bytes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.flags.fingerprint import DeviceFingerprint, find_tool, fingerprint, parse_sass
+from compileiq_cmake.flags.fingerprint import DeviceFingerprint, find_tool, fingerprint, parse_elf, parse_res_usage
 
 from conftest import needs_nvcc
 
@@ -25,8 +25,8 @@ __global__ void scale(int* c, int s, int n) {
 """
 
 needs_cuobjdump = pytest.mark.skipif(
-    find_tool("cuobjdump") is None or find_tool("nvdisasm") is None,
-    reason="cuobjdump/nvdisasm missing: pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm",
+    find_tool("cuobjdump") is None,
+    reason="cuobjdump missing: pip install nvidia-cuda-cuobjdump",
 )
 
 
@@ -39,28 +39,58 @@ def _compile(tmp: Path, name: str, *flags: str, kind: str = "-cubin") -> Path:
     return out
 
 
-@pytest.mark.unit
-def test_sass_normalization_strips_addresses_encodings_and_headers():
-    text = """
+ELF_DUMP = """
 Fatbin elf code:
 ================
 arch = sm_90
 code version = [1,8]
 identifier = /home/someone/build/k.cu
 
-\tcode for sm_90
-\t\tFunction : _Z1kv
-\t.headerflags\t@"EF_CUDA_SM90"
-        /*0000*/                   EXIT ;                 /* 0x000000000000794d */
-                                                          /* 0x000fea0003800000 */
+64-bit ELF: type=ET_REL, ABI=8, sm=90, toolkit=13.0, flags=0x6005a04
+Sections:
+Index Offset   Size ES Align                      Type    Flags Link     Info Name
+    e    780    900  0 80                     PROGBITS        6    3        b .text._Z1kv
 
-        /*0010*/                   BRA 0x10;              /* 0x0000000000007947 */
+.section .note.nv.tkinfo
+\tTool Name: ptxas
+\tTool Options: -arch sm_90 -O3
+
+.section .symtab
+   0xb                0            0x900  FUNC          GLOBAL  DEFAULT    ENTRY                                0xe  _Z1kv
+
+.text._Z1kv
+lmem=0\tsmem=0
+0xff017b82 0x00000a00 0x00000800 0x000e2200
+0x00027919 0x00000000 0x00002500 0x000e6200
+
+.section .rela.text._Z1kv\tRELA
+0xc0    _Z6helperf    R_CUDA_ABS55_16_34    0x0
+0xa0    _Z1kv    R_CUDA_ABS32_LO_32    0xd0
+
+Resource usage:
+ Common:
+  GLOBAL:24
+ Function _Z1kv:
+  REG:21 STACK:32 SHARED:0 LOCAL:0 CONSTANT[0]:548 TEXTURE:0 SURFACE:0 SAMPLER:0
 """
-    moved = text.replace("/*0000*/", "/*0a10*/").replace("0x000fea0003800000", "0x000fea0003800001")
-    moved = moved.replace("/home/someone", "/elsewhere")
-    [(key, digest, count)] = parse_sass(text)
-    assert key == "sm_90:_Z1kv" and count == 2
-    assert parse_sass(moved)[0][1] == digest
+
+
+@pytest.mark.unit
+def test_the_machine_code_words_count_and_the_notes_paths_and_offsets_do_not():
+    """Issue 21 (driver overhead): the fingerprint hashes each function's instruction words and relocations
+    from the ELF dump (no disassembly). The ptxas options in the notes, the source path, section offsets and
+    the relocations' order leave it unchanged; one scheduling bit of one instruction changes it."""
+    [(key, digest, count)] = parse_elf(ELF_DUMP)
+    assert key == "sm_90:_Z1kv" and count == 2 and len(digest) == 64
+    same = (ELF_DUMP.replace("-O3", "-O1").replace("/home/someone", "/elsewhere").replace("780    900", "7c0    900")
+            .replace("0xc0    _Z6helperf    R_CUDA_ABS55_16_34    0x0\n0xa0    _Z1kv    R_CUDA_ABS32_LO_32    0xd0",
+                     "0xa0    _Z1kv    R_CUDA_ABS32_LO_32    0xd0\n0xc0    _Z6helperf    R_CUDA_ABS55_16_34    0x0"))
+    assert same != ELF_DUMP and parse_elf(same)[0][1] == digest
+    scheduled = ELF_DUMP.replace("0x000e6200", "0x000e6a00")  # another stall/barrier field, same SASS text
+    assert parse_elf(scheduled)[0][1] != digest
+    called = ELF_DUMP.replace("_Z6helperf", "_Z6otherf")
+    assert parse_elf(called)[0][1] != digest
+    assert parse_res_usage(ELF_DUMP, "sm_90")["sm_90:_Z1kv"]["REG"] == 21
 
 
 @pytest.mark.cuda

@@ -26,7 +26,7 @@ from ..project import depscan
 from ..project.nvcc_command import tokens
 from .fingerprint import DeviceFingerprint, KernelFingerprint
 
-SCHEMA = 1  # bump when the key or the stored record changes meaning
+SCHEMA = 2  # bump when the key or the stored record changes meaning (2: fingerprints of the machine code words)
 FILE_NAME = f"screen-v{SCHEMA}.sqlite"
 TREE = "<tree>"
 

@@ -429,9 +429,8 @@ def prepare_cuda_space(
     result = None
     if not run_screen:
         notes.append("note: static screening is off (--no-screen): every value of the space is searched")
-    elif entries and (find_tool("cuobjdump", nvcc_path) is None or find_tool("nvdisasm", nvcc_path) is None):
-        notes.append("note: static screening skipped: cuobjdump/nvdisasm not found "
-                     "(pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    elif entries and find_tool("cuobjdump", nvcc_path) is None:
+        notes.append("note: static screening skipped: cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     elif entries:
         cache = None
         try:

@@ -174,7 +174,7 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
     if len(context.cuda_sources) < 2:
         return skip(f"{context.target} has one CUDA translation unit (its flags are the global ones)")
     if context.fingerprints is None:
-        return skip("kernels cannot be mapped to files without cuobjdump/nvdisasm")
+        return skip("kernels cannot be mapped to files without cuobjdump")
     start = _start(trials, loss_of)
     try:
         collector = kernel_times.build_collector(context.nvcc, context.state_dir / "cupti")

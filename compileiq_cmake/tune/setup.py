@@ -282,9 +282,9 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         if prepared.screen is not None:
             screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
                               for r in prepared.screen.rows if r.kept and r.screened}
-        if find_tool("cuobjdump", toolchain.path) is None or find_tool("nvdisasm", toolchain.path) is None:
-            log("compileiq: note: device-code fingerprints are off: cuobjdump/nvdisasm not found (pip install "
-                "nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm); trials that build the same code are all benchmarked")
+        if find_tool("cuobjdump", toolchain.path) is None:
+            log("compileiq: note: device-code fingerprints are off: cuobjdump not found (pip install "
+                "nvidia-cuda-cuobjdump); trials that build the same code are all benchmarked")
         else:
             fingerprints = FingerprintCache(toolchain.path, arch=arch)
             objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
