@@ -2,7 +2,7 @@
 default nvcc space for sm_90 (or --include's dimensions): cold (empty screening cache), warm (a second tune:
 another tree, then the same tree), after one source edit, and cold with a time share (--share seconds). Prints one line per run; the numbers of docs/design-notes-screen.md.
 
-Run from the repository root on a machine with nvcc, cuobjdump and nvdisasm:
+Run from the repository root on a machine with nvcc and cuobjdump:
     PYTHONPATH=$PWD python3 benchmarks/h200_screen_cache.py [--include store_cache,fmad,prec_div] [--share 40]"""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def entries(src: Path, build: Path) -> list[dict]:
     for cu in sorted((src / "src").glob("*.cu")):
         obj = f"CMakeFiles/many_bench.dir/src/{cu.name}.o"
         out.append({"directory": str(build), "file": str(cu), "arguments": [
-            nvcc, f"-I{src}/include", "-O3", "-DNDEBUG", "-std=c++17", "--generate-code=arch=compute_90,code=[sm_90]",
+            nvcc, f"-I{src}/include", f"-I{src.parent}/common", "-O3", "-DNDEBUG", "-std=c++17", "--generate-code=arch=compute_90,code=[sm_90]",
             "-MD", "-MT", obj, "-MF", f"{obj}.d", "-x", "cu", "-c", str(cu), "-o", obj]})
     return out
 
@@ -47,6 +47,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="screen-bench-"))
     src = tmp / "many_tu"
     shutil.copytree(ROOT / "tests" / "projects" / "many_tu", src)
+    shutil.copytree(ROOT / "tests" / "projects" / "common", tmp / "common")  # the shared bench.h
     space = load_space("nvcc", "NVIDIA", "13.0", include=tuple(n for n in args.include.split(",") if n), arch="90")
     n_values = sum(len(d.values) - 1 for d in space.dimensions)
     jobs = os.cpu_count()
