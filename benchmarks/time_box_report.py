@@ -39,7 +39,7 @@ def row(job: Path) -> str | None:
 def main(root: str) -> None:
     print("| job | limit s | tune / process wall s | trials | screening | overhead per trial | winner (validated) | not tested |")
     print("|---|---|---|---|---|---|---|---|")
-    for job in sorted(p for p in Path(root).iterdir() if p.is_dir()):
+    for job in sorted(p for p in Path(root).iterdir() if (p / "wall.txt").is_file()):
         print(row(job))
 
 

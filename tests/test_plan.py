@@ -5,7 +5,8 @@ import math
 import pytest
 
 from compileiq_cmake.model.timebox import TimeBox
-from compileiq_cmake.tune.plan import ROUNDS_FLOOR, WRITE_SECONDS, Costs, finish_cost, plan_finish, plan_tune
+from compileiq_cmake.tune.plan import (ROUNDS_FLOOR, WRITE_SECONDS, Costs, finish_cost, finish_reserve, plan_finish,
+                                      plan_tune)
 
 pytestmark = pytest.mark.unit
 
@@ -71,6 +72,22 @@ def test_the_search_gets_what_the_finish_leaves_and_stops_before_the_box():
     assert plan.search_open(0, SLOW) == (SLOW.trial() <= plan.search_seconds)
     assert not plan.search_open(plan.search_trials, SLOW)
     assert "plan for --time-limit 90 s" in plan.describe()
+
+
+def test_the_finalists_share_is_fixed_after_the_baseline_not_squeezed_by_each_replan():
+    """Issue 21 (H200): re-planned from what was left after each trial, the finalists' share halved with the
+    time left, and a 600 s tune of slow runs that planned ablation after the baseline had none at the end.
+    With the share fixed after the baseline, the plan late in the search keeps the first plan's finish."""
+    slow_runs = Costs(build=8.0, run=4.7, workloads=1, warmup=1, repeats=3)
+    reserve = finish_reserve(600.0, 37.0)
+    first = plan_tune(600.0, elapsed=37.0, costs=slow_runs, finalists=3, min_rounds=5, flags=8, reserve=reserve)
+    late = plan_tune(600.0, elapsed=250.0, costs=slow_runs, finalists=3, min_rounds=5, flags=8, reserve=reserve)
+    squeezed = plan_tune(600.0, elapsed=250.0, costs=slow_runs, finalists=3, min_rounds=5, flags=8)
+    assert first.finish.ablation_steps >= 1 and late.finish == first.finish
+    assert squeezed.finish.seconds < first.finish.seconds  # the old re-plan: a smaller finish
+    assert late.search_seconds == pytest.approx(600 - 250 - first.finish.seconds - slow_runs.run
+                                                - 0.1 * first.finish.seconds)
+    assert finish_reserve(None, 10.0) is None
 
 
 def test_a_box_too_small_for_a_search_trial_gives_it_to_the_finish():

@@ -75,6 +75,20 @@ def test_a_group_that_matters_is_split_until_the_flag_that_matters_is_alone(tmp_
     assert all("+" not in d or not by_dim[d].kept for d in by_dim)  # no kept group: it was split
 
 
+def test_with_room_for_fewer_steps_than_flags_the_first_step_keeps_only_the_most_expected(tmp_path):
+    """Issue 21 (H200, slow runs): a winner of 8 flags and time for 2 steps tried one flag of 8 and kept
+    the other 7 unablated. With fewer steps than dimensions, one step removes every dimension but the one
+    expected to matter most; here it is enough, and the rest were not needed."""
+    runner, build, builds, trees, space, winner = _world(tmp_path)
+    expected = {"fa": 1.02, "fb": 1.03, "fc": 1.04, "fd": 1.25}  # every one above min_gain: no group of its own
+    minimal, contributions = ablate(runner, build, trees, space, winner, 0.01, 0, lambda _: None, expected=expected,
+                                    steps=1)
+    assert [c.dimension for c in contributions] == ["fa+fb+fc", "fd"] and minimal.flags == ("-fd",)
+    assert [c.kept for c in contributions] == [False, True]
+    everyone = ablate(runner, build, trees, space, winner, 0.01, 0, lambda _: None, expected=expected, steps=4)
+    assert [c.dimension for c in everyone[1]] == ["fa", "fb", "fc", "fd"]  # room for each: one at a time
+
+
 def test_the_time_box_stops_ablation_and_keeps_the_untested_flags(tmp_path):
     runner, build, builds, trees, space, winner = _world(tmp_path)
     allowed = iter([True])  # one step fits

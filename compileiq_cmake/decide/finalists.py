@@ -42,6 +42,7 @@ class Limits:
     ablation_continue: Callable[[float], bool] | None = None
     final_continue: Callable[[float], bool] | None = None
     expected: dict[str, float] | None = None
+    ablation_steps: int | None = None  # the steps the plan has time for (None: as many as the winner needs)
 
 
 NO_LIMITS = Limits()
@@ -139,7 +140,7 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
                      stage="finalists", restored_steps=len(steps))
         minimal, contributions = ablate(runner, build, context.trees, context.space, best.flagset, min_gain, context.seed + 1,
                                         log, steps, on_step, expected=limits.expected, may_start=limits.ablation_start,
-                                        may_continue=limits.ablation_continue)
+                                        may_continue=limits.ablation_continue, steps=limits.ablation_steps)
         whole = not any(c.reason in (UNDECIDED, NOT_ABLATED) for c in contributions)
         if store is not None and whole:  # one the time box cut is not kept whole: a rerun goes on from its steps
             store.save_ablation(name, minimal, contributions)

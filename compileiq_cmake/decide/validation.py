@@ -143,7 +143,8 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
            min_gain: float, seed: int, log: Log, restored: dict[str, Contribution] | None = None,
            on_step: Callable[[str, Contribution], None] | None = None, expected: dict[str, float] | None = None,
            may_start: Callable[[], bool] | None = None,
-           may_continue: Callable[[float], bool] | None = None) -> tuple[FlagSet, tuple[Contribution, ...]]:
+           may_continue: Callable[[float], bool] | None = None,
+           steps: int | None = None) -> tuple[FlagSet, tuple[Contribution, ...]]:
     """Remove the winner's non-default dimensions, then each file's own flags (the per-file stage's
     `[path]flag` tokens, one file at a time); a removal that costs nothing significant is kept (the flags are
     dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files).
@@ -152,7 +153,9 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
     matter least are tried first, and those expected to give less than min_gain are removed together as one
     group first, split in halves only when the group matters (one step when none of them does). `may_start`:
     asked before each step (the time box); the steps it refuses are not run and their flags kept ("not
-    ablated"). Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is
+    ablated"). `steps`: how many steps the time box has room for; fewer than the winner's dimensions: the
+    first step removes together every dimension but the one expected to matter most (one step tells whether
+    the rest matter at all), split only when they do. Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is
     called as soon as a step is decided, and a step found in `restored` (an interrupted ablation's) is not
     measured again."""
     log = as_stream(log)
@@ -164,6 +167,8 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
         useless = [d for d in dims if expected.get(d, math.inf) < 1.0 + min_gain]
     else:
         useless = []
+    if steps is not None and steps < len(dims) and len(dims) > 2 and len(useless) < len(dims) - 1:
+        useless = dims[:-1]  # too little time for one step per dimension: all but the most expected at once
     files = [path for path, _ in build_flags.split(winner.flags).sources]
     queue: list[tuple[tuple[str, ...], str | None]] = ([(tuple(useless), None)] if len(useless) > 1 else [])
     queue += [((d,), None) for d in dims if len(useless) <= 1 or d not in useless]

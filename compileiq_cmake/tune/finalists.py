@@ -112,14 +112,17 @@ def _limits(box: TimeBox, costs: Costs, finish: FinishPlan, space: FlagSpace, be
     minimal set's and the write's; the minimal set and the confirmations the write's."""
     one = costs.validation(1, finish.rounds)
     after_validation = finish.seconds - costs.validation(finish.finalists, finish.rounds)
-    tail = (one if finish.ablation_steps else 0.0) + finish.confirmations * one + WRITE_SECONDS
+    # an ablation step, planned or in time the validation left over, keeps the minimal set's validation (a
+    # removal nobody validates is lost: on the H200 an unplanned step left the minimal set one round, 0..inf)
+    tail = one + finish.confirmations * one + WRITE_SECONDS
     return Limits(
         min_rounds=finish.rounds,
         validation_continue=lambda seconds: box.fits(seconds, after_validation),
         ablation_start=lambda: box.fits(one, tail),
         ablation_continue=lambda seconds: box.fits(seconds, tail),
         final_continue=lambda seconds: box.fits(seconds, WRITE_SECONDS),
-        expected=_expected(space, best, effects))
+        expected=_expected(space, best, effects),
+        ablation_steps=finish.ablation_steps)
 
 
 def _expected(space: FlagSpace, best: FlagSet, effects) -> dict[str, float]:

@@ -24,7 +24,7 @@ from ..search import per_file
 from ..search.search import FlagSearch
 from .baseline import Baselines
 from .lines import progress
-from .plan import Plan, costs_from, plan_tune
+from .plan import Plan, costs_from, finish_reserve, plan_tune
 from .setup import FINALISTS, TuneSetup
 from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
 
@@ -87,8 +87,10 @@ class SearchLoop:
                                len(runners) or 1, paired=bool(references))
             best = min(trials.values(), key=lambda t: loss(t, base_of(t), lower))
             steps = len(best.flagset.choices) or min(3, len(setup.space.dimensions))
-            return plan_tune(spec.time_limit, box.elapsed(), costs, FINALISTS, spec.min_rounds, steps, confirmations)
+            return plan_tune(spec.time_limit, box.elapsed(), costs, FINALISTS, spec.min_rounds, steps, confirmations,
+                             reserve)
 
+        reserve = finish_reserve(spec.time_limit, box.elapsed()) if box is not None else None
         plan = replan()
         if plan is not None:
             log(f"compileiq: {plan.describe()}")
