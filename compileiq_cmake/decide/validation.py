@@ -186,10 +186,10 @@ def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: 
             break
         step = f"{'+'.join(group)} from {current.key}"
         kept = (restored or {}).get(step)
+        # each decided step is stored before it is announced: a kill after its line never measures it again
+        save = None if on_step is None else (lambda c, step=step: on_step(step, c))
         contribution, without = _ablation_step(runner, build, trees, space, current, group, path, min_gain, seed, log,
-                                               kept, may_continue)
-        if kept is None and on_step is not None and contribution.reason != UNDECIDED:  # undecided: measured again
-            on_step(step, contribution)
+                                               kept, may_continue, save)
         if len(group) > 1 and contribution.kept:  # the group matters: its halves, each on its own
             half = len(group) // 2
             queue[:0] = [(group[:half], None), (group[half:], None)]
@@ -215,10 +215,18 @@ def _flags_of(space: FlagSpace, current: FlagSet, dim: str) -> tuple[str, ...]:
 def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, current: FlagSet,
                    group: tuple[str, ...], path: str | None, min_gain: float, seed: int, log: EventStream,
                    restored: Contribution | None,
-                   may_continue: Callable[[float], bool] | None = None) -> tuple[Contribution, FlagSet]:
+                   may_continue: Callable[[float], bool] | None = None,
+                   save: Callable[[Contribution], None] | None = None) -> tuple[Contribution, FlagSet]:
     """One step of `ablate`: removing the dimensions of `group` (`path`: that file's own flags) from `current`;
     its contribution (kept or not) and the flag set without it. `restored`: the step's outcome from the
-    trial store."""
+    trial store. `save`: called with a measured, decided contribution before it is logged (an undecided one
+    is measured again by a rerun, and not saved)."""
+
+    def saved(contribution: Contribution) -> Contribution:
+        if save is not None and contribution.reason != UNDECIDED:
+            save(contribution)
+        return contribution
+
     choice = dict(current.choices)
     own = build_flags.split(current.flags).sources  # the files' own flags: not dimensions of the space
     dim = "+".join(group)
@@ -238,11 +246,12 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
         return restored, without
     builds = [build(trees[0], current), build(trees[1], without)]
     if not builds[0].ok or not builds[1].ok:
-        return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept"), without
+        return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept")), without
     if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
+        same = saved(Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"))
         log.info(f"ablation: {' '.join(flags)}: same device code without it -> dropped", stage="finalists",
                  flags=list(flags), kept=False)
-        return Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"), without
+        return same, without
     variants = {"with": trees[0], "without": trees[1]}
 
     def decided(samples) -> bool:
@@ -252,10 +261,10 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
     inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
                        required=("with", "without"), may_continue=may_continue)
     if "without" in inter.failures:
-        return Contribution(dim, flags, math.nan, math.nan, math.nan, True,
-                            f"without it the benchmark fails ({inter.failures['without']}); kept"), without
+        return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True,
+                                  f"without it the benchmark fails ({inter.failures['without']}); kept")), without
     if "with" in inter.failures:
-        return Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept"), without
+        return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept")), without
     comps = _comparisons(runner, inter.samples["without"], inter.samples["with"])  # speedup of keeping it
     geo, ci = geomean_comparison(comps)
     if inter.cut_short and not decided(inter.samples):
@@ -264,7 +273,8 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
         return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED), without
     needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
     reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
+    contribution = saved(Contribution(dim, flags, geo, ci.low, ci.high, needed, reason))
     log.info(f"ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
              f"-> {'kept' if needed else 'dropped'}", stage="finalists", flags=list(flags), kept=needed, speedup=geo,
              ci=(ci.low, ci.high))
-    return Contribution(dim, flags, geo, ci.low, ci.high, needed, reason), without
+    return contribution, without
