@@ -1,6 +1,6 @@
 """Static screening of tests/projects/many_tu (20 CUDA units: 19 kernel files and a host-only main.cu) with the
 default nvcc space for sm_90 (or --include's dimensions): cold (empty screening cache), warm (a second tune:
-another tree, then the same tree), after one source edit, and cold with a time share (--share seconds). Prints one line per run; the numbers of docs/design-notes-screen.md.
+another tree, then the same tree), after one source edit, and cold with a time share (--share seconds). Prints one line per run; the numbers of docs/design.md (Screening and fingerprints).
 
 Run from the repository root on a machine with nvcc and cuobjdump:
     PYTHONPATH=$PWD python3 benchmarks/h200_screen_cache.py [--include store_cache,fmad,prec_div] [--share 40]"""

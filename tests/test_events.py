@@ -146,14 +146,27 @@ def _replay(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
         cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"})
 
 
-def test_a_quiet_replayed_tune_prints_no_progress_and_no_info(tmp_path):
+def test_a_quiet_replayed_tune_prints_each_stage_result_and_the_summary_keeps_the_events(tmp_path):
+    """--quiet: no progress and no info lines, only warnings and one stage result per stage (the baseline's
+    noise, the search's best before validation, the validated winner, the written file). The JSON summary
+    subscribes to the same stream: its events are those stage results (and any notes and warnings), each
+    with its stage and typed data."""
     normal = _replay(tmp_path / "normal")
     assert normal.returncode == 0, (normal.stdout + normal.stderr)[-3000:]
     assert any(PROGRESS.match(line) for line in normal.stdout.splitlines()), normal.stdout
     assert "compileiq: baseline noise" in normal.stdout
-    quiet = _replay(tmp_path / "quiet", "--quiet")
+    summary = tmp_path / "quiet" / "summary.json"
+    quiet = _replay(tmp_path / "quiet", "--quiet", "--json-summary", str(summary))
     assert quiet.returncode == 0, (quiet.stdout + quiet.stderr)[-3000:]
-    assert (tmp_path / "quiet" / "compileiq.toml").read_text() != ""  # the tune did its work, silently
-    lines = quiet.stdout.splitlines()
-    assert not any(PROGRESS.match(line) for line in lines) and "baseline noise" not in quiet.stdout, quiet.stdout
-    assert all(line.startswith("compileiq: warning: ") for line in lines), lines  # no stage results yet from tune/
+    assert (tmp_path / "quiet" / "compileiq.toml").read_text() != ""  # the tune did its work
+    lines = [line for line in quiet.stdout.splitlines() if not line.startswith("compileiq: warning: ")]
+    assert not any(PROGRESS.match(line) for line in lines), quiet.stdout
+    events = json.loads(summary.read_text())["events"]
+    stages = [e for e in events if e["kind"] == "stage"]
+    assert [e["stage"] for e in stages] == ["baseline", "search", "finalists", "publish"], events
+    assert lines == [f"compileiq: {e['text']}" for e in stages], quiet.stdout  # quiet shows exactly those
+    baseline, search, finalists, publish = (e["data"] for e in stages)
+    assert baseline["noise"] >= 0 and len(baseline["medians"]) == 1 and baseline["min_gain"] > 0
+    assert search["trials"] == 8 and search["valid"] <= 8 and search["speedup"] > 1
+    assert finalists["flags"] and finalists["ci"][0] <= finalists["speedup"] <= finalists["ci"][1]
+    assert publish["toml"] == str(tmp_path / "quiet" / "compileiq.toml")

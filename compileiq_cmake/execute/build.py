@@ -109,7 +109,7 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
 
 def device_code(context: BuildContext, tree: VariantTree) -> DeviceFingerprint:
     """The fingerprint of the tuned target's device code: its object files (in parallel, unchanged ones from
-    the cache); the target's own files when the objects hold no SASS (-dlto) or are not known."""
+    the cache); the target's own files when the objects hold no machine code (-dlto) or are not known."""
     assert context.fingerprints is not None
     objects = [tree.path / rel for rel in context.objects if (tree.path / rel).is_file()]
     code = context.fingerprints.combined(objects) if objects else DeviceFingerprint.of([])

@@ -30,7 +30,7 @@ _NO_DEVICE_CODE = re.compile(r"does not contain device code|no device code|not a
 @dataclass(frozen=True)
 class KernelFingerprint:
     name: str  # "sm_90:<mangled function name>" (a repeat gets "#2", "#3", ...)
-    sass_sha256: str
+    sass_sha256: str  # the function's machine code (parse_elf); the name is the stored key's
     registers: int = 0
     stack_bytes: int = 0  # spills live on the stack / in local memory
     local_bytes: int = 0
@@ -229,11 +229,11 @@ def fingerprint(path: Path | str, nvcc_path: str | None = None, arch: str = "") 
 
 class FingerprintCache:
     """Fingerprints of several files at once (a target's object files), in parallel, each file's by its
-    content: an object that did not change since it was last seen is not disassembled again. One per tune."""
+    content: an object that did not change since it was last seen is not dumped again. One per tune."""
 
     def __init__(self, nvcc_path: str | None, jobs: int | None = None, arch: str = "") -> None:
         self.nvcc_path = nvcc_path
-        self.arch = arch  # the tuned architecture ("90"): only its SASS is disassembled
+        self.arch = arch  # the tuned architecture ("90"): only its code is read
         self.jobs = max(1, jobs or os.cpu_count() or 1)
         self._by_content: dict[str, DeviceFingerprint] = {}
 

@@ -1,5 +1,7 @@
 """The event stream of a tune (and of check, report, space): every line a user may see is an Event, emitted
-once; the console, the JSON summary, the HTML report and the tests subscribe to it. Nothing here prints.
+once; the console and the tests subscribe to it, and so does the JSON summary (a tune's Recorder: its notes,
+warnings and stage results, results/summary.event_records), from which the HTML report is drawn. Nothing here
+prints.
 
 Kinds: `progress` (one line per finished trial), `info` (what the tune does and found), `note` (something the
 user should know: a capability that did not run and why), `warning` (something that may make the result

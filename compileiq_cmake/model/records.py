@@ -80,7 +80,7 @@ class BuildResult:
 
 @dataclass(frozen=True)
 class KernelResources:
-    """Per kernel of a CUDA trial's build (cuobjdump -res-usage / -sass)."""
+    """Per kernel of a CUDA trial's build (cuobjdump -res-usage / -elf)."""
 
     name: str
     registers: int
@@ -102,7 +102,7 @@ class Trial:
     bench_seconds: float = 0.0
     wall_seconds: float = 0.0
     compile_command: str = ""
-    fingerprint: str = ""  # digest of the tuned target's normalized SASS (CUDA), "" when not taken
+    fingerprint: str = ""  # digest of the tuned target's machine code (CUDA), "" when not taken
     same_code_as: int | None = None  # index of the trial whose device code (and measurement) this shares
     kernels: tuple[KernelResources, ...] = ()
     gpu: str = ""  # the GPU its runs used (CUDA_VISIBLE_DEVICES entry) when a tune uses several; "" otherwise

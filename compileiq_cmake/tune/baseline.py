@@ -14,6 +14,7 @@ from ..decide.stats import auto_min_gain, coarse_metric_warning, relative_spread
 from ..execute.executor import Executor
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
+from ..model.events import as_stream
 from ..model.records import BuildResult, Trial
 from ..model.spec import TuneSpec
 from ..model.wording import plural
@@ -91,8 +92,10 @@ class Baseline:
         runner.reference.update({m.workload: m.numbers for m in baseline.measurements})
         noise = max(relative_spread(m.samples) for m in baseline.measurements)
         min_gain = spec.min_gain if spec.min_gain is not None else auto_min_gain(noise)
-        log(f"compileiq: baseline noise (robust spread of {plural(spec.repeats, 'run')} per workload): {100 * noise:.2f}%; "
-            f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}")
+        as_stream(log).stage_result(
+            "baseline", f"baseline noise (robust spread of {plural(spec.repeats, 'run')} per workload): {100 * noise:.2f}%; "
+            f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}",
+            medians=list(baseline.medians()), noise=noise, min_gain=min_gain, restored=len(restored))
         first = baseline.measurements[0]
         printed = []
         if len(set(first.samples)) == 1 and spec.metric.kind == "regex" and not restored:  # how were they printed?

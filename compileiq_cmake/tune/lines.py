@@ -7,6 +7,7 @@ import math
 import time
 from typing import Callable
 
+from ..model.events import as_stream
 from ..model.records import Trial, TuneResult
 from ..results.summary import gpu_tune
 from ..model.spec import TuneSpec
@@ -94,8 +95,9 @@ def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
 def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0,
                 needed: float = 0.0) -> None:
     """`restored`: trials of an earlier run restored from the store (a resume), counted apart; `needed`: see
-    untried_line."""
+    untried_line. The outcome (the winner and the written file, or why there is none) goes out as stage results."""
     spec = setup.spec
+    stream = as_stream(log)
     lower = spec.metric.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
     log("")
@@ -129,13 +131,16 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     if result.winner is not None:
         w = result.winner
         per = ", ".join(f"{x.speedup:.3f}x [{x.ci_low:.3f}..{x.ci_high:.3f}]" for x in w.workloads)
-        log(f"compileiq: winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
-            f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}")
-        log(f"compileiq: wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""))
+        stream.stage_result("finalists", f"winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
+                            f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}",
+                            flags=list(w.flagset.flags), speedup=w.geomean_speedup, ci=[w.geomean_ci_low, w.geomean_ci_high])
+        stream.stage_result("publish", f"wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""),
+                            toml=result.toml_path)
     elif not any(t.index != result.baseline.index for t in result.trials):
-        log(untried_line(spec, result.baseline, needed))
+        stream.stage_result("finalists", untried_line(spec, result.baseline, needed).removeprefix("compileiq: "), flags=None,
+                            measured=0)
     else:
-        log("compileiq: no significant improvement: no flag set beat the project's own build significantly "
-            f"on every workload; no flags written for {spec.target}")
+        stream.stage_result("finalists", "no significant improvement: no flag set beat the project's own build "
+                            f"significantly on every workload; no flags written for {spec.target}", flags=None)
     for note in result.notes:
         log(f"compileiq: {note}")

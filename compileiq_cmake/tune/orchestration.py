@@ -17,6 +17,7 @@ from ..execute.ray import ClusterPlacement, GpuGroup, RayCluster
 from ..system.processes import kill_leftovers
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
+from ..model.events import Recorder, as_stream
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
 from ..model.timebox import TimeBox
@@ -137,11 +138,23 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
     )
     executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster)
     box = TimeBox(spec.time_limit, started=started)  # the whole tune, from its start
-    base = Baseline(setup, executor, store, log).run()
-    setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, log)  # host time dominates: host flags too
-    search = SearchLoop(setup, executor, store, log, started, base, box).run()
-    decision = Finalists(setup, executor, store, log, base, search.trials, box).run()
-    return Publish(setup, store, log, started, base, search, decision).run()
+    stream = as_stream(log)
+    recorder = Recorder()  # the summary's subscriber: the tune's notes, warnings and stage results
+    unsubscribe = stream.subscribe(recorder)
+    was = stream.stage
+    try:
+        stream.stage = "baseline"
+        base = Baseline(setup, executor, store, stream).run()
+        setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
+        stream.stage = "search"
+        search = SearchLoop(setup, executor, store, stream, started, base, box).run()
+        stream.stage = "finalists"
+        decision = Finalists(setup, executor, store, stream, base, search.trials, box).run()
+        stream.stage = "publish"
+        return Publish(setup, store, stream, started, base, search, decision, recorder).run()
+    finally:
+        stream.stage = was
+        unsubscribe()
 
 
 def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:

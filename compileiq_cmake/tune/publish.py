@@ -19,6 +19,7 @@ from .. import __version__
 from ..flags import portability
 from ..measure.gpu import host_cpu
 from ..model.errors import CompileIQError
+from ..model.events import Recorder
 from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..model.wording import plural
 from ..project import build_flags
@@ -49,6 +50,7 @@ class Publish:
     base: Baselines
     search: SearchOutcome
     decision: Decision
+    events: Recorder | None = None  # the tune's events so far, for the summary (its notes, warnings, stage results)
 
     def run(self) -> TuneResult:
         setup, store, log, base, decision = self.setup, self.store, self.log, self.base, self.decision
@@ -78,7 +80,8 @@ class Publish:
                      "finalists_seconds": decision.seconds, "time_limit": spec.time_limit,
                      "overhead_seconds": timings.overhead, "overhead_steps": dict(timings.steps),
                      "untested": list(decision.untested)},
-            per_file=self.search.per_file.as_dict() if self.search.per_file is not None else None)
+            per_file=self.search.per_file.as_dict() if self.search.per_file is not None else None,
+            events=summary.event_records(self.events) if self.events is not None else None)
         store.save_result("summary", document)
         if spec.json_summary:
             try:

@@ -5,6 +5,7 @@ through the same conveyor. Stops at the budget, the time limit, or when the spac
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ from ..execute.executor import Executor
 from ..execute.pipeline import Pipeline, finished_trial, lookahead
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
+from ..model.events import as_stream
 from ..model.timebox import TimeBox
 from ..model.records import BuildResult, FlagSet, Trial
 from ..model.wording import plural
@@ -182,6 +184,16 @@ class SearchLoop:
                 log("compileiq: every point of the flag space has been tried")
         timings = LoopTimings(time.perf_counter() - started, time.perf_counter() - loop_started, loop_trials, overhead,
                               tuple(step_seconds.items()))
+        valid = [t for t in trials.values() if t.valid]
+        best = min(valid, key=lambda t: loss(t, base_of(t), lower)) if valid else None
+        speedup = math.exp(-loss(best, base_of(best), lower)) if best is not None else None
+        as_stream(log).stage_result(
+            "search", f"search: {plural(len(trials), 'trial')} ({len(valid)} valid) in {timings.search_seconds:.1f} s"
+            + (f"; best {speedup:.3f}x before validation ({best.flagset.describe()})" if best is not None and
+               not best.flagset.is_baseline else "; only the project's own build was measured" if len(trials) <= 1
+               else "; none was faster than the project's own build"),
+            trials=len(trials), valid=len(valid), seconds=timings.search_seconds,
+            best=list(best.flagset.flags) if best is not None else None, speedup=speedup)
         return SearchOutcome(trials, per_file_plan, timings, needed)
 
 

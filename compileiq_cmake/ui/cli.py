@@ -110,7 +110,7 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    help="CUDA targets with several translation units: trials of per-file flags for the files that "
                    "hold most of the kernel time (CUPTI), after the search (default 0: off; it gained nothing "
                    "significant where measured, docs/benchmarks/more-speed.md; 8-12 is a useful size)")
-    p.add_argument("--time-limit", type=float, help="stop searching after this many seconds")
+    p.add_argument("--time-limit", type=float, help="wall seconds for the whole tune (setup, screening, baseline, search, validation, ablation, the write); the plan sizes each stage to fit and says what it left untested")
     p.add_argument("--include-flags", action="append", help="only these flag dimensions (names from 'space', or unsafe_numerics)")
     p.add_argument("--exclude-flags", action="append", help="never these flag dimensions; 'unsafe_numerics' forbids fast-math and the like")
     p.add_argument("--output", help="TOML to write (default <src>/compileiq.toml)")
@@ -425,10 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("compileiq_cmake"):
             raise
-        print(f"{PROG}: error: {sys.executable} lacks the package '{exc.name}' that compileiq_cmake needs; "
-              "install compileiq-cmake into this Python (pip install compileiq-cmake) or set COMPILEIQ_PYTHON",
-              file=sys.stderr)
-        return 2
+        missing = UsageError(f"{sys.executable} lacks the package '{exc.name}' that compileiq_cmake needs; install "
+                             "compileiq-cmake into this Python (pip install compileiq-cmake) or set COMPILEIQ_PYTHON")
+        print(render(missing), file=sys.stderr)
+        return exit_code(missing)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
         return 130

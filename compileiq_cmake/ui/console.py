@@ -36,7 +36,3 @@ class Console:
         if self.shows(event):
             print(event.line(), file=self._out or sys.stdout, flush=True)
 
-
-def print_line(line: str) -> None:
-    """The line interface's printer (tune and ray default when called without a stream)."""
-    print(line, flush=True)
