@@ -79,6 +79,33 @@ def printed_resolution(text: str) -> float | None:
     return 10.0 ** (exponent - decimals) / abs(value)
 
 
+def decimals(value: float) -> int:
+    """The digits after the point with which `value` was printed, as far as the float tells: its shortest
+    round-trip text ("2.371" -> 3; "2.3710" -> 3 too: a trailing zero is lost, which only makes the step look
+    coarser). A value beyond 15 digits is a computed one, not a printed one: 15."""
+    text = repr(float(value)).lower()
+    if "inf" in text or "nan" in text:
+        return 15
+    mantissa, _, exponent = text.partition("e")
+    places = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    if places == 1 and mantissa.endswith(".0"):
+        places = 0
+    return max(0, min(15, places - int(exponent or 0)))
+
+
+def quantum(*samples) -> float:
+    """The metric's printed resolution relative to its value, from the samples themselves: one step of the
+    finest printed digit (the most digits any sample shows) over the smallest value. 0 for metrics measured
+    or printed with 15 digits and more (nothing to widen)."""
+    values = [abs(float(x)) for group in samples for x in group if x]
+    if not values:
+        return 0.0
+    places = max(decimals(x) for x in values)
+    if places >= 15:
+        return 0.0
+    return 10.0 ** -places / min(values)
+
+
 def auto_min_gain(noise: float) -> float:
     """The smallest gain worth reporting, from the baseline's relative run-to-run spread: twice the noise,
     at least 0.2%. A 0.4% gain counts when runs spread by 0.01%; a 10% one does not when they spread 15%."""
@@ -94,6 +121,7 @@ class Comparison:
     p_value: float  # two-sided test on log values (Welch, or paired t on per-round ratios)
     n_baseline: int
     n_candidate: int
+    step: float = 0.0  # the printed resolution (relative) the interval was widened by on each side
 
     def faster(self, min_effect: float) -> bool:
         """Significantly better and by at least min_effect."""
@@ -123,21 +151,25 @@ def compare(baseline, candidate, lower_is_better: bool = True, confidence: float
     dof = (vb + vc) ** 2 / (
         (vb**2 / (len(lb) - 1) if len(lb) > 1 else 0.0) + (vc**2 / (len(lc) - 1) if len(lc) > 1 else 0.0)
     ) if se > 0.0 else 1.0
-    return _t_comparison(diff, se, dof, len(lb), len(lc), confidence)
+    return _t_comparison(diff, se, dof, len(lb), len(lc), confidence, quantum(baseline, candidate))
 
 
 def _t_comparison(diff: float, se: float, dof: float, n_baseline: int, n_candidate: int,
-                  confidence: float) -> Comparison:
+                  confidence: float, step: float = 0.0) -> Comparison:
     """Speedup exp(diff) with its t interval and two-sided p-value (mean log difference, its standard
-    error and degrees of freedom)."""
-    if se == 0.0:
-        # Identical samples (a quantized metric) or identical differences: no noise to test against.
-        p = 1.0 if diff == 0 else 0.0
-        return Comparison(math.exp(diff), Interval(math.exp(diff), math.exp(diff)), p, n_baseline, n_candidate)
-    p = float(2 * _scipy_stats().t.sf(abs(diff / se), dof))
+    error and degrees of freedom). `step`: the metric's printed resolution (relative, see quantum): rounding
+    to it can shift every value of a side alike, so the difference is known only to within one step. The
+    interval is widened by a step on each side and the test is of the difference beyond one step: a
+    difference below one step is never significant, and identical printed values never give p=0."""
+    beyond = max(0.0, abs(diff) - step)
+    if se == 0.0:  # every value of each side printed alike (or identical differences): rounding is the noise
+        p = 1.0 if beyond == 0.0 else 0.0
+        return Comparison(math.exp(diff), Interval(math.exp(diff - step), math.exp(diff + step)), p,
+                          n_baseline, n_candidate, step)
+    p = float(2 * _scipy_stats().t.sf(beyond / se, dof))
     q = float(_scipy_stats().t.ppf(0.5 + confidence / 2, dof))
-    return Comparison(math.exp(diff), Interval(math.exp(diff - q * se), math.exp(diff + q * se)), p,
-                      n_baseline, n_candidate)
+    return Comparison(math.exp(diff), Interval(math.exp(diff - q * se - step), math.exp(diff + q * se + step)), p,
+                      n_baseline, n_candidate, step)
 
 
 def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95) -> Comparison:
@@ -150,18 +182,20 @@ def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence
     if not lower_is_better:
         d = -d
     n = len(d)
-    return _t_comparison(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1, n, n, confidence)
+    return _t_comparison(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1, n, n, confidence,
+                         quantum(baseline, candidate))
 
 
 def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:
-    """Geometric mean speedup over workloads with an interval from the per-workload intervals
-    (log half-widths combined as independent errors)."""
+    """Geometric mean speedup over workloads with an interval from the per-workload intervals: the random
+    parts of the log half-widths combined as independent errors, the printed resolution's part (a rounding
+    that may shift every workload alike) added as it is, so the interval is never narrower than a step."""
     logs = [math.log(c.speedup) for c in comparisons]
     if any(c.ci.low <= 0.0 or math.isinf(c.ci.high) for c in comparisons):  # one undecided: the whole is
         return math.exp(sum(logs) / len(logs)), Interval(0.0, math.inf)
-    half = [(math.log(c.ci.high) - math.log(c.ci.low)) / 2 for c in comparisons]
+    half = [max(0.0, (math.log(c.ci.high) - math.log(c.ci.low)) / 2 - c.step) for c in comparisons]
     mean = sum(logs) / len(logs)
-    width = math.sqrt(sum(h * h for h in half)) / len(half)
+    width = math.sqrt(sum(h * h for h in half)) / len(half) + sum(c.step for c in comparisons) / len(comparisons)
     return math.exp(mean), Interval(math.exp(mean - width), math.exp(mean + width))
 
 
