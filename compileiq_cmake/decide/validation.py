@@ -18,7 +18,8 @@ from ..flags import FlagSpace
 from ..measure.runner import Runner, Workload
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
-from .stats import Comparison, compare_paired, geomean_comparison
+from .stats import (EFFECT_FLOOR, FALSE_ACCEPTANCE, TAIL_SAFETY, Comparison, GainTest, compare_paired, gain_test,
+                    geomean_comparison, holm, look_weights, looks)
 from ..model.wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
@@ -37,12 +38,14 @@ class Interleaved:
 
 def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int, max_rounds: int, seed: int,
                decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
-               required: tuple[str, ...] = (), may_continue: Callable[[float], bool] | None = None) -> Interleaved:
+               required: tuple[str, ...] = (), may_continue: Callable[[float], bool] | None = None,
+               at: tuple[int, ...] | None = None) -> Interleaved:
     """Rounds of: for each workload, every variant once, in a fresh random order. A variant whose run fails
     is out at once (its reason in `failures`), and `decided` sees only the variants still in; the rounds
     end when it says so (after min_rounds), when a `required` variant failed, or when fewer than two
     variants are left to compare. `may_continue(seconds)`: asked before each round after the first with the
-    seconds a round took so far (the time box); no more rounds when it says no (`cut_short`)."""
+    seconds a round took so far (the time box); no more rounds when it says no (`cut_short`). `at`: the
+    rounds at which `decided` is asked (a sequential test's looks, fixed in advance); None: every round."""
     rng = random.Random(seed)
     samples = {label: {w: [] for w in runner.spec.workloads} for label in variants}
     failures: dict[str, str] = {}
@@ -66,7 +69,7 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
         live = {label: s for label, s in samples.items() if label not in failures}
         if any(label in failures for label in required) or len(live) < 2:
             break
-        if rounds >= min_rounds and decided(live):
+        if rounds >= min_rounds and (at is None or rounds in at) and decided(live):
             break
     return Interleaved(samples, failures, rounds, cut_short)
 
@@ -76,7 +79,11 @@ def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[W
     return [compare_paired(base[w], cand[w], lower) for w in runner.spec.workloads]
 
 
-def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float) -> Validation:
+def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float, significant: bool,
+                p_adjusted: float, test: GainTest) -> Validation:
+    """The verdict on one candidate: accepted when Holm across the finalists rejects "not faster" at the
+    tune's error rate (`significant`, from the looks' adjusted p-values), the gain is at least min_gain and
+    its effect at least EFFECT_FLOOR, and no workload is significantly slower."""
     comps = _comparisons(runner, base, cand)
     geo, geo_ci = geomean_comparison(comps)
     rows = tuple(
@@ -88,8 +95,12 @@ def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float) -
         reason = f"significantly slower than the baseline on: {', '.join(slower)}"
     elif geo < 1.0 + min_gain:
         reason = f"gain {100 * (geo - 1):+.2f}% is below the minimum {100 * min_gain:.2f}%"
-    elif geo_ci.low <= 1.0 or not any(c.faster(min_gain / 2) for c in comps):
-        reason = f"gain {100 * (geo - 1):+.2f}% is not significant (95% CI {geo_ci.low:.4f}..{geo_ci.high:.4f})"
+    elif not significant:
+        reason = (f"gain {100 * (geo - 1):+.2f}% is not significant at the {100 * FALSE_ACCEPTANCE:g}% false-acceptance "
+                  f"rate (adjusted p={min(1.0, p_adjusted):.2g} for the looks and the finalists; 95% CI "
+                  f"{geo_ci.low:.4f}..{geo_ci.high:.4f})")
+    elif test.effect < EFFECT_FLOOR:
+        reason = f"effect size d={test.effect:.2f} is below {EFFECT_FLOOR:g} (the gain is small next to the noise)"
     else:
         reason = ""
     return Validation(flagset, rows, geo, geo_ci.low, geo_ci.high, not reason, reason)
@@ -97,34 +108,69 @@ def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float) -
 
 def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], baseline: FlagSet,
              candidates: list[FlagSet], min_gain: float, seed: int, log: Log, min_rounds: int | None = None,
-             may_continue: Callable[[float], bool] | None = None) -> list[Validation]:
+             may_continue: Callable[[float], bool] | None = None,
+             alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY) -> list[Validation]:
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
     workload, and compare each candidate with the baseline. `min_rounds` (default the spec's): fewer when
-    the time box's plan says so; `may_continue`: the time box (see interleave)."""
+    the time box's plan says so; `may_continue`: the time box (see interleave).
+
+    The error control (docs/statistics.md): the rounds are looked at only at `looks(min_rounds, max_rounds)`;
+    each look spends its share of the error budget (look_weights), so a candidate's adjusted p-value is the
+    smallest p/weight over the looks (a round cut short by the time box spends the next look's share);
+    Holm across the candidates keeps the chance that any candidate without a real gain is accepted at
+    `alpha`. A candidate stops being measured once accepted at alpha/k (Bonferroni) or once it cannot reach
+    min_gain or is slower; the rounds end when every candidate has stopped."""
     log = as_stream(log)
     spec = runner.spec
     min_rounds = spec.min_rounds if min_rounds is None else max(1, min(min_rounds, spec.max_rounds))
+    schedule = looks(min_rounds, spec.max_rounds)
+    weights = dict(zip(schedule, look_weights(schedule)))
     placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
     with ThreadPoolExecutor(max_workers=len(placed)) as pool:
         builds = dict(zip(placed, pool.map(lambda item: build(*item), placed.values())))
     if not builds["baseline"].ok:
         return [Validation(fs, (), 0.0, 0.0, 0.0, False, "the baseline failed to re-build") for fs in candidates]
     variants = {label: tree for label, (tree, _) in placed.items() if builds[label].ok}
+    adjusted = {label: 1.0 for label in variants if label != "baseline"}
+    tests: dict[str, GainTest] = {}
+    level = alpha / max(1, len(candidates))
+    lower = spec.metric.lower_is_better
+
+    def look(samples, weight: float) -> None:
+        for label in adjusted:
+            if label in samples:
+                test = gain_test([samples["baseline"][w] for w in spec.workloads],
+                                 [samples[label][w] for w in spec.workloads], lower)
+                tests[label] = test
+                adjusted[label] = min(adjusted[label], test.p_value / weight)
 
     def decided(samples) -> bool:
-        for label in variants:
-            if label == "baseline" or label not in samples:
+        rounds = min(len(v) for v in samples["baseline"].values())
+        look(samples, weights[rounds])
+        for label in adjusted:
+            if label not in samples:
                 continue
-            for c in _comparisons(runner, samples["baseline"], samples[label]):
-                if not (c.decided(min_gain) or c.slower()):
-                    return False
+            comps = _comparisons(runner, samples["baseline"], samples[label])
+            geo, geo_ci = geomean_comparison(comps)
+            accepted = adjusted[label] <= level and geo >= 1.0 + min_gain
+            hopeless = geo_ci.high < 1.0 + min_gain or any(c.slower() for c in comps)
+            if not (accepted or hopeless):
+                return False
         return True
 
     inter = interleave(runner, variants, min_rounds, spec.max_rounds, seed, decided, required=("baseline",),
-                       may_continue=may_continue)
+                       may_continue=may_continue, at=schedule)
+    live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
+    if "baseline" in live and inter.rounds not in schedule:  # cut short (or ended) between looks: the next look's share
+        unspent = [n for n in schedule if n > inter.rounds]
+        if unspent:
+            look(live, weights[unspent[0]])
     log.info(f"validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
              + (" (the time limit ended the rounds)" if inter.cut_short else ""),
-             stage="finalists", candidates=len(candidates), rounds=inter.rounds, cut_short=inter.cut_short)
+             stage="finalists", candidates=len(candidates), rounds=inter.rounds, cut_short=inter.cut_short,
+             looks=[n for n in schedule if n <= inter.rounds])
+    labels = [f"c{i}" for i in range(len(candidates))]
+    significant = dict(zip(labels, holm([adjusted.get(label, 1.0) for label in labels], alpha)))
     results = []
     for i, fs in enumerate(candidates):
         label = f"c{i}"
@@ -135,7 +181,8 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
         elif label in inter.failures:
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, inter.failures[label]))
         else:
-            results.append(_validation(runner, fs, inter.samples["baseline"], inter.samples[label], min_gain))
+            results.append(_validation(runner, fs, inter.samples["baseline"], inter.samples[label], min_gain,
+                                       significant[label], adjusted[label], tests.get(label, GainTest(1.0, 0.0, 0))))
     return results
 
 

@@ -85,7 +85,7 @@ class TuneSpec:
     warmup: int = 1  # runs per workload discarded before measuring
     max_repeats: int = 9  # search phase: promising trials are measured up to this many runs per workload
     min_rounds: int = 5  # validation: interleaved rounds at least ...
-    max_rounds: int = 15  # ... and at most
+    max_rounds: int = 30  # ... and at most (close calls need them: docs/statistics.md)
     screen: bool = True  # CUDA: drop flag values that change no device code before the search
     acf_files: tuple[str, ...] = ()  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
     replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)

@@ -123,11 +123,11 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    "promising trials get more, up to --max-repeats (default %(default)s)")
     p.add_argument("--max-repeats", type=int, default=9, help="runs per workload and trial at most in the search (default %(default)s)")
     p.add_argument("--warmup", type=int, default=1, help="runs per workload discarded before measuring (default 1)")
-    p.add_argument("--max-rounds", type=int, default=15,
+    p.add_argument("--max-rounds", type=int, default=30,
                    help="validation: interleaved rounds at most per candidate (stops earlier once decided; default %(default)s)")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds before a benchmark run is killed (default %(default)s)")
     p.add_argument("--min-gain", type=float, default=None,
-                   help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, twice the "
+                   help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, half the "
                    "baseline's run-to-run spread))")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
     p.add_argument("--config", help="configuration (build type) to tune, e.g. Release; default: the build tree's "

@@ -1,0 +1,185 @@
+"""A simulator of the whole decision procedure (issue 22): the real code of decide/ (validation of the
+finalists with its looks and Holm, ablation of the winner, validation of the minimal set) fed by a runner
+that draws each run from a noise model instead of building and running anything.
+
+Each simulated tune has three finalists, each one flag of its own; the "builds" only tell the runner which
+flag set a tree holds. A/A: every finalist's true time is the baseline's (any accepted winner is a false
+acceptance). Power: finalist 1 is truly faster by `gain` on every workload, the other two are not; the tune
+counts when it writes a winner that holds finalist 1's flag. Two workloads, the default --min-rounds and
+--max-rounds.
+
+Noise models (each run's value is the true time times a random factor; `sigma` the run-to-run spread):
+  gaussian    1 + N(0, sigma)
+  heavy       1 + sigma * t(3) / sqrt(3)      (Student t with 3 degrees of freedom, same spread)
+  drift       gaussian times (1 + 0.03 * round / max_rounds): 3% slower over the rounds, every variant alike
+  bimodal     gaussian; with probability 0.2 a run lands in a second mode 4% slower
+  throttle    gaussian; a burst (probability 0.05 per run to start, 8 runs long) makes runs 6% slower
+  quantized   gaussian, then printed with 3 decimals at a true time of 0.4505 (one step = 0.22%)
+
+Usage: python3 benchmarks/statistics_sim.py [--tunes 10000] [--power-tunes 2000] [--jobs 2] [--seed 1]
+       [--models gaussian,heavy,...] [--json FILE]; prints the table of docs/benchmarks/statistics.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compileiq_cmake.decide.finalists import ValidationContext, _decide
+from compileiq_cmake.decide.stats import auto_min_gain
+from compileiq_cmake.flags.space import Dimension, FlagSpace
+from compileiq_cmake.measure.runner import RunResult
+from compileiq_cmake.model.events import EventStream
+from compileiq_cmake.model.records import BuildResult, FlagSet, Status
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.project.cmake_project import VariantTree
+
+MODELS = ("gaussian", "heavy", "drift", "bimodal", "throttle", "quantized")
+WORKLOADS = (("--n", "1"), ("--n", "2"))
+FLAGS = ("-fa", "-fb", "-fc")
+MAX_ROUNDS = TuneSpec.max_rounds  # the default
+
+
+@dataclass
+class NoiseRunner:
+    """The runner of one simulated tune: each tree's true time (from the flag set it holds) times a draw
+    of the noise model; counts runs."""
+
+    spec: TuneSpec
+    model: str
+    sigma: float
+    truth: dict[str, float]  # flag -> true time factor (1.0: no effect)
+    rng: random.Random
+    held: dict[str, FlagSet] = field(default_factory=dict)
+    runs: int = 0
+    burst: int = 0
+    rounds_seen: int = 0
+
+    def build(self, tree: VariantTree, flagset: FlagSet) -> BuildResult:
+        self.held[tree.path.name] = flagset
+        return BuildResult(ok=True, seconds=0.0)
+
+    def run(self, tree: VariantTree, workload) -> RunResult:
+        self.runs += 1
+        base = 0.4505 if self.model == "quantized" else 10.0
+        true = base * math.prod(self.truth.get(f, 1.0) for f in self.held[tree.path.name].flags)
+        if workload == WORKLOADS[1]:
+            true *= 1.7
+        rng, sigma = self.rng, self.sigma
+        factor = 1.0 + rng.gauss(0.0, sigma)
+        if self.model == "heavy":
+            factor = 1.0 + sigma * rng.gauss(0.0, 1.0) / math.sqrt(max(1e-12, rng.gammavariate(1.5, 2.0) / 3.0)) / math.sqrt(3.0)
+        elif self.model == "drift":
+            factor *= 1.0 + 0.03 * min(1.0, self.runs / (self.spec.max_rounds * 4 * len(WORKLOADS)))
+        elif self.model == "bimodal" and rng.random() < 0.2:
+            factor *= 1.04
+        elif self.model == "throttle":
+            if self.burst == 0 and rng.random() < 0.05:
+                self.burst = 8
+            if self.burst:
+                self.burst -= 1
+                factor *= 1.06
+        value = true * max(0.05, factor)
+        if self.model == "quantized":
+            value = round(value, 3)
+        return RunResult(Status.OK, "", value, 0.0)
+
+
+def _spec(tmp: Path) -> TuneSpec:
+    return TuneSpec(source_dir=tmp, build_dir=tmp / "b", target="t", benchmark=("x",),
+                    metric=MetricSpec.parse("WALLTIME", True), output=tmp / "o.toml", workloads=WORKLOADS,
+                    min_rounds=5, max_rounds=MAX_ROUNDS)
+
+
+def one_tune(args: tuple[str, float, float, int]) -> tuple[bool, bool, int]:
+    """(a winner was written, it holds the truly faster flag, runs spent) for one simulated tune."""
+    model, sigma, gain, seed = args
+    tmp = Path(tempfile.gettempdir()) / "compileiq-sim"
+    spec = _spec(tmp)
+    rng = random.Random(seed)
+    truth = {"-fa": 1.0 / (1.0 + gain)} if gain else {}
+    runner = NoiseRunner(spec, model, sigma, truth, rng)
+    space = FlagSpace("gcc", tuple(Dimension(f[1:], "", ((), (f,))) for f in FLAGS))
+    trees = tuple(VariantTree(tmp / "b" / "compileiq", f"t{i}", "cmake") for i in range(len(FLAGS) + 1))
+    context = ValidationContext(trees, space, seed)
+    finalists = [space.flagset({f[1:]: 1}) for f in FLAGS]
+    min_gain = auto_min_gain(sigma)  # what a tune derives from this noise
+    winner, _ = _decide(context, runner.build, runner, finalists, min_gain, EventStream(), None)
+    wrote = winner is not None
+    return wrote, wrote and "-fa" in winner.flagset.flags, runner.runs
+
+
+def upper95(k: int, n: int) -> float:
+    """The one-sided 95% upper bound of a rate from k events in n (Clopper-Pearson)."""
+    from scipy.stats import beta  # noqa: PLC0415 (a benchmark script: scipy only when it runs)
+
+    return 1.0 if k >= n else float(beta.ppf(0.95, k + 1, n - k))
+
+
+def run(models: tuple[str, ...], tunes: int, power_tunes: int, gains: tuple[float, ...], sigma: float, jobs: int,
+        seed: int) -> dict:
+    out: dict = {"sigma": sigma, "tunes": tunes, "power_tunes": power_tunes, "models": {}}
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for model in models:
+            started = time.perf_counter()
+            row: dict = {}
+            aa = list(pool.map(one_tune, [(model, sigma, 0.0, seed * 1_000_003 + i) for i in range(tunes)],
+                               chunksize=64))
+            false = sum(1 for wrote, _, _ in aa if wrote)
+            row["aa"] = {"false": false, "tunes": tunes, "rate": false / tunes, "upper95": upper95(false, tunes),
+                         "runs": sum(r for _, _, r in aa) / tunes}
+            for g in gains:
+                res = list(pool.map(one_tune, [(model, sigma, g, seed * 7_000_001 + i) for i in range(power_tunes)],
+                                    chunksize=64))
+                hits = sum(1 for _, right, _ in res if right)
+                row[f"gain_{g:g}"] = {"accepted": hits, "tunes": power_tunes, "rate": hits / power_tunes,
+                                      "runs": sum(r for _, _, r in res) / power_tunes}
+            row["seconds"] = round(time.perf_counter() - started, 1)
+            out["models"][model] = row
+            print(f"{model}: {json.dumps(row)}", file=sys.stderr, flush=True)
+    return out
+
+
+def table(doc: dict) -> str:
+    gains = sorted({k for row in doc["models"].values() for k in row if k.startswith("gain_")},
+                   key=lambda k: float(k[5:]))
+    head = ("| noise model | A/A false acceptance (k/n) | 95% upper bound | runs per A/A tune | "
+            + " | ".join(f"true {100 * float(g[5:]):g}% gain accepted (runs)" for g in gains) + " |")
+    lines = [head, "|" + "---|" * (4 + len(gains))]
+    for model, row in doc["models"].items():
+        aa = row["aa"]
+        cells = [model, f"{100 * aa['rate']:.2f}% ({aa['false']}/{aa['tunes']})", f"{100 * aa['upper95']:.2f}%",
+                 f"{aa['runs']:.0f}"]
+        cells += [f"{100 * row[g]['rate']:.1f}% ({row[g]['runs']:.0f})" for g in gains]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tunes", type=int, default=10000, help="A/A tunes per noise model")
+    parser.add_argument("--power-tunes", type=int, default=2000, help="tunes per model and true gain")
+    parser.add_argument("--gains", default="0.01,0.02,0.05")
+    parser.add_argument("--sigma", type=float, default=0.01, help="run-to-run spread (1%%)")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", help="write the raw counts here")
+    args = parser.parse_args()
+    doc = run(tuple(m for m in args.models.split(",") if m), args.tunes, args.power_tunes,
+              tuple(float(g) for g in args.gains.split(",") if g), args.sigma, args.jobs, args.seed)
+    if args.json:
+        Path(args.json).write_text(json.dumps(doc, indent=1))
+    print(table(doc))
+
+
+if __name__ == "__main__":
+    main()
