@@ -9,8 +9,10 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
     metric: {name, pattern, lower_is_better}; workloads: [[arg, ...]]
     baseline: {medians: [per workload], noise (relative spread of its runs), paired (bool)}
     min_gain: the smallest gain that counted (fraction)
-    winner: null | {flags, speedup, ci: [low, high], workloads: [{workload, speedup, ci, p_value}]}
-            (interleaved re-measurement against the baseline; speedup > 1 is faster)
+    winner: null | {flags, speedup, ci: [low, high], workloads: [{workload, speedup, ci, p_value}], source}
+            (interleaved re-measurement against the baseline; speedup > 1 is faster; the one number the
+            headline, the TOML, `show` and the report quote for the written flags; source: "finalists" or
+            "minimal set", the validation it comes from)
     finalists: [{flags, accepted, reason, speedup, ci, workloads}]   (same shape; the validation round)
     confirmations: [... same shape ...]                              (the winner on each other GPU)
     ablation: [{dimension, flags, speedup, ci, kept, reason}]        (speedup of keeping each flag)
@@ -75,6 +77,15 @@ def _validation(v: Validation) -> dict:
                            "p_value": w.p_value} for w in v.workloads]}
 
 
+def winner_source(winner: Validation, finalists: list[Validation]) -> str:
+    """Which measurement the written flag set's numbers come from (the one number every place quotes):
+    "finalists" (its row of the finalists' validation) or "minimal set" (validated again after the ablation
+    dropped flags: its own rounds, so its numbers differ from the full set's row)."""
+    same = any(tuple(v.flagset.flags) == tuple(winner.flagset.flags)
+               and math.isclose(v.geomean_speedup, winner.geomean_speedup, rel_tol=1e-9) for v in finalists)
+    return "finalists" if same else "minimal set"
+
+
 def _contribution(c: Contribution) -> dict:
     return {"dimension": c.dimension, "flags": list(c.flags), "speedup": c.speedup, "ci": [c.ci_low, c.ci_high],
             "kept": c.kept, "reason": c.reason}
@@ -115,7 +126,8 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         "workloads": [list(x) for x in spec.workloads],
         "baseline": {"medians": list(result.baseline.medians()), "noise": noise, "paired": paired},
         "min_gain": min_gain,
-        "winner": None if w is None else {k: v for k, v in _validation(w).items() if k not in ("accepted", "reason")},
+        "winner": None if w is None else {**{k: v for k, v in _validation(w).items() if k not in ("accepted", "reason")},
+                                          "source": winner_source(w, finalists)},
         "finalists": [_validation(v) for v in finalists],
         "confirmations": [_validation(v) for v in confirmations],
         "ablation": [_contribution(c) for c in result.contributions],

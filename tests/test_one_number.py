@@ -1,0 +1,57 @@
+"""Issue 22, one number per claim: the headline, the TOML, `show`, the JSON summary and the HTML report
+quote the same validated estimate for the written flag set, and the report labels where it comes from
+(the finalists' validation or the minimal set's own) and says why the other rows differ."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+
+
+def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "compileiq_cmake", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"})
+
+
+@pytest.mark.parametrize("seed,source", [("1", "finalists"), ("3", "minimal set")])
+def test_every_place_quotes_the_written_sets_validated_number(tmp_path, seed, source):
+    """Seed 1 writes a finalist as it was validated; seed 3's ablation drops a flag and writes the minimal set."""
+    (tmp_path / "src").mkdir()
+    toml, summary = tmp_path / "compileiq.toml", tmp_path / "summary.json"
+    tune = _cli(tmp_path, "tune", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "build"), "--target",
+                "sample_small", "--replay", str(SAMPLE), "--budget", "10", "--output", str(toml),
+                "--json-summary", str(summary), "--seed", seed)
+    assert tune.returncode == 0, (tune.stdout + tune.stderr)[-3000:]
+    doc = json.loads(summary.read_text())
+    winner = doc["winner"]
+    assert winner is not None and winner["source"] == source, tune.stdout[-3000:]
+    number = winner["speedup"]
+    (entry,) = tomllib.loads(toml.read_text())["entry"]
+    assert entry["speedup"] == round(number, 4) and entry["flags"] == winner["flags"]
+    headline = re.search(r"^compileiq: winner \(re-measured interleaved against the baseline\): ([0-9.]+)x", tune.stdout, re.M)
+    assert headline and headline.group(1) == f"{number:.3f}", tune.stdout[-2000:]
+    show = _cli(tmp_path, "show", str(toml))
+    assert show.returncode == 0 and f"speedup:  {entry['speedup']:.3f}x" in show.stdout, show.stdout
+    stage = next(e for e in doc["events"] if e["kind"] == "stage" and e["stage"] == "finalists")
+    assert stage["data"]["speedup"] == number  # the stage result carries the same number
+    html = (tmp_path / "build" / "compileiq" / "report.html").read_text()
+    assert f"<b>{number:.3f}x</b>" in html
+    label = re.search(r'<span id="winner-source">([^<]+)</span>', html)
+    assert label and ("minimal set" in label.group(1)) == (winner["source"] == "minimal set")
+    assert "Each row is that flag set's own validation" in html and "are not claims" in html
+    rows = [v for v in doc["finalists"] if v["flags"] == winner["flags"]]
+    if winner["source"] == "finalists":  # the winner's own row: the very same measurement
+        assert rows and rows[0]["speedup"] == number
+    else:  # the minimal set's validation is its own row, labelled, and the report says why it differs
+        assert "(written: the minimal set)" in html and "another measurement" in html
