@@ -55,3 +55,16 @@ def test_every_place_quotes_the_written_sets_validated_number(tmp_path, seed, so
         assert rows and rows[0]["speedup"] == number
     else:  # the minimal set's validation is its own row, labelled, and the report says why it differs
         assert "(written: the minimal set)" in html and "another measurement" in html
+
+
+def test_plot_labels_are_flags_shortened_and_empty_sections_say_why():
+    from compileiq_cmake.results.report import empty_sections, short_label
+
+    assert short_label([]) == "(project's own flags)" and short_label(["--use_fast_math"]) == "--use_fast_math"
+    long = short_label(["-Xptxas=-O1", "-Xptxas=--register-usage-level=8", "-maxrregcount=64", "--use_fast_math"])
+    assert len(long) <= 38 and long.startswith("-Xptxas=-O1") and long.endswith("fast_math") and "..." in long
+    doc = {"trials": [{"speedup": 1.0, "flags": []}, {"speedup": None, "flags": ["-a"]}], "flag_effects": [],
+           "winner": None, "ablation": [], "finalists": []}
+    why = empty_sections(doc)
+    assert "need more valid trials" in why["effects"] and "the tune had 1" in why["effects"]
+    assert "no winner to ablate" in why["ablation"] and "nothing was validated" in why["workloads"]

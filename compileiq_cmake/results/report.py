@@ -41,6 +41,34 @@ def _on_gpu(doc: dict) -> bool:
     return gpu_tune(doc["language"], doc["gpus"], (t["gpu"] for t in doc["trials"]))
 
 
+SHORT = 38  # characters of a flag set's label in a plot (the tables give the whole)
+OUTLIER = 2.0  # a flag effect beyond 2x (or under 1/2x) puts the effects plot on a log axis
+
+
+def short_label(flags: list[str], width: int = SHORT) -> str:
+    """A flag set's label for a plot: the flags, shortened in the middle when long."""
+    text = _label(flags)
+    return text if len(text) <= width else text[: width // 2 - 1] + "..." + text[-(width // 2 - 2):]
+
+
+def empty_sections(doc: dict) -> dict[str, str]:
+    """Why a section of the report has nothing to show, per section that has not (the template says it
+    where the plot would be)."""
+    valid = sum(1 for t in doc["trials"] if t["speedup"] is not None)
+    out = {}
+    if not [e for e in doc["flag_effects"] if e.get("speedup") is not None and None not in e["ci"]]:
+        flags = len({f for t in doc["trials"] if t["speedup"] is not None for f in t["flags"]})
+        out["effects"] = (f"flag effects need more valid trials than flags varied (at least {flags + 2} here; "
+                          f"the tune had {valid}) and each flag both in and out of some trial")
+    if not doc["winner"]:
+        out["ablation"] = "no flag set was accepted, so there is no winner to ablate"
+    elif not [c for c in doc["ablation"] if c.get("speedup") is not None and None not in c["ci"]]:
+        out["ablation"] = "the winner's flags were not ablated (see the table: the time box or a single flag)"
+    if not doc["finalists"]:
+        out["workloads"] = "no trial beat the baseline in the search: nothing was validated"
+    return out
+
+
 def _plots(doc: dict) -> dict[str, str]:
     import matplotlib  # noqa: PLC0415
 
@@ -73,25 +101,43 @@ def _plots(doc: dict) -> dict[str, str]:
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("trial (unique builds, in order)")
     ax.set_ylabel("speedup over the project's build")
-    ax.legend(fontsize=8, loc="lower right")
+    # the legend below the axes: never over the data
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.set_title("Convergence of the search")
     plots["convergence"] = _png(fig)
-    # winner and finalists per workload, with 95% intervals
-    rows = ([("winner", doc["winner"])] if doc["winner"] else []) + [(f"finalist {i + 1}", f) for i, f in enumerate(doc["finalists"])]
+    # winner and finalists per workload, with 95% intervals: each row labelled by its flags, the winner once
+    # (its finalist row when it is one, else a row of its own), accepted filled, rejected hollow
+    rows = []
+    winner = doc["winner"]
+    if winner and winner.get("source") == "minimal set":
+        rows.append(("written (minimal set)", winner, True, True))
+    for v in doc["finalists"]:
+        is_winner = bool(winner) and winner.get("source") != "minimal set" and v["flags"] == winner["flags"]
+        rows.append(("winner" if is_winner else "finalist", v, v.get("accepted", False), is_winner))
     if rows:
-        fig, ax = plt.subplots(figsize=(8, 0.6 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
+        fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
         labels, y = [], 0
-        for name, v in rows:
+        for kind, v, accepted, is_winner in rows:
             for w in v["workloads"]:
                 lo, hi = w["ci"] if w["ci"][0] is not None else (w["speedup"], w["speedup"])
+                hi = hi if hi is not None and math.isfinite(hi) else w["speedup"]
+                color = "C0" if is_winner else ("C2" if accepted else "C3")
                 ax.errorbar([w["speedup"]], [y], xerr=[[w["speedup"] - lo], [hi - w["speedup"]]], fmt="o",
-                            color="C0" if name == "winner" else "C7", capsize=3)
-                labels.append(f"{name}: {' '.join(w['workload']) or '(no arguments)'}")
+                            color=color, capsize=3, markerfacecolor=color if accepted else "white")
+                workload = " ".join(w["workload"]) or "(no arguments)"
+                labels.append(f"{kind}: {short_label(v['flags'])} | {workload}")
                 y += 1
         ax.set_yticks(range(len(labels)), labels, fontsize=8)
         ax.invert_yaxis()
         ax.axvline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_xlabel("speedup per workload (interleaved re-measurement, 95% CI)")
+        from matplotlib.lines import Line2D  # noqa: PLC0415
+
+        keys = [Line2D([], [], marker="o", ls="", color="C0", label="winner (written)"),
+                Line2D([], [], marker="o", ls="", color="C2", label="accepted"),
+                Line2D([], [], marker="o", ls="", color="C3", markerfacecolor="white", label="rejected")]
+        ax.legend(handles=keys, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(labels) > 2 else -0.5),
+                  ncol=3, frameon=False)
         plots["workloads"] = _png(fig)
     for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
                               ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
@@ -100,10 +146,14 @@ def _plots(doc: dict) -> dict[str, str]:
         if not items:
             continue
         fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
-        names = [i.get("flag") or " ".join(i["flags"]) for i in items]
+        names = [short_label([i["flag"]] if i.get("flag") else i["flags"]) for i in items]
         ax.errorbar([i["speedup"] for i in items], range(len(items)),
                     xerr=[[i["speedup"] - i["ci"][0] for i in items], [i["ci"][1] - i["speedup"] for i in items]],
                     fmt="o", capsize=3)
+        values = [v for i in items for v in (i["speedup"], *i["ci"]) if v and v > 0]
+        if values and (max(values) > OUTLIER or min(values) < 1 / OUTLIER):
+            ax.set_xscale("log")  # one effect far out would flatten the others on a linear axis
+            title += "; log axis (one effect is far from 1)"
         ax.set_yticks(range(len(items)), names, fontsize=8)
         ax.invert_yaxis()
         ax.axvline(1.0, color="grey", lw=0.8, ls="--")
@@ -148,7 +198,7 @@ def render(doc: dict) -> str:
     env.filters["flags"] = _label
     env.filters["plural"] = plural
     return env.get_template("report.html.j2").render(
-        doc=doc, plots=_plots(doc), resources=_resources(doc), invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
+        doc=doc, plots=_plots(doc), empty=empty_sections(doc), resources=_resources(doc), invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
         throttled=throttled, isfinite=math.isfinite, on_gpu=_on_gpu(doc),
         gpu_column=any(t["gpu"] for t in doc["trials"]))
 
