@@ -272,8 +272,8 @@ def coarse_metric_warning(samples, printed: list[str], min_effect: float) -> str
     step = max(steps) if steps else resolution(samples)
     if step and step > min_effect / 2 and len(set(samples)) <= max(2, len(samples) // 3):
         return (f"the metric is printed with a resolution of {100 * step:.2g}% of its value, too coarse to see "
-                f"the {100 * min_effect:.2g}% differences being sought; print more digits (e.g. %.6e) or "
-                "point --metric at a finer line")
+                f"the {100 * min_effect:.2g}% differences being sought (a difference of one step is never significant); "
+                "print more digits (e.g. %.6e), point --metric at a finer line, or give a longer workload")
     return None
 
 

@@ -318,7 +318,9 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
         log.info(f"ablation: {' '.join(flags)}: not decided within the time limit -> kept", stage="finalists",
                  flags=list(flags), kept=True, undecided=True)
         return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED), without
-    needed = any(c.faster(0.0) for c in comps)  # removing it is significantly slower on some workload
+    # kept when removing it is significantly slower by at least min_gain on some workload: the rule that ends
+    # the step's rounds (it used to keep any significant difference, however small, against its own stop rule)
+    needed = any(c.faster(min_gain) for c in comps)
     reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
     contribution = saved(Contribution(dim, flags, geo, ci.low, ci.high, needed, reason))
     log.info(f"ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
