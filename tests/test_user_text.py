@@ -28,7 +28,7 @@ def test_every_numeric_tune_option_says_its_default():
               if a.type in (int, float) and a.default is not None and "default" not in (a.help or "")]
     assert silent == []
     text = run_cli("tune", "--help").stdout.replace("\n", " ")
-    for shown in ("(default 3)", "(default 9)", "(default 120.0)", "default 15)", "(default 0)"):
+    for shown in ("(default 3)", "(default 9)", "(default 120.0)", "default 30)", "(default 0)"):
         assert shown in " ".join(text.split()), shown
 
 
