@@ -8,7 +8,7 @@ import math
 import random
 
 from compileiq_cmake.decide.stats import (
-    coarse_metric_warning, compare, compare_paired, flag_effects, geomean_comparison, median_ci, printed_resolution, resolution,
+    coarse_metric_warning, compare, compare_paired, flag_effects, geomean_comparison, median_ci, printed_resolution, quantum,
 )
 
 
@@ -85,7 +85,7 @@ def test_quantized_metric_is_detected():
     assert printed_resolution("0.00002") == 0.5
     assert coarse_metric_warning([2e-5] * 5, ["0.00002"] * 5, 0.01).startswith("the metric is printed with a resolution")
     assert coarse_metric_warning([1.234567, 1.234601, 1.234552], [], 0.01) is None
-    assert resolution([1.0, 1.1, 1.0, 1.1]) > 0.09
+    assert quantum([1.0, 1.1, 1.0, 1.1]) > 0.09
 
 
 @pytest.mark.unit

@@ -54,16 +54,6 @@ def relative_spread(samples: list[float] | tuple[float, ...]) -> float:
     return 1.4826 * mad / abs(med)
 
 
-def resolution(samples: list[float] | tuple[float, ...]) -> float:
-    """The smallest step between distinct printed values, relative to the median (0 when all equal and
-    the printed precision is unknown: see :func:`printed_resolution`)."""
-    distinct = sorted(set(samples))
-    med = float(np.median(samples))
-    if len(distinct) < 2 or med == 0:
-        return 0.0
-    return min(b - a for a, b in zip(distinct, distinct[1:])) / abs(med)
-
-
 def printed_resolution(text: str) -> float | None:
     """Relative resolution implied by how a number was printed: '0.00002' -> 1e-5 / 2e-5 = 0.5."""
     text = text.strip()
@@ -269,7 +259,7 @@ def holm(p_values: list[float], alpha: float) -> list[bool]:
 def coarse_metric_warning(samples, printed: list[str], min_effect: float) -> str | None:
     """A message when the metric is printed too coarsely to resolve effects of min_effect."""
     steps = [r for r in (printed_resolution(p) for p in printed) if r]
-    step = max(steps) if steps else resolution(samples)
+    step = max(steps) if steps else quantum(samples)  # the step the comparisons widen by
     if step and step > min_effect / 2 and len(set(samples)) <= max(2, len(samples) // 3):
         return (f"the metric is printed with a resolution of {100 * step:.2g}% of its value, too coarse to see "
                 f"the {100 * min_effect:.2g}% differences being sought (a difference of one step is never significant); "
