@@ -291,11 +291,6 @@ class VariantTree:
         """The CMake module's apply decisions for the tuned target at the last configure."""
         return ApplyDecisions.parse(self.info(), self.path.name)
 
-    def device_lto_refusal(self) -> str:
-        """Why device LTO cannot apply to the tuned target ("" when it can), as the CMake module decided at
-        the last configure (_compileiq_device_lto_refusal: the rule by which the apply accepts an entry)."""
-        return self.decisions().device_lto_refusal
-
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
         if self.config:
