@@ -15,7 +15,7 @@ import pytest
 
 from conftest import configure, run_cli
 
-pytestmark = [pytest.mark.cmake]
+pytestmark = [pytest.mark.cmake, pytest.mark.serial]
 
 STEP = re.compile(r"^compileiq: ablation: (\S+): keeping it gives .* -> (kept|dropped)")
 

@@ -203,8 +203,31 @@ def test_recorder_subspaces_use_catalogue_tokens():
     for kernel in rec.KERNELS:
         dims = rec.subspace_dimensions(kernel, "13.0.88")
         size = math.prod(len(v) for _, v in dims)
-        assert 500 <= size <= 2000, (kernel, size)
+        if rec.KERNELS[kernel].setup is None:  # the hand-written kernels: full factorial sub-spaces
+            assert 500 <= size <= 2000, (kernel, size)
+        else:  # the learning design's: every single-token dimension of the space, sampled
+            assert [n for n, _ in dims] == list(rec.LEARN_DIMENSIONS), kernel
         assert (LANDSCAPES / "kernels" / rec.KERNELS[kernel].source).is_file()
+    assert sum(1 for k in rec.KERNELS.values() if k.setup is not None) >= 21  # issue 23: at least 30 kernels in all
+
+
+@pytest.mark.unit
+def test_the_learning_design_has_every_single_value_the_whole_core_and_random_points():
+    rec = _record_module()
+    dims = rec.subspace_dimensions("rmsnorm", "13.0.88")
+    points, how = rec.learn_points(dims, 60, seed=1)
+    assert how.startswith("learn") and len(set(points)) == len(points)
+    assert tuple([0] * len(dims)) in points
+    changed = [sum(1 for c in p if c) for p in points]
+    assert changed.count(1) == sum(len(v) - 1 for _, v in dims)  # every single value
+    names = [n for n, _ in dims]
+    core = [d for d, n in enumerate(names) if n in rec.LEARN_CORE or n in rec.LEARN_CORE_VALUES]
+    allowed = {d: set(range(rec.LEARN_CORE[names[d]])) if names[d] in rec.LEARN_CORE else
+               {dims[d][1].index(tuple(v)) for v in rec.LEARN_CORE_VALUES[names[d]]} for d in core}
+    in_core = [p for p in points if all(c in allowed[d] if d in allowed else c == 0 for d, c in enumerate(p))]
+    assert len(in_core) == math.prod(len(a) for a in allowed.values()) == 768  # the complete core sub-landscape
+    outside = [p for p in points if sum(1 for d, c in enumerate(p) if c and d not in core) >= 2]
+    assert len(outside) >= 40  # random combinations across the other dimensions
 
 
 @pytest.mark.unit

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import configure, copy_project, run_cli
 
-pytestmark = [pytest.mark.cmake, pytest.mark.slow]
+pytestmark = [pytest.mark.cmake, pytest.mark.slow, pytest.mark.serial]
 
 RUN_SECONDS = 1.5  # one benchmark run of slow_host, about
 SLACK = 12.0  # one build, the Python start-up before the box's clock starts, a loaded 2-core machine

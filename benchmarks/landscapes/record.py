@@ -165,6 +165,26 @@ SUBSPACES: dict[str, dict[str, list[tuple[str, ...]]]] = {
 }
 
 
+# The learning design (issue 23: the prior's data), for the kernels declared in inputs_*.py: every single
+# value of every single-token dimension of the nvcc space (device LTO needs relocatable code and a link,
+# not a cubin), the full product of the CORE values (the other dimensions at their default: a complete
+# sub-landscape a replayed search can run on) and `--learn-random` uniform random points of the whole
+# space (combinations across all dimensions). enumerate_points(..., core=LEARN_CORE).
+LEARN_CORE = {
+    "use_fast_math": 2, "ftz": 2, "prec_div": 2, "fmad": 2,  # the first N values of each dimension
+    "ptxas_opt_level": 2, "restrict": 2,  # -Xptxas=-O2 gave the default's code on all nine earlier kernels
+}
+LEARN_CORE_VALUES = {  # dimensions whose core values are not their first N
+    "maxrregcount": [(), ("-maxrregcount=32",), ("-maxrregcount=64",), ("-maxrregcount=128",)],
+    "load_cache": [(), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",)],
+}
+LEARN_DIMENSIONS = ("ptxas_opt_level", "register_usage_level", "maxrregcount", "use_fast_math", "ftz", "prec_div",
+                    "prec_sqrt", "fmad", "load_cache", "store_cache", "restrict", "ofast_compile", "cicc_opt_level",
+                    "extra_device_vectorization", "unroll_count", "disable_loop_unroll", "disable_licm", "sched4reg",
+                    "disable_nvvm_remat", "opt_fdiv", "no_device_inline", "nvvm_latest", "ptxas_cloning",
+                    "limit_fold_fp", "jump_table_density")
+
+
 @dataclass
 class KernelSpec:
     name: str
@@ -173,6 +193,9 @@ class KernelSpec:
     character: str
     tolerance: float  # relative L2 error vs the default build's output
     problem: str
+    setup: object = None  # inputs.Entry.setup for the declarative kernels (inputs_*.py), else None
+    kind: str = ""
+    extra_flags: tuple[str, ...] = ()
 
 
 KERNELS = {
@@ -214,6 +237,27 @@ KERNELS = {
 }
 
 
+def _declared_kernels() -> dict[str, KernelSpec]:
+    """The kernels declared in inputs_*.py (issue 23), each with the learning design's dimensions."""
+    sys.path.insert(0, str(HERE))
+    found: dict[str, KernelSpec] = {}
+    for module in ("inputs_llm", "inputs_hpc"):
+        try:
+            entries = __import__(module).ENTRIES
+        except ImportError:
+            continue
+        for name, e in entries.items():
+            found[name] = KernelSpec(name, e.source, e.function, e.character, e.tolerance, e.problem,
+                                     setup=e.setup, kind=e.kind, extra_flags=tuple(e.extra_flags))
+    return found
+
+
+for _name, _spec in _declared_kernels().items():
+    if _name not in KERNELS:
+        KERNELS[_name] = _spec
+        SUBSPACES[_name] = {d: None for d in LEARN_DIMENSIONS}  # None: every value of the dimension
+
+
 # ---------------------------------------------------------------- the sub-space and its points
 
 def subspace_dimensions(kernel: str, nvcc_version: str) -> list[tuple[str, list[tuple[str, ...]]]]:
@@ -225,6 +269,8 @@ def subspace_dimensions(kernel: str, nvcc_version: str) -> list[tuple[str, list[
     for name, values in wanted.items():
         if name not in by_name:
             raise SystemExit(f"dimension {name} is not in the nvcc {nvcc_version} space")
+        if values is None:
+            values = list(by_name[name].values)
         for v in values:
             if tuple(v) not in by_name[name].values:
                 raise SystemExit(f"value {v} of {name} is not in the nvcc space")
@@ -232,6 +278,32 @@ def subspace_dimensions(kernel: str, nvcc_version: str) -> list[tuple[str, list[
             raise SystemExit(f"{name}: the first value must be the default ()")
         dims.append((name, [tuple(v) for v in values]))
     return dims
+
+
+def learn_points(dims, n_random: int, seed: int) -> tuple[list[tuple[int, ...]], str]:
+    """The learning design: the full product of the core values, every single change, random points."""
+    sizes = [len(v) for _, v in dims]
+    core_ranges = []
+    for name, values in dims:
+        if name in LEARN_CORE_VALUES:
+            core_ranges.append([values.index(tuple(v)) for v in LEARN_CORE_VALUES[name]])
+        else:
+            core_ranges.append(list(range(LEARN_CORE.get(name, 1))))
+    chosen: dict[tuple[int, ...], None] = dict.fromkeys(itertools.product(*core_ranges))
+    n_core = len(chosen)
+    for d in range(len(dims)):
+        for v in range(1, sizes[d]):
+            p = [0] * len(dims)
+            p[d] = v
+            chosen[tuple(p)] = None
+    rng = random.Random(seed)
+    target = len(chosen) + n_random
+    while len(chosen) < target:
+        chosen[tuple(rng.randrange(s) for s in sizes)] = None
+    return sorted(chosen), (f"learn: the full product of the core values ({n_core} points: "
+                            f"{', '.join(n for n, _ in dims if n in LEARN_CORE or n in LEARN_CORE_VALUES)}), "
+                            f"every single change and {n_random} uniform random points, "
+                            f"{len(chosen)} of {math.prod(sizes)}")
 
 
 def enumerate_points(dims, max_points: int, seed: int) -> tuple[list[tuple[int, ...]], str]:
@@ -285,9 +357,9 @@ def _error_line(text: str) -> str:
     return (lines[0] if lines else "unknown error")[:300]
 
 
-def compile_one(source: Path, flags: tuple[str, ...], cubin: Path) -> str | None:
+def compile_one(source: Path, flags: tuple[str, ...], cubin: Path, extra: tuple[str, ...] = ()) -> str | None:
     """None on success, else the error line."""
-    cmd = ["nvcc", *BASE_COMMAND, *flags, str(source), "-o", str(cubin)]
+    cmd = ["nvcc", *BASE_COMMAND, *extra, *flags, str(source), "-o", str(cubin)]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
@@ -334,9 +406,9 @@ class Build:
 def build_all(jobs: list[tuple[str, Build, Path]], workers: int, log) -> None:
     """Compile every build (in parallel), then fingerprint one cubin per ELF key."""
     def comp(item):
-        _, b, src = item
+        kernel, b, src = item
         t0 = time.perf_counter()
-        b.error = compile_one(src, b.flags, b.cubin)
+        b.error = compile_one(src, b.flags, b.cubin, KERNELS[kernel].extra_flags if kernel in KERNELS else ())
         if b.error is None:
             b.elf_key = elf_code_key(b.cubin)
         b.seconds = time.perf_counter() - t0
@@ -392,7 +464,14 @@ class GpuBench:
             self.allocs.append(d)
             return int(d)
 
-        if spec.name == "nbody":
+        if spec.setup is not None:
+            import inputs  # noqa: PLC0415 (benchmarks/landscapes, on sys.path)
+            st = spec.setup(rng)
+            out = empty(st.out_count)
+            self.out_count, self.sig, self.grid, self.block = st.out_count, st.sig, tuple(st.grid), tuple(st.block)
+            self.args = tuple(out if a is inputs.OUT else upload(a, a.dtype) if isinstance(a, np.ndarray) else a
+                              for a in st.args)
+        elif spec.name == "nbody":
             n, slices = 32768, 8
             px, py, pz = (upload(rng.uniform(-1.0, 1.0, n)) for _ in range(3))
             mass = upload(rng.uniform(0.5, 1.5, n) / n)
@@ -590,6 +669,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder for <kernel>.json and record.log")
     ap.add_argument("--kernels", default=",".join(KERNELS), help=f"comma-separated, of {', '.join(KERNELS)}")
     ap.add_argument("--max-points", type=int, default=2000, help="per kernel; above it the space is sampled")
+    ap.add_argument("--learn-random", type=int, default=60,
+                    help="uniform random points of the whole space per declared kernel (inputs_*.py)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--launches", type=int, default=20, help="timed launches per sample (median kept)")
     ap.add_argument("--passes", type=int, default=2)
@@ -628,7 +709,8 @@ def main(argv: list[str] | None = None) -> int:
     for kname in kernels:
         spec = KERNELS[kname]
         dims = subspace_dimensions(kname, version)
-        points, sampling = enumerate_points(dims, args.max_points, args.seed)
+        points, sampling = (enumerate_points(dims, args.max_points, args.seed) if spec.setup is None
+                            else learn_points(dims, args.learn_random, args.seed))
         builds: dict[tuple[str, ...], Build] = {}
         point_build = []
         (work / kname).mkdir(exist_ok=True)
@@ -709,6 +791,8 @@ def main(argv: list[str] | None = None) -> int:
                     "synthetic": False,
                     "dry_run": bool(args.dry_run),
                     "character": spec.character,
+                    **({"kind": spec.kind} if spec.kind else {}),
+                    **({"extra_flags": list(spec.extra_flags)} if spec.extra_flags else {}),
                     "source": f"benchmarks/landscapes/kernels/{spec.source}",
                     "function": spec.function,
                     "problem": spec.problem,

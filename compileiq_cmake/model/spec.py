@@ -97,6 +97,8 @@ class TuneSpec:
     replace: bool = False  # may replace an entry whose numerics were checked by one from a run with weaker checks
     portable: bool = False  # leave host-specific dimensions (-march=native) out of the search
     arch_scope: str = "all"  # CUDA, recorded in the entry: "all" architectures the target builds get the flags, or "tuned"
+    prior: bool = True  # the learned prior orders the search (search/prior.py); --no-prior: today's order
+    learn: bool = True  # add this tune's single-value effects to the local prior data (results/prior_store.py)
 
     @property
     def checks_outputs(self) -> bool:
@@ -116,7 +118,7 @@ class TuneSpec:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
         for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
-                         "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope"):
+                         "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope", "prior", "learn"):
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same
             fields.pop("portable")

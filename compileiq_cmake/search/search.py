@@ -41,6 +41,7 @@ from typing import Iterable, Sequence
 
 from ..flags import FlagSpace
 from ..model.records import FlagSet
+from .prior import SpacePrior
 
 # Portfolio members: two discrete (1+1) evolution strategies of different mutation laws and random search.
 PORTFOLIO = ("DiscreteLenglerOnePlusOne", "PortfolioDiscreteOnePlusOne", "RandomSearch")
@@ -136,7 +137,7 @@ class FlagSearch:
                  warm_start: Sequence[FlagSet] = (), singles_share: float = SINGLES_SHARE,
                  explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False,
                  big_gain: float = BIG_GAIN, big_every: int = BIG_EVERY, big_max: int = BIG_MAX,
-                 pivot: bool = True, numerics_first: bool = True) -> None:
+                 pivot: bool = True, numerics_first: bool = True, prior: SpacePrior | None = None) -> None:
         self.space = space
         self._dims = space.dimensions
         self._names = [d.name for d in self._dims]
@@ -162,12 +163,28 @@ class FlagSearch:
         # sort: seeded order within each part)
         singles.sort(key=lambda di: (not self._dims[di[0]].build_mode,
                                      numerics_first and not self._dims[di[0]].relaxes_numerics))
+        self._learned = prior
+        self._origin: dict[str, str] = {}  # key -> why the prior proposed it
+        if prior is not None:
+            # predicted best first, confidently harmful last; values it knows nothing of keep today's order
+            # among themselves (stable sort; an unknown value scores like a small predicted gain)
+            singles.sort(key=lambda di: (prior.of(*di).harmful, -prior.of(*di).score))
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:
             choice = self._map_flags(fs.flags)
             if choice is not None and any(choice) and choice not in self._warm:
                 self._warm.append(choice)
+        for n, choice in enumerate(prior.first if prior is not None else ()):
+            if choice not in self._warm:
+                self._warm.append(choice)
+                self._origin[self._flagset(choice).key] = (
+                    f"the {prior.source}'s predicted best combination" if n == 0 else
+                    f"the {prior.source}'s combination of every value predicted faster")
+
+    def proposed_by(self, flagset: FlagSet) -> str | None:
+        """Why the prior proposed this flag set (None: it did not; the singles' order is its only other say)."""
+        return self._origin.get(flagset.key)
 
     # ---- bookkeeping
     def _map_flags(self, flags: Iterable[str]) -> tuple[int, ...] | None:
@@ -212,12 +229,14 @@ class FlagSearch:
         self._pending.add(fs.key)
         return fs
 
-    def _single_loss(self, d: int, i: int) -> float:
+    def _single_loss(self, d: int, i: int, guess: bool = False) -> float:
+        """The value's measured loss alone; unmeasured: 0, or with `guess` minus the prior's predicted effect."""
         if i == 0:
             return 0.0
         choice = [0] * len(self._dims)
         choice[d] = i
-        return self._losses.get(self._flagset(tuple(choice)).key, 0.0)
+        guess = -self._learned.of(d, i).effect if guess and self._learned is not None else 0.0
+        return self._losses.get(self._flagset(tuple(choice)).key, guess)
 
     def _local(self) -> FlagSet | None:
         """Best-first: the best valid measured point with an unseen neighbour; its neighbour of best prior."""
@@ -337,4 +356,4 @@ class FlagSearch:
             cond = self._losses.get(self._flagset(tuple(choice)).key)
             if cond is not None and cond < INVALID_LOSS and key in self._losses:
                 return cond - self._losses[key]
-        return self._single_loss(d, i)
+        return self._single_loss(d, i, guess=True)

@@ -27,7 +27,7 @@ from ..results.toml_io import check_output_writable, read_entries
 from ..results.store import TrialStore
 from ..system.lock import TuneLock
 from ..system.writable import check_creatable
-from . import host_side
+from . import host_side, prior_use
 from .baseline import Baseline
 from .finalists import Finalists
 from .publish import Publish
@@ -147,9 +147,11 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         base = Baseline(setup, executor, store, stream).run()
         setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
         stream.stage = "search"
-        search = SearchLoop(setup, executor, store, stream, started, base, box).run()
+        use = prior_use.prepare(setup, store, base, stream)
+        search = SearchLoop(setup, executor, store, stream, started, base, box, use.prior).run()
         stream.stage = "finalists"
         decision = Finalists(setup, executor, store, stream, base, search.trials, box).run()
+        prior_use.learn(setup, use, search.trials, base, stream)
         stream.stage = "publish"
         return Publish(setup, store, stream, started, base, search, decision, recorder).run()
     finally:

@@ -23,6 +23,7 @@ from ..project.cmake_project import VariantTree
 from ..results.toml_io import read_entries
 from ..results.store import TrialStore
 from ..search import per_file
+from ..search.prior import SpacePrior
 from ..search.search import FlagSearch
 from .baseline import Baselines
 from .lines import progress
@@ -67,6 +68,7 @@ class SearchLoop:
     started: float  # the tune's start (perf_counter): the time limit and the ETA count from it
     base: Baselines
     box: TimeBox | None = None  # the whole tune's time box (None or unbounded: no limit)
+    prior: SpacePrior | None = None  # the learned prior's predictions (tune/prior_use.py); None: --no-prior
 
     def run(self) -> SearchOutcome:
         setup, executor, store, log, base, started = self.setup, self.executor, self.store, self.log, self.base, self.started
@@ -75,7 +77,8 @@ class SearchLoop:
         base_of = base.base_of
         runner, runners, references, noise = base.runner, base.runners, base.references, base.noise
         trials: dict[str, Trial] = {base.baseline.flagset.key: base.baseline, **base.restored}
-        search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=warm_start(setup, log))
+        search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=warm_start(setup, log),
+                            prior=self.prior)
         for trial in trials.values():
             search.tell(trial.flagset, loss(trial, base_of(trial), lower))
         box = self.box if self.box is not None and self.box.bounded else None
@@ -149,6 +152,10 @@ class SearchLoop:
                     if flagset is None:
                         exhausted = True
                         break
+                    why = search.proposed_by(flagset) if isinstance(search, FlagSearch) else None
+                    if why:
+                        as_stream(log).info(f"trial {next_index} ({flagset.describe()}) is proposed by {why}",
+                                            prior=True, trial=next_index, flags=list(flagset.flags))
                     pipeline.submit(next_index, flagset, trials)
                     next_index += 1
                 if not pipeline.pending:

@@ -17,6 +17,7 @@ from ..system.resources import cmake_dir
 from ..model.wording import plural
 from ..model.spec import MetricSpec, TuneSpec
 from ..flags import load_space
+from ..results.prior_store import LocalPrior, prior_dir
 from ..flags.catalogue import added_dimensions, applies_when
 from ..flags.portability import HostFeatures
 from ..flags.screening import format_screen, screen_target
@@ -164,6 +165,10 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    "(unmeasured ones too); tuned: only builds of the tuned architecture alone")
     p.add_argument("--no-screen", dest="screen", action="store_false",
                    help="CUDA: search the whole space, without dropping values that change no device code")
+    p.add_argument("--no-prior", dest="prior", action="store_false",
+                   help="the search without the learned prior's predictions (the order it has without one)")
+    p.add_argument("--no-learn", dest="learn", action="store_false",
+                   help="do not add this tune's results to your local prior data (also: COMPILEIQ_NO_LEARN=1)")
     _add_verbosity(p)
 
 
@@ -191,6 +196,15 @@ def build_parser() -> argparse.ArgumentParser:
     space.add_argument("--exclude-flags", action="append", help="never these dimensions (or unsafe_numerics, experimental)")
     space.add_argument("--jobs", type=int, default=None, help="parallel compiles (default: CPU count)")
     _add_verbosity(space)
+    prior = sub.add_parser("prior", help="the learned prior: show it, refit it with your tunes, export or import "
+                           "what your tunes learned",
+                           description="The shipped prior plus your local prior data (one observation per tuned "
+                           "target, in <cache>/prior; COMPILEIQ_CACHE_DIR sets <cache>).")
+    what = prior.add_mutually_exclusive_group()
+    what.add_argument("--show", action="store_true", help="(default) the observations and hyper-parameters")
+    what.add_argument("--refit", action="store_true", help="choose the hyper-parameters again with your tunes' data")
+    what.add_argument("--export", metavar="FILE", help="write your local observations to FILE (to share them)")
+    what.add_argument("--import", dest="import_file", metavar="FILE", help="add the observations of FILE (an export)")
     trials = sub.add_parser("trials", help="print (or dump as JSON) the trials stored in a build tree")
     trials.add_argument("-B", dest="build_dir", required=True)
     trials.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
@@ -275,12 +289,45 @@ def _spec_from_args(args: argparse.Namespace):
         seed=args.seed, workers=args.workers if args.workers is not None else _default_workers(), repeats=args.repeats, timeout=args.timeout, min_gain=args.min_gain,
         cuda_arch=args.cuda_arch, config=args.config or None, compare_output=args.compare_output, compare_file=args.compare_file,
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
-        max_rounds=max(args.max_rounds, 5), screen=args.screen,
+        max_rounds=max(args.max_rounds, 5), screen=args.screen, prior=args.prior, learn=args.learn,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
         executor=args.executor, ray_address=args.ray_address, portable=args.portable, arch_scope=args.arch_scope,
         json_summary=str(Path(args.json_summary).resolve()) if args.json_summary else None,
     )
+
+
+def _prior(args: argparse.Namespace) -> None:
+    local = LocalPrior(prior_dir())
+    if args.export:
+        n = local.export(Path(args.export))
+        print(f"wrote {plural(n, 'observation')} of your tunes to {args.export}")
+        return
+    if args.import_file:
+        n = local.import_file(Path(args.import_file))
+        print(f"added {plural(n, 'observation')} from {args.import_file} to {local.observations_dir}")
+        return
+    if args.refit:
+        for family, r in local.refit().items():
+            print(f"{family}: refit on {plural(r['observations'], 'observation')} ({plural(r['values'], 'value')}): "
+                  f"bandwidth {r['bandwidth']}, shrink {r['shrink']}, features {', '.join(r['features']) or 'none'} "
+                  f"(leave-one-out loss {r['loo_score']:.4g})")
+        print(f"saved in {local.refit_path}")
+        return
+    model = local.model()
+    mine = local.observations()
+    print(f"prior: {plural(len(model.observations), 'observation')} ({len(mine)} from your tunes, in {local.observations_dir})")
+    made = model.provenance
+    if made:
+        print(f"  shipped: {made.get('made_by', '?')}, {made.get('date', '?')}, commit {str(made.get('commit', ''))[:12] or '?'}")
+    for family in model.families():
+        h = model.hyper.get(family)
+        obs = [o for o in model.observations if o.family == family]
+        print(f"  {family}: {plural(len(obs), 'observation')}; "
+              + (f"bandwidth {h.bandwidth:g}, shrink {h.shrink:g}, features {', '.join(h.features) or 'none'}" if h
+                 else "not fitted (prior --refit)"))
+    for o in mine:
+        print(f"  yours: {o.id} ({o.family}, {plural(len(o.effects), 'value')} measured)")
 
 
 def _show(path: Path) -> None:
@@ -408,6 +455,8 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None,
                                _events(args))
+        elif args.command == "prior":
+            _prior(args)
         elif args.command == "trials":
             _trials(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":

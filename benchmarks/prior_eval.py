@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""Evaluate the learned prior (issue 23) on kernels it never saw: docs/benchmarks/prior.md.
+
+For every recorded single-kernel landscape (benchmarks/prior_train.py's observations), a prior is fitted
+(hyper-parameters included) on the OTHER kernels only:
+  - leave-one-kernel-out (LOKO): every kernel but the held-out one;
+  - leave-one-source-out (LOSO): every kernel of the other sources (own-v1 = the first nine hand-written
+    kernels, own-llm / own-hpc = the kernels of inputs_llm.py / inputs_hpc.py) only.
+Then each strategy runs the replayed search (search_efficiency.simulate: the same ask/tell loop, cache and
+noisy measurements a tune would see) on the held-out kernel's search space, 30 seeds:
+  - prior:   FlagSearch with the held-out kernel's SpacePrior (its features -> predictions), the shipped default;
+  - default: FlagSearch without a prior (today's default, `--no-prior`);
+  - random:  uniform over the unseen builds;
+  - ngopt:   nevergrad NGOpt behind the same cache.
+The search space: the landscape's after static screening; for the learning-design landscapes (a sampled
+25-dimension space) its complete core sub-space (record.py LEARN_CORE), where every point was measured.
+Metrics: builds (and GPU runs) until a built valid point's true speedup reaches 95% / 99% of the space's best
+(median and IQR over seeds; an unreached run counts as budget + 1), and Spearman's rank correlation of the
+predicted vs the measured single-value effects.
+
+Usage: .venv/bin/python benchmarks/prior_eval.py run [--seeds 30] [--budget 60] [--kernels a,b]
+           [--out docs/benchmarks/raw/prior/eval.json]
+       .venv/bin/python benchmarks/prior_eval.py report [--out ...] [--md docs/benchmarks/prior-table.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "landscapes"))
+
+import prior_train  # noqa: E402  (LANDSCAPES)
+import search_efficiency as se  # noqa: E402
+from compileiq_cmake.flags.space import FlagSpace  # noqa: E402
+from compileiq_cmake.search.landscape import Landscape  # noqa: E402
+from compileiq_cmake.search.prior import SHIPPED, PriorModel, space_prior  # noqa: E402
+from compileiq_cmake.search.search import FlagSearch, NevergradSearch  # noqa: E402
+
+DEFAULT_OUT = ROOT / "docs" / "benchmarks" / "raw" / "prior" / "eval.json"
+STRATEGIES = ("prior", "default", "random", "ngopt")
+
+
+def eval_space(land: Landscape, meta: dict) -> FlagSpace:
+    """The screened space; for a learning-design landscape only its core values (a complete sub-space)."""
+    space = se.screened_space(land)
+    if not str(meta.get("sampling", "")).startswith("learn"):
+        return space
+    import record  # noqa: PLC0415 (benchmarks/landscapes)
+    core = {**{n: None for n in record.LEARN_CORE}, **record.LEARN_CORE_VALUES}
+    dims = []
+    for d in space.dimensions:
+        if d.name not in core:
+            continue
+        full = next(x for x in land.dimensions if x.name == d.name)
+        allowed = [tuple(v) for v in core[d.name]] if core[d.name] is not None else \
+            [tuple(v) for v in full.values[:record.LEARN_CORE[d.name]]]
+        values = tuple(v for v in d.values if tuple(v) in allowed)
+        if len(values) > 1:
+            dims.append(replace(d, values=values))
+    return FlagSpace(family=space.family, dimensions=tuple(dims))
+
+
+def space_best(land: Landscape, space: FlagSpace) -> float:
+    best = 1.0
+    for combo in itertools.product(*(range(len(d.values)) for d in space.dimensions)):
+        p = land.lookup(space.flagset({d.name: i for d, i in zip(space.dimensions, combo)}).flags)
+        if p is not None and p.valid:
+            best = max(best, p.speedup)
+    return best
+
+
+def strategy(name: str, space: FlagSpace, budget: int, seed: int, prior):
+    if name == "prior":
+        return FlagSearch(space, budget, seed, 1, prior=prior)
+    if name == "default":
+        return FlagSearch(space, budget, seed, 1)
+    if name == "random":
+        return se.RandomSearch(space, budget, seed)
+    if name == "ngopt":
+        return NevergradSearch(space, budget, seed, 1, optimizer="NGOpt")
+    raise KeyError(name)
+
+
+def builds_to(run: dict, target: float) -> tuple[int | None, int | None]:
+    return se.builds_to(run, target)
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    if len(a) < 3:
+        return None
+
+    def ranks(x):
+        order = sorted(range(len(x)), key=lambda i: x[i])
+        r = [0.0] * len(x)
+        i = 0
+        while i < len(x):
+            j = i
+            while j + 1 < len(x) and x[order[j + 1]] == x[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2
+            i = j + 1
+        return r
+
+    ra, rb = ranks(a), ranks(b)
+    ma, mb = statistics.fmean(ra), statistics.fmean(rb)
+    num = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    den = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
+    return num / den if den > 0 else None
+
+
+def cmd_run(args) -> None:
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    data = json.loads(out.read_text()) if out.exists() else {"kernels": {}}
+    obs = PriorModel.load(args.prior).observations  # prior_train.py's observations (features computed once)
+    by_id = {o.id.split(":", 1)[1]: o for o in obs}
+    wanted = [k for k in (args.kernels.split(",") if args.kernels else by_id)]
+    for name in wanted:
+        t0 = time.perf_counter()
+        held = by_id[name]
+        path = prior_train.LANDSCAPES / f"{name}.json"
+        meta = json.loads(path.read_text())["meta"]
+        land = Landscape.load(path)
+        space = eval_space(land, meta)
+        best = space_best(land, space)
+        budget = min(args.budget, max(2, space.size))
+        row = {"source": held.source, "kind": held.kind, "space_size": space.size, "best": best, "budget": budget,
+               "dimensions": [d.name for d in space.dimensions], "folds": {}}
+        for fold in ("loko", "loso"):
+            train = [o for o in obs if o.id != held.id and (fold == "loko" or o.source != held.source)]
+            if not any(o.family == held.family for o in train):
+                row["folds"][fold] = None  # no other source yet
+                continue
+            t_fit = time.perf_counter()
+            model = PriorModel(train)
+            model.fit()
+            t_fit = time.perf_counter() - t_fit
+            sp = space_prior(model, space, held.features, "90")
+            # rank correlation over every recorded single value of the held-out kernel (the whole space)
+            keys = [k for k, v in held.effects.items() if v is not None]
+            pred = model.predict_keys(held.family, held.features, keys, "90")
+            rho = spearman([pred[k].effect for k in keys], [held.effects[k] for k in keys])
+            runs = {}
+            seconds = {"fit": round(t_fit, 2)}
+            for sname in STRATEGIES:
+                if fold == "loso" and sname != "prior":
+                    continue  # the other strategies do not depend on the training set
+                t_s = time.perf_counter()
+                rs = [se.simulate(land, space, strategy(sname, space, budget, s, sp), s, budget) for s in range(args.seeds)]
+                runs[sname] = {f"p{int(q * 100)}": [builds_to(r, q * best) for r in rs] for q in (0.95, 0.99)}
+                seconds[sname] = round(time.perf_counter() - t_s, 2)
+            row["folds"][fold] = {"spearman": rho, "hyper": model.hyper[held.family].as_dict(), "seconds": seconds,
+                                  "first": [list(space.flagset(dict(zip([d.name for d in space.dimensions], c))).flags)
+                                            for c in sp.first], "runs": runs}
+        data["kernels"][name] = row
+        out.write_text(json.dumps(data, indent=1))
+        loko = row["folds"]["loko"]["runs"]
+        med = {s: se.quartiles([x[0] for x in loko[s]["p99"]], budget)[0] for s in loko}
+        print(f"{name:22} space {space.size:5d} best {best:.3f}x  builds to 99%: "
+              + " ".join(f"{s} {m:g}" for s, m in med.items())
+              + f"  rho {row['folds']['loko']['spearman']}  ({time.perf_counter() - t0:.0f} s)", flush=True)
+
+
+def cmd_report(args) -> None:
+    data = json.loads(Path(args.out).read_text())
+    lines = []
+    for fold in ("loko", "loso"):
+        lines.append(f"\n### {'Leave-one-kernel-out' if fold == 'loko' else 'Leave-one-source-out'}\n")
+        strategies = STRATEGIES if fold == "loko" else ("prior",)
+        head = "| kernel | source | space | best | " + " | ".join(f"{s} 95% | {s} 99%" for s in strategies) + " | rho |"
+        lines += [head, "|" + "---|" * (4 + 2 * len(strategies) + 1)]
+        meds = {s: [] for s in strategies}
+        worse = []
+        for name, row in sorted(data["kernels"].items(), key=lambda kv: (kv[1]["source"], kv[0])):
+            f = row["folds"][fold]
+            runs = {**row["folds"]["loko"]["runs"], **f["runs"]}
+            cells = []
+            for s in strategies:
+                for q in ("p95", "p99"):
+                    m, lo, hi, n = se.quartiles([x[0] for x in runs[s][q]], row["budget"])
+                    cells.append(f"{m:g} [{lo:g}-{hi:g}]" + ("" if n == len(runs[s][q]) else f" ({n}/{len(runs[s][q])})"))
+                    if q == "p99":
+                        meds[s].append(m)
+            d99 = se.quartiles([x[0] for x in runs["default"]["p99"]], row["budget"])[0]
+            p99 = se.quartiles([x[0] for x in runs["prior"]["p99"]], row["budget"])[0]
+            if p99 - d99 > 2:
+                worse.append(f"{name} ({p99:g} vs {d99:g})")
+            rho = f["spearman"]
+            lines.append(f"| {name} | {row['source']} | {row['space_size']} | {row['best']:.3f}x | " + " | ".join(cells)
+                         + f" | {'-' if rho is None else f'{rho:.2f}'} |")
+        lines.append("")
+        lines.append("Median over kernels of the per-kernel median builds to 99%: "
+                     + ", ".join(f"{s} {statistics.median(v):g}" for s, v in meds.items()))
+        if fold == "loko" or True:
+            dm = statistics.median([se.quartiles([x[0] for x in r["folds"]["loko"]["runs"]["default"]["p99"]], r["budget"])[0]
+                                    for r in data["kernels"].values()])
+            pm = statistics.median(meds["prior"])
+            lines.append(f"Goal (prior <= half of default): prior {pm:g} vs default {dm:g} -> "
+                         f"{'met' if pm <= dm / 2 else f'missed by {pm - dm / 2:g} builds'}; kernels where the prior "
+                         f"needs > 2 builds more than the default: {', '.join(worse) or 'none'}")
+        rhos = [r["folds"][fold]["spearman"] for r in data["kernels"].values() if r["folds"][fold]["spearman"] is not None]
+        if rhos:
+            lines.append(f"Spearman rho of predicted vs measured single-value effects: median {statistics.median(rhos):.2f} "
+                         f"(IQR {statistics.quantiles(rhos, n=4)[0]:.2f}-{statistics.quantiles(rhos, n=4)[2]:.2f}) over "
+                         f"{len(rhos)} kernels")
+    text = "\n".join(lines) + "\n"
+    if args.md:
+        Path(args.md).write_text(text)
+    print(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--seeds", type=int, default=30)
+    r.add_argument("--budget", type=int, default=60)
+    r.add_argument("--kernels", default="")
+    r.add_argument("--out", default=str(DEFAULT_OUT))
+    r.add_argument("--prior", default=str(SHIPPED), help="the observations (prior_train.py's output)")
+    p = sub.add_parser("report")
+    p.add_argument("--out", default=str(DEFAULT_OUT))
+    p.add_argument("--md", default="")
+    args = ap.parse_args()
+    cmd_run(args) if args.cmd == "run" else cmd_report(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,404 @@
+"""The learned prior (issue 23): from a target's features (flags/features.py), a flag value and the
+architecture to the predicted effect of that value alone on the target's time, with its uncertainty, and the
+probability that the build or run is invalid.
+
+The model is a similarity-weighted average over *observations*: recorded kernels and finished tunes, each a
+feature vector with the measured single-value effects (log speedup of the value alone over the default
+build; invalid when it failed to build, run or verify). For a new target and a value v:
+
+    w_k       = exp(-d_k^2 / (2 h^2))        d_k^2: mean squared standardized distance over the chosen features
+    effect    = (sum_k w_k y_k + s * ybar_v) / (sum_k w_k + s)     over the observations with a valid y for v
+    sd^2      = (sum_k w_k (y_k - effect)^2 + s * var_v) / (sum_k w_k + s) + floor^2
+    p_invalid = (sum_k w_k inv_k + s * pbar_v) / (sum_k w_k + s)
+
+ybar_v, var_v, pbar_v: the value's mean effect, variance and (smoothed) invalid rate over every observation of
+its family; s (shrink) pulls thinly supported predictions towards them. The bandwidth h, s and the feature
+subset are chosen by leave-one-out over the observations (`fit`, forward selection); another architecture
+than the observations' widens sd by ARCH_WIDEN. Pure numpy, no pickle: the model is its observations and
+hyper-parameters in a versioned JSON file (`prior_data.json` in this package, made by benchmarks/prior_train.py),
+plus the user's own tunes (results/prior_store.py). Inference is a few small matrix products."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..flags.features import FEATURE_NAMES
+from ..flags.space import FlagSpace
+from ..model.errors import CompileIQError
+
+FORMAT = "compileiq-prior"
+VERSION = 1
+SHIPPED = Path(__file__).with_name("prior_data.json")
+SD_FLOOR = 0.005  # the effect of a value on a new target is never known better than 0.5%
+ARCH_WIDEN = 2.0  # sd factor for an architecture no observation has
+UNKNOWN_SD = 0.05  # a value no observation has: effect 0 +/- 5%
+UNKNOWN_INVALID = 0.1
+HARMFUL_INVALID = 0.8  # a value at least this likely to be invalid goes last
+BANDWIDTHS = (0.25, 0.5, 1.0, 2.0, 4.0, math.inf)
+SHRINKS = (0.25, 0.5, 1.0, 2.0, 4.0)
+MAX_FEATURES = 6
+
+
+def value_key(family: str, dimension: str, tokens: Sequence[str]) -> str:
+    """The key of one value of one dimension: "nvcc:use_fast_math=--use_fast_math"."""
+    return f"{family}:{dimension}={' '.join(tokens)}"
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One kernel's or tune's measured single-value effects. `effects[key]`: log speedup of that value alone
+    (> 0 faster), or None when it was invalid (build failed, crashed, wrong result)."""
+
+    id: str
+    source: str  # where it came from: "landscape:<name>", "tune:<target>", an import's label
+    family: str
+    arch: str
+    features: Mapping[str, float]
+    effects: Mapping[str, float | None]
+    kind: str = ""
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "source": self.source, "family": self.family, "arch": self.arch, "kind": self.kind,
+                "features": {k: round(float(v), 6) for k, v in self.features.items()},
+                "effects": {k: (None if v is None else round(float(v), 6)) for k, v in sorted(self.effects.items())}}
+
+    @staticmethod
+    def from_dict(d: Mapping, where: str) -> "Observation":
+        try:
+            return Observation(id=str(d["id"]), source=str(d["source"]), family=str(d["family"]),
+                               arch=str(d.get("arch", "")), kind=str(d.get("kind", "")),
+                               features={str(k): float(v) for k, v in d["features"].items()},
+                               effects={str(k): (None if v is None else float(v)) for k, v in d["effects"].items()})
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CompileIQError(f"{where}: not a prior observation ({exc}); refit or re-export it") from exc
+
+
+@dataclass(frozen=True)
+class Hyper:
+    bandwidth: float = 1.0
+    shrink: float = 1.0
+    features: tuple[str, ...] = ()  # empty: every observation is equally similar (the value's mean)
+
+    def as_dict(self) -> dict:
+        return {"bandwidth": None if math.isinf(self.bandwidth) else self.bandwidth, "shrink": self.shrink,
+                "features": list(self.features)}
+
+    @staticmethod
+    def from_dict(d: Mapping) -> "Hyper":
+        bw = d.get("bandwidth")
+        return Hyper(bandwidth=math.inf if bw is None else float(bw), shrink=float(d.get("shrink", 1.0)),
+                     features=tuple(str(f) for f in d.get("features", ())))
+
+
+@dataclass(frozen=True)
+class Prediction:
+    effect: float  # predicted log speedup of the value alone (> 0: faster)
+    sd: float
+    p_invalid: float
+    support: float  # the similarity-weighted number of observations behind it (0: none had the value)
+
+    @property
+    def known(self) -> bool:
+        return self.support > 0
+
+    @property
+    def gain(self) -> float:
+        """The predicted speedup - 1 (0.1: 10% faster)."""
+        return math.expm1(self.effect)
+
+    @property
+    def harmful(self) -> bool:
+        """Confidently slower (two sd) or most likely invalid: tried last."""
+        return self.known and (self.p_invalid >= HARMFUL_INVALID or self.effect + 2 * self.sd < 0)
+
+    @property
+    def score(self) -> float:
+        """What the search orders by: the expected effect if valid, discounted by the risk of being invalid,
+        plus half an sd of optimism (a big mover that may be there is worth a build)."""
+        return (1 - self.p_invalid) * (self.effect + 0.5 * self.sd)
+
+    def describe(self) -> str:
+        if not self.known:
+            return "no data"
+        text = f"{100 * self.gain:+.1f}% +/- {100 * self.sd:.1f}%"
+        return text + (f", invalid {100 * self.p_invalid:.0f}%" if self.p_invalid >= 0.05 else "")
+
+
+UNKNOWN = Prediction(0.0, UNKNOWN_SD, UNKNOWN_INVALID, 0.0)
+
+
+@dataclass
+class _Table:
+    """The observations of one family as matrices: Z (n x F standardized features), Y and INV (n x V, NaN
+    where an observation lacks the value)."""
+
+    obs: list[Observation]
+    keys: list[str]
+    names: list[str]
+    mean: np.ndarray
+    scale: np.ndarray
+    Z: np.ndarray
+    Y: np.ndarray
+    INV: np.ndarray
+
+    @staticmethod
+    def of(obs: list[Observation], names: Sequence[str]) -> "_Table":
+        keys = sorted({k for o in obs for k in o.effects})
+        X = np.array([[o.features.get(n, 0.0) for n in names] for o in obs], dtype=float).reshape(len(obs), len(names))
+        mean = X.mean(axis=0) if len(obs) else np.zeros(len(names))
+        scale = X.std(axis=0) if len(obs) else np.ones(len(names))
+        scale = np.where(scale > 1e-9, scale, 1.0)
+        Z = (X - mean) / scale
+        Y = np.full((len(obs), len(keys)), np.nan)
+        INV = np.full((len(obs), len(keys)), np.nan)
+        col = {k: j for j, k in enumerate(keys)}
+        for i, o in enumerate(obs):
+            for k, v in o.effects.items():
+                INV[i, col[k]] = 1.0 if v is None else 0.0
+                if v is not None:
+                    Y[i, col[k]] = v
+        return _Table(obs, keys, list(names), mean, scale, Z, Y, INV)
+
+
+def _moments(Y: np.ndarray, INV: np.ndarray, exclude: np.ndarray | None = None):
+    """Per value: mean and variance of the valid effects and the smoothed invalid rate (rows in `exclude`
+    left out when given: leave-one-out)."""
+    valid = ~np.isnan(Y)
+    seen = ~np.isnan(INV)
+    if exclude is not None:
+        valid = valid & ~exclude[:, None]
+        seen = seen & ~exclude[:, None]
+    n = valid.sum(axis=0)
+    y0 = np.where(valid, Y, 0.0)
+    ybar = np.where(n > 0, y0.sum(axis=0) / np.maximum(n, 1), 0.0)
+    var = np.where(n > 1, (np.where(valid, (Y - ybar) ** 2, 0.0)).sum(axis=0) / np.maximum(n - 1, 1), UNKNOWN_SD ** 2)
+    inv = np.where(seen, INV, 0.0).sum(axis=0)
+    m = seen.sum(axis=0)
+    pbar = (inv + 0.5) / (m + 1.0)
+    return ybar, var, pbar
+
+
+def _weights(Zq: np.ndarray, Z: np.ndarray, cols: Sequence[int], bandwidth: float) -> np.ndarray:
+    """Similarity weights (queries x observations)."""
+    if not cols or math.isinf(bandwidth):
+        return np.ones((Zq.shape[0], Z.shape[0]))
+    d2 = ((Zq[:, None, cols] - Z[None, :, cols]) ** 2).mean(axis=2)
+    return np.exp(-d2 / (2 * bandwidth ** 2))
+
+
+def _predict(W: np.ndarray, Y: np.ndarray, INV: np.ndarray, ybar, var, pbar, shrink: float):
+    """Effect, sd, p_invalid, support (queries x values) from weights W (queries x observations)."""
+    valid = ~np.isnan(Y)
+    seen = ~np.isnan(INV)
+    y0 = np.where(valid, Y, 0.0)
+    wv = W @ valid
+    effect = (W @ y0 + shrink * ybar) / (wv + shrink)
+    # sum_k w (y - e)^2 = sum w y^2 - 2 e sum w y + e^2 sum w
+    sq = W @ (y0 ** 2) - 2 * effect * (W @ y0) + effect ** 2 * wv
+    sd = np.sqrt(np.maximum(sq, 0.0) / (wv + shrink) + shrink * var / (wv + shrink) + SD_FLOOR ** 2)
+    ws = W @ seen
+    p_inv = (W @ np.where(seen, INV, 0.0) + shrink * pbar) / (ws + shrink)
+    return effect, sd, p_inv, ws
+
+
+class PriorModel:
+    """Observations + hyper-parameters per family; `predict` and `predict_space` answer in milliseconds."""
+
+    def __init__(self, observations: Iterable[Observation], hyper: Mapping[str, Hyper] | None = None,
+                 provenance: Mapping | None = None) -> None:
+        self.observations = list(observations)
+        self.hyper = dict(hyper or {})
+        self.provenance = dict(provenance or {})
+        self._tables: dict[str, _Table] = {}
+
+    # ---- files
+    @staticmethod
+    def load(path: Path | str) -> "PriorModel":
+        path = Path(path)
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise CompileIQError(f"cannot read the prior {path}: {exc}") from exc
+        if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
+            raise CompileIQError(f"{path} is not a compileiq prior (format {FORMAT} version {VERSION})")
+        obs = [Observation.from_dict(o, str(path)) for o in doc.get("observations", [])]
+        hyper = {fam: Hyper.from_dict(h) for fam, h in doc.get("hyper", {}).items()}
+        return PriorModel(obs, hyper, doc.get("provenance", {}))
+
+    @staticmethod
+    def shipped() -> "PriorModel":
+        return PriorModel.load(SHIPPED) if SHIPPED.is_file() else PriorModel([])
+
+    def as_dict(self) -> dict:
+        return {"format": FORMAT, "version": VERSION, "provenance": self.provenance,
+                "hyper": {fam: h.as_dict() for fam, h in sorted(self.hyper.items())},
+                "observations": [o.as_dict() for o in self.observations]}
+
+    def save(self, path: Path | str) -> None:
+        """One observation per line (diff-friendly); written to a temporary file first."""
+        doc = self.as_dict()
+        head = {k: v for k, v in doc.items() if k != "observations"}
+        lines = [json.dumps(o, separators=(",", ":"), sort_keys=True) for o in doc["observations"]]
+        text = json.dumps(head, indent=1)[:-2] + ',\n "observations": [\n' + ",\n".join(lines) + "\n]}\n"
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+
+    def with_observations(self, extra: Iterable[Observation]) -> "PriorModel":
+        """This model with more observations (a user's tunes), same hyper-parameters; an observation of the
+        same id replaces the older one."""
+        by_id = {o.id: o for o in self.observations}
+        for o in extra:
+            by_id[o.id] = o
+        return PriorModel(by_id.values(), self.hyper, self.provenance)
+
+    # ---- prediction
+    def families(self) -> list[str]:
+        return sorted({o.family for o in self.observations})
+
+    def _table(self, family: str) -> _Table | None:
+        if family not in self._tables:
+            obs = [o for o in self.observations if o.family == family]
+            if not obs:
+                return None
+            self._tables[family] = _Table.of(obs, FEATURE_NAMES)
+        return self._tables[family]
+
+    def predict_keys(self, family: str, features: Mapping[str, float], keys: Sequence[str],
+                     arch: str = "") -> dict[str, Prediction]:
+        table = self._table(family)
+        if table is None:
+            return {k: UNKNOWN for k in keys}
+        hyper = self.hyper.get(family, Hyper())
+        cols = [table.names.index(f) for f in hyper.features if f in table.names]
+        x = np.array([[features.get(n, 0.0) for n in table.names]], dtype=float)
+        zq = (x - table.mean) / table.scale
+        W = _weights(zq, table.Z, cols, hyper.bandwidth)
+        ybar, var, pbar = _moments(table.Y, table.INV)
+        effect, sd, p_inv, support = _predict(W, table.Y, table.INV, ybar, var, pbar, hyper.shrink)
+        widen = ARCH_WIDEN if arch and arch not in {o.arch for o in table.obs} else 1.0
+        col = {k: j for j, k in enumerate(table.keys)}
+        out = {}
+        for k in keys:
+            j = col.get(k)
+            if j is None or support[0, j] <= 0:
+                out[k] = UNKNOWN
+            else:
+                out[k] = Prediction(float(effect[0, j]), float(sd[0, j]) * widen, float(p_inv[0, j]),
+                                    float(support[0, j]))
+        return out
+
+    def predict_space(self, space: FlagSpace, features: Mapping[str, float], arch: str = "") -> dict[tuple[str, int], Prediction]:
+        """(dimension name, value index) -> Prediction for every non-default value of the space."""
+        keys = {(d.name, i): value_key(space.family, d.name, v) for d in space.dimensions
+                for i, v in enumerate(d.values) if i}
+        pred = self.predict_keys(space.family, features, sorted(set(keys.values())), arch)
+        return {di: pred[k] for di, k in keys.items()}
+
+    # ---- fitting
+    def fit(self, families: Sequence[str] | None = None) -> dict[str, dict]:
+        """Choose each family's bandwidth, shrink and features by leave-one-out (forward selection of up to
+        MAX_FEATURES features); returns the cross-validated scores per family."""
+        report = {}
+        for family in families or self.families():
+            table = self._table(family)
+            if table is None:
+                continue
+            hyper, score = fit_table(table)
+            self.hyper[family] = hyper
+            report[family] = {"observations": len(table.obs), "values": len(table.keys), "loo_score": score,
+                              **hyper.as_dict()}
+        return report
+
+
+def loo_score(table: _Table, cols: Sequence[int], bandwidth: float, shrink: float) -> float:
+    """Leave-one-out loss: mean squared error of the valid effects (in units of SD_FLOOR^2 ... plain) plus the
+    Brier score of invalidity, over every (observation, value) cell; lower is better."""
+    n = len(table.obs)
+    if n < 2:
+        return math.inf
+    W = _weights(table.Z, table.Z, cols, bandwidth)
+    np.fill_diagonal(W, 0.0)
+    total_sq = total_brier = 0.0
+    cells = 0
+    for i in range(n):
+        exclude = np.zeros(n, dtype=bool)
+        exclude[i] = True
+        ybar, var, pbar = _moments(table.Y, table.INV, exclude)
+        e, _sd, p, _ = _predict(W[i:i + 1], table.Y, table.INV, ybar, var, pbar, shrink)
+        yi, ii = table.Y[i], table.INV[i]
+        valid = ~np.isnan(yi)
+        seen = ~np.isnan(ii)
+        total_sq += float(np.sum((e[0, valid] - yi[valid]) ** 2))
+        total_brier += float(np.sum((p[0, seen] - ii[seen]) ** 2))
+        cells += int(seen.sum())
+    return (total_sq + 0.01 * total_brier) / max(cells, 1)
+
+
+def fit_table(table: _Table) -> tuple[Hyper, float]:
+    """Forward selection of features, each step over the bandwidth x shrink grid; stops when no feature
+    lowers the leave-one-out loss."""
+    chosen: list[int] = []
+    best = (math.inf, Hyper())
+    for shrink in SHRINKS:
+        s = loo_score(table, [], math.inf, shrink)
+        if s < best[0]:
+            best = (s, Hyper(math.inf, shrink, ()))
+    while len(chosen) < MAX_FEATURES:
+        step = None
+        for c in range(len(table.names)):
+            if c in chosen:
+                continue
+            for bw in BANDWIDTHS[:-1]:
+                for shrink in SHRINKS:
+                    s = loo_score(table, [*chosen, c], bw, shrink)
+                    if step is None or s < step[0]:
+                        step = (s, c, bw, shrink)
+        if step is None or step[0] >= best[0] * (1 - 1e-3):
+            break
+        chosen.append(step[1])
+        best = (step[0], Hyper(step[2], step[3], tuple(table.names[c] for c in chosen)))
+    return best[1], best[0]
+
+
+@dataclass(frozen=True)
+class SpacePrior:
+    """What the search reads: a Prediction per (dimension index, value index) of its space, and the
+    combinations proposed first."""
+
+    predictions: Mapping[tuple[int, int], Prediction]
+    source: str = ""  # for the log: "prior (41 observations)"
+    first: tuple[tuple[int, ...], ...] = field(default=())
+
+    def of(self, d: int, i: int) -> Prediction:
+        return self.predictions.get((d, i), UNKNOWN)
+
+
+def space_prior(model: PriorModel, space: FlagSpace, features: Mapping[str, float], arch: str = "",
+                combinations: int = 2) -> SpacePrior:
+    """The space's predictions and its first combinations: (1) per dimension the value of best score when it
+    is confidently positive (effect - sd > 0) and rarely invalid, (2) per dimension the value of best score
+    when positive; each added only when it differs from the default and from the ones before."""
+    by_name = model.predict_space(space, features, arch)
+    names = [d.name for d in space.dimensions]
+    preds = {(names.index(n), i): p for (n, i), p in by_name.items()}
+    firsts: list[tuple[int, ...]] = []
+    rules = [lambda p: p.known and p.effect - p.sd > 0 and p.p_invalid < 0.2,
+             lambda p: p.known and p.effect > 0 and p.p_invalid < 0.5]
+    for rule in rules[:combinations]:
+        choice = []
+        for d, dim in enumerate(space.dimensions):
+            ok = [(preds[(d, i)].score, i) for i in range(1, len(dim.values)) if rule(preds[(d, i)])]
+            choice.append(max(ok)[1] if ok else 0)
+        t = tuple(choice)
+        if any(t) and t not in firsts:
+            firsts.append(t)
+    n = sum(1 for o in model.observations if o.family == space.family)
+    return SpacePrior(preds, f"prior ({n} observation{'s' if n != 1 else ''} of {space.family} flags)", tuple(firsts))

@@ -1,0 +1,175 @@
+"""Tune stage glue for the learned prior (issue 23): before the search, the target's features (from the
+baseline build's objects, or the store on a resume) and the prior's predictions for its space (the shipped
+model plus the user's own tunes); after the finalists, this tune's single-value effects added to the local
+dataset. `--no-prior` leaves the search as it was without one (today's trial order); `--no-learn` or
+COMPILEIQ_NO_LEARN=1 keeps this tune out of the local dataset."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from ..flags.features import FEATURE_NAMES, TargetFeatures, target_features
+from ..model.errors import CompileIQError
+from ..model.records import Trial
+from ..model.wording import plural
+from ..results.prior_store import LocalPrior, learning_off, prior_dir
+from ..results.store import TrialStore
+from ..search.prior import Observation, SpacePrior, space_prior, value_key
+from .baseline import Baselines
+from .setup import TuneSetup
+from .trial import loss
+
+Log = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PriorUse:
+    """What the search gets (None: no prior) and what the learning step needs."""
+
+    prior: SpacePrior | None
+    features: Mapping[str, float] | None  # None: unknown (no learning either)
+    observations: int = 0
+    local: int = 0
+
+
+def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dict[str, float] | None:
+    """The target's feature vector: CUDA from the baseline build's objects (computed once, kept in the store
+    for a resume), a host target from its source count, a replay from nothing (all zero)."""
+    stored = store.load_result("prior_features")
+    if isinstance(stored, dict) and set(FEATURE_NAMES) <= set(stored):
+        return {k: float(stored[k]) for k in FEATURE_NAMES}
+    if setup.replay is not None:
+        log("compileiq: note: prior: a replayed landscape has no kernel features (no build to read them from); "
+            "the search runs without the prior's predictions")
+        return None
+    if setup.language != "CUDA":
+        units = len(setup.target.sources_in(setup.language)) or 1
+        vec = TargetFeatures(kernels=(), units=units, arch="").vector()
+    else:
+        if not fresh:
+            log("compileiq: note: prior: the kernel features were not stored by the tune this one resumes and the "
+                "baseline was not rebuilt; the search runs without the prior's predictions")
+            return None
+        tree = setup.trees[0]
+        objects = [tree.path / o for o in setup.objects if (tree.path / o).is_file()]
+        if not objects:
+            log("compileiq: note: prior: no object file of the target was found after the baseline build; the "
+                "search runs without the prior's predictions")
+            return None
+        try:
+            relocatable = tree.decisions().relocatable
+        except (CompileIQError, OSError):
+            relocatable = False
+        try:
+            tf = target_features(objects, nvcc_path=setup.toolchain.path, arch=setup.cuda_arch,
+                                 relocatable=relocatable, jobs=setup.spec.workers + 1)
+        except CompileIQError as exc:
+            log(f"compileiq: note: prior: the kernel features could not be read ({exc}); the search runs without "
+                "the prior's predictions")
+            return None
+        vec = tf.vector()
+    store.save_result("prior_features", vec)
+    return vec
+
+
+def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> PriorUse:
+    """The prior for this tune's search (logged: where it comes from and what it proposes first)."""
+    fresh = base.baseline.flagset.key not in base.restored
+    if not setup.spec.prior:  # the features still serve the learning step (unless --no-learn)
+        log("compileiq: prior: off (--no-prior): the search starts as it does without one")
+        quiet = not setup.spec.learn or setup.replay is not None
+        return PriorUse(None, None if quiet else _features(setup, store, fresh, log))
+    features = _features(setup, store, fresh, log)
+    if features is None:
+        return PriorUse(None, None)
+    local = LocalPrior(prior_dir())
+    try:
+        model = local.model()
+    except CompileIQError as exc:
+        log(f"compileiq: note: prior: the shipped prior could not be read ({exc}); the search runs without it")
+        return PriorUse(None, features)
+    n_local = sum(1 for o in model.observations if not o.source.startswith("own-") and o.family == setup.space.family)
+    n_family = sum(1 for o in model.observations if o.family == setup.space.family)
+    sp = space_prior(model, setup.space, features, setup.cuda_arch)
+    known = sum(1 for p in sp.predictions.values() if p.known)
+    if not n_family:
+        log(f"compileiq: prior: no observation of {setup.space.family} flags yet (shipped or from your tunes): the "
+            "search starts as it does without one; this tune's results will be its first")
+        return PriorUse(sp, features, 0, 0)
+    names = [d.name for d in setup.space.dimensions]
+    firsts = []
+    for choice in sp.first:
+        fs = setup.space.flagset(dict(zip(names, choice)))
+        effect = sum(sp.of(d, i).effect for d, i in enumerate(choice) if i)
+        firsts.append(f"{fs.describe()} (predicted {100 * math.expm1(effect):+.1f}%)")
+    log(f"compileiq: prior: {plural(n_family, 'observation')} of {setup.space.family} flags "
+        f"({n_local} from your tunes) predict {known} of the space's "
+        f"{plural(sum(len(d.values) - 1 for d in setup.space.dimensions), 'value')}; "
+        + (f"first trials from it: {'; '.join(firsts)}" if firsts else "it predicts no value faster: its order only")
+        + "; single-flag changes in order of predicted effect")
+    return PriorUse(sp, features, n_family, n_local)
+
+
+def observation_id(setup: TuneSetup) -> str:
+    where = f"{setup.spec.source_dir}|{setup.spec.target}|{setup.space.family}|{setup.cuda_arch}"
+    return f"tune:{setup.spec.target}:{hashlib.sha256(where.encode()).hexdigest()[:12]}"
+
+
+RIDGE = 0.05  # the combinations' least squares: a value seen in few trials is pulled towards "no effect"
+
+
+def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines) -> dict[str, float | None]:
+    """Per value of the space the tune learned something of: its effect alone (minus its loss) when a trial
+    changed it alone, None when that trial was invalid; for values only tried in combinations, their
+    additive effect by ridge least squares over the valid trials (loss = sum of the values' effects)."""
+    lower = setup.spec.metric.lower_is_better
+    dims = {d.name: d for d in setup.space.dimensions}
+
+    def key(name: str, i: int) -> str | None:
+        return value_key(setup.space.family, name, dims[name].values[i]) if name in dims and 0 < i < len(dims[name].values) else None
+
+    out: dict[str, float | None] = {}
+    rows: list[tuple[list[str], float]] = []
+    for trial in trials.values():
+        keys = [k for k in (key(n, i) for n, i in trial.flagset.choices) if k]
+        if len(keys) != len(trial.flagset.choices):
+            continue  # a value outside this space (per-file proposals, another space)
+        if trial.valid:
+            rows.append((keys, -loss(trial, base.base_of(trial), lower)))
+        if len(keys) == 1:
+            out[keys[0]] = rows[-1][1] if trial.valid else None
+    columns = sorted({k for ks, _ in rows for k in ks} - set(out))
+    if columns:
+        X = np.array([[1.0 if c in ks else 0.0 for c in columns] for ks, _ in rows])
+        y = np.array([effect - sum(out.get(k) or 0.0 for k in ks if k in out) for ks, effect in rows])
+        beta = np.linalg.solve(X.T @ X + RIDGE * np.eye(len(columns)), X.T @ y)
+        out.update({c: float(b) for c, b in zip(columns, beta)})
+    return out
+
+
+def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Baselines, log: Log) -> None:
+    """Add this tune's single-value effects to the local dataset (unless opted out)."""
+    if use.features is None or setup.replay is not None:
+        return
+    if not setup.spec.learn or learning_off():
+        log("compileiq: prior: this tune's results were not added to your local prior data (--no-learn or "
+            "COMPILEIQ_NO_LEARN)")
+        return
+    effects = tune_effects(setup, trials, base)
+    if not effects:
+        return
+    obs = Observation(id=observation_id(setup), source=f"tune:{setup.spec.target}", family=setup.space.family,
+                      arch=setup.cuda_arch, features=dict(use.features), effects=effects)
+    try:
+        path = LocalPrior(prior_dir()).save(obs)
+    except OSError as exc:
+        log(f"compileiq: note: prior: this tune's results could not be added to your local prior data ({exc})")
+        return
+    log(f"compileiq: prior: the effects of {plural(len(effects), 'flag value')} measured by this tune added to your local prior "
+        f"data ({path}; --no-learn or COMPILEIQ_NO_LEARN=1 opts out)")
+
