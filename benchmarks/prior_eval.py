@@ -48,7 +48,7 @@ from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 from compileiq_cmake.search.prior import SHIPPED, PriorModel, space_prior  # noqa: E402
 from compileiq_cmake.search.search import FlagSearch, NevergradSearch  # noqa: E402
 
-DEFAULT_OUT = ROOT / "docs" / "benchmarks" / "raw" / "prior" / "eval.json"
+DEFAULT_OUT = ROOT / "docs" / "benchmarks" / "raw" / "prior"  # one <kernel>.json each
 STRATEGIES = ("prior", "default", "random", "ngopt")
 
 
@@ -121,61 +121,78 @@ def spearman(a: list[float], b: list[float]) -> float | None:
     return num / den if den > 0 else None
 
 
+def evaluate_kernel(name: str, prior_path: str, seeds: int, budget_cap: int, ng_seeds: int) -> dict:
+    """One held-out kernel: both folds, every strategy (one process: run in parallel over kernels)."""
+    t0 = time.perf_counter()
+    obs = PriorModel.load(prior_path).observations  # prior_train.py's observations (features computed once)
+    held = next(o for o in obs if o.id == f"landscape:{name}")
+    path = prior_train.LANDSCAPES / f"{name}.json"
+    meta = json.loads(path.read_text())["meta"]
+    land = Landscape.load(path)
+    space = eval_space(land, meta)
+    best = space_best(land, space)
+    budget = min(budget_cap, max(2, space.size))
+    row = {"source": held.source, "kind": held.kind, "space_size": space.size, "best": best, "budget": budget,
+           "seeds": seeds, "ngopt_seeds": ng_seeds, "dimensions": [d.name for d in space.dimensions], "folds": {}}
+    for fold in ("loko", "loso"):
+        train = [o for o in obs if o.id != held.id and (fold == "loko" or o.source != held.source)]
+        if not any(o.family == held.family for o in train):
+            row["folds"][fold] = None  # no other source yet
+            continue
+        t_fit = time.perf_counter()
+        model = PriorModel(train)
+        model.fit()
+        t_fit = time.perf_counter() - t_fit
+        sp = space_prior(model, space, held.features, "90")
+        # rank correlation over every recorded single value of the held-out kernel (the whole space)
+        keys = [k for k, v in held.effects.items() if v is not None]
+        pred = model.predict_keys(held.family, held.features, keys, "90")
+        rho = spearman([pred[k].effect for k in keys], [held.effects[k] for k in keys])
+        runs = {}
+        seconds = {"fit": round(t_fit, 2)}
+        for sname in STRATEGIES:
+            if fold == "loso" and sname != "prior":
+                continue  # the other strategies do not depend on the training set
+            t_s = time.perf_counter()
+            n = ng_seeds if sname == "ngopt" else seeds
+            rs = [se.simulate(land, space, strategy(sname, space, budget, s, sp), s, budget) for s in range(n)]
+            runs[sname] = {f"p{int(q * 100)}": [builds_to(r, q * best) for r in rs] for q in (0.95, 0.99)}
+            seconds[sname] = round(time.perf_counter() - t_s, 2)
+        names = [d.name for d in space.dimensions]
+        row["folds"][fold] = {"spearman": rho, "hyper": model.hyper[held.family].as_dict(), "seconds": seconds,
+                              "first": [list(space.flagset(dict(zip(names, c))).flags) for c in sp.first], "runs": runs}
+    row["seconds"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
 def cmd_run(args) -> None:
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    data = json.loads(out.read_text()) if out.exists() else {"kernels": {}}
-    obs = PriorModel.load(args.prior).observations  # prior_train.py's observations (features computed once)
-    by_id = {o.id.split(":", 1)[1]: o for o in obs}
-    wanted = [k for k in (args.kernels.split(",") if args.kernels else by_id)]
-    for name in wanted:
-        t0 = time.perf_counter()
-        held = by_id[name]
-        path = prior_train.LANDSCAPES / f"{name}.json"
-        meta = json.loads(path.read_text())["meta"]
-        land = Landscape.load(path)
-        space = eval_space(land, meta)
-        best = space_best(land, space)
-        budget = min(args.budget, max(2, space.size))
-        row = {"source": held.source, "kind": held.kind, "space_size": space.size, "best": best, "budget": budget,
-               "dimensions": [d.name for d in space.dimensions], "folds": {}}
-        for fold in ("loko", "loso"):
-            train = [o for o in obs if o.id != held.id and (fold == "loko" or o.source != held.source)]
-            if not any(o.family == held.family for o in train):
-                row["folds"][fold] = None  # no other source yet
-                continue
-            t_fit = time.perf_counter()
-            model = PriorModel(train)
-            model.fit()
-            t_fit = time.perf_counter() - t_fit
-            sp = space_prior(model, space, held.features, "90")
-            # rank correlation over every recorded single value of the held-out kernel (the whole space)
-            keys = [k for k, v in held.effects.items() if v is not None]
-            pred = model.predict_keys(held.family, held.features, keys, "90")
-            rho = spearman([pred[k].effect for k in keys], [held.effects[k] for k in keys])
-            runs = {}
-            seconds = {"fit": round(t_fit, 2)}
-            for sname in STRATEGIES:
-                if fold == "loso" and sname != "prior":
-                    continue  # the other strategies do not depend on the training set
-                t_s = time.perf_counter()
-                rs = [se.simulate(land, space, strategy(sname, space, budget, s, sp), s, budget) for s in range(args.seeds)]
-                runs[sname] = {f"p{int(q * 100)}": [builds_to(r, q * best) for r in rs] for q in (0.95, 0.99)}
-                seconds[sname] = round(time.perf_counter() - t_s, 2)
-            row["folds"][fold] = {"spearman": rho, "hyper": model.hyper[held.family].as_dict(), "seconds": seconds,
-                                  "first": [list(space.flagset(dict(zip([d.name for d in space.dimensions], c))).flags)
-                                            for c in sp.first], "runs": runs}
-        data["kernels"][name] = row
-        out.write_text(json.dumps(data, indent=1))
-        loko = row["folds"]["loko"]["runs"]
-        med = {s: se.quartiles([x[0] for x in loko[s]["p99"]], budget)[0] for s in loko}
-        print(f"{name:22} space {space.size:5d} best {best:.3f}x  builds to 99%: "
-              + " ".join(f"{s} {m:g}" for s, m in med.items())
-              + f"  rho {row['folds']['loko']['spearman']}  ({time.perf_counter() - t0:.0f} s)", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    names = [o.id.split(":", 1)[1] for o in PriorModel.load(args.prior).observations]
+    wanted = args.kernels.split(",") if args.kernels else names
+    todo = [k for k in wanted if args.again or not (out / f"{k}.json").is_file()]  # resumable
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {k: pool.submit(evaluate_kernel, k, args.prior, args.seeds, args.budget, args.ngopt_seeds) for k in todo}
+        for name, fut in futures.items():
+            row = fut.result()
+            tmp = out / f"{name}.json.tmp"
+            tmp.write_text(json.dumps(row, indent=1))
+            tmp.replace(out / f"{name}.json")
+            loko = row["folds"]["loko"]["runs"]
+            med = {s: se.quartiles([x[0] for x in loko[s]["p99"]], row["budget"])[0] for s in loko}
+            rho = row["folds"]["loko"]["spearman"]
+            print(f"{name:22} space {row['space_size']:5d} best {row['best']:.3f}x  builds to 99%: "
+                  + " ".join(f"{s} {m:g}" for s, m in med.items())
+                  + f"  rho {'-' if rho is None else f'{rho:.2f}'}  ({row['seconds']:.0f} s)", flush=True)
+
+
+def _load_rows(out: Path) -> dict:
+    return {p.stem: json.loads(p.read_text()) for p in sorted(Path(out).glob("*.json"))}
 
 
 def cmd_report(args) -> None:
-    data = json.loads(Path(args.out).read_text())
+    data = {"kernels": _load_rows(Path(args.out))}
     lines = []
     for fold in ("loko", "loso"):
         lines.append(f"\n### {'Leave-one-kernel-out' if fold == 'loko' else 'Leave-one-source-out'}\n")
@@ -229,6 +246,9 @@ def main() -> None:
     r.add_argument("--seeds", type=int, default=30)
     r.add_argument("--budget", type=int, default=60)
     r.add_argument("--kernels", default="")
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--ngopt-seeds", type=int, default=10)
+    r.add_argument("--again", action="store_true", help="re-run kernels already in --out")
     r.add_argument("--out", default=str(DEFAULT_OUT))
     r.add_argument("--prior", default=str(SHIPPED), help="the observations (prior_train.py's output)")
     p = sub.add_parser("report")

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import math
 import re
+import subprocess
+import tempfile
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..project.nvcc_command import tokens
 from .fingerprint import _run_cuobjdump, _unique, find_cuobjdump, parse_res_usage
+from .screening import COMPILE_TIMEOUT, cubin_command
 
 # SASS opcode (the mnemonic before its first ".") -> instruction class. Unlisted opcodes (moves, predicates,
 # constants, uniform datapath, NOPs, exits) count towards the total only.
@@ -159,9 +163,10 @@ def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:
             c["fma"] += 1
         if op == "CALL" and _FOREIGN_CALL.search(raw):
             calls[name] += 1
+    bare = {k.split(":", 1)[-1]: v for k, v in resources.items()}  # a dump whose resources precede its arch line
     out = []
     for key, c in counts.items():
-        res = resources.get(key, {})
+        res = resources.get(key) or bare.get(key.split(":", 1)[-1], {})
         mix = {k: v for k, v in c.items() if k != "_all"}
         out.append(KernelFeatures(name=key, instructions=c["_all"], mix=mix, registers=res.get("REG", 0),
                                   spill_bytes=res.get("STACK", 0) + res.get("LOCAL", 0),
@@ -179,6 +184,30 @@ def file_features(path: Path, nvcc_path: str | None = None, arch: str = "") -> l
             return found
     dump = _run_cuobjdump(cuobjdump, "-sass -res-usage", Path(path))
     return parse_sass(dump, "") if dump else []
+
+
+def command_features(entries: list[dict], cuda_arch: str, nvcc_path: str | None = None, relocatable: bool = False,
+                     jobs: int = 4) -> TargetFeatures:
+    """The features of a target from its compile commands (compile_commands.json entries): each unit built
+    once more to a cubin with the project's own flags, as screening builds it (space --target, no build of
+    the target needed). A unit that fails to compile is left out."""
+    with tempfile.TemporaryDirectory(prefix="compileiq-features-") as tmp:
+        def one(item: tuple[int, dict]) -> list[KernelFeatures]:
+            n, entry = item
+            out = Path(tmp) / f"u{n}.cubin"
+            cmd = cubin_command(tokens(entry), out, cuda_arch, ())
+            try:
+                proc = subprocess.run(cmd, cwd=entry.get("directory") or None, capture_output=True, text=True,
+                                      timeout=COMPILE_TIMEOUT, check=False)
+            except (OSError, subprocess.TimeoutExpired):
+                return []
+            return file_features(out, nvcc_path, cuda_arch) if proc.returncode == 0 and out.is_file() else []
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            per_unit = list(pool.map(one, enumerate(entries)))
+    kernels = tuple(k for found in per_unit for k in found)
+    return TargetFeatures(kernels=kernels, units=sum(1 for f in per_unit if f) or 1, relocatable=relocatable,
+                          arch=cuda_arch)
 
 
 def target_features(objects: list[Path], *, nvcc_path: str | None = None, arch: str = "90",

@@ -465,6 +465,9 @@ class TargetScreen:
     result: ScreenResult
     notes: tuple[str, ...]
     probe_seconds: float
+    commands: tuple[dict, ...] = ()  # the target's CUDA compile commands (what the prior's features are read from)
+    nvcc: str = ""
+    relocatable: bool = False
 
 
 def screen_target(
@@ -503,7 +506,8 @@ def screen_target(
         raise CompileIQError(next((n.removeprefix("note: ") for n in prepared.notes if "screening" in n),
                                   "static screening did not run"))
     return TargetScreen(target=target, cuda_arch=cuda_arch, compiler=f"{toolchain.compiler_id} {toolchain.version}",
-                        result=prepared.screen, notes=tuple(notes) + prepared.notes, probe_seconds=prepared.probe_seconds)
+                        result=prepared.screen, notes=tuple(notes) + prepared.notes, probe_seconds=prepared.probe_seconds,
+                        commands=tuple(commands), nvcc=toolchain.path, relocatable=tree.decisions().relocatable)
 
 
 def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:

@@ -24,9 +24,13 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
             ratios; geometric mean over workloads) against the baseline of the GPU the trial ran on;
             ci: 95% interval of the geometric-mean ratio (Welch on log values; paired t for paired runs);
             both null for an invalid trial
+    prior: null | {source, first: [[flag, ...]], values: [{dimension, value, known, predicted, sd, p_invalid,
+            measured, measured_invalid}]}   (the learned prior's predictions of each value alone, as log
+            speedups, and what this tune measured of it: null when not measured)
     notes: [str]; toml: path or null
     events: [{kind, stage, text, data}]   (the tune's notes, warnings and stage results, as its event stream
-            carried them up to the summary: kind note | warning | stage; stage baseline | search | finalists ...)
+            carried them up to the summary: kind note | warning | stage; stage baseline | search | finalists ...;
+            and kind info with data.prior true: a trial the learned prior proposed)
     timings: {wall_seconds, search_seconds, loop_seconds, finalists_seconds, time_limit (null: none), untested}
 """
 
@@ -94,7 +98,8 @@ def _contribution(c: Contribution) -> dict:
 def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | None],
           interval_of: Callable[[Trial], tuple[float, float] | None], effects, noise: float, paired: bool,
           min_gain: float, finalists: list[Validation], confirmations: list[Validation],
-          timings: dict[str, float], per_file: dict | None = None, events: list[dict] | None = None) -> dict:
+          timings: dict[str, float], per_file: dict | None = None, events: list[dict] | None = None,
+          prior: dict | None = None) -> dict:
     """`events`: the tune's notes, warnings and stage results as its event stream carried them (event_records)."""
     spec = setup.spec
     trials = []
@@ -134,19 +139,22 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         "flag_effects": [{"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with}
                          for e in effects],
         "per_file": per_file,  # per_file.Plan.as_dict(): kernel time by file, the files tuned separately
+        "prior": prior,  # tune/prior_use.py: the prior's source, first trials and per value predicted vs measured
         "trials": trials, "notes": list(result.notes), "toml": result.toml_path, "events": events or [],
         "timings": {k: round(v, 3) if isinstance(v, float) else v for k, v in timings.items()},
     })
 
 
-KEPT_EVENTS = ("note", "warning", "stage")  # what of the event stream the summary keeps (progress is the trials)
+KEPT_EVENTS = ("note", "warning", "stage")  # what of the event stream the summary keeps (progress is the trials),
+# and the info lines of the trials the prior proposed (data: prior=True)
 
 
 def event_records(events) -> list[dict]:
     """The summary's record of a tune's events (model.events.Event) of the KEPT_EVENTS kinds: kind, stage,
     text and the event's data as JSON values (anything else as its text)."""
     return [{"kind": e.kind, "stage": e.stage, "text": e.text,
-             "data": json.loads(json.dumps(dict(e.data), default=str))} for e in events if e.kind in KEPT_EVENTS]
+             "data": json.loads(json.dumps(dict(e.data), default=str))} for e in events
+            if e.kind in KEPT_EVENTS or e.data.get("prior")]
 
 
 def finite(value):

@@ -43,6 +43,7 @@ HARMFUL_INVALID = 0.8  # a value at least this likely to be invalid goes last
 BANDWIDTHS = (0.25, 0.5, 1.0, 2.0, 4.0, math.inf)
 SHRINKS = (0.25, 0.5, 1.0, 2.0, 4.0)
 MAX_FEATURES = 6
+CLIP = 1.0  # effects are learned clipped to +/- 1 (0.37x .. 2.7x): how much worse a terrible value is does not matter
 
 
 def value_key(family: str, dimension: str, tokens: Sequence[str]) -> str:
@@ -162,7 +163,7 @@ class _Table:
             for k, v in o.effects.items():
                 INV[i, col[k]] = 1.0 if v is None else 0.0
                 if v is not None:
-                    Y[i, col[k]] = v
+                    Y[i, col[k]] = min(CLIP, max(-CLIP, v))
         return _Table(obs, keys, list(names), mean, scale, Z, Y, INV)
 
 

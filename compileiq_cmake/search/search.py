@@ -333,11 +333,24 @@ class FlagSearch:
             return None
         big = self._big_movers()
         if not big:
-            return None
+            return self._prior_pivot()
         d, i = self._strongest(big)
         base = [0] * len(self._dims)
         base[d] = i
         return tuple(base)
+
+    def _prior_pivot(self) -> tuple[int, ...] | None:
+        """With a prior: its first combination once measured at least `big_gain` faster and the best so far
+        (the prior found the big movers: the remaining singles are measured on top of it, not alone)."""
+        if self._learned is None:
+            return None
+        measured = [(self._losses[k], k) for k in self._origin if k in self._losses]
+        if not measured or not self._losses:
+            return None
+        loss, key = min(measured)
+        if loss >= -math.log1p(self._big_gain) or loss > min(self._losses.values()):
+            return None
+        return self._choice_of[key]
 
     def _single(self, d: int, i: int) -> FlagSet | None:
         """Value i of dimension d alone, or on top of the pivot (another value of the pivot's dimension: alone)."""

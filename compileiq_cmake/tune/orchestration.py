@@ -151,7 +151,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         search = SearchLoop(setup, executor, store, stream, started, base, box, use.prior).run()
         stream.stage = "finalists"
         decision = Finalists(setup, executor, store, stream, base, search.trials, box).run()
-        prior_use.learn(setup, use, search.trials, base, stream)
+        prior_use.learn(setup, use, search.trials, base, store, stream)
         stream.stage = "publish"
         return Publish(setup, store, stream, started, base, search, decision, recorder).run()
     finally:

@@ -79,6 +79,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
 
 def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> PriorUse:
     """The prior for this tune's search (logged: where it comes from and what it proposes first)."""
+    store.save_result("prior", None)  # what a resumed tune's earlier run predicted is not this run's
     fresh = base.baseline.flagset.key not in base.restored
     if not setup.spec.prior:  # the features still serve the learning step (unless --no-learn)
         log("compileiq: prior: off (--no-prior): the search starts as it does without one")
@@ -97,11 +98,17 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
     n_family = sum(1 for o in model.observations if o.family == setup.space.family)
     sp = space_prior(model, setup.space, features, setup.cuda_arch)
     known = sum(1 for p in sp.predictions.values() if p.known)
+    names = [d.name for d in setup.space.dimensions]
+    store.save_result("prior", {
+        "source": sp.source, "first": [list(setup.space.flagset(dict(zip(names, c))).flags) for c in sp.first],
+        "values": [{"dimension": d.name, "value": " ".join(d.values[i]), "known": sp.of(n, i).known,
+                    "predicted": sp.of(n, i).effect, "sd": sp.of(n, i).sd, "p_invalid": sp.of(n, i).p_invalid,
+                    "measured": None, "measured_invalid": False}
+                   for n, d in enumerate(setup.space.dimensions) for i in range(1, len(d.values))]})
     if not n_family:
         log(f"compileiq: prior: no observation of {setup.space.family} flags yet (shipped or from your tunes): the "
             "search starts as it does without one; this tune's results will be its first")
         return PriorUse(sp, features, 0, 0)
-    names = [d.name for d in setup.space.dimensions]
     firsts = []
     for choice in sp.first:
         fs = setup.space.flagset(dict(zip(names, choice)))
@@ -152,15 +159,25 @@ def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines)
     return out
 
 
-def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Baselines, log: Log) -> None:
-    """Add this tune's single-value effects to the local dataset (unless opted out)."""
+def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Baselines, store: TrialStore,
+          log: Log) -> None:
+    """Record what this tune measured of each predicted value (the summary's prior table) and add its
+    effects to the local dataset (unless opted out)."""
+    doc = store.load_result("prior")
+    measured = tune_effects(setup, trials, base) if doc or use.features is not None else {}
+    if isinstance(doc, dict):
+        for v in doc.get("values", []):
+            key = value_key(setup.space.family, v["dimension"], tuple(v["value"].split()))
+            if key in measured:
+                v["measured"], v["measured_invalid"] = measured[key], measured[key] is None
+        store.save_result("prior", doc)
     if use.features is None or setup.replay is not None:
         return
     if not setup.spec.learn or learning_off():
         log("compileiq: prior: this tune's results were not added to your local prior data (--no-learn or "
             "COMPILEIQ_NO_LEARN)")
         return
-    effects = tune_effects(setup, trials, base)
+    effects = measured
     if not effects:
         return
     obs = Observation(id=observation_id(setup), source=f"tune:{setup.spec.target}", family=setup.space.family,

@@ -81,7 +81,8 @@ class Publish:
                      "overhead_seconds": timings.overhead, "overhead_steps": dict(timings.steps),
                      "untested": list(decision.untested)},
             per_file=self.search.per_file.as_dict() if self.search.per_file is not None else None,
-            events=summary.event_records(self.events) if self.events is not None else None)
+            events=summary.event_records(self.events) if self.events is not None else None,
+            prior=store.load_result("prior"))
         store.save_result("summary", document)
         if spec.json_summary:
             try:

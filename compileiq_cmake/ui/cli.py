@@ -18,6 +18,8 @@ from ..model.wording import plural
 from ..model.spec import MetricSpec, TuneSpec
 from ..flags import load_space
 from ..results.prior_store import LocalPrior, prior_dir
+from ..flags.features import command_features
+from ..search.prior import space_prior
 from ..flags.catalogue import added_dimensions, applies_when
 from ..flags.portability import HostFeatures
 from ..flags.screening import format_screen, screen_target
@@ -297,6 +299,34 @@ def _spec_from_args(args: argparse.Namespace):
     )
 
 
+def _predictions(ts, jobs: int | None) -> list[str]:
+    """What the prior predicts for each value of a screened space, and the features behind it."""
+    tf = command_features(list(ts.commands), ts.cuda_arch, ts.nvcc or None, ts.relocatable, jobs or os.cpu_count() or 1)
+    features = tf.vector()
+    model = LocalPrior(prior_dir()).model()
+    space = ts.result.space
+    sp = space_prior(model, space, features, ts.cuda_arch)
+    n = sum(1 for o in model.observations if o.family == space.family)
+    top = ", ".join(f"{name} {100 * share:.0f}%" for name, share in tf.top(5))
+    lines = [f"prior ({plural(n, 'observation')} of {space.family} flags): predicted effect of each value alone "
+             f"(+ faster, +/- one sd) from the features of {plural(len(tf.kernels), 'function')} in "
+             f"{plural(tf.units, 'unit')}: instructions {top}; registers {255 * features['registers']:.0f}, "
+             f"occupancy {100 * features['occupancy']:.0f}%, spills {2 ** features['spills'] - 1:.0f} bytes"
+             + (", relocatable" if tf.relocatable else "")]
+    h = model.hyper.get(space.family)
+    if h is not None:
+        lines.append(f"  similarity by: {', '.join(h.features) or 'none (every observation alike)'}")
+    for d_index, d in enumerate(space.dimensions):
+        for i in range(1, len(d.values)):
+            p = sp.of(d_index, i)
+            mark = "  [tried last]" if p.harmful else ""
+            lines.append(f"  {d.name:<26} {' '.join(d.values[i]):<36} {p.describe()}{mark}")
+    for c in sp.first:
+        fs = space.flagset({d.name: v for d, v in zip(space.dimensions, c)})
+        lines.append(f"  proposed first: {fs.describe()}")
+    return lines
+
+
 def _prior(args: argparse.Namespace) -> None:
     local = LocalPrior(prior_dir())
     if args.export:
@@ -360,6 +390,7 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
         print("\n".join(format_screen(ts, notes=events is None)))
         for note in ts.notes if events is not None else ():
             events.note(note.removeprefix("note: "), stage="space")
+        print("\n".join(_predictions(ts, args.jobs)))
         return
     if family is None:
         raise UsageError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
