@@ -346,3 +346,25 @@ def test_a_contribution_with_an_open_interval_does_not_break_the_report(replayed
                                                 "reason": "not decided within the time limit; kept"}]
     out = tmp_path / "r.html"
     assert write_report(out, doc) == "" and out.is_file()
+
+
+@pytest.mark.unit
+def test_the_report_shows_the_priors_predictions_next_to_what_the_tune_measured(replayed):
+    """Issue 23: predicted (effect +/- sd, p(invalid)) vs measured per value; a replay used no prior and says so."""
+    from compileiq_cmake.results.report import render
+
+    root, _ = replayed
+    doc = json.loads((root / "summary.json").read_text())
+    assert doc["prior"] is None and 'id="empty-prior"' in render(doc)
+    doc["prior"] = {"source": "prior (33 observations of nvcc flags)", "first": [["--use_fast_math"]],
+                    "values": [{"dimension": "use_fast_math", "value": "--use_fast_math", "known": True,
+                                "predicted": 0.3, "sd": 0.05, "p_invalid": 0.1, "measured": 0.25,
+                                "measured_invalid": False},
+                               {"dimension": "fmad", "value": "--fmad=false", "known": True, "predicted": -0.05,
+                                "sd": 0.02, "p_invalid": 0.0, "measured": None, "measured_invalid": True},
+                               {"dimension": "restrict", "value": "--restrict", "known": False, "predicted": 0.0,
+                                "sd": 0.05, "p_invalid": 0.1, "measured": None, "measured_invalid": False}]}
+    html = render(doc)
+    assert 'id="prior"' in html and "prior (33 observations of nvcc flags)" in html
+    assert "+30.0% &plusmn; 5.0%" in html and "+25.0%" in html and ">invalid<" in html
+    assert "no data" in html and "not measured" in html

@@ -11,6 +11,9 @@ from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.trial import build_variant as _build, same_code as _same_code
 from compileiq_cmake.tune.setup import setup
 from compileiq_cmake.model.records import Status, Trial
+from compileiq_cmake.results.store import TrialStore
+from compileiq_cmake.search.prior import PriorModel, space_prior
+from compileiq_cmake.tune import prior_use
 from conftest import EXAMPLES, configure, needs_nvcc
 
 
@@ -41,3 +44,13 @@ def test_cuda_trials_get_fingerprints_and_same_code_is_recognised(tmp_path):
     measured = {"a": Trial(0, space.baseline(), Status.OK, fingerprint=base.fingerprint)}
     assert _same_code(o2, measured) is measured["a"]
     assert _same_code(fast, measured) is None
+    # issue 23: the prior's features come from the baseline build's objects (here tree 0's), kept in the store
+    base_again = _build(ts, ts.trees[0], space.baseline())
+    assert base_again.ok
+    store = TrialStore(tmp_path / "trials.sqlite", spec.identity())
+    features = prior_use._features(ts, store, True, lines.append)
+    assert features is not None and features["share_fp32"] > 0.1 and features["registers"] > 0
+    assert store.load_result("prior_features") == features  # a resume reads them back
+    sp = space_prior(PriorModel.shipped(), space, features, "90")
+    fast_d = [d.name for d in space.dimensions].index("use_fast_math")
+    assert sp.of(fast_d, 1).known and sp.of(fast_d, 1).gain > 0.05  # n-body: fast math, as recorded kernels say

@@ -25,8 +25,8 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
             ci: 95% interval of the geometric-mean ratio (Welch on log values; paired t for paired runs);
             both null for an invalid trial
     prior: null | {source, first: [[flag, ...]], values: [{dimension, value, known, predicted, sd, p_invalid,
-            measured, measured_invalid}]}   (the learned prior's predictions of each value alone, as log
-            speedups, and what this tune measured of it: null when not measured)
+            measured, measured_invalid}]}   (the learned prior's prediction of each value alone: speedup - 1,
+            0.1 is 10% faster, sd relative; and what this tune measured of it, the same way: null when not measured)
     notes: [str]; toml: path or null
     events: [{kind, stage, text, data}]   (the tune's notes, warnings and stage results, as its event stream
             carried them up to the summary: kind note | warning | stage; stage baseline | search | finalists ...;

@@ -102,7 +102,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
     store.save_result("prior", {
         "source": sp.source, "first": [list(setup.space.flagset(dict(zip(names, c))).flags) for c in sp.first],
         "values": [{"dimension": d.name, "value": " ".join(d.values[i]), "known": sp.of(n, i).known,
-                    "predicted": sp.of(n, i).effect, "sd": sp.of(n, i).sd, "p_invalid": sp.of(n, i).p_invalid,
+                    "predicted": sp.of(n, i).gain, "sd": sp.of(n, i).sd, "p_invalid": sp.of(n, i).p_invalid,
                     "measured": None, "measured_invalid": False}
                    for n, d in enumerate(setup.space.dimensions) for i in range(1, len(d.values))]})
     if not n_family:
@@ -169,7 +169,8 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
         for v in doc.get("values", []):
             key = value_key(setup.space.family, v["dimension"], tuple(v["value"].split()))
             if key in measured:
-                v["measured"], v["measured_invalid"] = measured[key], measured[key] is None
+                m = measured[key]
+                v["measured"], v["measured_invalid"] = (None, True) if m is None else (math.expm1(m), False)
         store.save_result("prior", doc)
     if use.features is None or setup.replay is not None:
         return
