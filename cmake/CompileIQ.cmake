@@ -63,10 +63,14 @@ Commands
   Declares how to tune ``<target>``, which may be defined later in the
   project.  With ``COMPILEIQ_TUNE`` ``ON`` it adds the custom target
   ``compileiq_tune_<target>``, which runs ``python -m compileiq_cmake tune``
-  on this build's source and build directories, and makes the
-  ``compileiq_tune`` target depend on it.  Several calls run one after
-  another, never at the same time.  Otherwise it only arranges for the flags
-  file to be applied (see ``COMPILEIQ_APPLY``).
+  on this build's source and build directories (several such targets run
+  one after another, never at the same time), and adds the target to the
+  ``compileiq_tune`` suite: building ``compileiq_tune`` tunes every
+  ``compileiq_tune()`` target of the project as one suite job
+  (``tune --suite-args <build>/compileiq_suite.args``: one command, one
+  summary and report, resumable as a whole; ``COMPILEIQ_SUITE_TIME_LIMIT``
+  shares one time limit among them).  Otherwise it only arranges for the
+  flags file to be applied (see ``COMPILEIQ_APPLY``).
 
   ``BENCHMARK <command> [<arg>...]``
     The benchmark command line.  Generator expressions are allowed, e.g.
@@ -186,6 +190,8 @@ cmake_policy(VERSION 3.24...4.4)
 option(COMPILEIQ_TUNE "Add the compileiq_tune targets (tuned flags are not applied)." OFF)
 option(COMPILEIQ_APPLY "Apply the tuned flags of the compileiq flags file." ON)
 option(COMPILEIQ_PORTABLE "Leave out entries whose flags are specific to the CPU they were tuned on (-march=native)." OFF)
+set(COMPILEIQ_SUITE_TIME_LIMIT "" CACHE STRING
+  "Seconds for the whole compileiq_tune suite (empty: each target's own TIME_LIMIT, if any).")
 set(COMPILEIQ_FLAGS_FILE "" CACHE FILEPATH
   "Tuned flags file (empty: \${CMAKE_SOURCE_DIR}/compileiq.toml).")
 
@@ -260,6 +266,7 @@ function(compileiq_tune)
     message(FATAL_ERROR "${where}: compileiq_tune() was already called for this target.")
   endif()
   _compileiq_python_command(cmd)
+  list(LENGTH cmd prefix)
   list(APPEND cmd tune -S "${CMAKE_SOURCE_DIR}" -B "${CMAKE_BINARY_DIR}" --target "${target}")
   foreach(a IN LISTS arg_BENCHMARK)
     list(APPEND cmd "--bench-arg=${a}")
@@ -336,10 +343,38 @@ function(compileiq_tune)
     add_dependencies("${tune_target}" "${previous}")
   endif()
   set_property(GLOBAL PROPERTY _compileiq_last_tune_target "${tune_target}")
+  # The suite: this call's tune arguments, one per line after a "[target]" line; the compileiq_tune target
+  # tunes every call's target as one suite job (tune --suite-args), with generator expressions resolved.
+  math(EXPR first "${prefix} + 1")
+  list(SUBLIST cmd ${first} -1 tune_args)
+  string(JOIN "\n" block ${tune_args})
+  set_property(GLOBAL APPEND_STRING PROPERTY _compileiq_suite_content "[target]\n${block}\n")
   if(NOT TARGET compileiq_tune)
-    add_custom_target(compileiq_tune)
+    _compileiq_python_command(suite_cmd)
+    if(multi_config)
+      set(suite_file "${CMAKE_BINARY_DIR}/compileiq_suite-$<CONFIG>.args")
+    else()
+      set(suite_file "${CMAKE_BINARY_DIR}/compileiq_suite.args")
+    endif()
+    list(APPEND suite_cmd tune "--suite-args=${suite_file}")
+    if(COMPILEIQ_SUITE_TIME_LIMIT)
+      list(APPEND suite_cmd "--time-limit=${COMPILEIQ_SUITE_TIME_LIMIT}")
+    endif()
+    add_custom_target(compileiq_tune COMMAND ${suite_cmd}
+      WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
+      COMMENT "compileiq: tuning every compileiq_tune() target as one suite"
+      VERBATIM USES_TERMINAL)
+    cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY [==[${CMAKE_SOURCE_DIR}]==]
+      CALL _compileiq_write_suite [==[${suite_file}]==])")
   endif()
-  add_dependencies(compileiq_tune "${tune_target}")
+endfunction()
+
+# _compileiq_write_suite(<file>)
+#   At the end of the configure: the arguments of every compileiq_tune() call, for the compileiq_tune
+#   target's suite job (generator expressions resolved per configuration by file(GENERATE)).
+function(_compileiq_write_suite file)
+  get_property(content GLOBAL PROPERTY _compileiq_suite_content)
+  file(GENERATE OUTPUT "${file}" CONTENT "${content}")
 endfunction()
 
 function(_compileiq_check_tune_target target)

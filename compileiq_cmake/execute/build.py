@@ -86,7 +86,7 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     if not result.ok:
         return replace(result, steps=tuple(steps))
     clock = time.perf_counter()
-    entries = tree.compile_commands(context.sources)
+    entries = tree.compile_commands(context.sources, context.target)
     problem = command_problem(context, tree, entries, flagset) if context.own_commands else ""
     steps.append(("check", time.perf_counter() - clock))
     if problem:

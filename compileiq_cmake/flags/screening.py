@@ -496,7 +496,7 @@ def screen_target(
             settings = replace(settings, cuda_arch=cuda_arch)
             tree.write_flags(target, "CUDA", cuda_arch, ())
             tree.configure(settings, target, "CUDA")
-        commands = tree.compile_commands(tgt.sources_in("CUDA"))
+        commands = tree.compile_commands(tgt.sources_in("CUDA"), tgt.name)
         if not commands:
             raise CompileIQError(f"no compile command of a CUDA source of '{target}' in compile_commands.json")
         space = load_space("nvcc", toolchain.compiler_id, toolchain.version, include, exclude, arch=cuda_arch)

@@ -315,12 +315,20 @@ class VariantTree:
         self._remember_cache()
         return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
 
-    def compile_commands(self, sources: tuple[Path, ...]) -> list[dict]:
+    def compile_commands(self, sources: tuple[Path, ...], target: str = "") -> list[dict]:
+        """The compile commands of these sources; with `target`, only that target's (its objects go to
+        CMakeFiles/<target>.dir/): a source that two targets compile has one command per target."""
         db = self.path / "compile_commands.json"
         if not db.is_file():
             return []
         wanted = {p.resolve() for p in sources}
-        return [e for e in json.loads(db.read_text()) if Path(e["file"]).resolve() in wanted]
+        entries = [e for e in json.loads(db.read_text()) if Path(e["file"]).resolve() in wanted]
+        if target:
+            marker = f"CMakeFiles/{target}.dir/"
+            own = [e for e in entries if marker in e.get("output", "") or marker in e.get("command", "")
+                   or any(marker in a for a in e.get("arguments", ()))]
+            return own or entries
+        return entries
 
     def codemodel(self) -> file_api.CodeModel:
         return file_api.read_codemodel(self.path)

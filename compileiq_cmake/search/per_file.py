@@ -85,7 +85,7 @@ def _kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tu
     assert context.fingerprints is not None
     source_dir = context.source_dir.resolve()
     out: dict[str, tuple[str, ...]] = {}
-    for entry in tree.compile_commands(context.cuda_sources):
+    for entry in tree.compile_commands(context.cuda_sources, context.target):
         obj = output_file(entry)
         src = Path(entry["file"]).resolve()
         if obj is None or not obj.is_file() or not src.is_relative_to(source_dir):

@@ -145,7 +145,7 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
     the project's own build of the target really targets (its compile commands: CUDA_ARCHITECTURES or
     -arch/-gencode written by hand) and warns when the apply would not match this GPU's with them (the CMake
     module's decision, ApplyDecisions.applies_to_arch)."""
-    own = target_architectures(tree.compile_commands(target.sources_in("CUDA")))
+    own = target_architectures(tree.compile_commands(target.sources_in("CUDA"), target.name))
     if spec.cuda_arch:
         arch = spec.cuda_arch
         device, capability = f"(architecture {arch} given on the command line)", compute_capability(arch)
@@ -265,7 +265,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
     objects: tuple[Path, ...] = ()
     if language == "CUDA":
-        entries = first.compile_commands(target.sources_in("CUDA"))
+        entries = first.compile_commands(target.sources_in("CUDA"), target.name)
         lto = device_lto_wanted(spec.include_flags, exclude)
         prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
                                       spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions(),
@@ -362,7 +362,7 @@ class CodeIdentity:
 def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) -> CodeIdentity:
     """What the trials measure besides the flags: the target's sources and the project headers its compiles
     include (the compiler's dependency scan of the project's own compile commands), and those commands."""
-    entries = tree.compile_commands(target.sources)
+    entries = tree.compile_commands(target.sources, target.name)
     scan = depscan.scan_headers(entries, spec.source_dir, (spec.build_dir,))
     for source, why in scan.problems[:3]:
         log(f"compileiq: note: the headers of {source} could not be listed ({why}); a change in them is not "
@@ -376,4 +376,4 @@ def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) 
 def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
     """Per source of the target's language: the tokens of its compile command with the project's own flags."""
     return {str(Path(entry["file"]).resolve()): command_tokens(tree, entry)
-            for entry in tree.compile_commands(target.sources_in(language))}
+            for entry in tree.compile_commands(target.sources_in(language), target.name)}

@@ -30,6 +30,8 @@ from ..results.cmake_entries import cmake_entries
 from ..results.toml_io import read_entries
 from ..results.store import TrialStore
 from ..tune.orchestration import run_ray_tune, run_tune
+from ..tune.suite import run_suite
+from ..model.suite import Suite, SuiteTarget, load_suite
 from .console import Console
 
 PROG = "compileiq-cmake"
@@ -89,9 +91,13 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
         "nevergrad portfolio, benchmark every workload, and write the fastest valid flags that beat the "
         "project's own build (re-measured) to the TOML.",
     )
-    p.add_argument("-S", dest="source_dir", required=True, help="project source directory")
-    p.add_argument("-B", dest="build_dir", required=True, help="build directory (variant trees go to <build>/compileiq/)")
-    p.add_argument("--target", required=True, help="the target whose flags are tuned (CUDA or C/C++)")
+    p.add_argument("-S", dest="source_dir", help="project source directory (required; with --suite: or the suite's)")
+    p.add_argument("-B", dest="build_dir", help="build directory (variant trees go to <build>/compileiq/; required, "
+                   "with --suite: or the suite's)")
+    p.add_argument("--target", help="the target whose flags are tuned (CUDA or C/C++; required without --suite)")
+    p.add_argument("--suite", help="tune every target of this suite file in one command (docs: model/suite.py, "
+                   "README); the other options apply to every target")
+    p.add_argument("--suite-args", help=argparse.SUPPRESS)  # (used by CMake) every compileiq_tune() call's arguments
     p.add_argument("--bench", help="benchmark command line; its first word may be a target of the project")
     p.add_argument("--bench-arg", action="append", default=[], help="one benchmark argument (repeatable; used by CMake)")
     p.add_argument("--metric", help="regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
@@ -299,6 +305,81 @@ def _spec_from_args(args: argparse.Namespace):
     )
 
 
+def _suite(args: argparse.Namespace, events: EventStream) -> None:
+    """tune --suite: every target's options through the command line's own checks (_spec_from_args)."""
+    suite = load_suite(Path(args.suite))
+    source = Path(args.source_dir).resolve() if args.source_dir else suite.source_dir
+    build = Path(args.build_dir).resolve() if args.build_dir else suite.build_dir
+    if source is None or build is None:
+        raise UsageError(f"--suite {args.suite}: give -S and -B, or source_dir and build_dir in its [suite] table")
+    if args.target:
+        raise UsageError("--target and --suite exclude each other: the suite file names its targets")
+    if args.executor == "ray":
+        raise UsageError("--suite with --executor ray is not supported yet: tune the targets one by one on the cluster")
+    output = args.output or (str(suite.output) if suite.output else None)
+
+    def make_spec(target, time_limit: float | None):
+        ns = argparse.Namespace(**{**vars(args), "source_dir": str(source), "build_dir": str(build),
+                                   "target": target.name, "output": output, "json_summary": None,
+                                   "include_flags": None, "exclude_flags": None, "workload": []})
+        for dest, value in target.options.items():
+            setattr(ns, dest, value)
+        if args.include_flags and not target.options.get("include_flags"):
+            ns.include_flags = args.include_flags
+        if args.exclude_flags and not target.options.get("exclude_flags"):
+            ns.exclude_flags = args.exclude_flags
+        if time_limit is not None:
+            ns.time_limit = time_limit
+        try:
+            return _spec_from_args(ns).validate()
+        except UsageError as exc:
+            raise UsageError(f"--suite {args.suite} target {target.name}: {exc}") from None
+
+    time_limit = args.time_limit if args.time_limit is not None else suite.time_limit
+    json_summary = Path(args.json_summary).resolve() if args.json_summary else suite.json_summary
+    run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary)
+
+
+def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
+    """tune --suite-args FILE (the CMake route): each "[target]" block of FILE is one compileiq_tune() call's
+    tune arguments, parsed as the command line would; they run as one suite."""
+    path = Path(args.suite_args)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read the suite of compileiq_tune() calls {path} ({exc.strerror or exc}); "
+                         "configure the project again with -DCOMPILEIQ_TUNE=ON") from None
+    blocks: list[list[str]] = []
+    for line in text.splitlines():
+        if line == "[target]":
+            blocks.append([])
+        elif blocks:
+            blocks[-1].append(line)
+    if not blocks:
+        raise UsageError(f"{path} names no compileiq_tune() call; configure the project again with -DCOMPILEIQ_TUNE=ON")
+    parser = build_parser()
+    targets, namespaces = [], {}
+    for argv in blocks:
+        ns = parser.parse_args(["tune", *argv])
+        namespaces[ns.target] = ns
+        targets.append(SuiteTarget(name=ns.target, options={}))
+    first = namespaces[targets[0].name]
+    suite = Suite(path=path.resolve(), targets=tuple(targets), source_dir=Path(first.source_dir).resolve(),
+                  build_dir=Path(first.build_dir).resolve())
+
+    def make_spec(target, time_limit: float | None):
+        ns = argparse.Namespace(**vars(namespaces[target.name]))
+        if time_limit is not None:
+            ns.time_limit = min(time_limit, ns.time_limit) if ns.time_limit else time_limit
+        try:
+            return _spec_from_args(ns).validate()
+        except UsageError as exc:
+            raise UsageError(f"compileiq_tune({target.name}): {exc}") from None
+
+    run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
+              json_summary=Path(args.json_summary).resolve() if args.json_summary else None)
+
+
 def _predictions(ts, jobs: int | None) -> list[str]:
     """What the prior predicts for each value of a screened space, and the features behind it."""
     tf = command_features(list(ts.commands), ts.cuda_arch, ts.nvcc or None, ts.relocatable, jobs or os.cpu_count() or 1)
@@ -453,7 +534,15 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmake_dir:
             print(cmake_dir())
             return 0
-        if args.command == "tune":
+        if args.command == "tune" and args.suite_args:
+            _suite_args(args, _events(args))
+        elif args.command == "tune" and args.suite:
+            _suite(args, _events(args))
+        elif args.command == "tune":
+            missing = [name for name, value in (("-S", args.source_dir), ("-B", args.build_dir),
+                                                 ("--target", args.target)) if not value]
+            if missing:
+                raise UsageError(f"tune needs {', '.join(missing)} (or --suite FILE)")
             spec = _spec_from_args(args)
             if spec.executor == "ray":
                 run_ray_tune(spec, _events(args))

@@ -1,0 +1,146 @@
+"""A suite file (issue 24): many targets of one project tuned by one command, `tune --suite suite.toml`.
+
+    [suite]                      # every key optional
+    source_dir = "."             # the project (-S); relative paths are relative to the suite file
+    build_dir = "build"          # its configured build tree (-B)
+    output = "compileiq.toml"    # the one TOML every target's entry is merged into (default <source>/compileiq.toml)
+    time_limit = 1800            # seconds for the whole suite (--time-limit overrides it)
+    min_seconds = 60             # each target's floor when the time is shared out
+    json_summary = "suite.json"  # also write the suite's summary there
+
+    [[target]]                   # one per target, tuned in order of priority (then file order)
+    name = "nbody"               # the CMake target (required)
+    benchmark = "nbody --n 4096" # the tune options, named as the command line's long options with "_":
+    metric = "time_ms=([0-9.]+)" # metric, pass_regex, verify, compare_output, compare_file, rtol, atol,
+    pass_regex = "PASS"          # budget, per_file_budget, include_flags, exclude_flags, replay,
+    workloads = ["--n 1024"]     # higher_is_better, min_gain; workloads: a list of argument strings
+    priority = 2.0               # share of the suite's time (default 1)
+    min_seconds = 120            # this target's floor (default: the suite's)
+    exclude = false              # true: listed but not tuned (said in the summary)
+
+Only the shape is checked here (one line naming the key, exit 2); each target's options become a TuneSpec
+through the command line's own checks (ui/cli.py)."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import UsageError
+
+SUITE_KEYS = {"source_dir": str, "build_dir": str, "output": str, "time_limit": (int, float),
+              "min_seconds": (int, float), "json_summary": str}
+# target key -> (type, the tune option's argparse destination)
+TARGET_KEYS: dict[str, tuple[Any, str]] = {
+    "benchmark": (str, "bench"), "metric": (str, "metric"), "pass_regex": (str, "pass_regex"),
+    "verify": (str, "verify"), "compare_output": (str, "compare_output"), "compare_file": (str, "compare_file"),
+    "rtol": ((int, float), "rtol"), "atol": ((int, float), "atol"), "budget": (int, "budget"),
+    "per_file_budget": (int, "per_file_budget"), "include_flags": (list, "include_flags"),
+    "exclude_flags": (list, "exclude_flags"), "replay": (str, "replay"), "workloads": (list, "workload"),
+    "higher_is_better": (bool, "higher"), "min_gain": ((int, float), "min_gain"),
+}
+OWN_KEYS = {"name": str, "priority": (int, float), "min_seconds": (int, float), "exclude": bool}
+DEFAULT_MIN_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class SuiteTarget:
+    name: str
+    options: Mapping[str, Any]  # argparse destination -> value (paths already resolved)
+    priority: float = 1.0
+    min_seconds: float | None = None  # None: the suite's
+    excluded: bool = False
+
+
+@dataclass(frozen=True)
+class Suite:
+    path: Path
+    targets: tuple[SuiteTarget, ...]
+    source_dir: Path | None = None
+    build_dir: Path | None = None
+    output: Path | None = None
+    time_limit: float | None = None
+    min_seconds: float = DEFAULT_MIN_SECONDS
+    json_summary: Path | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def ordered(self) -> tuple[SuiteTarget, ...]:
+        """The targets to tune, highest priority first (stable: file order among equals)."""
+        return tuple(sorted((t for t in self.targets if not t.excluded), key=lambda t: -t.priority))
+
+
+def _typed(where: str, key: str, value: Any, kind: Any) -> Any:
+    if kind is bool and not isinstance(value, bool) or kind is not bool and (
+            isinstance(value, bool) or not isinstance(value, kind)):
+        name = {str: "a string", int: "an integer", list: "a list", bool: "true or false"}.get(kind, "a number")
+        raise UsageError(f"{where}: '{key}' must be {name}, not {value!r}")
+    return value
+
+
+def load_suite(path: Path) -> Suite:
+    """The suite file, checked: one line naming what is wrong (UsageError, exit 2)."""
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"--suite {path}: cannot read it ({exc.strerror or exc})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--suite {path}: not valid TOML ({exc})") from None
+    here = path.resolve().parent
+    unknown = sorted(set(doc) - {"suite", "target"})
+    if unknown:
+        raise UsageError(f"--suite {path}: unknown table '{unknown[0]}' (a suite has [suite] and [[target]])")
+    head = doc.get("suite", {})
+    if not isinstance(head, dict):
+        raise UsageError(f"--suite {path}: [suite] must be a table")
+    for key, value in head.items():
+        if key not in SUITE_KEYS:
+            raise UsageError(f"--suite {path}: unknown key '{key}' in [suite]; known: {', '.join(SUITE_KEYS)}")
+        _typed(f"--suite {path} [suite]", key, value, SUITE_KEYS[key])
+    rows = doc.get("target", [])
+    if not isinstance(rows, list) or not rows:
+        raise UsageError(f"--suite {path}: no [[target]] table: name at least one target to tune")
+    targets = []
+    seen: set[str] = set()
+    for n, row in enumerate(rows, 1):
+        where = f"--suite {path} target {n}"
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"]:
+            raise UsageError(f"{where}: 'name' (the CMake target) is required")
+        name = row["name"]
+        where = f"--suite {path} target {name}"
+        if name in seen:
+            raise UsageError(f"{where}: listed twice; give each target one [[target]] table")
+        seen.add(name)
+        options: dict[str, Any] = {}
+        for key, value in row.items():
+            if key in OWN_KEYS:
+                _typed(where, key, value, OWN_KEYS[key])
+                continue
+            if key not in TARGET_KEYS:
+                raise UsageError(f"{where}: unknown key '{key}'; known: {', '.join([*OWN_KEYS, *TARGET_KEYS])}")
+            kind, dest = TARGET_KEYS[key]
+            _typed(where, key, value, kind)
+            if kind is list and not all(isinstance(v, str) for v in value):
+                raise UsageError(f"{where}: '{key}' must be a list of strings")
+            if key == "replay":
+                value = str((here / value).resolve())
+            options[dest] = list(value) if isinstance(value, list) else value
+        if row.get("priority", 1.0) <= 0:
+            raise UsageError(f"{where}: 'priority' must be > 0 (exclude = true leaves a target out)")
+        targets.append(SuiteTarget(name=name, options=options, priority=float(row.get("priority", 1.0)),
+                                   min_seconds=float(row["min_seconds"]) if "min_seconds" in row else None,
+                                   excluded=bool(row.get("exclude", False))))
+    if not any(not t.excluded for t in targets):
+        raise UsageError(f"--suite {path}: every target is excluded; nothing to tune")
+
+    def resolved(key: str) -> Path | None:
+        return (here / head[key]).resolve() if key in head else None
+
+    return Suite(path=path.resolve(), targets=tuple(targets), source_dir=resolved("source_dir"),
+                 build_dir=resolved("build_dir"), output=resolved("output"),
+                 time_limit=float(head["time_limit"]) if "time_limit" in head else None,
+                 min_seconds=float(head.get("min_seconds", DEFAULT_MIN_SECONDS)),
+                 json_summary=resolved("json_summary"))

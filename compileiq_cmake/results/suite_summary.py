@@ -1,0 +1,69 @@
+"""The result of a suite (issue 24): one JSON document and one HTML page over its targets.
+
+Schema "compileiq-suite/1":
+
+    schema, tool_version, suite (the suite file), date, time_limit (null: none), wall_seconds
+    targets: [{target, status, reason, speedup, ci: [low, high], flags, trials, seconds, allotted, language,
+               resumed}]   status: tuned | no gain | failed | skipped | excluded; speedup and ci: the
+               winner's interleaved re-measurement (null when no entry was written)
+    geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran
+    wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
+    seconds: {target: seconds spent}
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+import jinja2
+
+from .. import __version__
+from ..system.resources import templates_dir
+from .summary import finite, write_whole
+
+SCHEMA = "compileiq-suite/1"
+__all__ = ["SCHEMA", "build", "render", "table", "write_whole"]
+
+
+def build(suite, outcomes, time_limit: float | None, wall_seconds: float) -> dict:
+    rows = [{**asdict(o), "ci": list(o.ci) if o.ci else None, "flags": list(o.flags)} for o in outcomes]
+    ran = [o for o in outcomes if o.status in ("tuned", "no gain")]
+    speedups = [o.speedup if o.status == "tuned" and o.speedup else 1.0 for o in ran]
+    return finite({
+        "schema": SCHEMA, "tool_version": __version__, "suite": str(suite.path),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "time_limit": time_limit, "wall_seconds": round(wall_seconds, 3), "targets": rows,
+        "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+        "wins": sum(1 for o in outcomes if o.status == "tuned"),
+        "ties": sum(1 for o in outcomes if o.status == "no gain"),
+        "losses": sum(1 for o in outcomes if o.status in ("failed", "skipped")),
+        "seconds": {o.target: round(o.seconds, 3) for o in outcomes},
+    })
+
+
+def table(doc: dict) -> list[str]:
+    """The console's closing table of a suite."""
+    lines = ["", f"suite: {len(doc['targets'])} targets in {doc['wall_seconds']:.1f} s"
+             + (f" (--time-limit {doc['time_limit']:g} s)" if doc["time_limit"] else "")
+             + f": {doc['wins']} tuned, {doc['ties']} without a gain, {doc['losses']} failed or skipped"
+             + (f"; geometric mean speedup {doc['geomean_speedup']:.3f}x" if doc["geomean_speedup"] else ""),
+             f"  {'target':<24} {'status':<9} {'speedup':>8}  {'trials':>6} {'seconds':>8}  flags / why"]
+    for t in doc["targets"]:
+        speed = f"{t['speedup']:.3f}x" if t["speedup"] else "-"
+        why = " ".join(t["flags"]) if t["flags"] else t["reason"]
+        lines.append(f"  {t['target']:<24} {t['status']:<9} {speed:>8}  {t['trials']:>6} {t['seconds']:>8.1f}  {why}"
+                     + ("  (earlier run)" if t["resumed"] else ""))
+    return lines
+
+
+def render(doc: dict) -> str:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    return env.get_template("suite_report.html.j2").render(doc=doc)
+
+
+def write(path: Path, text: str) -> None:
+    write_whole(path, text)

@@ -1,0 +1,193 @@
+"""Tune a suite (issue 24, first part): the targets of one suite file, one after the other in order of
+priority, in one command with one time box; every entry goes into one TOML; one suite summary (JSON) and
+report (HTML); resumable as a whole: while a suite is unfinished (killed), each finished target's outcome is
+kept in a state file beside the trial store, with a stamp of the project's files (a change since discards
+it), and a target cut by the kill resumes from its trials; a complete suite removes the file.
+
+Time: with a limit, each target gets max(its floor, what is left x its priority / the priorities left),
+never so much that the targets after it lose their floors; a target whose share is below its floor when
+its turn comes is skipped and said. Not yet here (issue 24's later parts): builds and benchmarks of several
+targets sharing the workers and GPUs at once, time moved to where the expected gain per second is highest,
+shared variant trees, a Ray suite."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..model.errors import CompileIQError, UsageError
+from ..model.events import as_stream
+from ..model.records import TuneResult
+from ..model.spec import TuneSpec
+from ..model.suite import Suite, SuiteTarget
+from ..model.wording import plural
+from ..results import suite_summary
+from .orchestration import run_tune
+
+Log = Callable[[str], None]
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TargetOutcome:
+    """One target of a suite: what became of it."""
+
+    target: str
+    status: str  # "tuned" (an entry written), "no gain", "failed", "skipped" (no time left), "excluded"
+    reason: str = ""
+    speedup: float | None = None
+    ci: tuple[float, float] | None = None
+    flags: tuple[str, ...] = ()
+    trials: int = 0
+    seconds: float = 0.0
+    allotted: float | None = None  # its share of the suite's time limit (None: no limit)
+    language: str = ""
+    resumed: bool = False  # kept from an earlier run of the same suite
+
+    @staticmethod
+    def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
+        w = result.winner
+        if w is None:
+            return TargetOutcome(target, "no gain", "no flag set beat the project's own build significantly",
+                                 trials=len(result.trials), seconds=seconds, allotted=allotted, language=result.language)
+        return TargetOutcome(target, "tuned", "", w.geomean_speedup, (w.geomean_ci_low, w.geomean_ci_high),
+                             tuple(w.flagset.flags), len(result.trials), seconds, allotted, result.language)
+
+
+def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float) -> float:
+    """This target's share of `remaining` seconds; `rest`: the targets after it (their floors are kept)."""
+    floor_of = lambda t: t.min_seconds if t.min_seconds is not None else floor  # noqa: E731
+    weights = target.priority + sum(t.priority for t in rest)
+    share = remaining * target.priority / weights
+    return max(floor_of(target), min(share, remaining - sum(floor_of(t) for t in rest)))
+
+
+def state_path(suite: Suite, build_dir: Path) -> Path:
+    key = hashlib.sha256(str(suite.path).encode()).hexdigest()[:12]
+    return build_dir / "compileiq" / f"suite-{key}.json"
+
+
+def tree_stamp(source_dir: Path, skip: tuple[Path, ...]) -> str:
+    """A digest of every file's path, size and modification time under the project (build trees and .git
+    left out): a resumed suite keeps its finished targets only when nothing changed since."""
+    h = hashlib.sha256()
+    skip_s = tuple(str(p) for p in skip)
+    for root, dirs, files in os.walk(source_dir):
+        dirs[:] = sorted(d for d in dirs if d != ".git" and not str(Path(root) / d).startswith(skip_s))
+        for name in sorted(files):
+            try:
+                st = (Path(root) / name).stat()
+            except OSError:
+                continue
+            h.update(f"{Path(root, name).relative_to(source_dir)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()
+
+
+def _load_state(path: Path, stamp: str, log: Log) -> dict[str, TargetOutcome]:
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    if doc.get("version") != STATE_VERSION:
+        return {}
+    if doc.get("stamp") != stamp:
+        as_stream(log).note("suite: the project changed since the earlier, unfinished run of this suite: its "
+                            "finished targets are tuned again (each tune's trial store decides what is reused)",
+                            stage="suite")
+        return {}
+    out = {}
+    for row in doc.get("finished", []):
+        try:
+            row = {**row, "ci": tuple(row["ci"]) if row.get("ci") else None, "flags": tuple(row.get("flags", ()))}
+            out[row["target"]] = TargetOutcome(**row)
+        except (TypeError, KeyError):
+            continue
+    return out
+
+
+def _save_state(path: Path, finished: dict[str, TargetOutcome], stamp: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"version": STATE_VERSION, "stamp": stamp,
+                               "finished": [asdict(o) for o in finished.values()]}, indent=1))
+    os.replace(tmp, path)
+
+
+def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], TuneSpec], log: Log,
+              time_limit: float | None, build_dir: Path, report_dir: Path | None = None,
+              json_summary: Path | None = None) -> list[TargetOutcome]:
+    """Every target of the suite in turn; returns the outcomes in the suite's order (excluded ones included)."""
+    stream = as_stream(log)
+    specs = {t.name: make_spec(t, None) for t in suite.ordered}  # every target's options checked before any runs
+    floors = sum(t.min_seconds if t.min_seconds is not None else suite.min_seconds for t in suite.ordered)
+    if time_limit is not None and time_limit < floors:
+        raise UsageError(f"--time-limit {time_limit:g} s is less than the floors of the suite's "
+                         f"{plural(len(suite.ordered), 'target')} ({floors:g} s in all); raise it or lower min_seconds")
+    started = time.perf_counter()
+    state = state_path(suite, build_dir)
+    source = next(iter(specs.values())).source_dir
+    stamp = tree_stamp(source, (build_dir,))
+    finished = _load_state(state, stamp, log)
+    order = list(suite.ordered)
+    stream.info(f"suite {suite.path.name}: {plural(len(order), 'target')}"
+                + (f", --time-limit {time_limit:g} s shared out by priority (floor {suite.min_seconds:g} s)"
+                   if time_limit else ", no time limit")
+                + (f"; {plural(len([t for t in order if t.name in finished]), 'target')} finished in an earlier run "
+                   "of this suite (kept)" if any(t.name in finished for t in order) else ""), stage="suite")
+    outcomes: dict[str, TargetOutcome] = {}
+    for k, target in enumerate(order):
+        if target.name in finished:
+            outcomes[target.name] = TargetOutcome(**{**asdict(finished[target.name]), "resumed": True,
+                                                     "ci": finished[target.name].ci,
+                                                     "flags": finished[target.name].flags})
+            stream.info(f"suite: {target.name}: finished in an earlier run ({finished[target.name].status}); "
+                        "kept", stage="suite")
+            continue
+        allotted = None
+        if time_limit:
+            remaining = time_limit - (time.perf_counter() - started)
+            rest = [t for t in order[k + 1:] if t.name not in finished]
+            floor = target.min_seconds if target.min_seconds is not None else suite.min_seconds
+            allotted = allot(remaining, target, rest, suite.min_seconds)
+            if remaining < floor or allotted <= 0:
+                outcomes[target.name] = TargetOutcome(target.name, "skipped",
+                                                      f"{remaining:.0f} s of the suite's time were left, below its "
+                                                      f"floor of {floor:g} s", allotted=max(0.0, remaining))
+                stream.note(f"suite: {target.name} skipped: {outcomes[target.name].reason}", stage="suite")
+                continue
+        stream.info(f"suite: target {k + 1} of {len(order)}: {target.name}"
+                    + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""), stage="suite")
+        spec = make_spec(target, allotted) if allotted else specs[target.name]
+        t0 = time.perf_counter()
+        try:
+            result = run_tune(spec, log)
+        except UsageError:
+            raise
+        except CompileIQError as exc:
+            outcome = TargetOutcome(target.name, "failed", str(exc).splitlines()[0][:300],
+                                    seconds=time.perf_counter() - t0, allotted=allotted)
+            stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
+        else:
+            outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
+        outcomes[target.name] = outcome
+        finished[target.name] = outcome
+        _save_state(state, finished, stamp)
+    state.unlink(missing_ok=True)  # the suite is complete: a later run tunes every target again (from its store)
+    rows = [outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
+            for t in suite.targets]
+    doc = suite_summary.build(suite, rows, time_limit, time.perf_counter() - started)
+    for line in suite_summary.table(doc):
+        stream(line)  # a table row: printed as it is
+    report = (report_dir or build_dir / "compileiq") / "suite-report.html"
+    suite_summary.write_whole(report, suite_summary.render(doc))
+    stream.info(f"suite report: {report}", stage="suite")
+    if json_summary is not None:
+        suite_summary.write_whole(json_summary, json.dumps(doc, indent=1) + "\n")
+        stream.info(f"wrote the suite summary {json_summary}", stage="suite")
+    return rows
+

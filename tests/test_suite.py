@@ -1,0 +1,167 @@
+"""Issue 24 (first part): `tune --suite`: many targets in one command with one time box, one TOML, one suite
+summary and report, resumable as a whole; bad suite files refused in one line."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.model.errors import UsageError
+from compileiq_cmake.model.suite import SuiteTarget, load_suite
+from compileiq_cmake.tune.suite import allot, state_path
+
+from conftest import REPO, one_line_error, run_cli
+
+SAMPLE = REPO / "benchmarks" / "landscapes" / "sample_small.json"
+BLACKSCHOLES = REPO / "benchmarks" / "landscapes" / "blackscholes.json"
+
+
+def _suite(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "src").mkdir(exist_ok=True)
+    path = tmp_path / "suite.toml"
+    path.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\njson_summary = "suite.json"\n'
+                    + body)
+    return path
+
+
+TWO = f'''
+[[target]]
+name = "small"
+replay = "{SAMPLE}"
+budget = 6
+
+[[target]]
+name = "bs"
+replay = "{BLACKSCHOLES}"
+budget = 6
+priority = 3
+
+[[target]]
+name = "later"
+replay = "{SAMPLE}"
+exclude = true
+'''
+
+
+@pytest.mark.unit
+def test_a_suite_tunes_its_targets_in_one_command_into_one_toml_summary_and_report(tmp_path):
+    suite = _suite(tmp_path, TWO)
+    proc = run_cli("tune", "--suite", str(suite), "--seed", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    out = proc.stdout
+    assert out.index("target 1 of 2: bs") < out.index("target 2 of 2: small")  # priority first
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert doc["schema"] == "compileiq-suite/1" and [t["target"] for t in doc["targets"]] == ["small", "bs", "later"]
+    assert [t["status"] for t in doc["targets"]][2] == "excluded"
+    ran = [t for t in doc["targets"] if t["status"] != "excluded"]
+    assert all(t["trials"] == 6 and t["status"] in ("tuned", "no gain") for t in ran)
+    assert doc["wins"] + doc["ties"] == 2 and doc["losses"] == 0 and doc["geomean_speedup"] >= 1.0
+    entries = tomllib.loads((tmp_path / "all.toml").read_text())["entry"]
+    assert {e["target"] for e in entries} == {t["target"] for t in ran if t["status"] == "tuned"}
+    html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()
+    assert 'id="targets"' in html and "<code>bs</code>" in html and "excluded" in html
+    assert "geometric mean speedup" in out and not state_path(load_suite(suite), tmp_path / "build").exists()
+
+
+@pytest.mark.unit
+def test_a_killed_suite_keeps_its_finished_targets_and_a_changed_project_tunes_them_again(tmp_path):
+    suite = _suite(tmp_path, TWO)
+    loaded = load_suite(suite)
+    state = state_path(loaded, tmp_path / "build")
+    proc = run_cli("tune", "--suite", str(suite), "--seed", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    first = json.loads((tmp_path / "suite.json").read_text())
+    # as a kill after the first target leaves it: the state file with "bs" finished
+    from compileiq_cmake.tune import suite as suite_mod
+    bs = next(t for t in first["targets"] if t["target"] == "bs")
+    outcome = suite_mod.TargetOutcome(**{**bs, "ci": tuple(bs["ci"]) if bs["ci"] else None, "flags": tuple(bs["flags"])})
+    stamp = suite_mod.tree_stamp(tmp_path / "src", (tmp_path / "build",))
+    suite_mod._save_state(state, {"bs": outcome}, stamp)
+    again = run_cli("tune", "--suite", str(suite), "--seed", "1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "suite: bs: finished in an earlier run" in again.stdout and "target 2 of 2: small" in again.stdout
+    assert "target 1 of 2: bs" not in again.stdout
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert next(t for t in doc["targets"] if t["target"] == "bs")["resumed"] is True
+    # a file of the project changed since: nothing is kept
+    suite_mod._save_state(state, {"bs": outcome}, stamp)
+    (tmp_path / "src" / "new.cpp").write_text("int x;\n")
+    third = run_cli("tune", "--suite", str(suite), "--seed", "1", cwd=tmp_path)
+    assert third.returncode == 0 and "the project changed since" in third.stdout and "target 1 of 2: bs" in third.stdout
+
+
+@pytest.mark.unit
+def test_the_time_limit_is_shared_by_priority_keeping_every_floor():
+    a, b, c = (SuiteTarget(n, {}, priority=p) for n, p in (("a", 3.0), ("b", 1.0), ("c", 1.0)))
+    assert allot(500.0, a, [b, c], 60.0) == pytest.approx(300.0)
+    assert allot(200.0, a, [b, c], 60.0) == pytest.approx(80.0)  # 120 of a 3/5 share, but b and c keep 60 each
+    assert allot(100.0, b, [], 60.0) == pytest.approx(100.0)
+    assert allot(500.0, SuiteTarget("d", {}, min_seconds=400.0), [b], 60.0) == pytest.approx(400.0)  # its own floor
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("body,needle", [
+    ('[[target]]\nbenchmark = "x"\n', "'name' (the CMake target) is required"),
+    ('[[target]]\nname = "a"\nbudgett = 3\n', "unknown key 'budgett'"),
+    ('[[target]]\nname = "a"\nbudget = "many"\n', "'budget' must be an integer"),
+    ('[[target]]\nname = "a"\n[[target]]\nname = "a"\n', "listed twice"),
+    ('[[target]]\nname = "a"\nexclude = true\n', "every target is excluded"),
+    ('[[target]]\nname = "a"\npriority = 0\n', "'priority' must be > 0"),
+    ('', "no [[target]] table"),
+    ('[[target]]\nname = "a"\nworkloads = [1, 2]\n', "'workloads' must be a list of strings"),
+])
+def test_a_bad_suite_file_is_refused_in_one_line_before_anything_runs(tmp_path, body, needle):
+    suite = _suite(tmp_path, body)
+    with pytest.raises(UsageError, match=needle.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        load_suite(suite)
+    proc = run_cli("tune", "--suite", str(suite), cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, needle)
+    assert not (tmp_path / "build").exists() and not (tmp_path / "all.toml").exists()
+
+
+@pytest.mark.unit
+def test_suite_options_go_through_the_tunes_own_checks_and_limits_below_the_floors_are_refused(tmp_path):
+    suite = _suite(tmp_path, f'[[target]]\nname = "a"\nreplay = "{SAMPLE}"\nbudget = 1\n')
+    proc = run_cli("tune", "--suite", str(suite), cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "target a", "--budget")
+    suite = _suite(tmp_path, TWO)
+    proc = run_cli("tune", "--suite", str(suite), "--time-limit", "90", cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "less than the floors", "120 s")
+    proc = run_cli("tune", "--suite", str(suite), "--target", "x", cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "--target and --suite")
+    proc = run_cli("tune", "-S", str(tmp_path), cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "-B", "--target", "--suite")
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.cmake
+def test_the_cmake_umbrella_target_tunes_every_compileiq_tune_call_as_one_suite(host_example, tmp_path):
+    """`cmake --build build --target compileiq_tune`: every compileiq_tune() of the project in one suite job
+    (one command, one suite summary and report, one TOML), generator expressions resolved."""
+    from conftest import cmake_dir, configure
+
+    lists = host_example / "CMakeLists.txt"
+    text = lists.read_text().replace("BUDGET 12", "BUDGET 3").replace('WORKLOADS "--n 768" "--n 1024"', "")
+    text += ("add_executable(host_kernels_b src/main.cpp)\n"
+             "if(compileiq_cmake_FOUND)\n"
+             '  compileiq_tune(host_kernels_b BENCHMARK $<TARGET_FILE:host_kernels_b> --n 512\n'
+             '    METRIC "time_ms=([0-9.eE+-]+)" PASS_REGEX "PASS" BUDGET 3)\nendif()\n')
+    lists.write_text(text)
+    build = tmp_path / "build"
+    proc = configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON",
+                     f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert proc.returncode == 0, proc.stderr
+    args = (build / "compileiq_suite.args").read_text()
+    assert args.count("[target]") == 2 and "$<" not in args and "--target\nhost_kernels_b" in args
+    import subprocess
+    tune = subprocess.run(["cmake", "--build", str(build), "--target", "compileiq_tune"], capture_output=True,
+                          text=True, timeout=900)
+    assert tune.returncode == 0, tune.stdout[-3000:] + tune.stderr[-3000:]
+    out = tune.stdout
+    assert "target 1 of 2: host_kernels" in out and "target 2 of 2: host_kernels_b" in out
+    assert "suite: 2 targets in" in out and (build / "compileiq" / "suite-report.html").is_file()
+    entries = tomllib.loads((host_example / "compileiq.toml").read_text())["entry"]
+    assert {e["target"] for e in entries} <= {"host_kernels", "host_kernels_b"} and entries
