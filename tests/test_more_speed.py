@@ -232,6 +232,24 @@ def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redu
 
 
 @pytest.mark.unit
+def test_the_prior_ranks_the_per_file_candidates(tmp_path):
+    """Issue 23: with a prior, a file's candidates come in order of predicted score, harmful ones last."""
+    from compileiq_cmake.search.prior import Prediction, SpacePrior
+
+    space = _space()
+    names = [d.name for d in space.dimensions]
+    o1, cg = names.index("ptxas_opt_level"), names.index("load_cache")
+    cg_i = space.dimensions[cg].values.index(("-Xptxas=-dlcm=cg",))
+    prior = SpacePrior({(o1, 1): Prediction(-0.5, 0.05, 0.0, 5.0), (cg, cg_i): Prediction(0.2, 0.02, 0.0, 5.0)})
+    start = space.flagset({"use_fast_math": 1})
+    files = (kernel_times.FileShare("src/a.cu", 6, 1.0, ("a",)),)
+    ranked = [fs.flags[1:] for fs in candidates(_per_file_context(tmp_path, space=space, prior=prior), start, files, 200)]
+    plain = [fs.flags[1:] for fs in candidates(_per_file_context(tmp_path, space=space), start, files, 200)]
+    assert ranked[0] == ("[src/a.cu]-Xptxas=-dlcm=cg",) and ranked[-1] == ("[src/a.cu]-Xptxas=-O1",)
+    assert sorted(ranked) == sorted(plain) and plain[0] == ("[src/a.cu]-Xptxas=-O1",)  # today's order without one
+
+
+@pytest.mark.unit
 def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
     from compileiq_cmake.model.events import recording
 

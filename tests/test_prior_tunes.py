@@ -13,12 +13,12 @@ from conftest import configure, run_cli
 METRIC = "time_ms=([0-9.eE+-]+)"
 
 
-def _tune(src, tmp_path, name: str, *extra: str):
+def _tune(src, tmp_path, name: str, *extra: str, budget: int = 4):
     build = tmp_path / name
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     summary = tmp_path / f"{name}.json"
     proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "host_kernels", "--bench",
-                   "host_kernels --n 512", "--metric", METRIC, "--pass-regex", "PASS", "--budget", "4", "--seed", "2",
+                   "host_kernels --n 512", "--metric", METRIC, "--pass-regex", "PASS", "--budget", str(budget), "--seed", "2",
                    "--workers", "1", "--max-rounds", "5", "--output", str(tmp_path / f"{name}.toml"),
                    "--json-summary", str(summary), *extra)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
@@ -41,6 +41,6 @@ def test_the_second_tune_starts_from_what_the_first_learned_and_no_prior_keeps_t
     assert tuple(proposed[0]["data"]["flags"]) == second[1]  # its first trial is the prior's proposal ...
     assert "-ffast-math" in second[1]  # ... with the first tune's big mover in it
 
-    out3, third, _ = _tune(host_example, tmp_path, "b3", "--no-prior")
+    out3, third, _ = _tune(host_example, tmp_path, "b3", "--no-prior", budget=2)
     assert "prior: off (--no-prior)" in out3 and "proposed by the prior" not in out3
     assert third[:2] == first[:2]  # the baseline, then the first single-flag change: today's order

@@ -23,6 +23,7 @@ from ..model.events import EventStream, Lines, as_stream
 from ..flags.catalogue import canonical_flags
 from ..measure.runner import Runner
 from ..project.nvcc_command import output_file
+from .prior import SpacePrior
 from ..model.records import BuildResult, FlagSet, Trial
 from ..flags.fingerprint import FingerprintCache
 from ..flags.space import FlagSpace
@@ -63,6 +64,7 @@ class PerFileContext:
     fingerprints: FingerprintCache | None = None
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     replay: bool = False
+    prior: SpacePrior | None = None  # the learned prior's predictions for `space`: the candidates' order
 
 
 @dataclass(frozen=True)
@@ -126,14 +128,16 @@ def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_time
     """Single changes of the searched space for each file, on top of `start`: every value of a dimension
     other than the one `start` has (not the project's own value: a per-file flag can add, not take away;
     not one the global flags make redundant, not one that static screening saw change none of the file's
-    kernels), numerics-relaxing values first; the files take turns, largest share first, up to `budget`."""
+    kernels), numerics-relaxing values first (with a prior: in order of its predicted score, confidently
+    harmful ones last); the files take turns, largest share first, up to `budget`."""
     chosen = dict(start.choices)
     screen = {key: frozenset(kernel_name(k) for k in names)
               for key, names in context.screen_kernels.items()}
     per_file: list[list[FlagSet]] = []
+    prior = context.prior
     for f in files:
-        mine: list[tuple[int, FlagSet]] = []
-        for d in context.space.dimensions:
+        mine: list[tuple[tuple, FlagSet]] = []
+        for n, d in enumerate(context.space.dimensions):
             if d.build_mode:  # device LTO: a mode of the whole target's device link, not a file's flag
                 continue
             for i, value in enumerate(d.values[1:], start=1):
@@ -145,7 +149,9 @@ def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_time
                 if changed is not None and not changed & set(f.kernels):
                     continue  # static screening: it changes no kernel of this file
                 tokens = tuple(build_flags.source_token(f.path, t) for t in value)
-                mine.append((0 if d.relaxes_numerics else 1, FlagSet(start.choices, start.flags + tokens)))
+                order = (0 if d.relaxes_numerics else 1,) if prior is None else \
+                    (prior.of(n, i).harmful, -prior.of(n, i).score, 0 if d.relaxes_numerics else 1)
+                mine.append((order, FlagSet(start.choices, start.flags + tokens)))
         per_file.append([fs for _, fs in sorted(mine, key=lambda x: x[0])])
     out: list[FlagSet] = []
     while len(out) < budget and any(per_file):

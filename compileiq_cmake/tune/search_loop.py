@@ -163,7 +163,8 @@ class SearchLoop:
                         per_file_due = False
                         if exhausted:
                             log("compileiq: every point of the flag space has been tried")
-                        per_file_plan = per_file.plan(setup.per_file_context, setup.trees[0], executor.build, runner,
+                        per_file_plan = per_file.plan(replace(setup.per_file_context, prior=self.prior), setup.trees[0],
+                                                      executor.build, runner,
                                                       trials, lambda t: loss(t, base_of(t), lower), spec.per_file_budget, log)
                         if per_file_plan is not None and per_file_plan.proposals:
                             store.save_result("per_file", per_file_plan.as_dict())
