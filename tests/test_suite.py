@@ -165,3 +165,27 @@ def test_the_cmake_umbrella_target_tunes_every_compileiq_tune_call_as_one_suite(
     assert "suite: 2 targets in" in out and (build / "compileiq" / "suite-report.html").is_file()
     entries = tomllib.loads((host_example / "compileiq.toml").read_text())["entry"]
     assert {e["target"] for e in entries} <= {"host_kernels", "host_kernels_b"} and entries
+
+
+@pytest.mark.unit
+def test_a_suite_target_stops_early_only_when_its_prior_and_its_trials_both_say_nothing_is_to_be_gained(monkeypatch):
+    from types import SimpleNamespace
+
+    from compileiq_cmake.search.prior import Prediction, SpacePrior
+    from compileiq_cmake.tune import search_loop
+
+    losses = {"t1": -0.001, "t2": 0.02, "t3": 0.0, "t4": -0.002, "t5": 0.01, "t6": 0.0}
+    monkeypatch.setattr(search_loop, "loss", lambda t, b, lower: losses[t.name])
+    trials = [SimpleNamespace(name=n, valid=True) for n in losses]
+    base = SimpleNamespace(base_of=lambda t: None, min_gain=0.01)
+    flat = SpacePrior({(0, 1): Prediction(-0.01, 0.01, 0.0, 3.0)}, "prior")
+    hopeful = SpacePrior({(0, 1): Prediction(0.2, 0.02, 0.0, 3.0)}, "prior", ((1,),))
+    blank = SpacePrior({}, "prior")
+    assert search_loop.nothing_to_gain(6, flat, trials, base)
+    assert not search_loop.nothing_to_gain(6, flat, trials[:5], base)  # too few trials yet
+    assert not search_loop.nothing_to_gain(0, flat, trials, base)  # off (a single tune)
+    assert not search_loop.nothing_to_gain(6, hopeful, trials, base)  # the prior predicts a gain
+    assert not search_loop.nothing_to_gain(6, blank, trials, base)  # a prior that knows nothing says nothing
+    assert not search_loop.nothing_to_gain(6, None, trials, base)
+    losses["t4"] = -0.05  # a trial 5% faster: there is something
+    assert not search_loop.nothing_to_gain(6, flat, trials, base)

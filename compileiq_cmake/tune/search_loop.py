@@ -140,6 +140,12 @@ class SearchLoop:
                 ahead = lookahead(trials.values(), len(measuring), spec.workers)  # asks as late as the GPUs allow
                 while not (exhausted or stopped) and pipeline.has_free_tree and pipeline.pending < ahead \
                         and len(trials) + pipeline.pending < budget:
+                    if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), base, lower):
+                        log(f"compileiq: suite: nothing to gain: the prior predicted no value faster and none of "
+                            f"{plural(len(trials), 'trial')} beat the project's own build by {100 * base.min_gain:.2f}%; "
+                            "the search stops early (its time goes to the suite's other targets)")
+                        stopped = True
+                        break
                     if plan is not None and not plan.search_open(pipeline.pending, costs_of(trials)):
                         if len(trials) + pipeline.pending == len(base.restored) + 1 and not plan.search_trials:
                             needed = plan.needed
@@ -203,6 +209,18 @@ class SearchLoop:
             trials=len(trials), valid=len(valid), seconds=timings.search_seconds,
             best=list(best.flagset.flags) if best is not None else None, speedup=speedup)
         return SearchOutcome(trials, per_file_plan, timings, needed)
+
+
+def nothing_to_gain(after: int, prior: SpacePrior | None, trials, base: Baselines, lower: bool = True) -> bool:
+    """A suite's early stop: at least `after` trials (0: never), a prior that proposed no combination
+    (predicted no value confidently faster), and no valid trial faster than the baseline by min_gain."""
+    trials = list(trials)
+    if not after or prior is None or prior.first or len(trials) < after:
+        return False
+    if not any(p.known for p in prior.predictions.values()):
+        return False  # a prior that knows nothing of this space says nothing
+    best = min((loss(t, base.base_of(t), lower) for t in trials if t.valid), default=0.0)
+    return best > -math.log1p(base.min_gain)
 
 
 def warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:

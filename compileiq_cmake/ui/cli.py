@@ -7,6 +7,7 @@ import json
 import os
 import shlex
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from .. import __version__
@@ -305,6 +306,9 @@ def _spec_from_args(args: argparse.Namespace):
     )
 
 
+FLAT_STOP = 6  # a suite's target stops its search after this many trials when nothing is to be gained
+
+
 def _suite(args: argparse.Namespace, events: EventStream) -> None:
     """tune --suite: every target's options through the command line's own checks (_spec_from_args)."""
     suite = load_suite(Path(args.suite))
@@ -331,7 +335,7 @@ def _suite(args: argparse.Namespace, events: EventStream) -> None:
         if time_limit is not None:
             ns.time_limit = time_limit
         try:
-            return _spec_from_args(ns).validate()
+            return replace(_spec_from_args(ns), flat_stop=FLAT_STOP).validate()
         except UsageError as exc:
             raise UsageError(f"--suite {args.suite} target {target.name}: {exc}") from None
 
@@ -372,7 +376,7 @@ def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
         if time_limit is not None:
             ns.time_limit = min(time_limit, ns.time_limit) if ns.time_limit else time_limit
         try:
-            return _spec_from_args(ns).validate()
+            return replace(_spec_from_args(ns), flat_stop=FLAT_STOP).validate()
         except UsageError as exc:
             raise UsageError(f"compileiq_tune({target.name}): {exc}") from None
 
