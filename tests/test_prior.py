@@ -225,6 +225,9 @@ def test_prior_command_shows_exports_and_refuses_a_bad_import_in_one_line(tmp_pa
     (tmp_path / "bad.json").write_text("{not json")
     proc = run_cli("prior", "--import", str(tmp_path / "bad.json"))
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "--import", "not JSON")
+    proc = run_cli("prior", "--export", str(tmp_path / "no" / "such" / "mine.json"))
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "--export", "does not exist")
+    assert not (tmp_path / "no").exists()
     out = run_cli("prior", "--export", str(tmp_path / "mine.json"))
     assert out.returncode == 0 and json.loads((tmp_path / "mine.json").read_text())["observations"] == []
 

@@ -130,6 +130,8 @@ def test_suite_options_go_through_the_tunes_own_checks_and_limits_below_the_floo
     suite = _suite(tmp_path, TWO)
     proc = run_cli("tune", "--suite", str(suite), "--time-limit", "90", cwd=tmp_path)
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "less than the floors", "120 s")
+    proc = run_cli("tune", "--suite", str(suite), "--json-summary", str(suite / "s.json"), cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "--json-summary", "is not a directory")
     proc = run_cli("tune", "--suite", str(suite), "--target", "x", cwd=tmp_path)
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "--target and --suite")
     proc = run_cli("tune", "-S", str(tmp_path), cwd=tmp_path)

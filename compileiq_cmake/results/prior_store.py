@@ -94,7 +94,12 @@ class LocalPrior:
         obs = self.observations()
         if path.exists() and path.is_dir():
             raise UsageError(f"--export {path}: is a directory; give a file name")
-        PriorModel(obs, {}, {"made_by": "compileiq-cmake prior --export"}).save(path)
+        if not path.parent.is_dir():
+            raise UsageError(f"--export {path}: the folder {path.parent} does not exist; create it or give another path")
+        try:
+            PriorModel(obs, {}, {"made_by": "compileiq-cmake prior --export"}).save(path)
+        except OSError as exc:
+            raise UsageError(f"--export {path}: cannot write it ({exc.strerror or exc})") from None
         return len(obs)
 
     def import_file(self, path: Path) -> int:

@@ -27,6 +27,7 @@ from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
 from ..model.wording import plural
 from ..results import suite_summary
+from ..system.writable import check_creatable
 from .orchestration import run_tune
 
 Log = Callable[[str], None]
@@ -123,6 +124,11 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
               json_summary: Path | None = None) -> list[TargetOutcome]:
     """Every target of the suite in turn; returns the outcomes in the suite's order (excluded ones included)."""
     stream = as_stream(log)
+    if json_summary is not None:
+        try:
+            check_creatable(json_summary, "--json-summary")  # before hours of tuning, not after
+        except CompileIQError as exc:
+            raise UsageError(str(exc)) from None
     specs = {t.name: make_spec(t, None) for t in suite.ordered}  # every target's options checked before any runs
     floors = sum(t.min_seconds if t.min_seconds is not None else suite.min_seconds for t in suite.ordered)
     if time_limit is not None and time_limit < floors:
