@@ -222,13 +222,12 @@ def cmd_report(args) -> None:
         lines.append("")
         lines.append("Median over kernels of the per-kernel median builds to 99%: "
                      + ", ".join(f"{s} {statistics.median(v):g}" for s, v in meds.items()))
-        if True:
-            dm = statistics.median([se.quartiles([x[0] for x in r["folds"]["loko"]["runs"]["default"]["p99"]], r["budget"])[0]
-                                    for r in data["kernels"].values()])
-            pm = statistics.median(meds["prior"])
-            lines.append(f"Goal (prior <= half of default): prior {pm:g} vs default {dm:g} -> "
-                         f"{'met' if pm <= dm / 2 else f'missed by {pm - dm / 2:g} builds'}; kernels where the prior "
-                         f"needs > 2 builds more than the default: {', '.join(worse) or 'none'}")
+        dm = statistics.median([se.quartiles([x[0] for x in r["folds"]["loko"]["runs"]["default"]["p99"]], r["budget"])[0]
+                                for r in data["kernels"].values()])
+        pm = statistics.median(meds["prior"])
+        lines.append(f"Goal (prior <= half of default): prior {pm:g} vs default {dm:g} -> "
+                     f"{'met' if pm <= dm / 2 else f'missed by {pm - dm / 2:g} builds'}; kernels where the prior "
+                     f"needs > 2 builds more than the default: {', '.join(worse) or 'none'}")
         gainful = {n: r for n, r in data["kernels"].items() if r["best"] >= GAINFUL}
         for s in strategies:
             vals = [se.quartiles([x[0] for x in {**r["folds"]["loko"]["runs"], **r["folds"][fold]["runs"]}[s]["p99"]],

@@ -16,7 +16,6 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from dataclasses import asdict
-from pathlib import Path
 
 import jinja2
 
@@ -64,6 +63,3 @@ def render(doc: dict) -> str:
                              undefined=jinja2.StrictUndefined)
     return env.get_template("suite_report.html.j2").render(doc=doc)
 
-
-def write(path: Path, text: str) -> None:
-    write_whole(path, text)

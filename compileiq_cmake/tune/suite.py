@@ -16,7 +16,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -148,9 +148,7 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
     outcomes: dict[str, TargetOutcome] = {}
     for k, target in enumerate(order):
         if target.name in finished:
-            outcomes[target.name] = TargetOutcome(**{**asdict(finished[target.name]), "resumed": True,
-                                                     "ci": finished[target.name].ci,
-                                                     "flags": finished[target.name].flags})
+            outcomes[target.name] = replace(finished[target.name], resumed=True)
             stream.info(f"suite: {target.name}: finished in an earlier run ({finished[target.name].status}); "
                         "kept", stage="suite")
             continue
