@@ -232,10 +232,11 @@ def test_check_gate_on_the_host_example(tmp_path):
                                                     build_type="Release", metric="time_ms=([0-9.eE+-]+)",
                                                     workloads=("--n 768",), baseline=(3.2,), tuned=(0.3,), speedup=10.0,
                                                     sources_sha256=""))
-    # a 5% floor: the O0 revision leaves the flags a residue of 1-2% on a loaded machine (seen 1.0137x), which
-    # the noise-derived default may count as significant; the tuned flags are worth ~10x where they work
+    # a 50% floor: the O0 revision leaves the flags a residue that depends on the CPU (seen 1.0137x here and
+    # 1.096x on CI's machine: -ffast-math still inlines sqrtf at -O0), which a smaller floor counts as a pass;
+    # the tuned flags are worth ~10x where they work
     gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--bench", "host_kernels", "--pass-regex", "PASS",
-            "--rounds", "5", "--min-gain", "0.05", "--json")
+            "--rounds", "5", "--min-gain", "0.5", "--json")
     proc = run_cli(*gate)
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["passed"] and doc["entries"][0]["remeasure"]["speedup"] > 1.5, proc.stdout + proc.stderr
