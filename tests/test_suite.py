@@ -128,8 +128,12 @@ def test_suite_options_go_through_the_tunes_own_checks_and_limits_below_the_floo
     proc = run_cli("tune", "--suite", str(suite), cwd=tmp_path)
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "target a", "--budget")
     suite = _suite(tmp_path, TWO)
-    proc = run_cli("tune", "--suite", str(suite), "--time-limit", "90", cwd=tmp_path)
+    proc = run_cli("tune", "--suite", str(suite), "--time-limit", "90", "--suite-jobs", "1", cwd=tmp_path)
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "less than the floors", "120 s")
+    proc = run_cli("tune", "--suite", str(suite), "--time-limit", "50", cwd=tmp_path)  # two at a time: 60 s
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "less than the floors", "60 s with 2 at a time")
+    proc = run_cli("tune", "--suite", str(suite), "--suite-jobs", "0", cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "--suite-jobs 0")
     proc = run_cli("tune", "--suite", str(suite), "--json-summary", str(suite / "s.json"), cwd=tmp_path)
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "--json-summary", "is not a directory")
     proc = run_cli("tune", "--suite", str(suite), "--target", "x", cwd=tmp_path)
@@ -191,3 +195,70 @@ def test_a_suite_target_stops_early_only_when_its_prior_and_its_trials_both_say_
     assert not search_loop.nothing_to_gain(6, None, trials, base)
     losses["t4"] = -0.05  # a trial 5% faster: there is something
     assert not search_loop.nothing_to_gain(6, flat, trials, base)
+
+
+@pytest.mark.unit
+def test_a_freed_slot_goes_to_the_waiter_ranked_first_and_never_to_more_than_its_capacity():
+    """execute.shared.SharedSlots: while one owner holds the GPU, a low- and a high-ranked owner wait; the
+    high-ranked one gets it next although it came later; at no time do two runs hold one GPU."""
+    import threading
+    import time as _time
+
+    from compileiq_cmake.execute.shared import SharedSlots
+
+    ranks = {"first": 0.0, "low": 1.0, "high": 5.0}
+    slots = SharedSlots({}, ranks.__getitem__)
+    order, holding, most = [], [0], [0]
+    lock = threading.Lock()
+
+    def run(owner: str, seconds: float) -> None:
+        with slots.hold("gpu:0", owner):
+            with lock:
+                holding[0] += 1
+                most[0] = max(most[0], holding[0])
+                order.append(owner)
+            _time.sleep(seconds)
+            with lock:
+                holding[0] -= 1
+
+    first = threading.Thread(target=run, args=("first", 0.3))
+    first.start()
+    _time.sleep(0.05)
+    low = threading.Thread(target=run, args=("low", 0.01))
+    low.start()
+    _time.sleep(0.05)
+    high = threading.Thread(target=run, args=("high", 0.01))
+    high.start()
+    for t in (first, low, high):
+        t.join()
+    assert order == ["first", "high", "low"] and most[0] == 1
+    assert slots.use["gpu:0"].runs == {"first": 1, "low": 1, "high": 1}
+    assert slots.held_seconds("first") >= 0.3 > slots.held_seconds("high")
+
+
+@pytest.mark.unit
+def test_targets_in_flight_together_share_the_simulated_gpus_through_one_scheduler(tmp_path, monkeypatch):
+    """Four replayed targets, three at a time, on two simulated GPUs with runs that take time (a replay
+    pace): the targets overlap in time (the suite takes less than their sum), each GPU is never held by two
+    runs at once (its busy seconds fit in the wall time), every target's device seconds and the GPUs' idle
+    shares are in the summary and the report, and each target keeps its own state folder."""
+    body = "".join(f'\n[[target]]\nname = "t{i}"\nreplay = "{SAMPLE if i % 2 else BLACKSCHOLES}"\nbudget = 6\n'
+                   for i in range(4))
+    suite = _suite(tmp_path, body)
+    monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
+    monkeypatch.setenv("COMPILEIQ_REPLAY_PACE", "20")
+    proc = run_cli("tune", "--suite", str(suite), "--seed", "2", "--suite-jobs", "3", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    sched = doc["scheduling"]
+    assert sched["jobs"] == 3 and set(sched["idle_share"]) == {"gpu:0", "gpu:1"}, sched
+    assert all(0.0 <= v < 1.0 for v in sched["idle_share"].values())
+    assert all(b <= doc["wall_seconds"] + 0.5 for n, b in sched["busy_seconds"].items() if n != "build"), sched
+    ran = doc["targets"]
+    assert all(t["status"] in ("tuned", "no gain") and t["trials"] == 6 and t["device_seconds"] > 0 for t in ran)
+    assert sum(t["seconds"] for t in ran) > 1.3 * doc["wall_seconds"]  # in flight together
+    for i in range(4):
+        assert (tmp_path / "build" / "compileiq" / "suite" / f"t{i}" / "trials.sqlite").is_file()
+    assert "[t0] " in proc.stdout and "3 targets at a time" in proc.stdout
+    html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()
+    assert 'id="devices"' in html and "gpu:1" in html

@@ -9,16 +9,19 @@ from pathlib import Path
 from ..measure.runner import Runner
 from .executor import ExecutionPlan, Executor, LocalExecutor, ReplayExecutor
 from .ray import ClusterPlacement
+from .shared import Lease, SharedExecutor
 
 
-def make_executor(plan: ExecutionPlan, pid_file: Path | None = None, cluster: ClusterPlacement | None = None) -> Executor:
+def make_executor(plan: ExecutionPlan, pid_file: Path | None = None, cluster: ClusterPlacement | None = None,
+                  lease: Lease | None = None) -> Executor:
     """The executor of a plan: its replay runner when it replays, else the local trees; on `cluster`, that
-    one's builds run as Ray tasks and the runs on the group's GPU workers."""
+    one's builds run as Ray tasks and the runs on the group's GPU workers; with a `lease` (a suite's targets
+    in flight together), its builds and runs take the suite's shared slots."""
     if plan.replay is not None:
         inner: Executor = ReplayExecutor(plan.replay, plan.gpus, plan.state_dir)
     else:
         inner = LocalExecutor(plan.build, Runner(plan.spec, plan.bench, plan.monitor, pid_file=pid_file),
                               plan.gpus, plan.state_dir)
-    if cluster is None:
-        return inner
-    return cluster.cluster.executor(plan, cluster.group, inner)
+    if cluster is not None:
+        inner = cluster.cluster.executor(plan, cluster.group, inner)
+    return SharedExecutor(inner, lease) if lease is not None else inner

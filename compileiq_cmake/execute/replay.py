@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class ReplayRunner(Runner):
 
     landscape: Landscape | None = None
     seed: int = 0
+    pace: float = 0.0  # each run sleeps its recorded time x pace (simulations of GPU time: COMPILEIQ_REPLAY_PACE)
     placed: dict[Path, FlagSet] = field(default_factory=dict)
     _rng: random.Random = field(default_factory=random.Random)
 
@@ -50,6 +52,10 @@ class ReplayRunner(Runner):
                            fingerprint=point.digest or "", kernels=kernels)
 
     def run(self, tree: VariantTree, workload: Workload) -> RunResult:
+        with self.holding():
+            return self._answer(tree)
+
+    def _answer(self, tree: VariantTree) -> RunResult:
         placed = self.placed.get(tree.path)
         flags = placed.flags if placed is not None else tuple(json.loads((tree.path / PLACED).read_text()))
         point = self.landscape.lookup(flags)
@@ -59,4 +65,6 @@ class ReplayRunner(Runner):
             return RunResult(Status.NUMERICS_CHANGED, f"replay: recorded as {point.status}"
                              + (f" (rel. error {point.code.error:.1e})" if point.code.error is not None else ""))
         value = point.code.median_us * math.exp(self._rng.gauss(0.0, self.landscape.noise)) / 1000.0
-        return RunResult(Status.OK, "", value, 0.0)
+        if self.pace > 0:
+            time.sleep(value / 1000.0 * self.pace)
+        return RunResult(Status.OK, "", value, value / 1000.0 * self.pace)

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Protocol
 
 from .bench import RunOutcome, run_benchmark, run_verify
 from ..model.errors import CommandFailure, write_log
@@ -83,6 +85,12 @@ def _exit_code(outcome: RunOutcome) -> int | None:
     return int(code.group(1)) if code else -int(signal.group(1)) if signal else None
 
 
+class RunLease(Protocol):
+    """A hold on the device a run uses, shared with other tunes (execute.shared.Lease: a suite's targets)."""
+
+    def run(self, device: str) -> AbstractContextManager: ...
+
+
 @dataclass
 class Runner:
     """Runs the benchmark of one tune. `reference` holds, per workload, the numbers the baseline build
@@ -95,6 +103,11 @@ class Runner:
     pid_file: Path | None = None  # records the running benchmark for bench.kill_leftovers
     gpu: GpuSlot | None = None  # the GPU its runs use (CUDA_VISIBLE_DEVICES); None: the process's own
     extra_env: tuple[tuple[str, str], ...] = ()  # e.g. the CUPTI collector of kernel_times
+    lease: RunLease | None = None  # each run holds its device's slot (a suite's tunes share the GPUs)
+
+    def holding(self) -> AbstractContextManager:
+        """The device's slot for one run (nothing to hold outside a suite)."""
+        return self.lease.run(self.gpu.device if self.gpu is not None else "") if self.lease else nullcontext()
 
     @property
     def env(self) -> dict[str, str] | None:
@@ -140,7 +153,8 @@ class Runner:
             except OSError as exc:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         argv = self.bench.for_tree(tree, workload)
-        outcome = run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env)
+        with self.holding():
+            outcome = run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env)
         if outcome.status is not Status.OK:
             return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
                              seconds=outcome.seconds, warnings=outcome.warnings,
@@ -218,7 +232,8 @@ class Runner:
                                             tuple(paired)))
         if self.spec.verify:
             argv = self.bench.verify_for_tree(tree)
-            outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env)
+            with self.holding():
+                outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env)
             seconds += outcome.seconds
             if outcome.status is not Status.OK:
                 return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings),

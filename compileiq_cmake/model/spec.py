@@ -100,6 +100,12 @@ class TuneSpec:
     prior: bool = True  # the learned prior orders the search (search/prior.py); --no-prior: today's order
     learn: bool = True  # add this tune's single-value effects to the local prior data (results/prior_store.py)
     flat_stop: int = 0  # suites: stop the search after this many trials when the prior predicted no gain and none came
+    state_subdir: str = "compileiq"  # the tune's state folder under build_dir (a suite's targets in flight: one each)
+
+    @property
+    def state_dir(self) -> Path:
+        """The tune's state folder: variant trees, trial store, logs, lock."""
+        return self.build_dir / self.state_subdir
 
     @property
     def checks_outputs(self) -> bool:
@@ -119,7 +125,8 @@ class TuneSpec:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
         for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
-                         "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope", "prior", "learn", "flat_stop"):
+                         "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope", "prior", "learn", "flat_stop",
+                         "state_subdir"):
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same
             fields.pop("portable")

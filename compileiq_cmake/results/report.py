@@ -219,20 +219,22 @@ def write_report(path: Path, doc: dict) -> str:
 def load_summaries(build_dir: Path) -> list[dict]:
     """The summary documents of the tunes stored in a build tree (newest tune per target and architecture)."""
     path = build_dir / "compileiq" / "trials.sqlite"
-    if not path.is_file():
+    suite_stores = sorted((build_dir / "compileiq" / "suite").glob("*/trials.sqlite"))  # a suite's targets in flight
+    if not path.is_file() and not suite_stores:
         raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}")
-    store = TrialStore(path, "")
-    if store.note:
-        raise CompileIQError(store.note)
-    try:
-        docs = []
-        for spec in store.load_all():
-            store.spec = spec
-            doc = store.load_result("summary")
-            if doc is not None:
-                docs.append(doc)
-    finally:
-        store.close()
+    docs = []
+    for each in ([path] if path.is_file() else []) + suite_stores:
+        store = TrialStore(each, "")
+        if store.note:
+            raise CompileIQError(store.note)
+        try:
+            for spec in store.load_all():
+                store.spec = spec
+                doc = store.load_result("summary")
+                if doc is not None:
+                    docs.append(doc)
+        finally:
+            store.close()
     if not docs:
         raise CompileIQError(f"the tunes in {path} did not finish (no summary stored); run the tune to its end")
     return sorted(docs, key=lambda d: d["date"])

@@ -27,7 +27,9 @@ SCHEMA = "compileiq-suite/1"
 __all__ = ["SCHEMA", "build", "render", "table", "write_whole"]
 
 
-def build(suite, outcomes, time_limit: float | None, wall_seconds: float) -> dict:
+def build(suite, outcomes, time_limit: float | None, wall_seconds: float, shared: dict | None = None) -> dict:
+    """The suite's document; `shared`: with targets in flight together, how many at a time and each GPU's
+    (or the host's) busy seconds and idle share of the wall time."""
     rows = [{**asdict(o), "ci": list(o.ci) if o.ci else None, "flags": list(o.flags)} for o in outcomes]
     ran = [o for o in outcomes if o.status in ("tuned", "no gain")]
     speedups = [o.speedup if o.status == "tuned" and o.speedup else 1.0 for o in ran]
@@ -40,6 +42,7 @@ def build(suite, outcomes, time_limit: float | None, wall_seconds: float) -> dic
         "ties": sum(1 for o in outcomes if o.status == "no gain"),
         "losses": sum(1 for o in outcomes if o.status in ("failed", "skipped")),
         "seconds": {o.target: round(o.seconds, 3) for o in outcomes},
+        "scheduling": shared or {"jobs": 1},
     })
 
 
@@ -55,6 +58,11 @@ def table(doc: dict) -> list[str]:
         why = " ".join(t["flags"]) if t["flags"] else t["reason"]
         lines.append(f"  {t['target']:<24} {t['status']:<9} {speed:>8}  {t['trials']:>6} {t['seconds']:>8.1f}  {why}"
                      + ("  (earlier run)" if t["resumed"] else ""))
+    sched = doc.get("scheduling") or {}
+    if sched.get("jobs", 1) > 1 and sched.get("idle_share"):
+        idle = ", ".join(f"{'GPU ' + n[4:] if n.startswith('gpu:') else n} {100 * v:.0f}%"
+                         for n, v in sched["idle_share"].items())
+        lines.append(f"  {sched['jobs']} targets at a time; idle share of the wall time: {idle}")
     return lines
 
 

@@ -68,9 +68,11 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         what = f"INVALID {trial.status.value}: {reason}"
     if trial.gpu and trial.same_code_as is None:
         what += f" on GPU {trial.gpu}"
-    log(f"[{len(trials):>3}/{budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
+    as_stream(log).progress(
+        f"[{len(trials):>3}/{budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
-        f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""))
+        f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""),
+        trial=trial.index, trials=len(trials), budget=budget, best=best_speedup, valid=trial.valid)
 
 
 def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:

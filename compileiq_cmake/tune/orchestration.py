@@ -14,6 +14,7 @@ from typing import Callable
 
 from ..execute.factory import make_executor
 from ..execute.ray import ClusterPlacement, GpuGroup, RayCluster
+from ..execute.shared import Lease
 from ..system.processes import kill_leftovers
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
@@ -37,15 +38,15 @@ from .setup import TuneSetup, replay_setup, setup
 Log = Callable[[str], None]
 
 
-def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None) -> TuneResult:
+def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, lease: Lease | None = None) -> TuneResult:
     """One tune. `cluster`: the Ray cluster and GPU group whose nodes build and whose GPUs run it
-    (run_ray_tune); None: this machine."""
+    (run_ray_tune); None: this machine. `lease`: the slots it shares with a suite's other tunes in flight."""
     spec = spec.validate()
     check_output_writable(spec.output)  # a result must not be lost at the end for want of a place to write it
     if spec.json_summary:
         check_creatable(Path(spec.json_summary), "--json-summary")
     started = time.perf_counter()
-    state_dir = spec.build_dir / "compileiq"
+    state_dir = spec.state_dir
     fresh_state = not state_dir.exists()
     stored_any = False
     try:
@@ -63,7 +64,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None) 
                                 f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version}",
                                 tune_setup.sources_sha256, log, tune_setup.commands_sha256)
             try:
-                result = _stages(tune_setup, store, log, started, cluster)
+                result = _stages(tune_setup, store, log, started, cluster, lease)
                 stored_any = True
                 return result
             finally:
@@ -128,7 +129,7 @@ def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, l
 
 
 def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
-            cluster: ClusterPlacement | None = None) -> TuneResult:
+            cluster: ClusterPlacement | None = None, lease: Lease | None = None) -> TuneResult:
     """The stages of one tune, wired: each one's outcome is the next one's input."""
     spec = setup.spec
     log(
@@ -136,7 +137,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster)
+    executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster, lease=lease)
     box = TimeBox(spec.time_limit, started=started)  # the whole tune, from its start
     stream = as_stream(log)
     recorder = Recorder()  # the summary's subscriber: the tune's notes, warnings and stage results

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
@@ -222,7 +223,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     cluster (labels, architecture) instead of this machine's. `gpu_here`: the benchmarks run on this machine's
     GPU, so a CUDA target tuned with --cuda-arch needs one (asked once the target is known to be CUDA, before
     screening); without --cuda-arch the GPU query itself says when there is none."""
-    state_dir = spec.build_dir / "compileiq"
+    state_dir = spec.state_dir
     settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
     for note in notes:
         log(f"compileiq: {note}")
@@ -337,10 +338,11 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
     log(f"compileiq: REPLAY of {landscape.describe()}; nothing is built or run")
     if placement is not None and len(placement.gpus) > 1:
         log(f"compileiq: benchmarks run on {len(placement.gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
-    state_dir = spec.build_dir / "compileiq"
+    state_dir = spec.state_dir
     trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake")
                   for i in range(max(spec.workers + max(1, len(gpus)), FINALISTS + 1)))
-    runner = ReplayRunner(spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed)
+    runner = ReplayRunner(spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed,
+                          pace=_replay_pace())
     version = str(meta.get("nvcc_version") or meta.get("compiler_version") or "0")
     return TuneSetup(
         spec=spec, state_dir=state_dir, trees=trees,
@@ -350,6 +352,20 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
         build_targets=(), bench=runner.bench, monitor=None, replay=runner,
         gpus=gpus,
     )
+
+
+PACE_VARIABLE = "COMPILEIQ_REPLAY_PACE"  # simulations: a replayed run sleeps its recorded time x this
+
+
+def _replay_pace() -> float:
+    text = os.environ.get(PACE_VARIABLE, "")
+    try:
+        pace = float(text) if text else 0.0
+    except ValueError:
+        pace = -1.0
+    if not (pace >= 0 and math.isfinite(pace)):
+        raise UsageError(f"{PACE_VARIABLE}={text!r} is not a factor >= 0 (a replayed run sleeps its recorded time x it)")
+    return pace
 
 
 @dataclass(frozen=True)

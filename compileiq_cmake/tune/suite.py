@@ -1,27 +1,37 @@
-"""Tune a suite (issue 24, first part): the targets of one suite file, one after the other in order of
-priority, in one command with one time box; every entry goes into one TOML; one suite summary (JSON) and
-report (HTML); resumable as a whole: while a suite is unfinished (killed), each finished target's outcome is
-kept in a state file beside the trial store, with a stamp of the project's files (a change since discards
-it), and a target cut by the kill resumes from its trials; a complete suite removes the file.
+"""Tune a suite (issue 24): the targets of one suite file in one command with one time box; every entry
+goes into one TOML; one suite summary (JSON) and report (HTML); resumable as a whole: while a suite is
+unfinished (killed), each finished target's outcome is kept in a state file beside the trial store, with a
+stamp of the project's files (a change since discards it), and a target cut by the kill resumes from its
+trials; a complete suite removes the file.
 
-Time: with a limit, each target gets max(its floor, what is left x its priority / the priorities left),
-never so much that the targets after it lose their floors; a target whose share is below its floor when
-its turn comes is skipped and said. Not yet here (issue 24's later parts): builds and benchmarks of several
-targets sharing the workers and GPUs at once, time moved to where the expected gain per second is highest,
-shared variant trees, a Ray suite."""
+One scheduler: `jobs` targets are in flight at a time (started in order of priority, the next when one
+ends), each in a state folder of its own (<build>/compileiq/suite/<target>: trees, store, logs), and all of
+them share the build slots and every GPU (execute.shared): each build takes a build slot, each benchmark run
+its GPU's slot, and a freed slot goes to the waiting target the Scheduler ranks first: within its floor
+first, then by expected gain per second of device time. With jobs = 1 the targets run one after another in
+the build tree's own state folder, as before.
+
+Time: with a limit, each target gets max(its floor, what is left x its priority / the priorities left x the
+targets in flight), never so much that the targets after it lose their floors; a target whose share is below
+its floor when its turn comes is skipped and said. Not yet here: variant trees shared across targets, a Ray
+suite (refused in one line)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 from ..model.errors import CompileIQError, UsageError
-from ..model.events import as_stream
+from ..execute.shared import BUILD, Lease, SharedSlots
+from ..model.events import Event, EventStream, as_stream
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
@@ -49,6 +59,7 @@ class TargetOutcome:
     allotted: float | None = None  # its share of the suite's time limit (None: no limit)
     language: str = ""
     resumed: bool = False  # kept from an earlier run of the same suite
+    device_seconds: float = 0.0  # targets in flight together: the seconds its runs held a GPU (or the host)
 
     @staticmethod
     def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
@@ -60,12 +71,14 @@ class TargetOutcome:
                              tuple(w.flagset.flags), len(result.trials), seconds, allotted, result.language)
 
 
-def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float) -> float:
-    """This target's share of `remaining` seconds; `rest`: the targets after it (their floors are kept)."""
+def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float, jobs: int = 1) -> float:
+    """This target's share of `remaining` seconds; `rest`: the targets after it (their floors are kept).
+    With `jobs` targets in flight at a time, the wall time is shared by that many at once: its share is
+    `jobs` times as large (at most all that is left), the floors of the rest kept per job."""
     floor_of = lambda t: t.min_seconds if t.min_seconds is not None else floor  # noqa: E731
     weights = target.priority + sum(t.priority for t in rest)
-    share = remaining * target.priority / weights
-    return max(floor_of(target), min(share, remaining - sum(floor_of(t) for t in rest)))
+    share = remaining * target.priority / weights * min(jobs, 1 + len(rest))
+    return max(floor_of(target), min(share, remaining, remaining - sum(floor_of(t) for t in rest) / jobs))
 
 
 def state_path(suite: Suite, build_dir: Path) -> Path:
@@ -119,21 +132,77 @@ def _save_state(path: Path, finished: dict[str, TargetOutcome], stamp: str) -> N
     os.replace(tmp, path)
 
 
+SUITE_FOLDER = "compileiq/suite"  # targets in flight together: a state folder each (trees, store, logs)
+OPTIMISM = 0.02  # the gain a target that found none yet is still credited with when the slots are shared out
+
+
+@dataclass
+class _Progress:
+    priority: float
+    floor: float
+    started: float
+    best: float = 1.0  # the best speedup its search has shown so far
+    done: bool = False
+
+
+class Scheduler:
+    """Ranks the suite's targets in flight for the shared slots (execute.shared): a target within its floor
+    (the first `floor` seconds after its start) first, the least served first; then by expected gain per
+    second of device time: its priority x (best speedup so far - 1 + OPTIMISM) / its seconds per run."""
+
+    def __init__(self) -> None:
+        self.slots = SharedSlots({}, self.rank)
+        self._targets: dict[str, _Progress] = {}
+        self._lock = threading.Lock()
+
+    def join(self, target: SuiteTarget, floor: float) -> None:
+        with self._lock:
+            self._targets[target.name] = _Progress(target.priority, floor, time.perf_counter())
+
+    def heard(self, target: str, event: Event) -> None:
+        """A target's event: its trials' progress moves its rank."""
+        best = event.data.get("best") if event.kind == "progress" else None
+        if isinstance(best, (int, float)) and math.isfinite(best):
+            with self._lock:
+                p = self._targets.get(target)
+                if p is not None:
+                    p.best = max(p.best, float(best))
+
+    def rank(self, owner: str) -> float:
+        with self._lock:
+            p = self._targets.get(owner)
+        if p is None:
+            return 0.0
+        use = [u for n, u in self.slots.use.items() if n != BUILD]
+        held = sum(u.by_owner.get(owner, 0.0) for u in use)
+        runs = sum(u.runs.get(owner, 0) for u in use)
+        if time.perf_counter() - p.started < p.floor:
+            return 1e9 - held  # within its floor: first, the least served first
+        per_run = held / runs if runs else 1e-3
+        return p.priority * (max(p.best - 1.0, 0.0) + OPTIMISM) / max(per_run, 1e-3)
+
+
 def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], TuneSpec], log: Log,
               time_limit: float | None, build_dir: Path, report_dir: Path | None = None,
-              json_summary: Path | None = None) -> list[TargetOutcome]:
-    """Every target of the suite in turn; returns the outcomes in the suite's order (excluded ones included)."""
+              json_summary: Path | None = None, jobs: int = 1) -> list[TargetOutcome]:
+    """Every target of the suite, `jobs` at a time (sharing the build slots and each GPU through one
+    Scheduler); returns the outcomes in the suite's order (excluded ones included)."""
     stream = as_stream(log)
     if json_summary is not None:
         try:
             check_creatable(json_summary, "--json-summary")  # before hours of tuning, not after
         except CompileIQError as exc:
             raise UsageError(str(exc)) from None
+    if jobs < 1:
+        raise UsageError(f"--suite-jobs {jobs}: give the number of targets tuned at the same time (>= 1)")
     specs = {t.name: make_spec(t, None) for t in suite.ordered}  # every target's options checked before any runs
     floors = sum(t.min_seconds if t.min_seconds is not None else suite.min_seconds for t in suite.ordered)
-    if time_limit is not None and time_limit < floors:
+    jobs = max(1, min(jobs, len(suite.ordered)))
+    if time_limit is not None and time_limit < floors / jobs:
         raise UsageError(f"--time-limit {time_limit:g} s is less than the floors of the suite's "
-                         f"{plural(len(suite.ordered), 'target')} ({floors:g} s in all); raise it or lower min_seconds")
+                         f"{plural(len(suite.ordered), 'target')} ({floors:g} s in all"
+                         + (f", {floors / jobs:g} s with {jobs} at a time" if jobs > 1 else "")
+                         + "); raise it or lower min_seconds")
     started = time.perf_counter()
     state = state_path(suite, build_dir)
     source = next(iter(specs.values())).source_dir
@@ -141,35 +210,29 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
     finished = _load_state(state, stamp, log)
     order = list(suite.ordered)
     stream.info(f"suite {suite.path.name}: {plural(len(order), 'target')}"
+                + (f", {jobs} at a time sharing the build slots and every GPU (one scheduler)" if jobs > 1 else "")
                 + (f", --time-limit {time_limit:g} s shared out by priority (floor {suite.min_seconds:g} s)"
                    if time_limit else ", no time limit")
                 + (f"; {plural(len([t for t in order if t.name in finished]), 'target')} finished in an earlier run "
-                   "of this suite (kept)" if any(t.name in finished for t in order) else ""), stage="suite")
+                   "of this suite (kept)" if any(t.name in finished for t in order) else ""), stage="suite",
+                jobs=jobs)
+    scheduler = Scheduler() if jobs > 1 else None
     outcomes: dict[str, TargetOutcome] = {}
-    for k, target in enumerate(order):
-        if target.name in finished:
-            outcomes[target.name] = replace(finished[target.name], resumed=True)
-            stream.info(f"suite: {target.name}: finished in an earlier run ({finished[target.name].status}); "
-                        "kept", stage="suite")
-            continue
-        allotted = None
-        if time_limit:
-            remaining = time_limit - (time.perf_counter() - started)
-            rest = [t for t in order[k + 1:] if t.name not in finished]
-            floor = target.min_seconds if target.min_seconds is not None else suite.min_seconds
-            allotted = allot(remaining, target, rest, suite.min_seconds)
-            if remaining < floor or allotted <= 0:
-                outcomes[target.name] = TargetOutcome(target.name, "skipped",
-                                                      f"{remaining:.0f} s of the suite's time were left, below its "
-                                                      f"floor of {floor:g} s", allotted=max(0.0, remaining))
-                stream.note(f"suite: {target.name} skipped: {outcomes[target.name].reason}", stage="suite")
-                continue
-        stream.info(f"suite: target {k + 1} of {len(order)}: {target.name}"
-                    + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""), stage="suite")
+    saving = threading.Lock()
+
+    def tune(k: int, target: SuiteTarget, allotted: float | None) -> None:
         spec = make_spec(target, allotted) if allotted else specs[target.name]
+        target_log: Log | EventStream = log
+        lease = None
+        if scheduler is not None:
+            spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}")
+            floor = target.min_seconds if target.min_seconds is not None else suite.min_seconds
+            scheduler.join(target, floor)
+            lease = Lease(scheduler.slots, target.name)
+            target_log = _target_stream(stream, target.name, scheduler)
         t0 = time.perf_counter()
         try:
-            result = run_tune(spec, log)
+            result = run_tune(spec, target_log, lease=lease)
         except UsageError:
             raise
         except CompileIQError as exc:
@@ -178,13 +241,53 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
             stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
-        outcomes[target.name] = outcome
-        finished[target.name] = outcome
-        _save_state(state, finished, stamp)
+        if scheduler is not None:
+            outcome = replace(outcome, device_seconds=round(scheduler.slots.held_seconds(target.name), 3))
+        with saving:
+            outcomes[target.name] = outcome
+            finished[target.name] = outcome
+            _save_state(state, finished, stamp)
+
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compileiq-suite") as pool:
+        running: list[Future] = []
+        for k, target in enumerate(order):
+            if target.name in finished:
+                outcomes[target.name] = replace(finished[target.name], resumed=True)
+                stream.info(f"suite: {target.name}: finished in an earlier run ({finished[target.name].status}); "
+                            "kept", stage="suite")
+                continue
+            while len([f for f in running if not f.done()]) >= jobs:  # a target starts when one in flight ends
+                wait(running, return_when=FIRST_COMPLETED)
+            for f in [f for f in running if f.done()]:
+                f.result()  # a UsageError of a target ends the suite
+                running.remove(f)
+            allotted = None
+            if time_limit:
+                remaining = time_limit - (time.perf_counter() - started)
+                rest = [t for t in order[k + 1:] if t.name not in finished]
+                floor = target.min_seconds if target.min_seconds is not None else suite.min_seconds
+                allotted = allot(remaining, target, rest, suite.min_seconds, jobs)
+                if remaining < floor or allotted <= 0:
+                    outcomes[target.name] = TargetOutcome(target.name, "skipped",
+                                                          f"{remaining:.0f} s of the suite's time were left, below its "
+                                                          f"floor of {floor:g} s", allotted=max(0.0, remaining))
+                    stream.note(f"suite: {target.name} skipped: {outcomes[target.name].reason}", stage="suite")
+                    continue
+            stream.info(f"suite: target {k + 1} of {len(order)}: {target.name}"
+                        + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""), stage="suite",
+                        target=target.name)
+            running.append(pool.submit(tune, k, target, allotted))
+        for f in running:
+            f.result()
     state.unlink(missing_ok=True)  # the suite is complete: a later run tunes every target again (from its store)
     rows = [outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
             for t in suite.targets]
-    doc = suite_summary.build(suite, rows, time_limit, time.perf_counter() - started)
+    wall = time.perf_counter() - started
+    shared = None
+    if scheduler is not None:
+        shared = {"jobs": jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
+                  "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
+    doc = suite_summary.build(suite, rows, time_limit, wall, shared)
     for line in suite_summary.table(doc):
         stream(line)  # a table row: printed as it is
     report = (report_dir or build_dir / "compileiq") / "suite-report.html"
@@ -195,3 +298,15 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
         stream.info(f"wrote the suite summary {json_summary}", stage="suite")
     return rows
 
+
+def _folder(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._+-" else "_" for c in name)
+
+
+def _target_stream(suite: EventStream, target: str, scheduler: Scheduler) -> EventStream:
+    """A target's own stream (its own current stage) whose events reach the suite's stream tagged with the
+    target and, as lines, prefixed with it (targets in flight together interleave their lines)."""
+    def forward(event: Event) -> None:
+        scheduler.heard(target, event)
+        suite.emit(replace(event, text=f"[{target}] {event.text}", data={**event.data, "target": target}))
+    return EventStream(forward)

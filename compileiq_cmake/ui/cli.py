@@ -24,7 +24,7 @@ from ..search.prior import space_prior
 from ..flags.catalogue import added_dimensions, applies_when
 from ..flags.portability import HostFeatures
 from ..flags.screening import format_screen, screen_target
-from ..measure.gpu import detect_gpu
+from ..measure.gpu import detect_gpu, visible_gpus
 from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS, BenchOverride, checks_document, report_checks, run_check
 from ..results.report import report_command, summaries_json
 from ..results.cmake_entries import cmake_entries
@@ -99,6 +99,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--suite", help="tune every target of this suite file in one command (docs: model/suite.py, "
                    "README); the other options apply to every target")
     p.add_argument("--suite-args", help=argparse.SUPPRESS)  # (used by CMake) every compileiq_tune() call's arguments
+    p.add_argument("--suite-jobs", type=int, default=None,
+                   help="with --suite: targets tuned at the same time, sharing the build slots and every GPU through "
+                   "one scheduler (default: the GPUs + 1, at least 2; 1: one after another)")
     p.add_argument("--bench", help="benchmark command line; its first word may be a target of the project")
     p.add_argument("--bench-arg", action="append", default=[], help="one benchmark argument (repeatable; used by CMake)")
     p.add_argument("--metric", help="regex with one group around the number, or GBENCH, NVBENCH, WALLTIME")
@@ -341,7 +344,7 @@ def _suite(args: argparse.Namespace, events: EventStream) -> None:
 
     time_limit = args.time_limit if args.time_limit is not None else suite.time_limit
     json_summary = Path(args.json_summary).resolve() if args.json_summary else suite.json_summary
-    run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary)
+    run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary, jobs=_suite_jobs(args))
 
 
 def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
@@ -381,7 +384,20 @@ def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
             raise UsageError(f"compileiq_tune({target.name}): {exc}") from None
 
     run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
-              json_summary=Path(args.json_summary).resolve() if args.json_summary else None)
+              json_summary=Path(args.json_summary).resolve() if args.json_summary else None, jobs=_suite_jobs(args))
+
+
+def _suite_jobs(args: argparse.Namespace) -> int:
+    """--suite-jobs, else the GPUs the tunes use + 1 (a target's builds overlap another's runs), at least 2."""
+    if args.suite_jobs is not None:
+        if args.suite_jobs < 1:
+            raise UsageError(f"--suite-jobs {args.suite_jobs}: give the number of targets tuned at the same time (>= 1)")
+        return args.suite_jobs
+    try:
+        gpus = len(visible_gpus(args.gpus))
+    except CompileIQError:
+        gpus = 0
+    return max(2, gpus + 1)
 
 
 def _predictions(ts, jobs: int | None) -> list[str]:

@@ -1,0 +1,139 @@
+"""Resources shared by the tunes of a suite that run at the same time (issue 24): the build slots of this
+machine and each GPU (or, for host targets, the host's one benchmark slot). Every build of every target takes
+a build slot; every benchmark or VERIFY run takes its GPU's slot for the run's duration, so that two runs of
+two targets never share a GPU and a GPU that one target leaves idle serves another at once.
+
+When a slot frees and several targets wait for it, the one the `Priority` ranks first gets it: the suite's
+scheduler ranks by expected gain per second (tune.suite). Each slot keeps its busy seconds and who held it,
+the suite summary's time per target and GPU idle share."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator
+
+from ..measure.runner import Runner
+from ..model.records import BuildResult, FlagSet
+from ..project.cmake_project import VariantTree
+from .executor import Executor
+
+Log = Callable[[str], None]
+Priority = Callable[[str], float]  # owner -> rank (higher first)
+BUILD = "build"
+
+
+def gpu_key(device: str) -> str:
+    """The slot of a run: its GPU, or "host" for a run on the process's own device or a CPU target."""
+    return f"gpu:{device}" if device else "host"
+
+
+@dataclass
+class SlotUse:
+    """One slot's use: busy seconds in all and per owner, and how often each owner held it."""
+
+    busy: float = 0.0
+    by_owner: dict[str, float] = field(default_factory=dict)
+    runs: dict[str, int] = field(default_factory=dict)
+
+
+class SharedSlots:
+    """Counted slots by name ("build": N, "gpu:0": 1, ...; a name first asked for gets one slot); a waiter
+    gets a free slot when no waiter ranked above it (by `priority`, ties first come) waits for the same name."""
+
+    def __init__(self, capacity: dict[str, int], priority: Priority | None = None) -> None:
+        self._capacity = dict(capacity)
+        self._held: dict[str, int] = {}
+        self._waiting: dict[str, list[tuple[int, str]]] = {}
+        self._ticket = itertools.count()
+        self._cond = threading.Condition()
+        self.priority: Priority = priority or (lambda owner: 0.0)
+        self.use: dict[str, SlotUse] = {}
+        self.started = time.perf_counter()
+
+    def _first(self, name: str) -> tuple[int, str]:
+        return max(self._waiting[name], key=lambda w: (self.priority(w[1]), -w[0]))
+
+    @contextmanager
+    def hold(self, name: str, owner: str) -> Iterator[None]:
+        with self._cond:
+            self._capacity.setdefault(name, 1)
+            me = (next(self._ticket), owner)
+            queue = self._waiting.setdefault(name, [])
+            queue.append(me)
+            while self._held.get(name, 0) >= self._capacity[name] or self._first(name) != me:
+                self._cond.wait(timeout=1.0)  # ranks change as the tunes progress: look again now and then
+            queue.remove(me)
+            self._held[name] = self._held.get(name, 0) + 1
+            self._cond.notify_all()
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds = time.perf_counter() - start
+            with self._cond:
+                self._held[name] -= 1
+                use = self.use.setdefault(name, SlotUse())
+                use.busy += seconds
+                use.by_owner[owner] = use.by_owner.get(owner, 0.0) + seconds
+                use.runs[owner] = use.runs.get(owner, 0) + 1
+                self._cond.notify_all()
+
+    def held_seconds(self, owner: str, prefix: str = "gpu:") -> float:
+        """Seconds `owner` held slots whose name starts with `prefix` (its benchmark time; "host" included)."""
+        with self._cond:
+            return sum(u.by_owner.get(owner, 0.0) for n, u in self.use.items() if n.startswith(prefix) or
+                       (prefix == "gpu:" and n == "host"))
+
+    def idle_share(self, wall: float) -> dict[str, float]:
+        """Per GPU (or host) slot used at all: the share of `wall` seconds it was not running anything."""
+        with self._cond:
+            return {n: max(0.0, 1.0 - u.busy / (self._capacity.get(n, 1) * wall)) if wall > 0 else 0.0
+                    for n, u in sorted(self.use.items()) if n != BUILD}
+
+
+@dataclass(frozen=True)
+class Lease:
+    """One tune's hold on the shared slots (a Runner's `lease`): `run(device)` around each run."""
+
+    slots: SharedSlots
+    owner: str
+
+    def run(self, device: str):
+        return self.slots.hold(gpu_key(device), self.owner)
+
+    def build(self):
+        return self.slots.hold(BUILD, self.owner)
+
+
+@dataclass
+class SharedExecutor:
+    """An executor whose builds take a shared build slot and whose runners take their GPU's slot per run
+    (made once: a runner keeps its reference numbers and a replay's random stream)."""
+
+    inner: Executor
+    lease: Lease
+    _runner: Runner | None = field(default=None, repr=False)
+    _gpu_runners: dict[str, Runner] | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            self._runner = replace(self.inner.runner, lease=self.lease)
+        return self._runner
+
+    def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
+        with self.lease.build():
+            return self.inner.build(tree, flagset, log)
+
+    def gpu_runners(self) -> dict[str, Runner]:
+        if self._gpu_runners is None:
+            self._gpu_runners = {device: replace(r, lease=self.lease) for device, r in self.inner.gpu_runners().items()}
+        return self._gpu_runners
