@@ -20,6 +20,7 @@ from dataclasses import asdict
 import jinja2
 
 from .. import __version__
+from ..model.wording import plural
 from ..system.resources import templates_dir
 from .summary import finite, write_whole
 
@@ -59,10 +60,10 @@ def table(doc: dict) -> list[str]:
         lines.append(f"  {t['target']:<24} {t['status']:<9} {speed:>8}  {t['trials']:>6} {t['seconds']:>8.1f}  {why}"
                      + ("  (earlier run)" if t["resumed"] else ""))
     sched = doc.get("scheduling") or {}
-    if sched.get("jobs", 1) > 1 and sched.get("idle_share"):
+    if sched.get("idle_share"):
         idle = ", ".join(f"{'GPU ' + n[4:] if n.startswith('gpu:') else n} {100 * v:.0f}%"
                          for n, v in sched["idle_share"].items())
-        lines.append(f"  {sched['jobs']} targets at a time; idle share of the wall time: {idle}")
+        lines.append(f"  {plural(sched['jobs'], 'target')} at a time; idle share of the wall time: {idle}")
     return lines
 
 

@@ -216,19 +216,17 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
                 + (f"; {plural(len([t for t in order if t.name in finished]), 'target')} finished in an earlier run "
                    "of this suite (kept)" if any(t.name in finished for t in order) else ""), stage="suite",
                 jobs=jobs)
-    scheduler = Scheduler() if jobs > 1 else None
+    scheduler = Scheduler()
     outcomes: dict[str, TargetOutcome] = {}
     saving = threading.Lock()
 
     def tune(k: int, target: SuiteTarget, allotted: float | None) -> None:
         spec = make_spec(target, allotted) if allotted else specs[target.name]
         target_log: Log | EventStream = log
-        lease = None
-        if scheduler is not None:
+        scheduler.join(target, target.min_seconds if target.min_seconds is not None else suite.min_seconds)
+        lease = Lease(scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
+        if jobs > 1:
             spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}")
-            floor = target.min_seconds if target.min_seconds is not None else suite.min_seconds
-            scheduler.join(target, floor)
-            lease = Lease(scheduler.slots, target.name)
             target_log = _target_stream(stream, target.name, scheduler)
         t0 = time.perf_counter()
         try:
@@ -241,8 +239,7 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
             stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
-        if scheduler is not None:
-            outcome = replace(outcome, device_seconds=round(scheduler.slots.held_seconds(target.name), 3))
+        outcome = replace(outcome, device_seconds=round(scheduler.slots.held_seconds(target.name), 3))
         with saving:
             outcomes[target.name] = outcome
             finished[target.name] = outcome
@@ -283,10 +280,8 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
     rows = [outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
             for t in suite.targets]
     wall = time.perf_counter() - started
-    shared = None
-    if scheduler is not None:
-        shared = {"jobs": jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
-                  "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
+    shared = {"jobs": jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
+              "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
     doc = suite_summary.build(suite, rows, time_limit, wall, shared)
     for line in suite_summary.table(doc):
         stream(line)  # a table row: printed as it is

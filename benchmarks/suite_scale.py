@@ -1,0 +1,88 @@
+"""Issue 24, scale: a suite of N replayed targets (the recorded landscapes of benchmarks/landscapes, in turn)
+on G simulated GPUs, tuned by one command with the one scheduler (--suite-jobs J) and one after another
+(--suite-jobs 1), in the same run. Runs take time: each replayed run sleeps its recorded time x PACE
+(COMPILEIQ_REPLAY_PACE), so the GPUs' busy and idle time is real wall time on this machine.
+
+    python3 benchmarks/suite_scale.py --targets 24 --gpus 8 --jobs 9 --pace 20 --budget 8 --out docs/benchmarks/raw/suite-scale
+
+Writes <out>/<label>.json (the suite summaries) and prints a table: wall time, summed device seconds, mean
+GPU idle share, geometric mean speedup, per variant."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+LANDSCAPES = sorted(p for p in (HERE / "landscapes").glob("*.json") if p.name != "multifile_per_file.json")
+
+
+def suite_file(folder: Path, targets: int, budget: int) -> Path:
+    lines = ['[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\njson_summary = "suite.json"\n'
+             "min_seconds = 1\n"]
+    for i in range(targets):
+        land = LANDSCAPES[i % len(LANDSCAPES)]
+        lines.append(f'\n[[target]]\nname = "t{i:03d}_{land.stem}"\nreplay = "{land}"\nbudget = {budget}\n')
+    (folder / "src").mkdir(parents=True, exist_ok=True)
+    path = folder / "suite.toml"
+    path.write_text("".join(lines))
+    return path
+
+
+def run(label: str, targets: int, gpus: int, jobs: int, pace: float, budget: int, out: Path) -> dict:
+    with tempfile.TemporaryDirectory(prefix=f"suite-{label}-") as tmp:
+        folder = Path(tmp)
+        suite = suite_file(folder, targets, budget)
+        env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": str(gpus), "COMPILEIQ_REPLAY_PACE": str(pace),
+               "COMPILEIQ_NO_LEARN": "1"}
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", "--suite", str(suite), "--seed", "1",
+                               "--suite-jobs", str(jobs), "--no-prior", "--quiet"], cwd=folder, env=env,
+                              capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            raise SystemExit(f"{label}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        doc = json.loads((folder / "suite.json").read_text())
+    doc["process_wall_seconds"] = round(wall, 3)
+    doc["setting"] = {"targets": targets, "gpus": gpus, "jobs": jobs, "pace": pace, "budget": budget}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{label}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
+def row(label: str, doc: dict, gpus: int) -> str:
+    device = sum(t.get("device_seconds") or 0.0 for t in doc["targets"])
+    wall = doc["wall_seconds"]
+    idle = doc["scheduling"].get("idle_share")
+    mean_idle = statistics.mean(idle.values()) if idle else 1.0 - device / (gpus * wall) if device else float("nan")
+    return (f"| {label} | {doc['setting']['jobs']} | {wall:.1f} | {device:.1f} | {100 * mean_idle:.0f}% | "
+            f"{doc['geomean_speedup']:.3f}x | {doc['wins']}/{doc['ties']}/{doc['losses']} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", type=int, default=24)
+    ap.add_argument("--gpus", type=int, default=8)
+    ap.add_argument("--jobs", type=int, default=9)
+    ap.add_argument("--pace", type=float, default=20.0)
+    ap.add_argument("--budget", type=int, default=8)
+    ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "benchmarks" / "raw" / "suite-scale")
+    a = ap.parse_args()
+    together = run("scheduler", a.targets, a.gpus, a.jobs, a.pace, a.budget, a.out)
+    alone = run("one-after-another", a.targets, a.gpus, 1, a.pace, a.budget, a.out)
+    print(f"{a.targets} replayed targets, {a.gpus} simulated GPUs, pace {a.pace:g}, budget {a.budget}")
+    print("| variant | targets at a time | wall s | device s (summed) | mean GPU idle | geomean | tuned/no gain/failed |")
+    print("|---|---|---|---|---|---|---|")
+    print(row("one scheduler", together, a.gpus))
+    print(row("one after another", alone, a.gpus))
+
+
+if __name__ == "__main__":
+    main()
