@@ -154,3 +154,31 @@ def test_without_ray_installed_the_line_says_how_to_get_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(CompileIQError, match=r"pip install 'compileiq-cmake\[ray\]'"):
         ray_executor._ray()
+
+
+@pytest.mark.ray
+def test_a_suite_on_the_cluster_shares_one_set_of_gpu_workers_between_its_targets(cluster, tmp_path):
+    """tune --suite --executor ray: three replayed targets in flight together on the cluster's three GPUs
+    (two types): every target gets an entry per architecture, the suite's GPU slots are the cluster's three
+    GPUs (one set of GPU workers serves every target: more would not fit on the GPUs Ray has), and each
+    target's device seconds are counted."""
+    (tmp_path / "src").mkdir()
+    body = "".join(f'\n[[target]]\nname = "t{i}"\nreplay = "{LANDSCAPE}"\nbudget = 4\n' for i in range(3))
+    suite = tmp_path / "suite.toml"
+    suite.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\n'
+                     'json_summary = "suite.json"\n' + body)
+    env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"}
+    proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", "--suite", str(suite), "--seed", "3",
+                           "--executor", "ray", "--ray-address", cluster.address, "--suite-jobs", "3"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-4000:]
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert doc["scheduling"]["jobs"] == 3
+    gpus = [n for n in doc["scheduling"]["busy_seconds"] if n.startswith("gpu:")]
+    assert len(gpus) == 3, doc["scheduling"]
+    assert all(t["status"] in ("tuned", "no gain") and t["device_seconds"] > 0 for t in doc["targets"]), doc["targets"]
+    entries = read_entries(tmp_path / "all.toml")
+    tuned = {t["target"] for t in doc["targets"] if t["status"] == "tuned"}
+    assert {(e.target, e.arch) for e in entries if e.target in tuned} >= {(t, "90") for t in tuned}
+    assert "[t0] " in text and "[t2] " in text

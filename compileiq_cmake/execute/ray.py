@@ -25,6 +25,7 @@ import os
 import re
 import socket
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, replace
@@ -103,9 +104,17 @@ class GpuWorker:
             name, cc, sms = gpu.name, gpu.compute_capability, gpu.sm_count
         return self.node, socket.gethostname(), self.device, name, cc, sms
 
-    def run(self, tree: VariantTree, workload: Workload, reference: dict) -> RunResult:
+    def run(self, tree: VariantTree, workload: Workload, reference: dict, runner: Runner | None = None) -> RunResult:
+        """One run with the tune's runner; `runner`: another tune's (a suite's targets share the workers)."""
+        if runner is not None and (self.runner is None or runner.spec != self.runner.spec
+                                   or runner.bench != self.runner.bench):
+            self.runner = replace(runner, gpu=GpuSlot(0, self.device, "worker GPU"), pid_file=self._pid_file(),
+                                  monitor=None if os.environ.get(SIMULATE_VARIABLE) else GpuMonitor())
         self.runner.reference = reference
         return self.runner.run(tree, workload)
+
+    def _pid_file(self) -> Path:
+        return Path(tempfile.gettempdir()) / f"compileiq-bench-{os.getpid()}.pid"
 
     def pid(self) -> int:
         return os.getpid()
@@ -132,11 +141,13 @@ class RayRunner(Runner):
     """A runner whose runs happen on one GPU worker of the cluster."""
 
     worker: object = None  # the GPU worker's actor handle
+    base: Runner | None = None  # the tune's runner, sent with each run (workers shared by a suite's targets)
 
     def run(self, tree: VariantTree, workload: Workload) -> RunResult:
         ray = _ray()
         try:
-            return ray.get(self.worker.run.remote(tree, workload, dict(self.reference)))
+            with self.holding():
+                return ray.get(self.worker.run.remote(tree, workload, dict(self.reference), self.base))
         except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError, ray.exceptions.ObjectLostError) as exc:
             raise WorkerLost(f"{type(exc).__name__} on GPU {self.gpu.device if self.gpu else '?'}") from None
 
@@ -205,12 +216,17 @@ class RayCluster:
             f"{plural(int(sum(n['Resources'].get('CPU', 0) for n in nodes)), 'CPU')}, "
             f"{plural(int(sum(n['Resources'].get('GPU', 0) for n in nodes)), 'GPU')}")
         self._workers: list = []
+        self.share_workers = False  # a suite: one set of GPU workers per group serves every target's tune
+        self._group_workers: dict[str, list] = {}
+        self._groups: tuple[GpuGroup, ...] | None = None
+        self._lock = threading.RLock()  # a suite's targets ask for groups and workers from several threads
 
     def close(self) -> None:
         ray = _ray()
         for w in self._workers:
             ray.kill(w)
         self._workers = []
+        self._group_workers = {}
         ray.shutdown()
 
     def _affinity(self, node: str):
@@ -226,7 +242,14 @@ class RayCluster:
 
     def gpu_groups(self) -> list[GpuGroup]:
         """Every accelerator type of the cluster with its GPUs (a probe worker on one GPU of each type says
-        which GPU it is); a cluster that names no type gives one group of all its GPUs."""
+        which GPU it is); a cluster that names no type gives one group of all its GPUs. Probed once per
+        connection (a suite's targets ask again while their workers hold the GPUs)."""
+        with self._lock:
+            return self._probe_groups()
+
+    def _probe_groups(self) -> list[GpuGroup]:
+        if self._groups is not None:
+            return list(self._groups)
         ray = _ray()
         by_type: dict[str, list[tuple[str, int]]] = {}
         for n in self.nodes:
@@ -249,6 +272,7 @@ class RayCluster:
             finally:
                 ray.kill(probe)
             groups.append(GpuGroup(accelerator, tuple(nodes), name, f"{cc[0]}{cc[1]}", sms))
+        self._groups = tuple(groups)
         return groups
 
     def check_shared(self, state_dir: Path, tools: tuple[str, ...]) -> None:
@@ -275,15 +299,24 @@ class RayCluster:
     def executor(self, plan: ExecutionPlan, group: GpuGroup, inner: Executor) -> RayExecutor:
         """The executor of one group's tune: one GPU worker per GPU of the group, each with the tune's runner
         (`inner`'s, whose builds the build tasks run)."""
-        base = replace(inner.runner, monitor=None, pid_file=None, gpu=None)
-        workers = []
-        for node, count in group.nodes:
-            for _ in range(count):
-                workers.append(self._worker_class(group.accelerator, -1).options(
-                    scheduling_strategy=self._affinity(node)).remote(group.accelerator, base))
-        self._workers.extend(workers)
-        _ray().get([w.pid.remote() for w in workers], timeout=600)
-        runners = {slot.device: RayRunner(plan.spec, plan.bench, None, inner.runner.reference, None, slot, worker=w)
+        with self._lock:  # one set of workers per group, however many targets ask at once
+            return self._executor(plan, group, inner)
+
+    def _executor(self, plan: ExecutionPlan, group: GpuGroup, inner: Executor) -> RayExecutor:
+        base = replace(inner.runner, monitor=None, pid_file=None, gpu=None, lease=None)
+        workers = self._group_workers.get(group.accelerator) if self.share_workers else None
+        if workers is None:
+            workers = []
+            for node, count in group.nodes:
+                for _ in range(count):
+                    workers.append(self._worker_class(group.accelerator, -1).options(
+                        scheduling_strategy=self._affinity(node)).remote(group.accelerator, base))
+            self._workers.extend(workers)
+            _ray().get([w.pid.remote() for w in workers], timeout=600)
+            if self.share_workers:
+                self._group_workers[group.accelerator] = workers
+        runners = {slot.device: RayRunner(plan.spec, plan.bench, None, inner.runner.reference, None, slot, worker=w,
+                                          base=base if self.share_workers else None)
                    for slot, w in zip(plan.gpus, workers)}
         first = next(iter(runners.values()))
         return RayExecutor(inner, first, runners)

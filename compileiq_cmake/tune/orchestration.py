@@ -168,24 +168,30 @@ def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:
         check_creatable(Path(spec.json_summary), "--json-summary")
     cluster = RayCluster(spec.ray_address, log)
     try:
-        groups = cluster.gpu_groups()
-        seen: dict[str, GpuGroup] = {}
-        for g in groups:
-            if g.arch in seen:
-                log(f"compileiq: note: {g.describe()} has the architecture of {seen[g.arch].describe()}; "
-                    "that type's GPUs tune sm_" + g.arch)
-            else:
-                seen[g.arch] = g
-        results = []
-        for i, group in enumerate(seen.values()):
-            log(f"compileiq: GPU type {i + 1} of {len(seen)}: {group.describe()}")
-            result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group))
-            results.append(result)
-            if result.language != "CUDA":
-                if len(seen) > 1:
-                    log(f"compileiq: note: {spec.target} is a {result.language} target: tuned once, on "
-                        f"{group.describe()}; the other GPU types would measure the same host code")
-                break
-        return results
+        return tune_on_cluster(spec, log, cluster)
     finally:
         cluster.close()
+
+
+def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease | None = None) -> list[TuneResult]:
+    """One target on a connected cluster: each GPU type (one per architecture) in turn, a host target once.
+    `lease`: the slots it shares with a suite's other targets in flight (their tunes share the GPU workers)."""
+    groups = cluster.gpu_groups()
+    seen: dict[str, GpuGroup] = {}
+    for g in groups:
+        if g.arch in seen:
+            log(f"compileiq: note: {g.describe()} has the architecture of {seen[g.arch].describe()}; "
+                "that type's GPUs tune sm_" + g.arch)
+        else:
+            seen[g.arch] = g
+    results = []
+    for i, group in enumerate(seen.values()):
+        log(f"compileiq: GPU type {i + 1} of {len(seen)}: {group.describe()}")
+        result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group), lease=lease)
+        results.append(result)
+        if result.language != "CUDA":
+            if len(seen) > 1:
+                log(f"compileiq: note: {spec.target} is a {result.language} target: tuned once, on "
+                    f"{group.describe()}; the other GPU types would measure the same host code")
+            break
+    return results

@@ -13,8 +13,9 @@ the build tree's own state folder, as before.
 
 Time: with a limit, each target gets max(its floor, what is left x its priority / the priorities left x the
 targets in flight), never so much that the targets after it lose their floors; a target whose share is below
-its floor when its turn comes is skipped and said. Not yet here: variant trees shared across targets, a Ray
-suite (refused in one line)."""
+its floor when its turn comes is skipped and said. On Ray (--executor ray) one set of GPU workers per GPU type
+serves every target (each run carries its target's runner), and the slots are the cluster's GPUs. Not yet
+here: variant trees shared across targets."""
 
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model.errors import CompileIQError, UsageError
+from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
 from ..model.events import Event, EventStream, as_stream
 from ..model.records import TuneResult
@@ -38,7 +40,7 @@ from ..model.suite import Suite, SuiteTarget
 from ..model.wording import plural
 from ..results import suite_summary
 from ..system.writable import check_creatable
-from .orchestration import run_tune
+from .orchestration import run_tune, tune_on_cluster
 
 Log = Callable[[str], None]
 STATE_VERSION = 1
@@ -184,9 +186,10 @@ class Scheduler:
 
 def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], TuneSpec], log: Log,
               time_limit: float | None, build_dir: Path, report_dir: Path | None = None,
-              json_summary: Path | None = None, jobs: int = 1) -> list[TargetOutcome]:
+              json_summary: Path | None = None, jobs: int = 1, cluster: RayCluster | None = None) -> list[TargetOutcome]:
     """Every target of the suite, `jobs` at a time (sharing the build slots and each GPU through one
-    Scheduler); returns the outcomes in the suite's order (excluded ones included)."""
+    Scheduler); on a Ray `cluster` (connected, its GPU workers shared) each target on each GPU type, its
+    first type's tune in the outcome. Returns the outcomes in the suite's order (excluded ones included)."""
     stream = as_stream(log)
     if json_summary is not None:
         try:
@@ -230,7 +233,8 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
             target_log = _target_stream(stream, target.name, scheduler)
         t0 = time.perf_counter()
         try:
-            result = run_tune(spec, target_log, lease=lease)
+            result = tune_on_cluster(spec, target_log, cluster, lease)[0] if cluster is not None \
+                else run_tune(spec, target_log, lease=lease)
         except UsageError:
             raise
         except CompileIQError as exc:

@@ -32,6 +32,7 @@ from ..results.toml_io import read_entries
 from ..results.store import TrialStore
 from ..tune.orchestration import run_ray_tune, run_tune
 from ..tune.suite import run_suite
+from ..execute.ray import RayCluster
 from ..model.suite import Suite, SuiteTarget, load_suite
 from .console import Console
 
@@ -321,8 +322,6 @@ def _suite(args: argparse.Namespace, events: EventStream) -> None:
         raise UsageError(f"--suite {args.suite}: give -S and -B, or source_dir and build_dir in its [suite] table")
     if args.target:
         raise UsageError("--target and --suite exclude each other: the suite file names its targets")
-    if args.executor == "ray":
-        raise UsageError("--suite with --executor ray is not supported yet: tune the targets one by one on the cluster")
     output = args.output or (str(suite.output) if suite.output else None)
 
     def make_spec(target, time_limit: float | None):
@@ -344,7 +343,20 @@ def _suite(args: argparse.Namespace, events: EventStream) -> None:
 
     time_limit = args.time_limit if args.time_limit is not None else suite.time_limit
     json_summary = Path(args.json_summary).resolve() if args.json_summary else suite.json_summary
-    run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary, jobs=_suite_jobs(args))
+    for target in suite.ordered:  # every target's options checked before a cluster is joined
+        make_spec(target, None)
+    if args.suite_jobs is not None and args.suite_jobs < 1:
+        _suite_jobs(args)  # its one line
+    cluster = None
+    if args.executor == "ray":
+        cluster = RayCluster(args.ray_address, events)
+        cluster.share_workers = True
+    try:
+        jobs = _suite_jobs(args, cluster)
+        run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary, jobs=jobs, cluster=cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
@@ -387,12 +399,15 @@ def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
               json_summary=Path(args.json_summary).resolve() if args.json_summary else None, jobs=_suite_jobs(args))
 
 
-def _suite_jobs(args: argparse.Namespace) -> int:
-    """--suite-jobs, else the GPUs the tunes use + 1 (a target's builds overlap another's runs), at least 2."""
+def _suite_jobs(args: argparse.Namespace, cluster: RayCluster | None = None) -> int:
+    """--suite-jobs, else the GPUs the tunes use (on Ray: the cluster's) + 1 (a target's builds overlap
+    another's runs), at least 2."""
     if args.suite_jobs is not None:
         if args.suite_jobs < 1:
             raise UsageError(f"--suite-jobs {args.suite_jobs}: give the number of targets tuned at the same time (>= 1)")
         return args.suite_jobs
+    if cluster is not None:
+        return max(2, int(sum(n["Resources"].get("GPU", 0) for n in cluster.nodes)) + 1)
     try:
         gpus = len(visible_gpus(args.gpus))
     except CompileIQError:
