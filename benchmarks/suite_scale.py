@@ -4,6 +4,11 @@ on G simulated GPUs, tuned by one command with the one scheduler (--suite-jobs J
 (COMPILEIQ_REPLAY_PACE), so the GPUs' busy and idle time is real wall time on this machine.
 
     python3 benchmarks/suite_scale.py --targets 24 --gpus 8 --jobs 9 --pace 20 --budget 8 --out docs/benchmarks/raw/suite-scale
+    python3 benchmarks/suite_scale.py --ray-nodes 8 --targets 100 --gpus 64 --jobs 65 ...   # on a local Ray cluster
+
+With --ray-nodes N the suite runs with --executor ray on a local Ray cluster started here (ray.cluster_utils:
+N nodes of gpus/N simulated GPUs and one CPU each, COMPILEIQ_SIMULATE_GPUS=1), its GPU workers shared by
+the targets; --skip-alone leaves the one-after-another variant out.
 
 Writes <out>/<label>.json (the suite summaries) and prints a table: wall time, summed device seconds, mean
 GPU idle share, geometric mean speedup, per variant."""
@@ -36,22 +41,27 @@ def suite_file(folder: Path, targets: int, budget: int) -> Path:
     return path
 
 
-def run(label: str, targets: int, gpus: int, jobs: int, pace: float, budget: int, out: Path) -> dict:
+def run(label: str, targets: int, gpus: int, jobs: int, pace: float, budget: int, out: Path,
+        ray_address: str | None = None) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"suite-{label}-") as tmp:
         folder = Path(tmp)
         suite = suite_file(folder, targets, budget)
         env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": str(gpus), "COMPILEIQ_REPLAY_PACE": str(pace),
                "COMPILEIQ_NO_LEARN": "1"}
         t0 = time.perf_counter()
+        if ray_address:
+            env["COMPILEIQ_SIMULATE_GPUS"] = "1"
+        extra = ["--executor", "ray", "--ray-address", ray_address] if ray_address else []
         proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", "--suite", str(suite), "--seed", "1",
-                               "--suite-jobs", str(jobs), "--no-prior", "--quiet"], cwd=folder, env=env,
+                               "--suite-jobs", str(jobs), "--no-prior", "--quiet", *extra], cwd=folder, env=env,
                               capture_output=True, text=True)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             raise SystemExit(f"{label}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         doc = json.loads((folder / "suite.json").read_text())
     doc["process_wall_seconds"] = round(wall, 3)
-    doc["setting"] = {"targets": targets, "gpus": gpus, "jobs": jobs, "pace": pace, "budget": budget}
+    doc["setting"] = {"targets": targets, "gpus": gpus, "jobs": jobs, "pace": pace, "budget": budget,
+                      "ray": bool(ray_address)}
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{label}.json").write_text(json.dumps(doc, indent=1) + "\n")
     return doc
@@ -74,15 +84,34 @@ def main() -> None:
     ap.add_argument("--pace", type=float, default=20.0)
     ap.add_argument("--budget", type=int, default=8)
     ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "benchmarks" / "raw" / "suite-scale")
+    ap.add_argument("--ray-nodes", type=int, default=0)
+    ap.add_argument("--skip-alone", action="store_true")
     a = ap.parse_args()
-    together = run("scheduler", a.targets, a.gpus, a.jobs, a.pace, a.budget, a.out)
-    alone = run("one-after-another", a.targets, a.gpus, 1, a.pace, a.budget, a.out)
-    print(f"{a.targets} replayed targets, {a.gpus} simulated GPUs, pace {a.pace:g}, budget {a.budget}")
+    cluster, address = None, None
+    if a.ray_nodes:
+        from ray.cluster_utils import Cluster  # noqa: PLC0415 (the ray extra)
+
+        cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0,
+                                                                "object_store_memory": 80 * 1024 * 1024})
+        for _ in range(a.ray_nodes):
+            cluster.add_node(num_cpus=1, num_gpus=a.gpus // a.ray_nodes, object_store_memory=80 * 1024 * 1024)
+        cluster.wait_for_nodes()
+        address = cluster.address
+    try:
+        prefix = "ray-" if address else ""
+        together = run(prefix + "scheduler", a.targets, a.gpus, a.jobs, a.pace, a.budget, a.out, address)
+        alone = None if a.skip_alone else run(prefix + "one-after-another", a.targets, a.gpus, 1, a.pace, a.budget,
+                                              a.out, address)
+    finally:
+        if cluster is not None:
+            cluster.shutdown()
+    print(f"{a.targets} replayed targets, {a.gpus} simulated GPUs{' on Ray' if address else ''}, pace {a.pace:g}, "
+          f"budget {a.budget}")
     print("| variant | targets at a time | wall s | device s (summed) | mean GPU idle | geomean | tuned/no gain/failed |")
     print("|---|---|---|---|---|---|---|")
     print(row("one scheduler", together, a.gpus))
-    print(row("one after another", alone, a.gpus))
-
+    if alone is not None:
+        print(row("one after another", alone, a.gpus))
 
 if __name__ == "__main__":
     main()

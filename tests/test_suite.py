@@ -262,3 +262,41 @@ def test_targets_in_flight_together_share_the_simulated_gpus_through_one_schedul
     assert "[t0] " in proc.stdout and "3 targets at a time" in proc.stdout
     html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()
     assert 'id="devices"' in html and "gpu:1" in html
+
+
+@pytest.mark.unit
+@pytest.mark.serial
+def test_a_suite_killed_with_sigkill_mid_way_resumes_its_targets_in_flight_from_their_trials(tmp_path):
+    """Three replayed targets, two at a time, runs that take time: SIGKILL once both targets in flight have
+    finished trials; the rerun restores each one's finished trials from its own store (not measured again)
+    and completes the suite."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time as _time
+
+    body = "".join(f'\n[[target]]\nname = "k{i}"\nreplay = "{BLACKSCHOLES}"\nbudget = 8\n' for i in range(3))
+    suite = _suite(tmp_path, body)
+    env = {**os.environ, "COMPILEIQ_REPLAY_PACE": "15"}
+    argv = [sys.executable, "-m", "compileiq_cmake", "tune", "--suite", str(suite), "--seed", "4", "--suite-jobs", "2"]
+    log = tmp_path / "first.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = _time.monotonic() + 300
+        while _time.monotonic() < deadline and proc.poll() is None:
+            text = log.read_text()
+            if "[k0] [  3/" in text and "[k1] [  3/" in text:
+                break
+            _time.sleep(0.05)
+        assert proc.poll() is None, "the suite ended before the kill: " + log.read_text()[-2000:]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout[-3000:] + again.stderr
+    for name in ("k0", "k1"):
+        line = next((ln for ln in again.stdout.splitlines() if ln.startswith(f"compileiq: [{name}] resuming: ")), "")
+        assert line and int(line.split("resuming: ")[1].split()[0]) >= 3, again.stdout[:3000]
+    assert "compileiq: [k2] resuming" not in again.stdout  # it had not started
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    assert all(t["status"] in ("tuned", "no gain") for t in doc["targets"]), doc["targets"]
