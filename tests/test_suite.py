@@ -232,6 +232,9 @@ def test_a_freed_slot_goes_to_the_waiter_ranked_first_and_never_to_more_than_its
     for t in (first, low, high):
         t.join()
     assert order == ["first", "high", "low"] and most[0] == 1
+    from compileiq_cmake.tune.suite import Scheduler
+
+    assert Scheduler(build_slots=6).slots.capacity("build") == 6  # the suite's --workers, shared by every target
     assert slots.use["gpu:0"].runs == {"first": 1, "low": 1, "high": 1}
     assert slots.held_seconds("first") >= 0.3 > slots.held_seconds("high")
 

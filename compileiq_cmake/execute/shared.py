@@ -82,6 +82,10 @@ class SharedSlots:
                 use.runs[owner] = use.runs.get(owner, 0) + 1
                 self._cond.notify_all()
 
+    def capacity(self, name: str) -> int:
+        with self._cond:
+            return self._capacity.get(name, 1)
+
     def held_seconds(self, owner: str, prefix: str = "gpu:") -> float:
         """Seconds `owner` held slots whose name starts with `prefix` (its benchmark time; "host" included)."""
         with self._cond:

@@ -152,8 +152,8 @@ class Scheduler:
     (the first `floor` seconds after its start) first, the least served first; then by expected gain per
     second of device time: its priority x (best speedup so far - 1 + OPTIMISM) / its seconds per run."""
 
-    def __init__(self) -> None:
-        self.slots = SharedSlots({}, self.rank)
+    def __init__(self, build_slots: int = 1) -> None:
+        self.slots = SharedSlots({BUILD: max(1, build_slots)}, self.rank)
         self._targets: dict[str, _Progress] = {}
         self._lock = threading.Lock()
 
@@ -219,7 +219,8 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
                 + (f"; {plural(len([t for t in order if t.name in finished]), 'target')} finished in an earlier run "
                    "of this suite (kept)" if any(t.name in finished for t in order) else ""), stage="suite",
                 jobs=jobs)
-    scheduler = Scheduler()
+    workers = max(s.workers for s in specs.values())
+    scheduler = Scheduler(build_slots=workers)  # every target's builds share this machine's --workers
     outcomes: dict[str, TargetOutcome] = {}
     saving = threading.Lock()
 
@@ -228,8 +229,9 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
         target_log: Log | EventStream = log
         scheduler.join(target, target.min_seconds if target.min_seconds is not None else suite.min_seconds)
         lease = Lease(scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
-        if jobs > 1:
-            spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}")
+        if jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
+            spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}",
+                           workers=max(1, math.ceil(spec.workers / jobs)))
             target_log = _target_stream(stream, target.name, scheduler)
         t0 = time.perf_counter()
         try:
