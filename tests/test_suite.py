@@ -303,3 +303,21 @@ def test_a_suite_killed_with_sigkill_mid_way_resumes_its_targets_in_flight_from_
     assert "compileiq: [k2] resuming" not in again.stdout  # it had not started
     doc = json.loads((tmp_path / "suite.json").read_text())
     assert all(t["status"] in ("tuned", "no gain") for t in doc["targets"]), doc["targets"]
+
+
+@pytest.mark.unit
+def test_the_scheduler_ranks_by_expected_gain_per_second_after_each_targets_floor():
+    """Within its floor a target comes first; after it, the prior's prediction for its first trials or the
+    best its search has shown (the larger), times its priority, per second of its runs."""
+    from compileiq_cmake.model.events import Event
+    from compileiq_cmake.tune.suite import Scheduler
+
+    s = Scheduler()
+    for name, priority, floor in (("promising", 1.0, 0.0), ("flat", 1.0, 0.0), ("urgent", 2.0, 0.0), ("new", 1.0, 3600.0)):
+        s.join(SuiteTarget(name, {}, priority=priority), floor)
+    s.heard("promising", Event("info", "prior: ...", data={"predicted_speedup": 1.5}))
+    s.heard("flat", Event("progress", "[  3/30] ...", data={"best": 1.01}))
+    s.heard("urgent", Event("progress", "[  3/30] ...", data={"best": 1.01}))
+    assert s.rank("new") > s.rank("promising") > s.rank("urgent") > s.rank("flat") > 0
+    s.heard("flat", Event("progress", "[  9/30] ...", data={"best": 2.0}))  # its search found a big one
+    assert s.rank("flat") > s.rank("promising")

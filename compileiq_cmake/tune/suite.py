@@ -144,13 +144,14 @@ class _Progress:
     floor: float
     started: float
     best: float = 1.0  # the best speedup its search has shown so far
-    done: bool = False
+    predicted: float = 1.0  # the learned prior's prediction for its first trials (1.0: none, or no gain)
 
 
 class Scheduler:
     """Ranks the suite's targets in flight for the shared slots (execute.shared): a target within its floor
     (the first `floor` seconds after its start) first, the least served first; then by expected gain per
-    second of device time: its priority x (best speedup so far - 1 + OPTIMISM) / its seconds per run."""
+    second of device time: its priority x (the larger of the best speedup so far and the prior's prediction
+    for its first trials, - 1, + OPTIMISM) / its seconds per run."""
 
     def __init__(self, build_slots: int = 1) -> None:
         self.slots = SharedSlots({BUILD: max(1, build_slots)}, self.rank)
@@ -164,11 +165,15 @@ class Scheduler:
     def heard(self, target: str, event: Event) -> None:
         """A target's event: its trials' progress moves its rank."""
         best = event.data.get("best") if event.kind == "progress" else None
-        if isinstance(best, (int, float)) and math.isfinite(best):
-            with self._lock:
-                p = self._targets.get(target)
-                if p is not None:
-                    p.best = max(p.best, float(best))
+        predicted = event.data.get("predicted_speedup")
+        with self._lock:
+            p = self._targets.get(target)
+            if p is None:
+                return
+            if isinstance(best, (int, float)) and math.isfinite(best):
+                p.best = max(p.best, float(best))
+            if isinstance(predicted, (int, float)) and math.isfinite(predicted):
+                p.predicted = float(predicted)
 
     def rank(self, owner: str) -> float:
         with self._lock:
@@ -181,7 +186,7 @@ class Scheduler:
         if time.perf_counter() - p.started < p.floor:
             return 1e9 - held  # within its floor: first, the least served first
         per_run = held / runs if runs else 1e-3
-        return p.priority * (max(p.best - 1.0, 0.0) + OPTIMISM) / max(per_run, 1e-3)
+        return p.priority * (max(p.best - 1.0, p.predicted - 1.0, 0.0) + OPTIMISM) / max(per_run, 1e-3)
 
 
 def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], TuneSpec], log: Log,
