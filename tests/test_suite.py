@@ -268,7 +268,6 @@ def test_targets_in_flight_together_share_the_simulated_gpus_through_one_schedul
 
 
 @pytest.mark.unit
-@pytest.mark.serial
 def test_a_suite_killed_with_sigkill_mid_way_resumes_its_targets_in_flight_from_their_trials(tmp_path):
     """Three replayed targets, two at a time, runs that take time: SIGKILL once both targets in flight have
     finished trials; the rerun restores each one's finished trials from its own store (not measured again)
