@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -40,7 +41,10 @@ def one_line_error(rc: int, out: str, err: str, *needles: str) -> str:
     return lines[0]
 
 
+@functools.cache
 def cmake_dir() -> Path:
+    """The installed package's CMake directory (`--cmake-dir`), asked once per test process: it cannot change
+    while the tests run, and each ask started a Python process (tests call this about 60 times)."""
     out = run_cli("--cmake-dir")
     assert out.returncode == 0, out.stderr
     return Path(out.stdout.strip())

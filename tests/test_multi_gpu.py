@@ -55,7 +55,8 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     proc = subprocess.Popen(
         [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(host_example), "-B", str(build),
          "--target", "host_kernels", "--bench", f"{sys.executable} {script} {runs} {noise}", "--metric", "time_ms=([0-9.]+)",
-         "--budget", "7", "--workers", "2", "--include-flags", "unroll_loops,no_math_errno,opt_level"],
+         "--budget", "7", "--workers", "2", "--include-flags", "unroll_loops,no_math_errno,opt_level",
+         "--max-repeats", "4", "--max-rounds", "8"],
         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines, search_end = [], None
     for line in proc.stdout:  # when the search ended: its last progress line (the finalists' runs use other trees;
