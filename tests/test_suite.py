@@ -320,3 +320,21 @@ def test_the_scheduler_ranks_by_expected_gain_per_second_after_each_targets_floo
     assert s.rank("new") > s.rank("promising") > s.rank("urgent") > s.rank("flat") > 0
     s.heard("flat", Event("progress", "[  9/30] ...", data={"best": 2.0}))  # its search found a big one
     assert s.rank("flat") > s.rank("promising")
+
+
+@pytest.mark.unit
+def test_the_scheduler_learns_how_long_a_targets_setup_takes_from_its_first_trial_line():
+    """The seconds from a target's start to its first trial's line (setup and baseline), median over the
+    targets: the suite gives no target less than 1.5 x that (it would only overrun the box)."""
+    import time as _time
+
+    from compileiq_cmake.model.events import Event
+    from compileiq_cmake.tune.suite import Scheduler
+
+    s = Scheduler()
+    assert s.setup_estimate() is None
+    s.join(SuiteTarget("a", {}), 0.0)
+    _time.sleep(0.05)
+    s.heard("a", Event("progress", "[  1/30] ...", data={"best": 1.0}))
+    s.heard("a", Event("progress", "[  2/30] ...", data={"best": 1.1}))  # only the first line counts
+    assert 0.05 <= s.setup_estimate() < 1.0

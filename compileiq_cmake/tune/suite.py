@@ -13,7 +13,9 @@ the build tree's own state folder, as before.
 
 Time: with a limit, each target gets max(its floor, what is left x its priority / the priorities left x the
 targets in flight), never so much that the targets after it lose their floors; a target whose share is below
-its floor when its turn comes is skipped and said. On Ray (--executor ray) one set of GPU workers per GPU type
+its floor when its turn comes is skipped and said. Nor is a share smaller than 1.5 x the median time the
+targets before it took to their first trial (setup and baseline): it is raised to that, or the target is
+skipped (said) when not that much is left. On Ray (--executor ray) one set of GPU workers per GPU type
 serves every target (each run carries its target's runner), and the slots are the cluster's GPUs. Not yet
 here: variant trees shared across targets."""
 
@@ -23,6 +25,7 @@ import hashlib
 import json
 import math
 import os
+import statistics
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -135,6 +138,7 @@ def _save_state(path: Path, finished: dict[str, TargetOutcome], stamp: str) -> N
 
 
 SUITE_FOLDER = "compileiq/suite"  # targets in flight together: a state folder each (trees, store, logs)
+SETUP_MARGIN = 1.5  # a target starts with at least this many times the targets' median setup and baseline time
 OPTIMISM = 0.02  # the gain a target that found none yet is still credited with when the slots are shared out
 
 
@@ -145,6 +149,7 @@ class _Progress:
     started: float
     best: float = 1.0  # the best speedup its search has shown so far
     predicted: float = 1.0  # the learned prior's prediction for its first trials (1.0: none, or no gain)
+    setup: float | None = None  # seconds from its start to its first trial's line (setup and baseline)
 
 
 class Scheduler:
@@ -172,8 +177,16 @@ class Scheduler:
                 return
             if isinstance(best, (int, float)) and math.isfinite(best):
                 p.best = max(p.best, float(best))
+                if p.setup is None:
+                    p.setup = time.perf_counter() - p.started
             if isinstance(predicted, (int, float)) and math.isfinite(predicted):
                 p.predicted = float(predicted)
+
+    def setup_estimate(self) -> float | None:
+        """The median seconds the targets started so far took to their first trial (None: none got there)."""
+        with self._lock:
+            seen = [p.setup for p in self._targets.values() if p.setup is not None]
+        return statistics.median(seen) if seen else None
 
     def rank(self, owner: str) -> float:
         with self._lock:
@@ -275,10 +288,16 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
                 rest = [t for t in order[k + 1:] if t.name not in finished]
                 floor = target.min_seconds if target.min_seconds is not None else suite.min_seconds
                 allotted = allot(remaining, target, rest, suite.min_seconds, jobs)
-                if remaining < floor or allotted <= 0:
-                    outcomes[target.name] = TargetOutcome(target.name, "skipped",
-                                                          f"{remaining:.0f} s of the suite's time were left, below its "
-                                                          f"floor of {floor:g} s", allotted=max(0.0, remaining))
+                setup = scheduler.setup_estimate()  # a share below what a setup takes would only overrun the box
+                need = SETUP_MARGIN * setup if setup is not None else 0.0
+                if need and need > allotted:
+                    allotted = min(remaining, need)
+                if remaining < max(floor, need) or allotted <= 0:
+                    why = (f"{remaining:.0f} s of the suite's time were left, below its floor of {floor:g} s"
+                           if remaining < floor else
+                           f"{remaining:.0f} s of the suite's time were left, less than {SETUP_MARGIN:g} x the "
+                           f"{setup:.0f} s the setup and baseline of the targets before it took (median)")
+                    outcomes[target.name] = TargetOutcome(target.name, "skipped", why, allotted=max(0.0, remaining))
                     stream.note(f"suite: {target.name} skipped: {outcomes[target.name].reason}", stage="suite")
                     continue
             stream.info(f"suite: target {k + 1} of {len(order)}: {target.name}"
