@@ -369,3 +369,39 @@ def test_the_report_shows_the_priors_predictions_next_to_what_the_tune_measured(
     assert 'id="prior"' in html and "prior (33 observations of nvcc flags)" in html
     assert "+30.0% &plusmn; 5.0%" in html and "+25.0%" in html and ">invalid<" in html
     assert "no data" in html and "not measured" in html
+
+
+@pytest.mark.browser
+def test_the_suite_report_renders_in_headless_chromium(tmp_path, monkeypatch):
+    """A replayed suite of two targets in flight on two simulated GPUs: its report loads in a real browser with
+    one row per target, the GPUs' busy and idle table, the verdict with the geometric mean, and draws."""
+    browser = _browser()
+    if browser is None:
+        if os.environ.get("COMPILEIQ_REQUIRE_BROWSER"):
+            pytest.fail("COMPILEIQ_REQUIRE_BROWSER is set but no chromium is installed (apt-get install chromium)")
+        pytest.skip("no chromium here (CI installs it: apt-get install chromium)")
+    landscapes = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes"
+    (tmp_path / "src").mkdir()
+    suite = tmp_path / "suite.toml"
+    suite.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\njson_summary = "suite.json"\n'
+                     + "".join(f'\n[[target]]\nname = "{n}"\nreplay = "{landscapes / f}"\nbudget = 5\n'
+                               for n, f in (("bs", "blackscholes.json"), ("small", "sample_small.json"))))
+    monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
+    proc = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+    html = tmp_path / "build" / "compileiq" / "suite-report.html"
+    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = dom.stdout
+    assert 'id="verdict"' in page and 'id="targets"' in page and 'id="devices"' in page
+    assert "<code>bs</code>" in page and "<code>small</code>" in page and "gpu:0" in page and "gpu:1" in page
+    assert "2 targets at a time" in page
+    shot = tmp_path / "shot.png"
+    run = subprocess.run([*common, f"--screenshot={shot}", "--window-size=1100,900", html.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
+    import matplotlib.image as mpimg
+
+    assert mpimg.imread(shot).std() > 0.02, "the screenshot is blank"
