@@ -338,3 +338,19 @@ def test_the_scheduler_learns_how_long_a_targets_setup_takes_from_its_first_tria
     s.heard("a", Event("progress", "[  1/30] ...", data={"best": 1.0}))
     s.heard("a", Event("progress", "[  2/30] ...", data={"best": 1.1}))  # only the first line counts
     assert 0.05 <= s.setup_estimate() < 1.0
+
+
+@pytest.mark.unit
+def test_compileiq_tune_calls_of_one_suite_on_ray_and_here_at_once_are_refused_in_one_line(tmp_path):
+    """The CMake route's suite (--suite-args): every call on one Ray cluster, or none; a mix is one line,
+    exit 2, before a cluster is joined."""
+    (tmp_path / "src").mkdir()
+    blocks = []
+    for name, ray in (("a", True), ("b", False)):
+        argv = ["-S", str(tmp_path / "src"), "-B", str(tmp_path / "build"), "--target", name, "--replay", str(SAMPLE)]
+        blocks.append("[target]\n" + "\n".join(argv + (["--executor", "ray"] if ray else [])) + "\n")
+    args = tmp_path / "compileiq_suite.args"
+    args.write_text("".join(blocks))
+    proc = run_cli("tune", f"--suite-args={args}", cwd=tmp_path)
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "all on one Ray cluster")
+    assert not (tmp_path / "build").exists()

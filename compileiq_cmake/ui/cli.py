@@ -395,8 +395,23 @@ def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
         except UsageError as exc:
             raise UsageError(f"compileiq_tune({target.name}): {exc}") from None
 
-    run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
-              json_summary=Path(args.json_summary).resolve() if args.json_summary else None, jobs=_suite_jobs(args))
+    on_ray = {ns.ray_address for ns in namespaces.values() if ns.executor == "ray"}
+    if on_ray and (len(on_ray) > 1 or len(on_ray) * len(namespaces) != sum(ns.executor == "ray" for ns in namespaces.values())):
+        raise UsageError("the compileiq_tune() calls of one suite run either all on one Ray cluster (EXECUTOR ray, one "
+                         "RAY_ADDRESS) or all on this machine; give every call the same EXECUTOR and RAY_ADDRESS")
+    for target in suite.ordered:  # every call's options checked before a cluster is joined
+        make_spec(target, None)
+    cluster = None
+    if on_ray:
+        cluster = RayCluster(next(iter(on_ray)), events)
+        cluster.share_workers = True
+    try:
+        run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
+                  json_summary=Path(args.json_summary).resolve() if args.json_summary else None,
+                  jobs=_suite_jobs(args, cluster), cluster=cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
 
 
 def _suite_jobs(args: argparse.Namespace, cluster: RayCluster | None = None) -> int:
