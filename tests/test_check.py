@@ -305,9 +305,12 @@ def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monke
     from compileiq_cmake.results.toml_io import write_entry
 
     src, build = _project(tmp_path)
-    (src / "slow.sh").write_text('[ -z "$GATE_SLOW_BUILD" ] || sleep "$GATE_SLOW_BUILD"\n')
+    # each slow step first leaves a marker (GATE_MARKER): the test knows the sleep did start, so that "its child
+    # is gone" cannot pass for a step that was stopped before it ever ran
+    (src / "slow.sh").write_text('[ -z "$GATE_SLOW_BUILD" ] || { touch "$GATE_MARKER"; sleep "$GATE_SLOW_BUILD"; }\n')
     with (src / "CMakeLists.txt").open("a") as fh:
-        fh.write('if(DEFINED ENV{GATE_SLOW_CONFIGURE})\n  execute_process(COMMAND sleep $ENV{GATE_SLOW_CONFIGURE})\nendif()\n'
+        fh.write('if(DEFINED ENV{GATE_SLOW_CONFIGURE})\n  file(WRITE "$ENV{GATE_MARKER}" "")\n'
+                 '  execute_process(COMMAND sleep $ENV{GATE_SLOW_CONFIGURE})\nendif()\n'
                  'add_custom_target(slow_step ALL COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/slow.sh)\n')
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     write_entry(src / "compileiq.toml", _entry(build, benchmark=("./gate_bench",), pass_regex="PASS"))
@@ -316,19 +319,24 @@ def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monke
     # the --remeasure build below is the slow step alone (not a fresh configure and compile under the timeout)
     assert run_cli(*gate, "--remeasure", "--rounds", "5").returncode == 0
 
+    configured, built = tmp_path / "configure-sleep-started", tmp_path / "build-sleep-started"
     monkeypatch.setenv("GATE_SLOW_CONFIGURE", "3001.25")
+    monkeypatch.setenv("GATE_MARKER", str(configured))
     start = time.monotonic()
     proc = run_cli(*gate, "--build-timeout", "10", timeout=300)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
     assert "did not finish within 10 s and was stopped" in proc.stderr and "configuring" in proc.stderr, proc.stderr
     assert time.monotonic() - start < 120
+    assert configured.is_file(), "the configure never reached its sleep: the timeout stopped something else"
     assert _gone("sleep 3001.25"), "the configure's child outlived the timeout"
 
     monkeypatch.delenv("GATE_SLOW_CONFIGURE")
     monkeypatch.setenv("GATE_SLOW_BUILD", "3002.5")
+    monkeypatch.setenv("GATE_MARKER", str(built))
     proc = run_cli(*gate, "--remeasure", "--build-timeout", "10", timeout=400)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
     assert "building " in proc.stderr and "did not finish within 10 s" in proc.stderr, proc.stderr
+    assert built.is_file(), "the build never reached its slow step: the timeout stopped something else"
     assert _gone("sleep 3002.5"), "the build's children outlived the timeout"
     # bad input: one line, exit 2
     proc = run_cli(*gate, "--build-timeout", "0")
