@@ -88,11 +88,16 @@ class GpuWorker:
         self.device = ",".join(ids) or os.environ.get("CUDA_VISIBLE_DEVICES", "")
         self.runner = None
         if runner is not None:
-            pid_file = Path(tempfile.gettempdir()) / f"compileiq-bench-{os.getpid()}.pid"
             os.environ["COMPILEIQ_WORKER"] = f"{self.node[:12]}/{self.device}"  # benchmarks may log where they ran
-            simulated = bool(os.environ.get(SIMULATE_VARIABLE))
-            self.runner = replace(runner, gpu=GpuSlot(0, self.device, "worker GPU"), pid_file=pid_file,
-                                  monitor=None if simulated else GpuMonitor())
+            self._adopt(runner)
+
+    def _adopt(self, runner: Runner) -> None:
+        """`runner` (a tune's, sent without this process's handles) runs here: on this worker's GPU, with its
+        pid file and GPU monitor."""
+        pid_file = Path(tempfile.gettempdir()) / f"compileiq-bench-{os.getpid()}.pid"
+        simulated = bool(os.environ.get(SIMULATE_VARIABLE))
+        self.runner = replace(runner, gpu=GpuSlot(0, self.device, "worker GPU"), pid_file=pid_file,
+                              monitor=None if simulated else GpuMonitor())
 
     def info(self) -> tuple[str, str, str, str, tuple[int, int], int]:
         """(node id, host name, CUDA_VISIBLE_DEVICES, GPU name, compute capability, SM count)."""
@@ -108,13 +113,9 @@ class GpuWorker:
         """One run with the tune's runner; `runner`: another tune's (a suite's targets share the workers)."""
         if runner is not None and (self.runner is None or runner.spec != self.runner.spec
                                    or runner.bench != self.runner.bench):
-            self.runner = replace(runner, gpu=GpuSlot(0, self.device, "worker GPU"), pid_file=self._pid_file(),
-                                  monitor=None if os.environ.get(SIMULATE_VARIABLE) else GpuMonitor())
+            self._adopt(runner)
         self.runner.reference = reference
         return self.runner.run(tree, workload)
-
-    def _pid_file(self) -> Path:
-        return Path(tempfile.gettempdir()) / f"compileiq-bench-{os.getpid()}.pid"
 
     def pid(self) -> int:
         return os.getpid()
