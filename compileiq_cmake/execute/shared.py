@@ -52,7 +52,6 @@ class SharedSlots:
         self._cond = threading.Condition()
         self.priority: Priority = priority or (lambda owner: 0.0)
         self.use: dict[str, SlotUse] = {}
-        self.started = time.perf_counter()
 
     def _first(self, name: str) -> tuple[int, str]:
         return max(self._waiting[name], key=lambda w: (self.priority(w[1]), -w[0]))
@@ -86,11 +85,11 @@ class SharedSlots:
         with self._cond:
             return self._capacity.get(name, 1)
 
-    def held_seconds(self, owner: str, prefix: str = "gpu:") -> float:
-        """Seconds `owner` held slots whose name starts with `prefix` (its benchmark time; "host" included)."""
+    def device_use(self, owner: str) -> tuple[float, int]:
+        """`owner`'s runs on the GPU (or host) slots: the seconds it held them, and how many runs."""
         with self._cond:
-            return sum(u.by_owner.get(owner, 0.0) for n, u in self.use.items() if n.startswith(prefix) or
-                       (prefix == "gpu:" and n == "host"))
+            devices = [u for n, u in self.use.items() if n != BUILD]
+            return sum(u.by_owner.get(owner, 0.0) for u in devices), sum(u.runs.get(owner, 0) for u in devices)
 
     def idle_share(self, wall: float) -> dict[str, float]:
         """Per GPU (or host) slot used at all: the share of `wall` seconds it was not running anything."""

@@ -66,6 +66,10 @@ class Suite:
     json_summary: Path | None = None
     notes: tuple[str, ...] = field(default=())
 
+    def floor(self, target: SuiteTarget) -> float:
+        """A target's floor: its own min_seconds, else the suite's."""
+        return target.min_seconds if target.min_seconds is not None else self.min_seconds
+
     @property
     def ordered(self) -> tuple[SuiteTarget, ...]:
         """The targets to tune, highest priority first (stable: file order among equals)."""

@@ -36,6 +36,7 @@ from typing import Callable
 from ..model.errors import CompileIQError, UsageError
 from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
+from ..measure.gpu import visible_gpus
 from ..model.events import Event, EventStream, as_stream
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
@@ -193,9 +194,7 @@ class Scheduler:
             p = self._targets.get(owner)
         if p is None:
             return 0.0
-        use = [u for n, u in self.slots.use.items() if n != BUILD]
-        held = sum(u.by_owner.get(owner, 0.0) for u in use)
-        runs = sum(u.runs.get(owner, 0) for u in use)
+        held, runs = self.slots.device_use(owner)
         if time.perf_counter() - p.started < p.floor:
             return 1e9 - held  # within its floor: first, the least served first
         per_run = held / runs if runs else 1e-3
@@ -204,20 +203,50 @@ class Scheduler:
 
 def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], TuneSpec], log: Log,
               time_limit: float | None, build_dir: Path, report_dir: Path | None = None,
-              json_summary: Path | None = None, jobs: int = 1, cluster: RayCluster | None = None) -> list[TargetOutcome]:
-    """Every target of the suite, `jobs` at a time (sharing the build slots and each GPU through one
-    Scheduler); on a Ray `cluster` (connected, its GPU workers shared) each target on each GPU type, its
-    first type's tune in the outcome. Returns the outcomes in the suite's order (excluded ones included)."""
-    stream = as_stream(log)
+              json_summary: Path | None = None, jobs: int | None = None, gpus: str | None = None,
+              on_ray: bool = False, ray_address: str | None = None) -> list[TargetOutcome]:
+    """Every target of the suite, `jobs` at a time (None: default_jobs), sharing the build slots and each GPU
+    through one Scheduler. `on_ray`: on the Ray cluster at `ray_address` (None: a new local one), connected
+    once every target's options are checked, its GPU workers shared by the targets; each target is tuned on
+    each GPU type, its first type's tune in the outcome. Returns the outcomes in the suite's order (excluded
+    ones included)."""
     if json_summary is not None:
         try:
             check_creatable(json_summary, "--json-summary")  # before hours of tuning, not after
         except CompileIQError as exc:
             raise UsageError(str(exc)) from None
-    if jobs < 1:
+    if jobs is not None and jobs < 1:
         raise UsageError(f"--suite-jobs {jobs}: give the number of targets tuned at the same time (>= 1)")
     specs = {t.name: make_spec(t, None) for t in suite.ordered}  # every target's options checked before any runs
-    floors = sum(t.min_seconds if t.min_seconds is not None else suite.min_seconds for t in suite.ordered)
+    cluster = None
+    if on_ray:
+        cluster = RayCluster(ray_address, log)
+        cluster.share_workers = True
+    try:
+        return _tune_suite(suite, specs, make_spec, log, time_limit, build_dir, report_dir, json_summary,
+                           jobs if jobs is not None else default_jobs(gpus, cluster), cluster)
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def default_jobs(gpus: str | None, cluster: RayCluster | None) -> int:
+    """Targets in flight by default: the GPUs the tunes use (--gpus; on Ray the cluster's) + 1, so that a
+    target's builds overlap another's runs; at least 2."""
+    if cluster is not None:
+        return max(2, int(sum(n["Resources"].get("GPU", 0) for n in cluster.nodes)) + 1)
+    try:
+        count = len(visible_gpus(gpus))
+    except CompileIQError:
+        count = 0
+    return max(2, count + 1)
+
+
+def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[SuiteTarget, float | None], TuneSpec],
+                log: Log, time_limit: float | None, build_dir: Path, report_dir: Path | None,
+                json_summary: Path | None, jobs: int, cluster: RayCluster | None) -> list[TargetOutcome]:
+    stream = as_stream(log)
+    floors = sum(suite.floor(t) for t in suite.ordered)
     jobs = max(1, min(jobs, len(suite.ordered)))
     if time_limit is not None and time_limit < floors / jobs:
         raise UsageError(f"--time-limit {time_limit:g} s is less than the floors of the suite's "
@@ -245,7 +274,7 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
     def tune(k: int, target: SuiteTarget, allotted: float | None) -> None:
         spec = make_spec(target, allotted) if allotted else specs[target.name]
         target_log: Log | EventStream = log
-        scheduler.join(target, target.min_seconds if target.min_seconds is not None else suite.min_seconds)
+        scheduler.join(target, suite.floor(target))
         lease = Lease(scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
         if jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
             spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}",
@@ -263,7 +292,7 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
             stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
-        outcome = replace(outcome, device_seconds=round(scheduler.slots.held_seconds(target.name), 3))
+        outcome = replace(outcome, device_seconds=round(scheduler.slots.device_use(target.name)[0], 3))
         with saving:
             outcomes[target.name] = outcome
             finished[target.name] = outcome
@@ -286,7 +315,7 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
             if time_limit:
                 remaining = time_limit - (time.perf_counter() - started)
                 rest = [t for t in order[k + 1:] if t.name not in finished]
-                floor = target.min_seconds if target.min_seconds is not None else suite.min_seconds
+                floor = suite.floor(target)
                 allotted = allot(remaining, target, rest, suite.min_seconds, jobs)
                 setup = scheduler.setup_estimate()  # a share below what a setup takes would only overrun the box
                 need = SETUP_MARGIN * setup if setup is not None else 0.0

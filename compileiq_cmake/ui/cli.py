@@ -24,7 +24,7 @@ from ..search.prior import space_prior
 from ..flags.catalogue import added_dimensions, applies_when
 from ..flags.portability import HostFeatures
 from ..flags.screening import format_screen, screen_target
-from ..measure.gpu import detect_gpu, visible_gpus
+from ..measure.gpu import detect_gpu
 from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS, BenchOverride, checks_document, report_checks, run_check
 from ..results.report import report_command, summaries_json
 from ..results.cmake_entries import cmake_entries
@@ -32,7 +32,6 @@ from ..results.toml_io import read_entries
 from ..results.store import TrialStore
 from ..tune.orchestration import run_ray_tune, run_tune
 from ..tune.suite import run_suite
-from ..execute.ray import RayCluster
 from ..model.suite import Suite, SuiteTarget, load_suite
 from .console import Console
 
@@ -343,20 +342,8 @@ def _suite(args: argparse.Namespace, events: EventStream) -> None:
 
     time_limit = args.time_limit if args.time_limit is not None else suite.time_limit
     json_summary = Path(args.json_summary).resolve() if args.json_summary else suite.json_summary
-    for target in suite.ordered:  # every target's options checked before a cluster is joined
-        make_spec(target, None)
-    if args.suite_jobs is not None and args.suite_jobs < 1:
-        _suite_jobs(args)  # its one line
-    cluster = None
-    if args.executor == "ray":
-        cluster = RayCluster(args.ray_address, events)
-        cluster.share_workers = True
-    try:
-        jobs = _suite_jobs(args, cluster)
-        run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary, jobs=jobs, cluster=cluster)
-    finally:
-        if cluster is not None:
-            cluster.close()
+    run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary, jobs=args.suite_jobs,
+              gpus=args.gpus, on_ray=args.executor == "ray", ray_address=args.ray_address)
 
 
 def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
@@ -399,35 +386,9 @@ def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
     if on_ray and (len(on_ray) > 1 or len(on_ray) * len(namespaces) != sum(ns.executor == "ray" for ns in namespaces.values())):
         raise UsageError("the compileiq_tune() calls of one suite run either all on one Ray cluster (EXECUTOR ray, one "
                          "RAY_ADDRESS) or all on this machine; give every call the same EXECUTOR and RAY_ADDRESS")
-    for target in suite.ordered:  # every call's options checked before a cluster is joined
-        make_spec(target, None)
-    cluster = None
-    if on_ray:
-        cluster = RayCluster(next(iter(on_ray)), events)
-        cluster.share_workers = True
-    try:
-        run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
-                  json_summary=Path(args.json_summary).resolve() if args.json_summary else None,
-                  jobs=_suite_jobs(args, cluster), cluster=cluster)
-    finally:
-        if cluster is not None:
-            cluster.close()
-
-
-def _suite_jobs(args: argparse.Namespace, cluster: RayCluster | None = None) -> int:
-    """--suite-jobs, else the GPUs the tunes use (on Ray: the cluster's) + 1 (a target's builds overlap
-    another's runs), at least 2."""
-    if args.suite_jobs is not None:
-        if args.suite_jobs < 1:
-            raise UsageError(f"--suite-jobs {args.suite_jobs}: give the number of targets tuned at the same time (>= 1)")
-        return args.suite_jobs
-    if cluster is not None:
-        return max(2, int(sum(n["Resources"].get("GPU", 0) for n in cluster.nodes)) + 1)
-    try:
-        gpus = len(visible_gpus(args.gpus))
-    except CompileIQError:
-        gpus = 0
-    return max(2, gpus + 1)
+    run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
+              json_summary=Path(args.json_summary).resolve() if args.json_summary else None,
+              jobs=args.suite_jobs, gpus=args.gpus, on_ray=bool(on_ray), ray_address=next(iter(on_ray), None))
 
 
 def _predictions(ts, jobs: int | None) -> list[str]:
