@@ -14,7 +14,11 @@ one (record.py records standalone kernels through pycuda instead).
         --dim 'stream.cu:load_cache=[src/stream.cu]-Xptxas=-dlcm=cg|[src/stream.cu]-Xptxas=-dlcm=cs'
 
 A dimension is NAME=VALUE|VALUE...; a value is one or more tokens separated by spaces; the default value
-(nothing added) is implicit. Builds run in the tool's variant trees (--workers of them in parallel); each new
+(nothing added) is implicit. `--learn` adds every dimension of record.py's learning design (LEARN_DIMENSIONS,
+all values of the installed nvcc's space) and records that design instead of the full product: the full
+product of the `--core` values (NAME or NAME=INDEX,INDEX...: value indices, 0 the default; NAME alone: the
+first two), every single change and `--random` uniform random points (issue 23: a relocatable project with calls
+across files for the prior, e.g. benchmarks/projects/suite16's mc_rdc with `--dim 'device_lto=-dlto'`). Builds run in the tool's variant trees (--workers of them in parallel); each new
 device code's benchmark executable is copied aside (a self-contained executable: libraries it loads from
 the build tree are not copied), then `--passes` passes over all codes in random order time it (the metric
 times --scale, e.g. ms -> us), the default code at the start and end of each pass. The program's own check
@@ -28,11 +32,14 @@ import argparse
 import datetime as dt
 import itertools
 import json
+import math
 import random
+import re
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -41,7 +48,8 @@ from compileiq_cmake.execute.factory import make_executor
 from compileiq_cmake.model.records import FlagSet, Status
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.setup import setup as tune_setup
-from record import noise_estimate  # noqa: E402  (this folder: the kernel recorder's statistics)
+from compileiq_cmake.flags.space import load_space
+from record import LEARN_DIMENSIONS, noise_estimate  # noqa: E402  (this folder: the kernel recorder's)
 
 
 def parse_dim(text: str) -> dict:
@@ -49,6 +57,45 @@ def parse_dim(text: str) -> dict:
     if not name or not values:
         raise SystemExit(f"--dim {text!r}: give NAME=VALUE|VALUE...")
     return {"name": name, "values": [[]] + [v.split() for v in values.split("|")]}
+
+
+def learn_dims(nvcc_version: str) -> list[dict]:
+    """The learning design's dimensions with every value of the installed nvcc's space."""
+    space = load_space("nvcc", "NVIDIA", nvcc_version, include=LEARN_DIMENSIONS, arch="90")
+    by_name = {d.name: d for d in space.dimensions}
+    missing = [n for n in LEARN_DIMENSIONS if n not in by_name]
+    if missing:
+        raise SystemExit(f"not in the nvcc {nvcc_version} space: {', '.join(missing)}")
+    return [{"name": n, "values": [list(v) for v in by_name[n].values]} for n in LEARN_DIMENSIONS]
+
+
+def design_points(dims: list[dict], core: list[str], n_random: int, seed: int) -> tuple[list[tuple[int, ...]], dict, str]:
+    """The learning design: the full product of the core values, every single change, random points."""
+    names = [d["name"] for d in dims]
+    ranges = [[0] for _ in dims]
+    chosen_core = {}
+    for item in core:
+        name, _, idx = item.partition("=")
+        if name not in names:
+            raise SystemExit(f"--core {item}: no dimension {name}")
+        d = names.index(name)
+        ranges[d] = [int(i) for i in idx.split(",")] if idx else [0, 1]
+        if 0 not in ranges[d] or max(ranges[d]) >= len(dims[d]["values"]):
+            raise SystemExit(f"--core {item}: give value indices of {name} including 0 (its default)")
+        chosen_core[name] = [dims[d]["values"][i] for i in ranges[d]]
+    chosen = dict.fromkeys(itertools.product(*ranges))
+    n_core = len(chosen)
+    for d, dim in enumerate(dims):
+        for v in range(1, len(dim["values"])):
+            chosen[tuple(v if i == d else 0 for i in range(len(dims)))] = None
+    rng = random.Random(seed)
+    target = len(chosen) + n_random
+    while len(chosen) < target:
+        chosen[tuple(rng.randrange(len(d["values"])) for d in dims)] = None
+    sizes = [len(d["values"]) for d in dims]
+    return sorted(chosen), chosen_core, (f"learn: the full product of the core values ({n_core} points: "
+                                         f"{', '.join(chosen_core)}), every single change and {n_random} uniform "
+                                         f"random points, {len(chosen)} of {math.prod(sizes)}")
 
 
 def noise(pairs: list[tuple[float, float]]) -> dict:
@@ -68,7 +115,11 @@ def main() -> None:
     p.add_argument("--metric", required=True)
     p.add_argument("--pass-regex")
     p.add_argument("--workload", default="")
-    p.add_argument("--dim", action="append", required=True)
+    p.add_argument("--dim", action="append", default=[])
+    p.add_argument("--learn", action="store_true", help="the learning design (see above) instead of the full product")
+    p.add_argument("--core", action="append", default=[], help="NAME or NAME=I,J...: a core dimension (--learn)")
+    p.add_argument("--random", type=int, default=20, help="uniform random points (--learn)")
+    p.add_argument("--deadline", type=float, default=0.0, help="seconds: no timing pass starts after it (0: none)")
     p.add_argument("--scale", type=float, default=1.0, help="metric x scale = microseconds")
     p.add_argument("--passes", type=int, default=2)
     p.add_argument("--workers", type=int, default=4)
@@ -77,8 +128,19 @@ def main() -> None:
     p.add_argument("--dry-run", action="store_true")
     args = p.parse_args()
 
+    t_start = time.monotonic()
+    nvcc = shutil.which("nvcc") or ""
+    nvcc_line = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:] if nvcc else []
     dims = [parse_dim(d) for d in args.dim]
-    points = list(itertools.product(*(range(len(d["values"])) for d in dims)))
+    core: dict = {}
+    if args.learn:
+        version = re.search(r"V(\d+\.\d+)", " ".join(nvcc_line))
+        dims = learn_dims(version.group(1) if version else "13.0") + dims
+        points, core, sampling = design_points(dims, args.core, args.random, seed=1)
+    else:
+        points, sampling = list(itertools.product(*(range(len(d["values"])) for d in dims))), "full"
+    if not dims:
+        raise SystemExit("give --dim or --learn")
     metric = MetricSpec.parse(args.metric, lower_is_better=True)
     workload = tuple(args.workload.split())
     spec = TuneSpec(source_dir=Path(args.source).resolve(), build_dir=Path(args.build).resolve(), target=args.target,
@@ -87,6 +149,7 @@ def main() -> None:
                     output=Path(args.out).with_suffix(".unused.toml"))
     log = lambda line: print(line, flush=True)  # noqa: E731
     setup = tune_setup(spec, log)
+    relocatable = setup.trees[0].decisions().relocatable
     executor = make_executor(setup.execution_plan)
     codes: dict[str, dict] = {}
     point_code: dict[tuple[int, ...], str] = {}
@@ -145,6 +208,9 @@ def main() -> None:
             return None
 
         for n in range(args.passes):
+            if n and args.deadline and time.monotonic() - t_start > args.deadline:
+                log(f"pass {n + 1}/{args.passes} not started: past the deadline of {args.deadline:.0f} s")
+                break
             order = timed[:]
             rng.shuffle(order)
             anchors.append(time_code(default_key) or float("nan"))
@@ -167,16 +233,16 @@ def main() -> None:
     for c in codes.values():
         c.pop("argv", None)
     pairs = [tuple(c["time_us"][:2]) for c in codes.values() if c.get("valid") and len(c.get("time_us", [])) >= 2]
-    nvcc = shutil.which("nvcc") or ""
     document = {
         "format": "compileiq-landscape", "version": 1, "kernel": args.target, "family": "nvcc",
         "metric": {"name": "kernel_time", "unit": "us", "higher_is_better": False},
         "meta": {"synthetic": False, "dry_run": args.dry_run, "source": str(args.source), "target": args.target,
                  "benchmark": [args.bench, *workload], "metric_regex": args.metric, "scale_to_us": args.scale,
                  "date": dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat(),
-                 "command": " ".join(sys.argv), "sampling": "full", "space_size": len(points),
+                 "command": " ".join(sys.argv), "sampling": sampling, "core": core,
+                 "space_size": math.prod(len(d["values"]) for d in dims), "relocatable": relocatable,
                  "passes": args.passes, "default_anchors_us": anchors,
-                 "nvcc_version": subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:] if nvcc else [],
+                 "nvcc_version": nvcc_line,
                  "gpu": {"name": setup.device}, "arch": setup.cuda_arch,
                  "tolerance": {"metric": f"the program's own check ({args.pass_regex})", "max": None},
                  "timing": "one sample = one run of the project's benchmark executable (its own metric) x scale",
