@@ -4,6 +4,7 @@ summary and report, resumable as a whole; bad suite files refused in one line.""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -151,26 +152,34 @@ def test_the_cmake_umbrella_target_tunes_every_compileiq_tune_call_as_one_suite(
 
     lists = host_example / "CMakeLists.txt"
     text = lists.read_text().replace("BUDGET 12", "BUDGET 3").replace('WORKLOADS "--n 768" "--n 1024"', "")
-    text += ("add_executable(host_kernels_b src/main.cpp)\n"
-             "if(compileiq_cmake_FOUND)\n"
-             '  compileiq_tune(host_kernels_b BENCHMARK $<TARGET_FILE:host_kernels_b> --n 512\n'
-             '    METRIC "time_ms=([0-9.eE+-]+)" PASS_REGEX "PASS" BUDGET 3)\nendif()\n')
+    for name in ("host_kernels_b", "host_kernels_c"):
+        text += (f"add_executable({name} src/main.cpp)\n"
+                 "if(compileiq_cmake_FOUND)\n"
+                 f'  compileiq_tune({name} BENCHMARK $<TARGET_FILE:{name}> --n 512\n'
+                 '    METRIC "time_ms=([0-9.eE+-]+)" PASS_REGEX "PASS" BUDGET 3)\nendif()\n')
     lists.write_text(text)
     build = tmp_path / "build"
     proc = configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON",
                      f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert proc.returncode == 0, proc.stderr
     args = (build / "compileiq_suite.args").read_text()
-    assert args.count("[target]") == 2 and "$<" not in args and "--target\nhost_kernels_b" in args
+    assert args.count("[target]") == 3 and "$<" not in args and "--target\nhost_kernels_b" in args
     import subprocess
     tune = subprocess.run(["cmake", "--build", str(build), "--target", "compileiq_tune"], capture_output=True,
                           text=True, timeout=900)
     assert tune.returncode == 0, tune.stdout[-3000:] + tune.stderr[-3000:]
     out = tune.stdout
-    assert "target 1 of 2: host_kernels" in out and "target 2 of 2: host_kernels_b" in out
-    assert "suite: 2 targets in" in out and (build / "compileiq" / "suite-report.html").is_file()
+    assert "target 1 of 3: host_kernels" in out and "target 3 of 3: host_kernels_c" in out
+    assert "suite: 3 targets in" in out and (build / "compileiq" / "suite-report.html").is_file()
     entries = tomllib.loads((host_example / "compileiq.toml").read_text())["entry"]
-    assert {e["target"] for e in entries} <= {"host_kernels", "host_kernels_b"} and entries
+    assert {e["target"] for e in entries} <= {"host_kernels", "host_kernels_b", "host_kernels_c"} and entries
+    # two targets in flight (no GPU: the default --suite-jobs): the third borrows the trees one of them gave back
+    suite_dir = build / "compileiq" / "suite"
+    pool = sorted(p.name for p in (suite_dir / "trees").iterdir() if (p / "CMakeCache.txt").is_file())
+    lent = re.search(r"variant trees: (\d+) configured for the suite, lent again (\d+) times", out)
+    assert lent and int(lent.group(1)) == len(pool) and int(lent.group(2)) >= 1, out[-2000:]
+    assert not list(suite_dir.glob("*/worker-*")), "a target in flight configured trees of its own"
+    assert list((suite_dir / "host_kernels_c" / "logs").glob("tree-*-configure.log")), "the borrower's logs"
 
 
 @pytest.mark.unit

@@ -201,8 +201,9 @@ class ApplyDecisions:
 class VariantTree:
     """One reusable build tree under <build>/compileiq/ owned by one worker."""
 
-    def __init__(self, root: Path, name: str, cmake: str, config: str = "") -> None:
+    def __init__(self, root: Path, name: str, cmake: str, config: str = "", logs: Path | None = None) -> None:
         self.path = root / name
+        self.logs = logs if logs is not None else root / "logs"  # a suite's shared trees: the borrower's logs
         self.cmake = cmake
         self.config = config  # multi-config generators: built with --config <config>
         self.fragment = self.path / FRAGMENT_NAME
@@ -244,6 +245,8 @@ class VariantTree:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.cuda_arch}-real")
         elif settings.user_cuda_architectures:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
+        else:  # the project's own choice, not what an earlier configure of this tree (another target's) forced
+            cmd.append("-UCMAKE_CUDA_ARCHITECTURES")
         proc = run_process(cmd, None, timeout)
         output = proc.output
         log = write_log(self.log_path("configure"), cmd, output)
@@ -271,7 +274,7 @@ class VariantTree:
 
     def log_path(self, step: str) -> Path:
         """<build>/compileiq/logs/<tree>-<step>.log: the last configure or failed build of this tree."""
-        return self.path.parent / "logs" / f"{self.path.name}-{step}.log"
+        return self.logs / f"{self.path.name}-{step}.log"
 
     def info(self) -> dict[str, str]:
         """What compileiq_variant.cmake recorded at the last configure (keys: "Files Read by the Tool" in

@@ -9,6 +9,9 @@ Schema "compileiq-suite/1":
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
     seconds: {target: seconds spent}
+    scheduling: {jobs, idle_share: {slot: share}, busy_seconds: {slot: s}, trees: {pool, lent_again}}: targets
+               in flight together; trees: the variant trees the suite configured (its pool) and how many
+               times one was lent to a target after another target's tune
 """
 
 from __future__ import annotations
@@ -64,6 +67,9 @@ def table(doc: dict) -> list[str]:
         idle = ", ".join(f"{'GPU ' + n[4:] if n.startswith('gpu:') else n} {100 * v:.0f}%"
                          for n, v in sched["idle_share"].items())
         lines.append(f"  {plural(sched['jobs'], 'target')} at a time; idle share of the wall time: {idle}")
+    if sched.get("trees"):
+        lines.append(f"  variant trees: {sched['trees']['pool']} configured for the suite, lent again "
+                     f"{plural(sched['trees']['lent_again'], 'time')} to a target after another's tune")
     return lines
 
 

@@ -34,13 +34,16 @@ from .finalists import Finalists
 from .publish import Publish
 from .search_loop import SearchLoop
 from .setup import TuneSetup, replay_setup, setup
+from .tree_pool import TreePool
 
 Log = Callable[[str], None]
 
 
-def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, lease: Lease | None = None) -> TuneResult:
+def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, lease: Lease | None = None,
+             pool: TreePool | None = None) -> TuneResult:
     """One tune. `cluster`: the Ray cluster and GPU group whose nodes build and whose GPUs run it
-    (run_ray_tune); None: this machine. `lease`: the slots it shares with a suite's other tunes in flight."""
+    (run_ray_tune); None: this machine. `lease`: the slots it shares with a suite's other tunes in flight;
+    `pool`: the suite's variant trees it borrows (given back when it ends) instead of trees of its own."""
     spec = spec.validate()
     check_output_writable(spec.output)  # a result must not be lost at the end for want of a place to write it
     if spec.json_summary:
@@ -56,7 +59,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
                 log(f"compileiq: killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune")
             placement = cluster.placement() if cluster else None
             tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(
-                spec, log, placement, gpu_here=cluster is None and not os.environ.get(SIMULATE_VARIABLE))
+                spec, log, placement, gpu_here=cluster is None and not os.environ.get(SIMULATE_VARIABLE), tree_pool=pool)
             if cluster:
                 cluster.cluster.check_shared(state_dir, tune_setup.tools)
             _check_replacement(tune_setup)
@@ -70,7 +73,11 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
             finally:
                 stored_any = stored_any or bool(store.load())
                 store.close()
+                if pool is not None:  # the next target of the suite configures them for itself
+                    pool.give_back(str(state_dir))
     except CompileIQError as exc:
+        if pool is not None:
+            pool.give_back(str(state_dir))
         if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays
             for child in state_dir.iterdir() if state_dir.is_dir() else ():
                 if child.name == "logs" and child.is_dir():  # only the logs the error names stay
@@ -173,7 +180,8 @@ def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:
         cluster.close()
 
 
-def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease | None = None) -> list[TuneResult]:
+def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease | None = None,
+                    pool: TreePool | None = None) -> list[TuneResult]:
     """One target on a connected cluster: each GPU type (one per architecture) in turn, a host target once.
     `lease`: the slots it shares with a suite's other targets in flight (their tunes share the GPU workers)."""
     groups = cluster.gpu_groups()
@@ -187,7 +195,7 @@ def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease 
     results = []
     for i, group in enumerate(seen.values()):
         log(f"compileiq: GPU type {i + 1} of {len(seen)}: {group.describe()}")
-        result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group), lease=lease)
+        result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group), lease=lease, pool=pool)
         results.append(result)
         if result.language != "CUDA":
             if len(seen) > 1:

@@ -29,6 +29,7 @@ from ..project.nvcc_command import output_file, target_architectures
 from ..execute.build import BuildContext, command_tokens
 from ..execute.executor import ExecutionPlan
 from ..execute.replay import ReplayRunner
+from .tree_pool import TreePool
 from ..flags.catalogue import device_lto_wanted
 from ..flags.space import host_side_named
 from ..flags.screening import prepare_cuda_space
@@ -218,16 +219,24 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     return gpus
 
 
-def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here: bool = False) -> TuneSetup:
+def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here: bool = False,
+          tree_pool: TreePool | None = None) -> TuneSetup:
     """The tune's variant trees and everything read from the user's build. `placement`: the GPUs of a Ray
     cluster (labels, architecture) instead of this machine's. `gpu_here`: the benchmarks run on this machine's
     GPU, so a CUDA target tuned with --cuda-arch needs one (asked once the target is known to be CUDA, before
-    screening); without --cuda-arch the GPU query itself says when there is none."""
+    screening); without --cuda-arch the GPU query itself says when there is none. `tree_pool`: a suite's shared
+    trees, borrowed under the state folder's name (the caller gives them back), instead of trees of its own."""
     state_dir = spec.state_dir
     settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
     for note in notes:
         log(f"compileiq: {note}")
-    first = VariantTree(state_dir, "worker-0", settings.cmake, settings.config)
+
+    def new_trees(start: int, n: int) -> tuple[VariantTree, ...]:
+        if tree_pool is not None:
+            return tree_pool.take(str(state_dir), n, settings.cmake, settings.config, state_dir / "logs")
+        return tuple(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(start, start + n))
+
+    first, = new_trees(0, 1)
     first.write_flags(spec.target, "", "", ())
     before = _snapshot(spec.source_dir, spec.build_dir)
     model = first.configure(settings, spec.target, "")  # the project's own build, as the user configured it
@@ -300,7 +309,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
     # + 1 per GPU: the baseline build measured next to trials on a noisy machine
     n_trees = max(spec.workers + max(1, len(gpus)), FINALISTS + 1)
-    trees = (first, *(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(1, n_trees)))
+    trees = (first, *new_trees(1, n_trees - 1))
     for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
     with ThreadPoolExecutor(max_workers=1 if written else len(trees) - 1) as pool:

@@ -16,8 +16,13 @@ targets in flight), never so much that the targets after it lose their floors; a
 its floor when its turn comes is skipped and said. Nor is a share smaller than 1.5 x the median time the
 targets before it took to their first trial (setup and baseline): it is raised to that, or the target is
 skipped (said) when not that much is left. On Ray (--executor ray) one set of GPU workers per GPU type
-serves every target (each run carries its target's runner), and the slots are the cluster's GPUs. Not yet
-here: variant trees shared across targets."""
+serves every target (each run carries its target's runner), and the slots are the cluster's GPUs.
+
+Shared trees: the targets in flight borrow their variant trees from one pool (tree_pool.TreePool,
+<build>/compileiq/suite/trees) and give them back when their tune ends, so a suite configures at most as
+many trees as its targets in flight hold at once (the next target reconfigures them, and the rest of the
+project stays built in them). With jobs = 1 every target uses the build tree's own trees, one after another.
+The screening and probe caches are the user's (flags.probe.user_cache_dir), shared by every tune."""
 
 from __future__ import annotations
 
@@ -45,6 +50,7 @@ from ..model.wording import plural
 from ..results import suite_summary
 from ..system.writable import check_creatable
 from .orchestration import run_tune, tune_on_cluster
+from .tree_pool import POOL_FOLDER, TreePool
 
 Log = Callable[[str], None]
 STATE_VERSION = 1
@@ -268,6 +274,7 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
                 jobs=jobs)
     workers = max(s.workers for s in specs.values())
     scheduler = Scheduler(build_slots=workers)  # every target's builds share this machine's --workers
+    tree_pool = TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER) if jobs > 1 else None
     outcomes: dict[str, TargetOutcome] = {}
     saving = threading.Lock()
 
@@ -282,8 +289,8 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
             target_log = _target_stream(stream, target.name, scheduler)
         t0 = time.perf_counter()
         try:
-            result = tune_on_cluster(spec, target_log, cluster, lease)[0] if cluster is not None \
-                else run_tune(spec, target_log, lease=lease)
+            result = tune_on_cluster(spec, target_log, cluster, lease, tree_pool)[0] if cluster is not None \
+                else run_tune(spec, target_log, lease=lease, pool=tree_pool)
         except UsageError:
             raise
         except CompileIQError as exc:
@@ -341,6 +348,8 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
     wall = time.perf_counter() - started
     shared = {"jobs": jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
               "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
+    if tree_pool is not None:  # how many variant trees the suite configured, and how often one served another target
+        shared["trees"] = {"pool": len(list(tree_pool.root.glob("tree-*"))), "lent_again": tree_pool.configured_again}
     doc = suite_summary.build(suite, rows, time_limit, wall, shared)
     for line in suite_summary.table(doc):
         stream(line)  # a table row: printed as it is
