@@ -7,6 +7,9 @@
 #   bash benchmarks/h200_suite.sh suite 420      # the suite in one command, --time-limit 420
 #   bash benchmarks/h200_suite.sh alone 420      # every target alone, 420 s in all
 #   SUITE_ONLY=nbody,mc_rdc MIN_SECONDS=20 bash benchmarks/h200_suite.sh suite 150   # a part of the suite
+#   DEADLINE=540 bash benchmarks/h200_suite.sh alone 420; RESUME=1 DEADLINE=540 bash ... alone 420
+#       alone in parts (one device call each): no target starts that would end after DEADLINE seconds of this
+#       call; RESUME=1 (same machine, next call) keeps the build and the finished targets and goes on
 # Raw logs and summaries go to $OUT/<mode>-<T>.tar.gz (the suite: suite.json, suite.log, compileiq.toml;
 # alone: <target>.json and .log per target, alone.tsv with each command's wall time).
 set -u -o pipefail
@@ -17,10 +20,15 @@ if [ -d .whl ] && [ -z "${COMPILEIQ_NO_WHEELS:-}" ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
   python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
 fi
-raw=/tmp/s16-raw/$mode-$total; rm -rf "$raw"; mkdir -p "$raw"
+raw=/tmp/s16-raw/$mode-$total
+call_start=$(date +%s)
+[ -n "${RESUME:-}" ] || rm -rf "$raw" "/tmp/s16/$mode"
+mkdir -p "$raw"
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
-  nvcc --version | tail -2; cmake --version | head -1; nproc; date -u; git -C "$REPO" rev-parse HEAD 2>/dev/null; } > "$raw/machine.txt" 2>&1
-work=/tmp/s16/$mode; rm -rf "$work"; mkdir -p "$work"
+  nvcc --version | tail -2; cmake --version | head -1; nproc; date -u; git -C "$REPO" rev-parse HEAD 2>/dev/null; } >> "$raw/machine.txt" 2>&1
+work=/tmp/s16/$mode
+if [ ! -d "$work/src" ]; then
+mkdir -p "$work"
 cp -r "$REPO/benchmarks/projects/suite16" "$work/src"
 if [ -n "${SUITE_ONLY:-}${MIN_SECONDS:-}" ]; then  # the other targets excluded (said in the summary), another floor
   python3 - "$work/src/suite.toml" "${SUITE_ONLY:-}" "${MIN_SECONDS:-}" <<'PY'
@@ -35,6 +43,7 @@ if only:
                                else "[[target]]" + b.rstrip("\n") + "\nexclude = true\n\n" for b in blocks[1:])
 open(path, "w").write(text)
 PY
+fi
 fi
 export COMPILEIQ_CACHE_DIR=/tmp/s16-cache/$mode COMPILEIQ_NO_LEARN=1
 cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$raw/configure.log" 2>&1 \
@@ -58,6 +67,10 @@ for t in targets:
                      "|".join(t.get("workloads", []))]))
 EOF
   while IFS=$'\t' read -r name bench metric pass limit workloads; do
+    if grep -q "^$name	" "$raw/alone.tsv" 2>/dev/null; then continue; fi  # finished in an earlier part
+    if [ -n "${DEADLINE:-}" ] && python3 -c "import sys,time; sys.exit(0 if time.time() - $call_start + $limit + 45 > ${DEADLINE} else 1)"; then
+      echo "part ends: $name would end after ${DEADLINE} s of this call (RESUME=1 goes on)" | tee -a "$raw/machine.txt"; break
+    fi
     extra=(); IFS='|' read -ra ws <<< "$workloads"; for w in "${ws[@]}"; do [ -n "$w" ] && extra+=(--workload "$w"); done
     t0=$(date +%s.%N)
     (cd /tmp && python3 -m compileiq_cmake tune -S "$work/src" -B "$work/build" --target "$name" --bench "$bench" \
