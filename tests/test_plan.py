@@ -1,12 +1,14 @@
 """The time box's clock and the tune's plan (issue 21): pure arithmetic on measured costs."""
 
 import math
+from dataclasses import replace
 
 import pytest
 
+from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 from compileiq_cmake.model.timebox import TimeBox
-from compileiq_cmake.tune.plan import (ROUNDS_FLOOR, WRITE_SECONDS, Costs, finish_cost, finish_reserve, plan_finish,
-                                      plan_tune)
+from compileiq_cmake.tune.plan import (ROUNDS_FLOOR, WRITE_SECONDS, Costs, costs_from, finish_cost, finish_reserve,
+                                      plan_finish, plan_tune, search_wall)
 
 pytestmark = pytest.mark.unit
 
@@ -120,9 +122,59 @@ def test_parallel_workers_overlap_builds_and_runs():
 
 
 def test_a_trial_costs_at_least_what_the_trials_so_far_took():
-    """Paired runs and the extra runs of close candidates make a search trial longer than its repeats say: the
-    plan counts what the trials really took (a 90 s box once ran 9 s over on the formula alone)."""
+    """Paired runs and a loaded machine make a search trial longer than its repeats say: the plan counts what
+    the trials really took at their normal runs (a 90 s box once ran 9 s over on the formula alone)."""
     formula = Costs(build=2.0, run=1.5, workloads=1, warmup=1, repeats=3)
     assert formula.trial() == pytest.approx(8.0)
-    assert Costs(build=2.0, run=1.5, paired=True).trial() == pytest.approx(14.0)
+    assert Costs(build=2.0, run=1.5, paired=True).trial() == pytest.approx(12.5)  # the warm-up is not paired
     assert Costs(build=2.0, run=1.5, observed=25.0).trial() == pytest.approx(25.0)
+
+
+def _recorded(index: int, flags: tuple[str, ...], build: float, bench: float, wall: float, samples: int,
+              paired: bool = True) -> Trial:
+    """A trial as the host tune of tests/test_time_box.py recorded it (one workload, one warm-up)."""
+    runs = Measurement((), (20.0,) * samples, reference=(50.0,) * samples if paired else ())
+    return Trial(index, FlagSet(tuple((f, 1) for f in flags), flags), Status.OK, "", (runs,), build, bench, wall)
+
+
+# the 90 s box of tests/test_time_box.py (slow_host, paired runs, 3 repeats, max 9): the baseline after 9.4 s,
+# then a promising first trial that got 6 more paired runs (27 s) and a normal one (11 s)
+BASELINE = _recorded(0, (), 0.37, 5.48, 5.86, 3, paired=False)
+EXTENDED = _recorded(1, ("-ffast-math",), 0.46, 26.30, 26.81, 9)
+NORMAL = _recorded(2, ("-O2",), 0.87, 10.41, 11.39, 3)
+
+
+def _host_costs(trials: list[Trial]) -> Costs:
+    return costs_from(trials, warmup=1, repeats=3, workloads=1, workers=1, gpus=1, paired=True)
+
+
+def test_a_promising_trials_extra_runs_are_not_the_next_search_trials_cost():
+    """Issue 21 (host tune, 90 s box): the first trial's 6 extra runs made it 27 s; taken as what a search
+    trial costs, the plan after the second (11 s) trial had no room for a third and kept 42 s for a finish of
+    17 s. A trial costs its build and its normal runs: the extra runs come out at the trial's pace."""
+    assert search_wall(EXTENDED, 1, 3) == pytest.approx(26.81 - 26.30 * 12 / 19)  # 12 of its 19 runs were extra
+    assert search_wall(NORMAL, 1, 3) == pytest.approx(NORMAL.wall_seconds)
+    costs = _host_costs([BASELINE, EXTENDED, NORMAL])
+    assert costs.trial() == pytest.approx(NORMAL.wall_seconds)  # the slower normal trial, not the extended one
+    reserve = finish_reserve(90.0, 9.4)
+    plan = plan_tune(90.0, elapsed=47.8, costs=costs, finalists=3, min_rounds=5, flags=1, reserve=reserve)
+    assert plan.search_trials == 1 and plan.search_open(0, costs)
+    assert 47.8 + plan.search_seconds + plan.finish.seconds <= 90.0  # the finish still fits after it
+
+
+def test_a_box_searches_the_trials_it_has_room_for_when_one_got_extra_runs():
+    """Replayed trial by trial as the search loop re-plans: the search stops only when one more normal trial
+    would eat into the finalists' planned time, and the finish fits in what is left."""
+    reserve = finish_reserve(90.0, 9.4)
+    elapsed, trials = 9.4, [BASELINE]
+    costs = _host_costs(trials)
+    plan = plan_tune(90.0, elapsed, costs, finalists=3, min_rounds=5, flags=3, reserve=reserve)
+    while plan.search_open(0, costs):
+        done = EXTENDED if len(trials) == 1 else NORMAL
+        trials.append(replace(done, index=len(trials), flagset=FlagSet((("n", len(trials)),), (f"-f{len(trials)}",))))
+        elapsed += done.wall_seconds
+        costs = _host_costs(trials)
+        plan = plan_tune(90.0, elapsed, costs, finalists=3, min_rounds=5, flags=1, reserve=reserve)
+    left_after_finish = 90.0 - elapsed - plan.finish.seconds
+    assert len(trials) - 1 == 3
+    assert 0 <= left_after_finish < NORMAL.wall_seconds + costs.run + 0.1 * plan.finish.seconds

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..model.records import Trial
+
 WRITE_SECONDS = 2.0  # the TOML, the summary and the report
 ROUNDS_FLOOR = 3  # fewest interleaved validation rounds a paired comparison is decided on (wider interval)
 FINISH_SHARE = 0.5  # at most this share of the time left after the baseline is reserved for the finalists
@@ -24,13 +26,14 @@ class Costs:
     repeats: int = 3
     workers: int = 1  # builds at once
     gpus: int = 1  # runs at once (search trials; validation runs on one GPU)
-    paired: bool = False  # each search run is measured next to a run of the project's own build (twice the runs)
-    observed: float = 0.0  # the median wall seconds of the search trials so far (more runs for close ones ...)
+    paired: bool = False  # each measured run is next to a run of the project's own build (warm-ups are not)
+    observed: float = 0.0  # the median wall seconds of the search trials so far, at their normal runs
 
     def trial(self) -> float:
         """Wall seconds one search trial adds: its build and runs (with several workers the builds overlap
-        the runs and the slower of the two sets the pace), and never less than the trials so far took."""
-        runs = (self.warmup + self.repeats) * self.workloads * self.run * (2 if self.paired else 1)
+        the runs and the slower of the two sets the pace), and never less than the trials so far took at
+        their normal runs (the extra runs of a promising trial are not what the next trial costs)."""
+        runs = (self.warmup + self.repeats * (2 if self.paired else 1)) * self.workloads * self.run
         if self.workers <= 1:
             formula = self.build + runs
         else:
@@ -181,13 +184,23 @@ def costs_from(trials, warmup: int, repeats: int, workloads: int, workers: int, 
                fallback_build: float = 0.0, paired: bool = False) -> Costs:
     """Costs as the trials so far measured them: the median build, the mean seconds of one benchmark run
     (every run of a trial counted: warm-up, samples, paired reference runs) and the median wall seconds of a
-    search trial (the baseline's and shared-code trials' left out)."""
+    search trial at its normal runs (search_wall; the baseline's and shared-code trials' left out)."""
     builds = sorted(t.build_seconds for t in trials if t.build_seconds > 0)
     build = builds[len(builds) // 2] if builds else fallback_build
     measured = [t for t in trials if t.valid and t.same_code_as is None and t.measurements]
     runs = sum(len(m.samples) + len(m.reference) + warmup for t in measured for m in t.measurements)
     run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
-    walls = sorted(t.wall_seconds for t in measured if not t.flagset.is_baseline)
+    walls = sorted(search_wall(t, warmup, repeats) for t in measured if not t.flagset.is_baseline)
     return Costs(build=build, run=run, workloads=workloads, warmup=warmup, repeats=repeats,
                  workers=max(1, workers), gpus=max(1, gpus), paired=paired,
                  observed=walls[len(walls) // 2] if walls else 0.0)
+
+
+def search_wall(trial: Trial, warmup: int, repeats: int) -> float:
+    """A search trial's wall seconds at its normal runs (`warmup` and `repeats` per workload): the extra runs a
+    promising trial got (measure_more_if_promising) taken out at its mean seconds per run. On a 90 s box, a
+    first trial with 6 extra paired runs took 27 s and a normal one 11 s: counted as the next trial's cost, it
+    stopped the search after 2 trials where the box had room for 3."""
+    runs = sum(len(m.samples) + len(m.reference) + warmup for m in trial.measurements)
+    normal = sum(min(len(m.samples), repeats) + min(len(m.reference), repeats) + warmup for m in trial.measurements)
+    return trial.wall_seconds - trial.bench_seconds * (runs - normal) / runs if runs else trial.wall_seconds
