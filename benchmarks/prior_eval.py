@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Evaluate the learned prior (issue 23) on kernels it never saw: docs/benchmarks/prior.md.
 
-For every recorded single-kernel landscape (benchmarks/prior_train.py's observations), a prior is fitted
+For every recorded landscape of benchmarks/prior_train.py's observations (single kernels, and project targets
+recorded with the learning design: mc_rdc), a prior is fitted
 (hyper-parameters included) on the OTHER kernels only:
   - leave-one-kernel-out (LOKO): every kernel but the held-out one;
   - leave-one-source-out (LOSO): every kernel of the other sources (own-v1 = the first nine hand-written
-    kernels, own-llm / own-hpc = the kernels of inputs_llm.py / inputs_hpc.py) only.
+    kernels, own-llm / own-hpc = the kernels of inputs_llm.py / inputs_hpc.py, own-project = targets of
+    benchmarks/projects) only.
 Then each strategy runs the replayed search (search_efficiency.simulate: the same ask/tell loop, cache and
 noisy measurements a tune would see) on the held-out kernel's search space, 30 seeds:
   - prior:   FlagSearch with the held-out kernel's SpacePrior (its features -> predictions), the shipped default;
@@ -13,7 +15,8 @@ noisy measurements a tune would see) on the held-out kernel's search space, 30 s
   - random:  uniform over the unseen builds;
   - ngopt:   nevergrad NGOpt behind the same cache.
 The search space: the landscape's after static screening; for the learning-design landscapes (a sampled
-25-dimension space) its complete core sub-space (record.py LEARN_CORE), where every point was measured.
+25-dimension space) its complete core sub-space (meta.core, else record.py LEARN_CORE), where every point was
+measured; device_lto is a build mode there as in a tune.
 Metrics: builds (and GPU runs) until a built valid point's true speedup reaches 95% / 99% of the space's best
 (median and IQR over seeds; an unreached run counts as budget + 1), and Spearman's rank correlation of the
 predicted vs the measured single-value effects.
@@ -41,8 +44,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "landscapes"))
 
-import prior_train  # noqa: E402  (LANDSCAPES)
+import prior_train  # noqa: E402  (landscape_path)
 import search_efficiency as se  # noqa: E402
+from compileiq_cmake.flags.catalogue import DEVICE_LTO_DIMENSION  # noqa: E402
 from compileiq_cmake.flags.space import FlagSpace  # noqa: E402
 from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 from compileiq_cmake.search.prior import SHIPPED, PriorModel, space_prior  # noqa: E402
@@ -54,20 +58,31 @@ GAINFUL = 1.02  # the report's second line: the kernels whose space holds at lea
 
 
 def eval_space(land: Landscape, meta: dict) -> FlagSpace:
-    """The screened space; for a learning-design landscape only its core values (a complete sub-space)."""
+    """The screened space; for a learning-design landscape only its core values (a complete sub-space): the
+    landscape's own meta.core (name -> values, record_project.py --learn) when it has one, else record.py's
+    LEARN_CORE / LEARN_CORE_VALUES. A device_lto dimension is a build mode, as in a tune's space
+    (flags/catalogue.py add_device_lto_dimension: today's default measures it first among the singles)."""
     space = se.screened_space(land)
+    space = replace(space, dimensions=tuple(replace(d, build_mode=True) if d.name == DEVICE_LTO_DIMENSION else d
+                                            for d in space.dimensions))
     if not str(meta.get("sampling", "")).startswith("learn"):
         return space
-    import record  # noqa: PLC0415 (benchmarks/landscapes)
-    core = {**{n: None for n in record.LEARN_CORE}, **record.LEARN_CORE_VALUES}
+    if isinstance(meta.get("core"), dict):
+        allowed_of = {name: [tuple(v) for v in values] for name, values in meta["core"].items()}
+    else:
+        import record  # noqa: PLC0415 (benchmarks/landscapes)
+        allowed_of = {}
+        for name in (*record.LEARN_CORE, *record.LEARN_CORE_VALUES):
+            full = next((x for x in land.dimensions if x.name == name), None)
+            if full is None:
+                continue
+            allowed_of[name] = ([tuple(v) for v in record.LEARN_CORE_VALUES[name]] if name in record.LEARN_CORE_VALUES
+                                else [tuple(v) for v in full.values[:record.LEARN_CORE[name]]])
     dims = []
     for d in space.dimensions:
-        if d.name not in core:
+        if d.name not in allowed_of:
             continue
-        full = next(x for x in land.dimensions if x.name == d.name)
-        allowed = [tuple(v) for v in core[d.name]] if core[d.name] is not None else \
-            [tuple(v) for v in full.values[:record.LEARN_CORE[d.name]]]
-        values = tuple(v for v in d.values if tuple(v) in allowed)
+        values = tuple(v for v in d.values if tuple(v) in allowed_of[d.name])
         if len(values) > 1:
             dims.append(replace(d, values=values))
     return FlagSpace(family=space.family, dimensions=tuple(dims))
@@ -127,7 +142,7 @@ def evaluate_kernel(name: str, prior_path: str, seeds: int, budget_cap: int, ng_
     t0 = time.perf_counter()
     obs = PriorModel.load(prior_path).observations  # prior_train.py's observations (features computed once)
     held = next(o for o in obs if o.id == f"landscape:{name}")
-    path = prior_train.LANDSCAPES / f"{name}.json"
+    path = prior_train.landscape_path(name)
     meta = json.loads(path.read_text())["meta"]
     land = Landscape.load(path)
     space = eval_space(land, meta)

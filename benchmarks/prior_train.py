@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Train the shipped prior (issue 23) from the recorded landscapes: compileiq_cmake/search/prior_data.json.
 
-For every recorded single-kernel landscape in benchmarks/landscapes/ (not synthetic, not a whole project):
+For every recorded single-kernel landscape in benchmarks/landscapes/ (not synthetic), and every landscape of a
+whole CMake project recorded with the learning design (record_project.py --learn: meta.sampling "learn...",
+meta.target set; per-file landscapes are left out):
 
-1. features: the kernel's default build (`nvcc -cubin -arch=sm_90 -O3 <meta.extra_flags> <meta.source>`,
+1. features: a single kernel's default build (`nvcc -cubin -arch=sm_90 -O3 <meta.extra_flags> <meta.source>`,
    the build the landscape's default code is) through compileiq_cmake.flags.features, exactly what a tune
-   computes from a project's objects;
+   computes from a project's objects; a project's target: the project of this repository it was recorded
+   from (PROJECTS: meta.source is the recording machine's copy) configured and built (Release, Ninja, no
+   tuned flags: the landscape's default) in a temporary directory, and target_features of the target's
+   object files with meta.relocatable, as a tune computes them from its baseline build (tune/prior_use.py);
 2. effects: each recorded single-value point (one dimension changed) as log(default time / its time) from
    the landscape's medians, 0 when its device code is the default's, None when it is invalid;
 3. fit: PriorModel.fit (leave-one-out choice of bandwidth, shrink and features).
 
 Usage: .venv/bin/python benchmarks/prior_train.py [--out compileiq_cmake/search/prior_data.json]
-       [--exclude k1,k2] (needs nvcc and cuobjdump; no GPU)
+       [--exclude k1,k2] (needs nvcc, cuobjdump, cmake and ninja; no GPU)
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from compileiq_cmake.flags.features import TargetFeatures, file_features  # noqa: E402
+from compileiq_cmake.flags.features import TargetFeatures, file_features, target_features  # noqa: E402
 from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 from compileiq_cmake.search.prior import Observation, PriorModel, SHIPPED, value_key  # noqa: E402
 
@@ -37,7 +42,19 @@ LANDSCAPES = HERE / "landscapes"
 ORIGIN = {  # which batch a kernel came from (leave-one-source-out groups)
     **dict.fromkeys(("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_oscillators", "softmax_rows",
                      "layernorm_gelu", "conv2d_5x5"), "own-v1"),
+    "mc_rdc": "own-project",
 }
+# Whole-project learning-design landscapes: kernel -> (the project in this repository it was recorded from, its
+# kind). The landscape's meta.source is the project's copy on the recording machine (h200_record_rdc.sh copies
+# benchmarks/projects/suite16 to /tmp/rdc/src); the recorded data stays as recorded.
+PROJECTS = {
+    "mc_rdc": ("benchmarks/projects/suite16", "montecarlo"),
+}
+
+
+def is_project_learning(meta: dict) -> bool:
+    """A whole CMake project's target recorded with the learning design (record_project.py --learn)."""
+    return str(meta.get("sampling", "")).startswith("learn") and bool(meta.get("target"))
 
 
 def recorded() -> list[Path]:
@@ -47,14 +64,30 @@ def recorded() -> list[Path]:
         meta = doc.get("meta", {})
         if doc.get("format") != "compileiq-landscape" or meta.get("synthetic") or meta.get("dry_run"):
             continue
-        if not str(meta.get("source", "")).startswith("benchmarks/landscapes/kernels/"):
-            continue  # whole projects (per-file dimensions) are not single kernels
+        if is_project_learning(meta):
+            if doc.get("kernel") not in PROJECTS:
+                raise SystemExit(f"{path}: a project landscape of the learning design whose project is unknown: add "
+                                 f"{doc.get('kernel')!r} to PROJECTS in {Path(__file__).name}")
+        elif not str(meta.get("source", "")).startswith("benchmarks/landscapes/kernels/"):
+            continue  # other whole projects (per-file dimensions) are not single kernels
         out.append(path)
     return out
 
 
+def landscape_path(kernel: str) -> Path:
+    """The recorded landscape of this kernel (its file name may differ: mc_rdc -> mc_rdc_learn.json)."""
+    direct = LANDSCAPES / f"{kernel}.json"
+    if direct.is_file():
+        return direct
+    for path in recorded():
+        if json.loads(path.read_text()).get("kernel") == kernel:
+            return path
+    raise FileNotFoundError(f"no recorded landscape of {kernel} in {LANDSCAPES}")
+
+
 def origin(name: str) -> str:
-    """own-v1 (the first nine kernels), own-llm / own-hpc (inputs_llm.py / inputs_hpc.py), else other."""
+    """own-v1 (the first nine kernels), own-llm / own-hpc (inputs_llm.py / inputs_hpc.py), own-project (a
+    target of benchmarks/projects), else other."""
     if name in ORIGIN:
         return ORIGIN[name]
     sys.path.insert(0, str(LANDSCAPES))
@@ -70,6 +103,26 @@ def kernel_features(land: Landscape, meta: dict, work: Path) -> dict[str, float]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     ks = file_features(cubin, arch="90")
     return TargetFeatures(kernels=tuple(ks), units=1, relocatable=False, arch="90").vector()
+
+
+def project_features(land: Landscape, meta: dict, work: Path) -> dict[str, float]:
+    """A project target's features as a tune computes them (tune/prior_use.py): the default build of the
+    target (configure + build, no tuned flags), then target_features of its objects (the compile steps'
+    outputs; not CMake's device-link object) with the landscape's relocatable flag."""
+    project = ROOT / PROJECTS[land.kernel][0]
+    target = meta["target"]
+    build = work / f"{land.kernel}-build"
+    for cmd in (["cmake", "-S", str(project), "-B", str(build), "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release"],
+                ["cmake", "--build", str(build), "--target", target]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"{' '.join(cmd)} failed:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+    objects = sorted(p for p in (build / "CMakeFiles" / f"{target}.dir").rglob("*.o")
+                     if p.name != "cmake_device_link.o")
+    if not objects:
+        raise SystemExit(f"no object file of {target} in {build}")
+    arch = str(meta.get("arch", "90")).replace("sm_", "")
+    return target_features(objects, arch=arch, relocatable=bool(meta.get("relocatable"))).vector()
 
 
 def single_effects(land: Landscape) -> dict[str, float | None]:
@@ -102,9 +155,13 @@ def observations(exclude: set[str] = frozenset()) -> list[Observation]:
             if land.kernel in exclude:
                 continue
             meta = doc["meta"]
+            if is_project_learning(meta):
+                features, kind = project_features(land, meta, Path(tmp)), PROJECTS[land.kernel][1]
+            else:
+                features, kind = kernel_features(land, meta, Path(tmp)), meta.get("kind", "")
             obs.append(Observation(id=f"landscape:{land.kernel}", source=origin(land.kernel), family=land.family,
-                                   arch=str(meta.get("arch", "sm_90")).replace("sm_", ""), kind=meta.get("kind", ""),
-                                   features=kernel_features(land, meta, Path(tmp)), effects=single_effects(land)))
+                                   arch=str(meta.get("arch", "sm_90")).replace("sm_", ""), kind=kind,
+                                   features=features, effects=single_effects(land)))
     return obs
 
 
@@ -125,7 +182,8 @@ def main() -> int:
     model = PriorModel(obs, provenance={
         "made_by": "benchmarks/prior_train.py", "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
         "commit": commit(), "landscapes": [o.id.split(":", 1)[1] for o in obs],
-        "note": "features from nvcc 13.0 sm_90 default builds; effects from H200 landscapes (benchmarks/landscapes)"})
+        "note": "features from nvcc 13.0 sm_90 default builds (a project's target: its objects); effects from "
+                "H200 landscapes (benchmarks/landscapes)"})
     report = model.fit()
     model.provenance["fit"] = report
     model.save(args.out)
