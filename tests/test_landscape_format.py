@@ -242,3 +242,25 @@ def test_recorder_sampling_keeps_singles_and_doubles():
     assert changed.count(1) == n_single
     full, how = rec.enumerate_points(dims, 10_000, seed=1)
     assert how == "full" and len(full) == math.prod(len(v) for _, v in dims)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("recorded,version", [
+    ("13.0.88", "13.0.88"),  # record.py
+    (["Build cuda_13.0.r13.0/compiler.36424714_0"], "13.0"),  # record_project.py before it stored the version
+    (["Cuda compilation tools, release 12.4, V12.4.131"], "12.4"),
+    (None, "0"),
+])
+def test_the_recording_compilers_version_reads_as_a_version_whatever_the_recorder_wrote(tmp_path, recorded, version):
+    """A replayed tune writes the landscape's compiler version into its TOML entry: a replay of
+    mc_rdc_learn.json (nvcc's --version line as a list) failed at that write on a suite of 24 replayed targets."""
+    doc = synthetic_doc()
+    doc["meta"]["nvcc_version"] = recorded
+    assert Landscape.load(write(tmp_path, doc)).compiler_version == version
+
+
+@pytest.mark.unit
+def test_every_committed_landscape_names_a_compiler_version():
+    for path in sorted(LANDSCAPES.glob("*.json")):
+        land = Landscape.load(path)
+        assert land.synthetic or land.compiler_version.startswith("13.0"), path.name

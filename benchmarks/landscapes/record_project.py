@@ -130,12 +130,13 @@ def main() -> None:
 
     t_start = time.monotonic()
     nvcc = shutil.which("nvcc") or ""
-    nvcc_line = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1:] if nvcc else []
+    nvcc_text = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout if nvcc else ""
+    nvcc_match = re.search(r"V(\d+\.\d+\.\d+)", nvcc_text)  # "release 13.0, V13.0.88" (as record.py stores it)
+    nvcc_version = nvcc_match.group(1) if nvcc_match else ""
     dims = [parse_dim(d) for d in args.dim]
     core: dict = {}
     if args.learn:
-        version = re.search(r"V(\d+\.\d+)", " ".join(nvcc_line))
-        dims = learn_dims(version.group(1) if version else "13.0") + dims
+        dims = learn_dims(".".join(nvcc_version.split(".")[:2]) or "13.0") + dims
         points, core, sampling = design_points(dims, args.core, args.random, seed=1)
     else:
         points, sampling = list(itertools.product(*(range(len(d["values"])) for d in dims))), "full"
@@ -242,7 +243,7 @@ def main() -> None:
                  "command": " ".join(sys.argv), "sampling": sampling, "core": core,
                  "space_size": math.prod(len(d["values"]) for d in dims), "relocatable": relocatable,
                  "passes": args.passes, "default_anchors_us": anchors,
-                 "nvcc_version": nvcc_line,
+                 "nvcc_version": nvcc_version,
                  "gpu": {"name": setup.device}, "arch": setup.cuda_arch,
                  "tolerance": {"metric": f"the program's own check ({args.pass_regex})", "max": None},
                  "timing": "one sample = one run of the project's benchmark executable (its own metric) x scale",

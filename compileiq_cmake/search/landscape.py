@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -246,6 +247,18 @@ class Landscape:
     @property
     def synthetic(self) -> bool:
         return bool(self.meta.get("synthetic", False))
+
+    @property
+    def compiler_version(self) -> str:
+        """The recording compiler's version ("13.0.88"), from meta nvcc_version / compiler_version as the
+        recorders wrote it (a version string, or nvcc's --version lines); "0" when none is recorded."""
+        for key in ("nvcc_version", "compiler_version"):
+            raw = self.meta.get(key)
+            text = " ".join(map(str, raw)) if isinstance(raw, list) else str(raw or "")
+            found = re.search(r"(?<![\d.])(\d+\.\d+(?:\.\d+)?)", text)
+            if found:
+                return found.group(1)
+        return "0"
 
     @property
     def default_time_us(self) -> float:

@@ -352,7 +352,7 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
                   for i in range(max(spec.workers + max(1, len(gpus)), FINALISTS + 1)))
     runner = ReplayRunner(spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed,
                           pace=_replay_pace())
-    version = str(meta.get("nvcc_version") or meta.get("compiler_version") or "0")
+    version = landscape.compiler_version
     return TuneSetup(
         spec=spec, state_dir=state_dir, trees=trees,
         target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()), language="CUDA",
