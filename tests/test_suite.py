@@ -69,11 +69,11 @@ def test_a_suite_tunes_its_targets_in_one_command_into_one_toml_summary_and_repo
 
 @pytest.mark.unit
 def test_a_killed_suite_keeps_its_finished_targets_and_a_changed_project_tunes_them_again(tmp_path):
-    """(One target at a time: the path without the shared slots and trees, its report included.)"""
+    """(The resumed run one target at a time: the path without the shared slots and trees, its report included.)"""
     suite = _suite(tmp_path, TWO)
     loaded = load_suite(suite)
     state = state_path(loaded, tmp_path / "build")
-    proc = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "1", cwd=tmp_path)
+    proc = run_cli("tune", "--suite", str(suite), "--seed", "1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     first = json.loads((tmp_path / "suite.json").read_text())
     # as a kill after the first target leaves it: the state file with "bs" finished
@@ -92,7 +92,7 @@ def test_a_killed_suite_keeps_its_finished_targets_and_a_changed_project_tunes_t
     # a file of the project changed since: nothing is kept
     suite_mod._save_state(state, {"bs": outcome}, stamp)
     (tmp_path / "src" / "new.cpp").write_text("int x;\n")
-    third = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "1", cwd=tmp_path)
+    third = run_cli("tune", "--suite", str(suite), "--seed", "1", cwd=tmp_path)
     assert third.returncode == 0 and "the project changed since" in third.stdout and "target 1 of 2: bs" in third.stdout
 
 
