@@ -224,6 +224,10 @@ def test_twenty_source_files_fingerprinted_in_parallel_from_a_cache(tmp_path):
 def test_configure_that_writes_into_its_source_tree(tmp_path):
     trap = _setup(tmp_path, "writes_source", "ws_bench", "ws_bench", ("use_fast_math",), SM90)
     assert "configuring the project writes into its source tree (generated/build_stamp.txt)" in trap.log, trap.log
+    searched = [t for t in trap.setup.trees if (t.path / "CMakeCache.txt").is_file()]
+    assert len(searched) >= 2, "the search's own trees are configured by the setup"
+    # the finalists' trees when they need them, one at a time here too
+    assert len(trap.setup.trees_for(len(trap.setup.trees))) == len(trap.setup.trees)
     assert all((t.path / "CMakeCache.txt").is_file() for t in trap.setup.trees)
     _variant_build_carries(trap, ("--use_fast_math",))
     out = _apply(trap, tmp_path, ("--use_fast_math",), SM90)

@@ -36,7 +36,7 @@ def test_cuda_trials_get_fingerprints_and_same_code_is_recognised(tmp_path):
     fast = _build(ts, ts.trees[1], space.flagset({"use_fast_math": 1}))
     o2_set = space.flagset({"ptxas_opt_level": 2})
     assert o2_set.flags == ("-Xptxas=-O2",)
-    o2 = _build(ts, ts.trees[2], o2_set)  # ptxas -O2 builds the same code as its default -O3
+    o2 = _build(ts, ts.trees_for(3)[2], o2_set)  # ptxas -O2 builds the same code as its default -O3 (a finalists' tree)
     assert base.ok and fast.ok and o2.ok
     assert base.fingerprint and fast.fingerprint and base.fingerprint != fast.fingerprint
     assert o2.fingerprint == base.fingerprint and "-Xptxas=-O2" in o2.compile_command

@@ -76,7 +76,9 @@ class Finalists:
         runners = base.runners
         confirm = tuple(r for dev, r in runners.items() if dev != setup.gpus[0].device) if len(runners) > 1 else ()
         started = time.perf_counter()
-        context = ValidationContext(setup.trees, setup.space, spec.seed)
+        # the trees the candidates and the baseline are built in, configured before the plan counts the time left
+        context = ValidationContext(setup.trees_for(len(finalists) + 1) if finalists else setup.trees[:2],
+                                    setup.space, spec.seed)
         limits, untested = NO_LIMITS, ()
         box = self.box
         if box is not None and box.bounded and finalists:

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import shutil
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -71,6 +72,14 @@ class TuneSetup:
     # file only when it changes one of that file's kernels.
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
+    later: "LaterTrees | None" = None  # the trees only the finalists need, configured when they do
+
+    def trees_for(self, n: int) -> tuple[VariantTree, ...]:
+        """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
+        and one for the baseline; the search configured only its own)."""
+        if self.later is not None:
+            self.later.configure(n)
+        return self.trees[:n]
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -307,13 +316,17 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
         log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
-    # + 1 per GPU: the baseline build measured next to trials on a noisy machine
-    n_trees = max(spec.workers + max(1, len(gpus)), FINALISTS + 1)
+    # + 1 per GPU: the baseline build measured next to trials on a noisy machine; the rest (up to one per
+    # finalist and the baseline) are configured when the finalists need them (LaterTrees)
+    searched = spec.workers + max(1, len(gpus))
+    n_trees = max(searched, FINALISTS + 1)
     trees = (first, *new_trees(1, n_trees - 1))
     for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
-    with ThreadPoolExecutor(max_workers=1 if written else len(trees) - 1) as pool:
-        models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:])]
+    with ThreadPoolExecutor(max_workers=1 if written else max(1, searched - 1)) as pool:
+        models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:searched])]
+    later = LaterTrees(trees, searched, settings, spec.target, language, one_at_a_time=bool(written)) \
+        if n_trees > searched else None
     bench, owner = _resolve_benchmark(spec, models[0], trees[0])
     if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
         build_targets: tuple[str, ...] = ("all",)
@@ -331,8 +344,30 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         build_type=first.decisions().config, sources_sha256=code.sources_sha256, headers=code.headers,
         flags_sha256=first.decisions().flags_sha256, commands_sha256=code.commands_sha256,
         objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=_own_commands(first, target, language),
-        screen_kernels=screen_kernels,
+        screen_kernels=screen_kernels, later=later,
     )
+
+
+class LaterTrees:
+    """Variant trees past the search's own (trees[ready:]), configured the first time the finalists need
+    them: a tune whose validation has fewer candidates, or none, never configures them."""
+
+    def __init__(self, trees: tuple[VariantTree, ...], ready: int, settings: VariantSettings, target: str,
+                 language: str, one_at_a_time: bool) -> None:
+        self._trees, self._ready = trees, ready
+        self._configure = lambda t: t.configure(settings, target, language)
+        self._workers = 1 if one_at_a_time else 0  # a configure that writes into the source tree: one at a time
+        self._lock = threading.Lock()
+
+    def configure(self, n: int) -> None:
+        """Configure trees[ready:n] (those not configured yet)."""
+        with self._lock:
+            todo = self._trees[self._ready:n]
+            if not todo:
+                return
+            with ThreadPoolExecutor(max_workers=self._workers or len(todo)) as pool:
+                list(pool.map(self._configure, todo))
+            self._ready = max(self._ready, n)
 
 
 def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
