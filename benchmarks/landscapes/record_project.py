@@ -191,8 +191,9 @@ def main() -> None:
                 shutil.copy2(exe, keep / exe.name)
                 codes[key]["argv"] = [str(keep / exe.name), *argv[1:]]
 
-    with ThreadPoolExecutor(len(setup.trees)) as pool:
-        list(pool.map(worker, setup.trees))
+    trees = setup.trees_for(len(setup.trees))  # every tree builds points (the finalists' ones configured now)
+    with ThreadPoolExecutor(len(trees)) as pool:
+        list(pool.map(worker, trees))
     default_key = point_code[tuple(0 for _ in dims)]
     anchors: list[float] = []
     if not args.dry_run:
