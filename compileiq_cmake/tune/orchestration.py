@@ -73,11 +73,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
             finally:
                 stored_any = stored_any or bool(store.load())
                 store.close()
-                if pool is not None:  # the next target of the suite configures them for itself
-                    pool.give_back(str(state_dir))
     except CompileIQError as exc:
-        if pool is not None:
-            pool.give_back(str(state_dir))
         if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays
             for child in state_dir.iterdir() if state_dir.is_dir() else ():
                 if child.name == "logs" and child.is_dir():  # only the logs the error names stay
@@ -91,6 +87,9 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
             if state_dir.is_dir() and not any(state_dir.iterdir()):
                 state_dir.rmdir()
         raise
+    finally:
+        if pool is not None:  # the next target of the suite configures them for itself
+            pool.give_back(str(state_dir))
 
 
 def _check_replacement(setup: TuneSetup) -> None:

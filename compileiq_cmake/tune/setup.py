@@ -72,7 +72,7 @@ class TuneSetup:
     # file only when it changes one of that file's kernels.
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
-    later: "LaterTrees | None" = None  # the trees only the finalists need, configured when they do
+    later: "OnDemandTrees | None" = None  # configures the trees only the finalists need when they do
 
     def trees_for(self, n: int) -> tuple[VariantTree, ...]:
         """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
@@ -317,17 +317,15 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if placement is not None and len(gpus) > 1:
         log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
     # + 1 per GPU: the baseline build measured next to trials on a noisy machine; the rest (up to one per
-    # finalist and the baseline) are configured when the finalists need them (LaterTrees)
+    # finalist and the baseline) are configured when the finalists need them (OnDemandTrees)
     searched = spec.workers + max(1, len(gpus))
     n_trees = max(searched, FINALISTS + 1)
     trees = (first, *new_trees(1, n_trees - 1))
     for tree in trees[1:]:
         tree.write_flags(spec.target, language, arch, ())
-    with ThreadPoolExecutor(max_workers=1 if written else max(1, searched - 1)) as pool:
-        models = [model, *pool.map(lambda t: t.configure(settings, spec.target, language), trees[1:searched])]
-    later = LaterTrees(trees, searched, settings, spec.target, language, one_at_a_time=bool(written)) \
-        if n_trees > searched else None
-    bench, owner = _resolve_benchmark(spec, models[0], trees[0])
+    later = OnDemandTrees(trees, 1, settings, spec.target, language, one_at_a_time=bool(written))
+    later.configure(searched)
+    bench, owner = _resolve_benchmark(spec, model, trees[0])
     if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
         build_targets: tuple[str, ...] = ("all",)
     elif owner is None:
@@ -339,7 +337,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         spec=spec, state_dir=state_dir, trees=trees, target=target, language=language, toolchain=toolchain,
         space=space, cuda_arch=arch, device=device, compute_capability=capability,
         build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
-        artifacts=tuple(a.relative_to(trees[0].path) for a in models[0].target(spec.target).artifacts
+        artifacts=tuple(a.relative_to(trees[0].path) for a in target.artifacts
                         if a.is_relative_to(trees[0].path)),
         build_type=first.decisions().config, sources_sha256=code.sources_sha256, headers=code.headers,
         flags_sha256=first.decisions().flags_sha256, commands_sha256=code.commands_sha256,
@@ -348,9 +346,10 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     )
 
 
-class LaterTrees:
-    """Variant trees past the search's own (trees[ready:]), configured the first time the finalists need
-    them: a tune whose validation has fewer candidates, or none, never configures them."""
+class OnDemandTrees:
+    """A tune's variant trees, trees[:ready] configured: setup configures the search's own, the rest are
+    configured the first time the finalists need them (a tune whose validation has fewer candidates, or
+    none, never configures them)."""
 
     def __init__(self, trees: tuple[VariantTree, ...], ready: int, settings: VariantSettings, target: str,
                  language: str, one_at_a_time: bool) -> None:

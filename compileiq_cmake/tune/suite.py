@@ -349,8 +349,7 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
     shared = {"jobs": jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
               "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
     if tree_pool is not None:  # how many variant trees the suite configured, and how often one served another target
-        shared["trees"] = {"pool": len([t for t in tree_pool.root.glob("tree-*") if (t / "CMakeCache.txt").is_file()]),
-                           "lent_again": tree_pool.configured_again}
+        shared["trees"] = {"pool": tree_pool.configured(), "lent_again": tree_pool.lent_again}
     doc = suite_summary.build(suite, rows, time_limit, wall, shared)
     for line in suite_summary.table(doc):
         stream(line)  # a table row: printed as it is

@@ -23,7 +23,7 @@ class TreePool:
         self.root = root
         self._lent: dict[str, list[str]] = {}  # owner -> names
         self._lock = threading.Lock()
-        self.configured_again = 0  # trees lent to a target after another one's tune (what the pool saved)
+        self.lent_again = 0  # trees lent to a target already configured by an earlier one (what the pool saved)
 
     def take(self, owner: str, n: int, cmake: str, config: str, logs: Path) -> tuple[VariantTree, ...]:
         """`n` more trees for `owner` (their logs in `logs`)."""
@@ -36,7 +36,7 @@ class TreePool:
                 if name not in busy:
                     names.append(name)
                 k += 1
-            self.configured_again += sum(1 for name in names if (self.root / name / "CMakeCache.txt").is_file())
+            self.lent_again += sum(1 for name in names if _configured(self.root / name))
             self._lent.setdefault(owner, []).extend(names)
         return tuple(VariantTree(self.root, name, cmake, config, logs=logs) for name in names)
 
@@ -45,6 +45,10 @@ class TreePool:
         with self._lock:
             self._lent.pop(owner, None)
 
-    def holding(self, owner: str) -> tuple[str, ...]:
-        with self._lock:
-            return tuple(self._lent.get(owner, ()))
+    def configured(self) -> int:
+        """How many of the pool's trees were configured (the suite's summary)."""
+        return sum(1 for tree in self.root.glob("tree-*") if _configured(tree))
+
+
+def _configured(tree: Path) -> bool:
+    return (tree / "CMakeCache.txt").is_file()
