@@ -21,7 +21,7 @@ from ..model.wording import plural
 from ..project import build_flags
 from ..results.store import TrialStore
 from .baseline import Baselines
-from .plan import WRITE_SECONDS, Costs, FinishPlan, costs_from, plan_finish
+from .plan import WRITE_SECONDS, Costs, FinishPlan, plan_finish, tune_costs
 from .setup import FINALISTS, TuneSetup
 from .trial import loss, noise_of_pairs
 
@@ -82,8 +82,7 @@ class Finalists:
         limits, untested = NO_LIMITS, ()
         box = self.box
         if box is not None and box.bounded and finalists:
-            costs = costs_from(list(trials.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
-                               len(runners) or 1, paired=bool(base.references))
+            costs = tune_costs(trials.values(), spec, len(runners), paired=bool(base.references))
             steps = len(finalists[0].choices) + len(_files_of(finalists[0]))
             finish = plan_finish(box.remaining(), costs, len(finalists), spec.min_rounds, steps, len(confirm))
             untested = finish.cut

@@ -9,6 +9,7 @@ import math
 from dataclasses import dataclass
 
 from ..model.records import Trial
+from ..model.spec import TuneSpec
 
 WRITE_SECONDS = 2.0  # the TOML, the summary and the report
 ROUNDS_FLOOR = 3  # fewest interleaved validation rounds a paired comparison is decided on (wider interval)
@@ -194,6 +195,12 @@ def costs_from(trials, warmup: int, repeats: int, workloads: int, workers: int, 
     return Costs(build=build, run=run, workloads=workloads, warmup=warmup, repeats=repeats,
                  workers=max(1, workers), gpus=max(1, gpus), paired=paired,
                  observed=walls[len(walls) // 2] if walls else 0.0)
+
+
+def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool) -> Costs:
+    """costs_from with a tune's own runs per trial, workloads and workers (`gpus` measuring runners)."""
+    return costs_from(list(trials), spec.warmup, spec.repeats, len(spec.workloads), spec.workers, gpus or 1,
+                      paired=paired)
 
 
 def search_wall(trial: Trial, warmup: int, repeats: int) -> float:

@@ -27,7 +27,7 @@ from ..search.prior import SpacePrior
 from ..search.search import FlagSearch
 from .baseline import Baselines
 from .lines import progress
-from .plan import Plan, costs_from, finish_reserve, plan_tune
+from .plan import Plan, finish_reserve, plan_tune, tune_costs
 from .setup import FINALISTS, TuneSetup
 from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
 
@@ -84,12 +84,14 @@ class SearchLoop:
         box = self.box if self.box is not None and self.box.bounded else None
         confirmations = max(0, len(runners) - 1)
 
+        def costs_of(known: dict[str, Trial]):
+            return tune_costs(known.values(), spec, len(runners), paired=bool(references))
+
         def replan() -> Plan | None:
             """The plan from now, with the costs the trials so far measured (None without a time box)."""
             if box is None:
                 return None
-            costs = costs_from(list(trials.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
-                               len(runners) or 1, paired=bool(references))
+            costs = costs_of(trials)
             best = min(trials.values(), key=lambda t: loss(t, base_of(t), lower))
             steps = len(best.flagset.choices) or min(3, len(setup.space.dimensions))
             return plan_tune(spec.time_limit, box.elapsed(), costs, FINALISTS, spec.min_rounds, steps, confirmations,
@@ -118,10 +120,6 @@ class SearchLoop:
             if box is not None:  # more runs only while they leave the finalists' planned time
                 may_extend = lambda seconds: plan is None or box.fits(seconds, plan.finish.seconds)  # noqa: E731
             return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference, may_extend)
-
-        def costs_of(known: dict[str, Trial]):
-            return costs_from(list(known.values()), spec.warmup, spec.repeats, len(spec.workloads), spec.workers,
-                              len(runners) or 1, paired=bool(references))
 
         needed = 0.0
         step_seconds: dict[str, float] = {}
