@@ -43,12 +43,14 @@ ORIGIN = {  # which batch a kernel came from (leave-one-source-out groups)
     **dict.fromkeys(("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_oscillators", "softmax_rows",
                      "layernorm_gelu", "conv2d_5x5"), "own-v1"),
     "mc_rdc": "own-project",
+    "multi_bench": "own-example",  # examples/cuda_multifile, written before and apart from suite16
 }
 # Whole-project learning-design landscapes: kernel -> (the project in this repository it was recorded from, its
 # kind). The landscape's meta.source is the project's copy on the recording machine (h200_record_rdc.sh copies
-# benchmarks/projects/suite16 to /tmp/rdc/src); the recorded data stays as recorded.
+# the project to /tmp/rdc-<target>/src; mc_rdc's was recorded from /tmp/rdc/src); the recorded data stays as recorded.
 PROJECTS = {
     "mc_rdc": ("benchmarks/projects/suite16", "montecarlo"),
+    "multi_bench": ("examples/cuda_multifile", "mixed"),
 }
 
 
