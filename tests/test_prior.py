@@ -198,6 +198,28 @@ def test_space_prior_takes_confident_gains_first_then_every_predicted_gain():
 
 
 @pytest.mark.unit
+def test_two_first_combinations_that_build_the_same_flags_are_proposed_once():
+    """Fast math confidently faster, --prec-div=false only maybe (positive mean, wide spread): the second rule
+    adds --prec-div=false, which --use_fast_math already implies, so both rules name one build. Seen on the
+    H200 (slow_check): the log listed one combination twice and named the wrong rule for it."""
+    prec = value_key("nvcc", "prec_div", ("--prec-div=false",))
+    obs = [Observation(id=f"k{i}", source="test", family="nvcc", arch="90",
+                       features={n: 0.0 for n in FEATURE_NAMES} | {"share_mufu": 0.1},
+                       effects={FAST: math.log(1.5) + 0.01 * (i % 2), prec: 0.04 if i % 2 else -0.02})
+           for i in range(8)]
+    space = FlagSpace(family="nvcc", dimensions=(
+        Dimension("use_fast_math", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
+        Dimension("prec_div", "", ((), ("--prec-div=false",)), relaxes_numerics=True)))
+    sp = space_prior(PriorModel(obs), space, obs[0].features, "90")
+    assert sp.of(1, 1).effect > 0 and sp.of(1, 1).effect - sp.of(1, 1).sd <= 0  # only the second rule takes it
+    assert sp.first == ((1, 0),)
+    search = FlagSearch(space, 10, 1, 1, prior=sp)
+    search.tell(space.baseline(), 0.0)
+    first = search.ask()
+    assert first.flags == ("--use_fast_math",) and "predicted best combination" in search.proposed_by(first)
+
+
+@pytest.mark.unit
 def test_local_prior_data_is_saved_replaced_exported_and_imported(tmp_path):
     local = LocalPrior(tmp_path / "a")
     local.save(_obs(1, 0.1, 0.2))

@@ -386,11 +386,13 @@ def space_prior(model: PriorModel, space: FlagSpace, features: Mapping[str, floa
                 combinations: int = 2) -> SpacePrior:
     """The space's predictions and its first combinations: (1) per dimension the value of best score when it
     is confidently positive (effect - sd > 0) and rarely invalid, (2) per dimension the value of best score
-    when positive; each added only when it differs from the default and from the ones before."""
+    when positive; each added only when it builds other flags than the default and the ones before (with
+    --use_fast_math, --prec-div=false adds nothing: the second would be the first again)."""
     by_name = model.predict_space(space, features, arch)
     names = [d.name for d in space.dimensions]
     preds = {(names.index(n), i): p for (n, i), p in by_name.items()}
     firsts: list[tuple[int, ...]] = []
+    keys: set[str] = set()  # the flags they build: nvcc's rules may make two choices one build (fast math's)
     rules = [lambda p: p.known and p.effect - p.sd > 0 and p.p_invalid < 0.2,
              lambda p: p.known and p.effect > 0 and p.p_invalid < 0.5]
     for rule in rules[:combinations]:
@@ -399,7 +401,9 @@ def space_prior(model: PriorModel, space: FlagSpace, features: Mapping[str, floa
             ok = [(preds[(d, i)].score, i) for i in range(1, len(dim.values)) if rule(preds[(d, i)])]
             choice.append(max(ok)[1] if ok else 0)
         t = tuple(choice)
-        if any(t) and t not in firsts:
+        key = space.flagset(dict(zip(names, t))).key
+        if any(t) and key not in keys:
             firsts.append(t)
+            keys.add(key)
     n = sum(1 for o in model.observations if o.family == space.family)
     return SpacePrior(preds, f"prior ({n} observation{'s' if n != 1 else ''} of {space.family} flags)", tuple(firsts))
