@@ -2,12 +2,12 @@
 """Evaluate the learned prior (issue 23) on kernels it never saw: docs/benchmarks/prior.md.
 
 For every recorded landscape of benchmarks/prior_train.py's observations (single kernels, and project targets
-recorded with the learning design: mc_rdc), a prior is fitted
+recorded with the learning design: mc_rdc, multi_bench), a prior is fitted
 (hyper-parameters included) on the OTHER kernels only:
   - leave-one-kernel-out (LOKO): every kernel but the held-out one;
   - leave-one-source-out (LOSO): every kernel of the other sources (own-v1 = the first nine hand-written
     kernels, own-llm / own-hpc = the kernels of inputs_llm.py / inputs_hpc.py, own-project = targets of
-    benchmarks/projects) only.
+    benchmarks/projects, own-example = targets of examples/) only.
 Then each strategy runs the replayed search (search_efficiency.simulate: the same ask/tell loop, cache and
 noisy measurements a tune would see) on the held-out kernel's search space, 30 seeds:
   - prior:   FlagSearch with the held-out kernel's SpacePrior (its features -> predictions), the shipped default;

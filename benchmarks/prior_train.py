@@ -89,7 +89,7 @@ def landscape_path(kernel: str) -> Path:
 
 def origin(name: str) -> str:
     """own-v1 (the first nine kernels), own-llm / own-hpc (inputs_llm.py / inputs_hpc.py), own-project (a
-    target of benchmarks/projects), else other."""
+    target of benchmarks/projects), own-example (a target of examples/), else other."""
     if name in ORIGIN:
         return ORIGIN[name]
     sys.path.insert(0, str(LANDSCAPES))

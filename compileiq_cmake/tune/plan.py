@@ -189,12 +189,17 @@ def costs_from(trials, warmup: int, repeats: int, workloads: int, workers: int, 
     builds = sorted(t.build_seconds for t in trials if t.build_seconds > 0)
     build = builds[len(builds) // 2] if builds else fallback_build
     measured = [t for t in trials if t.valid and t.same_code_as is None and t.measurements]
-    runs = sum(len(m.samples) + len(m.reference) + warmup for t in measured for m in t.measurements)
+    runs = sum(_runs(t, warmup) for t in measured)
     run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
     walls = sorted(search_wall(t, warmup, repeats) for t in measured if not t.flagset.is_baseline)
     return Costs(build=build, run=run, workloads=workloads, warmup=warmup, repeats=repeats,
                  workers=max(1, workers), gpus=max(1, gpus), paired=paired,
                  observed=walls[len(walls) // 2] if walls else 0.0)
+
+
+def _runs(trial: Trial, warmup: int) -> int:
+    """Every benchmark run of a trial: its warm-ups, samples and paired reference runs, over its workloads."""
+    return sum(len(m.samples) + len(m.reference) + warmup for m in trial.measurements)
 
 
 def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool) -> Costs:
@@ -208,6 +213,6 @@ def search_wall(trial: Trial, warmup: int, repeats: int) -> float:
     promising trial got (measure_more_if_promising) taken out at its mean seconds per run. On a 90 s box, a
     first trial with 6 extra paired runs took 27 s and a normal one 11 s: counted as the next trial's cost, it
     stopped the search after 2 trials where the box had room for 3."""
-    runs = sum(len(m.samples) + len(m.reference) + warmup for m in trial.measurements)
+    runs = _runs(trial, warmup)
     normal = sum(min(len(m.samples), repeats) + min(len(m.reference), repeats) + warmup for m in trial.measurements)
     return trial.wall_seconds - trial.bench_seconds * (runs - normal) / runs if runs else trial.wall_seconds
