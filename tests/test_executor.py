@@ -54,7 +54,9 @@ def test_the_search_stages_do_not_branch_on_the_backend():
 def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     """The progress line's ETA covers the whole tune (validation and ablation took 23 s of a 36 s tune that
     the old ETA left out), and an invalid trial's reason is printed whole."""
-    from compileiq_cmake.tune.lines import finish_estimate, progress
+    from compileiq_cmake.tune.lines import progress
+    from compileiq_cmake.tune.budget import Budget
+    from compileiq_cmake.model.timebox import TimeBox
     from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 
     spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
@@ -63,9 +65,12 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     ts = replay_setup(spec, lambda line: None)
     base = Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (1.0, 1.0, 1.0)),
                                                      Measurement(("--n", "2"), (2.0, 2.0, 2.0))), 10.0, 8.0, 18.0, "")
-    # 2 workloads x (3 samples + 1 warm-up) = 8 runs in 8 s: 1 s per run, 10 s per build
-    expected = 10.0 * 4 + 5 * 4 * 2 * 1.0 + 3 * (10.0 + 5 * 2 * 2 * 1.0)
-    assert abs(finish_estimate(ts, {"b": base}) - expected) < 1e-9
+    # 2 workloads x (3 samples + 1 warm-up) = 8 runs in 8 s: 1 s per run, 10 s per build; the budget's one cost
+    # model: 3 finalists and the baseline re-built and 5 rounds, 3 ablation steps and the minimal set's validation
+    # (each: 2 builds and 5 rounds of 2 variants)
+    expected = 10.0 * 4 + 5 * 4 * 2 * 1.0 + 4 * (2 * 10.0 + 5 * 2 * 2 * 1.0)
+    _, finish = Budget(spec, TimeBox(None)).eta({"b": base}, 30)
+    assert abs(finish - expected) < 1e-9
     reason = "build failed: src/kernel.cu(12): error: identifier 'foo' is undefined, and the rest of a long line " * 2
     bad = Trial(1, FlagSet((("restrict", 1),), ("--restrict",)), Status.BUILD_FAILED, reason, (), 10.0, 0.0, 10.0, "")
     lines: list[str] = []

@@ -13,7 +13,7 @@ from ..measure.runner import Runner
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from ..flags.space import FlagSpace
-from .validation import NOT_ABLATED, UNDECIDED, ablate, validate
+from .validation import CUT, NOT_ABLATED, UNDECIDED, ablate, undecided, validate
 
 Log = EventStream | Lines
 
@@ -97,7 +97,7 @@ def _validated(context: ValidationContext, build, runner: Runner, candidates: li
         return kept
     results = validate(runner, build, context.trees, context.space.baseline(), candidates, min_gain, seed, log,
                        min_rounds=min_rounds, may_continue=may_continue)
-    if store is not None:
+    if store is not None and not undecided(results):  # a verdict the box cut is no decision: a rerun makes it
         store.save_validations(name, results)
     return results
 
@@ -117,10 +117,12 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
         store.save_validations("finalists", results)
     for v in results:
         per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
-        log.info(f"  {'accepted' if v.accepted else 'rejected'} {v.flagset.describe()}: "
+        verdict = "accepted" if v.accepted else "undecided" if v.reason.startswith(CUT) else "rejected"
+        log.info(f"  {verdict} {v.flagset.describe()}: "
                  f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
-                 f"{'; ' + v.reason if v.reason else ''}", stage="finalists", flags=v.flagset.describe(),
-                 accepted=v.accepted, speedup=v.geomean_speedup)
+                 f"{'; ' + v.reason.removeprefix(CUT) if v.reason else ''}", stage="finalists",
+                 flags=v.flagset.describe(), accepted=v.accepted, undecided=v.reason.startswith(CUT),
+                 speedup=v.geomean_speedup)
     accepted = sorted((v for v in results if v.accepted), key=lambda v: -v.geomean_speedup)
     if not accepted:
         return None, ()

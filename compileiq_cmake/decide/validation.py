@@ -9,7 +9,7 @@ import math
 import random
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..project import build_flags
@@ -24,6 +24,7 @@ from ..model.wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
 UNDECIDED = "not decided within the time limit; kept"
+CUT = "undecided: "  # a validation verdict the time box cut before it was decided (never stored, never "rejected")
 NOT_ABLATED = "not ablated: the time limit was reached; kept"
 Log = EventStream | Lines  # the tune's event stream, or a function of a line (code not converted yet)
 
@@ -158,8 +159,10 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
                 return False
         return True
 
+    clock = time.perf_counter()
     inter = interleave(runner, variants, min_rounds, spec.max_rounds, seed, decided, required=("baseline",),
                        may_continue=may_continue, at=schedule)
+    per_round = (time.perf_counter() - clock) / max(1, inter.rounds)
     live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
     if "baseline" in live and inter.rounds not in schedule:  # cut short (or ended) between looks: the next look's share
         unspent = [n for n in schedule if n > inter.rounds]
@@ -181,9 +184,29 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
         elif label in inter.failures:
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, inter.failures[label]))
         else:
-            results.append(_validation(runner, fs, inter.samples["baseline"], inter.samples[label], min_gain,
-                                       significant[label], adjusted[label], tests.get(label, GainTest(1.0, 0.0, 0))))
+            verdict = _validation(runner, fs, inter.samples["baseline"], inter.samples[label], min_gain,
+                                  significant[label], adjusted[label], tests.get(label, GainTest(1.0, 0.0, 0)))
+            if inter.cut_short and not verdict.accepted and not _hopeless(runner, inter.samples, label, min_gain):
+                more = [n for n in schedule if n > inter.rounds]
+                need = (more[0] if more else spec.max_rounds) - inter.rounds
+                verdict = replace(verdict, reason=(
+                    f"{CUT}the time box ended the validation after {plural(inter.rounds, 'round')} "
+                    f"({verdict.reason or 'not decided'}); about {math.ceil(need * per_round)} s more "
+                    f"({plural(need, 'round')}) would decide it"))
+            results.append(verdict)
     return results
+
+
+def undecided(results: list[Validation]) -> bool:
+    """Whether the box cut any verdict of a validation (then it is not stored: a rerun decides it)."""
+    return any(v.reason.startswith(CUT) for v in results)
+
+
+def _hopeless(runner: Runner, samples, label: str, min_gain: float) -> bool:
+    """A candidate that can no longer reach min_gain or is significantly slower: decided, whatever the box."""
+    comps = _comparisons(runner, samples["baseline"], samples[label])
+    _, ci = geomean_comparison(comps)
+    return ci.high < 1.0 + min_gain or any(c.slower() for c in comps)
 
 
 def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, winner: FlagSet,

@@ -15,6 +15,7 @@ from typing import Callable
 from ..flags.fingerprint import DeviceFingerprint, FingerprintCache
 from ..flags.space import HOST_PREFIX
 from ..model.records import BuildResult, FlagSet, KernelResources, Trial
+from ..model.timebox import Stop
 from ..project import build_flags
 from ..project.cmake_project import VariantTree
 from ..project.nvcc_command import normalize, tokens
@@ -39,6 +40,7 @@ class BuildContext:
     fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing
     objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
+    stop: Stop | None = None  # the tune's stop token (set by make_executor): a build under way is killed by it
 
 
 def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
@@ -82,7 +84,7 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags)
     steps = [("prepare", time.perf_counter() - clock)]
     jobs = max(1, (os.cpu_count() or 2) // context.trees or 1)
-    result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout))
+    result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout), stop=context.stop)
     if not result.ok:
         return replace(result, steps=tuple(steps))
     clock = time.perf_counter()

@@ -22,7 +22,8 @@ from typing import Callable
 from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError
 from ..measure.runner import Runner
-from ..model.records import BuildResult, FlagSet, Trial
+from ..model.records import BuildResult, FlagSet, Status, Trial
+from ..model.timebox import Stop
 from .build import same_code
 from .executor import WorkerLost
 
@@ -68,6 +69,8 @@ class _Job:
     built: Future = field(default_factory=Future)  # BuildResult
     measured: Future = field(default_factory=Future)  # Trial or None (not measured: a twin or a failed build)
     done: Future | None = None
+    cancelled: bool = False  # the plan has no room for it: it is not measured (Pipeline.cancel)
+    measuring: bool = False  # its runs have started (a cancel no longer reaches it)
 
 
 class Pipeline:
@@ -78,7 +81,8 @@ class Pipeline:
     trial was submitted. Finished trials come back from `next()` in submission order."""
 
     def __init__(self, trees: tuple[VariantTree, ...], build: Callable[[VariantTree, FlagSet, Log | None], BuildResult],
-                 runners: list[Runner], measure: Callable[..., Trial], log: Log) -> None:
+                 runners: list[Runner], measure: Callable[..., Trial], log: Log, stop: Stop | None = None) -> None:
+        self._stop = stop  # the tune's: set when the conveyor is left by an exception (Ctrl-C), so nothing runs on
         self._free_trees = deque(trees)
         self._build = build
         self._measure = measure
@@ -95,8 +99,22 @@ class Pipeline:
     def __enter__(self) -> "Pipeline":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is not None:  # an interrupt or an error: what is queued is dropped, what runs is stopped
+            self.cancel(0)
+            if self._stop is not None:
+                self._stop.cancel("interrupted" if issubclass(kind, KeyboardInterrupt) else f"cancelled: {kind.__name__}")
         self._threads.shutdown(wait=True)
+
+    def cancel(self, keep: int) -> int:
+        """Cancel the trials in flight after the first `keep` whose runs have not started (a build under way
+        finishes, its trial is not measured); they come back from next() as CANCELLED. How many."""
+        count = 0
+        for job in list(self._jobs)[keep:]:
+            if not job.measuring and not job.cancelled:
+                job.cancelled = True
+                count += 1
+        return count
 
     @property
     def pending(self) -> int:
@@ -151,12 +169,18 @@ class Pipeline:
                             twin = other.measured.result()
                             break
                     waited += time.perf_counter() - w
+            if job.cancelled:
+                job.measured.set_result(None)
+                return self._cancelled(job, build, start)
             if twin is not None:
                 job.measured.set_result(None)
                 return Finished(job.index, job.flagset, twin, build, twin, time.perf_counter() - start - build.seconds - waited)
             if build.ok:
                 trial, gpu_wait = self._measure_on_free_gpu(job, build, known)
                 waited += gpu_wait
+                if trial is None:  # cancelled while it waited for a GPU
+                    job.measured.set_result(None)
+                    return self._cancelled(job, build, start)
             else:  # nothing to run: no GPU taken
                 trial = self._measure(job.index, job.tree, job.flagset, build, None, known)
         except BaseException as exc:
@@ -167,14 +191,38 @@ class Pipeline:
         driver = time.perf_counter() - start - build.seconds - trial.bench_seconds - waited
         return Finished(job.index, job.flagset, trial, build, None, max(0.0, driver))
 
-    def _measure_on_free_gpu(self, job: _Job, build: BuildResult, known: dict[str, Trial]) -> tuple[Trial, float]:
+    def _cancelled(self, job: _Job, build: BuildResult, start: float) -> Finished:
+        trial = Trial(job.index, job.flagset, Status.CANCELLED, "cancelled: the plan had no room left for it",
+                      build_seconds=build.seconds, wall_seconds=time.perf_counter() - start)
+        return Finished(job.index, job.flagset, trial, build, None, 0.0)
+
+    def _free_runner(self, job: _Job) -> Runner | None | bool:
+        """The next free runner (None: every GPU was lost), or False when the job was cancelled meanwhile."""
+        while True:
+            try:
+                runner = self._free_runners.get(timeout=0.25)
+            except queue.Empty:
+                if job.cancelled:
+                    return False
+                continue
+            if job.cancelled and runner is not None:  # a GPU freed as it was cancelled: left for the others
+                self._free_runners.put(runner)
+                return False
+            return runner
+
+    def _measure_on_free_gpu(self, job: _Job, build: BuildResult, known: dict[str, Trial]) -> tuple[Trial | None, float]:
         waited = 0.0
         for attempt in range(RETRIES + 1):
             with self.in_flight.lock:
                 self.in_flight.waiting += 1
             w = time.perf_counter()
-            runner = self._free_runners.get()
+            runner = self._free_runner(job)
             waited += time.perf_counter() - w
+            if runner is False:
+                with self.in_flight.lock:
+                    self.in_flight.waiting -= 1
+                return None, waited
+            job.measuring = True
             if runner is None:  # every GPU was lost: the waiters after this one are told too
                 self._free_runners.put(None)
                 with self.in_flight.lock:

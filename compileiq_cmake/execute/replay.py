@@ -66,5 +66,9 @@ class ReplayRunner(Runner):
                              + (f" (rel. error {point.code.error:.1e})" if point.code.error is not None else ""))
         value = point.code.median_us * math.exp(self._rng.gauss(0.0, self.landscape.noise)) / 1000.0
         if self.pace > 0:
-            time.sleep(value / 1000.0 * self.pace)
+            if self.stop is not None:
+                if self.stop.wait(value / 1000.0 * self.pace):
+                    return RunResult(Status.CANCELLED, self.stop.reason())
+            else:
+                time.sleep(value / 1000.0 * self.pace)
         return RunResult(Status.OK, "", value, value / 1000.0 * self.pace)

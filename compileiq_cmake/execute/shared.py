@@ -52,6 +52,9 @@ class SharedSlots:
         self._cond = threading.Condition()
         self.priority: Priority = priority or (lambda owner: 0.0)
         self.use: dict[str, SlotUse] = {}
+        self._blocked: dict[str, int] = {}  # owner -> its waiters now
+        self._blocked_since: dict[str, float] = {}
+        self._waited: dict[str, float] = {}
 
     def _first(self, name: str) -> tuple[int, str]:
         return max(self._waiting[name], key=lambda w: (self.priority(w[1]), -w[0]))
@@ -63,8 +66,13 @@ class SharedSlots:
             me = (next(self._ticket), owner)
             queue = self._waiting.setdefault(name, [])
             queue.append(me)
+            blocked = self._held.get(name, 0) >= self._capacity[name] or self._first(name) != me
+            if blocked:
+                self._block(owner, +1)
             while self._held.get(name, 0) >= self._capacity[name] or self._first(name) != me:
                 self._cond.wait(timeout=1.0)  # ranks change as the tunes progress: look again now and then
+            if blocked:
+                self._block(owner, -1)
             queue.remove(me)
             self._held[name] = self._held.get(name, 0) + 1
             self._cond.notify_all()
@@ -80,6 +88,23 @@ class SharedSlots:
                 use.by_owner[owner] = use.by_owner.get(owner, 0.0) + seconds
                 use.runs[owner] = use.runs.get(owner, 0) + 1
                 self._cond.notify_all()
+
+    def _block(self, owner: str, step: int) -> None:
+        """Count `owner`'s waits for a slot (under the lock): the union of the intervals it had a waiter."""
+        now = time.perf_counter()
+        count = self._blocked.get(owner, 0)
+        if step > 0 and count == 0:
+            self._blocked_since[owner] = now
+        elif step < 0 and count == 1:
+            self._waited[owner] = self._waited.get(owner, 0.0) + now - self._blocked_since.pop(owner, now)
+        self._blocked[owner] = count + step
+
+    def waited(self, owner: str) -> float:
+        """Seconds `owner` waited for slots other tunes held (intervals with a waiter of it, counted once):
+        a suite's target is not charged for them (tune.budget)."""
+        with self._cond:
+            since = self._blocked_since.get(owner)
+            return self._waited.get(owner, 0.0) + (time.perf_counter() - since if since is not None else 0.0)
 
     def capacity(self, name: str) -> int:
         with self._cond:
@@ -110,6 +135,10 @@ class Lease:
 
     def build(self):
         return self.slots.hold(BUILD, self.owner)
+
+    def waited(self) -> float:
+        """Seconds this tune waited for slots that other tunes held (not charged to its time box)."""
+        return self.slots.waited(self.owner)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..model.records import Status
 from ..model.spec import MetricSpec
+from ..model.timebox import Stop
 from ..system.processes import KEEP_BYTES, MAX_OUTPUT_BYTES, ProcessResult, run_process
 from .metrics import passed, read_metric, value_problem
 
@@ -41,6 +42,8 @@ class RunOutcome:
 def _outcome(res: ProcessResult, metric: MetricSpec, pass_regex: str | None, timeout: float,
              json_path: Path | None) -> RunOutcome:
     out, secs, warnings = res.output, res.seconds, _truncation_warnings(res)
+    if res.cancelled:
+        return RunOutcome(Status.CANCELLED, None, res.cancelled, secs, out, warnings=warnings)
     if res.timed_out:
         return RunOutcome(Status.TIMEOUT, None, f"timed out after {timeout:.0f} s", secs, out, warnings=warnings)
     if res.stopped == "output":
@@ -64,7 +67,7 @@ def _outcome(res: ProcessResult, metric: MetricSpec, pass_regex: str | None, tim
 
 
 def run_benchmark(argv: list[str], cwd: Path, metric: MetricSpec, pass_regex: str | None, timeout: float,
-                  pid_file: Path | None = None, env: dict[str, str] | None = None) -> RunOutcome:
+                  pid_file: Path | None = None, env: dict[str, str] | None = None, stop: Stop | None = None) -> RunOutcome:
     """One run of the benchmark command; the outcome is OK only if it exited 0, printed PASS_REGEX (if
     given) and the metric could be read as a positive finite number."""
     extra: list[str] = []
@@ -77,15 +80,17 @@ def run_benchmark(argv: list[str], cwd: Path, metric: MetricSpec, pass_regex: st
         json_path = Path(name)
         extra = ["--json", str(json_path)]
     try:
-        return _outcome(run_process(argv + extra, cwd, timeout, pid_file, env), metric, pass_regex, timeout, json_path)
+        return _outcome(run_process(argv + extra, cwd, timeout, pid_file, env, stop), metric, pass_regex, timeout, json_path)
     finally:
         if json_path is not None:
             json_path.unlink(missing_ok=True)
 
 
 def run_verify(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None,
-               env: dict[str, str] | None = None) -> RunOutcome:
-    res = run_process(argv, cwd, timeout, pid_file, env)
+               env: dict[str, str] | None = None, stop: Stop | None = None) -> RunOutcome:
+    res = run_process(argv, cwd, timeout, pid_file, env, stop)
+    if res.cancelled:
+        return RunOutcome(Status.CANCELLED, None, res.cancelled, res.seconds, "")
     if res.returncode is None:
         why = f"timed out after {timeout:.0f} s" if res.timed_out else "stopped: printed too much output"
         return RunOutcome(Status.VERIFY_FAILED, None, f"VERIFY {why}", res.seconds, res.output[-600:])

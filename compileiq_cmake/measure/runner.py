@@ -9,7 +9,7 @@ import shlex
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from .bench import RunOutcome, run_benchmark, run_verify
 from ..model.errors import CommandFailure, write_log
@@ -18,6 +18,7 @@ from .gpu import GpuMonitor, GpuSlot
 from .numerics import extract_numbers, numerics_changed, read_file_numbers
 from ..model.records import Measurement, Status
 from ..model.spec import TuneSpec
+from ..model.timebox import Stop
 
 Workload = tuple[str, ...]
 
@@ -104,6 +105,7 @@ class Runner:
     gpu: GpuSlot | None = None  # the GPU its runs use (CUDA_VISIBLE_DEVICES); None: the process's own
     extra_env: tuple[tuple[str, str], ...] = ()  # e.g. the CUPTI collector of kernel_times
     lease: RunLease | None = None  # each run holds its device's slot (a suite's tunes share the GPUs)
+    stop: Stop | None = None  # the tune's stop token: a run under way when it is set (or the box ends) is killed
 
     def holding(self) -> AbstractContextManager:
         """The device's slot for one run (nothing to hold outside a suite)."""
@@ -154,7 +156,10 @@ class Runner:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         argv = self.bench.for_tree(tree, workload)
         with self.holding():
-            outcome = run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env)
+            outcome = run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env,
+                                    self.stop)
+        if outcome.status is Status.CANCELLED:  # says nothing of the build: no failure log
+            return RunResult(Status.CANCELLED, outcome.reason, seconds=outcome.seconds)
         if outcome.status is not Status.OK:
             return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
                              seconds=outcome.seconds, warnings=outcome.warnings,
@@ -207,15 +212,19 @@ class Runner:
         return None, seconds, throttled, numbers or ()
 
     def measure(self, tree: VariantTree, repeats: int, warmup: int,
-                reference: VariantTree | None = None) -> TrialMeasurement:
+                reference: VariantTree | None = None,
+                after_first: Callable[[float], None] | None = None) -> TrialMeasurement:
         """Every workload: `warmup` discarded runs, then `repeats` measured ones (each next to a run of the
         baseline build in `reference`, when given); VERIFY at the end. The first invalid run ends the
-        measurement with its reason."""
+        measurement with its reason. `after_first(seconds)`: called after the very first run with its
+        seconds (the time box's check that the runs fit; it may raise)."""
         seconds, measurements, warnings = 0.0, [], {}
         for workload in self.spec.workloads:
             numbers: tuple[float, ...] | None = None
             for _ in range(warmup):
                 res = self.run(tree, workload)
+                if after_first is not None and not seconds and res.ok:
+                    after_first(res.seconds)
                 seconds += res.seconds
                 warnings.update(dict.fromkeys(res.warnings))
                 if not res.ok:
@@ -233,7 +242,7 @@ class Runner:
         if self.spec.verify:
             argv = self.bench.verify_for_tree(tree)
             with self.holding():
-                outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env)
+                outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env, self.stop)
             seconds += outcome.seconds
             if outcome.status is not Status.OK:
                 return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings),

@@ -38,6 +38,7 @@ class Status(str, Enum):
     PASS_MISSING = "pass_missing"
     VERIFY_FAILED = "verify_failed"
     NUMERICS_CHANGED = "numerics_changed"
+    CANCELLED = "cancelled"  # stopped by the tune's Stop token (interrupt, the plan, the box): says nothing of the flags
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,7 @@ class BuildResult:
     failure: CommandFailure | None = None  # a build that ran and failed: its command, exit status and log
     # the driver's own work around the build, in seconds by step (prepare, check, fingerprint): the overhead
     steps: tuple[tuple[str, float], ...] = ()
+    cancelled: str = ""  # stopped by the tune's Stop token (its reason): says nothing of the flags
 
 
 @dataclass(frozen=True)
@@ -182,3 +184,4 @@ class TuneResult:
     notes: tuple[str, ...] = field(default=())
     contributions: tuple[Contribution, ...] = field(default=())
     language: str = ""  # the tuned target's (CUDA, CXX, C)
+    needed: float = 0.0  # the box could not hold the baseline, one trial and its validation: the limit it needs

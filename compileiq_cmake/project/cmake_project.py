@@ -20,6 +20,7 @@ from . import file_api
 from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
 from ..system.processes import ProcessResult, run_process
 from ..model.records import BuildResult
+from ..model.timebox import Stop
 from ..system.resources import cmake_dir, templates_dir
 
 FRAGMENT_NAME = "compileiq_trial_flags.cmake"
@@ -294,7 +295,7 @@ class VariantTree:
         """The CMake module's apply decisions for the tuned target at the last configure."""
         return ApplyDecisions.parse(self.info(), self.path.name)
 
-    def build(self, targets: tuple[str, ...], jobs: int, timeout: float) -> BuildResult:
+    def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
         if self.config:
             cmd += ["--config", self.config]
@@ -303,8 +304,11 @@ class VariantTree:
         start = time.perf_counter()
         # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
         # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
-        proc = run_process(cmd, None, timeout)
+        proc = run_process(cmd, None, timeout, stop=stop)
         log = proc.output
+        if proc.cancelled:  # the tune's stop token (interrupt, a cancelled trial, the box's end): not a failure
+            return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=proc.cancelled,
+                               cancelled=proc.cancelled)
         if proc.returncode is None:
             stopped = f"build {_stopped(proc, timeout)}"
             failure = CommandFailure(f"the build of {', '.join(targets)} in the variant tree {self.path.name}", tuple(cmd),

@@ -21,7 +21,6 @@ prints them, and --json prints `checks_document` instead.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shlex

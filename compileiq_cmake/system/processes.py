@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..model.errors import CompileIQError, MeasurementError
+from ..model.errors import MeasurementError
 from . import procfs
+from ..model.timebox import Stop
 from .process_tree import Cgroup, Descendants, kill_group, kill_session_and_wait, signal_pid
 
 KEEP_BYTES = 4 << 20  # of a longer output, this much of its start and of its end is kept
@@ -43,8 +44,9 @@ class ProcessResult:
     output: str  # stdout and stderr, in the order printed (the start and the end of a long output)
     seconds: float
     omitted: int = 0  # bytes of output dropped from the middle (only the start and the end are kept)
-    stopped: str = ""  # why compileiq killed it: "" (it ended), "timeout" or "output" (printed too much)
+    stopped: str = ""  # why compileiq killed it: "" (it ended), "timeout", "output" (printed too much), "cancelled"
     ended: bool = True  # False: some of its processes could not be ended (e.g. stuck in the kernel)
+    cancelled: str = ""  # stopped by the tune's Stop token: its reason (interrupted, cancelled, the box ended)
 
     @property
     def timed_out(self) -> bool:
@@ -195,9 +197,11 @@ def _kept_output(fd: int) -> tuple[str, int]:
     return text, omitted
 
 
-def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants | None = None) -> str:
-    """Wait for the end of the run: "" when it ended, "timeout" or "output" (printed too much). `tree`: the
-    run's descendants, recorded at each check (often at first, when a daemon's parent still lives)."""
+def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants | None = None,
+              stop: Stop | None = None) -> str:
+    """Wait for the end of the run: "" when it ended, "timeout", "output" (printed too much) or "cancelled"
+    (`stop` said so: checked at every poll, about once a second). `tree`: the run's descendants, recorded at
+    each check (often at first, when a daemon's parent still lives)."""
     deadline = time.monotonic() + timeout
     waiter = _ExitWaiter(proc)
     interval = _POLL if tree is None else _FIRST_POLL
@@ -208,6 +212,8 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants
                 return "timeout"
             if waiter.wait(min(interval, left)):
                 return ""
+            if stop is not None and stop.reason():
+                return "cancelled"
             if tree is not None:
                 tree.poll()
             interval = min(_POLL, 2 * interval)
@@ -218,14 +224,15 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants
 
 
 def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Path | None = None,
-                env: dict[str, str] | None = None) -> ProcessResult:
+                env: dict[str, str] | None = None, stop: Stop | None = None) -> ProcessResult:
     """Run argv (in cwd; None: this process's) in its own session (and its own cgroup where this process
     may make one), output (stdout and stderr) to an anonymous temporary file. When it ends, times out or
     the caller is interrupted, its cgroup (else its recorded process tree and what holds its output), its
     process group, the rest of its session (waited for: nothing a build started goes on writing into its
     tree) and every process carrying its marker are killed: nothing it started outlives it, and nothing it
     left holding the output makes the tune wait. On Linux it is killed when the calling thread's process
-    dies. While it runs, pid_file (if given) records its process group and marker for kill_leftovers."""
+    dies. While it runs, pid_file (if given) records its process group and marker for kill_leftovers.
+    `stop`: the tune's stop token; a run it stops ends with stopped="cancelled" and its reason."""
     marker = f"{os.getpid()}-{secrets.token_hex(8)}"
     env = {**os.environ, **(env or {}), MARKER_VARIABLE: marker}  # env: e.g. the GPU of the run
     cgroup = Cgroup.create(_CGROUP_PREFIX + marker)
@@ -245,7 +252,10 @@ def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Pat
         try:
             if pid_file is not None:
                 _record_run(pid_file, proc.pid, marker, cgroup)
-            stopped = _wait_for(proc, fd, timeout, tree)
+            if stop is not None and stop.reason():
+                stopped = "cancelled"
+            else:
+                stopped = _wait_for(proc, fd, timeout, tree, stop)
             seconds = time.perf_counter() - start
         finally:  # also when the tune itself is interrupted: nothing of the run is left behind
             if tree is not None:
@@ -264,4 +274,5 @@ def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Pat
             if pid_file is not None:
                 pid_file.unlink(missing_ok=True)
         output, omitted = _kept_output(fd)
-    return ProcessResult(None if stopped else proc.returncode, output, seconds, omitted, stopped, ended)
+    why = (stop.reason() or "cancelled") if stopped == "cancelled" and stop is not None else ""
+    return ProcessResult(None if stopped else proc.returncode, output, seconds, omitted, stopped, ended, why)

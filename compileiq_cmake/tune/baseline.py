@@ -15,11 +15,13 @@ from ..execute.executor import Executor
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
 from ..model.events import as_stream
-from ..model.records import BuildResult, Trial
+from ..model.records import BuildResult, Status, Trial
+from ..model.timebox import Interrupted
 from ..model.spec import TuneSpec
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
 from ..results.store import TrialStore
+from .budget import Budget
 from .setup import TuneSetup
 from .trial import baseline_error, reference_trees, run_trial
 
@@ -55,6 +57,7 @@ class Baseline:
     executor: Executor
     store: TrialStore
     log: Log
+    budget: Budget | None = None  # the tune's seconds: the first run prices the rest (None: no box)
 
     def run(self) -> Baselines:
         with ExitStack() as resources:  # the other GPUs' pool is closed on every path, also when a step raises
@@ -80,7 +83,15 @@ class Baseline:
             if others is not None and built.ok:
                 early = {g.device: others.submit(run_trial, runners[g.device], setup, setup.trees[0], 0, baseline_set,
                                                  BuildResult(ok=True, seconds=0.0), None, log) for g in setup.gpus[1:]}
-            baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, built, log=log)
+            check = self.budget.first_run_check(built.seconds) if self.budget is not None else None
+            baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, built, log=log, after_first=check)
+            if baseline.status is Status.CANCELLED or built.cancelled:  # interrupted, or the box ended its runs
+                if others is not None:
+                    others.shutdown(wait=True)
+                if self.budget is None:
+                    raise Interrupted(baseline.reason)
+                self.budget.check()
+                raise self.budget.too_short(baseline)
             if not baseline.valid:
                 if others is not None:
                     others.shutdown(wait=True)

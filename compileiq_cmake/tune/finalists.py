@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..decide.finalists import NO_LIMITS, Limits, ValidationContext, validate_and_ablate
-from ..decide.validation import NOT_ABLATED, UNDECIDED
+from ..decide.finalists import NO_LIMITS, ValidationContext, validate_and_ablate
+from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
 from ..flags.space import FlagSpace
-from ..model.timebox import TimeBox
 from ..decide.stats import FlagEffect, auto_min_gain, flag_effects
 from ..execute.executor import Executor
 from ..model.records import Contribution, FlagSet, Trial, Validation
@@ -21,7 +20,7 @@ from ..model.wording import plural
 from ..project import build_flags
 from ..results.store import TrialStore
 from .baseline import Baselines
-from .plan import WRITE_SECONDS, Costs, FinishPlan, plan_finish, tune_costs
+from .budget import Budget
 from .setup import FINALISTS, TuneSetup
 from .trial import loss, noise_of_pairs
 
@@ -53,7 +52,8 @@ class Finalists:
     log: Log
     base: Baselines
     trials: dict[str, Trial]
-    box: TimeBox | None = None  # the tune's time box (None or unbounded: no limit)
+    budget: Budget
+    banked: Validation | None = None  # the winner banked during the search (tune.bank), already written
 
     def run(self) -> Decision:
         setup, store, log, base, trials = self.setup, self.store, self.log, self.base, self.trials
@@ -79,51 +79,49 @@ class Finalists:
         # the trees the candidates and the baseline are built in, configured before the plan counts the time left
         context = ValidationContext(setup.trees_for(len(finalists) + 1) if finalists else setup.trees[:2],
                                     setup.space, spec.seed)
-        limits, untested = NO_LIMITS, ()
-        box = self.box
-        if box is not None and box.bounded and finalists:
-            costs = tune_costs(trials.values(), spec, len(runners), paired=bool(base.references))
+        budget = self.budget
+        limits = NO_LIMITS
+        if budget.bounded and finalists:
             steps = len(finalists[0].choices) + len(_files_of(finalists[0]))
-            finish = plan_finish(box.remaining(), costs, len(finalists), spec.min_rounds, steps, len(confirm))
-            untested = finish.cut
-            log(f"compileiq: time box: {box.remaining():.0f} s of --time-limit {spec.time_limit:g} s left for the "
+            finish = budget.finish(trials, len(finalists), steps, len(confirm))
+            log(f"compileiq: time box: {budget.remaining():.0f} s of --time-limit {spec.time_limit:g} s left for the "
                 f"finalists: {finish.describe()} (~{finish.seconds:.0f} s)"
                 + (f"; left out: {'; '.join(finish.cut)}" if finish.cut else ""))
             if finish.finalists == 0:
-                return Decision(tuple(effects), finalists, min_gain, None, (), 0.0, untested)
+                return self._banked(Decision(tuple(effects), finalists, min_gain, None, (), 0.0, budget.untested))
             finalists = finalists[:finish.finalists]
             confirm = confirm[:finish.confirmations]
-            limits = _limits(box, costs, finish, setup.space, finalists[0], effects)
+            limits = budget.gates(trials, finish, _expected(setup.space, finalists[0], effects))
         winner, contributions = validate_and_ablate(context, self.executor.build, base.runner, list(finalists),
                                                     min_gain, log, store, confirm, limits)
-        untested += tuple(f"{' '.join(c.flags) or c.dimension}: {c.reason}" for c in contributions
-                          if c.reason in (UNDECIDED, NOT_ABLATED))
-        return Decision(tuple(effects), finalists, min_gain, winner, contributions, time.perf_counter() - started,
-                        untested)
+        budget.cut(*(f"{' '.join(c.flags) or c.dimension}: {c.reason}" for c in contributions
+                     if c.reason in (UNDECIDED, NOT_ABLATED)))
+        for v in store.load_validations("finalists") or []:
+            if v.reason.startswith(CUT):
+                budget.cut(f"validation of {v.flagset.describe()}: {v.reason}")
+        return self._banked(Decision(tuple(effects), finalists, min_gain, winner, contributions,
+                                     time.perf_counter() - started, budget.untested))
+
+    def _banked(self, decision: Decision) -> Decision:
+        """The decision with the banked winner (validated during the search, already written) kept where the
+        finalists' stage found none, or none that is not significantly worse than it: a later candidate
+        replaces the banked one only through its own validation."""
+        banked = self.banked
+        if banked is None:
+            return decision
+        winner = decision.winner
+        if winner is not None and winner.geomean_ci_high >= banked.geomean_ci_low:
+            return decision
+        why = "no finalist was accepted" if winner is None else \
+            f"the finalists' winner ({winner.geomean_speedup:.4f}x) is significantly slower than it"
+        self.log(f"compileiq: the winner banked during the search stays: {banked.flagset.describe()} "
+                 f"{banked.geomean_speedup:.4f}x [{banked.geomean_ci_low:.4f}..{banked.geomean_ci_high:.4f}] ({why})")
+        self.budget.cut(f"{banked.flagset.describe()}: banked during the search, not ablated")
+        return replace(decision, winner=banked, contributions=(), untested=self.budget.untested)
 
 
 def _files_of(flagset: FlagSet) -> tuple[str, ...]:
     return tuple(path for path, _ in build_flags.split(flagset.flags).sources)
-
-
-def _limits(box: TimeBox, costs: Costs, finish: FinishPlan, space: FlagSpace, best: FlagSet,
-            effects) -> Limits:
-    """The questions the finalists' stage asks the box before more work, each keeping the time of what must
-    still follow: validation keeps the ablation's, the minimal set's and the write's; an ablation step the
-    minimal set's and the write's; the minimal set and the confirmations the write's."""
-    one = costs.validation(1, finish.rounds)
-    after_validation = finish.seconds - costs.validation(finish.finalists, finish.rounds)
-    # an ablation step, planned or in time the validation left over, keeps the minimal set's validation (a
-    # removal nobody validates is lost: on the H200 an unplanned step left the minimal set one round, 0..inf)
-    tail = one + finish.confirmations * one + WRITE_SECONDS
-    return Limits(
-        min_rounds=finish.rounds,
-        validation_continue=lambda seconds: box.fits(seconds, after_validation),
-        ablation_start=lambda: box.fits(one, tail),
-        ablation_continue=lambda seconds: box.fits(seconds, tail),
-        final_continue=lambda seconds: box.fits(seconds, WRITE_SECONDS),
-        expected=_expected(space, best, effects),
-        ablation_steps=finish.ablation_steps)
 
 
 def _expected(space: FlagSpace, best: FlagSet, effects) -> dict[str, float]:

@@ -4,15 +4,16 @@ line per trial (with the ETA of the whole tune) and the final table."""
 from __future__ import annotations
 
 import math
-import time
 from typing import Callable
 
 from ..model.events import as_stream
 from ..model.records import Trial, TuneResult
 from ..results.summary import gpu_tune
 from ..model.spec import TuneSpec
+from ..model.timebox import TimeBox
 from ..model.wording import plural
-from .setup import FINALISTS, TuneSetup
+from .budget import Budget
+from .setup import TuneSetup
 from .trial import loss
 
 Log = Callable[[str], None]
@@ -23,43 +24,21 @@ def fmt_eta(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def finish_estimate(setup: TuneSetup, trials: dict[str, Trial]) -> float:
-    """Seconds the finalists will take after the search, from what the trials so far cost: the finalists
-    re-built (in parallel over the workers) and measured interleaved with the baseline for at least
-    min_rounds rounds, then the ablation of a winner of about three flags (each with and without)."""
-    spec = setup.spec
-    measured = [t for t in trials.values() if t.valid and t.same_code_as is None and t.measurements]
-    runs = sum(len(m.samples) + len(m.reference) + spec.warmup for t in measured for m in t.measurements)
-    per_run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
-    built = [t.build_seconds for t in trials.values() if t.build_seconds > 0]
-    per_build = sum(built) / len(built) if built else 0.0
-    workloads = len(spec.workloads)
-    validation = per_build * math.ceil((FINALISTS + 1) / max(1, spec.workers)) \
-        + spec.min_rounds * (FINALISTS + 1) * workloads * per_run
-    ablation = 3 * (per_build + spec.min_rounds * 2 * workloads * per_run)
-    return validation + ablation
-
-
 def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float,
-             in_flight: str = "", budget: int | None = None, plan=None) -> None:
+             in_flight: str = "", budget_trials: int | None = None, budget=None) -> None:
     """One line per trial: its result (an invalid one with its whole reason), the best so far, the ETA of
-    the whole tune (the remaining search at the pace so far plus the estimated validation and ablation) and,
-    during the search, where the other trials are (building, measured on which GPU). `budget`: the trials
-    planned (the search's budget, plus the per-file stage's once it has started). `plan` (tune.plan.Plan, with a
-    time box): the search ends within its seconds and the finalists take the planned time."""
+    the whole tune (the budget's: the remaining search at the pace so far, or the plan's share, plus the
+    finalists' stage of its one cost model) and, during the search, where the other trials are (building,
+    measured on which GPU). `budget_trials`: the trials planned (the search's budget, plus the per-file
+    stage's once it has started); `budget`: the tune's tune.budget.Budget (None: one made here, unbounded)."""
     spec = setup.spec
-    budget = budget or spec.budget
+    budget_trials = budget_trials or spec.budget
     lower = spec.metric.lower_is_better
     best = min(trials.values(), key=lambda t: loss(t, baseline, lower))
     best_speedup = math.exp(-loss(best, baseline, lower))
-    elapsed = time.perf_counter() - started
-    search_left = elapsed / len(trials) * max(0, budget - len(trials))
-    if spec.time_limit is not None:
-        search_left = max(0.0, min(search_left, spec.time_limit - elapsed))
-    finish = finish_estimate(setup, trials)
-    if plan is not None:  # the time box's plan: the search within its share, the finalists as sized
-        search_left = min(search_left, plan.search_seconds)
-        finish = plan.finish.seconds
+    if budget is None:
+        budget = Budget(spec, TimeBox(spec.time_limit, started=started))
+    search_left, finish = budget.eta(trials, budget_trials)
     if trial.valid:
         value = " / ".join(f"{m:.4g}" for m in trial.medians())
         what = f"{value} ({math.exp(-loss(trial, baseline, lower)):.3f}x)"
@@ -69,10 +48,10 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
     if trial.gpu and trial.same_code_as is None:
         what += f" on GPU {trial.gpu}"
     as_stream(log).progress(
-        f"[{len(trials):>3}/{budget}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
+        f"[{len(trials):>3}/{budget_trials}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""),
-        trial=trial.index, trials=len(trials), budget=budget, best=best_speedup, valid=trial.valid)
+        trial=trial.index, trials=len(trials), budget=budget_trials, best=best_speedup, valid=trial.valid)
 
 
 def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:

@@ -6,6 +6,7 @@ stored as soon as it finishes."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
@@ -19,9 +20,9 @@ from ..system.processes import kill_leftovers
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
 from ..model.events import Recorder, as_stream
-from ..model.records import TuneResult
+from ..model.records import Status, Trial, TuneResult
 from ..model.spec import TuneSpec
-from ..model.timebox import TimeBox
+from ..model.timebox import Stop, TimeBox
 from ..model.wording import plural
 from ..results.schema import numerics_checked
 from ..results.toml_io import check_output_writable, read_entries
@@ -29,9 +30,11 @@ from ..results.store import TrialStore
 from ..system.lock import TuneLock
 from ..system.writable import check_creatable
 from . import host_side, prior_use
+from .bank import Bank
 from .baseline import Baseline
+from .budget import BOX_RESULT, Budget, TimeTooShort, resumed_box
 from .finalists import Finalists
-from .publish import Publish
+from .publish import BankWrite, Publish
 from .search_loop import SearchLoop
 from .setup import TuneSetup, replay_setup, setup
 from .tree_pool import TreePool
@@ -40,7 +43,7 @@ Log = Callable[[str], None]
 
 
 def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, lease: Lease | None = None,
-             pool: TreePool | None = None) -> TuneResult:
+             pool: TreePool | None = None, stop: Stop | None = None, deadline: float = math.inf) -> TuneResult:
     """One tune. `cluster`: the Ray cluster and GPU group whose nodes build and whose GPUs run it
     (run_ray_tune); None: this machine. `lease`: the slots it shares with a suite's other tunes in flight;
     `pool`: the suite's variant trees it borrows (given back when it ends) instead of trees of its own."""
@@ -67,7 +70,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
                                 f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version}",
                                 tune_setup.sources_sha256, log, tune_setup.commands_sha256)
             try:
-                result = _stages(tune_setup, store, log, started, cluster, lease)
+                result = _stages(tune_setup, store, log, started, cluster, lease, stop, deadline)
                 stored_any = True
                 return result
             finally:
@@ -135,35 +138,63 @@ def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, l
 
 
 def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
-            cluster: ClusterPlacement | None = None, lease: Lease | None = None) -> TuneResult:
-    """The stages of one tune, wired: each one's outcome is the next one's input."""
+            cluster: ClusterPlacement | None = None, lease: Lease | None = None, stop: Stop | None = None,
+            deadline: float = math.inf) -> TuneResult:
+    """The stages of one tune, wired: each one's outcome is the next one's input. One Budget owns its seconds
+    (tune.budget): its box counts from the tune's start, less the time it waited for a suite's shared slots
+    (`lease`), plus what an interrupted earlier run spent of the same box; `deadline` (perf_counter) and
+    `stop` are a suite's end and interrupt."""
     spec = setup.spec
     log(
         f"compileiq: tuning {spec.target} ({setup.language}, {setup.toolchain.compiler_id} {setup.toolchain.version}"
         f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster, lease=lease)
-    box = TimeBox(spec.time_limit, started=started)  # the whole tune, from its start
+    box = TimeBox(spec.time_limit, started=started, spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
+                  waited=lease.waited if lease is not None else _no_wait, deadline=deadline)
+    if box.spent_before:
+        log(f"compileiq: time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
+            f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)")
+    budget = Budget(spec, box, Stop(box, parent=stop))
+    executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster, lease=lease,
+                             stop=budget.stop)
     stream = as_stream(log)
     recorder = Recorder()  # the summary's subscriber: the tune's notes, warnings and stage results
     unsubscribe = stream.subscribe(recorder)
     was = stream.stage
     try:
         stream.stage = "baseline"
-        base = Baseline(setup, executor, store, stream).run()
+        try:
+            base = Baseline(setup, executor, store, stream, budget).run()
+        except TimeTooShort as exc:
+            stream.stage_result("finalists", f"no flag set was measured within {budget.limit_text()}: {exc}",
+                                flags=None, needed=exc.needed)
+            empty = Trial(0, setup.space.baseline(), Status.CANCELLED, str(exc))
+            return TuneResult(spec.target, (), empty, None, None, time.perf_counter() - started, (str(exc),),
+                              language=setup.language, needed=exc.needed)
         setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
         stream.stage = "search"
         use = prior_use.prepare(setup, store, base, stream)
-        search = SearchLoop(setup, executor, store, stream, started, base, box, use.prior).run()
+        bank = Bank(setup, executor, store, stream, base, budget, BankWrite(setup, stream), Bank.restored(store))
+        if bank.banked is not None:
+            stream.info(f"bank: {bank.banked.flagset.describe()} ({bank.banked.geomean_speedup:.4f}x) validated by the "
+                        "earlier run of this tune: restored", stage="search")
+        search = SearchLoop(setup, executor, store, stream, started, base, budget, use.prior, bank).run()
         stream.stage = "finalists"
-        decision = Finalists(setup, executor, store, stream, base, search.trials, box).run()
+        decision = Finalists(setup, executor, store, stream, base, search.trials, budget, bank.banked).run()
+        budget.check()  # an interrupt during the finalists: nothing is written after it
         prior_use.learn(setup, use, search.trials, base, store, stream)
         stream.stage = "publish"
-        return Publish(setup, store, stream, started, base, search, decision, recorder).run()
+        result = Publish(setup, store, stream, started, base, search, decision, recorder).run()
+        store.save_result(BOX_RESULT, budget.record(finished=True))
+        return result
     finally:
         stream.stage = was
         unsubscribe()
+
+
+def _no_wait() -> float:
+    return 0.0
 
 
 def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:

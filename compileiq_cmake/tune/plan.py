@@ -162,17 +162,20 @@ def plan_tune(limit: float | None, elapsed: float, costs: Costs, finalists: int,
     left = max(0.0, limit - elapsed)
     trial = costs.trial()
     share = left * FINISH_SHARE if reserve is None else min(reserve, left)
+    needed = elapsed + trial + finish_cost(costs, 1, min(ROUNDS_FLOOR, min_rounds), 0, 0)
     finish = plan_finish(share, costs, finalists, min_rounds, flags, confirmations)
-    if finish.finalists == 0:  # even one finalist needs more than the share: what is left after one trial
+    fallback = finish.finalists == 0
+    if fallback:  # even one finalist needs more than the share: what is left after one trial
         finish = plan_finish(left - trial, costs, finalists, min_rounds, flags, confirmations)
     if finish.finalists == 0:  # not one trial and its validation fit: no search (a trial nobody validates is lost)
-        return Plan(limit, elapsed, 0.0, 0, finish, elapsed + trial + finish_cost(costs, 1, ROUNDS_FLOOR, 0, 0))
+        return Plan(limit, elapsed, 0.0, 0, finish, needed)
     # the search's last trial may end late (more runs for a close candidate, a slow run): one benchmark run
-    # per workload and a tenth of the finish stay free beyond the finish's own plan
-    margin = costs.run * costs.workloads + 0.1 * finish.seconds
+    # per workload and a tenth of the finish stay free beyond the finish's own plan; not in the fallback,
+    # whose one trial was sized to fit exactly (a margin there refused the one trial that fits)
+    margin = 0.0 if fallback else costs.run * costs.workloads + 0.1 * finish.seconds
     search = max(0.0, left - finish.seconds - margin)
     trials = int(search // trial) if trial > 0 else 0
-    return Plan(limit, elapsed, search, trials, finish)
+    return Plan(limit, elapsed, search, trials, finish, needed if trials == 0 else 0.0)
 
 
 def finish_reserve(limit: float | None, elapsed: float) -> float | None:

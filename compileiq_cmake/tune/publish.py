@@ -97,6 +97,24 @@ class Publish:
         return result
 
 
+@dataclass(frozen=True)
+class BankWrite:
+    """The banked winner's entry written at once (tune.bank): the same entry as the final one, with what it
+    has not been through yet (ablation, the finalists' stage) in its `untested`."""
+
+    setup: TuneSetup
+    log: Log
+
+    def __call__(self, winner: Validation, trials: int) -> None:
+        spec = self.setup.spec
+        new = _entry(self.setup, winner, (), trials, self.log,
+                     (f"{winner.flagset.describe()}: banked during the search, not ablated yet",))
+        change = write_entry(spec.output, new, fallback_dir=self.setup.state_dir, replace=spec.replace, log=self.log)
+        self.log(f"compileiq: bank: wrote {spec.output} with {winner.flagset.describe()} "
+                 f"({winner.geomean_speedup:.4f}x); a later candidate replaces it only through its own validation"
+                 + (f"; {change.message}" if change is not None and change.replaces is not None else ""))
+
+
 def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial], decision: Decision,
            wall: float) -> list[str]:
     """The result's notes: what the search cost, its pace, throttled measurements, the driver's overhead and,

@@ -16,8 +16,7 @@ from ..execute.pipeline import Pipeline, finished_trial, lookahead
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
 from ..model.events import as_stream
-from ..model.timebox import TimeBox
-from ..model.records import BuildResult, FlagSet, Trial
+from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
 from ..results.toml_io import read_entries
@@ -27,7 +26,9 @@ from ..search.prior import SpacePrior
 from ..search.search import FlagSearch
 from .baseline import Baselines
 from .lines import progress
-from .plan import Plan, finish_reserve, plan_tune, tune_costs
+from .bank import Bank
+from .budget import BOX_RESULT, Budget
+from .plan import Plan
 from .setup import FINALISTS, TuneSetup
 from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
 
@@ -59,20 +60,36 @@ class SearchOutcome:
 
 @dataclass(frozen=True)
 class SearchLoop:
-    """The search loop of one tune, after its baselines: `run()` returns the trials and timings."""
+    """The search loop of one tune, after its baselines: `run()` returns the trials and timings. Every second
+    it spends is asked of `budget` (tune.budget); an obvious win is validated and written at once by `bank`
+    (tune.bank; None: no banking) before the search goes on."""
 
     setup: TuneSetup
     executor: Executor
     store: TrialStore
     log: Log
-    started: float  # the tune's start (perf_counter): the time limit and the ETA count from it
+    started: float  # the tune's start (perf_counter): the ETA counts from it
     base: Baselines
-    box: TimeBox | None = None  # the whole tune's time box (None or unbounded: no limit)
+    budget: Budget
     prior: SpacePrior | None = None  # the learned prior's predictions (tune/prior_use.py); None: --no-prior
+    bank: Bank | None = None
+
+    def _replan(self, trials: dict[str, Trial], confirmations: int) -> Plan | None:
+        """The plan from now, with the costs the trials so far measured (None without a time box)."""
+        lower = self.setup.spec.metric.lower_is_better
+        best = min(trials.values(), key=lambda t: loss(t, self.base.base_of(t), lower))
+        steps = len(best.flagset.choices) or min(3, len(self.setup.space.dimensions))
+        return self.budget.replan(trials, FINALISTS, steps, confirmations)
+
+    def _candidate(self, trials: dict[str, Trial]) -> bool:
+        """Whether some trial beat the project's own build (a finalist exists)."""
+        lower = self.setup.spec.metric.lower_is_better
+        return any(t.valid and not t.flagset.is_baseline and loss(t, self.base.base_of(t), lower) < 0
+                   for t in trials.values())
 
     def run(self) -> SearchOutcome:
         setup, executor, store, log, base, started = self.setup, self.executor, self.store, self.log, self.base, self.started
-        spec = setup.spec
+        spec, budget = setup.spec, self.budget
         lower = spec.metric.lower_is_better
         base_of = base.base_of
         runner, runners, references, noise = base.runner, base.runners, base.references, base.noise
@@ -81,27 +98,12 @@ class SearchLoop:
                             prior=self.prior)
         for trial in trials.values():
             search.tell(trial.flagset, loss(trial, base_of(trial), lower))
-        box = self.box if self.box is not None and self.box.bounded else None
         confirmations = max(0, len(runners) - 1)
-
-        def costs_of(known: dict[str, Trial]):
-            return tune_costs(known.values(), spec, len(runners), paired=bool(references))
-
-        def replan() -> Plan | None:
-            """The plan from now, with the costs the trials so far measured (None without a time box)."""
-            if box is None:
-                return None
-            costs = costs_of(trials)
-            best = min(trials.values(), key=lambda t: loss(t, base_of(t), lower))
-            steps = len(best.flagset.choices) or min(3, len(setup.space.dimensions))
-            return plan_tune(spec.time_limit, box.elapsed(), costs, FINALISTS, spec.min_rounds, steps, confirmations,
-                             reserve)
-
-        reserve = finish_reserve(spec.time_limit, box.elapsed()) if box is not None else None
-        plan = replan()
+        budget.measured_by(len(runners), bool(references))
+        plan = self._replan(trials, confirmations)
         if plan is not None:
             log(f"compileiq: {plan.describe()}")
-        progress(setup, log, base.baseline, base.baseline, trials, started, plan=plan)
+        progress(setup, log, base.baseline, base.baseline, trials, started, budget=budget)
 
         def measure(index: int, tree: VariantTree, flagset: FlagSet, build: BuildResult, on: Runner | None,
                     known: dict[str, Trial]) -> Trial:
@@ -116,43 +118,49 @@ class SearchLoop:
             if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
                 paired, n = noise_of_pairs(known.values())
                 floor = paired if n >= 3 else noise
-            may_extend = None
-            if box is not None:  # more runs only while they leave the finalists' planned time
-                may_extend = lambda seconds: plan is None or box.fits(seconds, plan.finish.seconds)  # noqa: E731
-            return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference, may_extend)
+            return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference,
+                                             budget.may_extend if budget.bounded else None)
 
         needed = 0.0
         step_seconds: dict[str, float] = {}
         overhead = 0.0
-        loop_trials = 0
+        loop_trials = cancelled = 0
         loop_started = time.perf_counter()
         measuring = list(runners.values()) if len(runners) > 1 else [runner]
         per_file_plan: per_file.Plan | None = None
-        with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log) as pipeline:
+        deferred: list[FlagSet] = []  # asked, then cancelled for a bank's validation: submitted again first
+        banking: Trial | None = None  # an obvious win waiting for the conveyor to drain, then validated
+        with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log, budget.stop) as pipeline:
             exhausted = stopped = False
             per_file_due = spec.per_file_budget > 0
             per_file_possible = per_file_due and setup.language == "CUDA" and len(setup.target.sources_in("CUDA")) > 1
-            budget = spec.budget
+            trial_budget = spec.budget
             next_index = len(trials)
             while True:
+                budget.check()
                 ahead = lookahead(trials.values(), len(measuring), spec.workers)  # asks as late as the GPUs allow
-                while not (exhausted or stopped) and pipeline.has_free_tree and pipeline.pending < ahead \
-                        and len(trials) + pipeline.pending < budget:
+                while banking is None and not (exhausted or stopped) and pipeline.has_free_tree \
+                        and pipeline.pending < ahead and len(trials) + pipeline.pending < trial_budget:
                     if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), base, lower):
                         log(f"compileiq: suite: nothing to gain: the prior predicted no value faster and none of "
                             f"{plural(len(trials), 'trial')} beat the project's own build by {100 * base.min_gain:.2f}%; "
                             "the search stops early (its time goes to the suite's other targets)")
                         stopped = True
                         break
-                    if plan is not None and not plan.search_open(pipeline.pending, costs_of(trials)):
-                        if len(trials) + pipeline.pending == len(base.restored) + 1 and not plan.search_trials:
-                            needed = plan.needed
-                        log(f"compileiq: time box: the search stops after {plural(len(trials) - 1 + pipeline.pending, 'trial')}: "
-                            f"the rest of --time-limit {spec.time_limit:g} s ({box.remaining():.0f} s) is kept for "
-                            f"the finalists ({plan.finish.describe()})")
+                    candidate = self._candidate(trials)
+                    if not budget.search_open(pipeline.pending, trials, candidate):
+                        if len(trials) + pipeline.pending == len(base.restored) + 1 and budget.needed:
+                            needed = budget.needed
+                        dropped = pipeline.cancel(budget.queued_fit(trials, candidate))
+                        under_way = pipeline.pending - dropped
+                        log(f"compileiq: time box: the search stops after {plural(len(trials) - 1 + under_way, 'trial')}"
+                            + (f" ({dropped} queued cancelled: the plan has no room for them)" if dropped else "")
+                            + f": the rest of {budget.limit_text()} ({budget.remaining():.0f} s) is kept for "
+                            + (f"the finalists ({plan.finish.describe()})" if candidate and plan is not None else
+                               "the trials under way and the validation of what they find (no candidate yet)"))
                         stopped = True
                         break
-                    flagset = search.ask()
+                    flagset = deferred.pop(0) if deferred else search.ask()
                     if flagset is None:
                         exhausted = True
                         break
@@ -163,6 +171,11 @@ class SearchLoop:
                     pipeline.submit(next_index, flagset, trials)
                     next_index += 1
                 if not pipeline.pending:
+                    if banking is not None:  # the conveyor is idle: the win is validated (and written) now
+                        self.bank.validate(banking, trials)
+                        banking = None
+                        plan = self._replan(trials, confirmations)
+                        continue
                     if per_file_due and not stopped:  # the global search is over: per-file flags on top of its best
                         per_file_due = False
                         if exhausted:
@@ -173,7 +186,7 @@ class SearchLoop:
                         if per_file_plan is not None and per_file_plan.proposals:
                             store.save_result("per_file", per_file_plan.as_dict())
                             search = per_file.Proposals(list(per_file_plan.proposals))
-                            budget = len(trials) + len(search)
+                            trial_budget = len(trials) + len(search)
                             exhausted = False
                             continue
                         exhausted = False  # said above
@@ -182,18 +195,31 @@ class SearchLoop:
                     break
                 done = pipeline.next()
                 trial = finished_trial(done)
+                if trial.status is Status.CANCELLED:  # says nothing of its flags: not stored, not told
+                    cancelled += 1
+                    if banking is not None and not budget.stop.reason():
+                        deferred.append(trial.flagset)
+                    continue
                 store.save(trial)
                 trials[trial.flagset.key] = trial
+                store.save_result(BOX_RESULT, budget.record())
                 search.tell(trial.flagset, loss(trial, base_of(trial), lower))
-                plan = replan()
+                plan = self._replan(trials, confirmations)
                 progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(),
-                         budget + (spec.per_file_budget if per_file_due and per_file_possible else 0), plan=plan)
+                         trial_budget + (spec.per_file_budget if per_file_due and per_file_possible else 0), budget=budget)
                 overhead += done.driver_seconds
                 for step, seconds in done.build.steps:
                     step_seconds[step] = step_seconds.get(step, 0.0) + seconds
                 loop_trials += 1
+                if self.bank is not None and banking is None and not stopped and self.bank.due(trial):
+                    banking = trial
+                    held = pipeline.cancel(0)
+                    if held:
+                        log(f"compileiq: bank: {plural(held, 'queued trial')} held back until the win is validated")
             if exhausted and not isinstance(search, per_file.Proposals):
                 log("compileiq: every point of the flag space has been tried")
+        if cancelled:
+            budget.cut(f"{plural(cancelled, 'search trial')} cancelled in flight (no room left in the plan)")
         timings = LoopTimings(time.perf_counter() - started, time.perf_counter() - loop_started, loop_trials, overhead,
                               tuple(step_seconds.items()))
         valid = [t for t in trials.values() if t.valid]

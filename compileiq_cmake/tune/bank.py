@@ -1,0 +1,102 @@
+"""A win in hand is banked: when a search trial beats the project's own build (and the best result banked
+so far) by a margin its noise makes obvious, it is validated next, before more search, and once accepted
+its entry is written to the TOML at once (atomically). The box ending, a kill or Ctrl-C after that never
+loses it; a later, better candidate replaces it only through its own validation (the finalists' stage,
+tune.finalists). The banked validation is kept in the trial store: a resumed tune starts from it.
+
+Measured cause (docs/benchmarks/time-box.md): on the H200 a one-file benchmark with 4.7 s runs measured
+4.926x at its second trial in a 150 s box; the trials in flight then ate the finalists' time and nothing was
+written."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..decide.finalists import ValidationContext
+from ..decide.stats import relative_spread
+from ..decide.validation import CUT, validate
+from ..execute.executor import Executor
+from ..model.events import as_stream
+from ..model.records import Trial, Validation
+from ..results.store import TrialStore
+from .baseline import Baselines
+from .budget import Budget
+from .plan import ROUNDS_FLOOR, WRITE_SECONDS
+from .setup import TuneSetup
+from .trial import loss
+
+BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise
+NOISE_MARGIN = 4.0  # ... by this many times the trial's (or the baseline's) relative spread, on the log scale
+STORED = "banked"  # the trial store's name of the banked validation
+
+Write = Callable[[Validation, int], None]  # the winner's entry written (tune.publish.bank), with the trial count
+
+
+@dataclass
+class Bank:
+    """The banked winner of one tune (None until one is accepted)."""
+
+    setup: TuneSetup
+    executor: Executor
+    store: TrialStore
+    log: Callable[[str], None]
+    base: Baselines
+    budget: Budget
+    write: Write
+    banked: Validation | None = None
+    tried: set[str] = field(default_factory=set)  # flag sets validated here already (accepted or not)
+
+    @staticmethod
+    def restored(store: TrialStore) -> Validation | None:
+        kept = store.load_validations(STORED)
+        return kept[0] if kept else None
+
+    def due(self, trial: Trial) -> bool:
+        """Whether `trial` is an obvious win worth validating now: valid, measured on its own, faster than the
+        baseline and than the banked result by BANK_GAIN beyond NOISE_MARGIN x its noise; one GPU measures
+        (with several, a winner must be confirmed on each before it is written: the finalists do that); and
+        one validation of it fits the box."""
+        if not trial.valid or trial.flagset.is_baseline or trial.same_code_as is not None or trial.flagset.key in self.tried:
+            return False
+        if len(self.base.runners) > 1:
+            return False
+        lower = self.setup.spec.metric.lower_is_better
+        gain = -loss(trial, self.base.base_of(trial), lower)  # log speedup
+        spread = max(self.base.noise, *(_spread(m.ratios() if m.paired else m.samples) for m in trial.measurements))
+        floor = math.log1p(max(BANK_GAIN, self.base.min_gain))
+        bar = floor + (math.log(self.banked.geomean_speedup) if self.banked is not None else 0.0)
+        if gain - NOISE_MARGIN * spread < bar:
+            return False
+        costs = self.budget.costs([trial, self.base.baseline])
+        return self.budget.fits(costs.validation(1, min(ROUNDS_FLOOR, self.setup.spec.min_rounds)), WRITE_SECONDS)
+
+    def validate(self, trial: Trial, trials: dict[str, Trial]) -> Validation | None:
+        """Validate `trial` against the baseline now (the search's conveyor is idle); accepted: banked, stored
+        and written. Returns the banked validation (None: not accepted, or cut by the box)."""
+        setup, spec = self.setup, self.setup.spec
+        self.tried.add(trial.flagset.key)
+        stream = as_stream(self.log)
+        stream.info(f"bank: {trial.flagset.describe()} measured {math.exp(-loss(trial, self.base.base_of(trial), spec.metric.lower_is_better)):.3f}x "
+                    "in the search, far past its noise: validated now, before more search", stage="search")
+        limits = self.budget.gates(trials, self.budget.finish(trials, 1, 0, 0, record=False), {}) if self.budget.bounded else None
+        context = ValidationContext(setup.trees_for(2), setup.space, spec.seed + 11)
+        (v,) = validate(self.base.runner, self.executor.build, context.trees, setup.space.baseline(), [trial.flagset],
+                        self.base.min_gain, context.seed, stream,
+                        min_rounds=limits.min_rounds if limits is not None else None,
+                        may_continue=limits.validation_continue if limits is not None else None)
+        verdict = "accepted" if v.accepted else "undecided" if v.reason.startswith(CUT) else "rejected"
+        stream.info(f"bank: {verdict} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "
+                    f"[{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}]" + (f"; {v.reason.removeprefix(CUT)}" if v.reason else ""),
+                    stage="search", banked=v.accepted, speedup=v.geomean_speedup)
+        if not v.accepted or (self.banked is not None and v.geomean_speedup <= self.banked.geomean_speedup):
+            return None
+        self.banked = v
+        self.store.save_validations(STORED, [v])
+        self.write(v, len(trials))
+        return v
+
+
+def _spread(samples) -> float:
+    return relative_spread(list(samples)) if len(samples) > 1 else 0.0
