@@ -92,6 +92,7 @@ class Bank:
                     stage="search", banked=v.accepted, speedup=v.geomean_speedup)
         if not v.accepted or (self.banked is not None and v.geomean_speedup <= self.banked.geomean_speedup):
             return None
+        self.budget.check()  # interrupted meanwhile: nothing is written after it
         self.banked = v
         self.store.save_validations(STORED, [v])
         self.write(v, len(trials))

@@ -211,7 +211,8 @@ def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:
 
 
 def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease | None = None,
-                    pool: TreePool | None = None) -> list[TuneResult]:
+                    pool: TreePool | None = None, stop: Stop | None = None,
+                    deadline: float = math.inf) -> list[TuneResult]:
     """One target on a connected cluster: each GPU type (one per architecture) in turn, a host target once.
     `lease`: the slots it shares with a suite's other targets in flight (their tunes share the GPU workers)."""
     groups = cluster.gpu_groups()
@@ -225,7 +226,8 @@ def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease 
     results = []
     for i, group in enumerate(seen.values()):
         log(f"compileiq: GPU type {i + 1} of {len(seen)}: {group.describe()}")
-        result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group), lease=lease, pool=pool)
+        result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group), lease=lease, pool=pool, stop=stop,
+                          deadline=deadline)
         results.append(result)
         if result.language != "CUDA":
             if len(seen) > 1:

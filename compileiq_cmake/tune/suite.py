@@ -31,6 +31,7 @@ import json
 import math
 import os
 import statistics
+import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -46,6 +47,7 @@ from ..model.events import Event, EventStream, as_stream
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
+from ..model.timebox import Stop
 from ..model.wording import plural
 from ..results import suite_summary
 from ..system.writable import check_creatable
@@ -76,6 +78,10 @@ class TargetOutcome:
     @staticmethod
     def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
         w = result.winner
+        if w is None and result.needed:  # its runs make its share useless: its time went back at once
+            return TargetOutcome(target, "skipped", result.notes[0] if result.notes else
+                                 f"needs about {result.needed:.0f} s", trials=len(result.trials), seconds=seconds,
+                                 allotted=allotted, language=result.language)
         if w is None:
             return TargetOutcome(target, "no gain", "no flag set beat the project's own build significantly",
                                  trials=len(result.trials), seconds=seconds, allotted=allotted, language=result.language)
@@ -83,13 +89,18 @@ class TargetOutcome:
                              tuple(w.flagset.flags), len(result.trials), seconds, allotted, result.language)
 
 
-def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float, jobs: int = 1) -> float:
+def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float, jobs: int = 1,
+          held: float = 0.0, in_flight: int = 0) -> float:
     """This target's share of `remaining` seconds; `rest`: the targets after it (their floors are kept).
-    With `jobs` targets in flight at a time, the wall time is shared by that many at once: its share is
-    `jobs` times as large (at most all that is left), the floors of the rest kept per job."""
+    With `jobs` targets in flight at a time, the wall time is shared by that many at once: the suite has
+    `remaining` x (the targets that can run at once) target-seconds, less `held`, what the `in_flight`
+    targets' shares still hold; this target gets its priority's part of the rest (at most all that is left),
+    the floors of the rest kept per job. Equal priorities get equal shares whether they start first or
+    beside others (the old rule, blind to the targets in flight, gave 200/270/100 s)."""
     floor_of = lambda t: t.min_seconds if t.min_seconds is not None else floor  # noqa: E731
     weights = target.priority + sum(t.priority for t in rest)
-    share = remaining * target.priority / weights * min(jobs, 1 + len(rest))
+    capacity = remaining * min(jobs, 1 + len(rest) + in_flight) - held
+    share = max(0.0, capacity) * target.priority / weights
     return max(floor_of(target), min(share, remaining, remaining - sum(floor_of(t) for t in rest) / jobs))
 
 
@@ -288,9 +299,11 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
                            workers=max(1, math.ceil(spec.workers / jobs)))
             target_log = _target_stream(stream, target.name, scheduler)
         t0 = time.perf_counter()
+        deadline = started + time_limit if time_limit else math.inf  # no target outlives the suite's box
         try:
-            result = tune_on_cluster(spec, target_log, cluster, lease, tree_pool)[0] if cluster is not None \
-                else run_tune(spec, target_log, lease=lease, pool=tree_pool)
+            result = tune_on_cluster(spec, target_log, cluster, lease, tree_pool, stop, deadline)[0] \
+                if cluster is not None else run_tune(spec, target_log, lease=lease, pool=tree_pool, stop=stop,
+                                                     deadline=deadline)
         except UsageError:
             raise
         except CompileIQError as exc:
@@ -305,8 +318,18 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
             finished[target.name] = outcome
             _save_state(state, finished, stamp)
 
-    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compileiq-suite") as pool:
-        running: list[Future] = []
+    stop = Stop()  # the suite's interrupt: every target's stop token has it as its parent
+    allotted_at: dict[Future, tuple[float, float]] = {}  # a target in flight: its share, its start
+
+    def held() -> tuple[float, int]:
+        """What the targets in flight still hold of their shares, and how many they are."""
+        now = time.perf_counter()
+        live = [(a, t0) for f, (a, t0) in allotted_at.items() if not f.done()]
+        return sum(max(0.0, a - (now - t0)) for a, t0 in live), len(live)
+
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compileiq-suite")
+    running: list[Future] = []
+    try:
         for k, target in enumerate(order):
             if target.name in finished:
                 outcomes[target.name] = replace(finished[target.name], resumed=True)
@@ -323,7 +346,8 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
                 remaining = time_limit - (time.perf_counter() - started)
                 rest = [t for t in order[k + 1:] if t.name not in finished]
                 floor = suite.floor(target)
-                allotted = allot(remaining, target, rest, suite.min_seconds, jobs)
+                holding, in_flight = held()
+                allotted = allot(remaining, target, rest, suite.min_seconds, jobs, holding, in_flight)
                 setup = scheduler.setup_estimate()  # a share below what a setup takes would only overrun the box
                 need = SETUP_MARGIN * setup if setup is not None else 0.0
                 if need and need > allotted:
@@ -340,8 +364,14 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
                         + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""), stage="suite",
                         target=target.name)
             running.append(pool.submit(tune, k, target, allotted))
+            allotted_at[running[-1]] = (allotted or 0.0, time.perf_counter())
         for f in running:
             f.result()
+    except KeyboardInterrupt:
+        _interrupt(stop, running, stream)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     state.unlink(missing_ok=True)  # the suite is complete: a later run tunes every target again (from its store)
     rows = [outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
             for t in suite.targets]
@@ -360,6 +390,20 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
         suite_summary.write_whole(json_summary, json.dumps(doc, indent=1) + "\n")
         stream.info(f"wrote the suite summary {json_summary}", stage="suite")
     return rows
+
+
+def _interrupt(stop: Stop, running: list[Future], stream: EventStream) -> None:
+    """Ctrl-C of a suite: every target's builds and runs are stopped (their stop tokens have the suite's as
+    parent), their finished trials stay stored and nothing is written after it; a second Ctrl-C while they
+    stop ends the process at once."""
+    stop.cancel("interrupted: Ctrl-C")
+    stream.note("suite: interrupted: stopping the targets in flight (finished trials are stored; Ctrl-C again to "
+                "end at once)", stage="suite")
+    try:
+        wait(running, timeout=60)
+    except KeyboardInterrupt:
+        print("compileiq-cmake: interrupted twice: ended at once", file=sys.stderr, flush=True)
+        os._exit(130)
 
 
 def _folder(name: str) -> str:
