@@ -20,6 +20,7 @@ from ..flags import portability
 from ..measure.gpu import host_cpu
 from ..model.errors import CompileIQError
 from ..model.events import Recorder
+from ..model.timebox import TimeBox
 from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..model.wording import plural
 from ..project import build_flags
@@ -51,6 +52,7 @@ class Publish:
     search: SearchOutcome
     decision: Decision
     events: Recorder | None = None  # the tune's events so far, for the summary (its notes, warnings, stage results)
+    box: TimeBox | None = None  # the tune's time box (the waits it was not charged, a resumed run's seconds)
 
     def run(self) -> TuneResult:
         setup, store, log, base, decision = self.setup, self.store, self.log, self.base, self.decision
@@ -68,7 +70,7 @@ class Publish:
         wall = time.perf_counter() - self.started
         fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
         result = TuneResult(spec.target, tuple(trials.values()), base.baseline, winner, toml_path, wall,
-                            tuple(_notes(setup, base, self.search, fresh, decision, wall)), contributions, setup.language)
+                            tuple(_notes(setup, base, self.search, fresh, decision, wall, self.box)), contributions, setup.language)
         final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh), needed=self.search.needed)
         document = summary.build(
             setup, result, effects=decision.effects, noise=base.noise, paired=bool(base.references),
@@ -116,7 +118,7 @@ class BankWrite:
 
 
 def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial], decision: Decision,
-           wall: float) -> list[str]:
+           wall: float, box: TimeBox | None = None) -> list[str]:
     """The result's notes: what the search cost, its pace, throttled measurements, the driver's overhead and,
     with --time-limit, the whole tune's time against it and what the box left untested."""
     spec = setup.spec
@@ -148,7 +150,11 @@ def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list
                      f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial): "
                      + ", ".join(f"{step} {1000 * seconds / loop_trials:.0f} ms" for step, seconds in parts))
     if spec.time_limit is not None:
+        waited = box.waited() if box is not None else 0.0
+        spent = box.spent_before if box is not None else 0.0
         notes.append(f"time box: the whole tune took {wall:.1f} s of --time-limit {spec.time_limit:g} s"
+                     + (f" ({waited:.1f} s of it waiting for slots other targets held, not charged)" if waited >= 0.05 else "")
+                     + (f" (and {spent:.0f} s spent by the interrupted run it resumed)" if spent else "")
                      + (f"; not tested for lack of time: {'; '.join(decision.untested)}" if decision.untested else ""))
     return notes
 

@@ -74,6 +74,7 @@ class TargetOutcome:
     language: str = ""
     resumed: bool = False  # kept from an earlier run of the same suite
     device_seconds: float = 0.0  # targets in flight together: the seconds its runs held a GPU (or the host)
+    waited_seconds: float = 0.0  # seconds it waited for slots other targets held (not charged to its share)
 
     @staticmethod
     def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
@@ -312,7 +313,8 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
             stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
-        outcome = replace(outcome, device_seconds=round(scheduler.slots.device_use(target.name)[0], 3))
+        outcome = replace(outcome, device_seconds=round(scheduler.slots.device_use(target.name)[0], 3),
+                          waited_seconds=round(scheduler.slots.waited(target.name), 3))
         with saving:
             outcomes[target.name] = outcome
             finished[target.name] = outcome
