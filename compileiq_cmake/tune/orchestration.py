@@ -169,6 +169,9 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         except TimeTooShort as exc:
             stream.stage_result("finalists", f"no flag set was measured within {budget.limit_text()}: {exc}",
                                 flags=None, needed=exc.needed)
+            if spec.time_limit is not None:
+                log(f"compileiq: time box: the whole tune took {time.perf_counter() - started:.1f} s of "
+                    f"--time-limit {spec.time_limit:g} s; it needs at least --time-limit {math.ceil(exc.needed)}")
             empty = Trial(0, setup.space.baseline(), Status.CANCELLED, str(exc))
             return TuneResult(spec.target, (), empty, None, None, time.perf_counter() - started, (str(exc),),
                               language=setup.language, needed=exc.needed)

@@ -362,6 +362,8 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
                     outcomes[target.name] = TargetOutcome(target.name, "skipped", why, allotted=max(0.0, remaining))
                     stream.note(f"suite: {target.name} skipped: {outcomes[target.name].reason}", stage="suite")
                     continue
+            if allotted:
+                allotted = float(max(1, math.floor(allotted)))  # whole seconds: its lines say "--time-limit 89 s"
             stream.info(f"suite: target {k + 1} of {len(order)}: {target.name}"
                         + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""), stage="suite",
                         target=target.name)
