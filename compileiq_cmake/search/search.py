@@ -159,9 +159,9 @@ class FlagSearch:
         self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
         singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
         self._rng.shuffle(singles)
-        # build modes (device LTO) first, then approximate-arithmetic values: the likely big movers (stable
-        # sort: seeded order within each part)
-        singles.sort(key=lambda di: (not self._dims[di[0]].build_mode,
+        # build modes (device LTO) first, then what the setup marked (an unoptimized build's -O level), then
+        # approximate-arithmetic values: the likely big movers (stable sort: seeded order within each part)
+        singles.sort(key=lambda di: (not self._dims[di[0]].build_mode, not self._dims[di[0]].measured_first,
                                      numerics_first and not self._dims[di[0]].relaxes_numerics))
         self._learned = prior
         self._origin: dict[str, str] = {}  # key -> why the prior proposed it

@@ -82,6 +82,7 @@ class Budget:
         self.plan: Plan | None = None
         self.needed = 0.0  # the --time-limit one trial and its validation would need (0: not asked)
         self._reserve: float | None = None
+        self._trial_cost = 0.0  # one search trial at the last plan's costs
         self._cuts: list[str] = []
         self._lock = threading.Lock()
 
@@ -133,7 +134,9 @@ class Budget:
             return None
         if self._reserve is None:
             self._reserve = finish_reserve(self._limit(), self.box.elapsed())
-        self.plan = plan_tune(self._limit(), self.box.elapsed(), self.costs(trials.values()), finalists,
+        costs = self.costs(trials.values())
+        self._trial_cost = costs.trial()
+        self.plan = plan_tune(self._limit(), self.box.elapsed(), costs, finalists,
                               self.spec.min_rounds, steps, confirmations, self._reserve)
         if self.plan.needed:
             self.needed = self.plan.needed
@@ -170,8 +173,13 @@ class Budget:
         return max(0, int(room // trial))
 
     def may_extend(self, seconds: float) -> bool:
-        """More runs of a promising search trial: only while they leave the finalists' planned time."""
-        return not self.bounded or self.box.fits(seconds, self.plan.finish.seconds if self.plan is not None else 0.0)
+        """More runs of a promising search trial: only while they leave the finalists' planned time and one
+        more search trial (in a box of a few trials, a near-tie's extra runs took the search's last trial:
+        a -O0 project's -O2 was never tried)."""
+        if not self.bounded:
+            return True
+        finish = self.plan.finish.seconds if self.plan is not None else 0.0
+        return self.box.fits(seconds, finish + self._trial_cost)
 
     # the first run prices the runs -------------------------------------------------------------------------
     def check_first_run(self, run_seconds: float, build_seconds: float) -> None:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -333,6 +334,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     else:
         build_targets = tuple(dict.fromkeys((spec.target, owner)))
     code = _code_identity(spec, first, target, log)
+    own_commands = _own_commands(first, target, language)
+    space = _unoptimized_first(space, own_commands, language, log)
     return TuneSetup(
         spec=spec, state_dir=state_dir, trees=trees, target=target, language=language, toolchain=toolchain,
         space=space, cuda_arch=arch, device=device, compute_capability=capability,
@@ -341,7 +344,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
                         if a.is_relative_to(trees[0].path)),
         build_type=first.decisions().config, sources_sha256=code.sources_sha256, headers=code.headers,
         flags_sha256=first.decisions().flags_sha256, commands_sha256=code.commands_sha256,
-        objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=_own_commands(first, target, language),
+        objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=own_commands,
         screen_kernels=screen_kernels, later=later,
     )
 
@@ -430,6 +433,23 @@ def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) 
     return CodeIdentity(
         sources_sha256=depscan.sources_sha256(tree.source_lines(), spec.source_dir, scan.headers),
         headers=scan.headers, commands_sha256=hashlib.sha256(json.dumps(commands).encode()).hexdigest())
+
+
+_OPTIMIZED = re.compile(r"^-O([1-3]|s|z|fast)?$")
+
+
+def _unoptimized_first(space: FlagSpace, own: dict[str, frozenset[str]], language: str, log: Log) -> FlagSpace:
+    """A host target whose own compile commands optimize nothing (no -O, -O0 or -Og: a Debug build) has its
+    optimization level measured first: on such a build it is the big mover, and a short box (runs of
+    seconds) may hold only a few trials (issue 33: a -O0 project, ~4 s runs, a 150 s box)."""
+    if language not in ("C", "CXX") or not own or any(_OPTIMIZED.match(t) for tokens in own.values() for t in tokens):
+        return space
+    dims = tuple(replace(d, measured_first=True) if d.name == "opt_level" else d for d in space.dimensions)
+    if dims == space.dimensions:
+        return space
+    log("compileiq: the project's own build optimizes nothing (no -O level in its compile commands): the "
+        "optimization level is measured first")
+    return replace(space, dimensions=dims)
 
 
 def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
