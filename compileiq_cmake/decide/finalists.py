@@ -13,7 +13,7 @@ from ..measure.runner import Runner
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from ..flags.space import FlagSpace
-from .validation import CUT, NOT_ABLATED, UNDECIDED, ablate, undecided, validate
+from .validation import CUT, NOT_ABLATED, UNDECIDED, ablate, undecided, validate, verdict
 
 Log = EventStream | Lines
 
@@ -117,8 +117,7 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
         store.save_validations("finalists", results)
     for v in results:
         per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
-        verdict = "accepted" if v.accepted else "undecided" if v.reason.startswith(CUT) else "rejected"
-        log.info(f"  {verdict} {v.flagset.describe()}: "
+        log.info(f"  {verdict(v)} {v.flagset.describe()}: "
                  f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
                  f"{'; ' + v.reason.removeprefix(CUT) if v.reason else ''}", stage="finalists",
                  flags=v.flagset.describe(), accepted=v.accepted, undecided=v.reason.startswith(CUT),

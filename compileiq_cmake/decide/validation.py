@@ -197,6 +197,11 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
     return results
 
 
+def verdict(v: Validation) -> str:
+    """A validation's verdict as the lines say it: accepted, undecided (the box cut it) or rejected."""
+    return "accepted" if v.accepted else "undecided" if v.reason.startswith(CUT) else "rejected"
+
+
 def undecided(results: list[Validation]) -> bool:
     """Whether the box cut any verdict of a validation (then it is not stored: a rerun decides it)."""
     return any(v.reason.startswith(CUT) for v in results)

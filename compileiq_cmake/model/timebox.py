@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 
-def _nothing() -> float:
+def no_wait() -> float:
+    """Waits not charged to a box outside a suite: none."""
     return 0.0
 
 
@@ -24,7 +25,7 @@ class TimeBox:
     clock: Callable[[], float] = field(default=time.perf_counter, compare=False, repr=False)
     started: float = field(default=math.nan)
     spent_before: float = 0.0  # seconds of the same box an earlier, interrupted run spent (a resume)
-    waited: Callable[[], float] = field(default=_nothing, compare=False, repr=False)  # not charged (slot waits)
+    waited: Callable[[], float] = field(default=no_wait, compare=False, repr=False)  # not charged (slot waits)
     deadline: float = math.inf  # an outer end on `clock`'s scale (a suite's), whatever the limit says
 
     def __post_init__(self) -> None:

@@ -15,17 +15,16 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..decide.finalists import ValidationContext
-from ..decide.stats import relative_spread
-from ..decide.validation import CUT, validate
+from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor
 from ..model.events import as_stream
 from ..model.records import Trial, Validation
 from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
-from .plan import ROUNDS_FLOOR, WRITE_SECONDS
+from .plan import least_finish
 from .setup import TuneSetup
-from .trial import loss
+from .trial import loss, trial_spread
 
 BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise
 NOISE_MARGIN = 4.0  # ... by this many times the trial's (or the baseline's) relative spread, on the log scale
@@ -64,13 +63,12 @@ class Bank:
             return False
         lower = self.setup.spec.metric.lower_is_better
         gain = -loss(trial, self.base.base_of(trial), lower)  # log speedup
-        spread = max(self.base.noise, *(_spread(m.ratios() if m.paired else m.samples) for m in trial.measurements))
+        spread = trial_spread(trial, self.base.noise)
         floor = math.log1p(max(BANK_GAIN, self.base.min_gain))
         bar = floor + (math.log(self.banked.geomean_speedup) if self.banked is not None else 0.0)
         if gain - NOISE_MARGIN * spread < bar:
             return False
-        costs = self.budget.costs([trial, self.base.baseline])
-        return self.budget.fits(costs.validation(1, min(ROUNDS_FLOOR, self.setup.spec.min_rounds)), WRITE_SECONDS)
+        return self.budget.fits(least_finish(self.budget.costs([trial, self.base.baseline]), self.setup.spec.min_rounds))
 
     def validate(self, trial: Trial, trials: dict[str, Trial]) -> Validation | None:
         """Validate `trial` against the baseline now (the search's conveyor is idle); accepted: banked, stored
@@ -86,8 +84,7 @@ class Bank:
                         self.base.min_gain, context.seed, stream,
                         min_rounds=limits.min_rounds if limits is not None else None,
                         may_continue=limits.validation_continue if limits is not None else None)
-        verdict = "accepted" if v.accepted else "undecided" if v.reason.startswith(CUT) else "rejected"
-        stream.info(f"bank: {verdict} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "
+        stream.info(f"bank: {verdict(v)} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "
                     f"[{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}]" + (f"; {v.reason.removeprefix(CUT)}" if v.reason else ""),
                     stage="search", banked=v.accepted, speedup=v.geomean_speedup)
         if not v.accepted or (self.banked is not None and v.geomean_speedup <= self.banked.geomean_speedup):
@@ -97,7 +94,3 @@ class Bank:
         self.store.save_validations(STORED, [v])
         self.write(v, len(trials))
         return v
-
-
-def _spread(samples) -> float:
-    return relative_spread(list(samples)) if len(samples) > 1 else 0.0

@@ -30,7 +30,7 @@ from ..model.records import Trial
 from ..model.spec import TuneSpec
 from ..model.timebox import Interrupted, Stop, TimeBox
 from .setup import FINALISTS
-from .plan import (ROUNDS_FLOOR, WRITE_SECONDS, Costs, FinishPlan, Plan, finish_cost, finish_reserve, plan_finish,
+from .plan import (WRITE_SECONDS, Costs, FinishPlan, Plan, finish_cost, finish_reserve, least_finish, plan_finish,
                    plan_tune, tune_costs)
 
 BOX_RESULT = "time_box"  # the trial store's record of the box a tune spent (a resume counts it)
@@ -159,8 +159,7 @@ class Budget:
         costs = self.costs(trials.values())
         if candidate:
             return self.plan.search_open(pending, costs)
-        one = finish_cost(costs, 1, min(ROUNDS_FLOOR, self.spec.min_rounds), 0, 0)
-        return (pending + 1) * costs.trial() + one <= self.remaining()
+        return (pending + 1) * costs.trial() + least_finish(costs, self.spec.min_rounds) <= self.remaining()
 
     def queued_fit(self, trials: dict[str, Trial], candidate: bool) -> int:
         """How many of the trials in flight the plan still has room for (the rest is cancelled)."""
@@ -169,7 +168,7 @@ class Budget:
         costs = self.costs(trials.values())
         trial = max(costs.trial(), 1e-6)
         room = self.plan.search_seconds if candidate else \
-            self.remaining() - finish_cost(costs, 1, min(ROUNDS_FLOOR, self.spec.min_rounds), 0, 0)
+            self.remaining() - least_finish(costs, self.spec.min_rounds)
         return max(0, int(room // trial))
 
     def may_extend(self, seconds: float) -> bool:
@@ -192,7 +191,7 @@ class Budget:
         costs = Costs(build=build_seconds, run=run_seconds, workloads=workloads, warmup=spec.warmup,
                       repeats=spec.repeats)
         baseline_rest = max(0, (spec.warmup + spec.repeats) * workloads - 1) * run_seconds
-        rest = baseline_rest + costs.trial() + finish_cost(costs, 1, min(ROUNDS_FLOOR, spec.min_rounds), 0, 0)
+        rest = baseline_rest + costs.trial() + least_finish(costs, spec.min_rounds)
         if rest <= self.remaining():
             return
         needed = self.elapsed() + rest
@@ -204,10 +203,7 @@ class Budget:
 
     def first_run_check(self, build_seconds: float) -> Callable[[float], None] | None:
         """The baseline's `after_first` (Runner.measure): its first run prices the rest (None: no box)."""
-        return partial(self._check_first, build_seconds=build_seconds) if self.bounded else None
-
-    def _check_first(self, run_seconds: float, build_seconds: float) -> None:
-        self.check_first_run(run_seconds, build_seconds)
+        return partial(self.check_first_run, build_seconds=build_seconds) if self.bounded else None
 
     def too_short(self, baseline: Trial) -> TimeTooShort:
         """The box ended while the project's own build was measured: what it would need, from what it took."""

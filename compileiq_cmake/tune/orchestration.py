@@ -22,7 +22,7 @@ from ..model.errors import CompileIQError
 from ..model.events import Recorder, as_stream
 from ..model.records import Status, Trial, TuneResult
 from ..model.spec import TuneSpec
-from ..model.timebox import Stop, TimeBox
+from ..model.timebox import Stop, TimeBox, no_wait
 from ..model.wording import plural
 from ..results.schema import numerics_checked
 from ..results.toml_io import check_output_writable, read_entries
@@ -151,7 +151,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
     box = TimeBox(spec.time_limit, started=started, spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
-                  waited=lease.waited if lease is not None else _no_wait, deadline=deadline)
+                  waited=lease.waited if lease is not None else no_wait, deadline=deadline)
     if box.spent_before:
         log(f"compileiq: time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
             f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)")
@@ -194,10 +194,6 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
     finally:
         stream.stage = was
         unsubscribe()
-
-
-def _no_wait() -> float:
-    return 0.0
 
 
 def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:

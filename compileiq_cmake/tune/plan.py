@@ -90,6 +90,12 @@ def finish_cost(costs: Costs, finalists: int, rounds: int, ablation_steps: int, 
     return seconds + WRITE_SECONDS
 
 
+def least_finish(costs: Costs, min_rounds: int) -> float:
+    """The least finalists' stage that still decides anything: one candidate validated at the fewest rounds,
+    and the write (what one more trial must leave room for)."""
+    return finish_cost(costs, 1, min(ROUNDS_FLOOR, min_rounds), 0, 0)
+
+
 def plan_finish(seconds: float, costs: Costs, finalists: int, min_rounds: int, flags: int,
                 confirmations: int = 0) -> FinishPlan:
     """The largest finalists' stage that fits in `seconds`: the asked one if it fits; else, in this order,
@@ -162,7 +168,7 @@ def plan_tune(limit: float | None, elapsed: float, costs: Costs, finalists: int,
     left = max(0.0, limit - elapsed)
     trial = costs.trial()
     share = left * FINISH_SHARE if reserve is None else min(reserve, left)
-    needed = elapsed + trial + finish_cost(costs, 1, min(ROUNDS_FLOOR, min_rounds), 0, 0)
+    needed = elapsed + trial + least_finish(costs, min_rounds)
     finish = plan_finish(share, costs, finalists, min_rounds, flags, confirmations)
     fallback = finish.finalists == 0
     if fallback:  # even one finalist needs more than the share: what is left after one trial

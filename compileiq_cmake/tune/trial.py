@@ -134,6 +134,12 @@ def noise_of_pairs(trials) -> tuple[float, int]:
     return (statistics.median(spreads), len(spreads)) if spreads else (math.nan, 0)
 
 
+def trial_spread(trial: Trial, noise: float) -> float:
+    """A measured trial's relative noise: the largest spread of its workloads' samples (their per-pair ratios
+    when paired), at least `noise`."""
+    return max(noise, max(relative_spread(m.ratios() if m.paired else m.samples) for m in trial.measurements))
+
+
 def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial,
                                base_of: Callable[[Trial], Trial], trials: dict[str, Trial], noise: float,
                                reference: VariantTree | None = None,
@@ -151,7 +157,7 @@ def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTre
     best = min(loss(t, base_of(t), lower) for t in trials.values())
     current = trial
     while len(current.measurements[0].samples) < spec.max_repeats:
-        spread = max(noise, max(relative_spread(m.ratios() if m.paired else m.samples) for m in current.measurements))
+        spread = trial_spread(current, noise)
         if abs(loss(current, baseline, lower) - best) > 2 * spread:  # its place in the ranking is clear
             break
         done = len(current.measurements[0].samples)
