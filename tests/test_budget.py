@@ -218,7 +218,10 @@ def test_ctrl_c_stops_a_suite_within_seconds_and_nothing_is_written_after_it(tmp
             before = toml.read_bytes() if toml.exists() else None
             sent = time.monotonic()
             proc.send_signal(signal.SIGINT)
-            rc = proc.wait(timeout=30)
+            try:
+                rc = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                raise AssertionError("no exit 30 s after SIGINT:\n" + log.read_text()[-4000:]) from None
             took = time.monotonic() - sent
         finally:
             if proc.poll() is None:

@@ -188,7 +188,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         budget.check()  # an interrupt during the finalists: nothing is written after it
         prior_use.learn(setup, use, search.trials, base, store, stream)
         stream.stage = "publish"
-        result = Publish(setup, store, stream, started, base, search, decision, recorder, box).run()
+        result = Publish(setup, store, stream, started, base, search, decision, recorder, budget).run()
         store.save_result(BOX_RESULT, budget.record(finished=True))
         return result
     finally:

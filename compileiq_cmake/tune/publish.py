@@ -31,6 +31,7 @@ from ..results.toml_io import write_entry
 from ..results.store import TrialStore
 from . import host_side
 from .baseline import Baselines
+from .budget import Budget
 from .finalists import Decision
 from .lines import final_table
 from .search_loop import SearchOutcome
@@ -52,7 +53,12 @@ class Publish:
     search: SearchOutcome
     decision: Decision
     events: Recorder | None = None  # the tune's events so far, for the summary (its notes, warnings, stage results)
-    box: TimeBox | None = None  # the tune's time box (the waits it was not charged, a resumed run's seconds)
+    budget: Budget | None = None  # the tune's: its box (waits not charged, a resumed run's seconds) and stop token
+
+    def _check(self) -> None:
+        """Nothing is written after an interrupt (a suite's Ctrl-C can come while a target publishes)."""
+        if self.budget is not None:
+            self.budget.check()
 
     def run(self) -> TuneResult:
         setup, store, log, base, decision = self.setup, self.store, self.log, self.base, self.decision
@@ -63,6 +69,7 @@ class Publish:
         toml_path = None
         if winner is not None:
             new = _entry(setup, winner, contributions, len(trials), log, decision.untested)
+            self._check()
             change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
             if change is not None and change.replaces is not None:
                 log(f"compileiq: {change.message}")
@@ -70,7 +77,8 @@ class Publish:
         wall = time.perf_counter() - self.started
         fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
         result = TuneResult(spec.target, tuple(trials.values()), base.baseline, winner, toml_path, wall,
-                            tuple(_notes(setup, base, self.search, fresh, decision, wall, self.box)), contributions, setup.language)
+                            tuple(_notes(setup, base, self.search, fresh, decision, wall,
+                                         self.budget.box if self.budget is not None else None)), contributions, setup.language)
         final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh), needed=self.search.needed)
         document = summary.build(
             setup, result, effects=decision.effects, noise=base.noise, paired=bool(base.references),
@@ -86,6 +94,7 @@ class Publish:
             events=summary.event_records(self.events) if self.events is not None else None,
             prior=store.load_result("prior"))
         store.save_result("summary", document)
+        self._check()
         if spec.json_summary:
             try:
                 summary.write(Path(spec.json_summary), document)
@@ -94,6 +103,7 @@ class Publish:
                                      f"result is kept: 'compileiq-cmake report -B {spec.build_dir} --json' prints it") from None
             log(f"compileiq: wrote the summary {spec.json_summary}")
         html = setup.state_dir / "report.html"
+        self._check()
         problem = write_report(html, document)
         log(f"compileiq: report: {html}" if not problem else f"compileiq: note: no report written ({problem})")
         return result
