@@ -212,7 +212,10 @@ def test_ctrl_c_stops_a_suite_within_seconds_and_nothing_is_written_after_it(tmp
     log = tmp_path / "suite.log"
     toml = tmp_path / "all.toml"
     with open(log, "w") as out:
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+        # SIGINT as a terminal delivers it: a runner started in the background (a non-interactive shell's `&`)
+        # hands its children SIGINT ignored, and Python then never raises KeyboardInterrupt
+        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             _until(proc, log, "[c1] [  2/", 240)
             before = toml.read_bytes() if toml.exists() else None
