@@ -184,6 +184,15 @@ Example:
 #]=======================================================================]
 
 include_guard(GLOBAL)
+# The including project's policy CMP0105 (whether CMake passes link options to the device link), read
+# before this module sets its own policies (CompileIQ.cmake, _compileiq_device_lto_refusal).
+get_property(_compileiq_known GLOBAL PROPERTY _compileiq_project_cmp0105 SET)
+if(NOT _compileiq_known)
+  cmake_policy(GET CMP0105 _compileiq_cmp0105)
+  set_property(GLOBAL PROPERTY _compileiq_project_cmp0105 "${_compileiq_cmp0105}")
+  unset(_compileiq_cmp0105)
+endif()
+unset(_compileiq_known)
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.24...4.4)
 
@@ -506,22 +515,26 @@ function(_compileiq_relocatable target out)
 endfunction()
 
 # _compileiq_device_lto_refusal(<target> <out-var> [<config>])
-#   Why device LTO cannot apply to <target>, or "" when it can: CMake's CUDA INTERPROCEDURAL_OPTIMIZATION
-#   generates LTO code (and a device link) only under CUDA_SEPARABLE_COMPILATION, -rdc=true in the flags
-#   alone gets none, and it needs CMake >= 3.25. The one rule: the apply refuses an entry by it, and a
-#   variant tree writes it into compileiq_variant_info.txt (device_lto_refusal=), where the tune reads
-#   whether to offer device LTO.
+#   Why device LTO cannot apply to <target>, or "" when it can: device LTO acts at CMake's device link step,
+#   which CMake runs for a target built with CUDA_SEPARABLE_COMPILATION (-rdc=true in the flags alone gets
+#   none), and -dlto reaches it as a link option, which CMake passes to the device link only under policy
+#   CMP0105 NEW (the project's, as its top-level directory sets it: cmake_minimum_required >= 3.18, or
+#   -DCMAKE_POLICY_DEFAULT_CMP0105=NEW). The one rule: the apply refuses an entry by it, and a variant
+#   tree writes it into compileiq_variant_info.txt (device_lto_refusal=), where the tune reads whether to
+#   offer device LTO.
 function(_compileiq_device_lto_refusal target out)
   get_target_property(sep "${target}" CUDA_SEPARABLE_COMPILATION)
+  get_property(cmp0105 GLOBAL PROPERTY _compileiq_project_cmp0105)
   set(why "")
-  if(sep AND CMAKE_VERSION VERSION_LESS 3.25)
-    set(why "device LTO is applied through CMake's CUDA INTERPROCEDURAL_OPTIMIZATION, which needs "
-      "CMake >= 3.25 (this is ${CMAKE_VERSION})")
+  if(sep AND NOT cmp0105 STREQUAL "NEW")
+    set(why "CMake passes no link options to the device link, where device LTO acts, under the project's "
+      "policy CMP0105 (not NEW: its cmake_minimum_required is older than 3.18): configure with "
+      "-DCMAKE_POLICY_DEFAULT_CMP0105=NEW to let it")
   elseif(NOT sep)
     _compileiq_relocatable("${target}" relocatable ${ARGN})
     if(relocatable)
       set(why "${target} builds relocatable device code through -rdc=true in its flags, not with "
-        "CUDA_SEPARABLE_COMPILATION, which CMake's device LTO (CUDA INTERPROCEDURAL_OPTIMIZATION) needs: "
+        "CUDA_SEPARABLE_COMPILATION, under which CMake runs the device link where device LTO acts: "
         "set CUDA_SEPARABLE_COMPILATION ON")
     else()
       set(why "${target} does not build relocatable device code (CUDA_SEPARABLE_COMPILATION or -rdc=true)")
@@ -531,49 +544,97 @@ function(_compileiq_device_lto_refusal target out)
   set(${out} "${why}" PARENT_SCOPE)
 endfunction()
 
-# _compileiq_device_lto(<target> <config> <out-forwarded> <flag>...)
-#   Device link-time optimization through CMake's own mechanism (CUDA INTERPROCEDURAL_OPTIMIZATION,
-#   CMake >= 3.25): the architectures compile to code=[compute_XX,lto_XX] and the device link gets -dlto
-#   (nvcc refuses -dlto next to --generate-code). A library's consumers do its device link: they get -dlto
-#   through its INTERFACE link options. Device code is generated at the device link then, so the <flag>s
-#   that act there (-Xptxas options and -maxrregcount: nvcc 13 drops compile-step -Xptxas under LTO) go
-#   to the device link too; they are returned in <out-forwarded>.
-function(_compileiq_device_lto target config out_forwarded)
-  if(config STREQUAL "")
-    set_property(TARGET "${target}" PROPERTY INTERPROCEDURAL_OPTIMIZATION ON)
-    set(condition "")
-  else()
-    string(TOUPPER "${config}" upper)
-    set_property(TARGET "${target}" PROPERTY "INTERPROCEDURAL_OPTIMIZATION_${upper}" ON)
-    set(condition "$<CONFIG:${config}>")
+# _compileiq_device_lto(TARGET <t> CONFIG <config or empty> ARCH <arch> [DEVICE_LINK <consumer>...]
+#                       OUT_FORWARDED <var> OUT_AT <var> [FLAGS <flag>...])
+#   Device link-time optimization of the CUDA code of <t> only; the host languages are untouched.
+#   CMake's INTERPROCEDURAL_OPTIMIZATION has no per-language switch: it would also compile the target's C
+#   and C++ files with host LTO (-flto=auto -fno-fat-lto-objects), whose link fails where the host
+#   compiler has no LTO plugin, and credit device LTO with host LTO's effect. So the options are set here:
+#   * at compile, for CUDA sources only, LTO IR of the tuned architecture
+#     (--generate-code=arch=compute_<arch>,code=lto_<arch>) beside the code CMake's architectures already
+#     give: an object holds both, a device link with -dlto uses the IR (the linked code is the same as
+#     from IR-only objects: docs/benchmarks/more-speed.md), one without uses the machine code;
+#   * at the device link, -dlto and the <flag>s that act there (-Xptxas options and -maxrregcount: under
+#     device LTO the code is generated at the link, and nvcc 13 drops compile-step -Xptxas for it); they
+#     are returned in <OUT_FORWARDED>.
+#   An executable or shared library does its own device link. A STATIC or OBJECT library's device code is
+#   linked by its consumers: only the DEVICE_LINK consumers (those the tune measured through) get -dlto;
+#   every other consumer links the library's machine code, without device LTO. <OUT_AT>: the targets whose
+#   device link got -dlto.
+function(_compileiq_device_lto)
+  cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;CONFIG;ARCH;OUT_FORWARDED;OUT_AT" "DEVICE_LINK;FLAGS")
+  set(target "${arg_TARGET}")
+  set(condition "")
+  set(compile_condition "$<COMPILE_LANGUAGE:CUDA>")
+  if(NOT "${arg_CONFIG}" STREQUAL "")
+    set(condition "$<CONFIG:${arg_CONFIG}>")
+    set(compile_condition "$<AND:${compile_condition},${condition}>")
   endif()
+  _compileiq_conditional(ir "${compile_condition}" "--generate-code=arch=compute_${arg_ARCH},code=lto_${arg_ARCH}")
+  target_compile_options("${target}" PRIVATE ${ir})
   set(forwarded "")
-  foreach(flag IN LISTS ARGN)
+  foreach(flag IN LISTS arg_FLAGS)
     if(flag MATCHES "^(-Xptxas=|-maxrregcount=)")
       list(APPEND forwarded "${flag}")
     endif()
   endforeach()
   get_target_property(type "${target}" TYPE)
-  set(scope PRIVATE)
-  set(at_link ${forwarded})
+  set(at "${target}")
   if(type MATCHES "^(STATIC|OBJECT)_LIBRARY$")
-    set(scope INTERFACE)
-    list(PREPEND at_link -dlto)
+    set(at "")
+    foreach(consumer IN LISTS arg_DEVICE_LINK)
+      _compileiq_real_target(real "${consumer}")
+      if(real)
+        list(APPEND at "${real}")
+      endif()
+    endforeach()
   endif()
-  if(at_link)
-    _compileiq_conditional(options "${condition}" ${at_link})
-    list(TRANSFORM options PREPEND "$<DEVICE_LINK:")
-    list(TRANSFORM options APPEND ">")
-    target_link_options("${target}" ${scope} ${options})
-  endif()
-  set(${out_forwarded} "${forwarded}" PARENT_SCOPE)
+  _compileiq_conditional(options "${condition}" -dlto ${forwarded})
+  list(TRANSFORM options PREPEND "$<DEVICE_LINK:")
+  list(TRANSFORM options APPEND ">")
+  foreach(linker IN LISTS at)
+    target_link_options("${linker}" PRIVATE ${options})
+  endforeach()
+  set(${arg_OUT_FORWARDED} "${forwarded}" PARENT_SCOPE)
+  set(${arg_OUT_AT} "${at}" PARENT_SCOPE)
+endfunction()
+
+# _compileiq_consumers(<library> <out-var>)
+#   The targets of the project that link <library> directly (LINK_LIBRARIES), in directory order.
+function(_compileiq_consumers library out)
+  set(found "")
+  set(dirs "${CMAKE_SOURCE_DIR}")
+  while(dirs)
+    list(POP_FRONT dirs dir)
+    get_property(subdirs DIRECTORY "${dir}" PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${subdirs})
+    get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(t IN LISTS targets)
+      get_target_property(type "${t}" TYPE)
+      if(type MATCHES "^(UTILITY|INTERFACE_LIBRARY)$")
+        continue()
+      endif()
+      get_target_property(libs "${t}" LINK_LIBRARIES)
+      if(libs AND "${library}" IN_LIST libs)
+        list(APPEND found "${t}")
+      endif()
+    endforeach()
+  endwhile()
+  set(${out} "${found}" PARENT_SCOPE)
 endfunction()
 
 # _compileiq_source_options(<target> <path> <condition> <flag>...)
 #   The <flag>s for one source file of <target> (<path> absolute), after the target's own options, seen
-#   from the target's directory; each wrapped in $<condition:...> unless <condition> is empty.
+#   from the target's directory; each wrapped in $<condition:...> unless <condition> is empty. A source
+#   file's properties belong to its directory, where other targets may compile the same file: the flags
+#   are guarded by $<STREQUAL:$<TARGET_PROPERTY:NAME>,<target>> (in a source property the target
+#   compiling the file), so that every other target's compile line stays as it was.
 function(_compileiq_source_options target path condition)
-  _compileiq_conditional(options "${condition}" ${ARGN})
+  set(scope "$<STREQUAL:$<TARGET_PROPERTY:NAME>,${target}>")
+  if(NOT condition STREQUAL "")
+    set(scope "$<AND:${condition},${scope}>")
+  endif()
+  _compileiq_conditional(options "${scope}" ${ARGN})
   set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY COMPILE_OPTIONS ${options})
 endfunction()
 
@@ -817,7 +878,7 @@ endfunction()
 function(_compileiq_entry)
   cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO;HOST_SIDE_ONLY;HOST_HAS_FEATURES"
     "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK"
-    "HEADERS;FLAGS;HOST_SPECIFIC;HOST_LACKS")
+    "HEADERS;FLAGS;HOST_SPECIFIC;HOST_LACKS;DEVICE_LINK")
   set(lang "${arg_LANGUAGE}")
   _compileiq_real_target(target "${arg_TARGET}")
   if(NOT target)
@@ -950,9 +1011,10 @@ target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited 
   # nvcc/gcc take one set of flags per target and language: the first wins.
   get_property(applied GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}")
   if(applied)
-    message(WARNING "compileiq: flags for ${target} tuned for ${what} not applied: "
-      "those tuned for ${applied} already are")
-    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "those tuned for ${applied} already apply")
+    message(STATUS "compileiq: flags for ${target} tuned for ${what} not applied: those tuned for ${applied} "
+      "apply (one set of flags per target and language; of several architectures' entries, the newest "
+      "architecture's that the target builds applies)")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "the entry for ${applied} applies instead")
     return()
   endif()
   set(lto "")
@@ -964,17 +1026,49 @@ target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited 
       _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "tuned with device LTO but ${refusal}")
       return()
     endif()
+    if(type MATCHES "^(STATIC|OBJECT)_LIBRARY$")
+      # its device code is linked by its consumers: device LTO applies at the device link of those measured
+      set(measured "")
+      foreach(consumer IN LISTS arg_DEVICE_LINK)
+        _compileiq_real_target(real "${consumer}")
+        if(real)
+          list(APPEND measured "${real}")
+        endif()
+      endforeach()
+      if(NOT measured)
+        if(arg_DEVICE_LINK)
+          list(JOIN arg_DEVICE_LINK ", " named)
+          set(refusal "it was measured at the device link of ${named}, which this project does not define")
+        else()
+          set(refusal "the entry names no consumer whose device link was measured (written by an older tune)")
+        endif()
+        message(WARNING "compileiq: flags for ${target} were tuned with device link-time optimization, but "
+          "${refusal}; not applied: re-run the tune")
+        _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "tuned with device LTO but ${refusal}")
+        return()
+      endif()
+    endif()
   endif()
   # marked applied only now, past every check that can still refuse the entry (the next entry is tried)
   set_property(GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}" "${what}")
   set_property(GLOBAL PROPERTY "_compileiq_applied_arch_${target}_${lang}" "arch:${arg_ARCH}")
   _compileiq_add_flags("${target}" "${lang}" "${config}" ${arg_FLAGS})
   if(arg_DEVICE_LTO)
-    _compileiq_device_lto("${target}" "${config}" forwarded ${arg_FLAGS})
-    set(lto "; device LTO (INTERPROCEDURAL_OPTIMIZATION): code=lto_${arg_ARCH} at compile, -dlto at device link")
+    _compileiq_device_lto(TARGET "${target}" CONFIG "${config}" ARCH "${arg_ARCH}" DEVICE_LINK ${arg_DEVICE_LINK}
+      OUT_FORWARDED forwarded OUT_AT linked FLAGS ${arg_FLAGS})
+    list(JOIN linked ", " shown_linked)
+    set(lto "; device LTO of its CUDA code only: code=lto_${arg_ARCH} at compile, -dlto at the device link of ${shown_linked}")
     if(forwarded)
       list(JOIN forwarded " " shown_forwarded)
       string(APPEND lto " with ${shown_forwarded}")
+    endif()
+    if(type MATCHES "^(STATIC|OBJECT)_LIBRARY$")
+      _compileiq_consumers("${target}" others)
+      list(REMOVE_ITEM others ${linked})
+      if(others)
+        list(JOIN others ", " shown_others)
+        string(APPEND lto " (measured there); ${shown_others} link its machine code without device LTO")
+      endif()
     endif()
   endif()
   list(LENGTH arg_FLAGS n)
@@ -983,7 +1077,11 @@ target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited 
     set(counted "1 tuned flag")
   endif()
   list(JOIN arg_FLAGS " " shown)
-  message(STATUS "compileiq: applied ${counted} to ${target} (${lang} ${what}${detected})${for_config}: ${shown}${lto}")
+  set(to_archs "")
+  if(lang STREQUAL "CUDA" AND NOT "${arg_ARCH}" STREQUAL "")
+    set(to_archs " entry, for ${shown_archs}")
+  endif()
+  message(STATUS "compileiq: applied ${counted} to ${target} (${lang} ${what}${to_archs}${detected})${for_config}: ${shown}${lto}")
   _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" applied
     "${counted} for ${lang} ${what}${detected}${for_config}: ${shown}${lto}")
   if(unmeasured)

@@ -16,7 +16,9 @@ The fragment, rendered from ``templates/variant_flags.cmake.j2``, sets
 ``COMPILEIQ_VARIANT_TARGET``, ``COMPILEIQ_VARIANT_LANGUAGE`` (``CUDA``,
 ``CXX`` or ``C``), ``COMPILEIQ_VARIANT_CUDA_ARCH`` (e.g. ``90``; empty for
 host targets) and ``COMPILEIQ_VARIANT_FLAGS`` (one flag per list item), ``COMPILEIQ_VARIANT_DEVICE_LTO``
-(``ON``: device link-time optimization as the apply does it) and ``COMPILEIQ_VARIANT_SOURCES`` with
+(``ON``: device link-time optimization as the apply does it), ``COMPILEIQ_VARIANT_DEVICE_LINK`` (a
+static or object library's consumers whose device link gets ``-dlto``: the benchmark's) and
+``COMPILEIQ_VARIANT_SOURCES`` with
 ``COMPILEIQ_VARIANT_SOURCE_FLAGS_<i>`` (per-file flags, paths relative to the top-level source directory).
 
 At the end of the top-level directory this module:
@@ -30,9 +32,10 @@ At the end of the top-level directory this module:
   ``$<$<COMPILE_LANGUAGE:CUDA>:...>``) and from ``CMAKE_CUDA_FLAGS`` and
   ``CMAKE_CUDA_FLAGS_<CONFIG>`` (in every directory that sets them, through
   :command:`variable_watch`);
-* adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``, turns on device LTO
-  (``_compileiq_device_lto``, the apply's own function) and sets the per-file flags
-  (``_compileiq_source_options``, also the apply's);
+* adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``, turns on device LTO of its
+  CUDA code (``_compileiq_device_lto``, the apply's own function: LTO IR beside the machine code at
+  compile, ``-dlto`` at the device link, host languages untouched) and sets the per-file flags, scoped to
+  the target (``_compileiq_source_options``, also the apply's);
 * writes ``compileiq_variant_info.txt`` in the top-level build directory
   (the apply's own decisions for the target: see *Files Read by the Tool* in
   :module:`CompileIQ`) and ``compileiq_variant_sources.txt`` (the
@@ -42,6 +45,15 @@ Tuned flags from ``compileiq.toml`` are never applied in a variant tree.
 #]=======================================================================]
 
 include_guard(GLOBAL)
+# The including project's policy CMP0105 (whether CMake passes link options to the device link), read
+# before this module sets its own policies (CompileIQ.cmake, _compileiq_device_lto_refusal).
+get_property(_compileiq_known GLOBAL PROPERTY _compileiq_project_cmp0105 SET)
+if(NOT _compileiq_known)
+  cmake_policy(GET CMP0105 _compileiq_cmp0105)
+  set_property(GLOBAL PROPERTY _compileiq_project_cmp0105 "${_compileiq_cmp0105}")
+  unset(_compileiq_cmp0105)
+endif()
+unset(_compileiq_known)
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.24...4.4)
 
@@ -160,7 +172,13 @@ function(_compileiq_variant_apply)
     if(NOT lto_refusal STREQUAL "")
       message(FATAL_ERROR "compileiq: device LTO was asked for ${target}, but ${lto_refusal}")
     endif()
-    _compileiq_device_lto("${target}" "" forwarded ${COMPILEIQ_VARIANT_FLAGS})
+    get_target_property(type "${target}" TYPE)
+    if(type MATCHES "^(STATIC|OBJECT)_LIBRARY$" AND NOT COMPILEIQ_VARIANT_DEVICE_LINK)
+      message(FATAL_ERROR "compileiq: device LTO was asked for ${target}, a ${type}, but no consumer to "
+        "device-link it was named (COMPILEIQ_VARIANT_DEVICE_LINK)")
+    endif()
+    _compileiq_device_lto(TARGET "${target}" CONFIG "" ARCH "${arch}" DEVICE_LINK ${COMPILEIQ_VARIANT_DEVICE_LINK}
+      OUT_FORWARDED forwarded OUT_AT linked FLAGS ${COMPILEIQ_VARIANT_FLAGS})
   endif()
   set(i 0)
   foreach(src IN LISTS COMPILEIQ_VARIANT_SOURCES)

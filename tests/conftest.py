@@ -156,3 +156,45 @@ def pytest_collection_modifyitems(config, items):
              and any(item.get_closest_marker(t) for t in TIERS[1:])]
     if mixed:
         raise pytest.UsageError(f"tests marked unit and another tier: {', '.join(mixed[:5])}")
+
+
+def _toolkit_bin(nvcc: str) -> Path | None:
+    """The bin/ folder of the toolkit an nvcc (or a wrapper script around it) runs: nvcc's own _HERE_."""
+    out = subprocess.run([nvcc, "--dryrun", "-x", "cu", "-E", os.devnull], capture_output=True, text=True).stderr
+    m = re.search(r"^#\$ _HERE_=(.+)$", out, re.M)
+    return Path(m.group(1).strip()) if m else None
+
+
+@pytest.fixture(scope="session")
+def lto_nvcc(tmp_path_factory) -> str:
+    """An nvcc whose device links with -dlto work, to build device LTO for real: the installed one where it
+    can, else a private copy of its toolkit (bin/ copied, the rest linked) with the nvvm/lib64 that nvlink
+    loads libnvvm from (this machine's toolkit keeps libnvvm in lib/ only). Skips when neither links."""
+    from compileiq_cmake.flags.probe import probe_device_lto
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    if probe_device_lto(nvcc, "90").ok:
+        return nvcc
+    here = _toolkit_bin(nvcc)
+    libnvvm = sorted((here.parent / "lib").glob("libnvvm.so*")) if here else []
+    if not libnvvm:
+        pytest.skip("nvcc cannot device-link with -dlto here, and its toolkit has no libnvvm to repair that with")
+    root = tmp_path_factory.mktemp("lto-toolkit")
+    for item in here.parent.iterdir():
+        if item.name not in ("bin", "nvvm"):
+            (root / item.name).symlink_to(item)
+    shutil.copytree(here, root / "bin", symlinks=True)
+    (root / "nvvm").mkdir()
+    for item in (here.parent / "nvvm").iterdir():
+        if item.name != "lib64":  # made here: never write into the installed toolkit
+            (root / "nvvm" / item.name).symlink_to(item)
+    (root / "nvvm" / "lib64").mkdir()
+    for lib in libnvvm:
+        (root / "nvvm" / "lib64" / lib.name).symlink_to(lib)
+    repaired = str(root / "bin" / "nvcc")
+    outcome = probe_device_lto(repaired, "90")
+    if not outcome.ok:
+        pytest.skip(f"no nvcc here device-links with -dlto ({outcome.message})")
+    return repaired

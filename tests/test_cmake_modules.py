@@ -211,10 +211,10 @@ def _nvcc_version(build) -> str:
 
 @pytest.mark.cmake
 def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path, compiler_versions):
-    """device_lto = true: every CUDA compile line of the target makes LTO-IR (code=lto_90: nvcc refuses -dlto
-    next to --generate-code) and its device link gets -dlto, the status line says so, nvcc compiles such an
-    object here (this toolkit cannot link -dlto: the link is the GPU machine's); a target without relocatable
-    device code does not get it, with a warning."""
+    """device_lto = true: every CUDA compile line of the target also makes LTO-IR (code=lto_90 beside the
+    machine code; nvcc refuses -dlto next to --generate-code) and its device link gets -dlto, the status line
+    says so, nvcc compiles such an object here; a target without relocatable device code does not get it,
+    with a warning."""
     from conftest import HAVE_NVCC
 
     if not HAVE_NVCC:
@@ -230,9 +230,11 @@ def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path, co
     rel = tmp_path / "rel"
     proc = configure(src, rel, "-DCMAKE_BUILD_TYPE=Release", arch, apply)
     assert proc.returncode == 0, proc.stderr
-    assert "device LTO (INTERPROCEDURAL_OPTIMIZATION): code=lto_90 at compile, -dlto at device link" in proc.stdout, proc.stdout
+    assert ("device LTO of its CUDA code only: code=lto_90 at compile, -dlto at the device link of sep_bench"
+            in proc.stdout), proc.stdout
     commands = commands_for(rel, ".cu")
-    assert len(commands) == 2 and all("lto_90" in c and "-maxrregcount=64" in c for c in commands), commands
+    assert len(commands) == 2 and all("code=lto_90" in c and "code=[compute_90,sm_90]" in c and "-maxrregcount=64" in c
+                                      for c in commands), commands
     rules = (rel / "build.ninja").read_text() if (rel / "build.ninja").is_file() else \
         "".join(p.read_text() for p in rel.rglob("*.make") if p.is_file()) + \
         "".join(p.read_text() for p in rel.rglob("dlink.txt") if p.is_file())
@@ -240,7 +242,7 @@ def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path, co
     assert any("-dlto" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), dlink[:5]
     # code is generated at the device link under LTO: the ptxas-side options go there too, and the line says so
     assert any("-maxrregcount=64" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), dlink[:5]
-    assert "-dlto at device link with -maxrregcount=64" in proc.stdout
+    assert "-dlto at the device link of sep_bench with -maxrregcount=64" in proc.stdout
     obj = subprocess.run(["cmake", "--build", str(rel), "--target", "CMakeFiles/sep_bench.dir/src/device_math.cu.o"],
                          capture_output=True, text=True)
     assert obj.returncode == 0, obj.stdout[-2000:] + obj.stderr[-2000:]

@@ -5,6 +5,7 @@ toolkit's CUPTI), kernel-time files, the choice of files, and the per-file candi
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import replace
@@ -42,10 +43,10 @@ def test_device_lto_is_offered_for_relocatable_device_code_only():
     assert any("does not build relocatable device code" in d for d in plain.dropped)
     already, _ = add_device_lto_dimension(space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], True, "", True)
     assert already.dimensions == space.dimensions and any("already uses device LTO" in d for d in already.dropped)
-    # the CMake module's refusal (here: its CMake-version rule) for a relocatable target: dropped with a note
-    old, notes = add_device_lto_dimension(space, ["-rdc=true"], True, "device LTO ... needs CMake >= 3.25 (this is 3.24.4)", True)
-    assert old.dimensions == space.dimensions and "CMake >= 3.25" in notes[0]
-    assert any("CMake >= 3.25" in d for d in old.dropped)
+    # a refusal (here: the toolkit's -dlto link probe) for a relocatable target: dropped with a note
+    old, notes = add_device_lto_dimension(space, ["-rdc=true"], True, "a device link with -dlto fails with this toolkit (nvlink fatal)", True)
+    assert old.dimensions == space.dimensions and "fails with this toolkit" in notes[0]
+    assert any("fails with this toolkit" in d for d in old.dropped)
     excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], False, "", True)
     assert excluded.dimensions == space.dimensions and not notes
     from compileiq_cmake.flags.catalogue import device_lto_wanted
@@ -116,7 +117,8 @@ def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(
     flags = ("-Xptxas=-O1", "-dlto", "[src/main.cu]-Xptxas=-dlcm=cs")
     got = _variant(src, tmp_path / "trial", flags)
     main, other = got["main.cu"]["command"], got["device_math.cu"]["command"]
-    assert "code=[lto_90]" in main and "code=[lto_90]" in other, main
+    # CUDA-only device LTO: LTO IR beside the machine code (the device link with -dlto uses the IR)
+    assert all("code=lto_90" in c and "code=[sm_90]" in c for c in (main, other)), main
     assert "-Xptxas=-O1" in main and "-Xptxas=-O1" in other
     assert "-Xptxas=-dlcm=cs" in main and "-Xptxas=-dlcm=cs" not in other
     assert "-dlto" not in main.split()  # nvcc refuses -dlto next to --generate-code
@@ -457,9 +459,9 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     setup = SimpleNamespace(spec=spec, language="CUDA", cuda_arch="90", bench=None,
                             toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"), build_type="Release",
                             device="NVIDIA H200", compute_capability="9.0", sources_sha256="ab" * 32, replay=None,
-                            headers=(), flags_sha256="")
+                            headers=(), flags_sha256="", device_link=("bench_exe",))
     entry = _entry(setup, winner, (), 20, lambda line: None)
-    assert entry.flags == ("--use_fast_math",) and entry.device_lto
+    assert entry.flags == ("--use_fast_math",) and entry.device_lto and entry.device_link == ("bench_exe",)
     assert entry.sources == ({"path": "src/compute.cu", "flags": ["-maxrregcount=64"]},
                              {"path": "src/gemm.cu", "flags": ["-Xptxas=-O1", "-Xptxas=-dlcm=cs"]})
     write_entry(spec.output, entry)
@@ -467,6 +469,7 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     assert back.device_lto and back.sources == entry.sources and back.flags == entry.flags
     text = cmake_entries([back], tmp_path)
     assert "DEVICE_LTO" in text and text.count("_compileiq_source_flags(") == 2 and "_compileiq_source_flags_done(" in text
+    assert 'DEVICE_LINK "bench_exe"' in text and back.device_link == ("bench_exe",)
 
 
 @pytest.mark.cmake
@@ -529,3 +532,44 @@ def test_per_file_landscape_dimensions_keep_their_catalogue_traits():
     assert traits["compute.cu:use_fast_math"][0] and traits["compute.cu:use_fast_math"][1]
     assert traits["stream.cu:load_cache"] == (False, False)
     assert not land.meta.get("synthetic") and land.meta["space_size"] == 108
+
+
+@pytest.mark.unit
+def test_a_librarys_device_lto_is_measured_through_the_benchmarks_consumer_or_not_offered():
+    """A static or object library's device code is device-linked by its consumers: device LTO is measured (and
+    later applied) at the one that builds the benchmark's program; with none known it is not offered, and the
+    note says how to name one. Executables keep device LTO at their own link."""
+    from compileiq_cmake.project.file_api import Target
+    from compileiq_cmake.tune.setup import _device_link
+
+    space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], True, "", True)
+    spec = SimpleNamespace(target="devlib")
+    lines: list[str] = []
+    lib = Target("devlib", "STATIC_LIBRARY", ("CUDA",), (), (), ())
+    assert _device_link(spec, lib, "bench_a", space, lines.append) == (("bench_a",), space)
+    link, left = _device_link(spec, lib, None, space, lines.append)
+    assert link == () and not any(d.name == "device_lto" for d in left.dimensions)
+    assert len(lines) == 1 and "devlib is a static library" in lines[0] and "--bench" in lines[0]
+    exe = Target("devlib", "EXECUTABLE", ("CUDA",), (), (), ())
+    assert _device_link(spec, exe, None, space, lines.append) == ((), space)
+
+
+@pytest.mark.unit
+def test_entries_are_tried_newest_architecture_first_and_device_link_needs_device_lto(tmp_path):
+    """The apply's rule for several architectures' entries of one target does not depend on the file's order;
+    a device_link list on an entry without device LTO is refused as data."""
+    from compileiq_cmake.model.errors import ResultFileError
+    from compileiq_cmake.results.cmake_entries import cmake_entries
+    from compileiq_cmake.results.toml_io import read_entries, write_entry
+    from test_result_file import make_entry
+
+    entries = [make_entry(target="t", arch=a) for a in ("80", "90", "100", "90a")]
+    calls = [line for line in cmake_entries(entries, tmp_path).splitlines() if line.startswith("_compileiq_entry(")]
+    assert [re.search(r'ARCH "([^"]*)"', c).group(1) for c in calls] == ["100", "90a", "90", "80"]
+    assert cmake_entries(entries[::-1], tmp_path) == cmake_entries(entries, tmp_path)
+    path = tmp_path / "c.toml"
+    write_entry(path, make_entry(target="t", device_lto=True, device_link=("bench_a",)))
+    assert read_entries(path)[0].device_link == ("bench_a",)
+    path.write_text(path.read_text().replace("device_lto = true", "device_lto = false"))
+    with pytest.raises(ResultFileError, match="only an entry with device_lto = true"):
+        read_entries(path)

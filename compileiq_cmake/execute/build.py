@@ -41,6 +41,7 @@ class BuildContext:
     objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
     stop: Stop | None = None  # the tune's stop token (set by make_executor): a build under way is killed by it
+    device_link: tuple[str, ...] = ()  # a static/object library: the consumers whose device link gets -dlto
 
 
 def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
@@ -52,7 +53,8 @@ def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
 def command_problem(context: BuildContext, tree: VariantTree, entries: list[dict], flagset: FlagSet) -> str:
     """Why the trial's compile commands (`entries`, the tree's for the target) are not the project's own plus
     the trial's flags ("" when they are): what is measured must be what would be written. Per-file flags
-    count for their file only; device LTO shows as code=lto_XX in place of code=sm_XX."""
+    count for their file only; device LTO shows as one more architecture option, code=lto_XX (the LTO IR the
+    device link optimizes, beside the machine code)."""
     wanted_flags = build_flags.split(flagset.flags)
     source_dir = context.source_dir.resolve()
     for entry in entries:
@@ -64,7 +66,7 @@ def command_problem(context: BuildContext, tree: VariantTree, entries: list[dict
         if wanted_flags.device_lto:
             if not any(_LTO_CODE.search(t) for t in got):
                 return f"the compile command of {path.name} does not generate LTO code (code=lto_XX) for device LTO"
-            got = frozenset(_LTO_CODE.sub(r"\1sm_", t) for t in got)
+            got = frozenset(t for t in got if not _LTO_CODE.search(t))
         rel = path.relative_to(source_dir).as_posix() if path.is_relative_to(source_dir) else ""
         wanted = set(normalize(["cc", *wanted_flags.target, *wanted_flags.of_source(rel)]))
         missing, extra = wanted - got, got - own - wanted
@@ -81,13 +83,14 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     if tree.restore_cache() and log is not None:
         log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
             "build (the benchmark?); restored before building the next trial")
-    tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags)
+    tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags, context.device_link)
     steps = [("prepare", time.perf_counter() - clock)]
     jobs = max(1, (os.cpu_count() or 2) // context.trees or 1)
     result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout), stop=context.stop)
     if not result.ok:
         return replace(result, steps=tuple(steps))
     clock = time.perf_counter()
+    wanted = build_flags.split(flagset.flags)
     entries = tree.compile_commands(context.sources, context.target)
     problem = command_problem(context, tree, entries, flagset) if context.own_commands else ""
     steps.append(("check", time.perf_counter() - clock))
@@ -97,26 +100,35 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     digest, kernels = "", ()
     clock = time.perf_counter()
     if context.fingerprints is not None:
-        code = device_code(context, tree)
+        code = device_code(context, tree, wanted.device_lto)
         if code.kernels:
             digest = code.digest
             host = sorted(t for t in flagset.flags if t.startswith(HOST_PREFIX))
-            if host:  # host flags change host code only: the same device code is not the same build
-                digest = hashlib.sha256("\0".join([digest, *host]).encode()).hexdigest()
+            # host flags change host code only, and a library's objects hold the same machine code with
+            # device LTO (its consumer's device link differs): the same device code is not the same build
+            marks = [*host, *([build_flags.DEVICE_LTO] if wanted.device_lto else [])]
+            if marks:
+                digest = hashlib.sha256("\0".join([digest, *marks]).encode()).hexdigest()
             kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
                             for k in code.kernels)
     steps.append(("fingerprint", time.perf_counter() - clock))
     return replace(result, compile_command=command, fingerprint=digest, kernels=kernels, steps=tuple(steps))
 
 
-def device_code(context: BuildContext, tree: VariantTree) -> DeviceFingerprint:
+def device_code(context: BuildContext, tree: VariantTree, device_lto: bool = False) -> DeviceFingerprint:
     """The fingerprint of the tuned target's device code: its object files (in parallel, unchanged ones from
-    the cache); the target's own files when the objects hold no machine code (-dlto) or are not known."""
+    the cache); the target's own files (an executable's: its device-linked code) under device LTO, whose
+    result the objects' machine code does not show, or when the objects are not known or hold none."""
     assert context.fingerprints is not None
+    artifacts = [tree.path / rel for rel in context.artifacts]
+    if device_lto and artifacts:
+        code = context.fingerprints.combined(artifacts)
+        if code.kernels:
+            return code
     objects = [tree.path / rel for rel in context.objects if (tree.path / rel).is_file()]
     code = context.fingerprints.combined(objects) if objects else DeviceFingerprint.of([])
-    if not code.kernels and context.artifacts:
-        code = context.fingerprints.combined([tree.path / rel for rel in context.artifacts])
+    if not code.kernels and artifacts:
+        code = context.fingerprints.combined(artifacts)
     return code
 
 

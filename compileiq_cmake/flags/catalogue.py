@@ -118,10 +118,12 @@ def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], wanted:
                              relocatable: bool) -> tuple[FlagSpace, list[str]]:
     """Device link-time optimization (the token -dlto, build_flags) as a dimension of its own, offered only
     where the apply accepts it and the target does not use device LTO already. It is a build mode, not a
-    compile flag: it is neither probed nor screened (the objects then hold LTO IR, no SASS). `refusal` and
-    `relocatable` are the CMake module's own decisions (ApplyDecisions, read from compileiq_variant_info.txt):
-    why the apply would refuse device LTO for the target ("" when it accepts it: CUDA_SEPARABLE_COMPILATION,
-    CMake >= 3.25) and whether the target builds relocatable device code (a refusal is a note then)."""
+    compile flag: it is not screened (the objects' machine code is the same; the IR beside it is what the
+    device link optimizes). `refusal` and `relocatable` are the CMake module's own decisions (ApplyDecisions,
+    read from compileiq_variant_info.txt) or the tune's (a device link with -dlto that fails on this machine,
+    a library whose measured consumer is unknown): why device LTO cannot apply ("" when it can:
+    CUDA_SEPARABLE_COMPILATION) and whether the target builds relocatable device code (a refusal is a note
+    then)."""
     if not wanted:
         return space, []
     if _has(project_flags, r"-dlto", r"-gencode=.*code=.*lto_\d+.*"):
@@ -129,12 +131,20 @@ def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], wanted:
     if refusal:
         dropped = f"device_lto: {refusal}"
         return replace(space, dropped=(*space.dropped, dropped)), [f"note: device_lto not offered: {refusal}"] if relocatable else []
-    dim = Dimension(DEVICE_LTO_DIMENSION, "device link-time optimization of the relocatable device code "
-                    "(CUDA INTERPROCEDURAL_OPTIMIZATION: code=lto_XX at compile, -dlto, -Xptxas options and "
-                    "-maxrregcount at the device link)", ((), ("-dlto",)), build_mode=True)
+    dim = Dimension(DEVICE_LTO_DIMENSION, "device link-time optimization of the relocatable CUDA code (its "
+                    "CUDA sources also compiled to LTO IR, code=lto_XX; -dlto, -Xptxas options and -maxrregcount "
+                    "at the device link; host languages untouched)", ((), ("-dlto",)), build_mode=True)
     return (replace(space, dimensions=(*space.dimensions, dim)),
             ["device_lto: the target builds relocatable device code (CUDA_SEPARABLE_COMPILATION): device link-time optimization "
              "is searched as a dimension of its own"])
+
+
+def drop_device_lto(space: FlagSpace, why: str) -> tuple[FlagSpace, list[str]]:
+    """The space without the device_lto dimension (if it has one), and the note that says why."""
+    if not any(d.name == DEVICE_LTO_DIMENSION for d in space.dimensions):
+        return space, []
+    return (replace(space, dimensions=tuple(d for d in space.dimensions if d.name != DEVICE_LTO_DIMENSION),
+                    dropped=(*space.dropped, f"device_lto: {why}")), [f"note: device_lto not offered: {why}"])
 
 
 def add_acf_dimension(space: FlagSpace, acf_files: list[Path], nvcc_version: str) -> tuple[FlagSpace, list[str]]:

@@ -124,6 +124,42 @@ def probe_values(
     return out
 
 
+DEVICE_LINK_KEY = "device-lto-link"
+
+
+def probe_device_lto(nvcc_path: str, arch: str, cache_path: Path | None = None) -> ProbeOutcome:
+    """Whether device LTO builds with this toolkit: the probe kernel compiled as relocatable code with LTO IR
+    beside its machine code (as cmake/CompileIQ.cmake's _compileiq_device_lto compiles), then a device link
+    with -dlto (which needs the toolkit's libnvvm at the link). Cached with the flag probes."""
+    nvcc = str(Path(nvcc_path).resolve())
+    version = nvcc_version(nvcc)
+    key = f"{nvcc}|{version}"
+    cached = _load_cache(cache_path, key)
+    name = f"sm_{arch}|{DEVICE_LINK_KEY}"
+    if name in cached:
+        return ProbeOutcome(ok=bool(cached[name]["ok"]), message=str(cached[name].get("message", "")))
+    with tempfile.TemporaryDirectory(prefix="compileiq-probe-") as tmp:
+        src, obj, linked = Path(tmp) / "probe.cu", Path(tmp) / "probe.o", Path(tmp) / "dlink.o"
+        src.write_text(PROBE_KERNEL)
+        steps = ([nvcc, "-rdc=true", f"--generate-code=arch=compute_{arch},code=[compute_{arch},sm_{arch}]",
+                  f"--generate-code=arch=compute_{arch},code=lto_{arch}", "-c", str(src), "-o", str(obj)],
+                 [nvcc, "-dlink", "-dlto", f"-arch=sm_{arch}", str(obj), "-o", str(linked)])
+        outcome = ProbeOutcome(ok=True)
+        for cmd in steps:
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+            except subprocess.TimeoutExpired:
+                outcome = ProbeOutcome(ok=False, message=f"{' '.join(cmd[1:3])} timed out")
+                break
+            if proc.returncode != 0:
+                lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
+                outcome = ProbeOutcome(ok=False, message=(lines[-1] if lines else f"exit status {proc.returncode}")[:300])
+                break
+    cached[name] = {"ok": outcome.ok, "message": outcome.message}
+    _store_cache(cache_path, key, nvcc, version, cached)
+    return outcome
+
+
 def probe_space(
     space: FlagSpace, nvcc_path: str, arch: str, cache_path: Path | None = None, jobs: int | None = None,
 ) -> tuple[FlagSpace, list[str]]:

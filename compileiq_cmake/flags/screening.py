@@ -36,7 +36,7 @@ from ..system.lock import TuneLock
 from . import load_space
 from .catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension, device_lto_wanted
 from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool, fingerprint
-from .probe import default_cache_path, nvcc_version, probe_space, user_cache_dir
+from .probe import default_cache_path, nvcc_version, probe_device_lto, probe_space, user_cache_dir
 
 SAME_AS_BASELINE = "same device code as the project's own build"
 NOT_SCREENED = "not screened: the screening's time share ran out"
@@ -449,8 +449,13 @@ def prepare_cuda_space(
             notes += result.notes
     if entries:  # a build mode, not a compile flag: after the screening, never screened
         decided = decisions or ApplyDecisions.parse({}, "(none)")
-        space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto,
-                                                    decided.device_lto_refusal, decided.relocatable)
+        refusal = decided.device_lto_refusal
+        if device_lto and not refusal and decided.relocatable:
+            linked = probe_device_lto(nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path))
+            if not linked.ok:
+                refusal = f"a device link with -dlto fails with this toolkit ({linked.message})"
+        space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto, refusal,
+                                                    decided.relocatable)
         notes += lto_notes
     return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds)
 

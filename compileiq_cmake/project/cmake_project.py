@@ -49,12 +49,15 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> str:
-    """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag)."""
+def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
+                    device_link: tuple[str, ...] = ()) -> str:
+    """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag). `device_link`: a static or
+    object library's consumers whose device link gets -dlto under device LTO (the benchmark's)."""
     template = _environment().get_template("variant_flags.cmake.j2")
     b = build_flags.split(flags)
     return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(b.target),
-                           device_lto=b.device_lto, sources=[(p, list(f)) for p, f in b.sources])
+                           device_lto=b.device_lto, device_link=list(device_link) if b.device_lto else [],
+                           sources=[(p, list(f)) for p, f in b.sources])
 
 
 def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
@@ -210,9 +213,10 @@ class VariantTree:
         self.fragment = self.path / FRAGMENT_NAME
         self._cache_text: bytes | None = None  # CMakeCache.txt as the tool left it (configure or build)
 
-    def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...]) -> bool:
+    def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
+                    device_link: tuple[str, ...] = ()) -> bool:
         """Render the trial fragment; returns True when its content changed (the next build re-runs CMake)."""
-        text = render_fragment(target, language, cuda_arch, flags)
+        text = render_fragment(target, language, cuda_arch, flags, device_link)
         if self.fragment.is_file() and self.fragment.read_text() == text:
             return False
         self.path.mkdir(parents=True, exist_ok=True)

@@ -98,8 +98,12 @@ class FlagsEntry:
     acf_sha256: tuple[tuple[str, str], ...] = ()  # (relative path, sha256) of each --apply-controls file
     # per-source flags on top of `flags`: ({"path": relative to the source dir, "flags": [...]}, ...)
     sources: tuple[dict, ...] = field(default=(), metadata={"row": SourceRow})
-    # CUDA, relocatable device code: device link-time optimization (-dlto at compile and at device link)
+    # CUDA, relocatable device code: device link-time optimization of the CUDA code only (LTO IR of `arch` at
+    # compile, -dlto at the device link; cmake/CompileIQ.cmake, _compileiq_device_lto)
     device_lto: bool = False
+    # device LTO of a STATIC or OBJECT library: the consumers whose device link the tune measured (only they
+    # get -dlto; the library's other consumers link its machine code)
+    device_link: tuple[str, ...] = field(default=(), metadata={"pattern": _TARGET_NAME})
     # how the tune measured, for `check --remeasure`: the benchmark command (paths in the build tree relative
     # to it, e.g. "./bin/nbody": it runs in a tree of the project as its working directory), its PASS_REGEX
     # and VERIFY command; () and "" in entries written before they were recorded
@@ -342,6 +346,9 @@ def check_entry(raw: object, where: str) -> FlagsEntry:
     if typed.get("device_lto") and typed["language"] != "CUDA":
         raise ResultFileError(f"{where}: device_lto of {typed['target']!r} must be true or false, and true only for a "
                              "CUDA entry")
+    if typed.get("device_link") and not typed.get("device_lto"):
+        raise ResultFileError(f"{where}: device_link of {typed['target']!r} names the consumers device-linked with "
+                             "device LTO: only an entry with device_lto = true has it")
     _check_acf_sha256(typed, where)
     _check_headers(typed, where)
     return FlagsEntry(**typed)

@@ -256,7 +256,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
              "kept": c.kept, "reason": c.reason}
             for c in contributions if math.isfinite(c.speedup)
         ),
-        device_lto=parts.device_lto, sources=tuple(sources),
+        device_lto=parts.device_lto, device_link=setup.device_link if parts.device_lto else (), sources=tuple(sources),
         tuned_cpu=resolved.cpu if resolved else "", cpu_features=tuple(sorted(features)),
         arch_scope=spec.arch_scope if setup.language == "CUDA" else "all",
         benchmark=bench.relative(bench.argv) if bench else (), pass_regex=spec.pass_regex or "",

@@ -32,7 +32,7 @@ from ..execute.build import BuildContext, command_tokens
 from ..execute.executor import ExecutionPlan
 from ..execute.replay import ReplayRunner
 from .tree_pool import TreePool
-from ..flags.catalogue import device_lto_wanted
+from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
 from ..flags.screening import prepare_cuda_space
 from ..model.spec import TuneSpec, compute_capability
@@ -74,6 +74,7 @@ class TuneSetup:
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
     later: "OnDemandTrees | None" = None  # configures the trees only the finalists need when they do
+    device_link: tuple[str, ...] = ()  # a static/object library: the consumer whose device link is measured
 
     def trees_for(self, n: int) -> tuple[VariantTree, ...]:
         """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
@@ -96,7 +97,8 @@ class TuneSetup:
             target=self.spec.target, language=self.language, cuda_arch=self.cuda_arch,
             build_targets=self.build_targets, sources=self.target.sources, source_dir=self.spec.source_dir,
             trees=len(self.trees), timeout=self.spec.timeout, own_commands=self.own_commands,
-            fingerprints=self.fingerprints, objects=self.objects, artifacts=self.artifacts)
+            fingerprints=self.fingerprints, objects=self.objects, artifacts=self.artifacts,
+            device_link=self.device_link)
 
     @property
     def per_file_context(self) -> PerFileContext:
@@ -333,6 +335,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         build_targets = ("all",) if str(bench.argv[0]).startswith(str(spec.build_dir)) else (spec.target,)
     else:
         build_targets = tuple(dict.fromkeys((spec.target, owner)))
+    device_link, space = _device_link(spec, target, owner, space, log)
     code = _code_identity(spec, first, target, log)
     own_commands = _own_commands(first, target, language)
     space = _unoptimized_first(space, own_commands, language, log)
@@ -345,8 +348,29 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         build_type=first.decisions().config, sources_sha256=code.sources_sha256, headers=code.headers,
         flags_sha256=first.decisions().flags_sha256, commands_sha256=code.commands_sha256,
         objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=own_commands,
-        screen_kernels=screen_kernels, later=later,
+        screen_kernels=screen_kernels, later=later, device_link=device_link,
     )
+
+
+LIBRARY_TYPES = ("STATIC_LIBRARY", "OBJECT_LIBRARY")
+
+
+def _device_link(spec: TuneSpec, target: Target, owner: str | None, space: FlagSpace,
+                 log: Log) -> tuple[tuple[str, ...], FlagSpace]:
+    """Where a device-LTO trial of a static or object library is device-linked: at its consumer that builds the
+    benchmark's program (the only one measured; the apply gives -dlto to it alone). Without such a consumer
+    device LTO is not offered, with a note."""
+    if target.type not in LIBRARY_TYPES:
+        return (), space
+    if owner is not None and owner != spec.target:
+        return (owner,), space
+    kind = "a static" if target.type == "STATIC_LIBRARY" else "an object"
+    space, notes = drop_device_lto(space, f"{spec.target} is {kind} library, whose device code its consumers "
+                                   "device-link, and the benchmark's program is built by none of the project's targets "
+                                   "(give --bench the consumer's program in the build tree)")
+    for note in notes:
+        log(f"compileiq: {note}")
+    return (), space
 
 
 class OnDemandTrees:
