@@ -144,7 +144,7 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
     write_entry(toml, _entry(build, target="heavy", benchmark=("./pair_bench", "heavy"), pass_regex="PASS",
                              metric="rate=([0-9.]+)", lower_is_better=False, workloads=("--n 4000000",) * 40,
                              baseline=(300.0,) * 40, tuned=(900.0,) * 40))
-    gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "5", "--json")
+    gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "5", "--json")
     proc = run_cli(*gate)
     doc = json.loads(proc.stdout)
     light, heavy = (e["remeasure"] for e in doc["entries"])
@@ -187,7 +187,7 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.benchmark == ("./gate_bench",) and entry.pass_regex == "PASS" and entry.verify == ()
     assert entry.workloads == ("--n 1000000",) and entry.metric == "time_ms=([0-9.]+)" and entry.lower_is_better
-    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "5", "--json")
+    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "5", "--json")
     doc = json.loads(proc.stdout)
     r = doc["entries"][0]["remeasure"]
     assert proc.returncode == 0 and doc["passed"] and r["benchmark"] == ["./gate_bench"], proc.stdout + proc.stderr
@@ -239,9 +239,12 @@ def test_the_recorded_verify_runs_and_a_tuned_build_that_fails_it_fails_the_gate
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     write_entry(src / "compileiq.toml", _entry(build, benchmark=("./gate_bench",), pass_regex="PASS",
                                                verify=("sh", "-c", "! grep -q -- -O2 compile_commands.json")))
-    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "3", "--json")
+    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "3", "--json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and not doc["passed"], proc.stdout + proc.stderr
+    # --run-recorded said the VERIFY command it was going to run before running it
+    said = proc.stderr.index("--run-recorded runs")
+    assert "VERIFY: sh -c '! grep -q -- -O2 compile_commands.json'" in proc.stderr[said:], proc.stderr
     assert doc["entries"][0]["failures"] == [
         "re-measured: the tuned build's benchmark fails on workload '--n 1000000': VERIFY failed (exit code 1)"], doc
 
@@ -317,7 +320,7 @@ def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monke
     gate = ("check", "-S", str(src), "-B", str(build))
     # the check's trees (tuned and plain) exist and are built: a re-configure reaches the sleep at once, and
     # the --remeasure build below is the slow step alone (not a fresh configure and compile under the timeout)
-    assert run_cli(*gate, "--remeasure", "--rounds", "5").returncode == 0
+    assert run_cli(*gate, "--remeasure", "--run-recorded", "--rounds", "5").returncode == 0
 
     configured, built = tmp_path / "configure-sleep-started", tmp_path / "build-sleep-started"
     monkeypatch.setenv("GATE_SLOW_CONFIGURE", "3001.25")
@@ -333,7 +336,7 @@ def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monke
     monkeypatch.delenv("GATE_SLOW_CONFIGURE")
     monkeypatch.setenv("GATE_SLOW_BUILD", "3002.5")
     monkeypatch.setenv("GATE_MARKER", str(built))
-    proc = run_cli(*gate, "--remeasure", "--build-timeout", "10", timeout=400)
+    proc = run_cli(*gate, "--remeasure", "--run-recorded", "--build-timeout", "10", timeout=400)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stdout + proc.stderr
     assert "building " in proc.stderr and "did not finish within 10 s" in proc.stderr, proc.stderr
     assert built.is_file(), "the build never reached its slow step: the timeout stopped something else"

@@ -198,7 +198,7 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAIL: not significantly faster than the plain build" in proc.stdout or "FAIL: significantly slower" in proc.stdout
     # the entry records no benchmark (a file of an older version) and no --bench is given: one line, exit 2
-    proc = run_cli(*gate, "--remeasure")
+    proc = run_cli(*gate, "--remeasure", "--run-recorded")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "--remeasure needs the benchmark command of the entry for gate_bench" in proc.stderr
     # an entry for another build type does not apply, and says why

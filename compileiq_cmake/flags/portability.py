@@ -25,7 +25,17 @@ from .space import HOST_PREFIX
 
 _NATIVE = re.compile(r"^-m(arch|tune|cpu)=native$")
 _CPU_NAME = r"[A-Za-z0-9][A-Za-z0-9_.+\-]*"
-_FEATURE = r"[a-z0-9][a-z0-9_.\-]*"
+_FEATURE = r"(?:[a-z]|3dnow)[a-z0-9_.\-]*"  # an ISA extension's switch name (avx2, sse4.2, avx512f, 3dnow)
+# -m<name> switches that change the ABI or the code model, not the instruction set: never written by a
+# resolution, so never accepted as one (a TOML naming them as "ISA features" would slip them onto the line)
+_NOT_ISA = re.compile(r"^(red-zone|general-regs-only|soft-float|hard-float|fp-ret-in-387|80387|387|ieee-fp|"
+                      r"long-double-\w+|stackrealign|rtd|regparm.*|sseregparm|align-.*|accumulate-outgoing-args|"
+                      r"push-args|ms-bitfields|cmodel.*|abi.*|pc\d+|fpmath.*|tls-.*|stack-.*|indirect-.*|"
+                      r"function-return.*|omit-leaf-frame-pointer|vzeroupper|direct-extern-access|fentry.*|"
+                      r"record-mcount|nop-mcount|mcount.*|large-data-threshold.*|force-drap|inline-.*|"
+                      r"memcpy-strategy.*|memset-strategy.*|branch-cost.*|dump-tune-features|tune-ctrl.*|"
+                      r"no-.*|x32|lp64|ilp32|fp16-format.*|float-abi.*|unaligned-access|strict-align|"
+                      r"harden-sls.*|cet-switch|manual-endbr|needed|noreturn-no-callee-saved-registers)$")
 CACHE_PARAMS = ("l1-cache-size", "l1-cache-line-size", "l2-cache-size")
 # The tokens a resolution writes (validated against the entry's record by results/schema.py)
 RESOLVED_CPU = re.compile(rf"^-m(arch|tune|cpu)=({_CPU_NAME})$")
@@ -198,7 +208,9 @@ def resolved_token_ok(flag: str, features: tuple[str, ...]) -> bool:
     if RESOLVED_CPU.match(core) or RESOLVED_PARAM.match(core):
         return True
     m = RESOLVED_ISA.match(core)
-    return bool(m) and (m.group(1) == "no-" or m.group(2) in features)
+    if not m or _NOT_ISA.match(m.group(2)):
+        return False
+    return m.group(1) == "no-" or m.group(2) in features
 
 
 def host_specific(flags: tuple[str, ...] | list[str]) -> list[str]:

@@ -13,7 +13,7 @@ from ..model.records import Status
 from ..model.spec import MetricSpec
 from ..model.timebox import Stop
 from ..system.processes import KEEP_BYTES, MAX_OUTPUT_BYTES, ProcessResult, run_process
-from .metrics import passed, read_metric, value_problem
+from .metrics import pass_problem, read_metric, value_problem
 
 
 def _truncation_warnings(res: ProcessResult) -> tuple[str, ...]:
@@ -52,9 +52,9 @@ def _outcome(res: ProcessResult, metric: MetricSpec, pass_regex: str | None, tim
     if res.returncode != 0:
         what = f"killed by signal {-res.returncode}" if res.returncode < 0 else f"exit code {res.returncode}"
         return RunOutcome(Status.RUN_FAILED, None, f"benchmark failed ({what})", secs, out, warnings=warnings)
-    if not passed(pass_regex, out):
-        return RunOutcome(Status.PASS_MISSING, None, f"PASS_REGEX {pass_regex!r} not in output", secs, out,
-                          warnings=warnings)
+    missing = pass_problem(pass_regex, out, metric.regex_seconds)
+    if missing:
+        return RunOutcome(Status.PASS_MISSING, None, missing, secs, out, warnings=warnings)
     reading = read_metric(metric, out, secs, json_path)
     warnings += (reading.warning,) if reading.warning else ()
     problem = reading.problem or (value_problem(reading.value, metric) if reading.value is not None else "")

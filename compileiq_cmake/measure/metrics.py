@@ -73,10 +73,26 @@ class MetricReading:
     warning: str = ""
 
 
-def read_regex(pattern: str, text: str) -> MetricReading:
+def _matches(pattern: str, text: str, seconds: float | None) -> list[str | None] | str:
+    """The first groups of every match (MULTILINE); with `seconds` (a regex read from a file, not typed by the
+    user: it may backtrack catastrophically) matched by the `regex` engine under that time limit, and on
+    running past it the reason as a string."""
+    if seconds is None:
+        return [m.group(1) for m in re.finditer(pattern, text, flags=re.MULTILINE)]
+    import regex
+
+    try:
+        return [m.group(1) for m in regex.finditer(pattern, text, flags=regex.MULTILINE, timeout=seconds)]
+    except TimeoutError:
+        return f"the regex {pattern!r} ran past its {seconds:g} s limit on the output (a regex read from a file)"
+
+
+def read_regex(pattern: str, text: str, seconds: float | None = None) -> MetricReading:
     """The capture group of the LAST match (documented: a program that prints the metric several times is
-    read at its last line), with a warning when the matches disagree."""
-    printed = [m.group(1) for m in re.finditer(pattern, text, flags=re.MULTILINE)]
+    read at its last line), with a warning when the matches disagree. `seconds`: see _matches."""
+    printed = _matches(pattern, text, seconds)
+    if isinstance(printed, str):
+        return MetricReading(None, "", printed)
     if not printed:
         return MetricReading(None)
     last = printed[-1]
@@ -107,7 +123,7 @@ def read_metric(metric: MetricSpec, output: str, seconds: float, json_path: Path
     """The metric of one run from what it printed (regex, Google Benchmark JSON), its nvbench JSON file or its
     wall time (seconds, read in ms)."""
     if metric.kind == "regex":
-        return read_regex(metric.pattern, output)
+        return read_regex(metric.pattern, output, metric.regex_seconds)
     if metric.kind == "gbench":
         return MetricReading(parse_gbench(output))
     if metric.kind == "nvbench":
@@ -116,6 +132,19 @@ def read_metric(metric: MetricSpec, output: str, seconds: float, json_path: Path
 
 
 
-def passed(pass_regex: str | None, output: str) -> bool:
-    """Whether the output matches PASS_REGEX (any line, re.MULTILINE); True without one."""
-    return pass_regex is None or re.search(pass_regex, output, flags=re.MULTILINE) is not None
+def pass_problem(pass_regex: str | None, output: str, seconds: float | None = None) -> str:
+    """Why the output does not pass ("" when it matches PASS_REGEX on any line, re.MULTILINE, or there is
+    none). `seconds`: a regex read from a file, matched under that time limit (running past it fails)."""
+    if pass_regex is None:
+        return ""
+    if seconds is None:
+        found = re.search(pass_regex, output, flags=re.MULTILINE) is not None
+    else:
+        import regex
+
+        try:
+            found = regex.search(pass_regex, output, flags=regex.MULTILINE, timeout=seconds) is not None
+        except TimeoutError:
+            return (f"PASS_REGEX {pass_regex!r} ran past its {seconds:g} s limit on the output (a regex read from a "
+                    "file: give --pass-regex)")
+    return "" if found else f"PASS_REGEX {pass_regex!r} not in output"

@@ -26,6 +26,8 @@ class MetricSpec:
     kind: str  # "regex" | "gbench" | "nvbench" | "walltime"
     pattern: str = ""
     lower_is_better: bool = True
+    # a regex read from a file (a TOML's, for check): matched under this time limit (measure.metrics)
+    regex_seconds: float | None = None
 
     @property
     def label(self) -> str:

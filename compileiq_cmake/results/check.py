@@ -8,8 +8,10 @@
    COMPILEIQ_CHECK_FILE. No second copy of those rules here. --strict: exit 1 when an entry does not apply or
    is stale.
 3. --remeasure: for each applying entry, a tree with only that entry applied (tuned) and one without the file
-   (plain) are built, and the entry's own benchmark (as its tune recorded it: command, metric, PASS_REGEX,
-   VERIFY; --bench and the metric options override) runs interleaved (plain/tuned alternating, the order flipped
+   (plain) are built, and the benchmark runs interleaved: --bench (with the recorded metric and PASS_REGEX
+   unless --metric/--pass-regex are given), or, only with --run-recorded, the entry's own as its tune recorded
+   it (command, metric, PASS_REGEX, VERIFY; every command printed before anything runs: a TOML is data, and
+   nothing written in it runs unless the user says so). It runs (plain/tuned alternating, the order flipped
    every round) on the entry's workloads (repeats measured once, at most --max-workloads). An entry passes when
    no workload is significantly slower and the geometric-mean speedup is significantly above 1 + min gain: the
    lower end of its 95% interval lies above 1 + min gain (default min gain: from the plain build's noise, as a
@@ -25,13 +27,13 @@ import math
 import os
 import shlex
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from ..measure.bench import run_benchmark, run_verify
 from ..system.processes import run_process
 from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, top_level_includes
 from ..model.events import EventStream
-from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, first_error_line, write_log
+from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, UsageError, first_error_line, write_log
 from ..project.file_api import read_codemodel, write_query
 from ..model.records import Status
 from ..system.resources import cmake_dir
@@ -45,6 +47,7 @@ from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, 
 # when a comparison is made, so reading them costs the command line no start-up time)
 ROUNDS = 9  # interleaved rounds per workload (--rounds)
 MAX_WORKLOADS = 8  # distinct workloads re-measured per entry at most (--max-workloads)
+REGEX_SECONDS = 2.0  # a regex of the TOML (metric, PASS_REGEX) matched under this time limit per run
 BUILD_TIMEOUT = 3600.0  # seconds for each configure and each build of the check's trees (--build-timeout)
 
 
@@ -57,6 +60,8 @@ class BenchOverride:
     metric: str | None = None
     lower_is_better: bool | None = None
     pass_regex: str | None = None
+    # a TOML is data: its recorded benchmark and VERIFY commands run only when the user says so (--run-recorded)
+    run_recorded: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,13 +77,17 @@ class Benchmark:
 
 def entry_benchmark(entry: FlagsEntry, override: BenchOverride) -> Benchmark:
     """The entry's own benchmark as its tune recorded it, with the command line's overrides."""
+    if not override.bench and not override.run_recorded:
+        raise UsageError("check --remeasure runs no command written in the TOML unless told to: give --bench 'program "
+                         "args' (its first word may be a target of the project), or --run-recorded to run each entry's "
+                         "recorded benchmark and VERIFY commands (all printed before anything runs)")
     argv = override.bench or entry.benchmark
     if not argv:
         raise CompileIQError(f"--remeasure needs the benchmark command of the entry for {entry.target}, which records "
                              "none (written by an older compileiq_cmake): pass --bench 'program args' (its first word "
                              "may be a target of the project), or re-tune")
     lower = entry.lower_is_better if override.lower_is_better is None else override.lower_is_better
-    metric = MetricSpec.parse(override.metric or entry.metric, lower)
+    metric = replace(MetricSpec.parse(override.metric or entry.metric, lower), regex_seconds=REGEX_SECONDS)
     pass_regex = override.pass_regex if override.pass_regex is not None else (entry.pass_regex or None)
     return Benchmark(tuple(argv), metric, pass_regex, () if override.bench else entry.verify)
 
@@ -310,6 +319,12 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     if not remeasure or not applying:
         return checks
     benches = {i: entry_benchmark(e, override) for i, _, e in applying}  # before anything is built
+    if not override.bench:  # --run-recorded: every command the TOML makes this check run, before any runs
+        for i, c, e in applying:
+            b = benches[i]
+            what = f"{c.target} (sm_{c.arch})" if c.arch else c.target
+            events.warning(f"check: --run-recorded runs, as {toml.name} records them, for {what}: benchmark: "
+                           f"{shlex.join(b.argv)}; " + (f"VERIFY: {shlex.join(b.verify)}" if b.verify else "no VERIFY"))
     _configure(source_dir, root / "plain", user, cmake, toml, False, None, build_timeout)
     tuned = {}
     for i, c, e in applying:  # each entry measured with only its own flags applied

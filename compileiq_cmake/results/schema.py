@@ -27,7 +27,8 @@ NUMERICS_CHECKS = ("compare_output", "compare_file")
 ACF_PREFIX = "--apply-controls="
 ARCH_SCOPES = ("all", "tuned")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-_CPU_FEATURE = re.compile(r"^[a-z0-9][a-z0-9_.\-]*$")
+_CPU_FEATURE = re.compile(r"^(?:[a-z]|3dnow)[a-z0-9_.\-]*$")
+_ONE_LINE = re.compile(r"^[^\x00-\x1f\x7f]{0,200}$")  # printable, one line (what check's records are made of)
 _TARGET_NAME = re.compile(r"^[A-Za-z0-9_.+\-]+(::[A-Za-z0-9_.+\-]+)*$")
 _BUILD_TYPE = re.compile(r"^[A-Za-z0-9_]*$")  # a CMake configuration name, or empty
 _ARCH = re.compile(r"^([0-9]{2,3}[af]?)?$")
@@ -114,7 +115,7 @@ class FlagsEntry:
     headers: tuple[str, ...] = ()
     flags_sha256: str = field(default="", metadata={"pattern": _SHA256_OR_EMPTY})  # CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> of the tune (cmake/CompileIQ.cmake)
     # host-specific flags (-march=native ...) resolved at tune time: the CPU tuned on and the ISA features they need
-    tuned_cpu: str = ""
+    tuned_cpu: str = field(default="", metadata={"pattern": _ONE_LINE})
     cpu_features: tuple[str, ...] = field(default=(), metadata={"pattern": _CPU_FEATURE})  # ISA feature names
     # CUDA: "all" (the flags go to every architecture the target builds) or "tuned" (only to builds of arch alone)
     arch_scope: str = field(default="all", metadata={"one_of": ARCH_SCOPES})
@@ -285,6 +286,9 @@ def _check_sources(typed: dict, where: str) -> None:
     seen = set()
     for x in sources:
         path, flags = x["path"], x["flags"]
+        for flag in flags:
+            if family == "nvcc" and flag.startswith(ACF_PREFIX) and _acf_problem(flag):
+                raise ResultFileError(f"{where}: source {path!r}: {_acf_problem(flag)}")
         if not _RELATIVE_PATH.match(path) or ".." in path.split("/"):
             raise ResultFileError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
                                  "source directory, '/'-separated, without '..'")
@@ -327,7 +331,8 @@ def _check_acf_sha256(typed: dict, where: str) -> None:
     if not all(_SHA256.fullmatch(digest) for _, digest in pairs):
         raise ResultFileError(f"{where}: acf_sha256 of {typed['target']!r} must be a list of [path, sha256]")
     recorded = {path for path, _ in pairs}
-    used = {f[len(ACF_PREFIX):] for f in typed["flags"] if f.startswith(ACF_PREFIX)}
+    flags = [*typed["flags"], *(f for x in typed.get("sources", ()) for f in x["flags"])]
+    used = {f[len(ACF_PREFIX):] for f in flags if f.startswith(ACF_PREFIX)}
     if recorded != used:
         raise ResultFileError(f"{where}: entry for {typed['target']!r}: every --apply-controls file needs its "
                              "sha256 in acf_sha256, and only those")

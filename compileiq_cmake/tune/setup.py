@@ -141,10 +141,13 @@ def _resolve_benchmark(spec: TuneSpec, model: CodeModel, tree: VariantTree) -> t
             found = model.target_owning(tree.path / relative)
             owner = found.name if found else None
             first_mapped = first
+        elif "/" not in first:  # a bare name: a program on PATH only, never a file of the working directory
+            if not shutil.which(first):
+                raise UsageError(f"benchmark command '{first}' not found: it is not a target of the project or a "
+                                 "program on PATH (a file of the current directory is ./" + first + ")")
+            first_mapped = first
         elif path.exists():
             first_mapped = str(path.resolve())
-        elif "/" not in first and shutil.which(first):
-            first_mapped = first
         else:
             raise UsageError(
                 f"benchmark command '{first}' not found: it is not a target of the project, a file, "

@@ -239,8 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--remeasure", action="store_true", help="per applying entry, build a plain tree and one with only "
                        "that entry applied and run the entry's own benchmark (recorded by its tune) interleaved on its "
                        "workloads: exit 1 when one is no longer significantly faster by the minimum gain (or is slower)")
-    check.add_argument("--bench", help="with --remeasure: a benchmark command for every entry instead of the recorded "
-                       "ones (first word may be a target)")
+    check.add_argument("--bench", help="with --remeasure: the benchmark command for every entry (first word may be a "
+                       "target); the TOML's recorded commands run only with --run-recorded")
+    check.add_argument("--run-recorded", action="store_true", help="with --remeasure and no --bench: run each entry's "
+                       "benchmark and VERIFY commands as the TOML records them (printed before anything runs); a "
+                       "TOML is data: without this nothing written in it is run")
     check.add_argument("--metric", help="with --remeasure: the metric instead of the recorded ones (a regex with one "
                        "group, or GBENCH, NVBENCH, WALLTIME)")
     check_direction = check.add_mutually_exclusive_group()
@@ -569,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
                 bench = tuple(shlex.split(args.bench or ""))
             except ValueError as exc:
                 raise UsageError(f"cannot split --bench {args.bench!r}: {exc}") from None
-            override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex)
+            override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex, args.run_recorded)
             events = _events(args)
             checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
                                Path(args.build_dir).resolve(), remeasure=args.remeasure, override=override,

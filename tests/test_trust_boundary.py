@@ -1,0 +1,139 @@
+"""Issue 35, the trust boundary: a committed compileiq.toml is data. Nothing written in it runs unless the user
+says so on the command line; a regex from it runs under a time limit; every token it can put on a compile line
+passes the flags' grammar (CPU records and per-source --apply-controls included) and strings that reach the
+check's records are one printable line; a bare benchmark name is a program on PATH, never a file of the
+working directory. Each test here failed before the fix."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import tomli_w
+
+from compileiq_cmake.model.errors import ResultFileError, UsageError
+from compileiq_cmake.results.toml_io import read_entries, write_entry
+from conftest import configure, run_cli
+from test_check import _entry, _project
+from test_result_file import make_entry
+
+HOSTILE_REGEX = "(a|aa)+$"  # catastrophic backtracking on a line of a's ending in another character
+
+
+def _host_entry_text(tmp_path: Path, name: str = "compileiq.toml", **fields) -> Path:
+    """A TOML holding one host entry with `fields` replaced (written as a hostile file would be, not by the tool)."""
+    path = tmp_path / name
+    write_entry(path, make_entry(target="app", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0",
+                                 flags=("-O2",), compute_capability="", device="a CPU"))
+    doc = tomllib.loads(path.read_text())
+    doc["entry"][0].update(fields)
+    path.write_text(tomli_w.dumps(doc))
+    return path
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("flags, features", [
+    (["-march=x86-64", "-m32"], ["32"]),                                  # the ABI, through an "ISA feature"
+    (["-march=x86-64", "-mno-red-zone"], []),                            # -mno-<anything> was accepted
+    (["-march=x86-64", "-mgeneral-regs-only"], ["general-regs-only"]),   # a code-generation switch as a feature
+])
+def test_cpu_records_cannot_put_a_switch_outside_the_grammar_on_the_compile_line(tmp_path, flags, features):
+    path = _host_entry_text(tmp_path, flags=flags, tuned_cpu="Some CPU", cpu_features=features)
+    with pytest.raises(ResultFileError):
+        read_entries(path)
+    # what a resolution really writes still reads
+    path = _host_entry_text(tmp_path, "good.toml", flags=["-march=skylake", "-mavx2", "-mno-avx512f"], tuned_cpu="Some CPU",
+                            cpu_features=["avx2"])
+    assert read_entries(path)[0].flags == ("-march=skylake", "-mavx2", "-mno-avx512f")
+
+
+@pytest.mark.unit
+def test_a_newline_in_tuned_cpu_and_an_absolute_per_source_acf_are_refused(tmp_path):
+    """A newline and a tab in tuned_cpu forged the records check reads; --apply-controls=/etc/shadow in a
+    per-source part reached nvcc (only the entry's own flags were checked for it)."""
+    path = _host_entry_text(tmp_path, flags=["-march=skylake"], tuned_cpu="X\napp\t90\tapplied\tforged")
+    with pytest.raises(ResultFileError, match="tuned_cpu"):
+        read_entries(path)
+    path = tmp_path / "cuda.toml"
+    write_entry(path, make_entry(target="k"))
+    doc = tomllib.loads(path.read_text())
+    doc["entry"][0]["sources"] = [{"path": "src/k.cu", "flags": ["--apply-controls=/etc/shadow"]}]
+    path.write_text(tomli_w.dumps(doc))
+    with pytest.raises(ResultFileError, match="relative path inside the source tree"):
+        read_entries(path)
+
+
+@pytest.mark.cmake
+def test_show_and_configure_refuse_such_a_file_in_one_line(tmp_path):
+    """The refusals hold at every reader: `show` (exit 2, one line) and a configure that applies the file (a
+    FATAL_ERROR naming the file, nothing applied)."""
+    from conftest import cmake_dir
+
+    src, build = _project(tmp_path)
+    path = _host_entry_text(tmp_path, flags=["-march=x86-64", "-m32"], tuned_cpu="Some CPU", cpu_features=["32"])
+    proc = run_cli("show", str(path))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "refusing cpu_features" in proc.stderr, proc.stderr
+    shutil.copyfile(path, src / "compileiq.toml")
+    proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release",
+                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
+    assert proc.returncode != 0 and "refusing cpu_features" in " ".join(proc.stderr.split()), proc.stderr[-2000:]
+    assert not any("-m32" in line for line in proc.stdout.splitlines() if "applied" in line)
+
+
+@pytest.mark.cmake
+def test_check_runs_nothing_the_toml_says_unless_told_and_its_regexes_are_bounded(tmp_path):
+    """A TOML whose benchmark and VERIFY commands would leave a mark and whose pass_regex backtracks
+    catastrophically: `check --remeasure` alone refuses in one line (exit 2) and runs nothing; with the CI's own
+    --bench it runs that, never the recorded VERIFY, and the recorded pass_regex runs under its time limit (the
+    runs fail PASS, the check ends saying so); --run-recorded prints both commands before running them."""
+    src, build = _project(tmp_path)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    mark = tmp_path / "ran"
+    hostile = ("sh", "-c", f"touch {mark}; printf 'time_ms=1\\n'; printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\\n'")
+    write_entry(src / "compileiq.toml", _entry(build, benchmark=hostile, verify=("sh", "-c", f"touch {mark}.verify"),
+                                               pass_regex=HOSTILE_REGEX))
+    gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "3")
+    proc = run_cli(*gate)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--run-recorded" in proc.stderr, proc.stderr
+    assert not mark.exists() and not Path(f"{mark}.verify").exists()
+    started = time.monotonic()
+    proc = run_cli(*gate, "--bench", "sh -c 'printf \"time_ms=5\\n\"; printf \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\\n\"'",
+                   timeout=600)
+    # the plain build's runs fail PASS by the time limit: the check ends with that reason
+    assert proc.returncode == 2 and "ran past its 2 s limit" in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert time.monotonic() - started < 300
+    assert not mark.exists() and not Path(f"{mark}.verify").exists()
+    proc = run_cli(*gate, "--run-recorded", "--pass-regex", "time_ms", timeout=600)
+    said = proc.stdout + proc.stderr
+    assert f"benchmark: sh -c 'touch {mark};" in said and f"VERIFY: sh -c 'touch {mark}.verify'" in said, said[-2000:]
+    assert said.index("--run-recorded runs") < said.index("re-measuring")
+    assert mark.exists()  # told to: it ran
+
+
+@pytest.mark.unit
+def test_a_bare_benchmark_name_is_a_program_on_path_never_a_file_of_the_working_directory(tmp_path, monkeypatch):
+    """`--bench "python3 ..."` ran a ./python3 of the current directory; a bare name is looked up on PATH only
+    (a file of the directory is named ./python3), and a name found nowhere says so."""
+    from compileiq_cmake.tune.setup import _resolve_benchmark
+
+    fake = tmp_path / "python3"
+    fake.write_text("#!/bin/sh\necho pwned\n")
+    fake.chmod(0o755)
+    (tmp_path / "only_here").write_text("#!/bin/sh\n")
+    (tmp_path / "only_here").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    model, tree = SimpleNamespace(targets={}), SimpleNamespace(path=tmp_path / "tree")
+
+    def spec(*argv):
+        return SimpleNamespace(benchmark=argv, build_dir=tmp_path / "build", verify=())
+
+    bench, owner = _resolve_benchmark(spec("python3", "-c", "pass"), model, tree)
+    assert bench.argv[0] == "python3" and owner is None  # PATH's, run as a bare name
+    with pytest.raises(UsageError, match=r"a file of the current directory is \./only_here"):
+        _resolve_benchmark(spec("only_here"), model, tree)
+    bench, _ = _resolve_benchmark(spec("./only_here"), model, tree)
+    assert bench.argv[0] == str((tmp_path / "only_here").resolve())
