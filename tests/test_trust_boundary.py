@@ -137,3 +137,64 @@ def test_a_bare_benchmark_name_is_a_program_on_path_never_a_file_of_the_working_
         _resolve_benchmark(spec("only_here"), model, tree)
     bench, _ = _resolve_benchmark(spec("./only_here"), model, tree)
     assert bench.argv[0] == str((tmp_path / "only_here").resolve())
+
+
+@pytest.mark.unit
+def test_outputs_never_destroy_inputs_or_state(tmp_path):
+    """--json-summary onto the TOML replaced it with JSON; onto the trial store the next command moved the store
+    aside as damaged; report -o wrote HTML over a TOML or a source file. Each is refused before anything runs."""
+    from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+    from compileiq_cmake.results import report
+
+    (tmp_path / "CMakeLists.txt").write_text("project(p)\n")
+    build = tmp_path / "build"
+    (build / "compileiq").mkdir(parents=True)
+    store = build / "compileiq" / "trials.sqlite"
+    store.write_bytes(b"SQLite format 3\0")
+    toml = tmp_path / "compileiq.toml"
+
+    def spec(**kw):
+        return TuneSpec(source_dir=tmp_path, build_dir=build, target="t", benchmark=("true",),
+                        metric=MetricSpec.parse("WALLTIME", True), output=toml, **kw)
+
+    for summary, says in ((toml, "is the --output TOML"), (store, "the tool's own state folder"),
+                          (tmp_path / "CMakeLists.txt", "is not a JSON document")):
+        with pytest.raises(UsageError, match=says):
+            spec(json_summary=str(summary)).validate()
+    with pytest.raises(UsageError, match="state folder"):
+        TuneSpec(source_dir=tmp_path, build_dir=build, target="t", benchmark=("true",),
+                 metric=MetricSpec.parse("WALLTIME", True), output=build / "compileiq" / "x.toml").validate()
+    (tmp_path / "old.json").write_text('{"schema": "compileiq-summary/1"}')
+    spec(json_summary=str(tmp_path / "old.json")).validate()  # a summary of an earlier tune is replaced
+    toml.write_text("schema_version = 1\n")
+    doc = {"target": "t"}
+    monkey = pytest.MonkeyPatch()
+    monkey.setattr(report, "load_summaries", lambda build_dir: [doc])
+    try:
+        with pytest.raises(UsageError, match="is not an HTML report"):
+            report.report_command(build, toml, None)
+    finally:
+        monkey.undo()
+    assert toml.read_text() == "schema_version = 1\n"
+
+
+@pytest.mark.unit
+def test_a_misspelt_config_is_refused_and_another_build_types_entry_is_not_replaced(tmp_path):
+    """--config Relase tuned an unoptimised build and replaced the Release entry: a configuration the tree does
+    not have is refused naming those it has, and an entry of another build type is replaced only with --replace."""
+    from compileiq_cmake.project.cmake_project import VariantSettings
+    from compileiq_cmake.results.toml_io import replacement
+
+    build = tmp_path / "build"
+    build.mkdir()
+    (build / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\nCMAKE_BUILD_TYPE:STRING=Release\n"
+                                          "CMAKE_CXX_FLAGS_PROFILE:STRING=-O2 -pg\n")
+    with pytest.raises(UsageError, match=r"--config 'Relase' is not a configuration .*did you mean 'Release'\?"):
+        VariantSettings.from_user_tree(tmp_path, build, "", "Relase")
+    for ok in ("Release", "debug", "PROFILE"):
+        VariantSettings.from_user_tree(tmp_path, build, "", ok)
+    release = make_entry(target="app", build_type="Release")
+    debug = make_entry(target="app", build_type="Debug", speedup=21.7)
+    assert not replacement([release], debug, False).allowed
+    assert "tuned for the Release build type" in replacement([release], debug, False).message
+    assert replacement([release], debug, True).allowed

@@ -218,4 +218,29 @@ class TuneSpec:
                                  "that records it (paths there are relative and portable); move it into the project")
         if self.output.exists() and self.output.is_dir():
             raise UsageError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
+        self._check_outputs()
         return self
+
+    def _check_outputs(self) -> None:
+        """What the tune writes must not destroy what it reads or keeps: the summary is never the TOML, nothing
+        is written into the tool's own state folder (<build>/compileiq: the trial store), and an existing
+        file at --json-summary must be a JSON document (a source file or a TOML is not overwritten)."""
+        state = (self.build_dir / "compileiq").resolve()
+        toml = self.output.resolve()
+        if toml.is_relative_to(state):
+            raise UsageError(f"--output {self.output} lies in {state}, the tool's own state folder; give a path "
+                             "outside it, such as <src>/compileiq.toml")
+        if self.json_summary is None:
+            return
+        summary = Path(self.json_summary).resolve()
+        if summary == toml:
+            raise UsageError(f"--json-summary {self.json_summary} is the --output TOML; give another file, such as summary.json")
+        if summary.is_relative_to(state):
+            raise UsageError(f"--json-summary {self.json_summary} lies in {state}, the tool's own state folder (its "
+                             "trial store); give a path outside it")
+        if summary.is_file() and summary.stat().st_size:
+            try:
+                json.loads(summary.read_text(errors="strict"))
+            except (ValueError, OSError):
+                raise UsageError(f"--json-summary {self.json_summary} exists and is not a JSON document: refusing to "
+                                 "overwrite it; give another file") from None

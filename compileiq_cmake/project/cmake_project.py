@@ -3,6 +3,7 @@ trial's flag fragment (rendered from templates/) changes. The user's own build t
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -117,6 +118,8 @@ class VariantSettings:
         notes: list[str] = []
         user = read_cache(build_dir)
         generator = user.get("CMAKE_GENERATOR", ("", ""))[1] or ("Ninja" if shutil.which("ninja") else "Unix Makefiles")
+        if config:
+            _check_config(config, user, generator)
         cache = forwarded_cache(user)
         chosen = ""
         if is_multi_config(generator):
@@ -140,6 +143,33 @@ class VariantSettings:
 
     def initial_cache_script(self) -> str:
         return initial_cache_script(self.cache)
+
+
+STANDARD_CONFIGS = ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
+
+
+def project_configs(user: dict[str, tuple[str, str]], generator: str) -> list[str]:
+    """The configurations a build tree has: a multi-config generator's CMAKE_CONFIGURATION_TYPES; else CMake's
+    four, the tree's CMAKE_BUILD_TYPE and every <CONFIG> of a CMAKE_<LANG>_FLAGS_<CONFIG> its cache defines."""
+    if is_multi_config(generator):
+        listed = [c for c in user.get("CMAKE_CONFIGURATION_TYPES", ("", ""))[1].split(";") if c]
+        return listed or list(STANDARD_CONFIGS)
+    found = list(STANDARD_CONFIGS)
+    own = user.get("CMAKE_BUILD_TYPE", ("", ""))[1]
+    for name in [own, *(m.group(1) for k in user if (m := re.match(r"CMAKE_(?:C|CXX|CUDA)_FLAGS_([A-Z0-9_]+)$", k)))]:
+        if name and name.upper() not in (c.upper() for c in found):
+            found.append(name)
+    return found
+
+
+def _check_config(config: str, user: dict[str, tuple[str, str]], generator: str) -> None:
+    """--config must name a configuration of the tree (case as CMake compares build types: insensitive)."""
+    known = project_configs(user, generator)
+    if config.upper() in (c.upper() for c in known):
+        return
+    close = difflib.get_close_matches(config, known, 1)
+    raise UsageError(f"--config {config!r} is not a configuration of this build tree ({', '.join(known)})"
+                     + (f": did you mean {close[0]!r}?" if close else ""))
 
 
 def forwarded_cache(user: dict[str, tuple[str, str]], keep: frozenset[str] = frozenset()) -> dict[str, tuple[str, str]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jinja2
 
-from ..model.errors import CompileIQError
+from ..model.errors import CompileIQError, UsageError
 from ..model.events import EventStream
 from ..system.resources import templates_dir
 from .summary import gpu_tune, write_whole
@@ -280,11 +280,22 @@ def summaries_json(build_dir: Path) -> str:
     return json.dumps(docs if len(docs) > 1 else docs[0], indent=1)
 
 
+def _is_html(path: Path) -> bool:
+    """Whether a file is an HTML document (what a report may overwrite)."""
+    with open(path, "rb") as f:
+        head = f.read(512).lstrip().lower()
+    return head.startswith((b"<!doctype html", b"<html"))
+
+
 def report_command(build_dir: Path, output: Path | None, events: EventStream) -> list[Path]:
     """`compileiq-cmake report`: one HTML file per stored tune; each file written is a stage result ("report:
     <path>", data path), with several tunes first the naming rule (info)."""
     docs = load_summaries(build_dir)
     paths = report_paths(docs, output or build_dir / "compileiq" / "report.html")
+    for path in paths:  # checked before any is written
+        if path.is_file() and path.stat().st_size and not _is_html(path):
+            raise UsageError(f"report -o: {path} exists and is not an HTML report: refusing to overwrite it; give "
+                             "another file, such as report.html")
     if len(docs) > 1:
         events.info(f"report: {len(docs)} tunes stored in {build_dir}: {NAMING}", stage="report", tunes=len(docs))
     written = []

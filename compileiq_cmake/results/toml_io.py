@@ -82,12 +82,19 @@ def _describe(e: FlagsEntry) -> str:
 
 def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> Replacement:
     """Whether `new` replaces an entry of `existing`: an entry whose tune compared the program's numbers
-    (numerics_checked) is replaced by one whose tune did not only with replace=True (--replace)."""
+    (numerics_checked) is replaced by one whose tune did not only with replace=True (--replace); an entry of
+    another build type only with replace=True too (a tune of a Debug build, or of a misspelt --config, never
+    replaces a Release result silently)."""
     old = next((e for e in existing if e.key == new.key), None)
     where = f"{new.target} ({new.language} {new.arch or new.compiler_id})"
     if old is None:
         return Replacement(None, True, f"new entry for {where}")
     change = f"{where} (old: {_describe(old)}; new: {_describe(new)})"
+    if old.build_type and old.build_type != new.build_type and not replace:
+        return Replacement(old, False, (
+            f"not replacing the entry for {where}: it was tuned for the {old.build_type} build type and this tune "
+            f"for {new.build_type or 'no build type'}; tune --config {old.build_type}, or pass --replace to replace "
+            "it anyway"))
     if numerics_checked(old) and not numerics_checked(new) and not replace:
         checked = ", ".join(c for c in old.checks if c in NUMERICS_CHECKS)
         return Replacement(old, False, (
