@@ -356,6 +356,13 @@ function(compileiq_tune)
   # tunes every call's target as one suite job (tune --suite-args), with generator expressions resolved.
   math(EXPR first "${prefix} + 1")
   list(SUBLIST cmd ${first} -1 tune_args)
+  foreach(a IN LISTS tune_args)  # one argument per line: a line break would inject arguments
+    if(a MATCHES "[\r\n]")
+      string(REGEX REPLACE "[\r\n].*" "..." shown "${a}")
+      message(FATAL_ERROR "compileiq_tune(${target}): the argument '${shown}' contains a line break; "
+        "give each value on one line")
+    endif()
+  endforeach()
   string(JOIN "\n" block ${tune_args})
   set_property(GLOBAL APPEND_STRING PROPERTY _compileiq_suite_content "[target]\n${block}\n")
   if(NOT TARGET compileiq_tune)

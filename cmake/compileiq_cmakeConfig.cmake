@@ -99,7 +99,9 @@ unset(_compileiq_pythonpath)
 
 # _compileiq_python_command(<out-var>)
 #   Stores in <out-var> the command line (a list) that runs the Python
-#   package: [<cmake> -E env PYTHONPATH=<dir>] <python> -m compileiq_cmake
+#   package: [<cmake> -E env PYTHONPATH=<dir>] <python> -P -m compileiq_cmake. -P (Python >= 3.11): the
+#   working directory (a configure run from the source tree) is not put on the module path, so a
+#   compileiq_cmake/ folder or a stdlib-named file (difflib.py) of the user's tree is never imported.
 function(_compileiq_python_command out)
   if(NOT COMPILEIQ_PYTHON)
     message(FATAL_ERROR "compileiq: no Python 3.11 or newer interpreter was "
@@ -114,7 +116,7 @@ function(_compileiq_python_command out)
     endif()
     list(APPEND cmd "${CMAKE_COMMAND}" -E env "PYTHONPATH=${pythonpath}")
   endif()
-  list(APPEND cmd "${COMPILEIQ_PYTHON}" -m compileiq_cmake)
+  list(APPEND cmd "${COMPILEIQ_PYTHON}" -P -m compileiq_cmake)
   set(${out} "${cmd}" PARENT_SCOPE)
 endfunction()
 

@@ -198,3 +198,46 @@ def test_a_misspelt_config_is_refused_and_another_build_types_entry_is_not_repla
     assert not replacement([release], debug, False).allowed
     assert "tuned for the Release build type" in replacement([release], debug, False).message
     assert replacement([release], debug, True).allowed
+
+
+@pytest.mark.cmake
+def test_code_of_the_source_tree_is_not_imported_by_the_driver(tmp_path):
+    """A configure run from the source directory: the driver's Python put the working directory on its module
+    path, so a compileiq_cmake/ folder or a stdlib-named difflib.py of the project ran. With -P neither is
+    imported (each would leave a mark); the apply still works."""
+    import subprocess
+
+    from conftest import cmake_dir
+
+    src, build = _project(tmp_path)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    mark = tmp_path / "imported"
+    (src / "difflib.py").write_text(f"open({str(mark)!r} + '-difflib', 'w').close()\n")
+    (src / "compileiq_cmake").mkdir()
+    (src / "compileiq_cmake" / "__init__.py").write_text(f"open({str(mark)!r} + '-package', 'w').close()\n")
+    (src / "compileiq_cmake" / "__main__.py").write_text("raise SystemExit(3)\n")
+    write_entry(src / "compileiq.toml", _entry(build))
+    proc = subprocess.run(["cmake", "-S", ".", "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                           f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}"],
+                          cwd=src, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "compileiq: applied 1 tuned flag to gate_bench" in proc.stdout, proc.stdout[-2000:]
+    assert not list(tmp_path.glob("imported-*"))
+
+
+@pytest.mark.cmake
+def test_a_line_break_in_a_compileiq_tune_argument_is_refused(tmp_path):
+    """compileiq_tune() writes one argument per line for the suite: a value with a line break injected
+    arguments (--budget=2 --seed=7 ran). The configure stops naming the argument."""
+    from conftest import cmake_dir
+
+    src = tmp_path / "p"
+    src.mkdir()
+    (src / "main.cpp").write_text("int main() { return 0; }\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp)\n"
+        "find_package(compileiq_cmake CONFIG REQUIRED)\n"
+        'compileiq_tune(app BENCHMARK app METRIC "t=([0-9]+)\\n--budget=2")\n')
+    proc = configure(src, tmp_path / "b", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
+    assert proc.returncode != 0 and "contains a line break" in " ".join(proc.stderr.split()), proc.stderr[-2000:]
+    assert not (tmp_path / "b" / "compileiq_suite.args").exists()
