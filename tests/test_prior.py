@@ -246,7 +246,7 @@ def test_prior_command_shows_exports_and_refuses_a_bad_import_in_one_line(tmp_pa
     assert shown.returncode == 0 and "observations (0 from your tunes" in shown.stdout and "nvcc:" in shown.stdout
     (tmp_path / "bad.json").write_text("{not json")
     proc = run_cli("prior", "--import", str(tmp_path / "bad.json"))
-    one_line_error(proc.returncode, proc.stdout, proc.stderr, "--import", "not JSON")
+    one_line_error(proc.returncode, proc.stdout, proc.stderr, "--import", "not valid JSON")
     proc = run_cli("prior", "--export", str(tmp_path / "no" / "such" / "mine.json"))
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "--export", "does not exist")
     assert not (tmp_path / "no").exists()

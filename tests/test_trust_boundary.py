@@ -6,6 +6,7 @@ working directory. Each test here failed before the fix."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import time
 import tomllib
@@ -241,3 +242,60 @@ def test_a_line_break_in_a_compileiq_tune_argument_is_refused(tmp_path):
     proc = configure(src, tmp_path / "b", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
     assert proc.returncode != 0 and "contains a line break" in " ".join(proc.stderr.split()), proc.stderr[-2000:]
     assert not (tmp_path / "b" / "compileiq_suite.args").exists()
+
+
+def _prior_file(tmp_path: Path, observations: list[dict], name: str = "p.json") -> Path:
+    import json
+
+    from compileiq_cmake.search.prior import FORMAT, VERSION
+
+    path = tmp_path / name
+    path.write_text(json.dumps({"format": FORMAT, "version": VERSION, "observations": observations}))
+    return path
+
+
+def _observation(id_: str = "a", **kw) -> dict:
+    base = {"id": id_, "source": "team", "family": "nvcc", "arch": "90", "features": {"regs": 32.0},
+            "effects": {"ftz:--ftz=true": 0.05}}
+    base.update(kw)
+    return base
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("observations, bare, says", [
+    ([_observation(effects={"ftz:--ftz=true": "Infinity"})], True, "Infinity is not a number JSON allows"),
+    ([_observation(features={"regs": "NaN"})], False, "not a finite number"),  # a string that float() reads
+    ([_observation("x"), _observation("x")], False, "appears 2 times"),
+    ([_observation("a\x00b")], False, "control characters"),
+    ([_observation("a\x1b[31m")], False, "control characters"),
+])
+def test_an_imported_prior_is_refused_when_it_would_poison_or_forge(tmp_path, observations, bare, says):
+    """NaN/Infinity were imported and used (a +171.8% prediction from Inf); two observations with one id kept
+    one of them while the line said both were added; a NUL or an escape sequence reached the terminal."""
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.results.prior_store import LocalPrior
+
+    path = _prior_file(tmp_path, observations)
+    if bare:  # JSON's non-standard constants, as a hostile file would write them
+        path.write_text(path.read_text().replace('"Infinity"', "Infinity"))
+    store = LocalPrior(tmp_path / "cache")
+    with pytest.raises(CompileIQError, match=re.escape(says)):
+        store.import_file(path)
+    assert not store.observations()
+
+
+@pytest.mark.unit
+def test_json_files_of_others_are_bounded(tmp_path):
+    """A landscape nested 100000 deep gave a RecursionError traceback; a huge file was read whole."""
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.search.landscape import Landscape
+    from compileiq_cmake.system.json_files import load_json
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    with pytest.raises(CompileIQError, match="nested too deeply"):
+        Landscape.load(deep)
+    big = tmp_path / "big.json"
+    big.write_text("[" + "0," * 1000 + "0]")
+    with pytest.raises(UsageError, match="at most 100 are read"):
+        load_json(big, "--replay big.json", max_bytes=100)

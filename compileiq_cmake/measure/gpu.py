@@ -138,6 +138,7 @@ def host_cpu() -> str:
 
 
 SIMULATE_VARIABLE = "COMPILEIQ_SIMULATE_GPUS"  # tests and CI: N simulated GPUs (no device behind them)
+MAX_SIMULATED = 64  # as many GPUs as one host of the largest kinds holds, with room
 
 
 @dataclass(frozen=True)
@@ -190,8 +191,8 @@ def visible_gpus(selection: str | None = None, environ: dict[str, str] | None = 
     env = dict(os.environ if environ is None else environ)
     simulated = env.get(SIMULATE_VARIABLE, "")
     if simulated:
-        if not simulated.isdigit() or int(simulated) < 1:
-            raise CompileIQError(f"{SIMULATE_VARIABLE}={simulated!r} must be a whole number >= 1")
+        if not simulated.isdigit() or not 1 <= int(simulated) <= MAX_SIMULATED:
+            raise CompileIQError(f"{SIMULATE_VARIABLE}={simulated!r} must be a whole number from 1 to {MAX_SIMULATED}")
         slots = [GpuSlot(i, str(i), "simulated GPU") for i in range(int(simulated))]
     else:
         found = _nvml_gpus()

@@ -23,6 +23,7 @@ through the command line's own checks (ui/cli.py)."""
 
 from __future__ import annotations
 
+import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,15 +85,30 @@ def _typed(where: str, key: str, value: Any, kind: Any) -> Any:
     return value
 
 
+MAX_SUITE_BYTES = 1 << 20  # a suite file is a list of targets: 1 MiB is thousands of them
+
+
+def _in_range(where: str, key: str, value: Any, low: float, above: bool) -> float:
+    """A number of the file that must be finite and > low (above) or >= low."""
+    number = float(value)
+    if not math.isfinite(number) or (number <= low if above else number < low):
+        raise UsageError(f"{where}: '{key}' must be a finite number {'>' if above else '>='} {low:g}, not {value!r}")
+    return number
+
+
 def load_suite(path: Path) -> Suite:
     """The suite file, checked: one line naming what is wrong (UsageError, exit 2)."""
     path = Path(path)
     try:
+        if path.stat().st_size > MAX_SUITE_BYTES:
+            raise UsageError(f"--suite {path}: {path.stat().st_size} bytes; a suite file is at most {MAX_SUITE_BYTES} bytes")
         doc = tomllib.loads(path.read_text())
     except OSError as exc:
         raise UsageError(f"--suite {path}: cannot read it ({exc.strerror or exc})") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"--suite {path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"--suite {path}: nested too deeply to be a suite file") from None
     here = path.resolve().parent
     unknown = sorted(set(doc) - {"suite", "target"})
     if unknown:
@@ -132,13 +148,18 @@ def load_suite(path: Path) -> Suite:
             if key == "replay":
                 value = str((here / value).resolve())
             options[dest] = list(value) if isinstance(value, list) else value
-        if row.get("priority", 1.0) <= 0:
-            raise UsageError(f"{where}: 'priority' must be > 0 (exclude = true leaves a target out)")
+        _in_range(where, "priority", row.get("priority", 1.0), 0, True)  # exclude = true leaves a target out
+        if "min_seconds" in row:
+            _in_range(where, "min_seconds", row["min_seconds"], 0, False)
         targets.append(SuiteTarget(name=name, options=options, priority=float(row.get("priority", 1.0)),
                                    min_seconds=float(row["min_seconds"]) if "min_seconds" in row else None,
                                    excluded=bool(row.get("exclude", False))))
     if not any(not t.excluded for t in targets):
         raise UsageError(f"--suite {path}: every target is excluded; nothing to tune")
+    if "time_limit" in head:
+        _in_range(f"--suite {path} [suite]", "time_limit", head["time_limit"], 0, True)
+    if "min_seconds" in head:
+        _in_range(f"--suite {path} [suite]", "min_seconds", head["min_seconds"], 0, False)
 
     def resolved(key: str) -> Path | None:
         return (here / head[key]).resolve() if key in head else None

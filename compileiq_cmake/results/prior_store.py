@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..flags.probe import user_cache_dir
+from ..system.json_files import load_json
 from ..model.errors import CompileIQError, UsageError
 from ..search.prior import FORMAT, VERSION, Hyper, Observation, PriorModel
 
@@ -104,12 +105,7 @@ class LocalPrior:
 
     def import_file(self, path: Path) -> int:
         """Add another team's exported observations (each replaces a local one of the same id)."""
-        try:
-            doc = json.loads(Path(path).read_text())
-        except OSError as exc:
-            raise UsageError(f"--import {path}: cannot read it ({exc.strerror or exc})") from exc
-        except ValueError as exc:
-            raise UsageError(f"--import {path}: not JSON ({exc}); give a file written by prior --export") from exc
+        doc = load_json(path, f"--import {path}")
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
             raise UsageError(f"--import {path}: not a compileiq prior (format {FORMAT} version {VERSION}); "
                              "give a file written by prior --export")
@@ -117,6 +113,11 @@ class LocalPrior:
             obs = [Observation.from_dict(o, str(path)) for o in doc.get("observations", [])]
         except CompileIQError as exc:
             raise UsageError(f"--import {exc}") from exc
+        ids = [o.id for o in obs]
+        if len(set(ids)) != len(ids):
+            twice = next(i for i in ids if ids.count(i) > 1)
+            raise UsageError(f"--import {path}: observation id {twice!r} appears {ids.count(twice)} times; each id must "
+                             "be unique (give a file written by prior --export)")
         for o in obs:
             self.save(o)
         return len(obs)

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from ..model.errors import CompileIQError
+from ..model.errors import CompileIQError, UsageError
+from ..system.json_files import load_json
 from ..flags.space import Dimension, FlagSpace, numerics_traits, rule_tokens
 
 FORMAT = "compileiq-landscape"
@@ -234,13 +235,9 @@ class Landscape:
     def load(cls, path: Path | str) -> "Landscape":
         path = Path(path)
         try:
-            text = path.read_text()
-        except OSError as exc:
-            raise _fail(str(path), f"cannot read it ({exc.strerror or exc})") from None
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise _fail(str(path), f"not valid JSON (line {exc.lineno}: {exc.msg})") from None
+            doc = load_json(path, str(path))
+        except UsageError as exc:
+            raise _fail(str(path), str(exc).removeprefix(f"{path}: ")) from None
         return cls(doc, source=str(path))
 
     # ---- views

@@ -71,13 +71,23 @@ class Observation:
 
     @staticmethod
     def from_dict(d: Mapping, where: str) -> "Observation":
+        """An observation read from a file: every number finite, every name one printable line."""
         try:
-            return Observation(id=str(d["id"]), source=str(d["source"]), family=str(d["family"]),
-                               arch=str(d.get("arch", "")), kind=str(d.get("kind", "")),
-                               features={str(k): float(v) for k, v in d["features"].items()},
-                               effects={str(k): (None if v is None else float(v)) for k, v in d["effects"].items()})
+            o = Observation(id=str(d["id"]), source=str(d["source"]), family=str(d["family"]),
+                            arch=str(d.get("arch", "")), kind=str(d.get("kind", "")),
+                            features={str(k): float(v) for k, v in d["features"].items()},
+                            effects={str(k): (None if v is None else float(v)) for k, v in d["effects"].items()})
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CompileIQError(f"{where}: not a prior observation ({exc}); refit or re-export it") from exc
+        numbers = {**o.features, **{k: v for k, v in o.effects.items() if v is not None}}
+        wrong = next((k for k, v in numbers.items() if not math.isfinite(v)), None)
+        if wrong is not None:
+            raise CompileIQError(f"{where}: observation {o.id[:40]!r}: {wrong[:40]!r} is {numbers[wrong]}, not a finite number")
+        names = [o.id, o.source, o.family, o.arch, o.kind, *o.features, *o.effects]
+        if any(len(n) > 300 or any(ord(c) < 32 or ord(c) == 127 for c in n) for n in names):
+            raise CompileIQError(f"{where}: observation {o.id[:40]!r}: a name holds control characters or is too "
+                                 "long; refit or re-export it")
+        return o
 
 
 @dataclass(frozen=True)
