@@ -80,8 +80,8 @@ class FlagsEntry:
     metric: str
     lower_is_better: bool
     workloads: tuple[str, ...]
-    baseline: tuple[float, ...]
-    tuned: tuple[float, ...]
+    baseline: tuple[float, ...] = field(metadata={"above": 0})  # medians: a time or a rate is positive
+    tuned: tuple[float, ...] = field(metadata={"above": 0})
     speedup: float = field(metadata={"above": 0})
     trials: int = field(metadata={"min": 1})
     date: str

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import shlex
 import sys
 from dataclasses import replace
@@ -184,8 +186,40 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     _add_verbosity(p)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with no abbreviations (an unquoted benchmark argument such as --n must not be taken for
+    --no-screen) and errors in one line: an unknown option gets the known one it resembles, or the hint to
+    quote a benchmark's arguments."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def _options(self) -> list[str]:
+        found = [o for a in self._actions for o in a.option_strings]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found += [o for a in sub._actions for o in a.option_strings]
+        return sorted(set(found))
+
+    def error(self, message: str):
+        unknown = message.removeprefix("unrecognized arguments: ")
+        if unknown != message:
+            options = [t for t in unknown.split() if t.startswith("-")]
+            hints = []
+            for token in options:
+                close = difflib.get_close_matches(token.split("=")[0], self._options(), 1, 0.75)
+                hints.append(f"{token}: did you mean {close[0]}?" if close else "")
+            said = "; ".join(h for h in hints if h) or (
+                "a benchmark's own arguments go inside the quotes of --bench: --bench 'program --n 100'"
+                if options else "")
+            message = f"unrecognized arguments: {unknown}" + (f" ({said})" if said else "")
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG, description="Find the fastest safe compiler flags for CMake targets and apply them.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -541,7 +575,34 @@ def _trials(build_dir: Path, as_json: bool) -> None:
                 print(f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {plural(e['trials_with'], 'trial')}")
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class _Visible:
+    """A text stream that writes control characters (an escape sequence of a file's name or id, a NUL, a
+    carriage return) as \\xNN: what the tool prints comes partly from files others wrote, and none of it
+    may move the cursor, recolour the terminal or forge a line. Newlines and tabs pass."""
+
+    def __init__(self, out) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return self._out.write(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+    def __getattr__(self, name: str):
+        return getattr(self._out, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Visible(sys.stdout), _Visible(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
