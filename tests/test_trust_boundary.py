@@ -299,3 +299,45 @@ def test_json_files_of_others_are_bounded(tmp_path):
     big.write_text("[" + "0," * 1000 + "0]")
     with pytest.raises(UsageError, match="at most 100 are read"):
         load_json(big, "--replay big.json", max_bytes=100)
+
+
+@pytest.mark.unit
+def test_an_unreachable_ray_address_is_one_line_within_seconds():
+    """--ray-address 127.0.0.1:1 hung for minutes with Ray's warnings: nothing answering is said at once."""
+    from compileiq_cmake.execute.ray import _reachable
+
+    started = time.monotonic()
+    with pytest.raises(UsageError, match="nothing answers there"):
+        _reachable("127.0.0.1:1")
+    assert time.monotonic() - started < 15
+    _reachable(None)
+    _reachable("auto")
+
+
+@pytest.mark.unit
+def test_damaged_rows_of_a_valid_trial_store_are_left_out_not_a_traceback(tmp_path):
+    """status='bogus', broken JSON or a non-finite sample in rows of a valid store gave tracebacks in `trials`,
+    `report` and a resumed tune; such rows are left out and counted, the good ones kept."""
+    import sqlite3
+
+    from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+    from compileiq_cmake.results.store import TrialStore
+
+    path = tmp_path / "build" / "compileiq" / "trials.sqlite"
+    path.parent.mkdir(parents=True)
+    store = TrialStore(path, "spec")
+    for i in range(4):
+        store.save(Trial(i, FlagSet((), (f"-O{i}",)), Status.OK, "", (Measurement(("--n", "1"), (1.0 + i,)),),
+                         1.0, 1.0, 2.0, "cc", "", None))
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("UPDATE trials SET status = 'bogus' WHERE idx = 1")
+    db.execute("UPDATE trials SET measurements = '[{' WHERE idx = 2")
+    db.execute("""UPDATE trials SET measurements = '[{"workload": [], "samples": ["NaN"]}]' WHERE idx = 3""")
+    db.commit()
+    db.close()
+    store = TrialStore(path, "spec")
+    assert [t.index for t in store.load()] == [0] and store.skipped_rows == 3
+    store.close()
+    proc = run_cli("trials", "-B", str(tmp_path / "build"))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "3 row(s)" in proc.stderr, proc.stderr

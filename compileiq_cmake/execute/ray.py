@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..project.cmake_project import VariantTree
-from ..model.errors import CompileIQError
+from ..model.errors import CompileIQError, UsageError
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu
 from ..measure.runner import RunResult, Runner, Workload
 from .executor import ExecutionPlan, Executor, WorkerLost
@@ -197,10 +197,28 @@ class RayExecutor:
         return self.runners
 
 
+CONNECT_SECONDS = 10.0  # an explicit --ray-address must answer a TCP connection within this
+
+
+def _reachable(address: str | None) -> None:
+    """An explicit host:port (or ray://host:port) that does not accept a connection is one line at once: Ray
+    itself retries an unreachable address for minutes, printing warnings."""
+    m = re.fullmatch(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)", address or "")
+    if not m:
+        return  # none (a new local cluster), "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((m.group(1), int(m.group(2))), timeout=CONNECT_SECONDS).close()
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--ray-address {address}: nothing answers there within {CONNECT_SECONDS:g} s "
+                         f"({getattr(exc, 'strerror', None) or exc}); start the head with 'ray start --head' and "
+                         "give its address") from None
+
+
 class RayCluster:
     """The connection to a Ray cluster for one tune command."""
 
     def __init__(self, address: str | None, log: Log) -> None:
+        _reachable(address)
         ray = _ray()
         self.log = log
         env = {k: v for k, v in os.environ.items() if k in (SIMULATE_VARIABLE,)}

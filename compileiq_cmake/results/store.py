@@ -6,6 +6,7 @@ trials."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -144,6 +145,25 @@ def _flagset_from(raw: dict) -> FlagSet:
     return FlagSet(choices=tuple(tuple(c) for c in raw["choices"]), flags=tuple(raw["flags"]))
 
 
+def _trial(row: tuple) -> Trial:
+    """A trial from its row (raises ValueError, TypeError or KeyError when the row is not one)."""
+    idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu = row
+    flagset = FlagSet(choices=tuple(tuple(str(x) for x in c) for c in json.loads(choices)),
+                      flags=tuple(str(f) for f in json.loads(flags)))
+    measurements = tuple(
+        Measurement(workload=tuple(str(w) for w in m["workload"]), samples=tuple(float(x) for x in m["samples"]),
+                    throttled=bool(m.get("throttled", False)), numbers=tuple(m.get("numbers", ())),
+                    reference=tuple(m.get("reference", ())))
+        for m in json.loads(meas)
+    )
+    if not all(math.isfinite(x) for m in measurements for x in m.samples):
+        raise ValueError("a sample is not a finite number")
+    if not isinstance(idx, int) or not all(isinstance(v, (int, float)) or v is None for v in (bsec, rsec, wsec)):
+        raise ValueError("a number column holds something else")
+    return Trial(idx, flagset, Status(status), str(reason or ""), measurements, bsec, rsec, wsec, cmd, fp, same,
+                 tuple(KernelResources(**k) for k in json.loads(kern)), gpu)
+
+
 class TrialStore:
     """`note` is "" or one line to print: the store was damaged and moved aside."""
 
@@ -154,6 +174,7 @@ class TrialStore:
         self.spec = spec_identity
         self.write_deadline = write_deadline
         self.note = ""
+        self.skipped_rows = 0  # rows load_all left out (not trials)
         if path.exists() and path.stat().st_size == 0:  # not brand new: a store that lost its content
             self.note = _move_aside(path, "the file is empty")
         try:
@@ -170,24 +191,20 @@ class TrialStore:
         return self.load_all().get(self.spec, [])
 
     def load_all(self) -> dict[str, list[Trial]]:
-        """Every stored trial, grouped by tune (spec identity)."""
+        """Every stored trial, grouped by tune (spec identity). A row that is not a trial (edited or damaged
+        by something else: an unknown status, broken JSON, a sample that is not a finite number) is left out
+        and counted in `skipped_rows` (the commands say so), never a traceback."""
         rows = self._db.execute(
             "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
             "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu FROM trials ORDER BY spec, idx",
         ).fetchall()
         groups: dict[str, list[Trial]] = {}
-        for spec, idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu in rows:
-            flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(json.loads(flags)))
-            measurements = tuple(
-                Measurement(workload=tuple(m["workload"]), samples=tuple(m["samples"]),
-                            throttled=m.get("throttled", False), numbers=tuple(m.get("numbers", ())),
-                            reference=tuple(m.get("reference", ())))
-                for m in json.loads(meas)
-            )
-            groups.setdefault(spec, []).append(
-                Trial(idx, flagset, Status(status), reason, measurements, bsec, rsec, wsec, cmd, fp, same,
-                      tuple(KernelResources(**k) for k in json.loads(kern)), gpu)
-            )
+        self.skipped_rows = 0
+        for row in rows:
+            try:
+                groups.setdefault(row[0], []).append(_trial(row[1:]))
+            except (ValueError, TypeError, KeyError, AttributeError, RecursionError):
+                self.skipped_rows += 1
         return groups
 
     def _write(self, what: str, statements: list[tuple[str, tuple]]) -> None:

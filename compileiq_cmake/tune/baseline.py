@@ -71,6 +71,9 @@ class Baseline:
         if runners:  # the baseline, validation and ablation run on the first GPU
             runner = runners[setup.gpus[0].device]
         restored = {t.flagset.key: t for t in store.load()}
+        if store.skipped_rows:
+            log(f"compileiq: warning: {plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
+                "damaged by something else): left out, their trials are measured again")
         if restored:
             log(f"compileiq: resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
         baseline_set = setup.space.baseline()

@@ -550,6 +550,9 @@ def _trials(build_dir: Path, as_json: bool) -> None:
         raise CompileIQError(store.note)
     try:
         groups = store.load_all()
+        if store.skipped_rows:
+            print(f"{PROG}: warning: {store.skipped_rows} row(s) of {path} are not trials (edited or damaged by "
+                  "something else): left out", file=sys.stderr)
         effects = {}
         for spec in groups:
             store.spec = spec
