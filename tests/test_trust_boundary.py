@@ -341,3 +341,17 @@ def test_damaged_rows_of_a_valid_trial_store_are_left_out_not_a_traceback(tmp_pa
     store.close()
     proc = run_cli("trials", "-B", str(tmp_path / "build"))
     assert proc.returncode == 0 and "Traceback" not in proc.stderr and "3 row(s)" in proc.stderr, proc.stderr
+
+
+@pytest.mark.cmake
+def test_the_examples_say_when_the_package_is_not_found(tmp_path):
+    """With the examples' find_package(... CONFIG QUIET) pattern a release configure without the package applied
+    nothing and printed nothing; now it says so and how to point CMake at it."""
+    from conftest import EXAMPLES
+
+    src = tmp_path / "host_cpp"
+    shutil.copytree(EXAMPLES / "host_cpp", src)
+    proc = configure(src, tmp_path / "b", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={tmp_path / 'none'}")
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "compileiq_cmake not found: no tuned flags are applied" in said, said[-2000:]
+    assert "-Dcompileiq_cmake_DIR=$(compileiq-cmake --cmake-dir)" in said
