@@ -148,7 +148,7 @@ def _flagset_from(raw: dict) -> FlagSet:
 def _trial(row: tuple) -> Trial:
     """A trial from its row (raises ValueError, TypeError or KeyError when the row is not one)."""
     idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu = row
-    flagset = FlagSet(choices=tuple(tuple(str(x) for x in c) for c in json.loads(choices)),
+    flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)),
                       flags=tuple(str(f) for f in json.loads(flags)))
     measurements = tuple(
         Measurement(workload=tuple(str(w) for w in m["workload"]), samples=tuple(float(x) for x in m["samples"]),

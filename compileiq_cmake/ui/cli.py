@@ -542,28 +542,40 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
 
 
 def _trials(build_dir: Path, as_json: bool) -> None:
+    """Every stored trial of a build tree: the tune's own store and a suite's (the CMake route's compileiq_tune
+    keeps one per target under <build>/compileiq/suite/); each tune named by its target where its summary or
+    suite folder says it."""
     path = build_dir / "compileiq" / "trials.sqlite"
-    if not path.is_file():
-        raise UsageError(f"{build_dir} holds no tune results ({path} does not exist)")
-    store = TrialStore(path, "")
-    if store.note:  # a damaged store was moved aside: say so instead of a traceback or an empty answer
-        raise CompileIQError(store.note)
-    try:
-        groups = store.load_all()
-        if store.skipped_rows:
-            print(f"{PROG}: warning: {store.skipped_rows} row(s) of {path} are not trials (edited or damaged by "
-                  "something else): left out", file=sys.stderr)
-        effects = {}
-        for spec in groups:
-            store.spec = spec
-            effects[spec] = store.load_result("flag_effects") or []
-    finally:
-        store.close()
+    stores = ([path] if path.is_file() else []) + sorted((build_dir / "compileiq" / "suite").glob("*/trials.sqlite"))
+    if not stores:
+        raise UsageError(f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}")
+    groups: dict[str, list] = {}
+    effects: dict[str, list] = {}
+    names: dict[str, str] = {}
+    for each in stores:
+        store = TrialStore(each, "")
+        if store.note:  # a damaged store was moved aside: say so instead of a traceback or an empty answer
+            raise CompileIQError(store.note)
+        try:
+            found = store.load_all()
+            if store.skipped_rows:
+                print(f"{PROG}: warning: {store.skipped_rows} row(s) of {each} are not trials (edited or damaged by "
+                      "something else): left out", file=sys.stderr)
+            for spec, trials in found.items():
+                store.spec = spec
+                groups[spec] = trials
+                effects[spec] = store.load_result("flag_effects") or []
+                summary = store.load_result("summary")
+                target = summary.get("target") if isinstance(summary, dict) else None
+                names[spec] = target or (each.parent.name if each != path else "")
+        finally:
+            store.close()
     if as_json:
         print(json.dumps({spec: [t.as_dict() for t in trials] for spec, trials in groups.items()}, indent=1))
         return
     for spec, trials in groups.items():
-        print(f"tune {spec}: {plural(len(trials), 'trial')}")
+        named = f"{names[spec]} ({spec[:12]})" if names[spec] else spec
+        print(f"tune {named}: {plural(len(trials), 'trial')}")
         for t in trials:
             medians = " / ".join(f"{m:.4g}" for m in t.medians())
             state = medians if t.valid else f"{t.status.value}: {' '.join(t.reason.split())}"  # whole, one line
