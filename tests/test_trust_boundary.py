@@ -355,3 +355,20 @@ def test_the_examples_say_when_the_package_is_not_found(tmp_path):
     said = " ".join(proc.stdout.split())
     assert proc.returncode == 0 and "compileiq_cmake not found: no tuned flags are applied" in said, said[-2000:]
     assert "-Dcompileiq_cmake_DIR=$(compileiq-cmake --cmake-dir)" in said
+
+
+@pytest.mark.unit
+def test_portable_with_a_pass_regex_does_not_claim_nothing_checks_the_results(tmp_path):
+    """--portable --pass-regex PASS printed "nothing checks the benchmark's results": the line came whenever the
+    excluded flags differed from --exclude-flags, which --portable's cpu_specific also does."""
+    from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+    from compileiq_cmake.tune.setup import unchecked_note
+
+    def spec(**kw):
+        return TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "b", target="t", benchmark=("true",),
+                        metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "c.toml", **kw)
+
+    assert unchecked_note(spec(portable=True, pass_regex="PASS")) == ""
+    assert "cpu_specific" in spec(portable=True, pass_regex="PASS").excluded_flags
+    assert "unsafe_numerics" not in spec(portable=True, pass_regex="PASS").excluded_flags
+    assert "nothing checks" in unchecked_note(spec(portable=True))
