@@ -372,3 +372,43 @@ def test_portable_with_a_pass_regex_does_not_claim_nothing_checks_the_results(tm
     assert "cpu_specific" in spec(portable=True, pass_regex="PASS").excluded_flags
     assert "unsafe_numerics" not in spec(portable=True, pass_regex="PASS").excluded_flags
     assert "nothing checks" in unchecked_note(spec(portable=True))
+
+
+_FAKE_GCC = """#!/bin/sh
+# a gcc as -Q --help=target answers: its default is x86-64-v3; this host's -march=native adds avx512f
+case " $* " in
+  *" --version "*) echo "gcc (fake) 12.2.0"; exit 0;;
+esac
+on="sse2 avx avx2 fma bmi2"
+case " $* " in
+  *" -march=native "*|*" -march=skylake-avx512 "*) on="$on avx512f";;
+esac
+case " $* " in *" -mno-avx512f "*) on="sse2 avx avx2 fma bmi2";; esac
+case " $* " in *" -mavx512f "*) on="$on avx512f";; esac
+__HOST_LACKS__
+for f in $on; do printf '  -m%s\\t\\t[enabled]\\n' "$f"; done
+"""
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("host_lacks", [False, True])
+def test_the_apply_asks_its_compiler_what_the_entrys_flags_need_independent_of_defaults(tmp_path, host_lacks):
+    """The ISA check compared the entry's cpu_features (what -march=native adds beyond the tuning compiler's
+    default) with the same difference for the applying compiler: one whose default is x86-64-v3 said "this host
+    lacks" avx2 and others on the very machine that tuned. Now the applying compiler is asked what the entry's
+    resolved flags enable and what -march=native enables, each whole."""
+    from compileiq_cmake.flags.portability import HostFeatures
+    from compileiq_cmake.results.cmake_entries import cmake_entries
+
+    gcc = tmp_path / "gcc"
+    lacks = 'case " $* " in *" -march=native "*) on="sse2 avx avx2 fma bmi2";; esac' if host_lacks else ""
+    gcc.write_text(_FAKE_GCC.replace("__HOST_LACKS__", lacks))
+    gcc.chmod(0o755)
+    entry = make_entry(target="app", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0",
+                       flags=("-O2", "-march=skylake-avx512"), compute_capability="", device="a CPU",
+                       tuned_cpu="Intel Xeon", cpu_features=("avx", "avx2", "avx512f", "bmi2", "fma"))
+    text = cmake_entries([entry], tmp_path, HostFeatures({"CXX": str(gcc)}))
+    if host_lacks:
+        assert "HOST_LACKS avx512f" in text and "avx2" not in text.split("HOST_LACKS")[1].split("FLAGS")[0], text
+    else:
+        assert "HOST_HAS_FEATURES" in text and "HOST_LACKS" not in text, text

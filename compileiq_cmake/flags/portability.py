@@ -138,6 +138,13 @@ def _is_clang(compiler_id: str) -> bool:
     return "Clang" in compiler_id
 
 
+def enabled_switches(compiler: str, compiler_id: str, args: list[str]) -> frozenset[str]:
+    """Every ISA switch (feature) the compiler enables with `args`, by its own names (not a difference)."""
+    if _is_clang(compiler_id):
+        return clang_target(_cc1_tokens(compiler, args))[2]
+    return gcc_target_options(compiler, args)[1]
+
+
 def host_features(compiler: str, compiler_id: str) -> frozenset[str]:
     """The ISA features of this host by the compiler's names: what -march=native enables beyond its default."""
     if _is_clang(compiler_id):
@@ -249,8 +256,29 @@ class HostFeatures:
             return None, f"no {entry.language} compiler to ask"
         if compiler not in self._asked:
             try:
-                have = host_features(compiler, compiler_kind(compiler))
+                have = enabled_switches(compiler, compiler_kind(compiler), ["-march=native"])
                 self._asked[compiler] = (have, f"as {compiler} -march=native sees this host")
             except CompileIQError as exc:
                 self._asked[compiler] = (None, str(exc))
         return self._asked[compiler]
+
+    def needs(self, entry) -> frozenset[str]:
+        """The ISA switches the entry's resolved host-specific flags enable, asked of the applying compiler
+        (the same compiler as __call__'s -march=native): compared with what -march=native enables on this
+        host, independent of either compiler's default (a default of x86-64-v3 neither hides a lack nor makes
+        one up). A simulated host (override) or a compiler that cannot say: the recorded cpu_features."""
+        import os
+        import shutil
+
+        if self.override is not None or os.environ.get("COMPILEIQ_HOST_CPU_FEATURES") is not None:
+            return frozenset(entry.cpu_features)
+        compiler = self.compilers.get("CUDA_HOST" if entry.language == "CUDA" else entry.language) or (
+            shutil.which("g++") or shutil.which("c++") or "" if entry.language == "CUDA" else "")
+        flags = [_core(f) for f in [*entry.flags, *(x for p in entry.sources for x in p["flags"])]
+                 if RESOLVED_CPU.match(_core(f)) or RESOLVED_ISA.match(_core(f))]
+        if not compiler or not flags:
+            return frozenset(entry.cpu_features)
+        try:
+            return enabled_switches(compiler, compiler_kind(compiler), [f for f in flags if not f.startswith("-mtune=")])
+        except CompileIQError:
+            return frozenset(entry.cpu_features)

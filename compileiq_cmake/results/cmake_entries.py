@@ -55,7 +55,8 @@ def _cpu_arguments(e: FlagsEntry, host) -> list[str]:
     have, how = host(e) if host is not None else (None, "no compiler was asked")
     if have is None:
         return args + ["HOST_CHECK", cmake_quote(f"this host's ISA features are unknown ({how})")]
-    lacks = [f for f in e.cpu_features if f not in have]
+    needed = sorted(host.needs(e)) if hasattr(host, "needs") else e.cpu_features
+    lacks = [f for f in needed if f not in have]
     return args + ["HOST_CHECK", cmake_quote(how), *(["HOST_LACKS", *lacks] if lacks else ["HOST_HAS_FEATURES"])]
 
 
