@@ -412,3 +412,19 @@ def test_the_apply_asks_its_compiler_what_the_entrys_flags_need_independent_of_d
         assert "HOST_LACKS avx512f" in text and "avx2" not in text.split("HOST_LACKS")[1].split("FLAGS")[0], text
     else:
         assert "HOST_HAS_FEATURES" in text and "HOST_LACKS" not in text, text
+
+
+@pytest.mark.unit
+def test_a_suite_that_tuned_nothing_or_lost_a_target_says_so_in_its_exit_status():
+    """A suite with a misspelt target and --time-limit 1 exited 0."""
+    from compileiq_cmake.model.events import EventStream
+    from compileiq_cmake.tune.suite import TargetOutcome
+    from compileiq_cmake.ui.cli import suite_status
+
+    said: list[str] = []
+    events = EventStream()
+    events.subscribe(lambda e: said.append(e.text))
+    assert suite_status([TargetOutcome("a", "tuned"), TargetOutcome("b", "no gain"), TargetOutcome("c", "skipped")], events) == 0
+    assert suite_status([TargetOutcome("a", "tuned"), TargetOutcome("typo", "failed", "unknown target")], events) == 1
+    assert suite_status([TargetOutcome("a", "skipped"), TargetOutcome("b", "skipped")], events) == 1
+    assert any("typo" in s for s in said) and any("no target was tuned" in s for s in said)

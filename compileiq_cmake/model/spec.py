@@ -183,6 +183,9 @@ class TuneSpec:
                 raise UsageError(f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)")
             self._check_numbers()
             return self
+        if self.source_dir.exists() and not self.source_dir.is_dir():
+            raise UsageError(f"-S {self.source_dir} is a file, not a directory; pass the project root (the folder "
+                             "holding CMakeLists.txt) with -S")
         if not self.source_dir.is_dir():
             raise UsageError(f"source directory {self.source_dir} does not exist; pass the project root with -S")
         if not (self.source_dir / "CMakeLists.txt").is_file():

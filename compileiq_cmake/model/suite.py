@@ -23,6 +23,7 @@ through the command line's own checks (ui/cli.py)."""
 
 from __future__ import annotations
 
+import difflib
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -118,7 +119,9 @@ def load_suite(path: Path) -> Suite:
         raise UsageError(f"--suite {path}: [suite] must be a table")
     for key, value in head.items():
         if key not in SUITE_KEYS:
-            raise UsageError(f"--suite {path}: unknown key '{key}' in [suite]; known: {', '.join(SUITE_KEYS)}")
+            close = difflib.get_close_matches(key, list(SUITE_KEYS), 1)
+            raise UsageError(f"--suite {path}: unknown key '{key}' in [suite]"
+                             + (f" (did you mean '{close[0]}'?)" if close else "") + f"; known: {', '.join(SUITE_KEYS)}")
         _typed(f"--suite {path} [suite]", key, value, SUITE_KEYS[key])
     rows = doc.get("target", [])
     if not isinstance(rows, list) or not rows:
@@ -140,7 +143,9 @@ def load_suite(path: Path) -> Suite:
                 _typed(where, key, value, OWN_KEYS[key])
                 continue
             if key not in TARGET_KEYS:
-                raise UsageError(f"{where}: unknown key '{key}'; known: {', '.join([*OWN_KEYS, *TARGET_KEYS])}")
+                close = difflib.get_close_matches(key, [*OWN_KEYS, *TARGET_KEYS], 1)
+                raise UsageError(f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                                 + f"; known: {', '.join([*OWN_KEYS, *TARGET_KEYS])}")
             kind, dest = TARGET_KEYS[key]
             _typed(where, key, value, kind)
             if kind is list and not all(isinstance(v, str) for v in value):

@@ -3,11 +3,12 @@ languages and artifacts, and the compilers of a configured build tree."""
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model.errors import CompileIQError
+from ..model.errors import CompileIQError, UsageError
 
 CLIENT = "client-compileiq"
 
@@ -52,9 +53,10 @@ class CodeModel:
     def target(self, name: str) -> Target:
         if name not in self.targets:
             buildable = sorted(n for n, t in self.targets.items() if t.type != "UTILITY")
-            raise CompileIQError(
-                f"unknown target '{name}'; the project defines: {', '.join(buildable) or 'no targets'}"
-            )
+            close = difflib.get_close_matches(name, buildable, 1)
+            shown = ", ".join(buildable[:20]) + (f" and {len(buildable) - 20} more" if len(buildable) > 20 else "")
+            raise UsageError(f"unknown target '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
+                             + f"; the project defines: {shown or 'no targets'}")
         return self.targets[name]
 
     def target_owning(self, path: Path) -> Target | None:

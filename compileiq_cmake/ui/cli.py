@@ -349,7 +349,7 @@ def _spec_from_args(args: argparse.Namespace):
 FLAT_STOP = 6  # a suite's target stops its search after this many trials when nothing is to be gained
 
 
-def _suite(args: argparse.Namespace, events: EventStream) -> None:
+def _suite(args: argparse.Namespace, events: EventStream) -> int:
     """tune --suite: every target's options through the command line's own checks (_spec_from_args)."""
     suite = load_suite(Path(args.suite))
     source = Path(args.source_dir).resolve() if args.source_dir else suite.source_dir
@@ -379,11 +379,12 @@ def _suite(args: argparse.Namespace, events: EventStream) -> None:
 
     time_limit = args.time_limit if args.time_limit is not None else suite.time_limit
     json_summary = Path(args.json_summary).resolve() if args.json_summary else suite.json_summary
-    run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary, jobs=args.suite_jobs,
-              gpus=args.gpus, on_ray=args.executor == "ray", ray_address=args.ray_address)
+    return suite_status(run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary,
+                                  jobs=args.suite_jobs, gpus=args.gpus, on_ray=args.executor == "ray",
+                                  ray_address=args.ray_address), events)
 
 
-def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
+def _suite_args(args: argparse.Namespace, events: EventStream) -> int:
     """tune --suite-args FILE (the CMake route): each "[target]" block of FILE is one compileiq_tune() call's
     tune arguments, parsed as the command line would; they run as one suite."""
     path = Path(args.suite_args)
@@ -423,9 +424,24 @@ def _suite_args(args: argparse.Namespace, events: EventStream) -> None:
     if on_ray and (len(on_ray) > 1 or len(on_ray) * len(namespaces) != sum(ns.executor == "ray" for ns in namespaces.values())):
         raise UsageError("the compileiq_tune() calls of one suite run either all on one Ray cluster (EXECUTOR ray, one "
                          "RAY_ADDRESS) or all on this machine; give every call the same EXECUTOR and RAY_ADDRESS")
-    run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
-              json_summary=Path(args.json_summary).resolve() if args.json_summary else None,
-              jobs=args.suite_jobs, gpus=args.gpus, on_ray=bool(on_ray), ray_address=next(iter(on_ray), None))
+    return suite_status(run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
+                                  json_summary=Path(args.json_summary).resolve() if args.json_summary else None,
+                                  jobs=args.suite_jobs, gpus=args.gpus, on_ray=bool(on_ray),
+                                  ray_address=next(iter(on_ray), None)), events)
+
+
+def suite_status(outcomes, events: EventStream) -> int:
+    """A suite's exit status: 1 when a target failed, or when no target was tuned at all (every one skipped
+    or failed: nothing was measured to a decision); 0 otherwise ("no gain" is a decision)."""
+    failed = [o.target for o in outcomes if o.status == "failed"]
+    decided = [o for o in outcomes if o.status in ("tuned", "no gain")]
+    if failed:
+        events.warning(f"suite: {plural(len(failed), 'target')} failed ({', '.join(failed)}): exit status 1")
+        return 1
+    if not decided and any(o.status != "excluded" for o in outcomes):
+        events.warning("suite: no target was tuned (each was skipped or failed): exit status 1")
+        return 1
+    return 0
 
 
 def _predictions(ts, jobs: int | None) -> list[str]:
@@ -625,9 +641,9 @@ def _main(argv: list[str] | None = None) -> int:
             print(cmake_dir())
             return 0
         if args.command == "tune" and args.suite_args:
-            _suite_args(args, _events(args))
+            return _suite_args(args, _events(args))
         elif args.command == "tune" and args.suite:
-            _suite(args, _events(args))
+            return _suite(args, _events(args))
         elif args.command == "tune":
             missing = [name for name, value in (("-S", args.source_dir), ("-B", args.build_dir),
                                                  ("--target", args.target)) if not value]
