@@ -19,7 +19,10 @@ def test_numerics_changed_tolerances_and_messages():
     assert numerics_changed((1.0, 2.0), (1.0, 2.0), 0.0, 0.0) is None
     assert numerics_changed((1.0, 2.0), (1.0000001, 2.0), 1e-6, 0.0) is None
     msg = numerics_changed((100.0,), (103.0,), 1e-4, 0.0)
-    assert msg.startswith("numerics changed: max rel err 3.0e-02 > 1e-04")
+    assert msg == "numerics changed in 1 of 1 number: relative error up to 3.0e-02 (allowed: 1e-04, --rtol/--atol)"
+    # a baseline of zero: the relative error says nothing (it printed "max rel err 0.0e+00 > 1e-09")
+    zero = numerics_changed((0.0,), (1e-3,), 1e-9, 1e-6)
+    assert "absolute error up to 1.0e-03 (allowed: 1e-06 + 1e-09 x |baseline|" in zero and "0.0e+00" not in zero
     assert numerics_changed((0.0,), (1e-12,), 0.0, 1e-9) is None
     assert "2 numbers in the output" in numerics_changed((1.0,), (1.0, 2.0), 1e-3, 0.0)
     assert "nan" in numerics_changed((1.0,), (math.nan,), 1e-3, 0.0)

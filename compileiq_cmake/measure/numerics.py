@@ -54,6 +54,9 @@ def numerics_changed(reference: tuple[float, ...], values: tuple[float, ...], rt
         if ref != 0:
             worst_rel = max(worst_rel, diff / abs(ref))
     if bad:
-        return (f"numerics changed: max rel err {worst_rel:.1e} > {rtol:.0e} (abs {worst_abs:.1e}, atol {atol:.0e}) "
-                f"in {bad} of {plural(len(reference), 'number')}")
+        if worst_rel > rtol:
+            worst = f"relative error up to {worst_rel:.1e} (allowed: {rtol:.0e}"
+        else:  # the numbers that differ are (near) zero in the baseline: only the absolute error says anything
+            worst = f"absolute error up to {worst_abs:.1e} (allowed: {atol:.0e} + {rtol:.0e} x |baseline|"
+        return f"numerics changed in {bad} of {plural(len(reference), 'number')}: {worst}, --rtol/--atol)"
     return None

@@ -485,7 +485,8 @@ def _prior(args: argparse.Namespace) -> None:
     if args.refit:
         for family, r in local.refit().items():
             print(f"{family}: refit on {plural(r['observations'], 'observation')} ({plural(r['values'], 'value')}): "
-                  f"bandwidth {r['bandwidth']}, shrink {r['shrink']}, features {', '.join(r['features']) or 'none'} "
+                  f"bandwidth {'unbounded' if r['bandwidth'] is None else format(r['bandwidth'], '.3g')}, "
+                  f"shrink {r['shrink']:.3g}, features {', '.join(r['features']) or 'none'} "
                   f"(leave-one-out loss {r['loo_score']:.4g})")
         print(f"saved in {local.refit_path}")
         return
@@ -499,7 +500,8 @@ def _prior(args: argparse.Namespace) -> None:
         h = model.hyper.get(family)
         obs = [o for o in model.observations if o.family == family]
         print(f"  {family}: {plural(len(obs), 'observation')}; "
-              + (f"bandwidth {h.bandwidth:g}, shrink {h.shrink:g}, features {', '.join(h.features) or 'none'}" if h
+              + (f"bandwidth {'unbounded' if h.bandwidth == float('inf') else format(h.bandwidth, '.3g')}, "
+                 f"shrink {h.shrink:.3g}, features {', '.join(h.features) or 'none'}" if h
                  else "not fitted (prior --refit)"))
     for o in mine:
         print(f"  yours: {o.id} ({o.family}, {plural(len(o.effects), 'value')} measured)")
