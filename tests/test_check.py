@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 import time
 import tomllib
 from pathlib import Path
@@ -150,7 +151,9 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
     light, heavy = (e["remeasure"] for e in doc["entries"])
     assert heavy["passed"] and heavy["speedup"] > 1.5, (proc.stderr, heavy)  # -O2 against -O0: about 3x here
     assert heavy["benchmark"] == ["./pair_bench", "heavy"] and heavy["metric"] == "rate=([0-9.]+)"
-    assert not heavy["lower_is_better"] and all(w["tuned"][0] > w["plain"][0] for w in heavy["workloads"])
+    # higher is better read right: the tuned rates are higher (medians: one sample may invert on a loaded machine)
+    assert not heavy["lower_is_better"] and all(statistics.median(w["tuned"]) > statistics.median(w["plain"])
+                                                for w in heavy["workloads"])
     assert len(heavy["workloads"]) == 1 and "40 workloads, 39 of them repeats" in heavy["note"]
     assert light["benchmark"] == ["./pair_bench", "both"] and light["metric"] == "time_ms=([0-9.]+)"
     assert light["speedup"] < 1.2, light  # not heavy's gain
