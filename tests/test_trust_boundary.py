@@ -428,3 +428,19 @@ def test_a_suite_that_tuned_nothing_or_lost_a_target_says_so_in_its_exit_status(
     assert suite_status([TargetOutcome("a", "tuned"), TargetOutcome("typo", "failed", "unknown target")], events) == 1
     assert suite_status([TargetOutcome("a", "skipped"), TargetOutcome("b", "skipped")], events) == 1
     assert any("typo" in s for s in said) and any("no target was tuned" in s for s in said)
+
+
+@pytest.mark.unit
+def test_validation_rounds_are_not_silent():
+    """Validation rounds ran 20-60 s without a line: each round is reported to a progress callback, and the
+    validation says a line whenever 5 s or more passed since its last one."""
+    from compileiq_cmake.decide.validation import interleave
+    from compileiq_cmake.measure.runner import RunResult
+    from compileiq_cmake.model.records import Status
+
+    runner = SimpleNamespace(spec=SimpleNamespace(workloads=(("--n", "1"),)),
+                             run=lambda tree, workload: RunResult(Status.OK, "", 1.0))
+    seen: list[int] = []
+    out = interleave(runner, {"baseline": None, "c0": None}, 3, 6, 1, lambda live: False,
+                     progress=lambda rounds, seconds: seen.append(rounds))
+    assert out.rounds == 6 and seen == [1, 2, 3, 4, 5, 6]

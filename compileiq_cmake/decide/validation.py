@@ -40,7 +40,8 @@ class Interleaved:
 def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int, max_rounds: int, seed: int,
                decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
                required: tuple[str, ...] = (), may_continue: Callable[[float], bool] | None = None,
-               at: tuple[int, ...] | None = None) -> Interleaved:
+               at: tuple[int, ...] | None = None,
+               progress: Callable[[int, float], None] | None = None) -> Interleaved:
     """Rounds of: for each workload, every variant once, in a fresh random order. A variant whose run fails
     is out at once (its reason in `failures`), and `decided` sees only the variants still in; the rounds
     end when it says so (after min_rounds), when a `required` variant failed, or when fewer than two
@@ -68,6 +69,8 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
                     continue
                 samples[label][workload].append(res.value)
         live = {label: s for label, s in samples.items() if label not in failures}
+        if progress is not None:  # a round can take a minute: the user hears of each
+            progress(rounds, time.perf_counter() - started)
         if any(label in failures for label in required) or len(live) < 2:
             break
         if rounds >= min_rounds and (at is None or rounds in at) and decided(live):
@@ -160,8 +163,17 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
         return True
 
     clock = time.perf_counter()
+    last_said = [time.perf_counter()]
+
+    def progress(rounds: int, seconds: float) -> None:  # a line when 5 s or more passed since the last one
+        if time.perf_counter() - last_said[0] >= 5.0:
+            last_said[0] = time.perf_counter()
+            log.info(f"validation: round {rounds} of at most {spec.max_rounds} done ({seconds:.0f} s; the verdicts "
+                     f"are looked at after rounds {', '.join(str(n) for n in schedule if n >= rounds)})",
+                     stage="finalists", round=rounds, seconds=round(seconds, 1))
+
     inter = interleave(runner, variants, min_rounds, spec.max_rounds, seed, decided, required=("baseline",),
-                       may_continue=may_continue, at=schedule)
+                       may_continue=may_continue, at=schedule, progress=progress)
     per_round = (time.perf_counter() - clock) / max(1, inter.rounds)
     live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
     if "baseline" in live and inter.rounds not in schedule:  # cut short (or ended) between looks: the next look's share
