@@ -184,15 +184,7 @@ Example:
 #]=======================================================================]
 
 include_guard(GLOBAL)
-# The including project's policy CMP0105 (whether CMake passes link options to the device link), read
-# before this module sets its own policies (CompileIQ.cmake, _compileiq_device_lto_refusal).
-get_property(_compileiq_known GLOBAL PROPERTY _compileiq_project_cmp0105 SET)
-if(NOT _compileiq_known)
-  cmake_policy(GET CMP0105 _compileiq_cmp0105)
-  set_property(GLOBAL PROPERTY _compileiq_project_cmp0105 "${_compileiq_cmp0105}")
-  unset(_compileiq_cmp0105)
-endif()
-unset(_compileiq_known)
+include("${CMAKE_CURRENT_LIST_DIR}/compileiq_project_policies.cmake")
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.24...4.4)
 
@@ -606,9 +598,9 @@ function(_compileiq_device_lto)
   set(${arg_OUT_AT} "${at}" PARENT_SCOPE)
 endfunction()
 
-# _compileiq_consumers(<library> <out-var>)
-#   The targets of the project that link <library> directly (LINK_LIBRARIES), in directory order.
-function(_compileiq_consumers library out)
+# _compileiq_all_targets(<out-var>)
+#   Every target the project defines (UTILITY targets left out), directory by directory from the top.
+function(_compileiq_all_targets out)
   set(found "")
   set(dirs "${CMAKE_SOURCE_DIR}")
   while(dirs)
@@ -618,15 +610,25 @@ function(_compileiq_consumers library out)
     get_property(targets DIRECTORY "${dir}" PROPERTY BUILDSYSTEM_TARGETS)
     foreach(t IN LISTS targets)
       get_target_property(type "${t}" TYPE)
-      if(type MATCHES "^(UTILITY|INTERFACE_LIBRARY)$")
-        continue()
-      endif()
-      get_target_property(libs "${t}" LINK_LIBRARIES)
-      if(libs AND "${library}" IN_LIST libs)
+      if(NOT type STREQUAL "UTILITY")
         list(APPEND found "${t}")
       endif()
     endforeach()
   endwhile()
+  set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
+# _compileiq_consumers(<library> <out-var>)
+#   The targets of the project that link <library> directly (LINK_LIBRARIES), in directory order.
+function(_compileiq_consumers library out)
+  _compileiq_all_targets(targets)
+  set(found "")
+  foreach(t IN LISTS targets)
+    get_target_property(libs "${t}" LINK_LIBRARIES)
+    if(libs AND "${library}" IN_LIST libs)
+      list(APPEND found "${t}")
+    endif()
+  endforeach()
   set(${out} "${found}" PARENT_SCOPE)
 endfunction()
 

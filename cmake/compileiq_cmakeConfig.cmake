@@ -31,15 +31,7 @@ Cache Variables
 #]=======================================================================]
 
 include_guard(GLOBAL)
-# The including project's policy CMP0105 (whether CMake passes link options to the device link), read
-# before this module sets its own policies (CompileIQ.cmake, _compileiq_device_lto_refusal).
-get_property(_compileiq_known GLOBAL PROPERTY _compileiq_project_cmp0105 SET)
-if(NOT _compileiq_known)
-  cmake_policy(GET CMP0105 _compileiq_cmp0105)
-  set_property(GLOBAL PROPERTY _compileiq_project_cmp0105 "${_compileiq_cmp0105}")
-  unset(_compileiq_cmp0105)
-endif()
-unset(_compileiq_known)
+include("${CMAKE_CURRENT_LIST_DIR}/compileiq_project_policies.cmake")
 cmake_policy(PUSH)
 cmake_policy(VERSION 3.24...4.4)
 
