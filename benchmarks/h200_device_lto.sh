@@ -25,6 +25,7 @@ for job in "$@"; do
   workload=${workload//=/ }
   out=$OUTROOT/device-lto/$proj; mkdir -p "$out"
   work=/tmp/dlto/$proj; rm -rf "$work"; mkdir -p "$work"; cp -r "$REPO/benchmarks/projects/lto/$proj" "$work/src"
+  cp -r "$REPO/benchmarks/projects/lto/common" "$work/common"  # ../common of the project
   cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/configure.log" 2>&1 || { tail "$out/configure.log"; continue; }
   start=$EPOCHREALTIME
   (cd /tmp && python3 -m compileiq_cmake tune -S "$work/src" -B "$work/build" --target "$target" --bench "$bench" \

@@ -25,6 +25,7 @@ from functools import partial
 from typing import Callable
 
 from ..decide.finalists import NO_LIMITS, Limits
+from ..model.wording import seconds
 from ..model.errors import CompileIQError
 from ..model.records import Trial
 from ..model.spec import TuneSpec
@@ -254,7 +255,7 @@ class Budget:
 
     def limit_text(self) -> str:
         """The box as the lines name it."""
-        return f"--time-limit {self.spec.time_limit:g} s" if self.spec.time_limit is not None else "the suite's time"
+        return f"--time-limit {seconds(self.spec.time_limit)}" if self.spec.time_limit is not None else "the suite's time"
 
 
 def resumed_box(stored: object, spec: TuneSpec) -> float:

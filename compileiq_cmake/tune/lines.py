@@ -11,7 +11,7 @@ from ..model.records import Trial, TuneResult
 from ..results.summary import gpu_tune
 from ..model.spec import TuneSpec
 from ..model.timebox import TimeBox
-from ..model.wording import plural
+from ..model.wording import plural, seconds
 from .budget import Budget
 from .setup import TuneSetup
 from .trial import loss
@@ -60,12 +60,12 @@ def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
     that one trial and its validation need (the time box's plan), when the box fitted none."""
     build, bench = baseline.build_seconds, baseline.bench_seconds
     if needed and spec.time_limit:
-        return (f"compileiq: no flag set was measured within --time-limit {spec.time_limit:g} s: after the setup and "
+        return (f"compileiq: no flag set was measured within --time-limit {seconds(spec.time_limit)}: after the setup and "
                 f"the project's own build, one trial (build {build:.1f} s, benchmark {bench:.1f} s) and the "
                 f"validation of its result do not fit; nothing was compared and no flags are written for "
                 f"{spec.target}: give at least --time-limit {math.ceil(needed)} (more for a real search)")
     trials = spec.budget - 1
-    why = f" within --time-limit {spec.time_limit:g} s" if spec.time_limit else ""
+    why = f" within --time-limit {seconds(spec.time_limit)}" if spec.time_limit else ""
     return (f"compileiq: no flag set was measured{why}: only the project's own build was, so nothing was compared "
             f"and no flags are written for {spec.target}; one trial takes about {build + bench:.1f} s here (build "
             f"{build:.1f} s, benchmark {bench:.1f} s), so the {plural(trials, 'trial')} of --budget {spec.budget} "

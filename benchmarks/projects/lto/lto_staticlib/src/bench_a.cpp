@@ -1,0 +1,30 @@
+// bench_a: times devkern_curve (compute-bound kernel of the devkern library), checks a
+// sample against the CPU reference and prints time_ms, checksum, PASS/FAIL.
+#include <vector>
+
+#include "bench_common.h"
+#include "devkern.h"
+#include "ref.h"
+
+int main(int argc, char** argv) {
+  const bench::Options opt = bench::parse_args(argc, argv, 1ull << 25);  // 32M elements
+  const std::size_t n = opt.n;
+
+  std::vector<float> in(n), out(n);
+  bench::Rng rng{0x9E3779B97F4A7C15ull};
+  for (float& a : in) a = rng.uniform(-0.3f, 0.9f);  // saturation at both ends occurs
+
+  const double ms = devkern_curve(in.data(), out.data(), n, opt.reps);
+
+  double checksum = 0.0;
+  for (float v : out) checksum += v;
+
+  // Check 4096 evenly spaced elements (all of them when n <= 4096).
+  const std::size_t samples = n < 4096 ? n : 4096;
+  bench::SampleCheck check{1e-4, 1e-4};
+  for (std::size_t k = 0; k < samples; ++k) {
+    const std::size_t i = samples > 1 ? k * (n - 1) / (samples - 1) : 0;
+    check(i, out[i], ref_curve(in[i]));
+  }
+  return bench::report(ms, checksum, check);
+}
