@@ -37,6 +37,8 @@ class Printed:
 
 def test_the_printed_resolution_is_read_off_the_values():
     assert [decimals(x) for x in (2.371, 2.37, 1.0, 120.0, 1.23456e-3)] == [3, 2, 0, 0, 8]
+    # digits after the point are not the step of whole numbers printed in exponent form ('%.2g': 1.3e+02)
+    assert quantum([120.0, 130.0]) == pytest.approx(10 / 120)
     assert decimals(2.0 / 3.0) == 15 and quantum([2.0 / 3.0, 0.7]) == 0.0  # computed values: nothing to widen
     assert quantum([0.450, 0.451], [0.452]) == pytest.approx(0.001 / 0.450)
 

@@ -8,7 +8,7 @@ import math
 import random
 
 from compileiq_cmake.decide.stats import (
-    coarse_metric_warning, compare, compare_paired, flag_effects, geomean_comparison, median_ci, printed_resolution, quantum,
+    coarse_metric_warning, compare, compare_paired, flag_effects, geomean_comparison, median_ci, printed_step, quantum,
 )
 
 
@@ -82,9 +82,14 @@ def test_median_interval_covers_the_true_median_about_95_percent():
 
 @pytest.mark.unit
 def test_quantized_metric_is_detected():
-    assert printed_resolution("0.00002") == 0.5
-    assert coarse_metric_warning([2e-5] * 5, ["0.00002"] * 5, 0.01).startswith("the metric is printed with a resolution")
-    assert coarse_metric_warning([1.234567, 1.234601, 1.234552], [], 0.01) is None
+    assert quantum([2e-5] * 5) == pytest.approx(0.5)
+    assert coarse_metric_warning([2e-5] * 5, 0.01).startswith("the metric is printed with a resolution")
+    assert coarse_metric_warning([1.234567, 1.234601, 1.234552], 0.01) is None
+    # issue 36: '%.2g' of 125 prints 1.3e+02; read back as 130.0 its step is 10, not 1 (it was read as 1, and a
+    # candidate 0.16% faster was written as 8.3% faster); the warning and the decision use this one step
+    assert printed_step([130.0, 120.0, 130.0]) == 10.0 and quantum([130.0, 120.0]) == pytest.approx(10 / 120)
+    assert printed_step([125.0, 131.0]) == 1.0 and printed_step([2.371, 2.37]) == pytest.approx(1e-3)
+    assert coarse_metric_warning([130.0, 130.0, 130.0, 120.0], 0.01).startswith("the metric is printed")
     assert quantum([1.0, 1.1, 1.0, 1.1]) > 0.09
 
 

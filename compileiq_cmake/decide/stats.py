@@ -54,21 +54,6 @@ def relative_spread(samples: list[float] | tuple[float, ...]) -> float:
     return 1.4826 * mad / abs(med)
 
 
-def printed_resolution(text: str) -> float | None:
-    """Relative resolution implied by how a number was printed: '0.00002' -> 1e-5 / 2e-5 = 0.5."""
-    text = text.strip()
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    if value == 0:
-        return None
-    mantissa = text.lower().split("e")[0]
-    exponent = int(text.lower().split("e")[1]) if "e" in text.lower() else 0
-    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
-    return 10.0 ** (exponent - decimals) / abs(value)
-
-
 def decimals(value: float) -> int:
     """The digits after the point with which `value` was printed, as far as the float tells: its shortest
     round-trip text ("2.371" -> 3; "2.3710" -> 3 too: a trailing zero is lost, which only makes the step look
@@ -83,17 +68,30 @@ def decimals(value: float) -> int:
     return max(0, min(15, places - int(exponent or 0)))
 
 
-def quantum(*samples) -> float:
-    """The metric's printed resolution relative to its value, from the samples themselves: one step of the
-    finest printed digit (the most digits any sample shows) over the smallest value. 0 for metrics measured
-    or printed with 15 digits and more (nothing to widen)."""
-    values = [abs(float(x)) for group in samples for x in group if x]
+def printed_step(values: list[float]) -> float:
+    """The step of the finest printed digit, from the values themselves (the one definition the decision and
+    the console's warning share): 10^-d for the most digits d after the point any value shows; for whole
+    numbers, the largest power of ten that divides every value (a metric printed '%.2g' reads 120, 130, 1.3e+02:
+    step 10, not 1). 0 for values measured or printed with 15 digits and more (nothing to widen)."""
+    values = [abs(float(x)) for x in values if x]
     if not values:
         return 0.0
     places = max(decimals(x) for x in values)
     if places >= 15:
         return 0.0
-    return 10.0 ** -places / min(values)
+    if places > 0:
+        return 10.0 ** -places
+    step = 1.0
+    while step < 1e15 and all(math.fmod(x, step * 10) == 0 for x in values):
+        step *= 10
+    return step
+
+
+def quantum(*samples) -> float:
+    """The metric's printed resolution relative to its value: printed_step over the smallest value."""
+    values = [abs(float(x)) for group in samples for x in group if x]
+    step = printed_step(values)
+    return step / min(values) if step else 0.0
 
 
 def auto_min_gain(noise: float) -> float:
@@ -256,10 +254,10 @@ def holm(p_values: list[float], alpha: float) -> list[bool]:
     return out
 
 
-def coarse_metric_warning(samples, printed: list[str], min_effect: float) -> str | None:
-    """A message when the metric is printed too coarsely to resolve effects of min_effect."""
-    steps = [r for r in (printed_resolution(p) for p in printed) if r]
-    step = max(steps) if steps else quantum(samples)  # the step the comparisons widen by
+def coarse_metric_warning(samples, min_effect: float) -> str | None:
+    """A message when the metric is printed too coarsely to resolve effects of min_effect: the step the
+    comparisons widen by (quantum), so the warning and the decision never disagree."""
+    step = quantum(samples)
     if step and step > min_effect / 2 and len(set(samples)) <= max(2, len(samples) // 3):
         return (f"the metric is printed with a resolution of {100 * step:.2g}% of its value, too coarse to see "
                 f"the {100 * min_effect:.2g}% differences being sought (a difference of one step is never significant); "

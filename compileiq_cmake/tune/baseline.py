@@ -111,10 +111,7 @@ class Baseline:
             f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}",
             medians=list(baseline.medians()), noise=noise, min_gain=min_gain, restored=len(restored))
         first = baseline.measurements[0]
-        printed = []
-        if len(set(first.samples)) == 1 and spec.metric.kind == "regex" and not restored:  # how were they printed?
-            printed = [runner.run(setup.trees[0], first.workload).printed]
-        coarse = coarse_metric_warning(list(first.samples), [p for p in printed if p], min_gain)
+        coarse = coarse_metric_warning(list(first.samples), min_gain)
         if coarse:
             log(f"compileiq: warning: {coarse}")
         references = reference_trees(setup, executor.build, baseline_set, noise, list(runners) or [""], log)
