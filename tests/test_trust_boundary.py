@@ -444,3 +444,44 @@ def test_validation_rounds_are_not_silent():
     out = interleave(runner, {"baseline": None, "c0": None}, 3, 6, 1, lambda live: False,
                      progress=lambda rounds, seconds: seen.append(rounds))
     assert out.rounds == 6 and seen == [1, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.unit
+def test_what_a_person_reads_holds_no_control_characters_and_options_are_not_guessed(tmp_path, capsys, monkeypatch):
+    """An escape sequence in a TOML's device name reached the terminal raw through `show`; option typos got
+    28 lines of usage and no "did you mean"; an unquoted benchmark argument was taken for --no-screen;
+    -S naming a file said "does not exist"; COMPILEIQ_SIMULATE_GPUS=100000 was accepted."""
+    from compileiq_cmake.measure.gpu import visible_gpus
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.ui.cli import main
+
+    path = tmp_path / "c.toml"
+    write_entry(path, make_entry(device="GPU \x1b[2J\x1b[31mred"))
+    assert main(["show", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b[2J" in out
+    for argv, says in ((["tune", "-S", ".", "-B", "b", "--target", "t", "--bugdet", "3"], "did you mean --budget?"),
+                       (["tune", "-S", ".", "-B", "b", "--target", "t", "--bench", "prog", "--n", "100"],
+                        "go inside the quotes of --bench")):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.count("\n") == 1 and says in err, err
+    (tmp_path / "file").write_text("")
+    assert main(["tune", "-S", str(tmp_path / "file"), "-B", str(tmp_path / "b"), "--target", "t",
+                 "--bench", "true", "--metric", "WALLTIME"]) == 2
+    assert "is a file, not a directory" in capsys.readouterr().err
+    with pytest.raises(CompileIQError, match="from 1 to 64"):
+        visible_gpus(environ={"COMPILEIQ_SIMULATE_GPUS": "100000"})
+
+
+@pytest.mark.cmake
+def test_check_refuses_a_toml_with_a_switch_outside_the_grammar(tmp_path):
+    """The third reader of the file: `check` stops at the file, in one line, before configuring anything."""
+    src, build = _project(tmp_path)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    path = _host_entry_text(tmp_path, flags=["-march=x86-64", "-mgeneral-regs-only"], tuned_cpu="Some CPU",
+                            cpu_features=["general-regs-only"])
+    proc = run_cli("check", str(path), "-S", str(src), "-B", str(build))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "-mgeneral-regs-only" in proc.stderr, proc.stderr
+    assert not (build / "compileiq" / "check").exists()
