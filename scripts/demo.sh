@@ -12,6 +12,7 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && com
 else
   example=${EXAMPLE:-host_cpp}; extra='.'
 fi
+echo "== installing compileiq-cmake and its dependencies into .venv (about a minute the first time)"
 .venv/bin/python -m pip install -q --disable-pip-version-check "$extra"
 export PATH="$PWD/.venv/bin:$PATH"
 demo_dir=${DEMO_DIR:-$(mktemp -d /tmp/compileiq-demo.XXXXXX)}
@@ -20,6 +21,7 @@ work="$demo_dir/$example"
 rm -rf "$work"; cp -r "examples/$example" "$work"
 cmake_dir=$(cd / && compileiq-cmake --cmake-dir)
 echo "== tuning $example in $work (opt-in route: -DCOMPILEIQ_TUNE=ON, target compileiq_tune)"
+echo "== configuring $example"
 cmake -S "$work" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DCOMPILEIQ_TUNE=ON -Dcompileiq_cmake_DIR="$cmake_dir" >/dev/null
 cmake --build "$work/build" --target compileiq_tune
 if [ -f "$work/compileiq.toml" ]; then

@@ -482,7 +482,9 @@ def _prior(args: argparse.Namespace) -> None:
         n = local.import_file(Path(args.import_file))
         print(f"added {plural(n, 'observation')} from {args.import_file} to {local.observations_dir}")
         return
-    if args.refit:
+    if args.refit:  # a fit by leave-one-out over every observation: tens of seconds; say so first
+        print(f"prior --refit: fitting on {plural(len(local.model().observations), 'observation')} (shipped and "
+              "yours) by leave-one-out; this takes a while (about 30 s on 2 cores)...", flush=True)
         for family, r in local.refit().items():
             print(f"{family}: refit on {plural(r['observations'], 'observation')} ({plural(r['values'], 'value')}): "
                   f"bandwidth {'unbounded' if r['bandwidth'] is None else format(r['bandwidth'], '.3g')}, "
