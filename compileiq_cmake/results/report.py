@@ -191,8 +191,10 @@ def render(doc: dict) -> str:
                       and t["status"] != "ok")
     throttled = sum(1 for t in doc["trials"] if t["throttled"])
 
-    def fmt(x, digits=3):
-        return "" if x is None else f"{x:.{digits}f}"
+    def fmt(x, digits=3):  # never "nan" in what a person reads: a number not measured says so
+        if x is None:
+            return ""
+        return f"{x:.{digits}f}" if math.isfinite(x) else "not measured"
 
     env.filters["f"] = fmt
     env.filters["flags"] = _label

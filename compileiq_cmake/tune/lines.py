@@ -107,8 +107,9 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     if result.contributions:
         log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
         for c in result.contributions:
-            log(f"    {' '.join(c.flags):<40} {c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}] "
-                f"{'kept' if c.kept else 'dropped'}: {c.reason}")
+            measured = (f"{c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}]" if math.isfinite(c.speedup)
+                        else "not measured")  # a step the time box left out: never "nanx [nan..nan]"
+            log(f"    {' '.join(c.flags):<40} {measured:<28} {'kept' if c.kept else 'dropped'}: {c.reason}")
     if result.winner is not None:
         w = result.winner
         per = ", ".join(f"{x.speedup:.3f}x [{x.ci_low:.3f}..{x.ci_high:.3f}]" for x in w.workloads)
