@@ -485,3 +485,15 @@ def test_check_refuses_a_toml_with_a_switch_outside_the_grammar(tmp_path):
     proc = run_cli("check", str(path), "-S", str(src), "-B", str(build))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "-mgeneral-regs-only" in proc.stderr, proc.stderr
     assert not (build / "compileiq" / "check").exists()
+
+
+@pytest.mark.cmake
+def test_check_of_a_tree_without_a_build_type_checks_the_release_build_its_tune_tuned(tmp_path):
+    """After the CMake route (a tree configured with -DCOMPILEIQ_TUNE=ON and no build type: its tune tunes a
+    Release build), `check -B build` said every entry "does not apply"."""
+    src, build = _project(tmp_path)
+    assert configure(src, build).returncode == 0  # no CMAKE_BUILD_TYPE
+    write_entry(src / "compileiq.toml", _entry(build))  # build_type Release
+    proc = run_cli("check", "-S", str(src), "-B", str(build), "--strict")
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "checking a Release build" in said and "applies" in said, said[-2000:]
