@@ -139,7 +139,7 @@ def test_architecture_set_by_hand_with_cmp0104_old(tmp_path):
     flags = ("--use_fast_math",)
     _variant_build_carries(trap, flags)
     out = _apply(trap, tmp_path, flags, "-DCMAKE_POLICY_VERSION_MINIMUM=3.5")
-    assert "(CUDA sm_90; architecture from -arch=sm_90 in CMAKE_CUDA_FLAGS)" in out, out
+    assert "(CUDA sm_90 entry, for sm_90; architecture from -arch=sm_90 in CMAKE_CUDA_FLAGS)" in out, out
     # another architecture by hand: not applied, and the message names what this build targets
     lists = trap.src / "CMakeLists.txt"
     lists.write_text(lists.read_text().replace("-arch=sm_90", "-arch=sm_80"))
@@ -153,7 +153,7 @@ def test_architecture_set_by_hand_with_cmp0104_old(tmp_path):
                        "-DCMAKE_CUDA_FLAGS=-arch sm_90",
                        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
     text = " ".join((cached.stdout + cached.stderr).split())
-    assert "(CUDA sm_90; architecture from -arch sm_90 in CMAKE_CUDA_FLAGS)" in text, text
+    assert "(CUDA sm_90 entry, for sm_90; architecture from -arch sm_90 in CMAKE_CUDA_FLAGS)" in text, text
     assert "other sources" not in text, "editing CMakeLists.txt changes no source file of the target"
 
 
