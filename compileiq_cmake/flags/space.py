@@ -220,7 +220,8 @@ def load_space(
         kept.append(Dimension(name=name, help=d.get("help", ""), values=values, unsafe_numerics=unsafe,
                               relaxes_numerics=bool(d.get("relaxes_numerics", False)),
                               experimental=experimental, archs=archs, cpu_specific=cpu_specific))
-    if not kept:
+    if not kept and not (set(include) & BUILD_MODE_DIMENSIONS.get(family, set()) or host_side_named(include)):
+        # (a dimension the tune adds itself, device_lto or the host side, may be all that is asked for)
         raise CompileIQError("the flag space is empty after --include-flags/--exclude-flags; allow more flags")
     return FlagSpace(family=family, dimensions=tuple(kept), dropped=tuple(dropped))
 
