@@ -242,7 +242,7 @@ def test_device_lto_changes_only_the_targets_cuda_code_and_one_device_link_on_ev
     project = layout.split("/")[0]
     entry = _entry(compiler_versions, target, flags=(), device_lto=True, device_link=(consumer,) if consumer else ())
     plain, rel, proc = _plain_and_applied(tmp_path, project, entry, extra)
-    assert "device LTO of its CUDA code only" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "its CUDA code only: code=lto_90" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-2000:]
     got, before = _commands(rel), _commands(plain)
     changed = {k for k in got if got[k] != before.get(k)}
     assert changed and all(k[0] == target for k in changed), changed
