@@ -497,3 +497,37 @@ def test_check_of_a_tree_without_a_build_type_checks_the_release_build_its_tune_
     proc = run_cli("check", "-S", str(src), "-B", str(build), "--strict")
     said = proc.stdout + proc.stderr
     assert proc.returncode == 0 and "checking a Release build" in said and "applies" in said, said[-2000:]
+
+
+@pytest.mark.unit
+def test_trials_reads_the_cmake_routes_suite_stores_and_names_targets(tmp_path):
+    """After the CMake route, `trials -B build` said the tree "holds no tune results" (the umbrella target's
+    suite keeps one store per target) and named tunes by a hash."""
+    from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+    from compileiq_cmake.results.store import TrialStore
+
+    path = tmp_path / "build" / "compileiq" / "suite" / "nbody" / "trials.sqlite"
+    path.parent.mkdir(parents=True)
+    store = TrialStore(path, "abcdef0123456789")
+    store.save(Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (2.0,)),), 1.0, 1.0, 2.0, "cc", "", None))
+    store.save_result("summary", {"target": "nbody"})
+    store.close()
+    proc = run_cli("trials", "-B", str(tmp_path / "build"))
+    assert proc.returncode == 0 and "tune nbody (abcdef012345): 1 trial" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.unit
+def test_numbers_a_person_reads_are_rounded_and_never_nan():
+    """'--time-limit 269.998 s' (a suite share) and 'nanx [nan..nan]' (an ablation step the box left out)."""
+    import math
+
+    from compileiq_cmake.model.records import Contribution
+    from compileiq_cmake.model.wording import seconds
+    from compileiq_cmake.tune.lines import contribution_line
+
+    assert seconds(269.998) == "270 s" and seconds(2.5) == "2.5 s" and seconds(0.25) == "0.25 s"
+    row = contribution_line(Contribution("ptxas_opt_level", ("-Xptxas=-O1",), math.nan, math.nan, math.nan, True,
+                                         "not ablated: the time limit"))
+    assert "nan" not in row.replace("not ablated", "") and "not measured" in row, row
+    measured = contribution_line(Contribution("ftz", ("--ftz=true",), 1.0123, 1.001, 1.02, True, "kept"))
+    assert "1.0123x [1.0010..1.0200]" in measured

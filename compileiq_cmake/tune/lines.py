@@ -73,6 +73,12 @@ def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
             "benchmarks when --workers allows) plus the validation of the finalists: give the tune that much time")
 
 
+def contribution_line(c) -> str:
+    """One row of the ablation table; a step the time box left out says "not measured", never "nanx"."""
+    measured = f"{c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}]" if math.isfinite(c.speedup) else "not measured"
+    return f"    {' '.join(c.flags):<40} {measured:<28} {'kept' if c.kept else 'dropped'}: {c.reason}"
+
+
 def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0,
                 needed: float = 0.0) -> None:
     """`restored`: trials of an earlier run restored from the store (a resume), counted apart; `needed`: see
@@ -107,9 +113,7 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     if result.contributions:
         log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
         for c in result.contributions:
-            measured = (f"{c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}]" if math.isfinite(c.speedup)
-                        else "not measured")  # a step the time box left out: never "nanx [nan..nan]"
-            log(f"    {' '.join(c.flags):<40} {measured:<28} {'kept' if c.kept else 'dropped'}: {c.reason}")
+            log(contribution_line(c))
     if result.winner is not None:
         w = result.winner
         per = ", ".join(f"{x.speedup:.3f}x [{x.ci_low:.3f}..{x.ci_high:.3f}]" for x in w.workloads)
