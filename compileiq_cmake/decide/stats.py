@@ -1,6 +1,7 @@
 """Statistics of measurements, without I/O: medians with confidence intervals, the comparison of a
-candidate with the baseline (Welch's t-test on log values, with a minimum effect size), the resolution
-of a printed metric, and a per-flag effects model."""
+candidate with the baseline (validation: a paired one-sided t-test on the per-round log ratios, gain_test;
+unpaired samples: Welch's t-test on log values), the resolution of a printed metric (printed_step), and a
+per-flag effects model."""
 
 from __future__ import annotations
 
