@@ -230,7 +230,9 @@ def test_local_prior_data_is_saved_replaced_exported_and_imported(tmp_path):
     assert len(local.model(PriorModel([])).observations) == 2
     assert local.export(tmp_path / "team.json") == 2
     other = LocalPrior(tmp_path / "b")
-    assert other.import_file(tmp_path / "team.json") == 2 and len(other.observations()) == 2
+    assert other.import_file(tmp_path / "team.json") == (2, 0, 0) and len(other.observations()) == 2
+    # issue 36: importing the same file again adds nothing and says so (it said "added 2" again)
+    assert other.import_file(tmp_path / "team.json") == (0, 0, 2) and len(other.observations()) == 2
     (tmp_path / "partial.json").write_text('{"format": "compileiq-prior", "version": 1, "observations": [{"id": 1}]}')
     with pytest.raises(UsageError):
         other.import_file(tmp_path / "partial.json")

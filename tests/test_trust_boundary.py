@@ -531,3 +531,14 @@ def test_numbers_a_person_reads_are_rounded_and_never_nan():
     assert "nan" not in row.replace("not ablated", "") and "not measured" in row, row
     measured = contribution_line(Contribution("ftz", ("--ftz=true",), 1.0123, 1.001, 1.02, True, "kept"))
     assert "1.0123x [1.0010..1.0200]" in measured
+
+
+@pytest.mark.unit
+def test_ids_that_read_alike_keep_their_own_observations(tmp_path):
+    """Two ids that differ only in characters a file name cannot hold ('a/b', 'a_b') shared one file: an import
+    of both said "added 2" and kept one."""
+    from compileiq_cmake.results.prior_store import LocalPrior
+
+    store = LocalPrior(tmp_path / "cache")
+    assert store.import_file(_prior_file(tmp_path, [_observation("a/b"), _observation("a_b")])) == (2, 0, 0)
+    assert sorted(o.id for o in store.observations()) == ["a/b", "a_b"]

@@ -7,6 +7,7 @@ for every tune with COMPILEIQ_NO_LEARN=1; `compileiq-cmake prior` shows, refits,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass
@@ -46,19 +47,29 @@ class LocalPrior:
         return self.root / "refit.json"
 
     def observations(self) -> list[Observation]:
-        """Every readable observation (an unreadable file is skipped: a partial write, a newer version)."""
-        out = []
+        """Every readable observation (an unreadable file is skipped: a partial write, a newer version); one per
+        id, the newest file's (a store written before files carried the id's digest may hold an id twice)."""
+        found: dict[str, tuple[float, Observation]] = {}
         for path in sorted(self.observations_dir.glob("*.json")) if self.observations_dir.is_dir() else ():
             try:
-                out.append(Observation.from_dict(json.loads(path.read_text()), str(path)))
+                obs = Observation.from_dict(json.loads(path.read_text()), str(path))
+                stamp = path.stat().st_mtime
             except (OSError, ValueError, CompileIQError):
                 continue
-        return out
+            if obs.id not in found or stamp >= found[obs.id][0]:
+                found[obs.id] = (stamp, obs)
+        return [obs for _, obs in sorted(found.values(), key=lambda so: so[1].id)]
+
+    def path_of(self, obs_id: str) -> Path:
+        """The file of an observation: a readable name and a digest of the whole id (two ids that read alike
+        after the unsafe characters are replaced never share a file)."""
+        digest = hashlib.sha256(obs_id.encode()).hexdigest()[:12]
+        return self.observations_dir / f"{obs_id.translate(_SAFE)[:120]}-{digest}.json"
 
     def save(self, obs: Observation) -> Path:
         """Write (or replace) one observation atomically; returns its file."""
         self.observations_dir.mkdir(parents=True, exist_ok=True)
-        path = self.observations_dir / (obs.id.translate(_SAFE)[:150] + ".json")
+        path = self.path_of(obs.id)
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(obs.as_dict(), indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
@@ -103,8 +114,10 @@ class LocalPrior:
             raise UsageError(f"--export {path}: cannot write it ({exc.strerror or exc})") from None
         return len(obs)
 
-    def import_file(self, path: Path) -> int:
-        """Add another team's exported observations (each replaces a local one of the same id)."""
+    def import_file(self, path: Path) -> tuple[int, int, int]:
+        """Add another team's exported observations (each replaces a local one of the same id). Returns how
+        many were new, how many replaced a different one of the same id, and how many were already there
+        as they are (importing a file twice adds nothing, and says so)."""
         doc = load_json(path, f"--import {path}")
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
             raise UsageError(f"--import {path}: not a compileiq prior (format {FORMAT} version {VERSION}); "
@@ -118,6 +131,15 @@ class LocalPrior:
             twice = next(i for i in ids if ids.count(i) > 1)
             raise UsageError(f"--import {path}: observation id {twice!r} appears {ids.count(twice)} times; each id must "
                              "be unique (give a file written by prior --export)")
+        added = updated = same = 0
         for o in obs:
+            old = self.path_of(o.id)
+            before = old.read_text() if old.is_file() else None
             self.save(o)
-        return len(obs)
+            if before is None:
+                added += 1
+            elif before == old.read_text():
+                same += 1
+            else:
+                updated += 1
+        return added, updated, same

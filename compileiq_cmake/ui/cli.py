@@ -479,8 +479,9 @@ def _prior(args: argparse.Namespace) -> None:
         print(f"wrote {plural(n, 'observation')} of your tunes to {args.export}")
         return
     if args.import_file:
-        n = local.import_file(Path(args.import_file))
-        print(f"added {plural(n, 'observation')} from {args.import_file} to {local.observations_dir}")
+        added, updated, same = local.import_file(Path(args.import_file))
+        print(f"{args.import_file}: {plural(added, 'observation')} added, {updated} replaced an older one of the same "
+              f"id, {same} already there as they are ({local.observations_dir})")
         return
     if args.refit:  # a fit by leave-one-out over every observation: tens of seconds; say so first
         print(f"prior --refit: fitting on {plural(len(local.model().observations), 'observation')} (shipped and "
