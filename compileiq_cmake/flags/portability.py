@@ -240,18 +240,27 @@ class HostFeatures:
         self.override = override
         self._asked: dict[str, tuple[frozenset[str] | None, str]] = {}
 
-    def __call__(self, entry) -> tuple[frozenset[str] | None, str]:
+    def _simulated(self) -> bool:
+        """Whether the host is simulated (override, or COMPILEIQ_HOST_CPU_FEATURES: the same, for check)."""
         import os
 
         if self.override is None and os.environ.get("COMPILEIQ_HOST_CPU_FEATURES") is not None:
-            self.override = os.environ["COMPILEIQ_HOST_CPU_FEATURES"]  # the same, from the environment (check)
-        if self.override is not None:
-            return (frozenset(x for x in re.split(r"[;,\s]+", self.override) if x),
-                    "COMPILEIQ_HOST_CPU_FEATURES: a simulated host")
+            self.override = os.environ["COMPILEIQ_HOST_CPU_FEATURES"]
+        return self.override is not None
+
+    def _compiler(self, entry) -> str:
+        """The compiler to ask for an entry: the project's of its language (CUDA: nvcc's host compiler, else
+        g++ or c++ on PATH); "" when there is none."""
         import shutil
 
-        compiler = self.compilers.get("CUDA_HOST" if entry.language == "CUDA" else entry.language) or (
+        return self.compilers.get("CUDA_HOST" if entry.language == "CUDA" else entry.language) or (
             shutil.which("g++") or shutil.which("c++") or "" if entry.language == "CUDA" else "")
+
+    def __call__(self, entry) -> tuple[frozenset[str] | None, str]:
+        if self._simulated():
+            return (frozenset(x for x in re.split(r"[;,\s]+", self.override) if x),
+                    "COMPILEIQ_HOST_CPU_FEATURES: a simulated host")
+        compiler = self._compiler(entry)
         if not compiler:
             return None, f"no {entry.language} compiler to ask"
         if compiler not in self._asked:
@@ -267,13 +276,9 @@ class HostFeatures:
         (the same compiler as __call__'s -march=native): compared with what -march=native enables on this
         host, independent of either compiler's default (a default of x86-64-v3 neither hides a lack nor makes
         one up). A simulated host (override) or a compiler that cannot say: the recorded cpu_features."""
-        import os
-        import shutil
-
-        if self.override is not None or os.environ.get("COMPILEIQ_HOST_CPU_FEATURES") is not None:
+        if self._simulated():
             return frozenset(entry.cpu_features)
-        compiler = self.compilers.get("CUDA_HOST" if entry.language == "CUDA" else entry.language) or (
-            shutil.which("g++") or shutil.which("c++") or "" if entry.language == "CUDA" else "")
+        compiler = self._compiler(entry)
         flags = [_core(f) for f in [*entry.flags, *(x for p in entry.sources for x in p["flags"])]
                  if RESOLVED_CPU.match(_core(f)) or RESOLVED_ISA.match(_core(f))]
         if not compiler or not flags:

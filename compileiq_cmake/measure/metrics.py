@@ -73,16 +73,22 @@ class MetricReading:
     warning: str = ""
 
 
-def _matches(pattern: str, text: str, seconds: float | None) -> list[str | None] | str:
-    """The first groups of every match (MULTILINE); with `seconds` (a regex read from a file, not typed by the
-    user: it may backtrack catastrophically) matched by the `regex` engine under that time limit, and on
-    running past it the reason as a string."""
+def _engine(seconds: float | None):
+    """The regex module and its extra arguments: `re` for a regex the user typed; with `seconds` (a regex read
+    from a file: it may backtrack catastrophically) the `regex` engine under that time limit, which raises
+    TimeoutError past it."""
     if seconds is None:
-        return [m.group(1) for m in re.finditer(pattern, text, flags=re.MULTILINE)]
+        return re, {}
     import regex
 
+    return regex, {"timeout": seconds}
+
+
+def _matches(pattern: str, text: str, seconds: float | None) -> list[str | None] | str:
+    """The first groups of every match (MULTILINE); the reason as a string when the regex ran past its limit."""
+    engine, limit = _engine(seconds)
     try:
-        return [m.group(1) for m in regex.finditer(pattern, text, flags=regex.MULTILINE, timeout=seconds)]
+        return [m.group(1) for m in engine.finditer(pattern, text, flags=engine.MULTILINE, **limit)]
     except TimeoutError:
         return f"the regex {pattern!r} ran past its {seconds:g} s limit on the output (a regex read from a file)"
 
@@ -137,14 +143,10 @@ def pass_problem(pass_regex: str | None, output: str, seconds: float | None = No
     none). `seconds`: a regex read from a file, matched under that time limit (running past it fails)."""
     if pass_regex is None:
         return ""
-    if seconds is None:
-        found = re.search(pass_regex, output, flags=re.MULTILINE) is not None
-    else:
-        import regex
-
-        try:
-            found = regex.search(pass_regex, output, flags=regex.MULTILINE, timeout=seconds) is not None
-        except TimeoutError:
-            return (f"PASS_REGEX {pass_regex!r} ran past its {seconds:g} s limit on the output (a regex read from a "
-                    "file: give --pass-regex)")
+    engine, limit = _engine(seconds)
+    try:
+        found = engine.search(pass_regex, output, flags=engine.MULTILINE, **limit) is not None
+    except TimeoutError:
+        return (f"PASS_REGEX {pass_regex!r} ran past its {seconds:g} s limit on the output (a regex read from a "
+                "file: give --pass-regex)")
     return "" if found else f"PASS_REGEX {pass_regex!r} not in output"

@@ -133,9 +133,9 @@ class VariantSettings:
             cache["CMAKE_BUILD_TYPE"] = ("STRING", config)
             if own and own != config:
                 notes.append(f"tuning the {config} build type (--config) although the build tree is {own}")
-        elif not cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]:
-            cache["CMAKE_BUILD_TYPE"] = ("STRING", "Release")
-            notes.append("no CMAKE_BUILD_TYPE in the user's build tree: tuning a Release build")
+        elif lacks_build_type(cache, generator):
+            cache["CMAKE_BUILD_TYPE"] = ("STRING", DEFAULT_BUILD_TYPE)
+            notes.append(f"no CMAKE_BUILD_TYPE in the user's build tree: tuning a {DEFAULT_BUILD_TYPE} build")
         return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache,
                                cuda_arch=cuda_arch, config=chosen,
                                user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
@@ -146,6 +146,12 @@ class VariantSettings:
 
 
 STANDARD_CONFIGS = ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
+DEFAULT_BUILD_TYPE = "Release"  # what a tune (and check) of a single-config tree without a build type builds
+
+
+def lacks_build_type(cache: dict[str, tuple[str, str]], generator: str) -> bool:
+    """Whether a single-config tree has no CMAKE_BUILD_TYPE (then DEFAULT_BUILD_TYPE is tuned and checked)."""
+    return not is_multi_config(generator) and not cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
 
 
 def project_configs(user: dict[str, tuple[str, str]], generator: str) -> list[str]:

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from ..measure.bench import run_benchmark, run_verify
 from ..system.processes import run_process
-from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, is_multi_config, read_cache, top_level_includes
+from ..project.cmake_project import (DEFAULT_BUILD_TYPE, find_cmake, forwarded_cache, initial_cache_script, lacks_build_type,
+                                     read_cache, top_level_includes)
 from ..model.events import EventStream
 from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, UsageError, first_error_line, write_log
 from ..project.file_api import read_codemodel, write_query
@@ -301,13 +302,12 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     toml = toml.resolve()
     entries = read_entries(toml)  # validated: a bad file is one line, exit 2
     user = read_cache(build_dir)
-    generator = user.get("CMAKE_GENERATOR", ("", ""))[1]
-    if not is_multi_config(generator) and not user.get("CMAKE_BUILD_TYPE", ("", ""))[1]:
+    if lacks_build_type(user, user.get("CMAKE_GENERATOR", ("", ""))[1]):
         # a tree configured without a build type (the CMake route's -DCOMPILEIQ_TUNE=ON tree): a tune of it
-        # tunes a Release build, so the check checks one (else every entry "does not apply")
-        user = {**user, "CMAKE_BUILD_TYPE": ("STRING", "Release")}
-        events.note(f"check: {build_dir} has no CMAKE_BUILD_TYPE; checking a Release build, as a tune of it tunes one",
-                    stage="check")
+        # tunes DEFAULT_BUILD_TYPE, so the check checks that (else every entry "does not apply")
+        user = {**user, "CMAKE_BUILD_TYPE": ("STRING", DEFAULT_BUILD_TYPE)}
+        events.note(f"check: {build_dir} has no CMAKE_BUILD_TYPE; checking a {DEFAULT_BUILD_TYPE} build, as a tune "
+                    "of it tunes one", stage="check")
     cmake = find_cmake(user)
     root = build_dir / "compileiq" / "check"
     record = root / "applied.tsv"

@@ -282,8 +282,9 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     model = first.configure(settings, spec.target, language)  # CUDA: now building this architecture only
     target = model.target(spec.target)
     exclude = spec.excluded_flags
-    if unchecked_note(spec):
-        log(f"compileiq: {unchecked_note(spec)}")
+    unchecked = unchecked_note(spec)
+    if unchecked:
+        log(f"compileiq: {unchecked}")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
     fingerprints = None
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
