@@ -40,8 +40,10 @@ BLACKSCHOLES = REPO / "benchmarks" / "landscapes" / "blackscholes.json"
 def test_the_plans_fallback_takes_the_one_trial_that_fits_and_else_says_the_limit_it_needs():
     """Where even one finalist needs more than the finalists' share, the one trial that fits with its
     validation is planned (no margin refuses it); where none fits, the plan says the --time-limit it needs."""
-    costs = Costs(build=5.0, run=4.0, workloads=1, warmup=1, repeats=3)  # a trial 21 s, a validation (5 rounds) ~50 s
-    one_trial = plan_tune(100.0, 10.0, costs, 3, 5, 2, reserve=30.0)
+    # a trial 21 s; one finalist at the fewest rounds (3 and a warm-up round) without a confirmation 44 s
+    costs = Costs(build=5.0, run=4.0, workloads=1, warmup=1, repeats=3)
+    one_trial = plan_tune(80.0, 10.0, costs, 3, 5, 2, reserve=30.0)
+    assert not one_trial.finish.confirm and "not confirmed" in one_trial.finish.cut[-1]
     assert one_trial.search_trials == 1 and one_trial.finish.finalists == 1 and one_trial.needed == 0.0
     assert one_trial.search_open(0, costs) and not one_trial.search_open(1, costs)
     none = plan_tune(40.0, 10.0, costs, 3, 5, 2, reserve=15.0)

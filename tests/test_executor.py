@@ -66,9 +66,9 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     base = Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (1.0, 1.0, 1.0)),
                                                      Measurement(("--n", "2"), (2.0, 2.0, 2.0))), 10.0, 8.0, 18.0, "")
     # 2 workloads x (3 samples + 1 warm-up) = 8 runs in 8 s: 1 s per run, 10 s per build; the budget's one cost
-    # model: 3 finalists and the baseline re-built and 5 rounds, 3 ablation steps and the minimal set's validation
-    # (each: 2 builds and 5 rounds of 2 variants)
-    expected = 10.0 * 4 + 5 * 4 * 2 * 1.0 + 4 * (2 * 10.0 + 5 * 2 * 2 * 1.0)
+    # model: 3 finalists and the baseline re-built and a warm-up round and 5 rounds, 3 ablation steps, the minimal
+    # set's validation and the winner's confirmation (each: 2 builds and 1 + 5 rounds of 2 variants)
+    expected = 10.0 * 4 + (1 + 5) * 4 * 2 * 1.0 + 5 * (2 * 10.0 + (1 + 5) * 2 * 2 * 1.0)
     _, finish = Budget(spec, TimeBox(None)).eta({"b": base}, 30)
     assert abs(finish - expected) < 1e-9
     reason = "build failed: src/kernel.cu(12): error: identifier 'foo' is undefined, and the rest of a long line " * 2

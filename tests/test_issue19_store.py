@@ -189,10 +189,11 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     final, contributions = _decide(stand_in, builder(None, second), runner, [winner], 0.01, events, store)
     store.close()
     assert [e.data["restored_steps"] for e in recorder if "restored_steps" in e.data] == [2], recorder.texts()
-    # built again: the third step (c, from -a -c) and the validation of the minimal set (baseline, -a -c);
-    # not the two finished steps, nor the finalists' validation
+    # built again: the third step (c, from -a -c), the validation of the minimal set (baseline, -a -c) and its
+    # confirmation (baseline, -a -c); not the two finished steps, nor the finalists' validation
     assert [fs.flags for fs in second[:2]] == [("-a", "-c"), ("-a",)], "the first build is the third step's"
-    assert len(second) == 4 and sorted(fs.flags for fs in second[2:]) == [(), ("-a", "-c")], second
+    assert len(second) == 6 and sorted(fs.flags for fs in second[2:4]) == [(), ("-a", "-c")], second
+    assert sorted(fs.flags for fs in second[4:]) == [(), ("-a", "-c")], second
     assert [(c.dimension, c.kept) for c in contributions] == [("a", True), ("b", False), ("c", True)]
     assert final is not None and final.flagset.flags == ("-a", "-c")
 

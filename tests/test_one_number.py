@@ -50,11 +50,15 @@ def test_every_place_quotes_the_written_sets_validated_number(tmp_path, seed, so
     label = re.search(r'<span id="winner-source">([^<]+)</span>', html)
     assert label and ("minimal set" in label.group(1)) == (winner["source"] == "minimal set")
     assert "Each row is that flag set's own validation" in html and "are not claims" in html
+    # issue 36: the written numbers are the winner's confirmation (rounds that decided nothing), a row of its own
+    assert winner["numbers"] == "confirmation" and "a confirmation:" in label.group(1)
+    assert entry["speedup_from"] == "confirmation"
+    assert "(written: the confirmation" in html and "used for nothing else" in html
     rows = [v for v in doc["finalists"] if v["flags"] == winner["flags"]]
-    if winner["source"] == "finalists":  # the winner's own row: the very same measurement
-        assert rows and rows[0]["speedup"] == number
-    else:  # the minimal set's validation is its own row, labelled, and the report says why it differs
-        assert "(written: the minimal set)" in html and "another measurement" in html
+    if winner["source"] == "finalists":  # the set is a finalist's; its deciding row is another measurement
+        assert rows and rows[0]["speedup"] != number
+    else:
+        assert "(written: the confirmation of the minimal set)" in html
 
 
 def test_plot_labels_are_flags_shortened_and_empty_sections_say_why():

@@ -1,5 +1,6 @@
 """Tune stage 4, finalists: validation against the baseline, ablation of the best, validation of the minimal
-set, on one GPU; with several GPUs the winner is then confirmed on each other one. Every outcome is kept in
+set and the winner's confirmation (fresh rounds whose numbers are written), on one GPU; with several GPUs the
+winner is then confirmed on each other one. Every outcome is kept in
 the trial store as soon as it is decided."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from ..measure.runner import Runner
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from ..flags.space import FlagSpace
-from .validation import CUT, NOT_ABLATED, UNDECIDED, ablate, undecided, validate, verdict
+from .validation import CUT, NOT_ABLATED, ROUNDS_FLOOR, UNDECIDED, ablate, confirm, undecided, validate, verdict
 
 Log = EventStream | Lines
 
@@ -33,7 +34,8 @@ class Limits:
     """The time box as the finalists' stage sees it (all None: no limit): the interleaved rounds at least
     (fewer than the spec's when the plan says so), and the questions asked before more work starts: another
     validation round (its seconds so far), another ablation step, another ablation round, another round of the
-    minimal set's validation or a confirmation. `expected`: per dimension, the search's estimate of the speedup
+    minimal set's validation or a confirmation on another GPU, another round of the winner's confirmation.
+    `expected`: per dimension, the search's estimate of the speedup
     of keeping it (the ablation's order and first group)."""
 
     min_rounds: int | None = None
@@ -41,6 +43,7 @@ class Limits:
     ablation_start: Callable[[], bool] | None = None
     ablation_continue: Callable[[float], bool] | None = None
     final_continue: Callable[[float], bool] | None = None
+    confirm_continue: Callable[[float], bool] | None = None  # the winner's confirmation (its numbers are written)
     expected: dict[str, float] | None = None
     ablation_steps: int | None = None  # the steps the plan has time for (None: as many as the winner needs)
 
@@ -145,13 +148,42 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
         whole = not any(c.reason in (UNDECIDED, NOT_ABLATED) for c in contributions)
         if store is not None and whole:  # one the time box cut is not kept whole: a rerun goes on from its steps
             store.save_ablation(name, minimal, contributions)
-    if minimal == best.flagset:
-        return best, contributions
-    (final,) = validated([minimal], context.seed + 2, limits.final_continue)
-    log.info(f"minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
-             f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}",
-             stage="finalists", flags=minimal.describe(), accepted=final.accepted, speedup=final.geomean_speedup)
-    if final.accepted:
-        return final, contributions
-    log.info("the minimal set did not validate; keeping the full validated winner", stage="finalists")
-    return best, contributions
+    winner = best
+    if minimal != best.flagset:
+        (final,) = validated([minimal], context.seed + 2, limits.final_continue)
+        log.info(f"minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
+                 f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}",
+                 stage="finalists", flags=minimal.describe(), accepted=final.accepted, speedup=final.geomean_speedup)
+        if final.accepted:
+            winner = final
+        else:
+            log.info("the minimal set did not validate; keeping the full validated winner", stage="finalists")
+    confirmed = _confirmed(context, build, runner, winner, log, store, limits)
+    return confirmed, contributions if confirmed is not None else ()
+
+
+def _confirmed(context: ValidationContext, build, runner: Runner, winner: Validation, log: EventStream, store,
+               limits: Limits) -> Validation | None:
+    """The winner's numbers from fresh rounds: the rounds that accepted it stopped at the look that
+    accepted it and it was picked as the best of the finalists, so their speed-up is a little high and their
+    interval too narrow (docs/benchmarks/statistics.md). The confirmation re-builds the winner and the
+    baseline and measures a fixed number of interleaved rounds (the plan's, after a warm-up), used for nothing
+    but the numbers written; a winner it finds slower than the baseline is not written. When the box leaves
+    fewer than ROUNDS_FLOOR rounds, the deciding rounds' numbers stay, marked as such."""
+    name = _result_name("confirmation", winner.flagset.key, context.seed + 4)
+    kept = store.load_validations(name) if store is not None else None
+    if kept:
+        log.info("confirmation: restored from the trial store", stage="finalists", restored=True)
+        return kept[0] if kept[0].accepted else None
+    rounds = max(ROUNDS_FLOOR, limits.min_rounds or runner.spec.min_rounds)
+    may = limits.confirm_continue
+    if may is not None and not may(0.0):
+        log.info("confirmation: no time left; the numbers written are the deciding rounds' (a little optimistic)",
+                 stage="finalists", confirmed=False)
+        return winner
+    outcome = confirm(runner, build, context.trees, context.space.baseline(), winner, rounds, context.seed + 4, log, may)
+    if outcome is None:
+        return winner
+    if store is not None:
+        store.save_validations(name, [outcome])
+    return outcome if outcome.accepted else None

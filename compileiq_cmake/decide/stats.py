@@ -163,18 +163,63 @@ def _t_comparison(diff: float, se: float, dof: float, n_baseline: int, n_candida
                       n_baseline, n_candidate, step)
 
 
-def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95) -> Comparison:
+def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95,
+                   rho: float = 0.0) -> Comparison:
     """Paired t-test and interval on per-round log ratios (baseline[i] and candidate[i] measured in the
-    same interleaved round): drift between rounds cancels. Falls back to :func:`compare` when the samples
-    do not pair up."""
+    same interleaved round): drift between rounds cancels. `rho`: the rounds' serial correlation
+    (rounds_correlation); the variance and degrees of freedom are those of correlated rounds
+    (correlated_rounds). Falls back to :func:`compare` when the samples do not pair up."""
     if len(baseline) != len(candidate) or len(baseline) < 3:
         return compare(baseline, candidate, lower_is_better, confidence)
     d = np.log(np.asarray(baseline, dtype=float)) - np.log(np.asarray(candidate, dtype=float))
     if not lower_is_better:
         d = -d
     n = len(d)
-    return _t_comparison(float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), n - 1, n, n, confidence,
+    factor, dof = correlated_rounds(rho, n)
+    return _t_comparison(float(d.mean()), float(d.std(ddof=1)) * math.sqrt(factor / n), dof, n, n, confidence,
                          quantum(baseline, candidate))
+
+
+RHO_CAP = 0.8  # the largest serial correlation the variance is corrected for (beyond it: as at the cap)
+
+
+def rounds_correlation(variants: list[list[list[float]]]) -> float:
+    """The serial correlation of a build's runs from round to round (a build whose noise carries over: its
+    layout, its memory placement), pooled over every variant and workload: `variants[v][w]` holds variant v's
+    values on workload w, round by round. Each round's mean over the variants is taken out first (what hits
+    every variant alike, drift or a machine-wide slow phase, cancels in the paired ratios and is no
+    correlation of a build), then each series' own mean; the lag-1 autocorrelation of what is left, pooled,
+    is corrected for its bias in short series (Kendall: E[r] ~ rho - (1 + 3 rho) / n) and kept in
+    [0, RHO_CAP]. 0 with fewer than 4 rounds or 2 variants (nothing to tell it from)."""
+    if len(variants) < 2:
+        return 0.0
+    n = min(len(series) for v in variants for series in v) if variants[0] else 0
+    if n < 4:
+        return 0.0
+    lag = total = 0.0
+    for w in range(len(variants[0])):
+        logs = np.log(np.array([v[w][:n] for v in variants], dtype=float))  # variants x rounds
+        resid = logs - logs.mean(axis=0, keepdims=True)
+        resid -= resid.mean(axis=1, keepdims=True)
+        lag += float((resid[:, 1:] * resid[:, :-1]).sum())
+        total += float((resid * resid).sum())
+    if total <= 0.0:
+        return 0.0
+    raw = lag / total
+    return min(RHO_CAP, max(0.0, (n * raw + 1.0) / (n - 3.0)))
+
+
+def correlated_rounds(rho: float, n: int) -> tuple[float, float]:
+    """(factor, degrees of freedom) for the mean of n rounds whose values follow an AR(1) series with lag-1
+    correlation rho: the variance of the mean is s^2 / n * factor, where s^2 is the rounds' sample variance
+    (which itself comes out low for correlated rounds: E[s^2] = sigma^2 (n - g) / (n - 1), with
+    g = 1 + 2 sum_k (1 - k/n) rho^k the variance inflation of the mean), and the degrees of freedom are
+    those of n / g independent rounds. (1, n - 1) for independent rounds."""
+    if rho <= 0.0 or n < 2:
+        return 1.0, max(1.0, n - 1.0)
+    rho = min(rho, RHO_CAP)
+    g = 1.0 + 2.0 * sum((1.0 - k / n) * rho**k for k in range(1, n))
+    return g * (n - 1.0) / (n - g), max(1.0, n / g - 1.0)
 
 
 def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:
@@ -191,7 +236,7 @@ def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:
 
 
 FALSE_ACCEPTANCE = 0.01  # the whole procedure's false-acceptance rate (docs/statistics.md)
-EFFECT_FLOOR = 0.2  # the smallest standardized effect (Cohen's d of the per-round log ratios) accepted
+EFFECT_FLOOR = 0.2  # the smallest standardized effect (the paired d_z of the per-round mean log ratios) accepted
 # the tests run at this share of FALSE_ACCEPTANCE: the t distribution's far tail is not exact for skewed or
 # bimodal run times (the simulator measured 0.8% false acceptances at a nominal 1% under bimodal noise)
 TAIL_SAFETY = 0.5
@@ -222,13 +267,16 @@ class GainTest:
     per-round mean (over workloads) of the log ratios, tested against one printed step (quantum)."""
 
     p_value: float  # one-sided: H0 "not faster" (the mean log ratio at most one step)
-    effect: float  # Cohen's d of the per-round mean log ratios (0 with fewer than 2 rounds)
+    effect: float  # the paired effect d_z: the per-round mean log ratios' mean over their spread (0: < 2 rounds)
     rounds: int
+    rho: float = 0.0  # the rounds' serial correlation the test allowed for
 
 
-def gain_test(base: list[list[float]], cand: list[list[float]], lower_is_better: bool = True) -> GainTest:
+def gain_test(base: list[list[float]], cand: list[list[float]], lower_is_better: bool = True,
+              rho: float = 0.0) -> GainTest:
     """`base[w]` and `cand[w]`: workload w's values, round by round (paired). Rounds with a value on every
-    workload count."""
+    workload count. `rho`: the rounds' serial correlation (rounds_correlation): the test's variance and
+    degrees of freedom are those of correlated rounds (correlated_rounds)."""
     n = min([len(x) for x in base] + [len(x) for x in cand]) if base else 0
     if n < 2:
         return GainTest(1.0, 0.0, n)
@@ -238,9 +286,10 @@ def gain_test(base: list[list[float]], cand: list[list[float]], lower_is_better:
     mean, sd = float(per_round.mean()), float(per_round.std(ddof=1))
     beyond = mean - step
     if sd == 0.0:
-        return GainTest(0.0 if beyond > 0 else 1.0, math.inf if beyond > 0 else 0.0, n)
-    p = float(_scipy_stats().t.sf(beyond / (sd / math.sqrt(n)), n - 1))
-    return GainTest(p, max(0.0, beyond) / sd, n)
+        return GainTest(0.0 if beyond > 0 else 1.0, math.inf if beyond > 0 else 0.0, n, rho)
+    factor, dof = correlated_rounds(rho, n)
+    p = float(_scipy_stats().t.sf(beyond / (sd * math.sqrt(factor / n)), dof))
+    return GainTest(p, max(0.0, beyond) / sd, n, rho)
 
 
 def holm(p_values: list[float], alpha: float) -> list[bool]:

@@ -18,8 +18,8 @@ from ..flags import FlagSpace
 from ..measure.runner import Runner, Workload
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
-from .stats import (EFFECT_FLOOR, FALSE_ACCEPTANCE, TAIL_SAFETY, Comparison, GainTest, compare_paired, gain_test,
-                    geomean_comparison, holm, look_weights, looks)
+from .stats import (EFFECT_FLOOR, FALSE_ACCEPTANCE, TAIL_SAFETY, Comparison, GainTest, compare_paired,
+                    correlated_rounds, gain_test, geomean_comparison, holm, look_weights, looks, rounds_correlation)
 from ..model.wording import plural
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
@@ -27,6 +27,7 @@ UNDECIDED = "not decided within the time limit; kept"
 CUT = "undecided: "  # a validation verdict the time box cut before it was decided (never stored, never "rejected")
 NOT_ABLATED = "not ablated: the time limit was reached; kept"
 Log = EventStream | Lines  # the tune's event stream, or a function of a line (code not converted yet)
+WARMUP = 1  # discarded rounds before the measured ones of a validation, an ablation step or a confirmation
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,10 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
                decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
                required: tuple[str, ...] = (), may_continue: Callable[[float], bool] | None = None,
                at: tuple[int, ...] | None = None,
-               progress: Callable[[int, float], None] | None = None) -> Interleaved:
-    """Rounds of: for each workload, every variant once, in a fresh random order. A variant whose run fails
+               progress: Callable[[int, float], None] | None = None, warmup: int = WARMUP) -> Interleaved:
+    """Rounds of: for each workload, every variant once, in a fresh random order, after `warmup` rounds whose
+    values are discarded (each variant was just re-built: its first run pays cold starts, e.g. the PTX JIT
+    or the page cache, that later runs do not; a warm-up run that fails counts). A variant whose run fails
     is out at once (its reason in `failures`), and `decided` sees only the variants still in; the rounds
     end when it says so (after min_rounds), when a `required` variant failed, or when fewer than two
     variants are left to compare. `may_continue(seconds)`: asked before each round after the first with the
@@ -54,6 +57,17 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
     rounds = 0
     cut_short = False
     started = time.perf_counter()
+    for _ in range(warmup):
+        for workload in runner.spec.workloads:
+            order = [label for label in variants if label not in failures]
+            rng.shuffle(order)
+            for label in order:
+                res = runner.run(variants[label], workload)
+                if not res.ok:
+                    failures[label] = res.reason
+    if any(label in failures for label in required) or len(variants) - len(failures) < 2:
+        return Interleaved(samples, failures, 0)
+    started = time.perf_counter()  # the time box's seconds per round: measured rounds only
     for rounds in range(1, max_rounds + 1):
         if rounds > 1 and may_continue is not None and not may_continue((time.perf_counter() - started) / (rounds - 1)):
             rounds -= 1
@@ -78,17 +92,23 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
     return Interleaved(samples, failures, rounds, cut_short)
 
 
-def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[Workload, list[float]]) -> list[Comparison]:
+def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
+                 rho: float = 0.0) -> list[Comparison]:
     lower = runner.spec.metric.lower_is_better
-    return [compare_paired(base[w], cand[w], lower) for w in runner.spec.workloads]
+    return [compare_paired(base[w], cand[w], lower, rho=rho) for w in runner.spec.workloads]
+
+
+def _rho(runner: Runner, samples: dict[str, dict[Workload, list[float]]]) -> float:
+    """The rounds' serial correlation over every variant measured (stats.rounds_correlation)."""
+    return rounds_correlation([[s[w] for w in runner.spec.workloads] for s in samples.values()])
 
 
 def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float, significant: bool,
-                p_adjusted: float, test: GainTest) -> Validation:
+                p_adjusted: float, test: GainTest, rho: float = 0.0) -> Validation:
     """The verdict on one candidate: accepted when Holm across the finalists rejects "not faster" at the
     tune's error rate (`significant`, from the looks' adjusted p-values), the gain is at least min_gain and
     its effect at least EFFECT_FLOOR, and no workload is significantly slower."""
-    comps = _comparisons(runner, base, cand)
+    comps = _comparisons(runner, base, cand, rho)
     geo, geo_ci = geomean_comparison(comps)
     rows = tuple(
         WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
@@ -141,20 +161,22 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
     lower = spec.metric.lower_is_better
 
     def look(samples, weight: float) -> None:
+        rho = _rho(runner, samples)
         for label in adjusted:
             if label in samples:
                 test = gain_test([samples["baseline"][w] for w in spec.workloads],
-                                 [samples[label][w] for w in spec.workloads], lower)
+                                 [samples[label][w] for w in spec.workloads], lower, rho)
                 tests[label] = test
                 adjusted[label] = min(adjusted[label], test.p_value / weight)
 
     def decided(samples) -> bool:
         rounds = min(len(v) for v in samples["baseline"].values())
         look(samples, weights[rounds])
+        rho = _rho(runner, samples)
         for label in adjusted:
             if label not in samples:
                 continue
-            comps = _comparisons(runner, samples["baseline"], samples[label])
+            comps = _comparisons(runner, samples["baseline"], samples[label], rho)
             geo, geo_ci = geomean_comparison(comps)
             accepted = adjusted[label] <= level and geo >= 1.0 + min_gain
             hopeless = geo_ci.high < 1.0 + min_gain or any(c.slower() for c in comps)
@@ -184,6 +206,11 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
              + (" (the time limit ended the rounds)" if inter.cut_short else ""),
              stage="finalists", candidates=len(candidates), rounds=inter.rounds, cut_short=inter.cut_short,
              looks=[n for n in schedule if n <= inter.rounds])
+    rho = _rho(runner, live) if "baseline" in live else 0.0
+    if rho > 0.0:
+        log.info(f"validation: a build's runs are correlated from round to round (lag-1 r={rho:.2f}): the tests "
+                 f"allow for it (a variance {correlated_rounds(rho, inter.rounds)[0]:.2g} times that of independent "
+                 "rounds)", stage="finalists", rho=round(rho, 3))
     labels = [f"c{i}" for i in range(len(candidates))]
     significant = dict(zip(labels, holm([adjusted.get(label, 1.0) for label in labels], alpha)))
     results = []
@@ -197,8 +224,8 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, inter.failures[label]))
         else:
             verdict = _validation(runner, fs, inter.samples["baseline"], inter.samples[label], min_gain,
-                                  significant[label], adjusted[label], tests.get(label, GainTest(1.0, 0.0, 0)))
-            if inter.cut_short and not verdict.accepted and not _hopeless(runner, inter.samples, label, min_gain):
+                                  significant[label], adjusted[label], tests.get(label, GainTest(1.0, 0.0, 0)), rho)
+            if inter.cut_short and not verdict.accepted and not _hopeless(runner, live, label, min_gain, rho):
                 more = [n for n in schedule if n > inter.rounds]
                 need = (more[0] if more else spec.max_rounds) - inter.rounds
                 verdict = replace(verdict, reason=(
@@ -207,6 +234,49 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
                     f"({plural(need, 'round')}) would decide it"))
             results.append(verdict)
     return results
+
+
+ROUNDS_FLOOR = 3  # the fewest rounds whose numbers are written as a confirmation
+
+
+def confirm(runner: Runner, build: Build, trees: tuple[VariantTree, ...], baseline: FlagSet, winner: Validation,
+            rounds: int, seed: int, log: EventStream, may_continue: Callable[[float], bool] | None = None
+            ) -> Validation | None:
+    """The winner re-built beside the baseline and measured for exactly `rounds` interleaved rounds (after the
+    warm-up): its speed-up and intervals from rounds that decided nothing (no look stopped them, nothing was
+    picked from them), so they cover the truth as often as they say. The winner with those numbers
+    (estimate "confirmation"); not accepted when the winner fails here or is significantly slower than the
+    baseline overall (the validation's verdict did not reproduce). None when the baseline cannot be re-built
+    or measured, or the box allowed fewer than ROUNDS_FLOOR rounds: the deciding rounds' numbers stay."""
+    builds = [build(trees[0], baseline), build(trees[1], winner.flagset)]
+    if not builds[1].ok:
+        return replace(winner, accepted=False, reason=f"confirmation: the winner failed to re-build: {builds[1].log_tail}",
+                       estimate="confirmation")
+    if not builds[0].ok:
+        log.info("confirmation: the baseline failed to re-build; the numbers written are the deciding rounds'",
+                 stage="finalists", confirmed=False)
+        return None
+    inter = interleave(runner, {"baseline": trees[0], "winner": trees[1]}, rounds, rounds, seed, lambda _: False,
+                       required=("baseline", "winner"), may_continue=may_continue)
+    if "winner" in inter.failures:
+        return replace(winner, accepted=False, reason=f"confirmation: {inter.failures['winner']}", estimate="confirmation")
+    if "baseline" in inter.failures or inter.rounds < ROUNDS_FLOOR:
+        why = inter.failures.get("baseline") or f"the time limit ended it after {plural(inter.rounds, 'round')}"
+        log.info(f"confirmation: {why}; the numbers written are the deciding rounds' (a little optimistic)",
+                 stage="finalists", confirmed=False)
+        return None
+    base, cand = inter.samples["baseline"], inter.samples["winner"]
+    comps = _comparisons(runner, base, cand, _rho(runner, inter.samples))
+    geo, ci = geomean_comparison(comps)
+    rows = tuple(WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
+                 for w, c in zip(runner.spec.workloads, comps))
+    slower = ci.high < 1.0
+    log.info(f"confirmation of {winner.flagset.describe()} ({plural(inter.rounds, 'round')} used for nothing else): "
+             f"{geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
+             + ("; significantly slower than the baseline: not written" if slower else ""),
+             stage="finalists", confirmed=not slower, speedup=geo, ci=(ci.low, ci.high), rounds=inter.rounds)
+    return Validation(winner.flagset, rows, geo, ci.low, ci.high, not slower,
+                      "confirmation: significantly slower than the baseline" if slower else "", "confirmation")
 
 
 def verdict(v: Validation) -> str:
@@ -219,9 +289,9 @@ def undecided(results: list[Validation]) -> bool:
     return any(v.reason.startswith(CUT) for v in results)
 
 
-def _hopeless(runner: Runner, samples, label: str, min_gain: float) -> bool:
+def _hopeless(runner: Runner, samples, label: str, min_gain: float, rho: float = 0.0) -> bool:
     """A candidate that can no longer reach min_gain or is significantly slower: decided, whatever the box."""
-    comps = _comparisons(runner, samples["baseline"], samples[label])
+    comps = _comparisons(runner, samples["baseline"], samples[label], rho)
     _, ci = geomean_comparison(comps)
     return ci.high < 1.0 + min_gain or any(c.slower() for c in comps)
 
@@ -343,7 +413,7 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
 
     def decided(samples) -> bool:
         return all(c.decided(min_gain) or c.slower() or c.faster(min_gain)
-                   for c in _comparisons(runner, samples["without"], samples["with"]))
+                   for c in _comparisons(runner, samples["without"], samples["with"], _rho(runner, samples)))
 
     inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
                        required=("with", "without"), may_continue=may_continue)
@@ -352,7 +422,8 @@ def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...],
                                   f"without it the benchmark fails ({inter.failures['without']}); kept")), without
     if "with" in inter.failures:
         return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept")), without
-    comps = _comparisons(runner, inter.samples["without"], inter.samples["with"])  # speedup of keeping it
+    comps = _comparisons(runner, inter.samples["without"], inter.samples["with"],  # the speedup of keeping it
+                         _rho(runner, inter.samples))
     geo, ci = geomean_comparison(comps)
     if inter.cut_short and not decided(inter.samples):
         log.info(f"ablation: {' '.join(flags)}: not decided within the time limit -> kept", stage="finalists",

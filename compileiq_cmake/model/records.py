@@ -158,6 +158,9 @@ class Validation:
     geomean_ci_high: float
     accepted: bool
     reason: str = ""
+    # where the numbers come from: "" the rounds that decided it (the accepting look and the pick of the best
+    # make them a little optimistic); "confirmation" fresh rounds of the winner, not used to decide anything
+    estimate: str = ""
 
 
 @dataclass(frozen=True)

@@ -109,10 +109,12 @@ def _plots(doc: dict) -> dict[str, str]:
     # (its finalist row when it is one, else a row of its own), accepted filled, rejected hollow
     rows = []
     winner = doc["winner"]
-    if winner and winner.get("source") == "minimal set":
-        rows.append(("written (minimal set)", winner, True, True))
+    own_row = bool(winner) and (winner.get("source") == "minimal set" or winner.get("numbers") == "confirmation")
+    if own_row:
+        rows.append((f"written ({'confirmation' if winner.get('numbers') == 'confirmation' else 'minimal set'})",
+                     winner, True, True))
     for v in doc["finalists"]:
-        is_winner = bool(winner) and winner.get("source") != "minimal set" and v["flags"] == winner["flags"]
+        is_winner = bool(winner) and not own_row and v["flags"] == winner["flags"]
         rows.append(("winner" if is_winner else "finalist", v, v.get("accepted", False), is_winner))
     if rows:
         fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))

@@ -78,13 +78,17 @@ def _validation(v: Validation) -> dict:
     return {"flags": list(v.flagset.flags), "accepted": v.accepted, "reason": v.reason, "speedup": v.geomean_speedup,
             "ci": [v.geomean_ci_low, v.geomean_ci_high],
             "workloads": [{"workload": list(w.workload), "speedup": w.speedup, "ci": [w.ci_low, w.ci_high],
-                           "p_value": w.p_value} for w in v.workloads]}
+                           "p_value": w.p_value, "rounds": len(w.baseline)} for w in v.workloads]}
 
 
 def winner_source(winner: Validation, finalists: list[Validation]) -> str:
     """Which measurement the written flag set's numbers come from (the one number every place quotes):
     "finalists" (its row of the finalists' validation) or "minimal set" (validated again after the ablation
-    dropped flags: its own rounds, so its numbers differ from the full set's row)."""
+    dropped flags: its own rounds, so its numbers differ from the full set's row). A confirmed winner's numbers
+    are the confirmation's (winner_numbers); its source is the validation that accepted its flags."""
+    if winner.estimate == "confirmation":
+        return "finalists" if any(tuple(v.flagset.flags) == tuple(winner.flagset.flags) for v in finalists) \
+            else "minimal set"
     same = any(tuple(v.flagset.flags) == tuple(winner.flagset.flags)
                and math.isclose(v.geomean_speedup, winner.geomean_speedup, rel_tol=1e-9) for v in finalists)
     return "finalists" if same else "minimal set"
@@ -132,7 +136,8 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         "baseline": {"medians": list(result.baseline.medians()), "noise": noise, "paired": paired},
         "min_gain": min_gain,
         "winner": None if w is None else {**{k: v for k, v in _validation(w).items() if k not in ("accepted", "reason")},
-                                          "source": winner_source(w, finalists)},
+                                          "source": winner_source(w, finalists),
+                                          "numbers": w.estimate or "deciding rounds"},
         "finalists": [_validation(v) for v in finalists],
         "confirmations": [_validation(v) for v in confirmations],
         "ablation": [_contribution(c) for c in result.contributions],

@@ -49,8 +49,9 @@ class TimeTooShort(CompileIQError):
 @dataclass(frozen=True)
 class FinishGates:
     """The finalists' stage's questions to the box, each keeping the time of what must still follow:
-    validation keeps the ablation's, the minimal set's and the write's; an ablation step the minimal set's
-    and the write's; the minimal set and the confirmations the write's. A removal nobody validates is lost:
+    validation keeps the ablation's, the minimal set's, the confirmation's and the write's; an ablation step
+    the minimal set's, the confirmation's and the write's; the minimal set and the other GPUs' confirmations
+    the winner's confirmation's and the write's; the confirmation the write's. A removal nobody validates is lost:
     on the H200 an unplanned step left the minimal set one round, 0..inf."""
 
     box: TimeBox
@@ -67,8 +68,16 @@ class FinishGates:
     def ablation_continue(self, seconds: float) -> bool:
         return self.box.fits(seconds, self.tail)
 
-    def final_continue(self, seconds: float) -> bool:
+    def final_continue(self, seconds: float) -> bool:  # the minimal set, other GPUs: the winner's confirmation follows
+        return self.box.fits(seconds, self.one + WRITE_SECONDS)
+
+    def confirm_continue(self, seconds: float) -> bool:
         return self.box.fits(seconds, WRITE_SECONDS)
+
+
+def _never(seconds: float) -> bool:
+    """The planned finalists' stage has no confirmation: none starts."""
+    return False
 
 
 class Budget:
@@ -243,10 +252,12 @@ class Budget:
         costs = self.costs(trials.values())
         one = costs.validation(1, finish.rounds)
         gates = FinishGates(self.box, finish.seconds - costs.validation(finish.finalists, finish.rounds), one,
-                            one + finish.confirmations * one + WRITE_SECONDS)
+                            (2 if finish.confirm else 1) * one + finish.confirmations * one + WRITE_SECONDS)
         return Limits(min_rounds=finish.rounds, validation_continue=gates.validation_continue,
                       ablation_start=gates.ablation_start, ablation_continue=gates.ablation_continue,
-                      final_continue=gates.final_continue, expected=expected, ablation_steps=finish.ablation_steps)
+                      final_continue=gates.final_continue if finish.confirm else gates.confirm_continue,
+                      confirm_continue=gates.confirm_continue if finish.confirm else _never, expected=expected,
+                      ablation_steps=finish.ablation_steps)
 
     # a resume ----------------------------------------------------------------------------------------------
     def record(self, finished: bool = False) -> dict:

@@ -10,9 +10,12 @@ from dataclasses import dataclass
 
 from ..model.records import Trial
 from ..model.spec import TuneSpec
+from ..decide.validation import WARMUP
 
 WRITE_SECONDS = 2.0  # the TOML, the summary and the report
 ROUNDS_FLOOR = 3  # fewest interleaved validation rounds a paired comparison is decided on (wider interval)
+NO_CONFIRMATION = ("the winner not confirmed: its numbers are those of the rounds that accepted it "
+                   "(a little optimistic)")
 FINISH_SHARE = 0.5  # at most this share of the time left after the baseline is reserved for the finalists
 
 
@@ -45,10 +48,11 @@ class Costs:
         return math.ceil(n / max(1, self.workers)) * self.build
 
     def validation(self, candidates: int, rounds: int) -> float:
-        """Candidates and the baseline re-built, then `rounds` interleaved rounds over every workload."""
+        """Candidates and the baseline re-built, then the warm-up round and `rounds` interleaved rounds over
+        every workload."""
         if candidates <= 0:
             return 0.0
-        return self.builds(candidates + 1) + rounds * self.workloads * (candidates + 1) * self.run
+        return self.builds(candidates + 1) + (rounds + WARMUP) * self.workloads * (candidates + 1) * self.run
 
     def round(self, variants: int) -> float:
         """One interleaved round of `variants` builds over every workload."""
@@ -65,6 +69,7 @@ class FinishPlan:
     confirmations: int  # other GPUs the winner is confirmed on
     seconds: float  # planned
     cut: tuple[str, ...] = ()  # what the box left out, one phrase each
+    confirm: bool = True  # the winner's numbers from a confirmation (False: from the rounds that decided it)
 
     def describe(self) -> str:
         if self.finalists == 0:
@@ -77,13 +82,15 @@ class FinishPlan:
         return ", ".join(parts)
 
 
-def finish_cost(costs: Costs, finalists: int, rounds: int, ablation_steps: int, confirmations: int) -> float:
+def finish_cost(costs: Costs, finalists: int, rounds: int, ablation_steps: int, confirmations: int,
+                confirm: bool = True) -> float:
     """Seconds of the finalists' stage: validation, ablation steps (each: the set with and without, re-built
-    and interleaved), the minimal set's validation when ablation may drop something, the confirmations and
-    the write."""
+    and interleaved), the minimal set's validation when ablation may drop something, the winner's
+    confirmation (the rounds whose numbers are written; `confirm`), the confirmations on other GPUs and the
+    write."""
     if finalists <= 0:
         return WRITE_SECONDS
-    seconds = costs.validation(finalists, rounds)
+    seconds = costs.validation(finalists, rounds) + (costs.validation(1, rounds) if confirm else 0.0)
     if ablation_steps:
         seconds += ablation_steps * costs.validation(1, rounds) + costs.validation(1, rounds)
     seconds += confirmations * costs.validation(1, rounds)
@@ -93,27 +100,29 @@ def finish_cost(costs: Costs, finalists: int, rounds: int, ablation_steps: int, 
 def least_finish(costs: Costs, min_rounds: int) -> float:
     """The least finalists' stage that still decides anything: one candidate validated at the fewest rounds,
     and the write (what one more trial must leave room for)."""
-    return finish_cost(costs, 1, min(ROUNDS_FLOOR, min_rounds), 0, 0)
+    return finish_cost(costs, 1, min(ROUNDS_FLOOR, min_rounds), 0, 0, confirm=False)
 
 
 def plan_finish(seconds: float, costs: Costs, finalists: int, min_rounds: int, flags: int,
                 confirmations: int = 0) -> FinishPlan:
     """The largest finalists' stage that fits in `seconds`: the asked one if it fits; else, in this order,
-    fewer finalists (2, then 1), fewer ablation steps (down to none), fewer rounds (down to ROUNDS_FLOOR),
-    no confirmation on other GPUs. `flags`: the ablation steps the winner may need (its non-default flags)."""
+    fewer finalists (2, then 1), no confirmation of the winner (its numbers are then the deciding rounds',
+    marked as such), fewer ablation steps (down to none), fewer rounds (down to ROUNDS_FLOOR), no
+    confirmation on other GPUs. `flags`: the ablation steps the winner may need (its non-default flags)."""
     floor = min(ROUNDS_FLOOR, min_rounds)
-    ladder: list[tuple[int, int, int, int]] = [(finalists, min_rounds, flags, confirmations)]
+    ladder: list[tuple[int, int, int, int, bool]] = [(finalists, min_rounds, flags, confirmations, True)]
     for f in range(min(finalists, 2), 0, -1):
-        ladder.append((f, min_rounds, flags, confirmations))
-    for a in range(flags - 1, -1, -1):
-        ladder.append((1, min_rounds, a, confirmations))
+        ladder.append((f, min_rounds, flags, confirmations, True))
+    for a in range(flags, -1, -1):
+        ladder.append((1, min_rounds, a, confirmations, False))
     for r in range(min_rounds - 1, floor - 1, -1):
-        ladder.append((1, r, 0, confirmations))
-    ladder.append((1, floor, 0, 0))
-    for f, r, a, c in ladder:
-        cost = finish_cost(costs, f, r, a, c)
+        ladder.append((1, r, 0, confirmations, False))
+    ladder.append((1, floor, 0, 0, False))
+    for f, r, a, c, confirm in ladder:
+        cost = finish_cost(costs, f, r, a, c, confirm)
         if cost <= seconds:
-            return FinishPlan(f, r, a, c, cost, _cut(finalists, min_rounds, flags, confirmations, f, r, a, c))
+            cut = _cut(finalists, min_rounds, flags, confirmations, f, r, a, c) + (() if confirm else (NO_CONFIRMATION,))
+            return FinishPlan(f, r, a, c, cost, cut, confirm)
     return FinishPlan(0, 0, 0, 0, WRITE_SECONDS, ("every finalist: not one validation fits in what is left",))
 
 

@@ -233,7 +233,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
             f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
             f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(
-        untested=untested,
+        untested=untested, speedup_from=winner.estimate or "deciding rounds",
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
         flags=written, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
