@@ -236,6 +236,16 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
     return results
 
 
+def untested_flags(winner: FlagSet, contributions: tuple[Contribution, ...]) -> tuple[str, ...]:
+    """The written set's flags no measurement showed to matter: those of the ablation steps the time box left
+    out or cut undecided, or every flag of a set of several that no ablation ran on (a winner banked during
+    the search, or no step fitted). A single flag's own validation against the baseline is its test."""
+    if not contributions:
+        return winner.flags if len(winner.flags) > 1 else ()
+    out = [f for c in contributions if c.kept and c.reason in (NOT_ABLATED, UNDECIDED) for f in c.flags]
+    return tuple(f for f in winner.flags if f in out)
+
+
 ROUNDS_FLOOR = 3  # the fewest rounds whose numbers are written as a confirmation
 
 

@@ -13,3 +13,16 @@ def seconds(x: float) -> str:
     """A number of seconds as a person reads it: whole seconds from 10 s on ("270 s", not "269.998 s"),
     up to two significant digits below ("2.5 s", "0.25 s")."""
     return f"{x:.0f} s" if abs(x) >= 10 else f"{x:.2g} s"
+
+
+def untested_line(flags: tuple[str, ...] | list[str], harmful: dict[str, tuple[float, float, float]] | None = None) -> str:
+    """The headline's words for written flags no ablation step showed to matter (console, report and `show`
+    say the same): which, and for any the search's own trials measured as slower with it (flag -> speedup
+    with it and its 95% interval from the search's flag effects), that measurement."""
+    it = "it" if len(flags) == 1 else "them"
+    line = (f"kept untested: {' '.join(flags)} (no ablation step showed {'it matters' if it == 'it' else 'they matter'}: "
+            f"the time limit ended the ablation before {it}, or it never ran)")
+    slow = [f"{flag} at {s:.3f}x [{low:.3f}..{high:.3f}]" for flag, (s, low, high) in (harmful or {}).items()]
+    if slow:
+        line += f"; the search's trials measured {', '.join(slow)} with it: a tune with a longer --time-limit would test it"
+    return line

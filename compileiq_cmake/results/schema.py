@@ -121,6 +121,8 @@ class FlagsEntry:
     arch_scope: str = field(default="all", metadata={"one_of": ARCH_SCOPES})
     # what the tune's --time-limit left untested (fewer finalists or rounds, flags not ablated), one phrase each
     untested: tuple[str, ...] = ()
+    # the written flags no ablation step showed to matter (the box left their step out; decide.validation.untested_flags)
+    untested_flags: tuple[str, ...] = ()
     # where speedup and its intervals come from: "confirmation" (rounds of the winner measured after every
     # decision, used for nothing else), "deciding rounds" (no time was left for a confirmation: the rounds
     # that accepted it, a little optimistic), "" (entries written before it was recorded)

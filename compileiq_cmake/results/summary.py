@@ -47,6 +47,8 @@ from typing import Callable, Iterable, Sequence
 from .. import __version__
 from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..decide.stats import compare, compare_paired, geomean_comparison
+from ..decide.validation import untested_flags
+from ..model.wording import untested_line
 
 SCHEMA = "compileiq-summary/1"
 
@@ -94,6 +96,18 @@ def winner_source(winner: Validation, finalists: list[Validation]) -> str:
     return "finalists" if same else "minimal set"
 
 
+def _untested(winner: Validation, contributions: tuple[Contribution, ...], effects) -> dict:
+    """The written flags no ablation step showed to matter, and the headline's words for them."""
+    flags = untested_flags(winner.flagset, contributions)
+    return {"untested_flags": list(flags),
+            "untested_line": untested_line(flags, harmful_effects(flags, effects)) if flags else ""}
+
+
+def harmful_effects(flags, effects) -> dict[str, tuple[float, float, float]]:
+    """The flags the search's trials measured as significantly slower with them (flag effects, 95% CI < 1)."""
+    return {e.flag: (e.speedup, e.ci.low, e.ci.high) for e in effects if e.flag in flags and e.ci.high < 1.0}
+
+
 def _contribution(c: Contribution) -> dict:
     return {"dimension": c.dimension, "flags": list(c.flags), "speedup": c.speedup, "ci": [c.ci_low, c.ci_high],
             "kept": c.kept, "reason": c.reason}
@@ -137,7 +151,8 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         "min_gain": min_gain,
         "winner": None if w is None else {**{k: v for k, v in _validation(w).items() if k not in ("accepted", "reason")},
                                           "source": winner_source(w, finalists),
-                                          "numbers": w.estimate or "deciding rounds"},
+                                          "numbers": w.estimate or "deciding rounds",
+                                          **_untested(w, result.contributions, effects)},
         "finalists": [_validation(v) for v in finalists],
         "confirmations": [_validation(v) for v in confirmations],
         "ablation": [_contribution(c) for c in result.contributions],

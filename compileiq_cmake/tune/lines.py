@@ -8,10 +8,11 @@ from typing import Callable
 
 from ..model.events import as_stream
 from ..model.records import Trial, TuneResult
-from ..results.summary import gpu_tune
+from ..results.summary import gpu_tune, harmful_effects
 from ..model.spec import TuneSpec
 from ..model.timebox import TimeBox
-from ..model.wording import plural, seconds
+from ..decide.validation import untested_flags
+from ..model.wording import plural, seconds, untested_line
 from .budget import Budget
 from .setup import TuneSetup
 from .trial import loss
@@ -120,6 +121,10 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         stream.stage_result("finalists", f"winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
                             f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}",
                             flags=list(w.flagset.flags), speedup=w.geomean_speedup, ci=[w.geomean_ci_low, w.geomean_ci_high])
+        untested = untested_flags(w.flagset, result.contributions)
+        if untested:
+            stream.warning(untested_line(untested, harmful_effects(untested, effects)), stage="finalists",
+                           untested_flags=list(untested))
         stream.stage_result("publish", f"wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""),
                             toml=result.toml_path)
     elif not any(t.index != result.baseline.index for t in result.trials):

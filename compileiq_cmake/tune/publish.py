@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
+from ..decide.validation import untested_flags
 from ..flags import portability
 from ..measure.gpu import host_cpu
 from ..model.errors import CompileIQError
@@ -234,6 +235,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
             f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(
         untested=untested, speedup_from=winner.estimate or "deciding rounds",
+        untested_flags=untested_flags(winner.flagset, contributions),
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
         flags=written, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,

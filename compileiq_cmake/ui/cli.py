@@ -17,7 +17,7 @@ from ..model.events import EventStream
 from ..model.errors import (CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError,
                             one_line)
 from ..system.resources import cmake_dir
-from ..model.wording import plural
+from ..model.wording import plural, untested_line
 from ..model.spec import MetricSpec, TuneSpec
 from ..flags import load_space
 from ..results.prior_store import LocalPrior, prior_dir
@@ -526,7 +526,11 @@ def _show(path: Path) -> None:
         print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)")
         for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
             print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}")
-        print(f"    speedup:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}")
+        print(f"    speedup:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}"
+              + {"confirmation": " (a confirmation's rounds)", "deciding rounds": " (the rounds that accepted it: not confirmed)"}
+              .get(e.speedup_from, ""))
+        if e.untested_flags:
+            print(f"    {untested_line(e.untested_flags)}")
 
 
 def _space(family: str | None, version: str, args: argparse.Namespace | None = None,
