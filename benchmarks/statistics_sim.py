@@ -28,7 +28,9 @@ The smallest gain that counts is what a tune derives: auto_min_gain of the large
 baseline's 3 runs per workload, drawn from the same model (16% of tunes sit at its 0.2% floor at 1% noise).
 
 Usage: python3 benchmarks/statistics_sim.py [--tunes 10000] [--power-tunes 2000] [--jobs 2] [--seed 1]
-       [--models gaussian,heavy,...] [--json FILE]; prints the table of docs/benchmarks/statistics.md.
+       [--models gaussian,heavy,...] [--gains 0.005,0.01,...] [--no-guard] [--json FILE]; prints the table of
+       docs/benchmarks/statistics.md. benchmarks/h200_statistics_sim.sh runs it over several seeds on the 16 cores
+       of the device machine (no GPU is used) and benchmarks/statistics_table.py pools the seeds.
 """
 
 from __future__ import annotations
@@ -214,9 +216,17 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", help="write the raw counts here")
+    parser.add_argument("--no-guard", action="store_true",
+                        help="without the correlated-rounds guard (every test as if the rounds were independent)")
     args = parser.parse_args()
+    if args.no_guard:  # the pool's workers are forked after this: they inherit it
+        from compileiq_cmake.decide import validation  # noqa: PLC0415
+
+        validation.rounds_correlation = lambda variants: 0.0
     doc = run(tuple(m for m in args.models.split(",") if m), args.tunes, args.power_tunes,
               tuple(float(g) for g in args.gains.split(",") if g), args.sigma, args.jobs, args.seed)
+    doc["guard"] = not args.no_guard
+    doc["seed"] = args.seed
     if args.json:
         Path(args.json).write_text(json.dumps(doc, indent=1))
     print(table(doc))
