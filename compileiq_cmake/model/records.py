@@ -161,6 +161,7 @@ class Validation:
     # where the numbers come from: "" the rounds that decided it (the accepting look and the pick of the best
     # make them a little optimistic); "confirmation" fresh rounds of the winner, not used to decide anything
     estimate: str = ""
+    rho: float = 0.0  # the rounds' serial correlation its tests allowed for (decide.stats.rounds_correlation)
 
 
 @dataclass(frozen=True)
