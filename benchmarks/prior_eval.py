@@ -24,6 +24,8 @@ predicted vs the measured single-value effects.
 Usage: .venv/bin/python benchmarks/prior_eval.py run [--seeds 30] [--budget 60] [--kernels a,b]
            [--out docs/benchmarks/raw/prior/eval.json]
        .venv/bin/python benchmarks/prior_eval.py report [--out ...] [--md docs/benchmarks/prior-table.md]
+       .venv/bin/python benchmarks/prior_eval.py unknown --json docs/benchmarks/raw/prior-unknown/after.json
+           (issue 36: each gainful kernel's use_fast_math dimension renamed, prior vs default)
 """
 
 from __future__ import annotations
@@ -181,6 +183,58 @@ def evaluate_kernel(name: str, prior_path: str, seeds: int, budget_cap: int, ng_
     return row
 
 
+UNKNOWN_NAME = "fast_math_user"  # a fast-math choice under a name no observation has (a user's --acf, a new nvcc)
+
+
+def evaluate_unknown(name: str, prior_path: str, seeds: int, budget_cap: int) -> dict | None:
+    """Issue 36: the held-out kernel's space with its use_fast_math dimension renamed (same flags, same
+    approximate-arithmetic mark: only the prior does not know it); the prior (leave-one-kernel-out) against
+    the default search, builds to 99% of the space's best per seed. None: no use_fast_math in the space."""
+    obs = PriorModel.load(prior_path).observations
+    held = next(o for o in obs if o.id == f"landscape:{name}")
+    path = prior_train.landscape_path(name)
+    land = Landscape.load(path)
+    space = eval_space(land, json.loads(path.read_text())["meta"])
+    if "use_fast_math" not in [d.name for d in space.dimensions]:
+        return None
+    space = replace(space, dimensions=tuple(replace(d, name=UNKNOWN_NAME) if d.name == "use_fast_math" else d
+                                            for d in space.dimensions))
+    best = space_best(land, space)
+    budget = min(budget_cap, max(2, space.size))
+    model = PriorModel([o for o in obs if o.id != held.id])
+    model.fit()
+    sp = space_prior(model, space, held.features, "90")
+    row = {"kernel": name, "best": best, "budget": budget, "seeds": seeds, "space_size": space.size, "runs": {}}
+    for sname in ("prior", "default"):
+        rs = [se.simulate(land, space, strategy(sname, space, budget, s, sp), s, budget) for s in range(seeds)]
+        row["runs"][sname] = [builds_to(r, 0.99 * best)[0] for r in rs]
+    return row
+
+
+def cmd_unknown(args) -> None:
+    """Every kernel with at least GAINFUL to gain and a use_fast_math dimension, renamed (evaluate_unknown)."""
+    from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
+    names = [o.id.split(":", 1)[1] for o in PriorModel.load(args.prior).observations]
+    rows = {}
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {k: pool.submit(evaluate_unknown, k, args.prior, args.seeds, args.budget) for k in names}
+        for name, fut in futures.items():
+            row = fut.result()
+            if row is None or row["best"] < GAINFUL:
+                continue
+            rows[name] = row
+            med = {s: se.quartiles(v, row["budget"])[0] for s, v in row["runs"].items()}
+            print(f"{name:22} best {row['best']:.3f}x builds to 99%: prior {med['prior']:g} default {med['default']:g}",
+                  flush=True)
+    prior = [se.quartiles(r["runs"]["prior"], r["budget"])[0] for r in rows.values()]
+    default = [se.quartiles(r["runs"]["default"], r["budget"])[0] for r in rows.values()]
+    worse = [n for n, p, d in zip(rows, prior, default) if p > d]
+    summary = {"kernels": len(rows), "median_prior": statistics.median(prior), "median_default": statistics.median(default),
+               "worse_with_prior": worse, "label": args.label}
+    print(json.dumps(summary))
+    Path(args.json).write_text(json.dumps({"summary": summary, "rows": rows}, indent=1))
+
+
 def cmd_run(args) -> None:
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
     out = Path(args.out)
@@ -275,8 +329,15 @@ def main() -> None:
     p = sub.add_parser("report")
     p.add_argument("--out", default=str(DEFAULT_OUT))
     p.add_argument("--md", default="")
+    u = sub.add_parser("unknown", help="issue 36: the fast-math dimension under a name the prior never saw")
+    u.add_argument("--seeds", type=int, default=30)
+    u.add_argument("--budget", type=int, default=60)
+    u.add_argument("--jobs", type=int, default=2)
+    u.add_argument("--prior", default=str(SHIPPED))
+    u.add_argument("--label", default="")
+    u.add_argument("--json", required=True)
     args = ap.parse_args()
-    cmd_run(args) if args.cmd == "run" else cmd_report(args)
+    {"run": cmd_run, "report": cmd_report, "unknown": cmd_unknown}[args.cmd](args)
 
 
 if __name__ == "__main__":

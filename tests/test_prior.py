@@ -269,3 +269,37 @@ def test_features_of_a_real_kernel_show_its_transcendentals(tmp_path):
     assert k.name == "sm_90:k" and k.mix["mufu"] >= 2 and k.mix["ld_global"] >= 1 and k.registers > 0
     assert 0 < v["share_mufu"] < 0.5 and v["share_fp32"] > 0.1
     assert shutil.which("nvcc")
+
+
+@pytest.mark.unit
+def test_a_dimension_the_prior_never_saw_keeps_the_default_place_and_rules():
+    """Issue 36: a fast-math choice under a name no observation has scored like a small gain and went behind
+    values predicted slower with a large uncertainty (worse than no prior on 5 of 7 gainful kernels). It keeps
+    the default order's place (approximate arithmetic first); the known values are ordered among themselves."""
+    dims = (Dimension("load_cache", "", ((), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",))),
+            Dimension("restrict", "", ((), ("--restrict",))),
+            Dimension("fast_math_user", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
+            Dimension("ptxas_opt_level", "", ((), ("-Xptxas=-O1",))))
+    space = FlagSpace(family="nvcc", dimensions=dims)
+    uncertain = {(0, 1): Prediction(-0.01, 0.1, 0.0, 2.0), (0, 2): Prediction(-0.01, 0.1, 0.0, 2.0),
+                 (1, 1): Prediction(0.03, 0.01, 0.0, 5.0), (3, 1): Prediction(-0.3, 0.02, 0.0, 5.0)}
+    sp = SpacePrior(uncertain, "prior (5 observations)")
+    assert UNKNOWN.score < uncertain[(0, 1)].score  # what put it behind them before
+    with_prior = _asks(FlagSearch(space, 20, 7, 1, prior=sp), 5)
+    default = _asks(FlagSearch(space, 20, 7, 1), 5)
+    assert with_prior[0] == default[0] == ("--use_fast_math",)
+    # then the known values, the prior's best score first
+    assert set(with_prior[1:4]) == {("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",), ("--restrict",)}
+    assert with_prior[-1] == ("-Xptxas=-O1",)  # confidently slower: last
+
+
+@pytest.mark.unit
+def test_observations_of_the_tuned_architecture_weigh_more_than_others():
+    base = {n: 0.0 for n in FEATURE_NAMES}
+    obs = [Observation(f"k{i}", "t", "nvcc", arch, base, {FAST: effect})
+           for i, (arch, effect) in enumerate([("90", 0.2)] * 3 + [("80", -0.2)] * 3)]
+    model = PriorModel(obs)
+    on_90 = model.predict_keys("nvcc", base, [FAST], arch="90")[FAST].effect
+    on_80 = model.predict_keys("nvcc", base, [FAST], arch="80")[FAST].effect
+    pooled = model.predict_keys("nvcc", base, [FAST])[FAST].effect
+    assert on_90 > pooled > on_80 and pooled == pytest.approx(0.0, abs=1e-9)

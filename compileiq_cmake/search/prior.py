@@ -14,7 +14,8 @@ build; invalid when it failed to build, run or verify). For a new target and a v
 ybar_v, var_v, pbar_v: the value's mean effect, variance and (smoothed) invalid rate over every observation of
 its family; s (shrink) pulls thinly supported predictions towards them. The bandwidth h, s and the feature
 subset are chosen by leave-one-out over the observations (`fit`, forward selection); another architecture
-than the observations' widens sd by ARCH_WIDEN. Pure numpy, no pickle: the model is its observations and
+than the observations' widens sd by ARCH_WIDEN, and where some observations are of the tuned architecture the
+others weigh OTHER_ARCH_WEIGHT. Pure numpy, no pickle: the model is its observations and
 hyper-parameters in a versioned JSON file (`prior_data.json` in this package, made by benchmarks/prior_train.py),
 plus the user's own tunes (results/prior_store.py). Inference is a few small matrix products."""
 
@@ -37,6 +38,7 @@ VERSION = 1
 SHIPPED = Path(__file__).with_name("prior_data.json")
 SD_FLOOR = 0.005  # the effect of a value on a new target is never known better than 0.5%
 ARCH_WIDEN = 2.0  # sd factor for an architecture no observation has
+OTHER_ARCH_WEIGHT = 0.5  # an observation of another architecture than the tuned one, where some have it, weighs this
 UNKNOWN_SD = 0.05  # a value no observation has: effect 0 +/- 5%
 UNKNOWN_INVALID = 0.1
 HARMFUL_INVALID = 0.8  # a value at least this likely to be invalid goes last
@@ -292,6 +294,9 @@ class PriorModel:
         x = np.array([[features.get(n, 0.0) for n in table.names]], dtype=float)
         zq = (x - table.mean) / table.scale
         W = _weights(zq, table.Z, cols, hyper.bandwidth)
+        archs = np.array([o.arch for o in table.obs])
+        if arch and (archs == arch).any():  # the tuned architecture's own observations weigh most
+            W = W * np.where(archs == arch, 1.0, OTHER_ARCH_WEIGHT)[None, :]
         ybar, var, pbar = _moments(table.Y, table.INV)
         effect, sd, p_inv, support = _predict(W, table.Y, table.INV, ybar, var, pbar, hyper.shrink)
         widen = ARCH_WIDEN if arch and arch not in {o.arch for o in table.obs} else 1.0

@@ -129,6 +129,26 @@ class NevergradSearch:
         return flagset
 
 
+def prior_order(singles: list[tuple[int, int]], prior: SpacePrior) -> list[tuple[int, int]]:
+    """The single-flag changes in the prior's order where it knows them: the values it has observations of,
+    predicted best first, fill the places the default order gave known values; a value it knows nothing of
+    (a dimension under a name no observation has: a user's --acf, a newer nvcc's flag) keeps the default's
+    place and rules (approximate arithmetic early), never pushed behind uncertain predictions (issue 36: a
+    fast-math choice under another name went behind values predicted slower, worse than no prior on 5 of 7
+    gainful kernels); values confidently harmful go last."""
+    known = [di for di in singles if prior.of(*di).known]
+    ranked = iter(sorted((di for di in known if not prior.of(*di).harmful), key=lambda di: -prior.of(*di).score))
+    out = []
+    for di in singles:
+        if not prior.of(*di).known:
+            out.append(di)
+        else:
+            nxt = next(ranked, None)
+            if nxt is not None:
+                out.append(nxt)
+    return out + [di for di in known if prior.of(*di).harmful]
+
+
 class FlagSearch:
     """The default search: warm start, single-flag changes, best-first local search with a nevergrad
     portfolio for exploration (module docstring). `ask()` returns None when the space is exhausted."""
@@ -166,9 +186,7 @@ class FlagSearch:
         self._learned = prior
         self._origin: dict[str, str] = {}  # key -> why the prior proposed it
         if prior is not None:
-            # predicted best first, confidently harmful last; values it knows nothing of keep today's order
-            # among themselves (stable sort; an unknown value scores like a small predicted gain)
-            singles.sort(key=lambda di: (prior.of(*di).harmful, -prior.of(*di).score))
+            singles = prior_order(singles, prior)
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:
