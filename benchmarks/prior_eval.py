@@ -214,7 +214,12 @@ def evaluate_unknown(name: str, prior_path: str, seeds: int, budget_cap: int) ->
 def cmd_unknown(args) -> None:
     """Every kernel with at least GAINFUL to gain and a use_fast_math dimension, renamed (evaluate_unknown)."""
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
-    names = [o.id.split(":", 1)[1] for o in PriorModel.load(args.prior).observations]
+    names = args.kernels.split(",") if args.kernels else [o.id.split(":", 1)[1] for o in PriorModel.load(args.prior).observations]
+    if args.before:  # the order before issue 36: every single by the prior's score, an unknown value as a small gain
+        import compileiq_cmake.search.search as search_module  # noqa: PLC0415 (forked workers inherit it)
+
+        search_module.prior_order = lambda singles, prior: sorted(
+            singles, key=lambda di: (prior.of(*di).harmful, -prior.of(*di).score))
     rows = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {k: pool.submit(evaluate_unknown, k, args.prior, args.seeds, args.budget) for k in names}
@@ -335,6 +340,8 @@ def main() -> None:
     u.add_argument("--jobs", type=int, default=2)
     u.add_argument("--prior", default=str(SHIPPED))
     u.add_argument("--label", default="")
+    u.add_argument("--kernels", default="", help="these held-out kernels only (default: every one)")
+    u.add_argument("--before", action="store_true", help="the prior's order of the singles before issue 36")
     u.add_argument("--json", required=True)
     args = ap.parse_args()
     {"run": cmd_run, "report": cmd_report, "unknown": cmd_unknown}[args.cmd](args)
