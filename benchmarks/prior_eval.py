@@ -25,7 +25,8 @@ Usage: .venv/bin/python benchmarks/prior_eval.py run [--seeds 30] [--budget 60] 
            [--out docs/benchmarks/raw/prior/eval.json]
        .venv/bin/python benchmarks/prior_eval.py report [--out ...] [--md docs/benchmarks/prior-table.md]
        .venv/bin/python benchmarks/prior_eval.py unknown --json docs/benchmarks/raw/prior-unknown/after.json
-           (issue 36: each gainful kernel's use_fast_math dimension renamed, prior vs default)
+           (issue 36: each gainful kernel's use_fast_math dimension renamed, prior vs default; "before": the same
+           script run in a worktree of the commit before the fix, 10f41c6)
 """
 
 from __future__ import annotations
@@ -215,11 +216,6 @@ def cmd_unknown(args) -> None:
     """Every kernel with at least GAINFUL to gain and a use_fast_math dimension, renamed (evaluate_unknown)."""
     from concurrent.futures import ProcessPoolExecutor  # noqa: PLC0415
     names = args.kernels.split(",") if args.kernels else [o.id.split(":", 1)[1] for o in PriorModel.load(args.prior).observations]
-    if args.before:  # the order before issue 36: every single by the prior's score, an unknown value as a small gain
-        import compileiq_cmake.search.search as search_module  # noqa: PLC0415 (forked workers inherit it)
-
-        search_module.prior_order = lambda singles, prior: sorted(
-            singles, key=lambda di: (prior.of(*di).harmful, -prior.of(*di).score))
     rows = {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         futures = {k: pool.submit(evaluate_unknown, k, args.prior, args.seeds, args.budget) for k in names}
@@ -341,7 +337,6 @@ def main() -> None:
     u.add_argument("--prior", default=str(SHIPPED))
     u.add_argument("--label", default="")
     u.add_argument("--kernels", default="", help="these held-out kernels only (default: every one)")
-    u.add_argument("--before", action="store_true", help="the prior's order of the singles before issue 36")
     u.add_argument("--json", required=True)
     args = ap.parse_args()
     {"run": cmd_run, "report": cmd_report, "unknown": cmd_unknown}[args.cmd](args)

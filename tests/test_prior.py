@@ -291,6 +291,14 @@ def test_a_dimension_the_prior_never_saw_keeps_the_default_place_and_rules():
     # then the known values, the prior's best score first
     assert set(with_prior[1:4]) == {("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",), ("--restrict",)}
     assert with_prior[-1] == ("-Xptxas=-O1",)  # confidently slower: last
+    # before even the prior's own combination (the default measures approximate arithmetic first)
+    combo = SpacePrior(uncertain, "prior (5 observations)", ((1, 0, 0, 0), (2, 0, 0, 0)))
+    search = FlagSearch(space, 20, 7, 1, prior=combo)
+    search.tell(space.baseline(), 0.0)
+    assert search.ask().flags == ("--use_fast_math",)
+    search.tell(space.flagset({"fast_math_user": 1}), 0.0)
+    big = search.ask()
+    assert big.flags == ("-Xptxas=-dlcm=cg",) and "predicted best combination" in search.proposed_by(big)
 
 
 @pytest.mark.unit

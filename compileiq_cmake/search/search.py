@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..flags import FlagSpace
 from ..model.records import FlagSet
@@ -129,17 +129,20 @@ class NevergradSearch:
         return flagset
 
 
-def prior_order(singles: list[tuple[int, int]], prior: SpacePrior) -> list[tuple[int, int]]:
-    """The single-flag changes in the prior's order where it knows them: the values it has observations of,
-    predicted best first, fill the places the default order gave known values; a value it knows nothing of
-    (a dimension under a name no observation has: a user's --acf, a newer nvcc's flag) keeps the default's
-    place and rules (approximate arithmetic early), never pushed behind uncertain predictions (issue 36: a
-    fast-math choice under another name went behind values predicted slower, worse than no prior on 5 of 7
-    gainful kernels); values confidently harmful go last."""
-    known = [di for di in singles if prior.of(*di).known]
+def prior_order(singles: list[tuple[int, int]], prior: SpacePrior,
+                early: Callable[[tuple[int, int]], bool] = lambda di: False) -> list[tuple[int, int]]:
+    """The single-flag changes in the prior's order where it knows them: a value it knows nothing of (a
+    dimension under a name no observation has: a user's --acf, a newer nvcc's flag) keeps the default's rules:
+    one the default measures early (`early`: a build mode, approximate arithmetic) comes first, the others keep
+    their place; the values it has observations of, predicted best first, fill the other places; values
+    confidently harmful go last. (Issue 36: a fast-math choice under another name went behind values predicted
+    slower with a large uncertainty: worse than no prior on 5 of 7 gainful kernels.)"""
+    first = [di for di in singles if not prior.of(*di).known and early(di)]
+    rest = [di for di in singles if di not in first]
+    known = [di for di in rest if prior.of(*di).known]
     ranked = iter(sorted((di for di in known if not prior.of(*di).harmful), key=lambda di: -prior.of(*di).score))
-    out = []
-    for di in singles:
+    out = list(first)
+    for di in rest:
         if not prior.of(*di).known:
             out.append(di)
         else:
@@ -185,8 +188,17 @@ class FlagSearch:
                                      numerics_first and not self._dims[di[0]].relaxes_numerics))
         self._learned = prior
         self._origin: dict[str, str] = {}  # key -> why the prior proposed it
+        # values the prior knows nothing of that the default measures early: before even the prior's combinations
+        self._front: set[tuple[int, int]] = set()
         if prior is not None:
-            singles = prior_order(singles, prior)
+            dims = self._dims
+
+            def early(di: tuple[int, int]) -> bool:
+                dim = dims[di[0]]
+                return dim.build_mode or dim.measured_first or (numerics_first and dim.relaxes_numerics)
+
+            singles = prior_order(singles, prior, early)
+            self._front = {di for di in singles if not prior.of(*di).known and early(di)}
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:
@@ -329,6 +341,10 @@ class FlagSearch:
                 fs = self._explore()
                 if fs is not None:
                     return fs
+        while self._singles and self._singles[0] in self._front:
+            fs = self._single(*self._singles.pop(0))
+            if fs is not None:
+                return fs
         while self._warm:
             fs = self._propose(self._warm.pop(0))
             if fs is not None:
@@ -371,8 +387,13 @@ class FlagSearch:
         return self._choice_of[key]
 
     def _single(self, d: int, i: int) -> FlagSet | None:
-        """Value i of dimension d alone, or on top of the pivot (another value of the pivot's dimension: alone)."""
+        """Value i of dimension d alone, or on top of the pivot (another value of the pivot's dimension: alone).
+        A value the prior knows nothing of is measured alone while the pivot is only the prior's combination
+        (made without it): as the default search would, before any single was a big mover."""
         base = self._pivot_base()
+        if (base is not None and self._learned is not None and not self._learned.of(d, i).known
+                and not self._big_movers()):
+            base = None
         choice = list(base) if base is not None and base[d] == 0 else [0] * len(self._dims)
         choice[d] = i
         return self._propose(tuple(choice))
