@@ -56,15 +56,9 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
     failures: dict[str, str] = {}
     rounds = 0
     cut_short = False
-    started = time.perf_counter()
+    discard = {label: {w: [] for w in runner.spec.workloads} for label in variants}
     for _ in range(warmup):
-        for workload in runner.spec.workloads:
-            order = [label for label in variants if label not in failures]
-            rng.shuffle(order)
-            for label in order:
-                res = runner.run(variants[label], workload)
-                if not res.ok:
-                    failures[label] = res.reason
+        _round(runner, variants, rng, failures, discard)
     if any(label in failures for label in required) or len(variants) - len(failures) < 2:
         return Interleaved(samples, failures, 0)
     started = time.perf_counter()  # the time box's seconds per round: measured rounds only
@@ -73,15 +67,7 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
             rounds -= 1
             cut_short = True
             break
-        for workload in runner.spec.workloads:
-            order = [label for label in variants if label not in failures]
-            rng.shuffle(order)
-            for label in order:
-                res = runner.run(variants[label], workload)
-                if not res.ok:
-                    failures[label] = res.reason
-                    continue
-                samples[label][workload].append(res.value)
+        _round(runner, variants, rng, failures, samples)
         live = {label: s for label, s in samples.items() if label not in failures}
         if progress is not None:  # a round can take a minute: the user hears of each
             progress(rounds, time.perf_counter() - started)
@@ -90,6 +76,21 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
         if rounds >= min_rounds and (at is None or rounds in at) and decided(live):
             break
     return Interleaved(samples, failures, rounds, cut_short)
+
+
+def _round(runner: Runner, variants: dict[str, VariantTree], rng: random.Random, failures: dict[str, str],
+           samples: dict[str, dict[Workload, list[float]]]) -> None:
+    """One round: for each workload, every variant still in once, in a fresh random order; a failed run puts
+    its variant out (`failures`), a good one's value goes to `samples`."""
+    for workload in runner.spec.workloads:
+        order = [label for label in variants if label not in failures]
+        rng.shuffle(order)
+        for label in order:
+            res = runner.run(variants[label], workload)
+            if not res.ok:
+                failures[label] = res.reason
+                continue
+            samples[label][workload].append(res.value)
 
 
 def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
