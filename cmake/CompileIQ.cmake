@@ -95,7 +95,9 @@ Commands
   ``WORKLOADS <args>...``
     Each string is one workload: arguments appended to ``BENCHMARK``.
   ``BUDGET <n>``, ``TIME_LIMIT <seconds>``
-    The largest number of trials, and the wall time of the search.
+    The largest number of trials, and the wall time of the whole tune (setup,
+    baseline, search, validation, ablation, confirmation and the write: the
+    plan sizes each stage to fit and says what it left untested).
   ``PER_FILE_BUDGET <n>``
     CUDA targets with several translation units: after the search, up to
     ``<n>`` trials give the files that hold most of the kernel time flags of

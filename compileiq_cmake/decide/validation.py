@@ -143,8 +143,9 @@ def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], basel
     each look spends its share of the error budget (look_weights), so a candidate's adjusted p-value is the
     smallest p/weight over the looks (a round cut short by the time box spends the next look's share);
     Holm across the candidates keeps the chance that any candidate without a real gain is accepted at
-    `alpha`. A candidate stops being measured once accepted at alpha/k (Bonferroni) or once it cannot reach
-    min_gain or is slower; the rounds end when every candidate has stopped."""
+    `alpha`. The rounds end at a look where every candidate is decided: accepted at alpha/k (Bonferroni), or
+    unable to reach min_gain, or slower; until then every candidate is measured in every round, and each
+    verdict uses every round measured. The tests allow for the rounds' serial correlation (_rho)."""
     log = as_stream(log)
     spec = runner.spec
     min_rounds = spec.min_rounds if min_rounds is None else max(1, min(min_rounds, spec.max_rounds))
