@@ -117,3 +117,13 @@ def test_the_checks_see_an_upward_and_a_local_import(tmp_path, monkeypatch):
     top, local = _imports(f"{PACKAGE}.flags.bad")
     assert top == [(1, f"{PACKAGE}.model.errors")]
     assert local == [(4, f"{PACKAGE}.tune.trial")] and _rank(local[0][1]) > _rank(f"{PACKAGE}.flags.bad")
+
+
+def test_the_decision_procedure_imports_neither_the_project_nor_the_measurement():
+    """Issue 37: decide/ is the pure decision procedure; the trees and runners it is given are protocols
+    (decide/ports.py) that the live runner, the simulator's and the tests' fakes fit."""
+    decide = [m for m in MODULES if m.startswith(f"{PACKAGE}.decide")]
+    assert len(decide) >= 4
+    for module in decide:
+        imported = [target for _, target in _imports(module)[0]]
+        assert not [t for t in imported if t.startswith((f"{PACKAGE}.project", f"{PACKAGE}.measure"))], module

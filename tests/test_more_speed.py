@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from compileiq_cmake.project import build_flags
+from compileiq_cmake.model import build_flags
 from compileiq_cmake.measure import kernel_times
 from compileiq_cmake.project.cmake_project import render_fragment
 from compileiq_cmake.model.errors import CompileIQError

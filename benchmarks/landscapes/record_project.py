@@ -1,5 +1,5 @@
 """Record a landscape of a whole CMake project (format of README.md, version 1): every point of a small space
-whose dimensions may be per-file (tokens `[path]flag`, compileiq_cmake/project/build_flags.py), built by the tool's
+whose dimensions may be per-file (tokens `[path]flag`, compileiq_cmake/model/build_flags.py), built by the tool's
 own variant trees (so a point builds exactly what a tune would), fingerprinted, and timed by running the
 project's benchmark. It is what `search_efficiency.py` needs to measure the per-file search like the global
 one (record.py records standalone kernels through pycuda instead).

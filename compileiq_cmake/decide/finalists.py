@@ -9,10 +9,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Callable
 
-from ..project.cmake_project import VariantTree
-from ..measure.runner import Runner
+from .ports import Build, Measures, Tree
 from ..model.events import EventStream, Lines, as_stream
-from ..model.records import BuildResult, Contribution, FlagSet, Validation
+from ..model.records import Contribution, FlagSet, Validation
 from ..flags.space import FlagSpace
 from .validation import CUT, NOT_ABLATED, ROUNDS_FLOOR, UNDECIDED, ablate, confirm, undecided, validate, verdict
 
@@ -24,7 +23,7 @@ class ValidationContext:
     """What deciding the finalists needs of the tune: the variant trees the candidates are built in, the
     searched space (its baseline, the ablation's dimensions) and the tune's seed."""
 
-    trees: tuple[VariantTree, ...]
+    trees: tuple[Tree, ...]
     space: FlagSpace
     seed: int
 
@@ -56,9 +55,9 @@ def _result_name(kind: str, *parts: object) -> str:
     return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
-def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree, FlagSet], BuildResult], runner: Runner,
+def validate_and_ablate(context: ValidationContext, build: Build, runner: Measures,
                         finalists: list[FlagSet], min_gain: float, log: Log, store=None,
-                        confirm_on: tuple[Runner, ...] = (),
+                        confirm_on: tuple[Measures, ...] = (),
                         limits: Limits = NO_LIMITS) -> tuple[Validation | None, tuple[Contribution, ...]]:
     """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
     then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
@@ -89,7 +88,7 @@ def validate_and_ablate(context: ValidationContext, build: Callable[[VariantTree
     return winner, contributions
 
 
-def _validated(context: ValidationContext, build, runner: Runner, candidates: list[FlagSet], min_gain: float, seed: int,
+def _validated(context: ValidationContext, build, runner: Measures, candidates: list[FlagSet], min_gain: float, seed: int,
                log: Log, store, gpu: str = "", min_rounds: int | None = None,
                may_continue: Callable[[float], bool] | None = None) -> list[Validation]:
     name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
@@ -105,7 +104,7 @@ def _validated(context: ValidationContext, build, runner: Runner, candidates: li
     return results
 
 
-def _decide(context: ValidationContext, build, runner: Runner, finalists: list[FlagSet], min_gain: float, log: Log,
+def _decide(context: ValidationContext, build, runner: Measures, finalists: list[FlagSet], min_gain: float, log: Log,
             store, limits: Limits = NO_LIMITS) -> tuple[Validation | None, tuple[Contribution, ...]]:
     if not finalists:
         return None, ()
@@ -162,7 +161,7 @@ def _decide(context: ValidationContext, build, runner: Runner, finalists: list[F
     return confirmed, contributions if confirmed is not None else ()
 
 
-def _confirmed(context: ValidationContext, build, runner: Runner, winner: Validation, log: EventStream, store,
+def _confirmed(context: ValidationContext, build, runner: Measures, winner: Validation, log: EventStream, store,
                limits: Limits) -> Validation | None:
     """The winner's numbers from fresh rounds: the rounds that accepted it stopped at the look that
     accepted it and it was picked as the best of the finalists, so their speed-up is a little high and their

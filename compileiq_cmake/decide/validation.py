@@ -12,17 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..project import build_flags
-from ..project.cmake_project import VariantTree
+from ..model import build_flags
 from ..flags import FlagSpace
-from ..measure.runner import Runner, Workload
+from .ports import Build, Measures, Tree, Workload
 from ..model.events import EventStream, Lines, as_stream
-from ..model.records import BuildResult, Contribution, FlagSet, Validation, WorkloadComparison
+from ..model.records import Contribution, FlagSet, Validation, WorkloadComparison
 from .stats import (EFFECT_FLOOR, FALSE_ACCEPTANCE, TAIL_SAFETY, Comparison, GainTest, compare_paired,
                     correlated_rounds, gain_test, geomean_comparison, holm, look_weights, looks, rounds_correlation)
 from ..model.wording import plural
 
-Build = Callable[[VariantTree, FlagSet], BuildResult]
 UNDECIDED = "not decided within the time limit; kept"
 CUT = "undecided: "  # a validation verdict the time box cut before it was decided (never stored, never "rejected")
 NOT_ABLATED = "not ablated: the time limit was reached; kept"
@@ -38,7 +36,7 @@ class Interleaved:
     cut_short: bool = False  # the time box ended the rounds before the comparison was decided
 
 
-def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int, max_rounds: int, seed: int,
+def interleave(runner: Measures, variants: dict[str, Tree], min_rounds: int, max_rounds: int, seed: int,
                decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
                required: tuple[str, ...] = (), may_continue: Callable[[float], bool] | None = None,
                at: tuple[int, ...] | None = None,
@@ -78,7 +76,7 @@ def interleave(runner: Runner, variants: dict[str, VariantTree], min_rounds: int
     return Interleaved(samples, failures, rounds, cut_short)
 
 
-def _round(runner: Runner, variants: dict[str, VariantTree], rng: random.Random, failures: dict[str, str],
+def _round(runner: Measures, variants: dict[str, Tree], rng: random.Random, failures: dict[str, str],
            samples: dict[str, dict[Workload, list[float]]]) -> None:
     """One round: for each workload, every variant still in once, in a fresh random order; a failed run puts
     its variant out (`failures`), a good one's value goes to `samples`."""
@@ -93,18 +91,18 @@ def _round(runner: Runner, variants: dict[str, VariantTree], rng: random.Random,
             samples[label][workload].append(res.value)
 
 
-def _comparisons(runner: Runner, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
+def _comparisons(runner: Measures, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
                  rho: float = 0.0) -> list[Comparison]:
     lower = runner.spec.metric.lower_is_better
     return [compare_paired(base[w], cand[w], lower, rho=rho) for w in runner.spec.workloads]
 
 
-def _rho(runner: Runner, samples: dict[str, dict[Workload, list[float]]]) -> float:
+def _rho(runner: Measures, samples: dict[str, dict[Workload, list[float]]]) -> float:
     """The rounds' serial correlation over every variant measured (stats.rounds_correlation)."""
     return rounds_correlation([[s[w] for w in runner.spec.workloads] for s in samples.values()])
 
 
-def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float, significant: bool,
+def _validation(runner: Measures, flagset: FlagSet, base, cand, min_gain: float, significant: bool,
                 p_adjusted: float, test: GainTest, rho: float = 0.0) -> Validation:
     """The verdict on one candidate: accepted when Holm across the finalists rejects "not faster" at the
     tune's error rate (`significant`, from the looks' adjusted p-values), the gain is at least min_gain and
@@ -131,7 +129,7 @@ def _validation(runner: Runner, flagset: FlagSet, base, cand, min_gain: float, s
     return Validation(flagset, rows, geo, geo_ci.low, geo_ci.high, not reason, reason, rho=rho)
 
 
-def validate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], baseline: FlagSet,
+def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: FlagSet,
              candidates: list[FlagSet], min_gain: float, seed: int, log: Log, min_rounds: int | None = None,
              may_continue: Callable[[float], bool] | None = None,
              alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY) -> list[Validation]:
@@ -251,7 +249,7 @@ def untested_flags(winner: FlagSet, contributions: tuple[Contribution, ...]) -> 
 ROUNDS_FLOOR = 3  # the fewest rounds whose numbers are written as a confirmation
 
 
-def confirm(runner: Runner, build: Build, trees: tuple[VariantTree, ...], baseline: FlagSet, winner: Validation,
+def confirm(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: FlagSet, winner: Validation,
             rounds: int, seed: int, log: EventStream, may_continue: Callable[[float], bool] | None = None
             ) -> Validation | None:
     """The winner re-built beside the baseline and measured for exactly `rounds` interleaved rounds (after the
@@ -304,14 +302,14 @@ def undecided(results: list[Validation]) -> bool:
     return any(v.reason.startswith(CUT) for v in results)
 
 
-def _hopeless(runner: Runner, samples, label: str, min_gain: float, rho: float = 0.0) -> bool:
+def _hopeless(runner: Measures, samples, label: str, min_gain: float, rho: float = 0.0) -> bool:
     """A candidate that can no longer reach min_gain or is significantly slower: decided, whatever the box."""
     comps = _comparisons(runner, samples["baseline"], samples[label], rho)
     _, ci = geomean_comparison(comps)
     return ci.high < 1.0 + min_gain or any(c.slower() for c in comps)
 
 
-def ablate(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, winner: FlagSet,
+def ablate(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagSpace, winner: FlagSet,
            min_gain: float, seed: int, log: Log, restored: dict[str, Contribution] | None = None,
            on_step: Callable[[str, Contribution], None] | None = None, expected: dict[str, float] | None = None,
            may_start: Callable[[], bool] | None = None,
@@ -384,7 +382,7 @@ def _flags_of(space: FlagSpace, current: FlagSet, dim: str) -> tuple[str, ...]:
     return space.flagset({dim: choice[dim]}).flags if dim in choice else ()
 
 
-def _ablation_step(runner: Runner, build: Build, trees: tuple[VariantTree, ...], space: FlagSpace, current: FlagSet,
+def _ablation_step(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagSpace, current: FlagSet,
                    group: tuple[str, ...], path: str | None, min_gain: float, seed: int, log: EventStream,
                    restored: Contribution | None,
                    may_continue: Callable[[float], bool] | None = None,

@@ -16,7 +16,7 @@ from ..flags.fingerprint import DeviceFingerprint, FingerprintCache
 from ..flags.space import HOST_PREFIX
 from ..model.records import BuildResult, FlagSet, KernelResources, Trial
 from ..model.timebox import Stop
-from ..project import build_flags
+from ..model import build_flags
 from ..project.cmake_project import VariantTree
 from ..project.nvcc_command import normalize, tokens
 

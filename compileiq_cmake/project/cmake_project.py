@@ -16,7 +16,7 @@ from pathlib import Path
 
 import jinja2
 
-from . import build_flags
+from ..model import build_flags
 from . import file_api
 from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
 from ..system.processes import ProcessResult, run_process

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ..project import build_flags
+from ..model import build_flags
 from ..measure import kernel_times
 from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError

@@ -17,7 +17,7 @@ from ..decide.stats import FlagEffect, auto_min_gain, flag_effects
 from ..execute.executor import Executor
 from ..model.records import Contribution, FlagSet, Trial, Validation
 from ..model.wording import plural
-from ..project import build_flags
+from ..model import build_flags
 from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget

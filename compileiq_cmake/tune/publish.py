@@ -24,7 +24,7 @@ from ..model.events import Recorder
 from ..model.timebox import TimeBox
 from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..model.wording import plural
-from ..project import build_flags
+from ..model import build_flags
 from ..results import summary
 from ..results.report import write_report
 from ..results.schema import FlagsEntry

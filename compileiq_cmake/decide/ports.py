@@ -1,0 +1,37 @@
+"""What the decision procedure needs of the rest of the tune, as protocols: a runner that measures one
+workload of one variant tree, and a tree it is given (opaque to the procedure: it is only handed back to the
+runner and the build). The live runner (measure.runner.Runner), the simulator's (benchmarks/statistics_sim.py)
+and the tests' fakes all fit; decide/ imports neither project/ nor measure/."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Protocol
+
+from ..model.records import BuildResult, FlagSet
+from ..model.spec import TuneSpec
+
+Workload = tuple[str, ...]  # one workload's arguments (measure.runner.Workload)
+Tree = Any  # a variant tree (project.cmake_project.VariantTree): where one flag set is built and run
+
+
+class Measured(Protocol):
+    """One run's outcome: valid or not (with why), and the metric's value."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    reason: str
+    value: float
+
+
+class Measures(Protocol):
+    """A runner: the tune's spec (workloads, metric, rounds) and one run of a workload in a tree; `gpu`: the
+    device it measures on (None: the only one), for the lines of a confirmation on another GPU."""
+
+    spec: TuneSpec
+    gpu: Any
+
+    def run(self, tree: Tree, workload: Workload) -> Measured: ...
+
+
+Build = Callable[[Tree, FlagSet], BuildResult]
