@@ -46,7 +46,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compileiq_cmake.decide.finalists import ValidationContext, _decide
+from compileiq_cmake.decide.procedure import ValidationContext, _decide
 from compileiq_cmake.decide.stats import auto_min_gain, relative_spread
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult

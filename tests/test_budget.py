@@ -19,8 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from compileiq_cmake.decide import finalists as decide_finalists
-from compileiq_cmake.decide.finalists import ValidationContext
+from compileiq_cmake.decide import procedure
+from compileiq_cmake.decide.procedure import ValidationContext
 from compileiq_cmake.decide.validation import CUT, validate
 from compileiq_cmake.execute.pipeline import Pipeline
 from compileiq_cmake.execute.shared import Lease, SharedSlots
@@ -107,10 +107,10 @@ def test_a_validation_the_box_cut_is_undecided_never_rejected_and_never_stored(t
     space = SimpleNamespace(baseline=lambda: FlagSet((), ()))
     rounds.clear()
     context = ValidationContext(("base", "cand"), space, 3)
-    (again,) = decide_finalists._validated(context, build, runner, [candidate], 0.002, 3, lambda line: None, store,
+    (again,) = procedure._validated(context, build, runner, [candidate], 0.002, 3, lambda line: None, store,
                                            may_continue=cut)
     assert again.reason.startswith(CUT)
-    name = decide_finalists._result_name("validation", [candidate.key], 0.002, 3)
+    name = procedure._result_name("validation", [candidate.key], 0.002, 3)
     assert store.load_validations(name) is None, "a verdict the box cut is no decision: a rerun makes it"
     store.close()
 

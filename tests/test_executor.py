@@ -8,7 +8,7 @@ import pytest
 import inspect
 from pathlib import Path
 
-from compileiq_cmake.decide import finalists
+from compileiq_cmake.decide import procedure
 from compileiq_cmake.tune import baseline, publish, search_loop
 from compileiq_cmake.tune import finalists as finalists_stage
 from compileiq_cmake.tune import trial
@@ -45,7 +45,7 @@ def test_local_executor_wraps_the_variant_trees():
 
 @pytest.mark.unit
 def test_the_search_stages_do_not_branch_on_the_backend():
-    for module in (tune, trial, finalists, baseline, search_loop, finalists_stage, publish):
+    for module in (tune, trial, procedure, baseline, search_loop, finalists_stage, publish):
         source = inspect.getsource(module)
         assert ".replay.build" not in source and "setup.replay or" not in source, module.__name__
 

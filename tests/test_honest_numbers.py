@@ -15,7 +15,7 @@ import pytest
 
 from test_hardening_validation import FakeRunner, _setup
 
-from compileiq_cmake.decide.finalists import Limits, ValidationContext, _decide
+from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
 from compileiq_cmake.decide.stats import correlated_rounds, gain_test, rounds_correlation
 from compileiq_cmake.decide.validation import NOT_ABLATED, interleave, untested_flags
 from compileiq_cmake.flags.space import Dimension, FlagSpace

@@ -137,7 +137,7 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
 
     from test_hardening_validation import FakeRunner, _setup
 
-    from compileiq_cmake.decide.finalists import ValidationContext, _decide
+    from compileiq_cmake.decide.procedure import ValidationContext, _decide
     from compileiq_cmake.model.events import recording
     from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.measure.runner import RunResult

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from ..decide.finalists import ValidationContext
+from ..decide.procedure import ValidationContext
 from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor
 from ..model.events import as_stream

@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Callable
 
-from ..decide.finalists import NO_LIMITS, Limits
+from ..decide.procedure import NO_LIMITS, Limits
 from ..model.wording import seconds
 from ..model.errors import CompileIQError
 from ..model.records import Trial

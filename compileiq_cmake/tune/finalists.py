@@ -1,6 +1,6 @@
 """Tune stage, the finalists: the flag effects over every valid trial, the finalists picked from the ranked
 trials (one flag set per device code, the one with the fewest flags; none with the baseline's code), the
-smallest gain that counts from the paired runs' noise when trials were paired, then decide.finalists
+smallest gain that counts from the paired runs' noise when trials were paired, then decide.procedure
 validates them against the baseline, ablates the best and confirms the winner on every other GPU."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..decide.finalists import NO_LIMITS, ValidationContext, validate_and_ablate
+from ..decide.procedure import NO_LIMITS, ValidationContext, validate_and_ablate
 from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
 from ..flags.space import FlagSpace
 from ..decide.stats import FlagEffect, auto_min_gain, flag_effects

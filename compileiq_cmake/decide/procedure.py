@@ -1,7 +1,7 @@
-"""Tune stage 4, finalists: validation against the baseline, ablation of the best, validation of the minimal
-set and the winner's confirmation (fresh rounds whose numbers are written), on one GPU; with several GPUs the
-winner is then confirmed on each other one. Every outcome is kept in
-the trial store as soon as it is decided."""
+"""The decision procedure over the finalists (the tune's finalists stage, tune/finalists.py, picks them and
+sizes the stage): validation against the baseline, ablation of the best, validation of the minimal set and
+the winner's confirmation (fresh rounds whose numbers are written), on one GPU; with several GPUs the winner is
+then confirmed on each other one. Every outcome is kept in the trial store as soon as it is decided."""
 
 from __future__ import annotations
 
