@@ -70,14 +70,27 @@ def empty_sections(doc: dict) -> dict[str, str]:
 
 
 def _plots(doc: dict) -> dict[str, str]:
+    """Every plot the report shows, by name (a plot with nothing to draw is left out: `empty_sections` says why)."""
     import matplotlib  # noqa: PLC0415
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
-    plots = {}
+    plots = {"convergence": _convergence(plt, doc)}
+    workloads = _workloads(plt, doc)
+    if workloads:
+        plots["workloads"] = workloads
+    for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
+                              ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
+        png = _intervals(plt, items, title)
+        if png:
+            plots[key] = png
+    return plots
+
+
+def _convergence(plt, doc: dict) -> str:
+    """Every trial's speedup and the best so far, by unique build."""
     trials = doc["trials"]
-    # convergence: every trial's speedup and the best so far, by unique build
     fig, ax = plt.subplots(figsize=(8, 3.6))
     best, xs, ys = 0.0, [], []
     for t in trials:
@@ -104,9 +117,12 @@ def _plots(doc: dict) -> dict[str, str]:
     # the legend below the axes: never over the data
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.set_title("Convergence of the search")
-    plots["convergence"] = _png(fig)
-    # winner and finalists per workload, with 95% intervals: each row labelled by its flags, the winner once
-    # (its finalist row when it is one, else a row of its own), accepted filled, rejected hollow
+    return _png(fig)
+
+
+def _workloads(plt, doc: dict) -> str | None:
+    """The winner and the finalists per workload, with 95% intervals: each row labelled by its flags, the
+    winner once (its finalist row when it is one, else a row of its own), accepted filled, rejected hollow."""
     rows = []
     winner = doc["winner"]
     own_row = bool(winner) and (winner.get("source") == "minimal set" or winner.get("numbers") == "confirmation")
@@ -116,52 +132,54 @@ def _plots(doc: dict) -> dict[str, str]:
     for v in doc["finalists"]:
         is_winner = bool(winner) and not own_row and v["flags"] == winner["flags"]
         rows.append(("winner" if is_winner else "finalist", v, v.get("accepted", False), is_winner))
-    if rows:
-        fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
-        labels, y = [], 0
-        for kind, v, accepted, is_winner in rows:
-            for w in v["workloads"]:
-                lo, hi = w["ci"] if w["ci"][0] is not None else (w["speedup"], w["speedup"])
-                hi = hi if hi is not None and math.isfinite(hi) else w["speedup"]
-                color = "C0" if is_winner else ("C2" if accepted else "C3")
-                ax.errorbar([w["speedup"]], [y], xerr=[[w["speedup"] - lo], [hi - w["speedup"]]], fmt="o",
-                            color=color, capsize=3, markerfacecolor=color if accepted else "white")
-                workload = " ".join(w["workload"]) or "(no arguments)"
-                labels.append(f"{kind}: {short_label(v['flags'])} | {workload}")
-                y += 1
-        ax.set_yticks(range(len(labels)), labels, fontsize=8)
-        ax.invert_yaxis()
-        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
-        ax.set_xlabel("speedup per workload (interleaved re-measurement, 95% CI)")
-        from matplotlib.lines import Line2D  # noqa: PLC0415
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
+    labels, y = [], 0
+    for kind, v, accepted, is_winner in rows:
+        for w in v["workloads"]:
+            lo, hi = w["ci"] if w["ci"][0] is not None else (w["speedup"], w["speedup"])
+            hi = hi if hi is not None and math.isfinite(hi) else w["speedup"]
+            color = "C0" if is_winner else ("C2" if accepted else "C3")
+            ax.errorbar([w["speedup"]], [y], xerr=[[w["speedup"] - lo], [hi - w["speedup"]]], fmt="o",
+                        color=color, capsize=3, markerfacecolor=color if accepted else "white")
+            workload = " ".join(w["workload"]) or "(no arguments)"
+            labels.append(f"{kind}: {short_label(v['flags'])} | {workload}")
+            y += 1
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("speedup per workload (interleaved re-measurement, 95% CI)")
+    from matplotlib.lines import Line2D  # noqa: PLC0415
 
-        keys = [Line2D([], [], marker="o", ls="", color="C0", label="winner (written)"),
-                Line2D([], [], marker="o", ls="", color="C2", label="accepted"),
-                Line2D([], [], marker="o", ls="", color="C3", markerfacecolor="white", label="rejected")]
-        ax.legend(handles=keys, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(labels) > 2 else -0.5),
-                  ncol=3, frameon=False)
-        plots["workloads"] = _png(fig)
-    for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
-                              ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
-        # an interval with an open end (one run each: nothing decided) or no speedup has nothing to draw
-        items = [i for i in items if i.get("speedup") is not None and None not in i["ci"]][:12]
-        if not items:
-            continue
-        fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
-        names = [short_label([i["flag"]] if i.get("flag") else i["flags"]) for i in items]
-        ax.errorbar([i["speedup"] for i in items], range(len(items)),
-                    xerr=[[i["speedup"] - i["ci"][0] for i in items], [i["ci"][1] - i["speedup"] for i in items]],
-                    fmt="o", capsize=3)
-        values = [v for i in items for v in (i["speedup"], *i["ci"]) if v and v > 0]
-        if values and (max(values) > OUTLIER or min(values) < 1 / OUTLIER):
-            ax.set_xscale("log")  # one effect far out would flatten the others on a linear axis
-            title += "; log axis (one effect is far from 1)"
-        ax.set_yticks(range(len(items)), names, fontsize=8)
-        ax.invert_yaxis()
-        ax.axvline(1.0, color="grey", lw=0.8, ls="--")
-        ax.set_title(title, fontsize=10)
-        plots[key] = _png(fig)
-    return plots
+    keys = [Line2D([], [], marker="o", ls="", color="C0", label="winner (written)"),
+            Line2D([], [], marker="o", ls="", color="C2", label="accepted"),
+            Line2D([], [], marker="o", ls="", color="C3", markerfacecolor="white", label="rejected")]
+    ax.legend(handles=keys, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(labels) > 2 else -0.5),
+              ncol=3, frameon=False)
+    return _png(fig)
+
+
+def _intervals(plt, items: list[dict], title: str) -> str | None:
+    """Flag effects or ablation contributions with their 95% intervals (at most 12); None when none has an
+    interval to draw (an open end: one run each, nothing decided; or no speedup)."""
+    items = [i for i in items if i.get("speedup") is not None and None not in i["ci"]][:12]
+    if not items:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
+    names = [short_label([i["flag"]] if i.get("flag") else i["flags"]) for i in items]
+    ax.errorbar([i["speedup"] for i in items], range(len(items)),
+                xerr=[[i["speedup"] - i["ci"][0] for i in items], [i["ci"][1] - i["speedup"] for i in items]],
+                fmt="o", capsize=3)
+    values = [v for i in items for v in (i["speedup"], *i["ci"]) if v and v > 0]
+    if values and (max(values) > OUTLIER or min(values) < 1 / OUTLIER):
+        ax.set_xscale("log")  # one effect far out would flatten the others on a linear axis
+        title += "; log axis (one effect is far from 1)"
+    ax.set_yticks(range(len(items)), names, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_title(title, fontsize=10)
+    return _png(fig)
 
 
 def _resources(doc: dict) -> list[dict]:
