@@ -419,7 +419,7 @@ def test_a_suite_that_tuned_nothing_or_lost_a_target_says_so_in_its_exit_status(
     """A suite with a misspelt target and --time-limit 1 exited 0."""
     from compileiq_cmake.model.events import EventStream
     from compileiq_cmake.tune.suite import TargetOutcome
-    from compileiq_cmake.ui.cli import suite_status
+    from compileiq_cmake.ui.suite_command import suite_status
 
     said: list[str] = []
     events = EventStream()
