@@ -235,6 +235,7 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
     line = next(line for line in said if "-march=native recorded as the compiler resolves it" in line)
     assert "(unresolved)" not in line and "-march=" in line.split(":", 2)[2], line
     write_entry(spec.output, entry)
+    assert not any("native" in f for f in entry.untested_flags)  # said as written: resolved
     assert read_entries(spec.output) == [entry] and "native" not in spec.output.read_text()
 
 

@@ -204,6 +204,20 @@ def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
     return resolution
 
 
+def _as_written(flags: tuple[str, ...], written: list[str]) -> tuple[str, ...]:
+    """Flags of the searched set as the entry writes them: a host-specific one (-march=native) as the compiler
+    resolved it (`written`: every part's written flags), on its file when it was a per-file token."""
+    out: list[str] = []
+    for token in flags:
+        parts = build_flags.split((token,))
+        path, flag = parts.sources[0] if parts.sources else ("", token)
+        if path:
+            flag = flag[0]
+        resolved = portability.host_specific(written) if portability.is_native(flag) else [flag]
+        out += [build_flags.source_token(path, f) if path else f for f in resolved]
+    return tuple(dict.fromkeys(out))
+
+
 def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int,
            log: Log, untested: tuple[str, ...] = ()) -> FlagsEntry:
     """The TOML entry of a winner: its flags as written (--apply-controls paths relative to the TOML,
@@ -235,7 +249,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
             f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(
         untested=untested, speedup_from=winner.estimate or "deciding rounds",
-        untested_flags=untested_flags(winner.flagset, contributions),
+        untested_flags=_as_written(untested_flags(winner.flagset, contributions), after),
         target=spec.target, language=setup.language, arch=setup.cuda_arch,
         compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
         flags=written, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
