@@ -83,5 +83,8 @@ def test_a_loose_tolerance_lets_the_faster_fast_math_build_win(tmp_path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     (entry,) = read_entries(out)
     assert "-ffast-math" in entry.flags and entry.speedup > 1.5
-    assert entry.speedup_ci[0] > 1.0 and len(entry.workload_ci) == 1
+    # the written interval is the confirmation's (5 rounds that decided nothing): on a loaded machine it may be wide,
+    # but it holds the written speed-up and never says the winner is slower (then it is withdrawn)
+    assert entry.speedup_ci[0] <= entry.speedup <= entry.speedup_ci[1] and entry.speedup_ci[1] > 1.0
+    assert len(entry.workload_ci) == 1 and entry.speedup_from == "confirmation"
     assert any(c["kept"] and c["flags"] == ["-ffast-math"] for c in entry.contributions)
