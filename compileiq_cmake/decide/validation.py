@@ -160,8 +160,7 @@ def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: 
     level = alpha / max(1, len(candidates))
     lower = spec.metric.lower_is_better
 
-    def look(samples, weight: float) -> None:
-        rho = _rho(runner, samples)
+    def look(samples, weight: float, rho: float) -> None:
         for label in adjusted:
             if label in samples:
                 test = gain_test([samples["baseline"][w] for w in spec.workloads],
@@ -171,8 +170,8 @@ def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: 
 
     def decided(samples) -> bool:
         rounds = min(len(v) for v in samples["baseline"].values())
-        look(samples, weights[rounds])
         rho = _rho(runner, samples)
+        look(samples, weights[rounds], rho)
         for label in adjusted:
             if label not in samples:
                 continue
@@ -198,15 +197,15 @@ def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: 
                        may_continue=may_continue, at=schedule, progress=progress)
     per_round = (time.perf_counter() - clock) / max(1, inter.rounds)
     live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
+    rho = _rho(runner, live) if "baseline" in live else 0.0
     if "baseline" in live and inter.rounds not in schedule:  # cut short (or ended) between looks: the next look's share
         unspent = [n for n in schedule if n > inter.rounds]
         if unspent:
-            look(live, weights[unspent[0]])
+            look(live, weights[unspent[0]], rho)
     log.info(f"validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
              + (" (the time limit ended the rounds)" if inter.cut_short else ""),
              stage="finalists", candidates=len(candidates), rounds=inter.rounds, cut_short=inter.cut_short,
              looks=[n for n in schedule if n <= inter.rounds])
-    rho = _rho(runner, live) if "baseline" in live else 0.0
     if rho > 0.0:
         log.info(f"validation: a build's runs are correlated from round to round (lag-1 r={rho:.2f}): the tests "
                  f"allow for it (a variance {correlated_rounds(rho, inter.rounds)[0]:.2g} times that of independent "
