@@ -6,7 +6,8 @@ Each simulated tune has three finalists, each one flag of its own; the "builds" 
 flag set a tree holds. A/A: every finalist's true time is the baseline's (any accepted winner is a false
 acceptance). Power: finalist 1 is truly faster by `gain` on every workload, the other two are not; the tune
 counts when it writes a winner that holds finalist 1's flag. Two workloads, the default --min-rounds and
---max-rounds.
+--max-rounds; --finalists, --workloads, --max-rounds and --cut change that shape (one finalist on one workload
+whose validation a time box ends after 6 rounds: the shape where the correlation is estimated from least).
 
 Noise models (each run's value is the true time times a random factor; `sigma` the run-to-run spread):
   gaussian    1 + N(0, sigma)
@@ -46,7 +47,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compileiq_cmake.decide.procedure import ValidationContext, _decide
+from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
 from compileiq_cmake.decide.stats import auto_min_gain, relative_spread
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult
@@ -58,8 +59,8 @@ from compileiq_cmake.project.cmake_project import VariantTree
 MODELS = ("gaussian", "heavy", "drift", "bimodal", "throttle", "quantized", "ar1-build-0.2", "ar1-build-0.5",
           "ar1-machine", "printed-2g", "printed-3g")
 BASE_TIME = {"quantized": 0.4505, "printed-2g": 125.0, "printed-3g": 125.0}
-WORKLOADS = (("--n", "1"), ("--n", "2"))
-FLAGS = ("-fa", "-fb", "-fc")
+WORKLOADS = (("--n", "1"), ("--n", "2"), ("--n", "3"))
+FLAGS = ("-fa", "-fb", "-fc", "-fd", "-fe")
 MAX_ROUNDS = TuneSpec.max_rounds  # the default
 
 
@@ -97,14 +98,13 @@ class NoiseRunner:
         self.runs += 1
         base = BASE_TIME.get(self.model, 10.0)
         true = base * math.prod(self.truth.get(f, 1.0) for f in self.held[tree.path.name].flags)
-        if workload == WORKLOADS[1]:
-            true *= 1.7
+        true *= 1.0 + 0.7 * WORKLOADS.index(workload)
         rng, sigma = self.rng, self.sigma
         factor = 1.0 + rng.gauss(0.0, sigma)
         if self.model == "heavy":
             factor = 1.0 + sigma * rng.gauss(0.0, 1.0) / math.sqrt(max(1e-12, rng.gammavariate(1.5, 2.0) / 3.0)) / math.sqrt(3.0)
         elif self.model == "drift":
-            factor *= 1.0 + 0.03 * min(1.0, self.runs / (self.spec.max_rounds * 4 * len(WORKLOADS)))
+            factor *= 1.0 + 0.03 * min(1.0, self.runs / (self.spec.max_rounds * 4 * len(self.spec.workloads)))
         elif self.model == "bimodal" and rng.random() < 0.2:
             factor *= 1.04
         elif self.model == "throttle":
@@ -125,31 +125,56 @@ class NoiseRunner:
         return RunResult(Status.OK, "", value, 0.0)
 
 
-def _spec(tmp: Path) -> TuneSpec:
+@dataclass(frozen=True)
+class Shape:
+    """The shape of the simulated tunes: finalists, workloads, the validation's most rounds, and a time box
+    that holds `cut` rounds of the finalists' validation (0: none): its looks are placed within them, as the
+    budget's plan does (tune/budget.py, Limits.max_rounds)."""
+
+    finalists: int = 3
+    workloads: int = 2
+    max_rounds: int = MAX_ROUNDS
+    cut: int = 0
+
+    def limits(self) -> Limits:
+        if not self.cut:
+            return Limits()
+        asked = [1]  # interleave asks before each round after the first
+
+        def more(_seconds: float) -> bool:
+            asked[0] += 1
+            return asked[0] <= self.cut
+
+        return Limits(validation_continue=more, max_rounds=self.cut)  # as the budget's plan places the looks
+
+
+def _spec(tmp: Path, shape: Shape) -> TuneSpec:
     return TuneSpec(source_dir=tmp, build_dir=tmp / "b", target="t", benchmark=("x",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp / "o.toml", workloads=WORKLOADS,
-                    min_rounds=5, max_rounds=MAX_ROUNDS)
+                    metric=MetricSpec.parse("WALLTIME", True), output=tmp / "o.toml",
+                    workloads=WORKLOADS[:shape.workloads], min_rounds=min(5, shape.max_rounds),
+                    max_rounds=shape.max_rounds)
 
 
-def one_tune(args: tuple[str, float, float, int]) -> tuple[bool, bool, int, float, float, float]:
+def one_tune(args: tuple[str, float, float, int, Shape]) -> tuple[bool, bool, int, float, float, float]:
     """(a winner was written, it holds the truly faster flag, runs spent, the written speed-up and its
     interval) for one simulated tune."""
-    model, sigma, gain, seed = args
+    model, sigma, gain, seed, shape = args
     tmp = Path(tempfile.gettempdir()) / "compileiq-sim"
-    spec = _spec(tmp)
+    spec = _spec(tmp, shape)
     rng = random.Random(seed)
     truth = {"-fa": 1.0 / (1.0 + gain)} if gain else {}
     runner = NoiseRunner(spec, model, sigma, truth, rng)
-    space = FlagSpace("gcc", tuple(Dimension(f[1:], "", ((), (f,))) for f in FLAGS))
-    trees = tuple(VariantTree(tmp / "b" / "compileiq", f"t{i}", "cmake") for i in range(len(FLAGS) + 1))
+    flags = FLAGS[:shape.finalists]
+    space = FlagSpace("gcc", tuple(Dimension(f[1:], "", ((), (f,))) for f in flags))
+    trees = tuple(VariantTree(tmp / "b" / "compileiq", f"t{i}", "cmake") for i in range(len(flags) + 1))
     context = ValidationContext(trees, space, seed)
-    finalists = [space.flagset({f[1:]: 1}) for f in FLAGS]
+    finalists = [space.flagset({f[1:]: 1}) for f in flags]
     # the smallest gain that counts, as a tune derives it: the baseline's 3 runs per workload
     runner.build(trees[0], space.baseline())
-    noise = max(relative_spread([runner.run(trees[0], w).value for _ in range(3)]) for w in WORKLOADS)
+    noise = max(relative_spread([runner.run(trees[0], w).value for _ in range(3)]) for w in spec.workloads)
     runner.runs = 0
     min_gain = auto_min_gain(noise)
-    winner, _ = _decide(context, runner.build, runner, finalists, min_gain, EventStream(), None)
+    winner, _ = _decide(context, runner.build, runner, finalists, min_gain, EventStream(), None, shape.limits())
     wrote = winner is not None
     if not wrote:
         return False, False, runner.runs, math.nan, math.nan, math.nan
@@ -165,19 +190,20 @@ def upper95(k: int, n: int) -> float:
 
 
 def run(models: tuple[str, ...], tunes: int, power_tunes: int, gains: tuple[float, ...], sigma: float, jobs: int,
-        seed: int) -> dict:
-    out: dict = {"sigma": sigma, "tunes": tunes, "power_tunes": power_tunes, "models": {}}
+        seed: int, shape: Shape = Shape()) -> dict:
+    out: dict = {"sigma": sigma, "tunes": tunes, "power_tunes": power_tunes, "models": {},
+                 "finalists": shape.finalists, "workloads": shape.workloads, "max_rounds": shape.max_rounds, "cut": shape.cut}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for model in models:
             started = time.perf_counter()
             row: dict = {}
-            aa = list(pool.map(one_tune, [(model, sigma, 0.0, seed * 1_000_003 + i) for i in range(tunes)],
+            aa = list(pool.map(one_tune, [(model, sigma, 0.0, seed * 1_000_003 + i, shape) for i in range(tunes)],
                                chunksize=64))
             false = sum(1 for wrote, *_ in aa if wrote)
             row["aa"] = {"false": false, "tunes": tunes, "rate": false / tunes, "upper95": upper95(false, tunes),
                          "runs": sum(r[2] for r in aa) / tunes}
             for g in gains:
-                res = list(pool.map(one_tune, [(model, sigma, g, seed * 7_000_001 + i) for i in range(power_tunes)],
+                res = list(pool.map(one_tune, [(model, sigma, g, seed * 7_000_001 + i, shape) for i in range(power_tunes)],
                                     chunksize=64))
                 right = [r for r in res if r[1]]
                 covered = sum(1 for r in right if r[4] <= 1.0 + g <= r[5])
@@ -215,6 +241,12 @@ def main() -> None:
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--finalists", type=int, default=3, choices=range(1, len(FLAGS) + 1))
+    parser.add_argument("--workloads", type=int, default=2, choices=range(1, len(WORKLOADS) + 1))
+    parser.add_argument("--max-rounds", type=int, default=MAX_ROUNDS,
+                        help="the validation's most rounds (its looks)")
+    parser.add_argument("--cut", type=int, default=0,
+                        help="a time box ends the finalists' validation after this many rounds (0: none)")
     parser.add_argument("--json", help="write the raw counts here")
     parser.add_argument("--no-guard", action="store_true",
                         help="without the correlated-rounds guard (every test as if the rounds were independent)")
@@ -224,7 +256,8 @@ def main() -> None:
 
         validation.rounds_correlation = lambda variants: 0.0
     doc = run(tuple(m for m in args.models.split(",") if m), args.tunes, args.power_tunes,
-              tuple(float(g) for g in args.gains.split(",") if g), args.sigma, args.jobs, args.seed)
+              tuple(float(g) for g in args.gains.split(",") if g), args.sigma, args.jobs, args.seed,
+              Shape(args.finalists, args.workloads, args.max_rounds, args.cut))
     doc["guard"] = not args.no_guard
     doc["seed"] = args.seed
     if args.json:

@@ -80,6 +80,39 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
 
 
 @pytest.mark.unit
+def test_the_finalists_limits_place_the_validations_looks_within_the_rounds_the_box_holds(tmp_path):
+    """CI: a 150 s box held 6 validation rounds, but the looks were placed for 30 (5, 8, 12, ...): at round 6
+    the validation could spend 2.9% of its error budget and a 20x gain stayed undecided. The limits now say
+    how many rounds fit (the validation's looks are placed within them): that many fit, one more does not."""
+    from compileiq_cmake.tune.budget import Budget
+    from compileiq_cmake.model.timebox import TimeBox
+    from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+
+    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
+                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
+                    replay=str(SAMPLE), workloads=(("--n", "1"), ("--n", "2")), repeats=3, workers=1,
+                    time_limit=150.0)
+    base = Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (1.0, 1.0, 1.0)),
+                                                     Measurement(("--n", "2"), (2.0, 2.0, 2.0))), 10.0, 8.0, 18.0, "")
+    now = [0.0]
+    for spent, rounds in ((60.0, (5, 5)), (40.0, (10, 10)), (140.0, (None, None))):
+        now[0] = spent
+        budget = Budget(spec, TimeBox(150.0, clock=lambda: now[0], started=0.0))
+        finish = budget.finish({"b": base}, 1, 0, 0, record=False)
+        if finish.finalists == 0:
+            assert rounds == (None, None), spent
+            continue
+        limits = budget.gates({"b": base}, finish, {})
+        costs = budget.costs([base])
+        after = finish.seconds - costs.validation(1, finish.rounds)
+        assert limits.max_rounds >= finish.rounds
+        assert costs.validation(1, limits.max_rounds) + after <= budget.remaining() + 1e-9
+        assert costs.validation(1, limits.max_rounds + 1) + after > budget.remaining()
+        assert rounds[0] <= limits.max_rounds <= rounds[1], limits.max_rounds
+    assert Budget(spec, TimeBox(None)).gates({"b": base}, finish, {}).max_rounds is None  # no box: the spec's
+
+
+@pytest.mark.unit
 def test_lookahead_keeps_the_gpus_fed_and_no_more():
     """Issue 13: trials in flight are asked blind; the conveyor keeps per GPU the trial on it plus what builds
     in the time of a benchmark, and one spare (H200 multi-file tune: build ~10 s, benchmark ~9 s -> 4 of 8)."""

@@ -16,7 +16,7 @@ import pytest
 from test_hardening_validation import FakeRunner, _setup
 
 from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
-from compileiq_cmake.decide.stats import correlated_rounds, gain_test, rounds_correlation
+from compileiq_cmake.decide.stats import RHO_PRIOR, correlated_rounds, gain_test, rounds_correlation
 from compileiq_cmake.decide.validation import NOT_ABLATED, interleave, untested_flags
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult
@@ -42,14 +42,33 @@ def test_the_rounds_correlation_is_found_where_a_builds_noise_carries_over_and_n
     rng = np.random.default_rng(7)
     carried = [rounds_correlation(_variants(rng, 0.5, 12)) for _ in range(200)]
     fresh = [rounds_correlation(_variants(rng, 0.0, 12)) for _ in range(200)]
+    long_carried = [rounds_correlation(_variants(rng, 0.5, 30, variants=6, workloads=3)) for _ in range(100)]
     assert 0.3 < float(np.median(carried)) < 0.7, np.median(carried)
-    assert float(np.median(fresh)) < 0.1 and min(fresh) == 0.0  # never negative: no narrower than independent
+    assert float(np.median(fresh)) < 0.12 and min(fresh) == 0.0  # never negative: no narrower than independent
+    assert 0.4 < float(np.median(long_carried)) < 0.6  # much data: the data's own estimate, not the prior
     # what hits every variant alike (drift, a machine-wide slow phase) cancels in the paired ratios: no correlation
     drift = [[[v * (1 + 0.003 * t) for t, v in enumerate(series)] for series in variant]
              for variant in _variants(rng, 0.0, 12)]
     assert rounds_correlation(drift) == pytest.approx(rounds_correlation([[[v / (1 + 0.003 * t) for t, v in
                                                                            enumerate(s)] for s in var] for var in drift]))
-    assert rounds_correlation(_variants(rng, 0.9, 3)) == 0.0  # too few rounds to tell
+    assert rounds_correlation(_variants(rng, 0.9, 3)) == RHO_PRIOR  # too few rounds to tell: the prior
+
+
+@pytest.mark.unit
+def test_a_few_rounds_of_one_comparison_move_the_correlation_little_from_its_prior():
+    """CI: a 20x gain measured over 6 rounds at 30% noise (one finalist, one workload) was withheld because
+    the correlation was read as 0.6 from 6 values (its estimate is noise of +-0.9 there). Now those rounds
+    move it little from the prior, and the gain test finds the gain at the level the validation needs."""
+    rng = np.random.default_rng(11)
+    rhos, p_values = [], []
+    for _ in range(300):
+        base = [list(175.0 * (1 + 0.3 * rng.standard_normal(6)).clip(0.05))]
+        cand = [list(8.7 * (1 + 0.3 * rng.standard_normal(6)).clip(0.05))]
+        rho = rounds_correlation([base, cand])
+        rhos.append(rho)
+        p_values.append(gain_test(base, cand, rho=rho).p_value)
+    assert max(rhos) < RHO_PRIOR + 0.1 and min(rhos) > RHO_PRIOR - 0.1, (min(rhos), max(rhos))
+    assert float(np.mean([p < 0.003 for p in p_values])) > 0.94  # the level of a 6-round box's last look: 0.005 * 36 / 61
 
 
 @pytest.mark.unit
@@ -61,19 +80,20 @@ def test_correlated_rounds_widen_the_variance_and_cut_the_degrees_of_freedom():
 
 
 @pytest.mark.unit
-def test_the_gain_test_keeps_its_level_when_a_builds_noise_carries_over():
-    """A/A, per-build AR(1) at rho 0.5, 12 rounds: the paired t-test alone rejects far more often than its
-    level; with the correlation allowed for it stays near it."""
+def test_the_gain_test_keeps_near_its_level_when_a_builds_noise_carries_over():
+    """A/A, per-build AR(1) at rho 0.5, one comparison of 30 rounds: the paired t-test alone rejects three
+    times as often as its level; with the correlation allowed for it stays near it (the whole procedure's 1%,
+    with its looks and its share of the level, is the simulator's: tests/test_statistics_sim.py)."""
     rng = np.random.default_rng(3)
     plain = guarded = 0
     trials = 600
     for _ in range(trials):
-        base, cand = _variants(rng, 0.5, 12, variants=2)
+        base, cand = _variants(rng, 0.5, 30, variants=2)
         rho = rounds_correlation([base, cand])
         plain += gain_test(base, cand).p_value < 0.05
         guarded += gain_test(base, cand, rho=rho).p_value < 0.05
-    assert plain / trials > 0.09, plain  # the audit's failure, reproduced
-    assert guarded / trials < 0.07, guarded
+    assert plain / trials > 0.12, plain  # the audit's failure, reproduced
+    assert guarded / trials < 0.08 and guarded < plain / 2, (guarded, plain)
 
 
 @dataclass

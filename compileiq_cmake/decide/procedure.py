@@ -45,6 +45,9 @@ class Limits:
     confirm_continue: Callable[[float], bool] | None = None  # the winner's confirmation (its numbers are written)
     expected: dict[str, float] | None = None
     ablation_steps: int | None = None  # the steps the plan has time for (None: as many as the winner needs)
+    # the validation rounds the box can hold (None: the spec's --max-rounds): its looks are placed within them,
+    # so a short box spends its error budget where its rounds are, not on looks it never reaches
+    max_rounds: int | None = None
 
 
 NO_LIMITS = Limits()
@@ -90,7 +93,7 @@ def validate_and_ablate(context: ValidationContext, build: Build, runner: Measur
 
 def _validated(context: ValidationContext, build, runner: Measures, candidates: list[FlagSet], min_gain: float, seed: int,
                log: Log, store, gpu: str = "", min_rounds: int | None = None,
-               may_continue: Callable[[float], bool] | None = None) -> list[Validation]:
+               may_continue: Callable[[float], bool] | None = None, max_rounds: int | None = None) -> list[Validation]:
     name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
@@ -98,7 +101,7 @@ def _validated(context: ValidationContext, build, runner: Measures, candidates: 
                  stage="finalists", restored=True)
         return kept
     results = validate(runner, build, context.trees, context.space.baseline(), candidates, min_gain, seed, log,
-                       min_rounds=min_rounds, may_continue=may_continue)
+                       min_rounds=min_rounds, may_continue=may_continue, max_rounds=max_rounds)
     if store is not None and not undecided(results):  # a verdict the box cut is no decision: a rerun makes it
         store.save_validations(name, results)
     return results
@@ -112,7 +115,7 @@ def _decide(context: ValidationContext, build, runner: Measures, finalists: list
     def validated(candidates: list[FlagSet], seed: int,
                   may_continue: Callable[[float], bool] | None) -> list[Validation]:
         return _validated(context, build, runner, candidates, min_gain, seed, log, store, "", limits.min_rounds,
-                          may_continue)
+                          may_continue, limits.max_rounds)
 
     results = validated(finalists, context.seed, limits.validation_continue)
     if store is not None:  # the last tune's finalists, for its summary and report

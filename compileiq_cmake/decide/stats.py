@@ -183,19 +183,25 @@ def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence
 RHO_CAP = 0.8  # the largest serial correlation the variance is corrected for (beyond it: as at the cap)
 
 
+RHO_PRIOR, RHO_PRIOR_SD = 0.2, 0.2  # what the rounds' correlation is taken to be before any data (see below)
+
+
 def rounds_correlation(variants: list[list[list[float]]]) -> float:
     """The serial correlation of a build's runs from round to round (a build whose noise carries over: its
     layout, its memory placement), pooled over every variant and workload: `variants[v][w]` holds variant v's
     values on workload w, round by round. Each round's mean over the variants is taken out first (what hits
     every variant alike, drift or a machine-wide slow phase, cancels in the paired ratios and is no
     correlation of a build), then each series' own mean; the lag-1 autocorrelation of what is left, pooled,
-    is corrected for its bias in short series (Kendall: E[r] ~ rho - (1 + 3 rho) / n) and kept in
-    [0, RHO_CAP]. 0 with fewer than 4 rounds or 2 variants (nothing to tell it from)."""
-    if len(variants) < 2:
-        return 0.0
-    n = min(len(series) for v in variants for series in v) if variants[0] else 0
+    is corrected for its bias in short series (Kendall: E[r] ~ rho - (1 + 3 rho) / n).
+
+    From a few rounds of one comparison that estimate is noise of +-0.9 (taken at its word it withheld a 20x
+    gain from 6 rounds; read as 0 when it comes out low, it let 2.5% of A/A tunes through at a true 0.5), so
+    it updates a prior instead: RHO_PRIOR +- RHO_PRIOR_SD (the simulator's models span 0 to 0.5), weighted by
+    their precisions (:func:`_updated`); many rounds over several variants and workloads end near the data's
+    own estimate. Kept in [0, RHO_CAP]; the prior's value with fewer than 4 rounds or 2 variants."""
+    n = min((len(series) for v in variants for series in v), default=0) if len(variants) >= 2 else 0
     if n < 4:
-        return 0.0
+        return RHO_PRIOR
     lag = total = 0.0
     for w in range(len(variants[0])):
         logs = np.log(np.array([v[w][:n] for v in variants], dtype=float))  # variants x rounds
@@ -204,9 +210,18 @@ def rounds_correlation(variants: list[list[list[float]]]) -> float:
         lag += float((resid[:, 1:] * resid[:, :-1]).sum())
         total += float((resid * resid).sum())
     if total <= 0.0:
-        return 0.0
-    raw = lag / total
-    return min(RHO_CAP, max(0.0, (n * raw + 1.0) / (n - 3.0)))
+        return RHO_PRIOR
+    corrected = (n * lag / total + 1.0) / (n - 3.0)
+    # independent lag pairs: the variants' residuals add up to 0 in each round, so v variants hold v - 1 series
+    pairs = (len(variants) - 1) * len(variants[0]) * (n - 1)
+    return min(RHO_CAP, max(0.0, _updated(corrected, n / (n - 3.0) / math.sqrt(pairs))))
+
+
+def _updated(estimate: float, noise: float) -> float:
+    """The prior RHO_PRIOR +- RHO_PRIOR_SD updated by an estimate with standard error `noise` (the normal
+    posterior mean: the two weighted by their precisions)."""
+    weight = RHO_PRIOR_SD**2 / (RHO_PRIOR_SD**2 + noise * noise)
+    return RHO_PRIOR + weight * (estimate - RHO_PRIOR)
 
 
 def correlated_rounds(rho: float, n: int) -> tuple[float, float]:

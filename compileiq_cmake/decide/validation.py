@@ -17,7 +17,7 @@ from ..flags import FlagSpace
 from .ports import Build, Measures, Tree, Workload
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import Contribution, FlagSet, Validation, WorkloadComparison
-from .stats import (EFFECT_FLOOR, FALSE_ACCEPTANCE, TAIL_SAFETY, Comparison, GainTest, compare_paired,
+from .stats import (EFFECT_FLOOR, FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, Comparison, GainTest, compare_paired,
                     correlated_rounds, gain_test, geomean_comparison, holm, look_weights, looks, rounds_correlation)
 from ..model.wording import plural
 
@@ -132,10 +132,11 @@ def _validation(runner: Measures, flagset: FlagSet, base, cand, min_gain: float,
 def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: FlagSet,
              candidates: list[FlagSet], min_gain: float, seed: int, log: Log, min_rounds: int | None = None,
              may_continue: Callable[[float], bool] | None = None,
-             alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY) -> list[Validation]:
+             alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY, max_rounds: int | None = None) -> list[Validation]:
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
     workload, and compare each candidate with the baseline. `min_rounds` (default the spec's): fewer when
-    the time box's plan says so; `may_continue`: the time box (see interleave).
+    the time box's plan says so; `may_continue`: the time box (see interleave); `max_rounds` (default and
+    at most the spec's): the rounds the box can hold, within which the looks are placed.
 
     The error control (docs/statistics.md): the rounds are looked at only at `looks(min_rounds, max_rounds)`;
     each look spends its share of the error budget (look_weights), so a candidate's adjusted p-value is the
@@ -147,7 +148,8 @@ def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: 
     log = as_stream(log)
     spec = runner.spec
     min_rounds = spec.min_rounds if min_rounds is None else max(1, min(min_rounds, spec.max_rounds))
-    schedule = looks(min_rounds, spec.max_rounds)
+    top = spec.max_rounds if max_rounds is None else max(min_rounds, min(max_rounds, spec.max_rounds))
+    schedule = looks(min_rounds, top)
     weights = dict(zip(schedule, look_weights(schedule)))
     placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
     with ThreadPoolExecutor(max_workers=len(placed)) as pool:
@@ -193,7 +195,7 @@ def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: 
                      f"are looked at after rounds {', '.join(str(n) for n in schedule if n >= rounds)})",
                      stage="finalists", round=rounds, seconds=round(seconds, 1))
 
-    inter = interleave(runner, variants, min_rounds, spec.max_rounds, seed, decided, required=("baseline",),
+    inter = interleave(runner, variants, min_rounds, top, seed, decided, required=("baseline",),
                        may_continue=may_continue, at=schedule, progress=progress)
     per_round = (time.perf_counter() - clock) / max(1, inter.rounds)
     live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
@@ -206,10 +208,11 @@ def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: 
              + (" (the time limit ended the rounds)" if inter.cut_short else ""),
              stage="finalists", candidates=len(candidates), rounds=inter.rounds, cut_short=inter.cut_short,
              looks=[n for n in schedule if n <= inter.rounds])
-    if rho > 0.0:
-        log.info(f"validation: a build's runs are correlated from round to round (lag-1 r={rho:.2f}): the tests "
-                 f"allow for it (a variance {correlated_rounds(rho, inter.rounds)[0]:.2g} times that of independent "
-                 "rounds)", stage="finalists", rho=round(rho, 3))
+    if rho > RHO_PRIOR + 0.05:  # these rounds moved it: said (the prior's own allowance is docs/statistics.md's)
+        log.info(f"validation: a build's runs are correlated from round to round (lag-1 r={rho:.2f}: the prior's "
+                 f"{RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "
+                 f"{correlated_rounds(rho, inter.rounds)[0]:.2g} times that of independent rounds",
+                 stage="finalists", rho=round(rho, 3))
     labels = [f"c{i}" for i in range(len(candidates))]
     significant = dict(zip(labels, holm([adjusted.get(label, 1.0) for label in labels], alpha)))
     results = []

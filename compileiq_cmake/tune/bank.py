@@ -83,7 +83,8 @@ class Bank:
         (v,) = validate(self.base.runner, self.executor.build, context.trees, setup.space.baseline(), [trial.flagset],
                         self.base.min_gain, context.seed, stream,
                         min_rounds=limits.min_rounds if limits is not None else None,
-                        may_continue=limits.validation_continue if limits is not None else None)
+                        may_continue=limits.validation_continue if limits is not None else None,
+                        max_rounds=limits.max_rounds if limits is not None else None)
         stream.info(f"bank: {verdict(v)} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "
                     f"[{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}]" + (f"; {v.reason.removeprefix(CUT)}" if v.reason else ""),
                     stage="search", banked=v.accepted, speedup=v.geomean_speedup)

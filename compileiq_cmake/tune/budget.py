@@ -25,6 +25,7 @@ from functools import partial
 from typing import Callable
 
 from ..decide.procedure import NO_LIMITS, Limits
+from ..decide.validation import WARMUP
 from ..model.wording import seconds
 from ..model.errors import CompileIQError
 from ..model.records import Trial
@@ -253,11 +254,15 @@ class Budget:
         one = costs.validation(1, finish.rounds)
         gates = FinishGates(self.box, finish.seconds - costs.validation(finish.finalists, finish.rounds), one,
                             (2 if finish.confirm else 1) * one + finish.confirmations * one + WRITE_SECONDS)
+        # the rounds the validation could hold before its gate says no (the looks are placed within them)
+        per_round = costs.round(finish.finalists + 1)
+        room = self.remaining() - gates.after_validation - costs.builds(finish.finalists + 1)
+        horizon = max(finish.rounds, math.floor(room / per_round) - WARMUP) if per_round > 0 else None
         return Limits(min_rounds=finish.rounds, validation_continue=gates.validation_continue,
                       ablation_start=gates.ablation_start, ablation_continue=gates.ablation_continue,
                       final_continue=gates.final_continue if finish.confirm else gates.confirm_continue,
                       confirm_continue=gates.confirm_continue if finish.confirm else _never, expected=expected,
-                      ablation_steps=finish.ablation_steps)
+                      ablation_steps=finish.ablation_steps, max_rounds=horizon)
 
     # a resume ----------------------------------------------------------------------------------------------
     def record(self, finished: bool = False) -> dict:
