@@ -13,7 +13,8 @@ from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.records import BuildResult, FlagSet, Status
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
-from compileiq_cmake.decide.validation import interleave, validate
+from compileiq_cmake.decide.rounds import interleave
+from compileiq_cmake.decide.validation import validate
 from compileiq_cmake.model.events import recording as recording_stream
 
 
@@ -78,7 +79,7 @@ def test_ablation_keeps_per_file_flags_through_every_step_and_drops_those_that_g
     own flags like a dimension: kept only if removing them is significantly slower (on the H200 a per-file
     -Xptxas=-O1 of 0.4% was written without such a test)."""
     from compileiq_cmake.flags.space import Dimension, FlagSpace
-    from compileiq_cmake.decide.validation import ablate
+    from compileiq_cmake.decide.ablation import ablate
 
     effect = {"--use_fast_math": 0.80, "[src/gemm.cu]-Xptxas=-O1": 0.95, "[src/stream.cu]-Xptxas=-O1": 1.0}
     built: dict[str, FlagSet] = {}

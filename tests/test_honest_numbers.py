@@ -17,7 +17,8 @@ from test_hardening_validation import FakeRunner, _setup
 
 from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
 from compileiq_cmake.decide.stats import RHO_PRIOR, correlated_rounds, gain_test, rounds_correlation
-from compileiq_cmake.decide.validation import NOT_ABLATED, interleave, untested_flags
+from compileiq_cmake.decide.rounds import interleave
+from compileiq_cmake.decide.validation import NOT_ABLATED, untested_flags
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.events import recording

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.decide.validation import UNDECIDED, ablate, interleave
+from compileiq_cmake.decide.ablation import ablate
+from compileiq_cmake.decide.rounds import interleave
+from compileiq_cmake.decide.validation import UNDECIDED
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.records import BuildResult, FlagSet, Status

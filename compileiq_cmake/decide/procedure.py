@@ -13,7 +13,8 @@ from .ports import Build, Measures, Tree
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import Contribution, FlagSet, Validation
 from ..flags.space import FlagSpace
-from .validation import CUT, NOT_ABLATED, ROUNDS_FLOOR, UNDECIDED, ablate, confirm, undecided, validate, verdict
+from .ablation import ablate
+from .validation import CUT, NOT_ABLATED, ROUNDS_FLOOR, UNDECIDED, confirm, undecided, validate, verdict
 
 Log = EventStream | Lines
 

@@ -98,7 +98,7 @@ def quantum(*samples) -> float:
 def auto_min_gain(noise: float) -> float:
     """The smallest gain worth reporting, from the baseline's relative run-to-run spread: half the noise, at
     least 0.2%. It is a floor for what is worth a flag, not the guard against noise: the sequential test
-    (validation.validate, docs/statistics.md) keeps false acceptances at FALSE_ACCEPTANCE whatever the noise.
+    (sequential.SequentialGainTest, docs/statistics.md) keeps false acceptances at FALSE_ACCEPTANCE whatever the noise.
     (It was twice the noise; then a real 1% gain under 1% noise could never be accepted.)"""
     return max(0.002, 0.5 * noise)
 
