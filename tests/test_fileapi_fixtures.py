@@ -208,14 +208,17 @@ def test_reply_without_codemodel_response_is_a_one_line_error(tmp_path):
     assert "\n" not in str(err.value)
 
 
-def test_missing_target_file_names_the_file(tmp_path):
-    """A reply whose target file is gone (a reconfigure mid-read, a truncated copy). Today the reader lets the
-    OSError through (not a CompileIQError: the CLI would print a traceback); either way the error must be one
-    line that names the missing file."""
+def test_missing_or_broken_target_file_is_one_line_naming_the_file(tmp_path):
+    """A reply whose target file is gone or cut short (a reconfigure mid-read, a truncated copy): one
+    CompileIQError line naming the file and saying to configure again (it was a raw OSError: a traceback)."""
     reply = _copy("mixed_rdc", tmp_path)
     (target_file,) = reply.glob("target-devlib-*.json")
+    target_file.write_text('{"name": "devlib", "sources": [')
+    with pytest.raises(CompileIQError, match="configure the build directory again") as err:
+        read_codemodel(reply.parents[3])
+    assert target_file.name in str(err.value) and "\n" not in str(err.value)
     target_file.unlink()
-    with pytest.raises((CompileIQError, OSError)) as err:
+    with pytest.raises(CompileIQError, match="configure the build directory again") as err:
         read_codemodel(reply.parents[3])
     assert target_file.name in str(err.value) and "\n" not in str(err.value)
 

@@ -76,7 +76,13 @@ def write_query(build_dir: Path) -> None:
 
 
 def _load(reply_dir: Path, name: str) -> dict:
-    return json.loads((reply_dir / name).read_text())
+    """One reply file; missing or not JSON (a configure interrupted while writing, a reply dir edited by
+    hand): one line saying which file and how to get a fresh reply."""
+    try:
+        return json.loads((reply_dir / name).read_text())
+    except (OSError, ValueError) as err:
+        raise CompileIQError(f"the CMake File API reply {reply_dir / name} cannot be read ({type(err).__name__}); "
+                             "configure the build directory again for a fresh reply") from None
 
 
 def read_codemodel(build_dir: Path) -> CodeModel:
