@@ -17,7 +17,8 @@ from compileiq_cmake.flags import load_space
 from compileiq_cmake.flags.fingerprint import DeviceFingerprint, KernelFingerprint
 from compileiq_cmake.flags.probe import CACHE_DIR_VARIABLE, user_cache_dir
 from compileiq_cmake.flags.screen_cache import Outcome, ScreenCache, outcome_key
-from compileiq_cmake.flags.screening import NOT_SCREENED, SAME_AS_BASELINE, ScreenTools, screen
+from compileiq_cmake.flags.screen_compile import ScreenTools
+from compileiq_cmake.flags.screening import NOT_SCREENED, SAME_AS_BASELINE, screen
 
 pytestmark = pytest.mark.unit
 

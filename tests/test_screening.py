@@ -12,7 +12,8 @@ from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags import load_space
 from compileiq_cmake.project.nvcc_command import project_flags
 from compileiq_cmake.flags.screen_cache import ScreenCache
-from compileiq_cmake.flags.screening import SAME_AS_BASELINE, cubin_command, screen, screen_target
+from compileiq_cmake.flags.screen_compile import cubin_command
+from compileiq_cmake.flags.screening import SAME_AS_BASELINE, screen, screen_target
 
 from conftest import EXAMPLES, PROJECTS, needs_nvcc, run_cli
 

@@ -1,5 +1,5 @@
 """Issue 22: the whole decision procedure's error rate, checked on CI with a seeded, small version of
-benchmarks/statistics_sim.py (the real decide/ code fed by noise-model runners; the full table with 10,000
+benchmarks/evaluation/statistics_sim.py (the real decide/ code fed by noise-model runners; the full table with 10,000
 A/A tunes per model is docs/benchmarks/statistics.md). Seeded: the same tunes every run."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "statistics_sim.py"
+_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "evaluation" / "statistics_sim.py"
 _spec = importlib.util.spec_from_file_location("statistics_sim", _PATH)
 sim = importlib.util.module_from_spec(_spec)
 sys.modules["statistics_sim"] = sim  # its dataclasses look their module up

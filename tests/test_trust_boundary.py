@@ -434,7 +434,7 @@ def test_a_suite_that_tuned_nothing_or_lost_a_target_says_so_in_its_exit_status(
 def test_validation_rounds_are_not_silent():
     """Validation rounds ran 20-60 s without a line: each round is reported to a progress callback, and the
     validation says a line whenever 5 s or more passed since its last one."""
-    from compileiq_cmake.decide.validation import interleave
+    from compileiq_cmake.decide.rounds import interleave
     from compileiq_cmake.measure.runner import RunResult
     from compileiq_cmake.model.records import Status
 

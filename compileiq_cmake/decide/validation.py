@@ -16,7 +16,7 @@ from ..model.events import EventStream, Lines, as_stream
 from ..model.records import Contribution, FlagSet, Validation, WorkloadComparison
 from ..model.wording import plural
 from .ports import Build, Measures, Tree
-from .rounds import WARMUP, interleave  # noqa: F401 (WARMUP: the plan prices it from here)
+from .rounds import interleave
 from .sequential import SequentialGainTest, comparisons, hopeless, rounds_rho
 from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, correlated_rounds, geomean_comparison
 

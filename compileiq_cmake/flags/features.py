@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ..project.nvcc_command import tokens
 from .fingerprint import _run_cuobjdump, _unique, find_cuobjdump, parse_res_usage
-from .screening import COMPILE_TIMEOUT, cubin_command
+from .screen_compile import COMPILE_TIMEOUT, cubin_command
 
 # SASS opcode (the mnemonic before its first ".") -> instruction class. Unlisted opcodes (moves, predicates,
 # constants, uniform datapath, NOPs, exits) count towards the total only.

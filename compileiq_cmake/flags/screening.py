@@ -11,12 +11,9 @@ unscreened, said in one line)."""
 
 from __future__ import annotations
 
-import itertools
 import os
-import re
 import shutil
 import sqlite3
-import subprocess
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -26,7 +23,8 @@ from typing import Callable
 
 from ..model.errors import CompileIQError
 from .catalogue import canonical_flags
-from .screen_cache import InputHasher, Outcome, ScreenCache, outcome_key
+from .screen_cache import ScreenCache
+from .screen_compile import ScreenTools, _Cells, _unit_name, nvcc_tools
 from .space import FlagSpace
 from ..project.cmake_project import ApplyDecisions
 from ..project.nvcc_command import project_flags, tokens
@@ -35,7 +33,7 @@ from ..project.cmake_project import VariantSettings, VariantTree
 from ..system.lock import TuneLock
 from . import load_space
 from .catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension, device_lto_wanted
-from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool, fingerprint
+from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool
 from .probe import default_cache_path, nvcc_version, probe_device_lto, probe_space, user_cache_dir
 
 SAME_AS_BASELINE = "same device code as the project's own build"
@@ -43,17 +41,6 @@ NOT_SCREENED = "not screened: the screening's time share ran out"
 # The share of --time-limit static screening may take at most: a tune of a 100 s limit screens for 10 s,
 # then searches the values not screened as they are (a warm screening cache makes most screens take ~0 s).
 SCREEN_SHARE = 0.10
-COMPILE_TIMEOUT = 900  # seconds, one unit's compile (without a time limit)
-_OUT = "<out>.cubin"  # the output path written into cache keys
-# options that take the next token as their value when written without '='
-_WITH_VALUE = {"-o", "--output-file", "-MT", "-MF", "-MQ", "--dependency-output", "-arch", "--gpu-architecture",
-               "-gencode", "--generate-code", "-code", "--gpu-code"}
-_DROP_ALONE = {"-c", "--compile", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies-with-compile",
-               "--generate-nonsystem-dependencies-with-compile", "-dlto", "--dlink-time-opt"}
-_ARCH_OPTS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
-_OUTPUT_OPTS = ("-o", "--output-file", "-MT", "-MF", "-MQ", "--dependency-output")
-
-
 @dataclass(frozen=True)
 class KernelDelta:
     kernel: str
@@ -107,104 +94,6 @@ class ScreenResult:
                 + (f", {plural(self.unscreened, 'value')} not screened" if self.unscreened else ""))
 
 
-def _arch_of_option(text: str) -> set[str]:
-    return set(re.findall(r"(?:sm|compute|lto)_(\d+[a-z]?)", text))
-
-
-def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[str, ...]) -> list[str]:
-    """The project's nvcc command rewritten to write one cubin for sm_<cuda_arch> with `flags` appended:
-    -c, -o, dependency-file and architecture options removed, -dc turned into -rdc=true."""
-    kept: list[str] = []
-    archs: set[str] = set()
-    skip = False
-    for i, tok in enumerate(command):
-        if skip:
-            skip = False
-            continue
-        if i == 0:
-            kept.append(tok)
-            continue
-        name = tok.split("=", 1)[0]
-        if tok in _DROP_ALONE:
-            continue
-        if tok in ("-dc", "--device-c"):
-            kept.append("-rdc=true")
-            continue
-        if name in _ARCH_OPTS or name in _OUTPUT_OPTS:
-            value = tok.split("=", 1)[1] if "=" in tok else (command[i + 1] if i + 1 < len(command) else "")
-            skip = "=" not in tok
-            if name in _ARCH_OPTS:
-                archs |= _arch_of_option(value)
-            continue
-        if tok.startswith("-o") and len(tok) > 2 and not tok.startswith("--"):
-            continue
-        kept.append(tok)
-    if not cuda_arch:
-        real = {a for a in archs}
-        if len(real) != 1:
-            raise CompileIQError(f"cannot tell which CUDA architecture to screen for ({sorted(real) or 'none'}); give --cuda-arch")
-        cuda_arch = real.pop()
-    return [*kept, f"-arch=sm_{cuda_arch}", "-cubin", "-o", str(out), *flags]
-
-
-def _first_error(text: str) -> str:
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        if re.search(r"(?i)\berror\b|fatal", ln):
-            return ln[:300]
-    return lines[0][:300] if lines else "compile failed"
-
-
-def _compile(entry: dict, out: Path, cuda_arch: str, flags: tuple[str, ...], nvcc: str | None,
-             deadline: float | None) -> Outcome | None:
-    """One unit compiled to a cubin with `flags` and fingerprinted; None when `deadline` (perf_counter) came
-    first (before the compile, or during it: the compile is stopped)."""
-    left = None if deadline is None else deadline - time.perf_counter()
-    if left is not None and left <= 0:
-        return None
-    cmd = cubin_command(tokens(entry), out, cuda_arch, flags)
-    try:
-        proc = subprocess.run(cmd, cwd=entry.get("directory") or None, capture_output=True, text=True,
-                              timeout=COMPILE_TIMEOUT if left is None else min(COMPILE_TIMEOUT, left), check=False)
-    except subprocess.TimeoutExpired:
-        if left is not None and left < COMPILE_TIMEOUT:
-            return None
-        return Outcome(None, f"compile timed out after {COMPILE_TIMEOUT} s", transient=True)
-    except OSError as exc:
-        return Outcome(None, f"cannot run {cmd[0]}: {exc}", transient=True)
-    try:
-        if proc.returncode != 0 or not out.is_file():
-            return Outcome(None, _first_error(proc.stderr + proc.stdout))
-        return Outcome(fingerprint(out, nvcc))
-    finally:
-        out.unlink(missing_ok=True)
-
-
-@dataclass(frozen=True)
-class ScreenTools:
-    """How screening compiles one unit with a flag value (None: not run, the deadline came first) and tells
-    what the unit's compile reads (a digest; None: not known, so neither looked up nor stored); the real
-    ones by default (nvcc_tools), fakes in unit tests."""
-
-    compile: Callable[[dict, tuple[str, ...], float | None], Outcome | None]
-    inputs: Callable[[dict], str | None]
-    version: str  # the compiler's, part of every cache key
-
-
-def nvcc_tools(nvcc: str, cuda_arch: str, work: Path, cache: ScreenCache | None) -> ScreenTools:
-    """The real tools: nvcc to cubins in `work`, fingerprinted with cuobjdump; inputs by nvcc's -M scan
-    (remembered in `cache`; none without a cache)."""
-    with_inputs = cache is not None
-    numbers = itertools.count()
-    hasher = InputHasher(cache)
-    return ScreenTools(
-        compile=lambda entry, flags, deadline: _compile(entry, work / f"c{next(numbers)}.cubin", cuda_arch, flags,
-                                                        nvcc, deadline),
-        inputs=hasher.digest if with_inputs else (lambda entry: None),
-        version=nvcc_version(nvcc) if with_inputs else "",
-    )
-
-
 def _deltas(base: DeviceFingerprint, new: DeviceFingerprint) -> tuple[KernelDelta, ...]:
     empty = KernelFingerprint(name="", sass_sha256="")
     names = sorted({k.name for k in base.kernels} | {k.name for k in new.kernels})
@@ -222,66 +111,6 @@ def _driver_name(fingerprint_name: str) -> str:
     return fingerprint_name.split(":", 1)[-1].split("#", 1)[0]
 
 
-def _unit_name(entry: dict) -> str:
-    return Path(entry["file"]).name
-
-
-class _Cells:
-    """The outcomes of (unit, flag set) cells: looked up in the cache, else compiled in parallel; counts both."""
-
-    def __init__(self, entries: list[dict], flagsets: list[tuple[str, ...]], cuda_arch: str, tools: ScreenTools,
-                 cache: ScreenCache | None, pool: ThreadPoolExecutor, deadline: float | None) -> None:
-        self.entries, self.flagsets, self.tools, self.cache, self.pool = entries, flagsets, tools, cache, pool
-        self.cuda_arch, self.deadline = cuda_arch, deadline
-        self.outcomes: dict[tuple[int, int], Outcome] = {}
-        self.compiles = 0
-        self.hits = 0
-        self.problem = ""  # why the cache could not be used, once
-        self.digests: list[str | None] = list(pool.map(tools.inputs, entries)) if cache is not None else [None] * len(entries)
-
-    def _key(self, cell: tuple[int, int]) -> str | None:
-        i, j = cell
-        if self.digests[i] is None:
-            return None
-        entry = self.entries[i]
-        command = cubin_command(tokens(entry), Path(_OUT), self.cuda_arch, self.flagsets[j])
-        return outcome_key(command, entry.get("directory") or "", self.tools.version, self.digests[i])
-
-    def run(self, cells: list[tuple[int, int]]) -> None:
-        """Fill `outcomes` for `cells` (compiled in the order given); a cell the deadline cut stays empty."""
-        keys = {cell: self._key(cell) for cell in cells}
-        cached: dict[str, Outcome] = {}
-        if self.cache is not None and not self.problem:
-            try:
-                cached = self.cache.get_many([k for k in keys.values() if k])
-            except (sqlite3.Error, OSError) as exc:
-                self.problem = str(exc)
-        todo = []
-        for cell in cells:
-            found = cached.get(keys[cell] or "")
-            if found is not None:
-                self.outcomes[cell] = found
-                self.hits += 1
-            else:
-                todo.append(cell)
-        futures = [(cell, self.pool.submit(self.tools.compile, self.entries[cell[0]], self.flagsets[cell[1]],
-                                           self.deadline)) for cell in todo]
-        new: dict[str, Outcome] = {}
-        for cell, future in futures:
-            outcome = future.result()
-            if outcome is None:
-                continue
-            self.compiles += 1
-            self.outcomes[cell] = outcome
-            if keys[cell] and not outcome.transient:
-                new[keys[cell]] = outcome
-        if self.cache is not None and not self.problem:
-            try:
-                self.cache.put_many(new)
-            except (sqlite3.Error, OSError) as exc:
-                self.problem = str(exc)
-
-
 def screen(
     space: FlagSpace, compile_commands: list[dict], cuda_arch: str, jobs: int | None = None, cache_dir: Path | None = None,
     cache: ScreenCache | None = None, kernel_ns: dict[str, int] | None = None, seconds: float | None = None,
@@ -295,12 +124,38 @@ def screen(
     `seconds`: the most screening may take (`seconds_label` says whence, for the note); a value not screened
     on every unit by then is kept unscreened (unless a unit already showed it changes code), a note says so."""
     started = time.perf_counter()
-    deadline = None if seconds is None else started + max(0.0, seconds)
     entries = list(compile_commands)
     if not entries:
         raise CompileIQError("the target has no CUDA compile commands in compile_commands.json; nothing to screen")
     values = [(d.name, v) for d in space.dimensions for v in d.values[1:]]
-    flagsets = [(), *(canonical_flags(v) for _, v in values)]
+    units = _compile_all(entries, [(), *(canonical_flags(v) for _, v in values)], cuda_arch, jobs, cache_dir, cache,
+                         kernel_ns, None if seconds is None else started + max(0.0, seconds), tools)
+    rows, unscreened = _rows(values, units)
+    notes = _notes(entries, units, unscreened, f"{seconds or 0.0:.1f} s{seconds_label}", cache is not None)
+    return ScreenResult(space=_screened_space(space, rows), rows=tuple(rows), seconds=time.perf_counter() - started,
+                        baseline=units.baseline, compiles=units.cells.compiles, points_before=space.size,
+                        cache_hits=units.cells.hits, screened_files=tuple(_unit_name(entries[i]) for i in units.known),
+                        no_kernel_files=tuple(_unit_name(entries[i]) for i in units.no_kernels),
+                        unscreened=unscreened, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class _Units:
+    """What the compiles found: every (unit, flag set) cell's outcome, the units with kernels in the order
+    screened, those without, those whose own build is known, their kernel time and the combined baseline."""
+
+    cells: _Cells
+    units: list[int]
+    no_kernels: list[int]
+    known: list[int]
+    ns: dict[int, int]
+    baseline: DeviceFingerprint
+
+
+def _compile_all(entries: list[dict], flagsets: list[tuple[str, ...]], cuda_arch: str, jobs: int | None,
+                 cache_dir: Path | None, cache: ScreenCache | None, kernel_ns: dict[str, int] | None,
+                 deadline: float | None, tools: ScreenTools | None) -> _Units:
+    """Each unit's own build, then every flag set on the units with kernels (the most kernel time first)."""
     if cache_dir is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="screen-", dir=cache_dir))
@@ -323,9 +178,16 @@ def screen(
             cells.run([(i, j) for i in units for j in range(1, len(flagsets))])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    outcomes = cells.outcomes
-    known = [i for i in units if (i, 0) in outcomes]
-    baseline = DeviceFingerprint.combine([outcomes[(i, 0)].fingerprint for i in known])
+    known = [i for i in units if (i, 0) in cells.outcomes]
+    baseline = DeviceFingerprint.combine([cells.outcomes[(i, 0)].fingerprint for i in known])
+    return _Units(cells, units, no_kernels, known, ns, baseline)
+
+
+def _rows(values: list[tuple[str, tuple[str, ...]]], found: _Units) -> tuple[list[ScreenRow], int]:
+    """One row per value: dropped when it fails to compile, gives the baseline's device code or an earlier
+    value's of its dimension; kept (unscreened) when the deadline left a unit unknown. And how many values
+    were left unscreened."""
+    outcomes, units, known, baseline = found.cells.outcomes, found.units, found.known, found.baseline
     rows: list[ScreenRow] = []
     seen: dict[tuple[str, str], tuple[str, ...]] = {}  # (dimension, digest) -> first value with that code
     unscreened = 0
@@ -357,6 +219,11 @@ def screen(
             effects = _deltas(baseline, fp)
             rows.append(ScreenRow(dimension=dim, value=value, kept=True, digest=fp.digest, effects=effects,
                                   reason=f"changes the code of {plural(len(effects), 'function')}"))
+    return rows, unscreened
+
+
+def _screened_space(space: FlagSpace, rows: list[ScreenRow]) -> FlagSpace:
+    """`space` with only the values kept; a dimension left with its default alone is dropped (said why)."""
     kept_values = {(r.dimension, r.value) for r in rows if r.kept}
     dims, dropped = [], list(space.dropped)
     for d in space.dimensions:
@@ -365,29 +232,30 @@ def screen(
             dims.append(replace(d, values=values_kept))
         else:
             dropped.append(f"{d.name}: screening: no value changes the device code of this target")
+    return replace(space, dimensions=tuple(dims), dropped=tuple(dropped))
+
+
+def _notes(entries: list[dict], found: _Units, unscreened: int, share: str, cached: bool) -> list[str]:
+    """The screening's notes: units without kernels, the order by kernel time, the time share, the cache."""
+    units, ns, cells = found.units, found.ns, found.cells
     notes = []
-    if no_kernels:
-        names = [_unit_name(entries[i]) for i in no_kernels]
+    if found.no_kernels:
+        names = [_unit_name(entries[i]) for i in found.no_kernels]
         notes.append(f"note: static screening: {plural(len(names), 'file')} of {len(entries)} define no kernel and "
                      f"are not screened: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
     if ns and units and ns.get(units[0], 0) > 0:
         notes.append(f"note: static screening: files with the most recorded kernel time first "
                      f"({', '.join(_unit_name(entries[i]) for i in units[:3])}{' ...' if len(units) > 3 else ''})")
     if unscreened:
-        notes.append(f"note: static screening stopped at its time share ({seconds:.1f} s{seconds_label}): "
+        notes.append(f"note: static screening stopped at its time share ({share}): "
                      f"{plural(unscreened, 'flag value')} not screened {'is' if unscreened == 1 else 'are'} searched unscreened")
-    unscanned = [_unit_name(entries[i]) for i, d in enumerate(cells.digests) if d is None] if cache is not None else []
+    unscanned = [_unit_name(entries[i]) for i, d in enumerate(cells.digests) if d is None] if cached else []
     if unscanned:
         notes.append(f"note: the screening cache leaves out {plural(len(unscanned), 'file')} whose includes could not be "
                      f"listed (the compiler's -M scan failed): {', '.join(unscanned[:3])}{' ...' if len(unscanned) > 3 else ''}")
     if cells.problem:
         notes.append(f"note: the screening cache could not be used ({cells.problem}); outcomes are not kept")
-    screened = replace(space, dimensions=tuple(dims), dropped=tuple(dropped))
-    return ScreenResult(space=screened, rows=tuple(rows), seconds=time.perf_counter() - started, baseline=baseline,
-                        compiles=cells.compiles, points_before=space.size, cache_hits=cells.hits,
-                        screened_files=tuple(_unit_name(entries[i]) for i in known),
-                        no_kernel_files=tuple(_unit_name(entries[i]) for i in no_kernels),
-                        unscreened=unscreened, notes=tuple(notes))
+    return notes
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ its family; s (shrink) pulls thinly supported predictions towards them. The band
 subset are chosen by leave-one-out over the observations (`fit`, forward selection); another architecture
 than the observations' widens sd by ARCH_WIDEN, and where some observations are of the tuned architecture the
 others weigh OTHER_ARCH_WEIGHT. Pure numpy, no pickle: the model is its observations and
-hyper-parameters in a versioned JSON file (`prior_data.json` in this package, made by benchmarks/prior_train.py),
+hyper-parameters in a versioned JSON file (`prior_data.json` in this package, made by benchmarks/evaluation/prior_train.py),
 plus the user's own tunes (results/prior_store.py). Inference is a few small matrix products."""
 
 from __future__ import annotations

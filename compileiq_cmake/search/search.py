@@ -1,7 +1,7 @@
 """The search over the discrete flag space. Seeded and deterministic; a cache answers every flag set that was
 already built or is being built, so no flag set is proposed twice.
 
-The default (`FlagSearch`, chosen with benchmarks/search_efficiency.py, see docs/benchmarks/search.md) uses
+The default (`FlagSearch`, chosen with benchmarks/evaluation/search_efficiency.py, see docs/benchmarks/search.md) uses
 the structure of a flag space:
 
 1. warm start: the given flag sets (best flags of earlier tunes), mapped onto this space;

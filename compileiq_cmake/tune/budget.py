@@ -25,7 +25,7 @@ from functools import partial
 from typing import Callable
 
 from ..decide.procedure import NO_LIMITS, Limits
-from ..decide.validation import WARMUP
+from ..decide.rounds import WARMUP
 from ..model.wording import seconds
 from ..model.errors import CompileIQError
 from ..model.records import Trial

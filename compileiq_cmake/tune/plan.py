@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..model.records import Trial
 from ..model.spec import TuneSpec
-from ..decide.validation import WARMUP
+from ..decide.rounds import WARMUP
 
 WRITE_SECONDS = 2.0  # the TOML, the summary and the report
 ROUNDS_FLOOR = 3  # fewest interleaved validation rounds a paired comparison is decided on (wider interval)

@@ -1,10 +1,10 @@
-"""Issue 34's table from the raw results of benchmarks/h200_device_lto.sh (one folder per project under
+"""Issue 34's table from the raw results of benchmarks/device/h200_device_lto.sh (one folder per project under
 device-lto/): the tune's validated device-LTO speedup, the fresh release builds' re-measure (plain vs the TOML
 applied, interleaved, paired 95% interval over the rounds on log times), and what the apply produced (host
 files without -flto, CUDA files with LTO IR of sm_90 beside every architecture's machine code, the device links
 that got -dlto).
 
-Usage: python3 benchmarks/device_lto_report.py <folder holding device-lto/>
+Usage: python3 benchmarks/reports/device_lto_report.py <folder holding device-lto/>
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The table of docs/benchmarks/time-box.md from the raw results of benchmarks/h200_time_box.sh: per job, the
+"""The table of docs/benchmarks/time-box.md from the raw results of benchmarks/device/h200_time_box.sh: per job, the
 whole tune's wall time against its --time-limit, trials, screening, what the plan cut, the winner and the
-driver's overhead per trial. Usage: python3 benchmarks/time_box_report.py docs/benchmarks/raw/time-box"""
+driver's overhead per trial. Usage: python3 benchmarks/reports/time_box_report.py docs/benchmarks/raw/time-box"""
 
 from __future__ import annotations
 

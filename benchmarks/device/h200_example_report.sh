@@ -2,7 +2,7 @@
 # An example report of a real H200 tune: the stencil example through the CLI route (budget 12), with
 # --json-summary; the HTML report the tune writes and the summary come back in $OUT (committed under
 # docs/report-example/).
-# Usage (repository root, the device machine, wheels carried in .whl/): bash benchmarks/h200_example_report.sh
+# Usage (repository root, the device machine, wheels carried in .whl/): bash benchmarks/device/h200_example_report.sh
 set -u -o pipefail
 OUT=${OUT:-/tmp/compileiq-out}; mkdir -p "$OUT"
 if [ -d .whl ]; then

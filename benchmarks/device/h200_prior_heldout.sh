@@ -4,7 +4,7 @@
 # run ~3-5 s because of a CPU check), tuned twice from scratch with the same budget, seed and time limit:
 # with the shipped prior (trained on 35 landscapes, slow_check not among them) and with --no-prior (the
 # default order). Each in a build tree and user cache of its own, no local learning, back to back.
-# Usage (repository root, device machine, wheels in .whl/): bash benchmarks/h200_prior_heldout.sh [LIMIT]
+# Usage (repository root, device machine, wheels in .whl/): bash benchmarks/device/h200_prior_heldout.sh [LIMIT]
 #   -> $OUT/{prior,noprior}.{json,log}, $OUT/walls.txt
 set -u -o pipefail
 limit=${1:-150}

@@ -1,6 +1,6 @@
-"""The table of docs/benchmarks/more-speed.md from the raw data of benchmarks/h200_more_speed.sh (`tune NAME`).
+"""The table of docs/benchmarks/more-speed.md from the raw data of benchmarks/device/h200_more_speed.sh (`tune NAME`).
 
-Usage: python3 benchmarks/more_speed_report.py docs/benchmarks/more-speed-raw NAME [NAME...]
+Usage: python3 benchmarks/reports/more_speed_report.py docs/benchmarks/more-speed-raw NAME [NAME...]
 
 Per tune: the winner and its validated speedup (the tune's summary.json), the global search's best and the
 per-file stage's best trial (search speedups), the tune's wall time and the per-file stage's trial time, and the

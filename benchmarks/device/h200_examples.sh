@@ -2,11 +2,11 @@
 # The full tuning loop on each CUDA example, on the GPU machine, through the opt-in route
 # (cmake -DCOMPILEIQ_TUNE=ON; cmake --build --target compileiq_tune), then a release configure that
 # applies the TOML, checked in compile_commands.json, and an interleaved re-measure of the release
-# binaries (plain vs tuned). Raw results go to $OUT; benchmarks/h200_report.py turns them into
+# binaries (plain vs tuned). Raw results go to $OUT; benchmarks/reports/h200_report.py turns them into
 # docs/benchmarks/h200-examples.md.
 #
 # Usage (from the repository root, on the device machine, wheels carried in .whl/):
-#   bash benchmarks/h200_examples.sh [example ...]      (default: cuda_nbody cuda_stencil)
+#   bash benchmarks/device/h200_examples.sh [example ...]      (default: cuda_nbody cuda_stencil)
 set -u -o pipefail
 FINAL_OUT=${OUT:-/tmp/compileiq-out}
 OUT=/tmp/compileiq-raw  # many small files; packed into $FINAL_OUT/h200-raw.tar.gz after each example
@@ -42,7 +42,7 @@ for ex in "${examples[@]}"; do
   grep compileiq "$OUT/$ex-release.log"
   cmake --build "$work/rel-plain" -j 16 >> "$OUT/$ex-release.log" 2>&1 && cmake --build "$work/rel-tuned" -j 16 >> "$OUT/$ex-release.log" 2>&1
   cp "$work/rel-tuned/compile_commands.json" "$OUT/$ex-release-compile_commands.json"
-  python3 "$REPO/benchmarks/remeasure_release.py" "$work" "$ex" > "$OUT/$ex-remeasure.json" || echo "re-measure failed"
+  python3 "$REPO/benchmarks/device/remeasure_release.py" "$work" "$ex" > "$OUT/$ex-remeasure.json" || echo "re-measure failed"
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(w['args'], 'plain', w['plain_median'], 'tuned', w['tuned_median'], 'speedup %.4f' % w['speedup']) for w in d['workloads']]" "$OUT/$ex-remeasure.json"
   pack
 done

@@ -3,7 +3,7 @@ default nvcc space for sm_90 (or --include's dimensions): cold (empty screening 
 another tree, then the same tree), after one source edit, and cold with a time share (--share seconds). Prints one line per run; the numbers of docs/design.md (Screening and fingerprints).
 
 Run from the repository root on a machine with nvcc and cuobjdump:
-    PYTHONPATH=$PWD python3 benchmarks/h200_screen_cache.py [--include store_cache,fmad,prec_div] [--share 40]"""
+    PYTHONPATH=$PWD python3 benchmarks/device/h200_screen_cache.py [--include store_cache,fmad,prec_div] [--share 40]"""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from compileiq_cmake.flags import load_space
 from compileiq_cmake.flags.screen_cache import ScreenCache
 from compileiq_cmake.flags.screening import screen
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # benchmarks/device/ -> the repository
 
 
 def entries(src: Path, build: Path) -> list[dict]:

@@ -1,9 +1,9 @@
-"""Pools benchmarks/statistics_sim.py's JSON files over seeds into the tables of docs/benchmarks/statistics.md
+"""Pools benchmarks/evaluation/statistics_sim.py's JSON files over seeds into the tables of docs/benchmarks/statistics.md
 (issue 36): per noise model the A/A false acceptances (pooled, with the rate of each seed and the one-sided 95%
 Clopper-Pearson bound), the power at each true gain, and the written interval's coverage and the written
 speed-up's bias over the tunes that wrote the truly faster flag.
 
-Usage: python3 benchmarks/statistics_table.py FILE.json [FILE.json ...]
+Usage: python3 benchmarks/evaluation/statistics_table.py FILE.json [FILE.json ...]
 A later file's rows replace an earlier one's for the same model and seed (a re-run of some models)."""
 
 from __future__ import annotations

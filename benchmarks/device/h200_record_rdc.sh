@@ -6,7 +6,7 @@
 #   multi_bench  examples/cuda_multifile: six kernels in five files, three of them calling the device helpers
 #                of a sixth file in their hot loops (--size 1: about 0.8 s a run on the H200)
 # Usage (repository root, device machine, wheels carried in .whl/):
-#   bash benchmarks/h200_record_rdc.sh [DEADLINE] [mc_rdc|multi_bench]
+#   bash benchmarks/device/h200_record_rdc.sh [DEADLINE] [mc_rdc|multi_bench]
 # Writes $OUT/<target>_learn.json and $OUT/record-<target>.log.
 set -u -o pipefail
 deadline=${1:-420}

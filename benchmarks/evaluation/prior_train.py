@@ -15,7 +15,7 @@ meta.target set; per-file landscapes are left out):
    the landscape's medians, 0 when its device code is the default's, None when it is invalid;
 3. fit: PriorModel.fit (leave-one-out choice of bandwidth, shrink and features).
 
-Usage: .venv/bin/python benchmarks/prior_train.py [--out compileiq_cmake/search/prior_data.json]
+Usage: .venv/bin/python benchmarks/evaluation/prior_train.py [--out compileiq_cmake/search/prior_data.json]
        [--exclude k1,k2] (needs nvcc, cuobjdump, cmake and ninja; no GPU)
 """
 
@@ -30,15 +30,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+HERE = Path(__file__).resolve().parent  # benchmarks/evaluation
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compileiq_cmake.flags.features import TargetFeatures, file_features, target_features  # noqa: E402
 from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 from compileiq_cmake.search.prior import Observation, PriorModel, SHIPPED, value_key  # noqa: E402
 
-LANDSCAPES = HERE / "landscapes"
+LANDSCAPES = ROOT / "benchmarks" / "landscapes"
 ORIGIN = {  # which batch a kernel came from (leave-one-source-out groups)
     **dict.fromkeys(("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_oscillators", "softmax_rows",
                      "layernorm_gelu", "conv2d_5x5"), "own-v1"),
@@ -182,7 +182,7 @@ def main() -> int:
     args = ap.parse_args()
     obs = observations({k for k in args.exclude.split(",") if k})
     model = PriorModel(obs, provenance={
-        "made_by": "benchmarks/prior_train.py", "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
+        "made_by": "benchmarks/evaluation/prior_train.py", "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
         "commit": commit(), "landscapes": [o.id.split(":", 1)[1] for o in obs],
         "note": "features from nvcc 13.0 sm_90 default builds (a project's target: its objects); effects from "
                 "H200 landscapes (benchmarks/landscapes)"})

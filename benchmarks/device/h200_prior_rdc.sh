@@ -5,7 +5,7 @@
 #    default order); each in a build tree of its own, no local learning.
 # 2. `check --remeasure` of the suite's TOML (docs/benchmarks/raw/suite-h200-400/compileiq.toml) in a fresh
 #    release build of suite16: every entry re-measured against the plain build.
-# Usage (repository root, wheels in .whl/): bash benchmarks/h200_prior_rdc.sh   -> $OUT/{prior,noprior}.{json,log},
+# Usage (repository root, wheels in .whl/): bash benchmarks/device/h200_prior_rdc.sh   -> $OUT/{prior,noprior}.{json,log},
 # $OUT/check.json, $OUT/check.log
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp/compileiq-out}; mkdir -p "$OUTDIR"

@@ -7,7 +7,7 @@
 # Raw logs, summaries and wall times go to $OUT/<project>-<limit>[-tag]/.
 #
 # Usage (repository root, device machine, wheels carried in .whl/):
-#   bash benchmarks/h200_time_box.sh slow_check:120 many_tu:120 many_tu:120:warm nbody:120
+#   bash benchmarks/device/h200_time_box.sh slow_check:120 many_tu:120 many_tu:120:warm nbody:120
 set -u -o pipefail
 PACKED=${OUT:-/tmp/compileiq-out}; mkdir -p "$PACKED"
 FINAL_OUT=/tmp/tb-raw; mkdir -p "$FINAL_OUT"  # packed into $OUT/time-box-raw.tar.gz after each job

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One GPU against every GPU of the host, same tune otherwise: the stencil example through the CLI route,
 # same budget, seed and workers, no time limit; nvidia-smi samples each GPU's utilization every 200 ms
-# during the tune. Raw results go to $OUT/multi-gpu-<gpus>.tar.gz; benchmarks/multi_gpu_report.py turns
+# during the tune. Raw results go to $OUT/multi-gpu-<gpus>.tar.gz; benchmarks/reports/multi_gpu_report.py turns
 # them into docs/benchmarks/multi-gpu.md.
 #
 # Usage (repository root, the 2-GPU device machine, wheels carried in .whl/), both in one call:
-#   bash benchmarks/h200_multi_gpu.sh 0 all
+#   bash benchmarks/device/h200_multi_gpu.sh 0 all
 # WORKLOADS='--n 4096 --reps 1000' (';' between workloads) gives runs whose GPU time dominates.
 set -u -o pipefail
 FINAL_OUT=${OUT:-/tmp/compileiq-out}

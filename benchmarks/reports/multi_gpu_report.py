@@ -1,10 +1,10 @@
-"""The table of docs/benchmarks/multi-gpu.md from the raw results of benchmarks/h200_multi_gpu.sh (one folder
+"""The table of docs/benchmarks/multi-gpu.md from the raw results of benchmarks/device/h200_multi_gpu.sh (one folder
 per --gpus value under the given directory): wall times, trials per minute, benchmark runs per second, GPU
 busy fraction (nvidia-smi utilization samples above 0 during the tune), the winner and its speedups. The
 search phase is also given from the first GPU activity on (the setup before it does not scale with GPUs);
 tunes print their search loop's own time since this benchmark and that is used when present.
 
-    python3 benchmarks/multi_gpu_report.py docs/benchmarks/multi-gpu-raw
+    python3 benchmarks/reports/multi_gpu_report.py docs/benchmarks/multi-gpu-raw
 """
 
 from __future__ import annotations

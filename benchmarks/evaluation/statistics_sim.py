@@ -28,10 +28,10 @@ Noise models (each run's value is the true time times a random factor; `sigma` t
 The smallest gain that counts is what a tune derives: auto_min_gain of the largest robust spread of the
 baseline's 3 runs per workload, drawn from the same model (16% of tunes sit at its 0.2% floor at 1% noise).
 
-Usage: python3 benchmarks/statistics_sim.py [--tunes 10000] [--power-tunes 2000] [--jobs 2] [--seed 1]
+Usage: python3 benchmarks/evaluation/statistics_sim.py [--tunes 10000] [--power-tunes 2000] [--jobs 2] [--seed 1]
        [--models gaussian,heavy,...] [--gains 0.005,0.01,...] [--no-guard] [--json FILE]; prints the table of
-       docs/benchmarks/statistics.md. benchmarks/h200_statistics_sim.sh runs it over several seeds on the 16 cores
-       of the device machine (no GPU is used) and benchmarks/statistics_table.py pools the seeds.
+       docs/benchmarks/statistics.md. benchmarks/device/h200_statistics_sim.sh runs it over several seeds on the 16 cores
+       of the device machine (no GPU is used) and benchmarks/evaluation/statistics_table.py pools the seeds.
 """
 
 from __future__ import annotations
@@ -252,9 +252,9 @@ def main() -> None:
                         help="without the correlated-rounds guard (every test as if the rounds were independent)")
     args = parser.parse_args()
     if args.no_guard:  # the pool's workers are forked after this: they inherit it
-        from compileiq_cmake.decide import validation  # noqa: PLC0415
+        from compileiq_cmake.decide import sequential  # noqa: PLC0415 (every test's correlation is read there)
 
-        validation.rounds_correlation = lambda variants: 0.0
+        sequential.rounds_correlation = lambda variants: 0.0
     doc = run(tuple(m for m in args.models.split(",") if m), args.tunes, args.power_tunes,
               tuple(float(g) for g in args.gains.split(",") if g), args.sigma, args.jobs, args.seed,
               Shape(args.finalists, args.workloads, args.max_rounds, args.cut))

@@ -7,7 +7,7 @@
 # half the targets with >= 3 trials; a target whose runs make its share useless stops after its first run.
 #
 # Usage (repository root, device machine, wheels carried in .whl/):
-#   bash benchmarks/h200_suite_box.sh 480
+#   bash benchmarks/device/h200_suite_box.sh 480
 # Raw results: $OUT/suite-box-<T>.tar.gz (suite.json, suite.log, compileiq.toml, machine.txt).
 set -u -o pipefail
 total=$1

@@ -7,7 +7,7 @@
 # docs/benchmarks/h200-layouts.md quotes them.
 #
 # Usage (repository root, device machine, wheels carried in .whl/):
-#   bash benchmarks/h200_layouts.sh <project>      (cpp_cuda | arch_by_hand | many_tu | libs_layout)
+#   bash benchmarks/device/h200_layouts.sh <project>      (cpp_cuda | arch_by_hand | many_tu | libs_layout)
 set -u -o pipefail
 p=$1
 FINAL_OUT=${OUT:-/tmp/compileiq-out}
@@ -70,5 +70,5 @@ print(json.dumps({"flags": flags, "cuda_sources": len(cuda), "commands": rows,
 PY
 tail -3 "$OUT/flags_check.json"
 cp -r "$work/build/compileiq/logs" "$OUT/logs" 2>/dev/null
-python3 "$REPO/benchmarks/remeasure_release.py" "$work" "$p" 11 > "$OUT/remeasure.json" || echo "re-measure failed"
+python3 "$REPO/benchmarks/device/remeasure_release.py" "$work" "$p" 11 > "$OUT/remeasure.json" || echo "re-measure failed"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print(w['args'], 'plain', w['plain_median'], 'tuned', w['tuned_median'], 'speedup %.4f [%.4f..%.4f]' % (w['speedup'], *w['ci'])) for w in d['workloads']]" "$OUT/remeasure.json"

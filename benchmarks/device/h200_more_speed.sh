@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 13 on the H200: device LTO and per-file flags on examples/cuda_multifile.
-#   bash benchmarks/h200_more_speed.sh check   # nvcc facts at the device link, the example's own runs,
+#   bash benchmarks/device/h200_more_speed.sh check   # nvcc facts at the device link, the example's own runs,
 #                                              # per-kernel shares by CUPTI (the tool's collector) and by ncu
-#   bash benchmarks/h200_more_speed.sh tune NAME [options]  # a tune (see below), then a fresh release build
+#   bash benchmarks/device/h200_more_speed.sh tune NAME [options]  # a tune (see below), then a fresh release build
 #                                              # with the TOML re-measured against a plain one
 # Raw results go to $OUT/more-speed/ (one archive per call: the device tool brings back few files).
 set -u -o pipefail
@@ -70,7 +70,7 @@ PY
 fi
 
 # One tune and a fresh release re-measure of what it wrote:
-#   bash benchmarks/h200_more_speed.sh tune NAME [tune options...]   -> $OUT/more-speed/NAME/
+#   bash benchmarks/device/h200_more_speed.sh tune NAME [tune options...]   -> $OUT/more-speed/NAME/
 # Env: EXAMPLE (cuda_multifile), TARGET (multi_bench), BENCH (multi_bench), METRIC, WORKLOAD ('--size 2'),
 #      CMAKE_ARGS (e.g. -DCMAKE_CUDA_SEPARABLE_COMPILATION=ON), BUDGET, PER_FILE, WORKERS, MAX_ROUNDS, ROUNDS,
 #      TUNE_LIMIT (seconds; the tune is killed after it).
@@ -119,8 +119,8 @@ if [ "$1" = tune ]; then
   fi
   OUTDIR=$(dirname "$OUTDIR")
 fi
-# A per-file landscape of the multi-file example for benchmarks/search_efficiency.py (108 points):
-#   bash benchmarks/h200_more_speed.sh landscape
+# A per-file landscape of the multi-file example for benchmarks/evaluation/search_efficiency.py (108 points):
+#   bash benchmarks/device/h200_more_speed.sh landscape
 if [ "$1" = landscape ]; then
   work=/tmp/more-speed-landscape
   rm -rf "$work"; cp -r "$REPO/examples/cuda_multifile" "$work"

@@ -3,8 +3,8 @@ on G simulated GPUs, tuned by one command with the one scheduler (--suite-jobs J
 (--suite-jobs 1), in the same run. Runs take time: each replayed run sleeps its recorded time x PACE
 (COMPILEIQ_REPLAY_PACE), so the GPUs' busy and idle time is real wall time on this machine.
 
-    python3 benchmarks/suite_scale.py --targets 24 --gpus 8 --jobs 9 --pace 20 --budget 8 --out docs/benchmarks/raw/suite-scale
-    python3 benchmarks/suite_scale.py --ray-nodes 8 --targets 100 --gpus 64 --jobs 65 ...   # on a local Ray cluster
+    python3 benchmarks/evaluation/suite_scale.py --targets 24 --gpus 8 --jobs 9 --pace 20 --budget 8 --out docs/benchmarks/raw/suite-scale
+    python3 benchmarks/evaluation/suite_scale.py --ray-nodes 8 --targets 100 --gpus 64 --jobs 65 ...   # on a local Ray cluster
 
 With --ray-nodes N the suite runs with --executor ray on a local Ray cluster started here (ray.cluster_utils:
 N nodes of gpus/N simulated GPUs and one CPU each, COMPILEIQ_SIMULATE_GPUS=1), its GPU workers shared by
@@ -25,8 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-LANDSCAPES = sorted(p for p in (HERE / "landscapes").glob("*.json") if p.name != "multifile_per_file.json")
+HERE = Path(__file__).resolve().parent  # benchmarks/evaluation
+ROOT = HERE.parents[1]
+LANDSCAPES = sorted(p for p in (ROOT / "benchmarks" / "landscapes").glob("*.json") if p.name != "multifile_per_file.json")
 
 
 def suite_file(folder: Path, targets: int, budget: int) -> Path:
@@ -83,7 +84,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=9)
     ap.add_argument("--pace", type=float, default=20.0)
     ap.add_argument("--budget", type=int, default=8)
-    ap.add_argument("--out", type=Path, default=HERE.parent / "docs" / "benchmarks" / "raw" / "suite-scale")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "raw" / "suite-scale")
     ap.add_argument("--ray-nodes", type=int, default=0)
     ap.add_argument("--skip-alone", action="store_true")
     a = ap.parse_args()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Evaluate the learned prior (issue 23) on kernels it never saw: docs/benchmarks/prior.md.
 
-For every recorded landscape of benchmarks/prior_train.py's observations (single kernels, and project targets
+For every recorded landscape of benchmarks/evaluation/prior_train.py's observations (single kernels, and project targets
 recorded with the learning design: mc_rdc, multi_bench), a prior is fitted
 (hyper-parameters included) on the OTHER kernels only:
   - leave-one-kernel-out (LOKO): every kernel but the held-out one;
@@ -21,10 +21,10 @@ Metrics: builds (and GPU runs) until a built valid point's true speedup reaches 
 (median and IQR over seeds; an unreached run counts as budget + 1), and Spearman's rank correlation of the
 predicted vs the measured single-value effects.
 
-Usage: .venv/bin/python benchmarks/prior_eval.py run [--seeds 30] [--budget 60] [--kernels a,b]
+Usage: .venv/bin/python benchmarks/evaluation/prior_eval.py run [--seeds 30] [--budget 60] [--kernels a,b]
            [--out docs/benchmarks/raw/prior/eval.json]
-       .venv/bin/python benchmarks/prior_eval.py report [--out ...] [--md docs/benchmarks/prior-table.md]
-       .venv/bin/python benchmarks/prior_eval.py unknown --json docs/benchmarks/raw/prior-unknown/after.json
+       .venv/bin/python benchmarks/evaluation/prior_eval.py report [--out ...] [--md docs/benchmarks/prior-table.md]
+       .venv/bin/python benchmarks/evaluation/prior_eval.py unknown --json docs/benchmarks/raw/prior-unknown/after.json
            (issue 36: each gainful kernel's use_fast_math dimension renamed, prior vs default; "before": the same
            script run in a worktree of the commit before the fix, 10f41c6)
 """
@@ -41,11 +41,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+HERE = Path(__file__).resolve().parent  # benchmarks/evaluation
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE / "landscapes"))
+sys.path.insert(0, str(ROOT / "benchmarks" / "landscapes"))
 
 import prior_train  # noqa: E402  (landscape_path)
 import search_efficiency as se  # noqa: E402

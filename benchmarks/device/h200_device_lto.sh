@@ -4,7 +4,7 @@
 # executables. Each job: a tune that searches device LTO alone (--include-flags device_lto), then fresh Release
 # trees of the unmodified project (its own architecture list), one plain and one with the TOML applied
 # (compileiq_apply.cmake), run interleaved; the apply's lines, compile commands and device-link lines kept.
-#   bash benchmarks/h200_device_lto.sh PROJECT:TARGET:BENCH:WORKLOAD:LIMIT [...]
+#   bash benchmarks/device/h200_device_lto.sh PROJECT:TARGET:BENCH:WORKLOAD:LIMIT [...]
 #     e.g. lto_particles:particles:particles:--n=1048576:90   (WORKLOAD: '=' for spaces)
 #   ALSO=bench_b  (lto_staticlib: the consumer the tune did not measure, re-measured plain vs tuned too)
 # Raw results: $OUT/device-lto/<project>/ (one archive per call).

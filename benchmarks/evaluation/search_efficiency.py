@@ -19,13 +19,13 @@ in validation). Targets: 99% of the landscape's best valid speedup, and 90% of i
 (speedup >= 1 + 0.9 (best - 1)), which is the meaningful one on nearly flat landscapes.
 
 Usage:
-  .venv/bin/python benchmarks/search_efficiency.py run [--landscapes nbody,stencil,sgemm,blackscholes,spmv_csr,sample_small]
+  .venv/bin/python benchmarks/evaluation/search_efficiency.py run [--landscapes nbody,stencil,sgemm,blackscholes,spmv_csr,sample_small]
         [--strategies default,random,...] [--seeds 30] [--budget 100] [--out benchmarks/results/search.json]
-  /tmp/bench-venv/bin/python benchmarks/search_efficiency.py run --strategies ciq-ga,kt-... (same --out:
+  /tmp/bench-venv/bin/python benchmarks/evaluation/search_efficiency.py run --strategies ciq-ga,kt-... (same --out:
         results are merged; the external venv needs compileiq 1.1.0 / kernel_tuner 1.5.0 and numpy)
-  .venv/bin/python benchmarks/search_efficiency.py report [--out ...] [--md docs/benchmarks/search-table.md]
+  .venv/bin/python benchmarks/evaluation/search_efficiency.py report [--out ...] [--md docs/benchmarks/search-table.md]
         [--plot docs/benchmarks/search.png]
-  .venv/bin/python benchmarks/search_efficiency.py warmstart [--seeds 30]
+  .venv/bin/python benchmarks/evaluation/search_efficiency.py warmstart [--seeds 30]
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+HERE = Path(__file__).resolve().parent  # benchmarks/evaluation
+ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compileiq_cmake.flags.space import FlagSpace  # noqa: E402
@@ -54,7 +54,7 @@ LANDSCAPES = ("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_osci
               "layernorm_gelu", "conv2d_5x5",
               "sample_small")
 BUDGETS = (10, 25, 50, 100)
-DEFAULT_OUT = HERE / "results" / "search.json"
+DEFAULT_OUT = ROOT / "benchmarks" / "results" / "search.json"
 
 
 # ---------------------------------------------------------------------------------------------- landscapes
@@ -77,7 +77,7 @@ def screened_space(land: Landscape) -> FlagSpace:
 
 
 def load(name: str) -> Landscape:
-    return Landscape.load(HERE / "landscapes" / f"{name}.json")
+    return Landscape.load(ROOT / "benchmarks" / "landscapes" / f"{name}.json")
 
 
 def targets(land: Landscape) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """Re-measure a release build configured with the TOML applied against a plain release build of the same
 project: interleaved runs (ABAB...) per workload, medians and spreads, as JSON on stdout.
 
-Usage: python3 benchmarks/remeasure_release.py <example work dir> <example name> [rounds]
+Usage: python3 benchmarks/device/remeasure_release.py <example work dir> <example name> [rounds]
 The work dir holds rel-plain/ and rel-tuned/ trees; the workloads are those of the example's compileiq_tune. Speedups are exp(mean log plain - mean log tuned)
 with a 95% paired-t interval over the rounds (the tool's validation statistic; runs of the committed
 docs/benchmarks/h200-raw*/ used the Welch interval of the time).
@@ -22,7 +22,7 @@ PROGRAMS = {  # example -> (executable in the tree, base args, workloads) as in 
     "cuda_nbody": ("nbody", ["--n", "32768"], [["--n", "16384"], ["--n", "32768"]]),
     "cuda_stencil": ("stencil", ["--n", "4096"], [["--n", "2048"], ["--n", "4096"]]),
     "host_cpp": ("host_kernels", ["--n", "1024"], [["--n", "768"], ["--n", "1024"]]),
-    # trap projects (tests/projects/, tuned through the unmodified route by benchmarks/h200_layouts.sh)
+    # trap projects (tests/projects/, tuned through the unmodified route by benchmarks/device/h200_layouts.sh)
     "cpp_cuda": ("cpp_bench", [], [["--n", "4194304"], ["--n", "16777216"]]),
     "arch_by_hand": ("handarch_bench", [], [["--n", "262144"], ["--n", "1048576"]]),
     "many_tu": ("many_bench", [], [["--n", "1048576"], ["--n", "4194304"]]),

@@ -4,7 +4,7 @@ of the target are removed, nvcc interaction rules applied); trials that reduce t
 have shared one measurement. Screening runs here (compile-only, sm_90), the trials come from
 docs/benchmarks/h200-raw/<example>-trials.json.
 
-Usage: python benchmarks/screening_savings.py [--cuda-arch 90] > docs/benchmarks/screening-savings.md
+Usage: python benchmarks/evaluation/screening_savings.py [--cuda-arch 90] > docs/benchmarks/screening-savings.md
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from pathlib import Path
 from compileiq_cmake.flags.catalogue import canonical_flags
 from compileiq_cmake.flags.screening import screen_target
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]  # benchmarks/evaluation/ -> the repository
 EXAMPLES = {"cuda_nbody": "nbody", "cuda_stencil": "stencil_kernels"}
 
 

@@ -1,7 +1,7 @@
-"""Turn the raw results of benchmarks/h200_examples.sh (unpacked into a folder) into the markdown table of
+"""Turn the raw results of benchmarks/device/h200_examples.sh (unpacked into a folder) into the markdown table of
 docs/benchmarks/h200-examples.md.
 
-Usage: python3 benchmarks/h200_report.py docs/benchmarks/h200-raw > docs/benchmarks/h200-examples-table.md
+Usage: python3 benchmarks/reports/h200_report.py docs/benchmarks/h200-raw > docs/benchmarks/h200-examples-table.md
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Why two GPUs do not halve a tune of the stencil example: the wall time of one benchmark process run alone
 # vs. two at once (one per GPU), without any tune or build around them. Writes $OUT/parallel-runs.txt.
-# Usage (repository root, the 2-GPU device machine): bash benchmarks/h200_parallel_runs.sh [runs]
+# Usage (repository root, the 2-GPU device machine): bash benchmarks/device/h200_parallel_runs.sh [runs]
 set -u -o pipefail
 N=${1:-30}
 OUT=${OUT:-/tmp/compileiq-out}; mkdir -p "$OUT"

@@ -4,10 +4,10 @@
 # alone (its own `tune --target` command) with the same total time shared by priority (T x p / sum p each).
 #
 # Usage (repository root, device machine, wheels carried in .whl/):
-#   bash benchmarks/h200_suite.sh suite 420      # the suite in one command, --time-limit 420
-#   bash benchmarks/h200_suite.sh alone 420      # every target alone, 420 s in all
-#   SUITE_ONLY=nbody,mc_rdc MIN_SECONDS=20 bash benchmarks/h200_suite.sh suite 150   # a part of the suite
-#   DEADLINE=540 bash benchmarks/h200_suite.sh alone 420; RESUME=1 DEADLINE=540 bash ... alone 420
+#   bash benchmarks/device/h200_suite.sh suite 420      # the suite in one command, --time-limit 420
+#   bash benchmarks/device/h200_suite.sh alone 420      # every target alone, 420 s in all
+#   SUITE_ONLY=nbody,mc_rdc MIN_SECONDS=20 bash benchmarks/device/h200_suite.sh suite 150   # a part of the suite
+#   DEADLINE=540 bash benchmarks/device/h200_suite.sh alone 420; RESUME=1 DEADLINE=540 bash ... alone 420
 #       alone in parts (one device call each): no target starts that would end after DEADLINE seconds of this
 #       call; RESUME=1 (same machine, next call) keeps the build and the finished targets and goes on
 # Raw logs and summaries go to $OUT/<mode>-<T>.tar.gz (the suite: suite.json, suite.log, compileiq.toml;

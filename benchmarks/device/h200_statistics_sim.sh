@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Issues 36/37: the decision procedure's simulator (benchmarks/statistics_sim.py) over several seeds on the
+# Issues 36/37: the decision procedure's simulator (benchmarks/evaluation/statistics_sim.py) over several seeds on the
 # device machine's 16 cores (no GPU is used: only its cores). Resumable: a result whose JSON is in $OUT is skipped.
-#   benchmarks/h200_statistics_sim.sh SEEDS [EXTRA...]   SEEDS e.g. "1 2"; EXTRA:
+#   benchmarks/device/h200_statistics_sim.sh SEEDS [EXTRA...]   SEEDS e.g. "1 2"; EXTRA:
 #     short     the same seeds in the shape where the rounds' correlation is estimated from least: one finalist
 #               on one workload, a box that holds 6 validation rounds (--finalists 1 --workloads 1 --cut 6),
 #               and that shape at 30% noise with a 3x and a 20x gain (the CI failure of issue 37's session)
@@ -15,7 +15,7 @@ JOBS=$(nproc)
 SEEDS=$1; shift
 sim() {  # sim FILE ARGS...: one run, skipped when its JSON is there
   local f=$1; shift
-  [ -s "$f" ] || python3 benchmarks/statistics_sim.py --jobs "$JOBS" --json "$f" "$@" > "${f%.json}.txt" 2>&1
+  [ -s "$f" ] || python3 benchmarks/evaluation/statistics_sim.py --jobs "$JOBS" --json "$f" "$@" > "${f%.json}.txt" 2>&1
 }
 for extra in "$@"; do
   for seed in $SEEDS; do
