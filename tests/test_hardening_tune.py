@@ -32,7 +32,7 @@ def test_a_benchmark_that_edits_its_variant_tree_cannot_change_what_is_measured(
     result = _build(ts, tree, trial, lines.append)
     assert result.ok, result.log_tail
     assert any("CMakeCache.txt of worker-0 was changed" in ln for ln in lines), lines
-    command = tree.compile_commands(ts.target.sources)[0]["command"]
+    command = tree.compile_commands(ts.project.target.sources)[0]["command"]
     assert "-march=native" not in command and "-funroll-loops" in command
     # should anything else slip a flag in, the trial's compile command is checked against its flag set
     _tamper(tree)

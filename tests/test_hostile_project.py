@@ -40,7 +40,7 @@ def test_hostile_cuda_project_is_tuned_around_its_own_flags(tmp_path):
     result = _build(ts, ts.trees[0], ts.space.baseline())
     assert result.ok, result.log_tail
     assert result.fingerprint and result.kernels, "device code of an -rdc=true static library is fingerprinted"
-    for entry in ts.trees[0].compile_commands(ts.target.sources):
+    for entry in ts.trees[0].compile_commands(ts.project.target.sources):
         tokens = shlex.split(entry["command"])
         archs = [t for t in tokens if t.startswith(("-arch", "--generate-code", "-gencode"))]
         assert archs and not [t for t in archs if any(a in t for a in ("sm_75", "compute_75", "sm_80", "compute_80"))], \

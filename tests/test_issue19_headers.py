@@ -16,7 +16,8 @@ from compileiq_cmake.results.schema import FlagsEntry
 from compileiq_cmake.results.toml_io import write_entry
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.orchestration import _open_store
-from compileiq_cmake.tune.setup import TuneSetup, setup
+from compileiq_cmake.tune.setup import setup
+from compileiq_cmake.tune.tune_setup import TuneSetup
 from conftest import PROJECTS, cmake_dir, configure
 
 TARGET = "hot_bench"
@@ -37,8 +38,8 @@ def _project(tmp_path: Path, *defs: str) -> tuple[Path, Path, TuneSpec]:
 def _stored(ts: TuneSetup, lines: list[str]):
     """The tune's trial store as run_tune opens it."""
     return _open_store(ts.state_dir / "trials.sqlite", ts.spec.identity(),
-                       f"{ts.toolchain.compiler_id} {ts.toolchain.version}", ts.sources_sha256, lines.append,
-                       ts.commands_sha256)
+                       f"{ts.project.toolchain.compiler_id} {ts.project.toolchain.version}", ts.code.sources_sha256, lines.append,
+                       ts.code.commands_sha256)
 
 
 def _trial() -> Trial:
@@ -47,11 +48,11 @@ def _trial() -> Trial:
 
 def _entry(ts: TuneSetup) -> None:
     entry = FlagsEntry(
-        target=TARGET, language="CXX", arch="", compiler_id=ts.toolchain.compiler_id,
-        compiler_version=ts.toolchain.version, flags=("-funroll-loops",), build_type="Release", device="test",
+        target=TARGET, language="CXX", arch="", compiler_id=ts.project.toolchain.compiler_id,
+        compiler_version=ts.project.toolchain.version, flags=("-funroll-loops",), build_type="Release", device="test",
         compute_capability="", metric="time_ms", lower_is_better=True, workloads=("",), baseline=(2.0,),
         tuned=(1.0,), speedup=2.0, trials=3, date="2026-12-01T07:00:00+00:00", tool_version="test",
-        sources_sha256=ts.sources_sha256, headers=ts.headers, flags_sha256=ts.flags_sha256)
+        sources_sha256=ts.code.sources_sha256, headers=ts.code.headers, flags_sha256=ts.code.flags_sha256)
     write_entry(ts.spec.output, entry)
 
 
@@ -68,7 +69,7 @@ def test_a_header_edit_starts_the_store_afresh_and_makes_the_entry_stale(tmp_pat
     src, build, spec = _project(tmp_path)
     lines: list[str] = []
     ts = setup(spec, lines.append)
-    assert ts.headers == ("include/detail/inner.h", "include/hot.h"), "the headers the compile includes, nested too"
+    assert ts.code.headers == ("include/detail/inner.h", "include/hot.h"), "the headers the compile includes, nested too"
     assert not any("could not be listed" in ln for ln in lines), lines
     store = _stored(ts, lines)
     store.save(_trial())
@@ -84,7 +85,7 @@ def test_a_header_edit_starts_the_store_afresh_and_makes_the_entry_stale(tmp_pat
     inner = src / "include" / "detail" / "inner.h"
     inner.write_text(inner.read_text().replace("WORK_REPEATS 1", "WORK_REPEATS 4"))  # 4x the work
     edited = setup(spec, lines.append)
-    assert edited.sources_sha256 != ts.sources_sha256 and edited.commands_sha256 == ts.commands_sha256
+    assert edited.sources_sha256 != ts.code.sources_sha256 and edited.commands_sha256 == ts.code.commands_sha256
     store = _stored(edited, lines)
     assert store.load() == [], "trials measured on the old header are not resumed"
     assert "the target's sources or the headers they include changed" in lines[-1], lines[-1]
@@ -107,8 +108,8 @@ def test_other_cmake_cxx_flags_start_the_store_afresh_and_make_the_entry_stale(t
 
     assert configure(src, build, "-DCMAKE_CXX_FLAGS=-fno-inline").returncode == 0  # the user re-configures
     other = setup(spec, lines.append)
-    assert other.sources_sha256 == ts.sources_sha256 and other.commands_sha256 != ts.commands_sha256
-    assert other.flags_sha256 != ts.flags_sha256
+    assert other.sources_sha256 == ts.code.sources_sha256 and other.commands_sha256 != ts.code.commands_sha256
+    assert other.flags_sha256 != ts.code.flags_sha256
     store = _stored(other, lines)
     assert store.load() == [] and "the flags that reach the target's compile commands changed" in lines[-1]
     store.close()

@@ -334,14 +334,11 @@ def _host_setup(tmp_path, kind="walltime", include=()):
     spec = SimpleNamespace(metric=metric, include_flags=include, workloads=(("--n", "1"), ("--n", "2")))
     tree = SimpleNamespace(path=tmp_path / "tree")
     tree.path.mkdir(exist_ok=True)
-    from compileiq_cmake.tune.setup import TuneSetup
-    import dataclasses
+    from compileiq_cmake.tune.tune_setup import Devices, ProjectModel, TuneSetup
 
-    fields = {f.name: None for f in dataclasses.fields(TuneSetup) if f.default is dataclasses.MISSING
-              and f.default_factory is dataclasses.MISSING}
-    fields.update(spec=spec, state_dir=tmp_path / "state", trees=(tree,), language="CUDA", space=_space(),
-                  toolchain=SimpleNamespace(path=NVCC or "nvcc"))
-    return TuneSetup(**fields)
+    project = ProjectModel(target=None, language="CUDA", toolchain=SimpleNamespace(path=NVCC or "nvcc"))
+    return TuneSetup(spec=spec, state_dir=tmp_path / "state", trees=(tree,), project=project, devices=Devices(),
+                     space=_space(), bench=None)
 
 
 @pytest.mark.unit
@@ -456,10 +453,14 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
                         1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="multi_bench", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
         label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), pass_regex="PASS", arch_scope="all")
-    setup = SimpleNamespace(spec=spec, language="CUDA", cuda_arch="90", bench=None,
-                            toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"), build_type="Release",
-                            device="NVIDIA H200", compute_capability="9.0", sources_sha256="ab" * 32, replay=None,
-                            headers=(), flags_sha256="", device_link=("bench_exe",))
+    from compileiq_cmake.tune.tune_setup import CodeIdentity, Devices, ProjectModel
+
+    setup = SimpleNamespace(spec=spec, bench=None, replay=None,
+                            project=ProjectModel(target=None, language="CUDA", build_type="Release",
+                                                 toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"),
+                                                 device_link=("bench_exe",)),
+                            devices=Devices(cuda_arch="90", device="NVIDIA H200", compute_capability="9.0"),
+                            code=CodeIdentity(sources_sha256="ab" * 32))
     entry = _entry(setup, winner, (), 20, lambda line: None)
     assert entry.flags == ("--use_fast_math",) and entry.device_lto and entry.device_link == ("bench_exe",)
     assert entry.sources == ({"path": "src/compute.cu", "flags": ["-maxrregcount=64"]},

@@ -14,6 +14,8 @@ from dataclasses import replace
 
 import pytest
 
+from compileiq_cmake.tune.tune_setup import CodeIdentity, Devices, ProjectModel
+
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags import load_space
 from compileiq_cmake.tune.host_side import host_dimensions
@@ -223,9 +225,10 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
                         (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
         label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), arch_scope="all", pass_regex="PASS")
-    setup = SimpleNamespace(spec=spec, language="CXX", cuda_arch="", toolchain=SimpleNamespace(
-        compiler_id="GNU", version="12.2.0", path=GXX), build_type="Release", device=host_cpu(), compute_capability="",
-        sources_sha256="ab" * 32, replay=None, bench=None, headers=(), flags_sha256="")
+    setup = SimpleNamespace(spec=spec, replay=None, bench=None, code=CodeIdentity(sources_sha256="ab" * 32),
+                            project=ProjectModel(target=None, language="CXX", build_type="Release", toolchain=SimpleNamespace(
+                                compiler_id="GNU", version="12.2.0", path=GXX)),
+                            devices=Devices(device=host_cpu()))
     said = []
     entry = _entry(setup, winner, (), 12, said.append)
     assert entry.tuned_cpu == host_cpu() and entry.cpu_features
@@ -263,9 +266,10 @@ esac
                         (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
         label="^time_ms=([0-9.]+)", lower_is_better=True), checks=(), arch_scope="all", pass_regex="")
-    setup = SimpleNamespace(spec=spec, language="CXX", cuda_arch="", toolchain=SimpleNamespace(
-        compiler_id="GNU", version="12.2.0", path=str(gxx)), build_type="Release", device="cpu", compute_capability="",
-        sources_sha256="ab" * 32, replay=None, bench=None, headers=(), flags_sha256="")
+    setup = SimpleNamespace(spec=spec, replay=None, bench=None, code=CodeIdentity(sources_sha256="ab" * 32),
+                            project=ProjectModel(target=None, language="CXX", build_type="Release", toolchain=SimpleNamespace(
+                                compiler_id="GNU", version="12.2.0", path=str(gxx))),
+                            devices=Devices(device="cpu"))
     entry = _entry(setup, winner, (), 12, lambda line: None)
     assert entry.flags == ("-march=znver9", "-mavx2") and entry.cpu_features == ("avx2",)
     assert [s["flags"] for s in entry.sources] == [["-march=znver9", "-mavx2"]] * 2

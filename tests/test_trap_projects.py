@@ -19,7 +19,8 @@ from compileiq_cmake.results.schema import FlagsEntry
 from compileiq_cmake.results.toml_io import write_entry
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.trial import build_variant as _build, device_code as _device_code
-from compileiq_cmake.tune.setup import TuneSetup, setup
+from compileiq_cmake.tune.setup import setup
+from compileiq_cmake.tune.tune_setup import TuneSetup
 from compileiq_cmake.model.wording import plural
 from conftest import cmake_dir, compile_commands, configure, copy_project, needs_nvcc
 
@@ -70,7 +71,7 @@ def _variant_build_carries(trap: Trap, flags: tuple[str, ...]) -> FlagSet:
     result = _build(ts, ts.trees[0], flagset)
     assert result.ok, result.log_tail
     assert result.fingerprint and result.kernels, "the device code is fingerprinted"
-    for command in _cuda_commands(ts.trees[0].path, ts.target.sources_in("CUDA")):
+    for command in _cuda_commands(ts.trees[0].path, ts.project.target.sources_in("CUDA")):
         for flag in flagset.flags:
             assert flag in command, (flag, command)
         archs = [t for t in command if t.startswith(("-arch=", "-gencode="))]
@@ -83,11 +84,11 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
     check that every CUDA source of the target gets the flags; returns the configure's output."""
     ts = trap.setup
     entry = FlagsEntry(
-        target=ts.spec.target, language="CUDA", arch="90", compiler_id="NVIDIA", compiler_version=ts.toolchain.version,
+        target=ts.spec.target, language="CUDA", arch="90", compiler_id="NVIDIA", compiler_version=ts.project.toolchain.version,
         flags=flags, build_type="Release", device="test", compute_capability="9.0", metric=METRIC,
         lower_is_better=True, workloads=("",), baseline=(2.0,), tuned=(1.0,), speedup=2.0, trials=3,
-        date="2026-11-30T12:00:00+00:00", tool_version="test", sources_sha256=ts.sources_sha256, headers=ts.headers,
-        flags_sha256=ts.flags_sha256,
+        date="2026-11-30T12:00:00+00:00", tool_version="test", sources_sha256=ts.code.sources_sha256, headers=ts.code.headers,
+        flags_sha256=ts.code.flags_sha256,
     )
     write_entry(trap.src / "compileiq.toml", entry)
     rel = tmp_path / name
@@ -97,7 +98,7 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
     assert proc.returncode == 0, out
     assert f"applied {plural(len(flags), 'tuned flag')} to {ts.spec.target}" in out, out
     assert "other compile flags" not in out, "the tune's and the apply's CMAKE_CUDA_FLAGS agree (architecture aside)"
-    for command in _cuda_commands(rel, ts.target.sources_in("CUDA")):
+    for command in _cuda_commands(rel, ts.project.target.sources_in("CUDA")):
         for flag in flags:
             assert flag in command, (flag, command)
     return out
@@ -111,14 +112,14 @@ def test_kernels_in_cpp_files_marked_cuda(tmp_path):
     trap = _setup(tmp_path, "cpp_cuda", "cpp_bench", "cpp_bench",
                   ("use_fast_math", "prec_div", "ofast_compile", "ptxas_opt_level", "store_cache"))
     ts = trap.setup
-    assert len(ts.target.sources_in("CUDA")) == 3 and all(p.suffix == ".cpp" for p in ts.target.sources_in("CUDA"))
+    assert len(ts.project.target.sources_in("CUDA")) == 3 and all(p.suffix == ".cpp" for p in ts.project.target.sources_in("CUDA"))
     names = {d.name for d in ts.space.dimensions}
     assert not names & {"use_fast_math", "prec_div", "ofast_compile"}, names
     assert "use_fast_math: the project already builds with --use_fast_math" in trap.log
     assert "ofast_compile: the project sets -Xptxas=-O3" in trap.log
     assert "compileiq: screening:" in trap.log and "store_cache" in names
     assert "static screening skipped" not in trap.log and "no CUDA compile command" not in trap.log
-    assert len(ts.objects) == 3, "fingerprints per object of each CUDA source"
+    assert len(ts.project.objects) == 3, "fingerprints per object of each CUDA source"
     store = next(v for d in ts.space.dimensions if d.name == "store_cache" for v in d.values if v)
     _variant_build_carries(trap, store)
     out = _apply(trap, tmp_path, store)
@@ -165,9 +166,9 @@ def test_static_and_object_libraries_with_custom_output_names(tmp_path):
     the benchmark executable (OUTPUT_NAME, RUNTIME_OUTPUT_DIRECTORY)."""
     trap = _setup(tmp_path, "libs_layout", "kern_static", "libs_bench", ("use_fast_math", "store_cache"), SM90)
     ts = trap.setup
-    assert ts.build_targets == ("kern_static", "libs_bench")
+    assert ts.project.build_targets == ("kern_static", "libs_bench")
     assert ts.bench.argv[0] == str(trap.build / "bin" / "tools" / "layout_benchmark_exe")
-    assert [a.name for a in ts.artifacts] == ["libfancy_kernels.a"]
+    assert [a.name for a in ts.project.artifacts] == ["libfancy_kernels.a"]
     assert "compileiq: screening:" in trap.log
     _variant_build_carries(trap, ("--use_fast_math",))
     _apply(trap, tmp_path, ("--use_fast_math",), SM90)
@@ -194,7 +195,7 @@ def test_static_and_object_libraries_with_custom_output_names(tmp_path):
 def test_separable_compilation(tmp_path):
     trap = _setup(tmp_path, "separable", "sep_bench", "sep_bench", ("use_fast_math", "store_cache"), SM90)
     assert "relocatable device code (-rdc=true)" in trap.log
-    for command in _cuda_commands(trap.setup.trees[0].path, trap.setup.target.sources_in("CUDA")):
+    for command in _cuda_commands(trap.setup.trees[0].path, trap.setup.project.target.sources_in("CUDA")):
         assert "-rdc=true" in command
     _variant_build_carries(trap, ("--use_fast_math",))
     _apply(trap, tmp_path, ("--use_fast_math",), SM90)
@@ -206,7 +207,7 @@ def test_separable_compilation(tmp_path):
 def test_twenty_source_files_fingerprinted_in_parallel_from_a_cache(tmp_path):
     trap = _setup(tmp_path, "many_tu", "many_bench", "many_bench", ("use_fast_math",), SM90)
     ts = trap.setup
-    assert len(ts.target.sources_in("CUDA")) == 20 and len(ts.objects) == 20
+    assert len(ts.project.target.sources_in("CUDA")) == 20 and len(ts.project.objects) == 20
     flagset = _variant_build_carries(trap, ("--use_fast_math",))
     started = time.perf_counter()
     code = _device_code(ts, ts.trees[0])

@@ -30,7 +30,7 @@ def test_cuda_trials_get_fingerprints_and_same_code_is_recognised(tmp_path):
                     pass_regex="PASS", cuda_arch="90", screen=False, workers=1)
     lines: list[str] = []
     ts = setup(spec, lines.append)
-    assert ts.language == "CUDA" and ts.cuda_arch == "90" and ts.artifacts
+    assert ts.project.language == "CUDA" and ts.devices.cuda_arch == "90" and ts.project.artifacts
     space = ts.space
     base = _build(ts, ts.trees[0], space.baseline())
     fast = _build(ts, ts.trees[1], space.flagset({"use_fast_math": 1}))

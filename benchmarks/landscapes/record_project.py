@@ -245,7 +245,7 @@ def main() -> None:
                  "space_size": math.prod(len(d["values"]) for d in dims), "relocatable": relocatable,
                  "passes": args.passes, "default_anchors_us": anchors,
                  "nvcc_version": nvcc_version,
-                 "gpu": {"name": setup.device}, "arch": setup.cuda_arch,
+                 "gpu": {"name": setup.devices.device}, "arch": setup.devices.cuda_arch,
                  "tolerance": {"metric": f"the program's own check ({args.pass_regex})", "max": None},
                  "timing": "one sample = one run of the project's benchmark executable (its own metric) x scale",
                  "noise": noise(pairs)},

@@ -51,6 +51,7 @@ class EventStream:
     def __init__(self, *subscribers: Subscriber) -> None:
         self._subscribers: list[Subscriber] = list(subscribers)
         self._lock = threading.Lock()
+        self._warned: set[str] = set()  # the texts warning_once said
         self.stage = ""  # the current stage, stamped on events that do not name one
 
     def subscribe(self, subscriber: Subscriber) -> Callable[[], None]:
@@ -82,6 +83,14 @@ class EventStream:
 
     def warning(self, text: str, *, stage: str = "", **data: Any) -> Event:
         return self._make("warning", text, stage, data)
+
+    def warning_once(self, text: str, *, stage: str = "", **data: Any) -> Event | None:
+        """A warning said the first time its text comes (a benchmark's warning repeats at every run); None after."""
+        with self._lock:
+            if text in self._warned:
+                return None
+            self._warned.add(text)
+        return self.warning(text, stage=stage, **data)
 
     def progress(self, text: str, *, stage: str = "", **data: Any) -> Event:
         return self._make("progress", text, stage, data)

@@ -133,12 +133,12 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
         })
     w = result.winner
     return finite({
-        "schema": SCHEMA, "tool_version": __version__, "target": spec.target, "language": setup.language,
-        "arch": setup.cuda_arch or None, "device": setup.device, "compute_capability": setup.compute_capability or None,
-        "compiler": f"{setup.toolchain.compiler_id} {setup.toolchain.version}", "build_type": setup.build_type or None,
+        "schema": SCHEMA, "tool_version": __version__, "target": spec.target, "language": setup.project.language,
+        "arch": setup.devices.cuda_arch or None, "device": setup.devices.device, "compute_capability": setup.devices.compute_capability or None,
+        "compiler": f"{setup.project.toolchain.compiler_id} {setup.project.toolchain.version}", "build_type": setup.project.build_type or None,
         "source_dir": str(spec.source_dir), "build_dir": str(spec.build_dir),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "executor": getattr(spec, "executor", "local"), "gpus": [g.device for g in setup.gpus],
+        "executor": getattr(spec, "executor", "local"), "gpus": [g.device for g in setup.devices.gpus],
         "replay": setup.replay is not None,
         "settings": {"budget": spec.budget, "seed": spec.seed, "workers": spec.workers, "repeats": spec.repeats,
                      "max_repeats": spec.max_repeats, "warmup": spec.warmup, "min_rounds": spec.min_rounds,

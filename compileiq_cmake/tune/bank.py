@@ -23,7 +23,7 @@ from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
 from .plan import least_finish
-from .setup import TuneSetup
+from .tune_setup import TuneSetup
 from .trial import loss, trial_spread
 
 BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise

@@ -22,7 +22,7 @@ from ..model.wording import plural
 from ..project.cmake_project import VariantTree
 from ..results.store import TrialStore
 from .budget import Budget
-from .setup import TuneSetup
+from .tune_setup import TuneSetup
 from .trial import baseline_error, reference_trees, run_trial
 
 Log = Callable[[str], None]
@@ -67,9 +67,9 @@ class Baseline:
         setup, executor, store, log = self.setup, self.executor, self.store, self.log
         spec = setup.spec
         runner = executor.runner
-        runners = executor.gpu_runners() if setup.gpus else {}
+        runners = executor.gpu_runners() if setup.devices.gpus else {}
         if runners:  # the baseline, validation and ablation run on the first GPU
-            runner = runners[setup.gpus[0].device]
+            runner = runners[setup.devices.gpus[0].device]
         restored = {t.flagset.key: t for t in store.load()}
         if store.skipped_rows:
             log(f"compileiq: warning: {plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
@@ -85,7 +85,7 @@ class Baseline:
             built = executor.build(setup.trees[0], baseline_set)
             if others is not None and built.ok:
                 early = {g.device: others.submit(run_trial, runners[g.device], setup, setup.trees[0], 0, baseline_set,
-                                                 BuildResult(ok=True, seconds=0.0), None, log) for g in setup.gpus[1:]}
+                                                 BuildResult(ok=True, seconds=0.0), None, log) for g in setup.devices.gpus[1:]}
             check = self.budget.first_run_check(built.seconds) if self.budget is not None else None
             baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, built, log=log, after_first=check)
             if baseline.status is Status.CANCELLED or built.cancelled:  # interrupted, or the box ended its runs
@@ -121,7 +121,7 @@ class Baseline:
                 per_gpu = other_baselines(setup, runners, baseline, log, early)
             finally:
                 others.shutdown(wait=True)
-            baseline = per_gpu[setup.gpus[0].device]
+            baseline = per_gpu[setup.devices.gpus[0].device]
         return Baselines(baseline, per_gpu, restored, runner, runners, noise, min_gain, references)
 
 
@@ -143,10 +143,10 @@ def other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Tria
     """The baseline measured on every other GPU too (GPUs of one model differ by a few percent): each trial is
     compared with the baseline of the GPU it ran on. The first GPU's is the stored one. `early`: those
     measured already, at the same time as the first GPU's (the same build, one run per GPU at a time)."""
-    first = setup.gpus[0].device
+    first = setup.devices.gpus[0].device
     baselines = {first: replace(baseline, gpu=first)}
     built = BuildResult(ok=True, seconds=0.0)
-    for g in setup.gpus[1:]:
+    for g in setup.devices.gpus[1:]:
         measured = early[g.device].result() if early and g.device in early else \
             run_trial(runners[g.device], setup, setup.trees[0], 0, baseline.flagset, built, None, log)
         other = replace(measured, gpu=g.device)

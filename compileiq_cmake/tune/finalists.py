@@ -21,7 +21,8 @@ from ..model import build_flags
 from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
-from .setup import FINALISTS, TuneSetup
+from .setup import FINALISTS
+from .tune_setup import TuneSetup
 from .trial import loss, noise_of_pairs
 
 Log = Callable[[str], None]
@@ -74,7 +75,7 @@ class Finalists:
                 log(f"compileiq: noise of paired runs (median over {plural(n, 'trial')}): {100 * paired_noise:.2f}%; "
                     f"smallest gain that counts: {100 * min_gain:.2f}%")
         runners = base.runners
-        confirm = tuple(r for dev, r in runners.items() if dev != setup.gpus[0].device) if len(runners) > 1 else ()
+        confirm = tuple(r for dev, r in runners.items() if dev != setup.devices.gpus[0].device) if len(runners) > 1 else ()
         started = time.perf_counter()
         # the trees the candidates and the baseline are built in, configured before the plan counts the time left
         context = ValidationContext(setup.trees_for(len(finalists) + 1) if finalists else setup.trees[:2],

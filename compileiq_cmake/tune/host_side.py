@@ -24,7 +24,7 @@ from ..flags.portability import compiler_kind
 from ..flags.space import HOST_GROUP, HOST_PREFIX, HOST_SHARE, Dimension, FlagSpace, host_side_named, load_space
 from ..measure.runner import Runner
 from ..project.cmake_project import read_cache
-from .setup import TuneSetup
+from .tune_setup import TuneSetup
 
 Log = Callable[[str], None]
 
@@ -64,7 +64,7 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
     """`setup` with the host dimensions added to its space when the host side is worth searching (see the
     module docstring); as it is otherwise, with a note."""
     spec = setup.spec
-    if setup.language != "CUDA" or setup.replay is not None or HOST_GROUP in exclude:
+    if setup.project.language != "CUDA" or setup.replay is not None or HOST_GROUP in exclude:
         return setup
     explicit = host_side_named(spec.include_flags)
     if not explicit and spec.metric.kind != "walltime":  # nothing to measure for: say so without a run
@@ -73,7 +73,7 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         return setup
     measured = ""
     try:
-        collector = kernel_times.build_collector(setup.toolchain.path, setup.state_dir / "cupti")
+        collector = kernel_times.build_collector(setup.project.toolchain.path, setup.state_dir / "cupti")
         shares = []
         for workload in spec.workloads:
             result, times = kernel_times.run_with_collector(runner, setup.trees[0], workload, collector,

@@ -14,7 +14,7 @@ from ..model.timebox import TimeBox
 from ..decide.validation import untested_flags
 from ..model.wording import plural, seconds, untested_line
 from .budget import Budget
-from .setup import TuneSetup
+from .tune_setup import TuneSetup
 from .trial import loss
 
 Log = Callable[[str], None]
@@ -100,7 +100,7 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         gpu = f" (GPU {t.gpu})" if t.gpu and len({x.gpu for x in result.trials if x.gpu}) > 1 else ""
         log(f"  {t.index:>4}  {speed:>8}  {metric + gpu:<28}  {t.flagset.describe()}")
     paired = any(m.paired for t in result.trials for m in t.measurements)
-    on_gpu = gpu_tune(setup.language, setup.gpus, (t.gpu for t in result.trials))  # a host (CPU) tune speaks of no GPU
+    on_gpu = gpu_tune(setup.project.language, setup.devices.gpus, (t.gpu for t in result.trials))  # a host (CPU) tune speaks of no GPU
     log("  speedup: geometric mean over the workloads of " + (
         "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
         if paired else "the project's own build's median divided by the trial's"

@@ -66,9 +66,9 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
             if cluster:
                 cluster.cluster.check_shared(state_dir, tune_setup.tools)
             _check_replacement(tune_setup)
-            store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.cuda_arch,
-                                f"{tune_setup.toolchain.compiler_id} {tune_setup.toolchain.version}",
-                                tune_setup.sources_sha256, log, tune_setup.commands_sha256)
+            store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.devices.cuda_arch,
+                                f"{tune_setup.project.toolchain.compiler_id} {tune_setup.project.toolchain.version}",
+                                tune_setup.code.sources_sha256, log, tune_setup.code.commands_sha256)
             try:
                 result = _stages(tune_setup, store, log, started, cluster, lease, stop, deadline)
                 stored_any = True
@@ -101,7 +101,7 @@ def _check_replacement(setup: TuneSetup) -> None:
     spec = setup.spec
     if spec.replace or {"compare_output", "compare_file"} & set(spec.checks) or not spec.output.is_file():
         return
-    key = (spec.target, setup.language, setup.cuda_arch or setup.toolchain.compiler_id)
+    key = (spec.target, setup.project.language, setup.devices.cuda_arch or setup.project.toolchain.compiler_id)
     old = next((e for e in read_entries(spec.output) if e.key == key), None)
     if old is not None and numerics_checked(old):
         raise CompileIQError(
@@ -146,8 +146,8 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
     `stop` are a suite's end and interrupt."""
     spec = setup.spec
     log(
-        f"compileiq: tuning {spec.target} ({setup.language}, {setup.toolchain.compiler_id} {setup.toolchain.version}"
-        f"{', sm_' + setup.cuda_arch if setup.cuda_arch else ''}) on {setup.device}; "
+        f"compileiq: tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} {setup.project.toolchain.version}"
+        f"{', sm_' + setup.devices.cuda_arch if setup.devices.cuda_arch else ''}) on {setup.devices.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
     box = TimeBox(spec.time_limit, started=started, spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
@@ -174,7 +174,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
                     f"--time-limit {spec.time_limit:g} s; it needs at least --time-limit {math.ceil(exc.needed)}")
             empty = Trial(0, setup.space.baseline(), Status.CANCELLED, str(exc))
             return TuneResult(spec.target, (), empty, None, None, time.perf_counter() - started, (str(exc),),
-                              language=setup.language, needed=exc.needed)
+                              language=setup.project.language, needed=exc.needed)
         setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
         stream.stage = "search"
         use = prior_use.prepare(setup, store, base, stream)

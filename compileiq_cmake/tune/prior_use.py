@@ -22,7 +22,7 @@ from ..results.prior_store import LocalPrior, learning_off, prior_dir
 from ..results.store import TrialStore
 from ..search.prior import Observation, SpacePrior, space_prior, value_key
 from .baseline import Baselines
-from .setup import TuneSetup
+from .tune_setup import TuneSetup
 from .trial import loss
 
 Log = Callable[[str], None]
@@ -48,8 +48,8 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
         log("compileiq: note: prior: a replayed landscape has no kernel features (no build to read them from); "
             "the search runs without the prior's predictions")
         return None
-    if setup.language != "CUDA":
-        units = len(setup.target.sources_in(setup.language)) or 1
+    if setup.project.language != "CUDA":
+        units = len(setup.project.target.sources_in(setup.project.language)) or 1
         vec = TargetFeatures(kernels=(), units=units, arch="").vector()
     else:
         if not fresh:
@@ -57,7 +57,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
                 "baseline was not rebuilt; the search runs without the prior's predictions")
             return None
         tree = setup.trees[0]
-        objects = [tree.path / o for o in setup.objects if (tree.path / o).is_file()]
+        objects = [tree.path / o for o in setup.project.objects if (tree.path / o).is_file()]
         if not objects:
             log("compileiq: note: prior: no object file of the target was found after the baseline build; the "
                 "search runs without the prior's predictions")
@@ -67,7 +67,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
         except (CompileIQError, OSError):
             relocatable = False
         try:
-            tf = target_features(objects, nvcc_path=setup.toolchain.path, arch=setup.cuda_arch,
+            tf = target_features(objects, nvcc_path=setup.project.toolchain.path, arch=setup.devices.cuda_arch,
                                  relocatable=relocatable, jobs=setup.spec.workers + 1)
         except CompileIQError as exc:
             log(f"compileiq: note: prior: the kernel features could not be read ({exc}); the search runs without "
@@ -97,7 +97,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
         return PriorUse(None, features)
     n_local = sum(1 for o in model.observations if not o.source.startswith("own-") and o.family == setup.space.family)
     n_family = sum(1 for o in model.observations if o.family == setup.space.family)
-    sp = space_prior(model, setup.space, features, setup.cuda_arch)
+    sp = space_prior(model, setup.space, features, setup.devices.cuda_arch)
     known = sum(1 for p in sp.predictions.values() if p.known)
     names = [d.name for d in setup.space.dimensions]
     store.save_result("prior", {
@@ -127,7 +127,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
 
 
 def observation_id(setup: TuneSetup) -> str:
-    where = f"{setup.spec.source_dir}|{setup.spec.target}|{setup.space.family}|{setup.cuda_arch}"
+    where = f"{setup.spec.source_dir}|{setup.spec.target}|{setup.space.family}|{setup.devices.cuda_arch}"
     return f"tune:{setup.spec.target}:{hashlib.sha256(where.encode()).hexdigest()[:12]}"
 
 
@@ -186,7 +186,7 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
     if not effects:
         return
     obs = Observation(id=observation_id(setup), source=f"tune:{setup.spec.target}", family=setup.space.family,
-                      arch=setup.cuda_arch, features=dict(use.features), effects=effects)
+                      arch=setup.devices.cuda_arch, features=dict(use.features), effects=effects)
     try:
         path = LocalPrior(prior_dir()).save(obs)
     except OSError as exc:

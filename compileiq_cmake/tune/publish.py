@@ -36,7 +36,7 @@ from .budget import Budget
 from .finalists import Decision
 from .lines import final_table
 from .search_loop import SearchOutcome
-from .setup import TuneSetup
+from .tune_setup import TuneSetup
 from .trial import loss
 
 Log = Callable[[str], None]
@@ -79,7 +79,7 @@ class Publish:
         fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
         result = TuneResult(spec.target, tuple(trials.values()), base.baseline, winner, toml_path, wall,
                             tuple(_notes(setup, base, self.search, fresh, decision, wall,
-                                         self.budget.box if self.budget is not None else None)), contributions, setup.language)
+                                         self.budget.box if self.budget is not None else None)), contributions, setup.project.language)
         final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh), needed=self.search.needed)
         document = summary.build(
             setup, result, effects=decision.effects, noise=base.noise, paired=bool(base.references),
@@ -191,11 +191,11 @@ def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
         return None
     cpu = host_cpu()
     try:
-        if setup.language == "CUDA":
+        if setup.project.language == "CUDA":
             compiler = host_side.host_compiler_path(setup)
             compiler_id = answers.ask(("kind", compiler), lambda: portability.compiler_kind(compiler))
         else:
-            compiler, compiler_id = setup.toolchain.path, setup.toolchain.compiler_id
+            compiler, compiler_id = setup.project.toolchain.path, setup.project.toolchain.compiler_id
         resolution = portability.resolve(flags, compiler, compiler_id, cpu, answers)
     except CompileIQError as exc:
         resolution = portability.Resolution(flags, cpu, (), f"kept as they are ({exc})")
@@ -250,18 +250,18 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     return FlagsEntry(
         untested=untested, speedup_from=winner.estimate or "deciding rounds",
         untested_flags=_as_written(untested_flags(winner.flagset, contributions), after),
-        target=spec.target, language=setup.language, arch=setup.cuda_arch,
-        compiler_id=setup.toolchain.compiler_id, compiler_version=setup.toolchain.version,
-        flags=written, acf_sha256=acf_sha256, build_type=setup.build_type, device=setup.device,
-        compute_capability=setup.compute_capability, metric=spec.metric.label,
+        target=spec.target, language=setup.project.language, arch=setup.devices.cuda_arch,
+        compiler_id=setup.project.toolchain.compiler_id, compiler_version=setup.project.toolchain.version,
+        flags=written, acf_sha256=acf_sha256, build_type=setup.project.build_type, device=setup.devices.device,
+        compute_capability=setup.devices.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better,
         workloads=tuple(shlex.join(w.workload) for w in winner.workloads),
         baseline=tuple(round(statistics.median(w.baseline), 9) for w in winner.workloads),
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4), trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        tool_version=__version__, sources_sha256=setup.sources_sha256, headers=setup.headers,
-        flags_sha256=setup.flags_sha256,
+        tool_version=__version__, sources_sha256=setup.code.sources_sha256, headers=setup.code.headers,
+        flags_sha256=setup.code.flags_sha256,
         replay=setup.replay is not None,
         speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
         workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),
@@ -272,9 +272,9 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
              "kept": c.kept, "reason": c.reason}
             for c in contributions if math.isfinite(c.speedup)
         ),
-        device_lto=parts.device_lto, device_link=setup.device_link if parts.device_lto else (), sources=tuple(sources),
+        device_lto=parts.device_lto, device_link=setup.project.device_link if parts.device_lto else (), sources=tuple(sources),
         tuned_cpu=resolved.cpu if resolved else "", cpu_features=tuple(sorted(features)),
-        arch_scope=spec.arch_scope if setup.language == "CUDA" else "all",
+        arch_scope=spec.arch_scope if setup.project.language == "CUDA" else "all",
         benchmark=bench.relative(bench.argv) if bench else (), pass_regex=spec.pass_regex or "",
         verify=bench.relative(bench.verify) if bench else (),
     )

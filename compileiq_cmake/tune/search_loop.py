@@ -29,7 +29,8 @@ from .lines import progress
 from .bank import Bank
 from .budget import BOX_RESULT, Budget
 from .plan import Plan
-from .setup import FINALISTS, TuneSetup
+from .setup import FINALISTS
+from .tune_setup import TuneSetup
 from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
 
 Log = Callable[[str], None]
@@ -133,7 +134,7 @@ class SearchLoop:
         with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log, budget.stop) as pipeline:
             exhausted = stopped = False
             per_file_due = spec.per_file_budget > 0
-            per_file_possible = per_file_due and setup.language == "CUDA" and len(setup.target.sources_in("CUDA")) > 1
+            per_file_possible = per_file_due and setup.project.language == "CUDA" and len(setup.project.target.sources_in("CUDA")) > 1
             trial_budget = spec.budget
             next_index = len(trials)
             while True:
@@ -252,7 +253,7 @@ def warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
     seeds: list[FlagSet] = []
     for path in setup.spec.warm_start:
         for entry in read_entries(Path(path)):
-            if entry.language != setup.language:
+            if entry.language != setup.project.language:
                 continue
             known = [f for f in entry.flags if any(f in v for d in setup.space.dimensions for v in d.values)]
             try:

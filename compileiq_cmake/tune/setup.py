@@ -10,9 +10,7 @@ import math
 import os
 import re
 import shutil
-import threading
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -24,14 +22,13 @@ from ..flags.fingerprint import FingerprintCache, find_tool
 from ..flags import FlagSpace, family_for_compiler, load_space
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu, visible_gpus
 from ..search.landscape import Landscape
-from ..search.per_file import PerFileContext
 from ..measure.runner import BenchCommand
 from ..measure import kernel_times
 from ..project.nvcc_command import output_file, target_architectures
-from ..execute.build import BuildContext, command_tokens
-from ..execute.executor import ExecutionPlan
+from ..execute.build import command_tokens
 from ..execute.replay import ReplayRunner
 from .tree_pool import TreePool
+from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
 from ..flags.screening import prepare_cuda_space
@@ -39,81 +36,6 @@ from ..model.spec import TuneSpec, compute_capability
 
 Log = Callable[[str], None]
 FINALISTS = 3  # candidates validated against the baseline at the end
-
-
-@dataclass(frozen=True)
-class TuneSetup:
-    spec: TuneSpec
-    state_dir: Path
-    trees: tuple[VariantTree, ...]
-    target: Target
-    language: str
-    toolchain: Toolchain
-    space: FlagSpace
-    cuda_arch: str
-    device: str
-    compute_capability: str
-    build_targets: tuple[str, ...]
-    bench: BenchCommand
-    monitor: GpuMonitor | None
-    artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
-    replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
-    build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
-    # the target's sources and the headers they include (depscan), hashed as the apply does at configure
-    sources_sha256: str = ""
-    headers: tuple[str, ...] = ()  # those headers, relative to the source directory
-    flags_sha256: str = ""  # CMAKE_<LANG>_FLAGS[_<CONFIG>] as _compileiq_flags_sha256 hashes them (the apply checks it)
-    commands_sha256: str = ""  # the target's compile commands in the project's own build (the trial store's key)
-    objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
-    own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # see _own_commands
-    fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
-    gpus: tuple[GpuSlot, ...] = ()  # benchmarks run on these, one run per GPU at a time (several: in parallel)
-    # CUDA static screening: per kept (dimension, value), the kernels whose device code it changes (as the
-    # fingerprints name them); empty when screening did not run. The per-file stage proposes a value for a
-    # file only when it changes one of that file's kernels.
-    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
-    warned: set[str] = field(default_factory=set)  # benchmark warnings already printed (each once per tune)
-    later: "OnDemandTrees | None" = None  # configures the trees only the finalists need when they do
-    device_link: tuple[str, ...] = ()  # a static/object library: the consumer whose device link is measured
-
-    def trees_for(self, n: int) -> tuple[VariantTree, ...]:
-        """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
-        and one for the baseline; the search configured only its own)."""
-        if self.later is not None:
-            self.later.configure(n)
-        return self.trees[:n]
-
-    @property
-    def tools(self) -> tuple[str, ...]:
-        """The programs a build runs (cmake, the compiler): every node that builds needs them (Ray)."""
-        if self.replay is not None:
-            return ()
-        return tuple(t for t in (self.trees[0].cmake, self.toolchain.path) if t and os.path.isabs(t))
-
-    @property
-    def build_context(self) -> BuildContext:
-        """What a build of a flag set needs (execute.build), and nothing else of the tune."""
-        return BuildContext(
-            target=self.spec.target, language=self.language, cuda_arch=self.cuda_arch,
-            build_targets=self.build_targets, sources=self.target.sources, source_dir=self.spec.source_dir,
-            trees=len(self.trees), timeout=self.spec.timeout, own_commands=self.own_commands,
-            fingerprints=self.fingerprints, objects=self.objects, artifacts=self.artifacts,
-            device_link=self.device_link)
-
-    @property
-    def per_file_context(self) -> PerFileContext:
-        """What the per-file stage (search.per_file) needs of this tune."""
-        return PerFileContext(
-            target=self.spec.target, language=self.language, source_dir=self.spec.source_dir,
-            cuda_sources=self.target.sources_in("CUDA"), workloads=self.spec.workloads, space=self.space,
-            nvcc=self.toolchain.path, state_dir=self.state_dir, fingerprints=self.fingerprints,
-            screen_kernels=self.screen_kernels, replay=self.replay is not None)
-
-    @property
-    def execution_plan(self) -> ExecutionPlan:
-        """What an executor of this tune needs (execute.factory)."""
-        return ExecutionPlan(spec=self.spec, bench=self.bench, build=None if self.replay else self.build_context,
-                             replay=self.replay, monitor=self.monitor, gpus=self.gpus, state_dir=self.state_dir)
 
 
 def _recorded_kernel_ns(path: Path) -> dict[str, int]:
@@ -252,14 +174,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         return tuple(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(start, start + n))
 
     first, = new_trees(0, 1)
-    first.write_flags(spec.target, "", "", ())
-    before = _snapshot(spec.source_dir, spec.build_dir)
-    model = first.configure(settings, spec.target, "")  # the project's own build, as the user configured it
-    written = _changed(before, _snapshot(spec.source_dir, spec.build_dir))
-    if written:
-        shown = ", ".join(str(p.relative_to(spec.source_dir)) for p in written[:3]) + (" ..." if len(written) > 3 else "")
-        log(f"compileiq: note: configuring the project writes into its source tree ({shown}); the variant trees "
-            "are configured one at a time")
+    model, written = _own_build(spec, first, settings, log)
     target = model.target(spec.target)
     language = target.primary_language
     if language not in ("CUDA", "CXX", "C"):
@@ -286,39 +201,10 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if unchecked:
         log(f"compileiq: {unchecked}")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
-    fingerprints = None
-    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
-    objects: tuple[Path, ...] = ()
+    fingerprints, screen_kernels, objects = None, {}, ()
     if language == "CUDA":
-        entries = first.compile_commands(target.sources_in("CUDA"), target.name)
-        lto = device_lto_wanted(spec.include_flags, exclude)
-        prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
-                                      spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions(),
-                                      time_limit=spec.time_limit,
-                                      kernel_ns=_recorded_kernel_ns(state_dir / "cupti" / "kernel-times.tsv"))
-        for note in prepared.notes:
-            log(f"compileiq: {note}")
-        if prepared.screen is not None:
-            r = prepared.screen
-            kept = sum(1 for row in r.rows if row.kept)
-            log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
-                f"space {r.points_before} -> {r.points_after} points ({r.summary()})")
-        space = prepared.space
-        if prepared.screen is not None:
-            screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
-                              for r in prepared.screen.rows if r.kept and r.screened}
-        if find_tool("cuobjdump", toolchain.path) is None:
-            log("compileiq: note: device-code fingerprints are off: cuobjdump not found (pip install "
-                "nvidia-cuda-cuobjdump); trials that build the same code are all benchmarked")
-        else:
-            fingerprints = FingerprintCache(toolchain.path, arch=arch)
-            objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
-                            if o is not None and o.resolve().is_relative_to(first.path.resolve()))
-    host_side_asked = language == "CUDA" and host_side_named(spec.include_flags)
-    if not space.dimensions and not host_side_asked:  # host-side dimensions join after the baseline (host_side.py)
-        why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
-        raise UsageError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
-                         "change --include-flags/--exclude-flags")
+        space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, toolchain, arch, space, log)
+    _require_dimensions(spec, space, language)
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
         log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
@@ -332,27 +218,93 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     later = OnDemandTrees(trees, 1, settings, spec.target, language, one_at_a_time=bool(written))
     later.configure(searched)
     bench, owner = _resolve_benchmark(spec, model, trees[0])
-    if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
-        build_targets: tuple[str, ...] = ("all",)
-    elif owner is None:
-        build_targets = ("all",) if str(bench.argv[0]).startswith(str(spec.build_dir)) else (spec.target,)
-    else:
-        build_targets = tuple(dict.fromkeys((spec.target, owner)))
+    build_targets = _build_targets(spec, bench, owner)
     device_link, space = _device_link(spec, target, owner, space, log)
     code = _code_identity(spec, first, target, log)
     own_commands = _own_commands(first, target, language)
     space = _unoptimized_first(space, own_commands, language, log)
     return TuneSetup(
-        spec=spec, state_dir=state_dir, trees=trees, target=target, language=language, toolchain=toolchain,
-        space=space, cuda_arch=arch, device=device, compute_capability=capability,
-        build_targets=build_targets, bench=bench, monitor=GpuMonitor() if language == "CUDA" else None,
-        artifacts=tuple(a.relative_to(trees[0].path) for a in target.artifacts
-                        if a.is_relative_to(trees[0].path)),
-        build_type=first.decisions().config, sources_sha256=code.sources_sha256, headers=code.headers,
-        flags_sha256=first.decisions().flags_sha256, commands_sha256=code.commands_sha256,
-        objects=objects, fingerprints=fingerprints, gpus=gpus, own_commands=own_commands,
-        screen_kernels=screen_kernels, later=later, device_link=device_link,
+        spec=spec, state_dir=state_dir, trees=trees, space=space, bench=bench, later=later,
+        project=ProjectModel(target=target, language=language, toolchain=toolchain, build_targets=build_targets,
+                             build_type=first.decisions().config, objects=objects, own_commands=own_commands,
+                             device_link=device_link,
+                             artifacts=tuple(a.relative_to(trees[0].path) for a in target.artifacts
+                                             if a.is_relative_to(trees[0].path))),
+        devices=Devices(cuda_arch=arch, device=device, compute_capability=capability, gpus=gpus,
+                        monitor=GpuMonitor() if language == "CUDA" else None),
+        code=replace(code, flags_sha256=first.decisions().flags_sha256),
+        fingerprints=fingerprints, screen_kernels=screen_kernels,
     )
+
+
+def _own_build(spec: TuneSpec, first: VariantTree, settings: VariantSettings, log: Log) -> tuple[CodeModel, list[Path]]:
+    """The project's own build, as the user configured it, in the first variant tree; and the files the configure
+    wrote into the source tree (then the variant trees are configured one at a time, said in a note)."""
+    first.write_flags(spec.target, "", "", ())
+    before = _snapshot(spec.source_dir, spec.build_dir)
+    model = first.configure(settings, spec.target, "")
+    written = _changed(before, _snapshot(spec.source_dir, spec.build_dir))
+    if written:
+        shown = ", ".join(str(p.relative_to(spec.source_dir)) for p in written[:3]) + (" ..." if len(written) > 3 else "")
+        log(f"compileiq: note: configuring the project writes into its source tree ({shown}); the variant trees "
+            "are configured one at a time")
+    return model, written
+
+
+def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, toolchain: Toolchain, arch: str, space: FlagSpace,
+                log: Log) -> tuple[FlagSpace, dict[tuple[str, tuple[str, ...]], frozenset[str]], FingerprintCache | None,
+                                   tuple[Path, ...]]:
+    """A CUDA target's space after the probe, the adaptation and the static screening (prepare_cuda_space), the
+    kernels each kept value changes, the device-code fingerprints (None without cuobjdump, said) and the
+    target's object files relative to a variant tree."""
+    fingerprints = None
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+    objects: tuple[Path, ...] = ()
+    exclude = spec.excluded_flags
+    entries = first.compile_commands(target.sources_in("CUDA"), target.name)
+    lto = device_lto_wanted(spec.include_flags, exclude)
+    prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
+                                  spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions(),
+                                  time_limit=spec.time_limit,
+                                  kernel_ns=_recorded_kernel_ns(spec.state_dir / "cupti" / "kernel-times.tsv"))
+    for note in prepared.notes:
+        log(f"compileiq: {note}")
+    if prepared.screen is not None:
+        r = prepared.screen
+        kept = sum(1 for row in r.rows if row.kept)
+        log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
+            f"space {r.points_before} -> {r.points_after} points ({r.summary()})")
+    space = prepared.space
+    if prepared.screen is not None:
+        screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
+                          for r in prepared.screen.rows if r.kept and r.screened}
+    if find_tool("cuobjdump", toolchain.path) is None:
+        log("compileiq: note: device-code fingerprints are off: cuobjdump not found (pip install "
+            "nvidia-cuda-cuobjdump); trials that build the same code are all benchmarked")
+    else:
+        fingerprints = FingerprintCache(toolchain.path, arch=arch)
+        objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
+                        if o is not None and o.resolve().is_relative_to(first.path.resolve()))
+    return space, screen_kernels, fingerprints, objects
+
+
+def _require_dimensions(spec: TuneSpec, space: FlagSpace, language: str) -> None:
+    """Bad input when no dimension is left to search (host-side dimensions asked for join after the baseline:
+    host_side.py)."""
+    if not space.dimensions and not (language == "CUDA" and host_side_named(spec.include_flags)):
+        why = "; ".join(space.dropped[-3:]) or "the include/exclude options leave none"
+        raise UsageError(f"nothing to tune for {spec.target}: no flag dimension is left to search ({why}); "
+                         "change --include-flags/--exclude-flags")
+
+
+def _build_targets(spec: TuneSpec, bench: BenchCommand, owner: str | None) -> tuple[str, ...]:
+    """What a variant build builds: everything when a check runs or the benchmark is not a file of the build
+    tree a target of the project owns; else the target and the benchmark's owner."""
+    if spec.verify or (owner is None and not Path(bench.argv[0]).is_absolute()):
+        return ("all",)
+    if owner is None:
+        return ("all",) if str(bench.argv[0]).startswith(str(spec.build_dir)) else (spec.target,)
+    return tuple(dict.fromkeys((spec.target, owner)))
 
 
 LIBRARY_TYPES = ("STATIC_LIBRARY", "OBJECT_LIBRARY")
@@ -385,29 +337,6 @@ def _device_link(spec: TuneSpec, target: Target, owner: str | None, space: FlagS
     return (), space
 
 
-class OnDemandTrees:
-    """A tune's variant trees, trees[:ready] configured: setup configures the search's own, the rest are
-    configured the first time the finalists need them (a tune whose validation has fewer candidates, or
-    none, never configures them)."""
-
-    def __init__(self, trees: tuple[VariantTree, ...], ready: int, settings: VariantSettings, target: str,
-                 language: str, one_at_a_time: bool) -> None:
-        self._trees, self._ready = trees, ready
-        self._configure = lambda t: t.configure(settings, target, language)
-        self._workers = 1 if one_at_a_time else 0  # a configure that writes into the source tree: one at a time
-        self._lock = threading.Lock()
-
-    def configure(self, n: int) -> None:
-        """Configure trees[ready:n] (those not configured yet)."""
-        with self._lock:
-            todo = self._trees[self._ready:n]
-            if not todo:
-                return
-            with ThreadPoolExecutor(max_workers=self._workers or len(todo)) as pool:
-                list(pool.map(self._configure, todo))
-            self._ready = max(self._ready, n)
-
-
 def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
     """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU);
     --cuda-arch or a placement's architecture relabels it (simulated GPU types)."""
@@ -427,12 +356,11 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
                           pace=_replay_pace())
     version = landscape.compiler_version
     return TuneSetup(
-        spec=spec, state_dir=state_dir, trees=trees,
-        target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()), language="CUDA",
-        toolchain=Toolchain("CUDA", "NVIDIA", version, ""), space=landscape.space(), cuda_arch=arch,
-        device=f"{placement.device if placement else gpu} (REPLAY of {Path(spec.replay).name})", compute_capability=compute_capability(arch),
-        build_targets=(), bench=runner.bench, monitor=None, replay=runner,
-        gpus=gpus,
+        spec=spec, state_dir=state_dir, trees=trees, space=landscape.space(), bench=runner.bench, replay=runner,
+        project=ProjectModel(target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()), language="CUDA",
+                             toolchain=Toolchain("CUDA", "NVIDIA", version, "")),
+        devices=Devices(cuda_arch=arch, compute_capability=compute_capability(arch), gpus=gpus,
+                        device=f"{placement.device if placement else gpu} (REPLAY of {Path(spec.replay).name})"),
     )
 
 
@@ -448,13 +376,6 @@ def _replay_pace() -> float:
     if not (pace >= 0 and math.isfinite(pace)):
         raise UsageError(f"{PACE_VARIABLE}={text!r} is not a factor >= 0 (a replayed run sleeps its recorded time x it)")
     return pace
-
-
-@dataclass(frozen=True)
-class CodeIdentity:
-    sources_sha256: str
-    headers: tuple[str, ...]
-    commands_sha256: str
 
 
 def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) -> CodeIdentity:

@@ -15,12 +15,13 @@ from ..project.cmake_project import VariantTree
 from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
 from ..flags.fingerprint import DeviceFingerprint
 from ..measure.runner import Runner
+from ..model.events import as_stream
 from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..search.search import INVALID_LOSS
 from ..decide.stats import relative_spread
 from ..execute.build import build_variant as _build_variant, command_problem, device_code as _device_code
 from ..execute.build import same_code  # noqa: F401 (named here too)
-from .setup import TuneSetup
+from .tune_setup import TuneSetup
 
 Log = Callable[[str], None]
 PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
@@ -55,10 +56,10 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
                      build_seconds=build.seconds, wall_seconds=build.seconds, failure=build.failure)
     m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference, after_first) if after_first else \
         runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
-    for warning in getattr(m, "warnings", ()):
-        if warning not in setup.warned and log is not None:
-            setup.warned.add(warning)
-            log(f"compileiq: warning: {warning}")
+    if log is not None:
+        stream = as_stream(log)  # the tune's stream: each warning once per tune
+        for warning in getattr(m, "warnings", ()):
+            stream.warning_once(warning)
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
                  build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None))

@@ -1,0 +1,143 @@
+"""What setup makes of a tune, in typed parts: the tuned target as CMake builds it (ProjectModel), what the
+trials measure besides the flags (CodeIdentity), where the benchmarks run (Devices), the variant trees, the
+flag space and the benchmark. Each stage takes the parts it uses; the properties hand the executors and the
+per-file stage their own contexts."""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..execute.build import BuildContext
+from ..execute.executor import ExecutionPlan
+from ..execute.replay import ReplayRunner
+from ..flags import FlagSpace
+from ..flags.fingerprint import FingerprintCache
+from ..measure.gpu import GpuMonitor, GpuSlot
+from ..measure.runner import BenchCommand
+from ..model.spec import TuneSpec
+from ..project.cmake_project import VariantSettings, VariantTree
+from ..project.file_api import Target, Toolchain
+from ..search.per_file import PerFileContext
+
+
+@dataclass(frozen=True)
+class ProjectModel:
+    """The tuned target as the project's own build makes it (File API, compile_commands.json)."""
+
+    target: Target
+    language: str
+    toolchain: Toolchain
+    build_targets: tuple[str, ...] = ()  # what a variant build builds (the target, the benchmark's owner, or all)
+    build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
+    artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
+    objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
+    own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # source -> its own compile flags
+    device_link: tuple[str, ...] = ()  # a static/object library: the consumer whose device link is measured
+
+
+@dataclass(frozen=True)
+class CodeIdentity:
+    """What the trials measure besides the flags: the target's sources and the project headers they include
+    (depscan), hashed as the apply does at configure; the project's flags; the target's compile commands."""
+
+    sources_sha256: str = ""
+    headers: tuple[str, ...] = ()  # those headers, relative to the source directory
+    commands_sha256: str = ""  # the target's compile commands in the project's own build (the trial store's key)
+    flags_sha256: str = ""  # CMAKE_<LANG>_FLAGS[_<CONFIG>] as _compileiq_flags_sha256 hashes them (the apply checks it)
+
+
+@dataclass(frozen=True)
+class Devices:
+    """Where the benchmarks run: the CUDA architecture built, the device's name and compute capability, the
+    GPU monitor (CUDA), and the GPUs measured on (one run per GPU at a time; several: in parallel)."""
+
+    cuda_arch: str = ""
+    device: str = ""
+    compute_capability: str = ""
+    monitor: GpuMonitor | None = None
+    gpus: tuple[GpuSlot, ...] = ()
+
+
+class OnDemandTrees:
+    """A tune's variant trees, trees[:ready] configured: setup configures the search's own, the rest are
+    configured the first time the finalists need them (a tune whose validation has fewer candidates, or
+    none, never configures them)."""
+
+    def __init__(self, trees: tuple[VariantTree, ...], ready: int, settings: VariantSettings, target: str,
+                 language: str, one_at_a_time: bool) -> None:
+        self._trees, self._ready = trees, ready
+        self._configure = lambda t: t.configure(settings, target, language)
+        self._workers = 1 if one_at_a_time else 0  # a configure that writes into the source tree: one at a time
+        self._lock = threading.Lock()
+
+    def configure(self, n: int) -> None:
+        """Configure trees[ready:n] (those not configured yet)."""
+        with self._lock:
+            todo = self._trees[self._ready:n]
+            if not todo:
+                return
+            with ThreadPoolExecutor(max_workers=self._workers or len(todo)) as pool:
+                list(pool.map(self._configure, todo))
+            self._ready = max(self._ready, n)
+
+
+@dataclass(frozen=True)
+class TuneSetup:
+    spec: TuneSpec
+    state_dir: Path
+    trees: tuple[VariantTree, ...]
+    project: ProjectModel
+    devices: Devices
+    space: FlagSpace
+    bench: BenchCommand
+    code: CodeIdentity = CodeIdentity()
+    replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
+    fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
+    # CUDA static screening: per kept (dimension, value), the kernels whose device code it changes (as the
+    # fingerprints name them); empty when screening did not run. The per-file stage proposes a value for a
+    # file only when it changes one of that file's kernels.
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
+    later: OnDemandTrees | None = None  # configures the trees only the finalists need when they do
+
+    def trees_for(self, n: int) -> tuple[VariantTree, ...]:
+        """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
+        and one for the baseline; the search configured only its own)."""
+        if self.later is not None:
+            self.later.configure(n)
+        return self.trees[:n]
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        """The programs a build runs (cmake, the compiler): every node that builds needs them (Ray)."""
+        if self.replay is not None:
+            return ()
+        return tuple(t for t in (self.trees[0].cmake, self.project.toolchain.path) if t and os.path.isabs(t))
+
+    @property
+    def build_context(self) -> BuildContext:
+        """What a build of a flag set needs (execute.build), and nothing else of the tune."""
+        return BuildContext(
+            target=self.spec.target, language=self.project.language, cuda_arch=self.devices.cuda_arch,
+            build_targets=self.project.build_targets, sources=self.project.target.sources, source_dir=self.spec.source_dir,
+            trees=len(self.trees), timeout=self.spec.timeout, own_commands=self.project.own_commands,
+            fingerprints=self.fingerprints, objects=self.project.objects, artifacts=self.project.artifacts,
+            device_link=self.project.device_link)
+
+    @property
+    def per_file_context(self) -> PerFileContext:
+        """What the per-file stage (search.per_file) needs of this tune."""
+        return PerFileContext(
+            target=self.spec.target, language=self.project.language, source_dir=self.spec.source_dir,
+            cuda_sources=self.project.target.sources_in("CUDA"), workloads=self.spec.workloads, space=self.space,
+            nvcc=self.project.toolchain.path, state_dir=self.state_dir, fingerprints=self.fingerprints,
+            screen_kernels=self.screen_kernels, replay=self.replay is not None)
+
+    @property
+    def execution_plan(self) -> ExecutionPlan:
+        """What an executor of this tune needs (execute.factory)."""
+        return ExecutionPlan(spec=self.spec, bench=self.bench, build=None if self.replay else self.build_context,
+                             replay=self.replay, monitor=self.devices.monitor, gpus=self.devices.gpus, state_dir=self.state_dir)
