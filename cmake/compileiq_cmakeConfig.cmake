@@ -89,28 +89,8 @@ set(COMPILEIQ_PYTHONPATH "${_compileiq_pythonpath}" CACHE INTERNAL
 unset(_compileiq_python)
 unset(_compileiq_pythonpath)
 
-# _compileiq_python_command(<out-var>)
-#   Stores in <out-var> the command line (a list) that runs the Python
-#   package: [<cmake> -E env PYTHONPATH=<dir>] <python> -P -m compileiq_cmake. -P (Python >= 3.11): the
-#   working directory (a configure run from the source tree) is not put on the module path, so a
-#   compileiq_cmake/ folder or a stdlib-named file (difflib.py) of the user's tree is never imported.
-function(_compileiq_python_command out)
-  if(NOT COMPILEIQ_PYTHON)
-    message(FATAL_ERROR "compileiq: no Python 3.11 or newer interpreter was "
-      "found; set COMPILEIQ_PYTHON to one that can run compileiq_cmake.")
-  endif()
-  set(cmd "")
-  if(COMPILEIQ_PYTHONPATH)
-    # Keep the PYTHONPATH of the configure's environment (it may hold the dependencies).
-    set(pythonpath "${COMPILEIQ_PYTHONPATH}")
-    if(NOT "$ENV{PYTHONPATH}" STREQUAL "")
-      string(APPEND pythonpath ":$ENV{PYTHONPATH}")
-    endif()
-    list(APPEND cmd "${CMAKE_COMMAND}" -E env "PYTHONPATH=${pythonpath}")
-  endif()
-  list(APPEND cmd "${COMPILEIQ_PYTHON}" -P -m compileiq_cmake)
-  set(${out} "${cmd}" PARENT_SCOPE)
-endfunction()
+# _compileiq_python_command(<out-var>), the command line that runs the package with these two
+# variables, is in CompileIQCommon.cmake (included by CompileIQ.cmake).
 
 include("${CMAKE_CURRENT_LIST_DIR}/CompileIQ.cmake")
 

@@ -1,10 +1,15 @@
-# Version file of the compileiq_cmake package (no configure step).  The one
-# version source is __version__ in the Python package's __init__.py (the wheel's
-# metadata reads it too): beside this directory in an installed package
-# (<site-packages>/compileiq_cmake/{__init__.py,cmake/}), or in compileiq_cmake/
-# of a source checkout.  Same rules as write_basic_package_version_file(...
-# COMPATIBILITY SameMajorVersion): any requested version with major 0 and not
-# newer than this one is compatible; the package is architecture independent.
+#[=======================================================================[.rst:
+compileiq_cmakeConfigVersion
+----------------------------
+
+Version file of the compileiq_cmake package (no configure step).  The one
+version source is __version__ in the Python package's __init__.py (the wheel's
+metadata reads it too): beside this directory in an installed package
+(<site-packages>/compileiq_cmake/{__init__.py,cmake/}), or in compileiq_cmake/
+of a source checkout.  Same rules as write_basic_package_version_file(...
+COMPATIBILITY SameMajorVersion): any requested version with major 0 and not
+newer than this one is compatible; the package is architecture independent.
+#]=======================================================================]
 
 set(PACKAGE_VERSION "")
 foreach(_compileiq_init IN ITEMS "${CMAKE_CURRENT_LIST_DIR}/../__init__.py"

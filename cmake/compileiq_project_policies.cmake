@@ -7,7 +7,8 @@ Internal to ``compileiq_cmake``: included first by each entry module (:module:`C
 records the including project's policy settings that decide how a tuned entry can be applied:
 
 * ``CMP0105`` (global property ``_compileiq_project_cmp0105``): whether CMake passes link options to the
-  device link step, where device LTO's ``-dlto`` must go (``_compileiq_device_lto_refusal``).
+  device link step, where device LTO's ``-dlto`` must go (``_compileiq_device_lto_refusal``, ``CompileIQLTO.cmake``,
+  which includes this file too).
 
 The first include wins: the project's settings at its first ``project()`` (top-level includes) or
 ``find_package(compileiq_cmake)``.

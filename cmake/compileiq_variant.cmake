@@ -59,7 +59,7 @@ endif()
 set_property(GLOBAL PROPERTY _compileiq_apply_scheduled TRUE)
 
 # CUDA architecture options removed from a command-line string such as CMAKE_CUDA_FLAGS
-# (_compileiq_strip_arch_options, CompileIQ.cmake).
+# (_compileiq_strip_arch_options, CompileIQArch.cmake).
 function(_compileiq_strip_arch_string var)
   separate_arguments(args UNIX_COMMAND "${${var}}")
   set(before "${args}")
