@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -89,151 +89,193 @@ class SearchLoop:
                    for t in trials.values())
 
     def run(self) -> SearchOutcome:
-        setup, executor, store, log, base, started = self.setup, self.executor, self.store, self.log, self.base, self.started
-        spec, budget = setup.spec, self.budget
-        lower = spec.metric.lower_is_better
-        base_of = base.base_of
-        runner, runners, references, noise = base.runner, base.runners, base.references, base.noise
+        setup, log, base = self.setup, self.log, self.base
+        spec = setup.spec
         trials: dict[str, Trial] = {base.baseline.flagset.key: base.baseline, **base.restored}
         search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=warm_start(setup, log),
                             prior=self.prior)
         for trial in trials.values():
-            search.tell(trial.flagset, loss(trial, base_of(trial), lower))
-        confirmations = max(0, len(runners) - 1)
-        budget.measured_by(len(runners), bool(references))
-        plan = self._replan(trials, confirmations)
-        if plan is not None:
-            log(f"compileiq: {plan.describe()}")
-        progress(setup, log, base.baseline, base.baseline, trials, started, budget=budget)
-
-        def measure(index: int, tree: VariantTree, flagset: FlagSet, build: BuildResult, on: Runner | None,
-                    known: dict[str, Trial]) -> Trial:
-            """A built trial measured on `on` (None for a failed build: nothing runs), with more runs when close
-            to the best of the trials finished when it was submitted."""
-            if on is None:
-                return run_trial(runner, setup, tree, index, flagset, build, None, log)
-            reference = references.get(on.gpu.device if on.gpu is not None else "")  # this GPU's paired build
-            trial = run_trial(on, setup, tree, index, flagset, build, reference, log)
-            trial = replace(trial, gpu=on.gpu.device) if len(runners) > 1 else trial
-            floor = noise
-            if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
-                paired, n = noise_of_pairs(known.values())
-                floor = paired if n >= 3 else noise
-            return measure_more_if_promising(on, setup, tree, trial, base_of, known, floor, reference,
-                                             budget.may_extend if budget.bounded else None)
-
-        needed = 0.0
-        step_seconds: dict[str, float] = {}
-        overhead = 0.0
-        loop_trials = cancelled = 0
+            search.tell(trial.flagset, self._loss(trial))
+        state = _Loop(trials, search, spec.budget, len(trials), max(0, len(base.runners) - 1),
+                      per_file_due=spec.per_file_budget > 0,
+                      per_file_possible=spec.per_file_budget > 0 and setup.project.language == "CUDA"
+                      and len(setup.project.target.sources_in("CUDA")) > 1)
+        self.budget.measured_by(len(base.runners), bool(base.references))
+        state.plan = self._replan(trials, state.confirmations)
+        if state.plan is not None:
+            log(f"compileiq: {state.plan.describe()}")
+        progress(setup, log, base.baseline, base.baseline, trials, self.started, budget=self.budget)
+        measuring = list(base.runners.values()) if len(base.runners) > 1 else [base.runner]
         loop_started = time.perf_counter()
-        measuring = list(runners.values()) if len(runners) > 1 else [runner]
-        per_file_plan: per_file.Plan | None = None
-        deferred: list[FlagSet] = []  # asked, then cancelled for a bank's validation: submitted again first
-        banking: Trial | None = None  # an obvious win waiting for the conveyor to drain, then validated
-        with Pipeline(setup.trees[:spec.workers], executor.build, measuring, measure, log, budget.stop) as pipeline:
-            exhausted = stopped = False
-            per_file_due = spec.per_file_budget > 0
-            per_file_possible = per_file_due and setup.project.language == "CUDA" and len(setup.project.target.sources_in("CUDA")) > 1
-            trial_budget = spec.budget
-            next_index = len(trials)
+        with Pipeline(setup.trees[:spec.workers], self.executor.build, measuring, self._measure, log,
+                      self.budget.stop) as pipeline:
             while True:
-                budget.check()
-                ahead = lookahead(trials.values(), len(measuring), spec.workers)  # asks as late as the GPUs allow
-                while banking is None and not (exhausted or stopped) and pipeline.has_free_tree \
-                        and pipeline.pending < ahead and len(trials) + pipeline.pending < trial_budget:
-                    if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), base, lower):
-                        log(f"compileiq: suite: nothing to gain: the prior predicted no value faster and none of "
-                            f"{plural(len(trials), 'trial')} beat the project's own build by {100 * base.min_gain:.2f}%; "
-                            "the search stops early (its time goes to the suite's other targets)")
-                        stopped = True
-                        break
-                    candidate = self._candidate(trials)
-                    if not budget.search_open(pipeline.pending, trials, candidate):
-                        if len(trials) + pipeline.pending == len(base.restored) + 1 and budget.needed:
-                            needed = budget.needed
-                        dropped = pipeline.cancel(budget.queued_fit(trials, candidate))
-                        under_way = pipeline.pending - dropped
-                        log(f"compileiq: time box: the search stops after {plural(len(trials) - 1 + under_way, 'trial')}"
-                            + (f" ({dropped} queued cancelled: the plan has no room for them)" if dropped else "")
-                            + f": the rest of {budget.limit_text()} ({budget.remaining():.0f} s) is kept for "
-                            + (f"the finalists ({plan.finish.describe()})" if candidate and plan is not None else
-                               "the trials under way and the validation of what they find (no candidate yet)"))
-                        stopped = True
-                        break
-                    flagset = deferred.pop(0) if deferred else search.ask()
-                    if flagset is None:
-                        exhausted = True
-                        break
-                    why = search.proposed_by(flagset) if isinstance(search, FlagSearch) else None
-                    if why:
-                        as_stream(log).info(f"trial {next_index} ({flagset.describe()}) is proposed by {why}",
-                                            prior=True, trial=next_index, flags=list(flagset.flags))
-                    pipeline.submit(next_index, flagset, trials)
-                    next_index += 1
+                self.budget.check()
+                self._fill(state, pipeline, lookahead(trials.values(), len(measuring), spec.workers))
                 if not pipeline.pending:
-                    if banking is not None:  # the conveyor is idle: the win is validated (and written) now
-                        self.bank.validate(banking, trials)
-                        banking = None
-                        plan = self._replan(trials, confirmations)
+                    if self._idle(state):
                         continue
-                    if per_file_due and not stopped:  # the global search is over: per-file flags on top of its best
-                        per_file_due = False
-                        if exhausted:
-                            log("compileiq: every point of the flag space has been tried")
-                        per_file_plan = per_file.plan(replace(setup.per_file_context, prior=self.prior), setup.trees[0],
-                                                      executor.build, runner,
-                                                      trials, lambda t: loss(t, base_of(t), lower), spec.per_file_budget, log)
-                        if per_file_plan is not None and per_file_plan.proposals:
-                            store.save_result("per_file", per_file_plan.as_dict())
-                            search = per_file.Proposals(list(per_file_plan.proposals))
-                            trial_budget = len(trials) + len(search)
-                            exhausted = False
-                            continue
-                        exhausted = False  # said above
-                    elif per_file_due and per_file_possible:
-                        log("compileiq: note: per-file stage skipped: the time limit was reached during the search")
                     break
-                done = pipeline.next()
-                trial = finished_trial(done)
-                if trial.status is Status.CANCELLED:  # says nothing of its flags: not stored, not told
-                    cancelled += 1
-                    if banking is not None and not budget.stop.reason():
-                        deferred.append(trial.flagset)
-                    continue
-                store.save(trial)
-                trials[trial.flagset.key] = trial
-                store.save_result(BOX_RESULT, budget.record())
-                search.tell(trial.flagset, loss(trial, base_of(trial), lower))
-                plan = self._replan(trials, confirmations)
-                progress(setup, log, trial, base_of(trial), trials, started, pipeline.in_flight.describe(),
-                         trial_budget + (spec.per_file_budget if per_file_due and per_file_possible else 0), budget=budget)
-                overhead += done.driver_seconds
-                for step, seconds in done.build.steps:
-                    step_seconds[step] = step_seconds.get(step, 0.0) + seconds
-                loop_trials += 1
-                if self.bank is not None and banking is None and not stopped and self.bank.due(trial):
-                    banking = trial
-                    held = pipeline.cancel(0)
-                    if held:
-                        log(f"compileiq: bank: {plural(held, 'queued trial')} held back until the win is validated")
-            if exhausted and not isinstance(search, per_file.Proposals):
+                self._finished(state, pipeline)
+            if state.exhausted and not isinstance(state.search, per_file.Proposals):
                 log("compileiq: every point of the flag space has been tried")
-        if cancelled:
-            budget.cut(f"{plural(cancelled, 'search trial')} cancelled in flight (no room left in the plan)")
-        timings = LoopTimings(time.perf_counter() - started, time.perf_counter() - loop_started, loop_trials, overhead,
-                              tuple(step_seconds.items()))
+        if state.cancelled:
+            self.budget.cut(f"{plural(state.cancelled, 'search trial')} cancelled in flight (no room left in the plan)")
+        timings = LoopTimings(time.perf_counter() - self.started, time.perf_counter() - loop_started, state.loop_trials,
+                              state.overhead, tuple(state.step_seconds.items()))
+        self._said(trials, timings)
+        return SearchOutcome(trials, state.per_file_plan, timings, state.needed)
+
+    def _loss(self, trial: Trial) -> float:
+        return loss(trial, self.base.base_of(trial), self.setup.spec.metric.lower_is_better)
+
+    def _measure(self, index: int, tree: VariantTree, flagset: FlagSet, build: BuildResult, on: Runner | None,
+                 known: dict[str, Trial]) -> Trial:
+        """A built trial measured on `on` (None for a failed build: nothing runs), with more runs when close
+        to the best of the trials finished when it was submitted (the conveyor's measuring step)."""
+        setup, base, log = self.setup, self.base, self.log
+        if on is None:
+            return run_trial(base.runner, setup, tree, index, flagset, build, None, log)
+        reference = base.references.get(on.gpu.device if on.gpu is not None else "")  # this GPU's paired build
+        trial = run_trial(on, setup, tree, index, flagset, build, reference, log)
+        trial = replace(trial, gpu=on.gpu.device) if len(base.runners) > 1 else trial
+        floor = base.noise
+        if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
+            paired, n = noise_of_pairs(known.values())
+            floor = paired if n >= 3 else base.noise
+        return measure_more_if_promising(on, setup, tree, trial, base.base_of, known, floor, reference,
+                                         self.budget.may_extend if self.budget.bounded else None)
+
+    def _fill(self, state: _Loop, pipeline: Pipeline, ahead: int) -> None:
+        """Submit proposals while a tree is free and the conveyor holds fewer than `ahead` (asked as late as the
+        GPUs allow), the budget's plan has room and the source has more; says why the search stops."""
+        log, budget, spec, trials = self.log, self.budget, self.setup.spec, state.trials
+        while state.banking is None and not (state.exhausted or state.stopped) and pipeline.has_free_tree \
+                and pipeline.pending < ahead and len(trials) + pipeline.pending < state.trial_budget:
+            if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), self.base, spec.metric.lower_is_better):
+                log(f"compileiq: suite: nothing to gain: the prior predicted no value faster and none of "
+                    f"{plural(len(trials), 'trial')} beat the project's own build by {100 * self.base.min_gain:.2f}%; "
+                    "the search stops early (its time goes to the suite's other targets)")
+                state.stopped = True
+                return
+            candidate = self._candidate(trials)
+            if not budget.search_open(pipeline.pending, trials, candidate):
+                if len(trials) + pipeline.pending == len(self.base.restored) + 1 and budget.needed:
+                    state.needed = budget.needed
+                dropped = pipeline.cancel(budget.queued_fit(trials, candidate))
+                under_way = pipeline.pending - dropped
+                log(f"compileiq: time box: the search stops after {plural(len(trials) - 1 + under_way, 'trial')}"
+                    + (f" ({dropped} queued cancelled: the plan has no room for them)" if dropped else "")
+                    + f": the rest of {budget.limit_text()} ({budget.remaining():.0f} s) is kept for "
+                    + (f"the finalists ({state.plan.finish.describe()})" if candidate and state.plan is not None else
+                       "the trials under way and the validation of what they find (no candidate yet)"))
+                state.stopped = True
+                return
+            flagset = state.deferred.pop(0) if state.deferred else state.search.ask()
+            if flagset is None:
+                state.exhausted = True
+                return
+            why = state.search.proposed_by(flagset) if isinstance(state.search, FlagSearch) else None
+            if why:
+                as_stream(log).info(f"trial {state.next_index} ({flagset.describe()}) is proposed by {why}",
+                                    prior=True, trial=state.next_index, flags=list(flagset.flags))
+            pipeline.submit(state.next_index, flagset, trials)
+            state.next_index += 1
+
+    def _idle(self, state: _Loop) -> bool:
+        """The conveyor is empty: a win waiting is validated (and written) now, or the global search's source is
+        drained and the per-file stage's proposals become the next source. Whether the loop goes on."""
+        setup, log, spec = self.setup, self.log, self.setup.spec
+        if state.banking is not None:
+            self.bank.validate(state.banking, state.trials)
+            state.banking = None
+            state.plan = self._replan(state.trials, state.confirmations)
+            return True
+        if state.per_file_due and not state.stopped:  # the global search is over: per-file flags on top of its best
+            state.per_file_due = False
+            if state.exhausted:
+                log("compileiq: every point of the flag space has been tried")
+            state.exhausted = False
+            state.per_file_plan = per_file.plan(replace(setup.per_file_context, prior=self.prior), setup.trees[0],
+                                                self.executor.build, self.base.runner, state.trials, self._loss,
+                                                spec.per_file_budget, log)
+            if state.per_file_plan is not None and state.per_file_plan.proposals:
+                self.store.save_result("per_file", state.per_file_plan.as_dict())
+                state.search = per_file.Proposals(list(state.per_file_plan.proposals))
+                state.trial_budget = len(state.trials) + len(state.search)
+                return True
+        elif state.per_file_due and state.per_file_possible:
+            log("compileiq: note: per-file stage skipped: the time limit was reached during the search")
+        return False
+
+    def _finished(self, state: _Loop, pipeline: Pipeline) -> None:
+        """The conveyor's next finished trial: stored at once, told to the search, the plan and the progress
+        line brought up to date; an obvious win holds the queue back for the bank."""
+        spec, trials = self.setup.spec, state.trials
+        done = pipeline.next()
+        trial = finished_trial(done)
+        if trial.status is Status.CANCELLED:  # says nothing of its flags: not stored, not told
+            state.cancelled += 1
+            if state.banking is not None and not self.budget.stop.reason():
+                state.deferred.append(trial.flagset)
+            return
+        self.store.save(trial)
+        trials[trial.flagset.key] = trial
+        self.store.save_result(BOX_RESULT, self.budget.record())
+        state.search.tell(trial.flagset, self._loss(trial))
+        state.plan = self._replan(trials, state.confirmations)
+        progress(self.setup, self.log, trial, self.base.base_of(trial), trials, self.started,
+                 pipeline.in_flight.describe(),
+                 state.trial_budget + (spec.per_file_budget if state.per_file_due and state.per_file_possible else 0),
+                 budget=self.budget)
+        state.overhead += done.driver_seconds
+        for step, seconds in done.build.steps:
+            state.step_seconds[step] = state.step_seconds.get(step, 0.0) + seconds
+        state.loop_trials += 1
+        if self.bank is not None and state.banking is None and not state.stopped and self.bank.due(trial):
+            state.banking = trial
+            held = pipeline.cancel(0)
+            if held:
+                self.log(f"compileiq: bank: {plural(held, 'queued trial')} held back until the win is validated")
+
+    def _said(self, trials: dict[str, Trial], timings: LoopTimings) -> None:
+        """The search's stage result: trials, valid ones, seconds and the best before validation."""
         valid = [t for t in trials.values() if t.valid]
-        best = min(valid, key=lambda t: loss(t, base_of(t), lower)) if valid else None
-        speedup = math.exp(-loss(best, base_of(best), lower)) if best is not None else None
-        as_stream(log).stage_result(
+        best = min(valid, key=self._loss) if valid else None
+        speedup = math.exp(-self._loss(best)) if best is not None else None
+        as_stream(self.log).stage_result(
             "search", f"search: {plural(len(trials), 'trial')} ({len(valid)} valid) in {timings.search_seconds:.1f} s"
             + (f"; best {speedup:.3f}x before validation ({best.flagset.describe()})" if best is not None and
                not best.flagset.is_baseline else "; only the project's own build was measured" if len(trials) <= 1
                else "; none was faster than the project's own build"),
             trials=len(trials), valid=len(valid), seconds=timings.search_seconds,
             best=list(best.flagset.flags) if best is not None else None, speedup=speedup)
-        return SearchOutcome(trials, per_file_plan, timings, needed)
+
+
+@dataclass
+class _Loop:
+    """The search loop's own state while it runs (mutable; one per run): the trials, the source of proposals
+    (the global search, then the per-file stage's proposals) and how many it may give, the loop's flags and
+    counters."""
+
+    trials: dict[str, Trial]
+    search: FlagSearch | per_file.Proposals
+    trial_budget: int
+    next_index: int
+    confirmations: int
+    per_file_due: bool = False
+    per_file_possible: bool = False
+    plan: Plan | None = None
+    exhausted: bool = False
+    stopped: bool = False
+    needed: float = 0.0
+    cancelled: int = 0
+    loop_trials: int = 0
+    overhead: float = 0.0
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    per_file_plan: per_file.Plan | None = None
+    deferred: list[FlagSet] = field(default_factory=list)  # asked, then cancelled for a bank's validation: first again
+    banking: Trial | None = None  # an obvious win waiting for the conveyor to drain, then validated
 
 
 def nothing_to_gain(after: int, prior: SpacePrior | None, trials, base: Baselines, lower: bool = True) -> bool:

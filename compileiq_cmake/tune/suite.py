@@ -26,7 +26,6 @@ The screening and probe caches are the user's (flags.probe.user_cache_dir), shar
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -35,7 +34,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -44,7 +43,6 @@ from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
 from ..measure.gpu import visible_gpus
 from ..model.events import Event, EventStream, as_stream
-from ..model.records import TuneResult
 from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
 from ..model.timebox import Stop
@@ -52,42 +50,10 @@ from ..model.wording import plural
 from ..results import suite_summary
 from ..system.writable import check_creatable
 from .orchestration import run_tune, tune_on_cluster
+from .suite_state import TargetOutcome, _load_state, _save_state, state_path, tree_stamp
 from .tree_pool import POOL_FOLDER, TreePool
 
 Log = Callable[[str], None]
-STATE_VERSION = 1
-
-
-@dataclass(frozen=True)
-class TargetOutcome:
-    """One target of a suite: what became of it."""
-
-    target: str
-    status: str  # "tuned" (an entry written), "no gain", "failed", "skipped" (no time left), "excluded"
-    reason: str = ""
-    speedup: float | None = None
-    ci: tuple[float, float] | None = None
-    flags: tuple[str, ...] = ()
-    trials: int = 0
-    seconds: float = 0.0
-    allotted: float | None = None  # its share of the suite's time limit (None: no limit)
-    language: str = ""
-    resumed: bool = False  # kept from an earlier run of the same suite
-    device_seconds: float = 0.0  # targets in flight together: the seconds its runs held a GPU (or the host)
-    waited_seconds: float = 0.0  # seconds it waited for slots other targets held (not charged to its share)
-
-    @staticmethod
-    def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
-        w = result.winner
-        if w is None and result.needed:  # its runs make its share useless: its time went back at once
-            return TargetOutcome(target, "skipped", result.notes[0] if result.notes else
-                                 f"needs about {result.needed:.0f} s", trials=len(result.trials), seconds=seconds,
-                                 allotted=allotted, language=result.language)
-        if w is None:
-            return TargetOutcome(target, "no gain", "no flag set beat the project's own build significantly",
-                                 trials=len(result.trials), seconds=seconds, allotted=allotted, language=result.language)
-        return TargetOutcome(target, "tuned", "", w.geomean_speedup, (w.geomean_ci_low, w.geomean_ci_high),
-                             tuple(w.flagset.flags), len(result.trials), seconds, allotted, result.language)
 
 
 def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float, jobs: int = 1,
@@ -103,57 +69,6 @@ def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor:
     capacity = remaining * min(jobs, 1 + len(rest) + in_flight) - held
     share = max(0.0, capacity) * target.priority / weights
     return max(floor_of(target), min(share, remaining, remaining - sum(floor_of(t) for t in rest) / jobs))
-
-
-def state_path(suite: Suite, build_dir: Path) -> Path:
-    key = hashlib.sha256(str(suite.path).encode()).hexdigest()[:12]
-    return build_dir / "compileiq" / f"suite-{key}.json"
-
-
-def tree_stamp(source_dir: Path, skip: tuple[Path, ...]) -> str:
-    """A digest of every file's path, size and modification time under the project (build trees and .git
-    left out): a resumed suite keeps its finished targets only when nothing changed since."""
-    h = hashlib.sha256()
-    skip_s = tuple(str(p) for p in skip)
-    for root, dirs, files in os.walk(source_dir):
-        dirs[:] = sorted(d for d in dirs if d != ".git" and not str(Path(root) / d).startswith(skip_s))
-        for name in sorted(files):
-            try:
-                st = (Path(root) / name).stat()
-            except OSError:
-                continue
-            h.update(f"{Path(root, name).relative_to(source_dir)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
-
-
-def _load_state(path: Path, stamp: str, log: Log) -> dict[str, TargetOutcome]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    if doc.get("version") != STATE_VERSION:
-        return {}
-    if doc.get("stamp") != stamp:
-        as_stream(log).note("suite: the project changed since the earlier, unfinished run of this suite: its "
-                            "finished targets are tuned again (each tune's trial store decides what is reused)",
-                            stage="suite")
-        return {}
-    out = {}
-    for row in doc.get("finished", []):
-        try:
-            row = {**row, "ci": tuple(row["ci"]) if row.get("ci") else None, "flags": tuple(row.get("flags", ()))}
-            out[row["target"]] = TargetOutcome(**row)
-        except (TypeError, KeyError):
-            continue
-    return out
-
-
-def _save_state(path: Path, finished: dict[str, TargetOutcome], stamp: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": STATE_VERSION, "stamp": stamp,
-                               "finished": [asdict(o) for o in finished.values()]}, indent=1))
-    os.replace(tmp, path)
 
 
 SUITE_FOLDER = "compileiq/suite"  # targets in flight together: a state folder each (trees, store, logs)
@@ -264,78 +179,30 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
                 log: Log, time_limit: float | None, build_dir: Path, report_dir: Path | None,
                 json_summary: Path | None, jobs: int, cluster: RayCluster | None) -> list[TargetOutcome]:
     stream = as_stream(log)
-    floors = sum(suite.floor(t) for t in suite.ordered)
     jobs = max(1, min(jobs, len(suite.ordered)))
-    if time_limit is not None and time_limit < floors / jobs:
-        raise UsageError(f"--time-limit {time_limit:g} s is less than the floors of the suite's "
-                         f"{plural(len(suite.ordered), 'target')} ({floors:g} s in all"
-                         + (f", {floors / jobs:g} s with {jobs} at a time" if jobs > 1 else "")
-                         + "); raise it or lower min_seconds")
-    started = time.perf_counter()
-    state = state_path(suite, build_dir)
+    _check_floors(suite, time_limit, jobs)
     source = next(iter(specs.values())).source_dir
     stamp = tree_stamp(source, (build_dir,))
-    finished = _load_state(state, stamp, log)
+    state = state_path(suite, build_dir)
+    run = _SuiteRun(suite, specs, make_spec, log, stream, time_limit, jobs, cluster, state, stamp,
+                    _load_state(state, stamp, log),
+                    Scheduler(build_slots=max(s.workers for s in specs.values())),  # every target's builds share --workers
+                    TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER) if jobs > 1 else None)
     order = list(suite.ordered)
     stream.info(f"suite {suite.path.name}: {plural(len(order), 'target')}"
                 + (f", {jobs} at a time sharing the build slots and every GPU (one scheduler)" if jobs > 1 else "")
                 + (f", --time-limit {time_limit:g} s shared out by priority (floor {suite.min_seconds:g} s)"
                    if time_limit else ", no time limit")
-                + (f"; {plural(len([t for t in order if t.name in finished]), 'target')} finished in an earlier run "
-                   "of this suite (kept)" if any(t.name in finished for t in order) else ""), stage="suite",
+                + (f"; {plural(len([t for t in order if t.name in run.finished]), 'target')} finished in an earlier run "
+                   "of this suite (kept)" if any(t.name in run.finished for t in order) else ""), stage="suite",
                 jobs=jobs)
-    workers = max(s.workers for s in specs.values())
-    scheduler = Scheduler(build_slots=workers)  # every target's builds share this machine's --workers
-    tree_pool = TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER) if jobs > 1 else None
-    outcomes: dict[str, TargetOutcome] = {}
-    saving = threading.Lock()
-
-    def tune(k: int, target: SuiteTarget, allotted: float | None) -> None:
-        spec = make_spec(target, allotted) if allotted else specs[target.name]
-        target_log: Log | EventStream = log
-        scheduler.join(target, suite.floor(target))
-        lease = Lease(scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
-        if jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
-            spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}",
-                           workers=max(1, math.ceil(spec.workers / jobs)))
-            target_log = _target_stream(stream, target.name, scheduler)
-        t0 = time.perf_counter()
-        deadline = started + time_limit if time_limit else math.inf  # no target outlives the suite's box
-        try:
-            result = tune_on_cluster(spec, target_log, cluster, lease, tree_pool, stop, deadline)[0] \
-                if cluster is not None else run_tune(spec, target_log, lease=lease, pool=tree_pool, stop=stop,
-                                                     deadline=deadline)
-        except UsageError:
-            raise
-        except CompileIQError as exc:
-            outcome = TargetOutcome(target.name, "failed", str(exc).splitlines()[0][:300],
-                                    seconds=time.perf_counter() - t0, allotted=allotted)
-            stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
-        else:
-            outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
-        outcome = replace(outcome, device_seconds=round(scheduler.slots.device_use(target.name)[0], 3),
-                          waited_seconds=round(scheduler.slots.waited(target.name), 3))
-        with saving:
-            outcomes[target.name] = outcome
-            finished[target.name] = outcome
-            _save_state(state, finished, stamp)
-
-    stop = Stop()  # the suite's interrupt: every target's stop token has it as its parent
-    allotted_at: dict[Future, tuple[float, float]] = {}  # a target in flight: its share, its start
-
-    def held() -> tuple[float, int]:
-        """What the targets in flight still hold of their shares, and how many they are."""
-        now = time.perf_counter()
-        live = [(a, t0) for f, (a, t0) in allotted_at.items() if not f.done()]
-        return sum(max(0.0, a - (now - t0)) for a, t0 in live), len(live)
-
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compileiq-suite")
     running: list[Future] = []
     try:
         for k, target in enumerate(order):
-            if target.name in finished:
-                outcomes[target.name] = replace(finished[target.name], resumed=True)
-                stream.info(f"suite: {target.name}: finished in an earlier run ({finished[target.name].status}); "
+            if target.name in run.finished:
+                run.outcomes[target.name] = replace(run.finished[target.name], resumed=True)
+                stream.info(f"suite: {target.name}: finished in an earlier run ({run.finished[target.name].status}); "
                             "kept", stage="suite")
                 continue
             while len([f for f in running if not f.done()]) >= jobs:  # a target starts when one in flight ends
@@ -343,48 +210,134 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
             for f in [f for f in running if f.done()]:
                 f.result()  # a UsageError of a target ends the suite
                 running.remove(f)
-            allotted = None
-            if time_limit:
-                remaining = time_limit - (time.perf_counter() - started)
-                rest = [t for t in order[k + 1:] if t.name not in finished]
-                floor = suite.floor(target)
-                holding, in_flight = held()
-                allotted = allot(remaining, target, rest, suite.min_seconds, jobs, holding, in_flight)
-                setup = scheduler.setup_estimate()  # a share below what a setup takes would only overrun the box
-                need = SETUP_MARGIN * setup if setup is not None else 0.0
-                if need and need > allotted:
-                    allotted = min(remaining, need)
-                if remaining < max(floor, need) or allotted <= 0:
-                    why = (f"{remaining:.0f} s of the suite's time were left, below its floor of {floor:g} s"
-                           if remaining < floor else
-                           f"{remaining:.0f} s of the suite's time were left, less than {SETUP_MARGIN:g} x the "
-                           f"{setup:.0f} s the setup and baseline of the targets before it took (median)")
-                    outcomes[target.name] = TargetOutcome(target.name, "skipped", why, allotted=max(0.0, remaining))
-                    stream.note(f"suite: {target.name} skipped: {outcomes[target.name].reason}", stage="suite")
-                    continue
-            if allotted:
-                allotted = float(max(1, math.floor(allotted)))  # whole seconds: its lines say "--time-limit 89 s"
+            allotted = run.share(k, target, order)
+            if allotted is not None and allotted <= 0:
+                continue  # skipped (said)
             stream.info(f"suite: target {k + 1} of {len(order)}: {target.name}"
                         + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""), stage="suite",
                         target=target.name)
-            running.append(pool.submit(tune, k, target, allotted))
-            allotted_at[running[-1]] = (allotted or 0.0, time.perf_counter())
+            running.append(pool.submit(run.tune, target, allotted))
+            run.allotted_at[running[-1]] = (allotted or 0.0, time.perf_counter())
         for f in running:
             f.result()
     except KeyboardInterrupt:
-        _interrupt(stop, running, stream)
+        _interrupt(run.stop, running, stream)
         raise
     finally:
         pool.shutdown(wait=True)
     state.unlink(missing_ok=True)  # the suite is complete: a later run tunes every target again (from its store)
-    rows = [outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
+    rows = [run.outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
             for t in suite.targets]
-    wall = time.perf_counter() - started
-    shared = {"jobs": jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
+    _summarize(suite, rows, run, build_dir, report_dir, json_summary)
+    return rows
+
+
+def _check_floors(suite: Suite, time_limit: float | None, jobs: int) -> None:
+    """Bad input when the suite's time cannot give every target its floor."""
+    floors = sum(suite.floor(t) for t in suite.ordered)
+    if time_limit is not None and time_limit < floors / jobs:
+        raise UsageError(f"--time-limit {time_limit:g} s is less than the floors of the suite's "
+                         f"{plural(len(suite.ordered), 'target')} ({floors:g} s in all"
+                         + (f", {floors / jobs:g} s with {jobs} at a time" if jobs > 1 else "")
+                         + "); raise it or lower min_seconds")
+
+
+@dataclass
+class _SuiteRun:
+    """One run of a suite (mutable, shared by the targets' threads under `saving`): what every target's tune
+    shares (the scheduler, the tree pool, the stop token, the suite's clock) and what the run has found."""
+
+    suite: Suite
+    specs: dict[str, TuneSpec]
+    make_spec: Callable[[SuiteTarget, float | None], TuneSpec]
+    log: Log
+    stream: EventStream
+    time_limit: float | None
+    jobs: int
+    cluster: RayCluster | None
+    state: Path
+    stamp: object
+    finished: dict[str, TargetOutcome]  # this run's and an earlier run's finished targets (the state file)
+    scheduler: Scheduler
+    tree_pool: TreePool | None
+    started: float = field(default_factory=time.perf_counter)
+    stop: Stop = field(default_factory=Stop)  # the suite's interrupt: every target's stop token has it as parent
+    outcomes: dict[str, TargetOutcome] = field(default_factory=dict)
+    allotted_at: dict[Future, tuple[float, float]] = field(default_factory=dict)  # in flight: its share, its start
+    saving: threading.Lock = field(default_factory=threading.Lock)
+
+    def held(self) -> tuple[float, int]:
+        """What the targets in flight still hold of their shares, and how many they are."""
+        now = time.perf_counter()
+        live = [(a, t0) for f, (a, t0) in self.allotted_at.items() if not f.done()]
+        return sum(max(0.0, a - (now - t0)) for a, t0 in live), len(live)
+
+    def share(self, k: int, target: SuiteTarget, order: list[SuiteTarget]) -> float | None:
+        """The seconds `target` gets of the suite's time (None: no time limit); 0 when it is skipped (said,
+        and its outcome recorded): the time left is below its floor or below what a setup takes."""
+        if not self.time_limit:
+            return None
+        remaining = self.time_limit - (time.perf_counter() - self.started)
+        rest = [t for t in order[k + 1:] if t.name not in self.finished]
+        floor = self.suite.floor(target)
+        holding, in_flight = self.held()
+        allotted = allot(remaining, target, rest, self.suite.min_seconds, self.jobs, holding, in_flight)
+        setup = self.scheduler.setup_estimate()  # a share below what a setup takes would only overrun the box
+        need = SETUP_MARGIN * setup if setup is not None else 0.0
+        if need and need > allotted:
+            allotted = min(remaining, need)
+        if remaining < max(floor, need) or allotted <= 0:
+            why = (f"{remaining:.0f} s of the suite's time were left, below its floor of {floor:g} s"
+                   if remaining < floor else
+                   f"{remaining:.0f} s of the suite's time were left, less than {SETUP_MARGIN:g} x the "
+                   f"{setup:.0f} s the setup and baseline of the targets before it took (median)")
+            self.outcomes[target.name] = TargetOutcome(target.name, "skipped", why, allotted=max(0.0, remaining))
+            self.stream.note(f"suite: {target.name} skipped: {self.outcomes[target.name].reason}", stage="suite")
+            return 0.0
+        return float(max(1, math.floor(allotted)))  # whole seconds: its lines say "--time-limit 89 s"
+
+    def tune(self, target: SuiteTarget, allotted: float | None) -> None:
+        """One target's tune in its share (a thread of the suite's pool); its outcome saved at once."""
+        spec = self.make_spec(target, allotted) if allotted else self.specs[target.name]
+        target_log: Log | EventStream = self.log
+        self.scheduler.join(target, self.suite.floor(target))
+        lease = Lease(self.scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
+        if self.jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
+            spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}",
+                           workers=max(1, math.ceil(spec.workers / self.jobs)))
+            target_log = _target_stream(self.stream, target.name, self.scheduler)
+        t0 = time.perf_counter()
+        deadline = self.started + self.time_limit if self.time_limit else math.inf  # no target outlives the box
+        try:
+            result = tune_on_cluster(spec, target_log, self.cluster, lease, self.tree_pool, self.stop, deadline)[0] \
+                if self.cluster is not None else run_tune(spec, target_log, lease=lease, pool=self.tree_pool,
+                                                          stop=self.stop, deadline=deadline)
+        except UsageError:
+            raise
+        except CompileIQError as exc:
+            outcome = TargetOutcome(target.name, "failed", str(exc).splitlines()[0][:300],
+                                    seconds=time.perf_counter() - t0, allotted=allotted)
+            self.stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
+        else:
+            outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
+        outcome = replace(outcome, device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
+                          waited_seconds=round(self.scheduler.slots.waited(target.name), 3))
+        with self.saving:
+            self.outcomes[target.name] = outcome
+            self.finished[target.name] = outcome
+            _save_state(self.state, self.finished, self.stamp)
+
+
+def _summarize(suite: Suite, rows: list[TargetOutcome], run: _SuiteRun, build_dir: Path, report_dir: Path | None,
+               json_summary: Path | None) -> None:
+    """The suite's table, its HTML report and (asked) its JSON summary, with how the targets shared the slots."""
+    stream, scheduler = run.stream, run.scheduler
+    wall = time.perf_counter() - run.started
+    shared = {"jobs": run.jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
               "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
-    if tree_pool is not None:  # how many variant trees the suite configured, and how often one served another target
-        shared["trees"] = {"pool": tree_pool.configured(), "lent_again": tree_pool.lent_again}
-    doc = suite_summary.build(suite, rows, time_limit, wall, shared)
+    if run.tree_pool is not None:  # how many variant trees the suite configured, and how often one served another
+        shared["trees"] = {"pool": run.tree_pool.configured(), "lent_again": run.tree_pool.lent_again}
+    doc = suite_summary.build(suite, rows, run.time_limit, wall, shared)
     for line in suite_summary.table(doc):
         stream(line)  # a table row: printed as it is
     report = (report_dir or build_dir / "compileiq") / "suite-report.html"
@@ -393,7 +346,6 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
     if json_summary is not None:
         suite_summary.write_whole(json_summary, json.dumps(doc, indent=1) + "\n")
         stream.info(f"wrote the suite summary {json_summary}", stage="suite")
-    return rows
 
 
 def _interrupt(stop: Stop, running: list[Future], stream: EventStream) -> None:
