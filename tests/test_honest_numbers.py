@@ -181,7 +181,7 @@ def test_show_says_the_untested_flags_and_where_the_numbers_come_from(tmp_path, 
     from test_result_file import make_entry  # noqa: PLC0415
 
     from compileiq_cmake.results.toml_io import write_entry
-    from compileiq_cmake.ui.cli import _show
+    from compileiq_cmake.ui.inspect import show_command as _show
 
     toml = tmp_path / "compileiq.toml"
     flags = ("--use_fast_math", "-Xptxas=-O1", "--restrict")

@@ -325,17 +325,20 @@ def test_a_suite_killed_with_sigkill_mid_way_resumes_its_targets_in_flight_from_
 def test_the_scheduler_ranks_by_expected_gain_per_second_after_each_targets_floor():
     """Within its floor a target comes first; after it, the prior's prediction for its first trials or the
     best its search has shown (the larger), times its priority, per second of its runs."""
-    from compileiq_cmake.model.events import Event
+    from compileiq_cmake.model.events import Event, PriorPrediction, SearchProgress
     from compileiq_cmake.tune.suite import Scheduler
 
     s = Scheduler()
     for name, priority, floor in (("promising", 1.0, 0.0), ("flat", 1.0, 0.0), ("urgent", 2.0, 0.0), ("new", 1.0, 3600.0)):
         s.join(SuiteTarget(name, {}, priority=priority), floor)
-    s.heard("promising", Event("info", "prior: ...", data={"predicted_speedup": 1.5}))
-    s.heard("flat", Event("progress", "[  3/30] ...", data={"best": 1.01}))
-    s.heard("urgent", Event("progress", "[  3/30] ...", data={"best": 1.01}))
+    s.heard("promising", Event("info", "prior: ...", data={"predicted_speedup": 1.5}, payload=PriorPrediction(1.5)))
+    s.heard("flat", Event("progress", "[  3/30] ...", data={"best": 1.01}, payload=SearchProgress(1.01)))
+    s.heard("urgent", Event("progress", "[  3/30] ...", data={"best": 1.01}, payload=SearchProgress(1.01)))
     assert s.rank("new") > s.rank("promising") > s.rank("urgent") > s.rank("flat") > 0
-    s.heard("flat", Event("progress", "[  9/30] ...", data={"best": 2.0}))  # its search found a big one
+    before = s.rank("flat")
+    s.heard("flat", Event("progress", "[  9/30] best 9.000x", data={"best": 9.0}))  # no typed payload: no move
+    assert s.rank("flat") == pytest.approx(before)
+    s.heard("flat", Event("progress", "[  9/30] ...", data={"best": 2.0}, payload=SearchProgress(2.0)))  # its search found a big one
     assert s.rank("flat") > s.rank("promising")
 
 
@@ -345,15 +348,15 @@ def test_the_scheduler_learns_how_long_a_targets_setup_takes_from_its_first_tria
     targets: the suite gives no target less than 1.5 x that (it would only overrun the box)."""
     import time as _time
 
-    from compileiq_cmake.model.events import Event
+    from compileiq_cmake.model.events import Event, PriorPrediction, SearchProgress
     from compileiq_cmake.tune.suite import Scheduler
 
     s = Scheduler()
     assert s.setup_estimate() is None
     s.join(SuiteTarget("a", {}), 0.0)
     _time.sleep(0.05)
-    s.heard("a", Event("progress", "[  1/30] ...", data={"best": 1.0}))
-    s.heard("a", Event("progress", "[  2/30] ...", data={"best": 1.1}))  # only the first line counts
+    s.heard("a", Event("progress", "[  1/30] ...", data={"best": 1.0}, payload=SearchProgress(1.0)))
+    s.heard("a", Event("progress", "[  2/30] ...", data={"best": 1.1}, payload=SearchProgress(1.1)))  # only the first line counts
     assert 0.05 <= s.setup_estimate() < 1.0
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..project.nvcc_command import tokens
-from .fingerprint import _run_cuobjdump, _unique, find_cuobjdump, parse_res_usage
+from .fingerprint import find_cuobjdump, parse_res_usage, run_cuobjdump, unique_name
 from .screen_compile import COMPILE_TIMEOUT, cubin_command
 
 # SASS opcode (the mnemonic before its first ".") -> instruction class. Unlisted opcodes (moves, predicates,
@@ -143,7 +143,7 @@ def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:
             continue
         m = _FUNCTION.match(raw)
         if m:
-            name = _unique(f"{arch}:{m.group(1)}", seen)
+            name = unique_name(f"{arch}:{m.group(1)}", seen)
             counts[name] = Counter()
             calls[name] = 0
             continue
@@ -178,11 +178,11 @@ def file_features(path: Path, nvcc_path: str | None = None, arch: str = "") -> l
     """The functions of one cubin, object, library or executable (only `arch`'s code when it has some)."""
     cuobjdump = find_cuobjdump(nvcc_path)
     if arch:
-        dump = _run_cuobjdump(cuobjdump, f"-arch sm_{arch} -sass -res-usage", Path(path))
+        dump = run_cuobjdump(cuobjdump, f"-arch sm_{arch} -sass -res-usage", Path(path))
         found = parse_sass(dump, f"sm_{arch}") if dump else []
         if found:
             return found
-    dump = _run_cuobjdump(cuobjdump, "-sass -res-usage", Path(path))
+    dump = run_cuobjdump(cuobjdump, "-sass -res-usage", Path(path))
     return parse_sass(dump, "") if dump else []
 
 

@@ -104,7 +104,7 @@ def find_cuobjdump(nvcc_path: str | None = None) -> Path:
     return found
 
 
-def _run_cuobjdump(cuobjdump: Path, option: str, path: Path) -> str | None:
+def run_cuobjdump(cuobjdump: Path, option: str, path: Path) -> str | None:
     proc = subprocess.run([str(cuobjdump), *option.split(), str(path)], capture_output=True, text=True,
                           check=False, timeout=600)
     if proc.returncode != 0:
@@ -115,7 +115,7 @@ def _run_cuobjdump(cuobjdump: Path, option: str, path: Path) -> str | None:
     return proc.stdout
 
 
-def _unique(name: str, seen: dict[str, int]) -> str:
+def unique_name(name: str, seen: dict[str, int]) -> str:
     seen[name] = seen.get(name, 0) + 1
     return name if seen[name] == 1 else f"{name}#{seen[name]}"
 
@@ -151,7 +151,7 @@ def parse_elf(text: str) -> list[tuple[str, str, int]]:
         for name, code in texts.items():
             words = sum(len(ln.split()) for ln in code if ln.startswith("0x"))
             digest = hashlib.sha256("\n".join([*code, "rela", *relas.get(name, [])]).encode()).hexdigest()
-            out.append((_unique(f"{arch}:{name}", seen), digest, words // 4))  # 128-bit instructions
+            out.append((unique_name(f"{arch}:{name}", seen), digest, words // 4))  # 128-bit instructions
         texts.clear()
         relas.clear()
 
@@ -191,7 +191,7 @@ def parse_res_usage(text: str, default_arch: str) -> dict[str, dict[str, int]]:
             continue
         m_func = _RES_FUNCTION.match(raw)
         if m_func:
-            name = _unique(f"{arch}:{m_func.group(1)}", seen)
+            name = unique_name(f"{arch}:{m_func.group(1)}", seen)
             continue
         if name is not None and "REG:" in raw:
             out[name] = {k: int(v) for k, v in _RES_FIELD.findall(raw)}
@@ -208,10 +208,10 @@ def fingerprint(path: Path | str, nvcc_path: str | None = None, arch: str = "") 
     if not path.is_file():
         raise CompileIQError(f"cannot fingerprint {path}: no such file")
     cuobjdump = find_cuobjdump(nvcc_path)
-    dump = _run_cuobjdump(cuobjdump, f"-arch sm_{arch} -elf -res-usage", path) if arch else None
+    dump = run_cuobjdump(cuobjdump, f"-arch sm_{arch} -elf -res-usage", path) if arch else None
     functions = parse_elf(dump) if dump else []
     if not functions:
-        dump = _run_cuobjdump(cuobjdump, "-elf -res-usage", path)
+        dump = run_cuobjdump(cuobjdump, "-elf -res-usage", path)
         if dump is None:
             return DeviceFingerprint.of([])
         functions = parse_elf(dump)

@@ -24,6 +24,24 @@ _PROGRESS = re.compile(r"^\[\s*\d+/\d+\]")  # a trial's line: "[  3/30] #2 ..."
 
 
 @dataclass(frozen=True)
+class SearchProgress:
+    """A tune's trial finished: the best speed-up its search has measured so far (a suite's scheduler ranks
+    the target by it)."""
+
+    best: float
+
+
+@dataclass(frozen=True)
+class PriorPrediction:
+    """The learned prior's prediction of a tune's first trials (the scheduler's rank before they speak)."""
+
+    speedup: float
+
+
+Payload = SearchProgress | PriorPrediction  # what a subscriber acts on, typed (`data` is what the line says)
+
+
+@dataclass(frozen=True)
 class Event:
     kind: str  # one of KINDS
     text: str  # one line, without the "compileiq: " prefix and without the kind's "note: " / "warning: "
@@ -31,6 +49,7 @@ class Event:
     data: Mapping[str, Any] = field(default_factory=dict)  # what the line says, typed, for the summary and tests
     at: float = field(default_factory=time.time)
     bare: bool = False  # printed as it is, without "compileiq: " (the final table's rows, blank lines)
+    payload: Payload | None = None  # for subscribers that act on the event (never parsed from its text)
 
     def line(self) -> str:
         """The line as the console prints it: progress and bare lines as they are, the others after
@@ -72,11 +91,12 @@ class EventStream:
                 subscriber(event)
         return event
 
-    def _make(self, kind: str, text: str, stage: str, data: Mapping[str, Any], bare: bool = False) -> Event:
-        return self.emit(Event(kind, text, stage or self.stage, dict(data), bare=bare))
+    def _make(self, kind: str, text: str, stage: str, data: Mapping[str, Any], bare: bool = False,
+              payload: Payload | None = None) -> Event:
+        return self.emit(Event(kind, text, stage or self.stage, dict(data), bare=bare, payload=payload))
 
-    def info(self, text: str, *, stage: str = "", **data: Any) -> Event:
-        return self._make("info", text, stage, data)
+    def info(self, text: str, *, stage: str = "", payload: Payload | None = None, **data: Any) -> Event:
+        return self._make("info", text, stage, data, payload=payload)
 
     def note(self, text: str, *, stage: str = "", **data: Any) -> Event:
         return self._make("note", text, stage, data)
@@ -92,8 +112,8 @@ class EventStream:
             self._warned.add(text)
         return self.warning(text, stage=stage, **data)
 
-    def progress(self, text: str, *, stage: str = "", **data: Any) -> Event:
-        return self._make("progress", text, stage, data)
+    def progress(self, text: str, *, stage: str = "", payload: Payload | None = None, **data: Any) -> Event:
+        return self._make("progress", text, stage, data, payload=payload)
 
     def detail(self, text: str, *, stage: str = "", **data: Any) -> Event:
         return self._make("detail", text, stage, data)

@@ -108,6 +108,7 @@ class VariantSettings:
     config: str = ""  # multi-config generators: the one configuration the variant trees have and build
     user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
     user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
+    cmake_version: tuple[int, int] = (0, 0)  # `cmake --version`, asked once (from_user_tree); (0, 0): not asked
 
     @staticmethod
     def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
@@ -136,8 +137,9 @@ class VariantSettings:
         elif lacks_build_type(cache, generator):
             cache["CMAKE_BUILD_TYPE"] = ("STRING", DEFAULT_BUILD_TYPE)
             notes.append(f"no CMAKE_BUILD_TYPE in the user's build tree: tuning a {DEFAULT_BUILD_TYPE} build")
-        return VariantSettings(source_dir=source_dir, cmake=find_cmake(user), generator=generator, cache=cache,
-                               cuda_arch=cuda_arch, config=chosen,
+        cmake = find_cmake(user)
+        return VariantSettings(source_dir=source_dir, cmake=cmake, generator=generator, cache=cache,
+                               cuda_arch=cuda_arch, config=chosen, cmake_version=cmake_version(cmake),
                                user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
                                user_includes=user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1]), notes
 
@@ -265,7 +267,7 @@ class VariantTree:
                   timeout: float = CONFIGURE_TIMEOUT) -> file_api.CodeModel:
         """Configure the tree (the initial cache from the user's settings, the trial fragment, the file API
         query); stopped with everything it started after `timeout` seconds. The code model it wrote."""
-        if cmake_version(self.cmake) < (3, 24):
+        if (settings.cmake_version if settings.cmake_version != (0, 0) else cmake_version(self.cmake)) < (3, 24):
             raise UsageError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.fragment.is_file():

@@ -31,8 +31,11 @@ Log = Callable[[str], None]
 
 def host_compiler_path(setup: TuneSetup) -> str:
     """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of the tree, else the c++ nvcc finds on PATH (g++)."""
-    cache = read_cache(setup.trees[0].path)
-    path = cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
+    if setup.tools is not None:  # found once in setup
+        path = setup.tools.host_compiler
+    else:
+        cache = read_cache(setup.trees[0].path)
+        path = cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
     if not path:
         raise CompileIQError("no host compiler found (CMAKE_CUDA_HOST_COMPILER is empty and g++ is not on PATH)")
     return path

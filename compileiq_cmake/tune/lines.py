@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ..model.events import as_stream
+from ..model.events import SearchProgress, as_stream
 from ..model.records import Trial, TuneResult
 from ..results.summary import gpu_tune, harmful_effects
 from ..model.spec import TuneSpec
@@ -52,7 +52,8 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         f"[{len(trials):>3}/{budget_trials}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""),
-        trial=trial.index, trials=len(trials), budget=budget_trials, best=best_speedup, valid=trial.valid)
+        trial=trial.index, trials=len(trials), budget=budget_trials, best=best_speedup, valid=trial.valid,
+        payload=SearchProgress(best_speedup))
 
 
 def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:

@@ -64,7 +64,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
             tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(
                 spec, log, placement, gpu_here=cluster is None and not os.environ.get(SIMULATE_VARIABLE), tree_pool=pool)
             if cluster:
-                cluster.cluster.check_shared(state_dir, tune_setup.tools)
+                cluster.cluster.check_shared(state_dir, tune_setup.programs)
             _check_replacement(tune_setup)
             store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.devices.cuda_arch,
                                 f"{tune_setup.project.toolchain.compiler_id} {tune_setup.project.toolchain.version}",

@@ -16,7 +16,7 @@ import numpy as np
 from ..flags.features import FEATURE_NAMES, TargetFeatures, target_features
 from ..model.errors import CompileIQError
 from ..model.records import Trial
-from ..model.events import as_stream
+from ..model.events import PriorPrediction, as_stream
 from ..model.wording import plural
 from ..results.prior_store import LocalPrior, learning_off, prior_dir
 from ..results.store import TrialStore
@@ -122,7 +122,8 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
         f"{plural(sum(len(d.values) - 1 for d in setup.space.dimensions), 'value')}; "
         + (f"first trials from it: {'; '.join(firsts)}" if firsts else "it predicts no value faster: its order only")
         + "; single-flag changes in order of predicted effect",
-        predicted_speedup=math.exp(best))  # a suite's scheduler ranks a target by it before its trials speak
+        predicted_speedup=math.exp(best),
+        payload=PriorPrediction(math.exp(best)))  # a suite's scheduler ranks a target by it before its trials speak
     return PriorUse(sp, features, n_family, n_local)
 
 

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..project import depscan
-from ..project.cmake_project import VariantSettings, VariantTree
+from ..project.cmake_project import VariantSettings, VariantTree, read_cache
 from ..model.errors import CompileIQError, UsageError
 from ..project.file_api import CodeModel, Target, Toolchain
-from ..flags.fingerprint import FingerprintCache, find_tool
+from ..flags.fingerprint import FingerprintCache
 from ..flags import FlagSpace, family_for_compiler, load_space
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu, visible_gpus
 from ..search.landscape import Landscape
@@ -28,7 +28,7 @@ from ..project.nvcc_command import output_file, target_architectures
 from ..execute.build import command_tokens
 from ..execute.replay import ReplayRunner
 from .tree_pool import TreePool
-from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, TuneSetup
+from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
 from ..flags.screening import prepare_cuda_space
@@ -201,9 +201,10 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if unchecked:
         log(f"compileiq: {unchecked}")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
+    tools = Tools.found(settings.cmake, settings.cmake_version, language, toolchain.path, read_cache(first.path))
     fingerprints, screen_kernels, objects = None, {}, ()
     if language == "CUDA":
-        space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, toolchain, arch, space, log)
+        space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, tools, arch, space, log)
     _require_dimensions(spec, space, language)
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
@@ -233,7 +234,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         devices=Devices(cuda_arch=arch, device=device, compute_capability=capability, gpus=gpus,
                         monitor=GpuMonitor() if language == "CUDA" else None),
         code=replace(code, flags_sha256=first.decisions().flags_sha256),
-        fingerprints=fingerprints, screen_kernels=screen_kernels,
+        fingerprints=fingerprints, screen_kernels=screen_kernels, tools=tools,
     )
 
 
@@ -251,7 +252,7 @@ def _own_build(spec: TuneSpec, first: VariantTree, settings: VariantSettings, lo
     return model, written
 
 
-def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, toolchain: Toolchain, arch: str, space: FlagSpace,
+def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools, arch: str, space: FlagSpace,
                 log: Log) -> tuple[FlagSpace, dict[tuple[str, tuple[str, ...]], frozenset[str]], FingerprintCache | None,
                                    tuple[Path, ...]]:
     """A CUDA target's space after the probe, the adaptation and the static screening (prepare_cuda_space), the
@@ -263,7 +264,7 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, toolchain: T
     exclude = spec.excluded_flags
     entries = first.compile_commands(target.sources_in("CUDA"), target.name)
     lto = device_lto_wanted(spec.include_flags, exclude)
-    prepared = prepare_cuda_space(space, entries, toolchain.path, arch, spec.build_dir, spec.target,
+    prepared = prepare_cuda_space(space, entries, tools.compiler, arch, spec.build_dir, spec.target,
                                   spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions(),
                                   time_limit=spec.time_limit,
                                   kernel_ns=_recorded_kernel_ns(spec.state_dir / "cupti" / "kernel-times.tsv"))
@@ -278,11 +279,11 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, toolchain: T
     if prepared.screen is not None:
         screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
                           for r in prepared.screen.rows if r.kept and r.screened}
-    if find_tool("cuobjdump", toolchain.path) is None:
+    if tools.cuobjdump is None:
         log("compileiq: note: device-code fingerprints are off: cuobjdump not found (pip install "
             "nvidia-cuda-cuobjdump); trials that build the same code are all benchmarked")
     else:
-        fingerprints = FingerprintCache(toolchain.path, arch=arch)
+        fingerprints = FingerprintCache(tools.compiler, arch=arch)
         objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
                         if o is not None and o.resolve().is_relative_to(first.path.resolve()))
     return space, screen_kernels, fingerprints, objects

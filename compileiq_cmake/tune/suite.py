@@ -42,7 +42,7 @@ from ..model.errors import CompileIQError, UsageError
 from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
 from ..measure.gpu import visible_gpus
-from ..model.events import Event, EventStream, as_stream
+from ..model.events import Event, EventStream, PriorPrediction, SearchProgress, as_stream
 from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
 from ..model.timebox import Stop
@@ -103,8 +103,8 @@ class Scheduler:
 
     def heard(self, target: str, event: Event) -> None:
         """A target's event: its trials' progress moves its rank."""
-        best = event.data.get("best") if event.kind == "progress" else None
-        predicted = event.data.get("predicted_speedup")
+        best = event.payload.best if isinstance(event.payload, SearchProgress) else None
+        predicted = event.payload.speedup if isinstance(event.payload, PriorPrediction) else None
         with self._lock:
             p = self._targets.get(target)
             if p is None:

@@ -6,6 +6,7 @@ per-file stage their own contexts."""
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from ..execute.build import BuildContext
 from ..execute.executor import ExecutionPlan
 from ..execute.replay import ReplayRunner
 from ..flags import FlagSpace
-from ..flags.fingerprint import FingerprintCache
+from ..flags.fingerprint import FingerprintCache, find_tool
 from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.runner import BenchCommand
 from ..model.spec import TuneSpec
@@ -62,6 +63,33 @@ class Devices:
     gpus: tuple[GpuSlot, ...] = ()
 
 
+@dataclass(frozen=True)
+class Tools:
+    """The external programs of one tune, found once in setup and handed to what runs them: cmake (with its
+    version, so no configure asks it again), the tuned language's compiler, cuobjdump (the device-code
+    fingerprints; None when it is not installed) and the host compiler nvcc uses."""
+
+    cmake: str
+    cmake_version: tuple[int, int]
+    compiler: str = ""  # the tuned language's compiler (nvcc for CUDA)
+    cuobjdump: Path | None = None  # CUDA: beside nvcc or on PATH; None: not found (fingerprints are off, said)
+    host_compiler: str = ""  # CUDA: CMAKE_CUDA_HOST_COMPILER, else PATH's g++ or c++ ("" when none)
+
+    @staticmethod
+    def found(cmake: str, cmake_version: tuple[int, int], language: str, compiler: str,
+              cache: dict[str, tuple[str, str]]) -> Tools:
+        """The tools of a tune of `language` built by `compiler`, from the variant tree's CMake cache."""
+        if language != "CUDA":
+            return Tools(cmake, cmake_version, compiler)
+        host = cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
+        return Tools(cmake, cmake_version, compiler, find_tool("cuobjdump", compiler), host)
+
+    @property
+    def programs(self) -> tuple[str, ...]:
+        """The programs a build runs (cmake, the compiler), by absolute path: every node that builds needs them."""
+        return tuple(t for t in (self.cmake, self.compiler) if t and os.path.isabs(t))
+
+
 class OnDemandTrees:
     """A tune's variant trees, trees[:ready] configured: setup configures the search's own, the rest are
     configured the first time the finalists need them (a tune whose validation has fewer candidates, or
@@ -102,6 +130,7 @@ class TuneSetup:
     # file only when it changes one of that file's kernels.
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     later: OnDemandTrees | None = None  # configures the trees only the finalists need when they do
+    tools: Tools | None = None  # the external programs, found once (None: a replay runs none)
 
     def trees_for(self, n: int) -> tuple[VariantTree, ...]:
         """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
@@ -111,11 +140,9 @@ class TuneSetup:
         return self.trees[:n]
 
     @property
-    def tools(self) -> tuple[str, ...]:
+    def programs(self) -> tuple[str, ...]:
         """The programs a build runs (cmake, the compiler): every node that builds needs them (Ray)."""
-        if self.replay is not None:
-            return ()
-        return tuple(t for t in (self.trees[0].cmake, self.project.toolchain.path) if t and os.path.isabs(t))
+        return () if self.replay is not None or self.tools is None else self.tools.programs
 
     @property
     def build_context(self) -> BuildContext:

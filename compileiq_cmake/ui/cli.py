@@ -20,9 +20,9 @@ from ..results.cmake_entries import cmake_entries
 from ..results.toml_io import read_entries
 from ..tune.orchestration import run_ray_tune, run_tune
 from .console import Console
-from .inspect import _Visible, _prior, _show, _space, _trials
+from .inspect import Visible, prior_command, show_command, space_command, trials_command
 from .parser import PROG, _spec_from_args, build_parser
-from .suite_command import _suite, _suite_args
+from .suite_command import suite_args, suite_command
 
 # Exit status per kind of error (the first class the error is an instance of). Every kind exits 2 as the
 # README documents ("exit status 2 and one line on stderr"); `check` exits 1 on its own (a gate that fails).
@@ -50,7 +50,7 @@ def _events(args: argparse.Namespace) -> EventStream:
 
 def main(argv: list[str] | None = None) -> int:
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Visible(sys.stdout), _Visible(sys.stderr)
+    sys.stdout, sys.stderr = Visible(sys.stdout), Visible(sys.stderr)
     try:
         return _main(argv)
     finally:
@@ -65,9 +65,9 @@ def _main(argv: list[str] | None = None) -> int:
             print(cmake_dir())
             return 0
         if args.command == "tune" and args.suite_args:
-            return _suite_args(args, _events(args))
+            return suite_args(args, _events(args))
         elif args.command == "tune" and args.suite:
-            return _suite(args, _events(args))
+            return suite_command(args, _events(args))
         elif args.command == "tune":
             missing = [name for name, value in (("-S", args.source_dir), ("-B", args.build_dir),
                                                  ("--target", args.target)) if not value]
@@ -79,9 +79,9 @@ def _main(argv: list[str] | None = None) -> int:
             else:
                 run_tune(spec, _events(args))
         elif args.command == "show":
-            _show(Path(args.file))
+            show_command(Path(args.file))
         elif args.command == "space":
-            _space(args.family, args.compiler_version, args, _events(args))
+            space_command(args.family, args.compiler_version, args, _events(args))
         elif args.command == "check":
             src = Path(args.source_dir).resolve()
             try:
@@ -106,9 +106,9 @@ def _main(argv: list[str] | None = None) -> int:
                 report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None,
                                _events(args))
         elif args.command == "prior":
-            _prior(args)
+            prior_command(args)
         elif args.command == "trials":
-            _trials(Path(args.build_dir), args.json)
+            trials_command(Path(args.build_dir), args.json)
         elif args.command == "cmake-entries":
             text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent,
                                  HostFeatures(dict(args.compiler), args.host_features))

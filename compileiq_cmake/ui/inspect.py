@@ -55,7 +55,7 @@ def _predictions(ts, jobs: int | None) -> list[str]:
     return lines
 
 
-def _prior(args: argparse.Namespace) -> None:
+def prior_command(args: argparse.Namespace) -> None:
     local = LocalPrior(prior_dir())
     if args.export:
         n = local.export(Path(args.export))
@@ -93,7 +93,7 @@ def _prior(args: argparse.Namespace) -> None:
         print(f"  yours: {o.id} ({o.family}, {plural(len(o.effects), 'value')} measured)")
 
 
-def _show(path: Path) -> None:
+def show_command(path: Path) -> None:
     entries = read_entries(path)
     print(f"{path}: {plural(len(entries), 'entry', 'entries')}")
     for e in entries:
@@ -116,7 +116,7 @@ def _show(path: Path) -> None:
             print(f"    {untested_line(e.untested_flags)}")
 
 
-def _space(family: str | None, version: str, args: argparse.Namespace | None = None,
+def space_command(family: str | None, version: str, args: argparse.Namespace | None = None,
            events: EventStream | None = None) -> None:
     if args is not None and args.target:
         if not args.source_dir or not args.build_dir:
@@ -149,7 +149,7 @@ def _space(family: str | None, version: str, args: argparse.Namespace | None = N
             print(f"  {name:<26} {values}  [{condition}]")
 
 
-def _trials(build_dir: Path, as_json: bool) -> None:
+def trials_command(build_dir: Path, as_json: bool) -> None:
     """Every stored trial of a build tree: the tune's own store and a suite's (the CMake route's compileiq_tune
     keeps one per target under <build>/compileiq/suite/); each tune named by its target where its summary or
     suite folder says it."""
@@ -198,7 +198,7 @@ def _trials(build_dir: Path, as_json: bool) -> None:
                 print(f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {plural(e['trials_with'], 'trial')}")
 
 
-class _Visible:
+class Visible:
     """A text stream that writes control characters (an escape sequence of a file's name or id, a NUL, a
     carriage return) as \\xNN: what the tool prints comes partly from files others wrote, and none of it
     may move the cursor, recolour the terminal or forge a line. Newlines and tabs pass."""

@@ -15,7 +15,7 @@ from .parser import FLAT_STOP, _spec_from_args, build_parser
 
 
 
-def _suite(args: argparse.Namespace, events: EventStream) -> int:
+def suite_command(args: argparse.Namespace, events: EventStream) -> int:
     """tune --suite: every target's options through the command line's own checks (_spec_from_args)."""
     suite = load_suite(Path(args.suite))
     source = Path(args.source_dir).resolve() if args.source_dir else suite.source_dir
@@ -50,7 +50,7 @@ def _suite(args: argparse.Namespace, events: EventStream) -> int:
                                   ray_address=args.ray_address), events)
 
 
-def _suite_args(args: argparse.Namespace, events: EventStream) -> int:
+def suite_args(args: argparse.Namespace, events: EventStream) -> int:
     """tune --suite-args FILE (the CMake route): each "[target]" block of FILE is one compileiq_tune() call's
     tune arguments, parsed as the command line would; they run as one suite."""
     path = Path(args.suite_args)
