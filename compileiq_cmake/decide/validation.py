@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Callable
 
-from ..model.events import EventStream, Lines, as_stream
+from ..model.events import EventStream, Log, as_stream
 from ..model.records import Contribution, FlagSet, Validation, WorkloadComparison
 from ..model.wording import plural
 from .ports import Build, Measures, Tree
@@ -23,7 +23,6 @@ from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, correlated_rounds, 
 UNDECIDED = "not decided within the time limit; kept"
 CUT = "undecided: "  # a validation verdict the time box cut before it was decided (never stored, never "rejected")
 NOT_ABLATED = "not ablated: the time limit was reached; kept"
-Log = EventStream | Lines  # the tune's event stream, or a function of a line (code not converted yet)
 
 
 def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: FlagSet,

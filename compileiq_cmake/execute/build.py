@@ -10,7 +10,6 @@ import time
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from ..flags.fingerprint import DeviceFingerprint, FingerprintCache
 from ..flags.space import HOST_PREFIX
@@ -19,8 +18,8 @@ from ..model.timebox import Stop
 from ..model import build_flags
 from ..project.cmake_project import VariantTree
 from ..project.nvcc_command import normalize, tokens
+from ..model.events import Log, as_stream
 
-Log = Callable[[str], None]
 _LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
 
 
@@ -81,7 +80,7 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     written, or a good one with its compile command and (CUDA) its device code's fingerprint and kernels."""
     clock = time.perf_counter()
     if tree.restore_cache() and log is not None:
-        log(f"compileiq: warning: CMakeCache.txt of {tree.path.name} was changed by something else since the last "
+        as_stream(log).warning(f"CMakeCache.txt of {tree.path.name} was changed by something else since the last "
             "build (the benchmark?); restored before building the next trial")
     tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags, context.device_link)
     steps = [("prepare", time.perf_counter() - clock)]

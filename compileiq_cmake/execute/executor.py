@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.runner import BenchCommand, Runner
@@ -17,10 +17,9 @@ from ..model.errors import CompileIQError
 from ..model.records import BuildResult, FlagSet
 from ..model.spec import TuneSpec
 from ..project.cmake_project import VariantTree
+from ..model.events import Log
 from .build import BuildContext, build_variant
 from .replay import ReplayRunner
-
-Log = Callable[[str], None]
 
 
 class WorkerLost(CompileIQError):

@@ -24,10 +24,10 @@ from ..model.errors import CompileIQError
 from ..measure.runner import Runner
 from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..model.timebox import Stop
+from ..model.events import Log, as_stream
 from .build import same_code
 from .executor import WorkerLost
 
-Log = Callable[[str], None]
 RETRIES = 3  # a trial's measurement is re-queued at most this often after lost workers
 
 
@@ -241,7 +241,7 @@ class Pipeline:
                 if attempt == RETRIES:
                     raise CompileIQError(f"trial #{job.index} lost its worker {RETRIES + 1} times ({exc}); "
                                          "the cluster is not usable") from None
-                self._log(f"compileiq: trial #{job.index}: worker lost on GPU {gpu} ({exc}); re-queued")
+                as_stream(self._log).info(f"trial #{job.index}: worker lost on GPU {gpu} ({exc}); re-queued")
             finally:
                 with self.in_flight.lock:
                     self.in_flight.on_gpu[gpu] -= 1
@@ -258,9 +258,9 @@ class Pipeline:
             self._lost_gpus.append(gpu)
             left = self._runner_count - len(self._lost_gpus)
         if left:
-            self._log(f"compileiq: GPU {gpu} did not come back; the tune goes on without it")
+            as_stream(self._log).info(f"GPU {gpu} did not come back; the tune goes on without it")
         else:
-            self._log(f"compileiq: GPU {gpu} did not come back, and it was the last one")
+            as_stream(self._log).info(f"GPU {gpu} did not come back, and it was the last one")
             self._free_runners.put(None)
 
 

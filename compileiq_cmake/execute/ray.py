@@ -30,7 +30,6 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError, UsageError
@@ -39,8 +38,8 @@ from ..measure.runner import RunResult, Runner, Workload
 from .executor import ExecutionPlan, Executor, WorkerLost
 from ..model.records import BuildResult, FlagSet
 from ..model.wording import plural
+from ..model.events import Log, as_stream
 
-Log = Callable[[str], None]
 ACCELERATOR_PREFIX = "accelerator_type:"
 
 
@@ -231,7 +230,7 @@ class RayCluster:
                                  f"{str(exc).splitlines()[0]}; start it with 'ray start --head' or give --ray-address")
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         self.nodes = nodes
-        log(f"compileiq: Ray cluster{' at ' + address if address else ''}: {plural(len(nodes), 'node')}, "
+        as_stream(log).info(f"Ray cluster{' at ' + address if address else ''}: {plural(len(nodes), 'node')}, "
             f"{plural(int(sum(n['Resources'].get('CPU', 0) for n in nodes)), 'CPU')}, "
             f"{plural(int(sum(n['Resources'].get('GPU', 0) for n in nodes)), 'GPU')}")
         self._workers: list = []
@@ -312,7 +311,7 @@ class RayCluster:
         if problems:
             raise CompileIQError("--executor ray needs the build directory on a filesystem that every node mounts at "
                                  f"the same path, and the toolchain on every node: {'; '.join(problems)}")
-        self.log(f"compileiq: every node of the cluster sees {state_dir.parent} (shared directory; binaries are not "
+        as_stream(self.log).info(f"every node of the cluster sees {state_dir.parent} (shared directory; binaries are not "
                  "copied through Ray's object store)")
 
     def executor(self, plan: ExecutionPlan, group: GpuGroup, inner: Executor) -> RayExecutor:

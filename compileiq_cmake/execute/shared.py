@@ -19,9 +19,9 @@ from typing import Callable, Iterator
 from ..measure.runner import Runner
 from ..model.records import BuildResult, FlagSet
 from ..project.cmake_project import VariantTree
+from ..model.events import Log
 from .executor import Executor
 
-Log = Callable[[str], None]
 Priority = Callable[[str], float]  # owner -> rank (higher first)
 BUILD = "build"
 

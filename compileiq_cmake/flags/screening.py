@@ -353,9 +353,7 @@ def screen_target(
     with TuneLock(build_dir / "compileiq"):
         settings, notes = VariantSettings.from_user_tree(source_dir, build_dir, cuda_arch)
         tree = VariantTree(build_dir / "compileiq", "worker-0", settings.cmake, settings.config)
-        if cuda_arch:
-            tree.write_flags(target, "CUDA", cuda_arch, ())
-        model = tree.configure(settings, target, "CUDA" if cuda_arch else "")
+        model = tree.prepare(settings, target, "CUDA" if cuda_arch else "")
         tgt = model.target(target)
         if "CUDA" not in tgt.languages:
             raise CompileIQError(f"target '{target}' compiles no CUDA sources; screening is for CUDA targets")
@@ -366,9 +364,7 @@ def screen_target(
             if gpu_arch is None:
                 raise CompileIQError("no CUDA architecture to screen for: give --cuda-arch")
             cuda_arch = gpu_arch()
-            settings = replace(settings, cuda_arch=cuda_arch)
-            tree.write_flags(target, "CUDA", cuda_arch, ())
-            tree.configure(settings, target, "CUDA")
+            tree.prepare(replace(settings, cuda_arch=cuda_arch), target, "CUDA")
         commands = tree.compile_commands(tgt.sources_in("CUDA"), tgt.name)
         if not commands:
             raise CompileIQError(f"no compile command of a CUDA source of '{target}' in compile_commands.json")

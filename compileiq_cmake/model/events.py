@@ -134,6 +134,7 @@ class EventStream:
 
 
 Lines = Callable[[str], None]  # the former interface: a function called with each line
+Log = EventStream | Lines  # what a stage is handed to say things: the tune's stream, or a function of a line
 
 
 def as_stream(log: "EventStream | Lines | None") -> EventStream:

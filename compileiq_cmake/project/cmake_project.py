@@ -263,6 +263,13 @@ class VariantTree:
         os.replace(tmp, self.fragment)
         return True
 
+    def prepare(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
+        """The tree set to the project's own flags for `target` (its fragment written for `language` and
+        settings.cuda_arch, no trial flags) and configured: the one write-then-configure of setup, the finalists'
+        trees and screening. The code model it wrote."""
+        self.write_flags(target, language, settings.cuda_arch, ())
+        return self.configure(settings, target, language)
+
     def configure(self, settings: VariantSettings, target: str, language: str,
                   timeout: float = CONFIGURE_TIMEOUT) -> file_api.CodeModel:
         """Configure the tree (the initial cache from the user's settings, the trial fragment, the file API

@@ -17,7 +17,7 @@ from typing import Callable
 from ..decide.procedure import ValidationContext
 from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor
-from ..model.events import as_stream
+from ..model.events import as_stream, Log
 from ..model.records import Trial, Validation
 from ..results.store import TrialStore
 from .baseline import Baselines
@@ -40,7 +40,7 @@ class Bank:
     setup: TuneSetup
     executor: Executor
     store: TrialStore
-    log: Callable[[str], None]
+    log: Log
     base: Baselines
     budget: Budget
     write: Write

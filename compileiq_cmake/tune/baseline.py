@@ -8,13 +8,12 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from ..decide.stats import auto_min_gain, coarse_metric_warning, relative_spread
 from ..execute.executor import Executor
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
-from ..model.events import as_stream
+from ..model.events import Log, as_stream
 from ..model.records import BuildResult, Status, Trial
 from ..model.timebox import Interrupted
 from ..model.spec import TuneSpec
@@ -24,8 +23,6 @@ from ..results.store import TrialStore
 from .budget import Budget
 from .tune_setup import TuneSetup
 from .trial import baseline_error, reference_trees, run_trial
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -72,10 +69,10 @@ class Baseline:
             runner = runners[setup.devices.gpus[0].device]
         restored = {t.flagset.key: t for t in store.load()}
         if store.skipped_rows:
-            log(f"compileiq: warning: {plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
+            as_stream(log).warning(f"{plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
                 "damaged by something else): left out, their trials are measured again")
         if restored:
-            log(f"compileiq: resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
+            as_stream(log).info(f"resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
         baseline_set = setup.space.baseline()
         baseline = restored.get(baseline_set.key)
         early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
@@ -113,7 +110,7 @@ class Baseline:
         first = baseline.measurements[0]
         coarse = coarse_metric_warning(list(first.samples), min_gain)
         if coarse:
-            log(f"compileiq: warning: {coarse}")
+            as_stream(log).warning(f"{coarse}")
         references = reference_trees(setup, executor.build, baseline_set, noise, list(runners) or [""], log)
         per_gpu: dict[str, Trial] = {}
         if len(runners) > 1:
@@ -154,7 +151,7 @@ def other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Tria
             raise CompileIQError(f"the project's own build does not pass on {g.describe()}: {other.reason}; "
                                  "leave that GPU out with --gpus")
         ratio = " / ".join(f"{o / b:.4f}" for o, b in zip(other.medians(), baseline.medians()))
-        log(f"compileiq: baseline on {g.describe()}: {' / '.join(f'{m:.4g}' for m in other.medians())} "
+        as_stream(log).info(f"baseline on {g.describe()}: {' / '.join(f'{m:.4g}' for m in other.medians())} "
             f"({ratio} of GPU {first}'s); each trial is compared with the baseline of the GPU it ran on")
         baselines[g.device] = other
     return baselines

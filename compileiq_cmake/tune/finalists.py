@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Callable
 
 from ..decide.procedure import NO_LIMITS, ValidationContext, validate_and_ablate
 from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
@@ -19,13 +18,12 @@ from ..model.records import Contribution, FlagSet, Trial, Validation
 from ..model.wording import plural
 from ..model import build_flags
 from ..results.store import TrialStore
+from ..model.events import Log, as_stream
 from .baseline import Baselines
 from .budget import Budget
 from .setup import FINALISTS
 from .tune_setup import TuneSetup
 from .trial import loss, noise_of_pairs
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -72,7 +70,7 @@ class Finalists:
             paired_noise, n = noise_of_pairs(trials.values())
             if n:
                 min_gain = auto_min_gain(paired_noise)
-                log(f"compileiq: noise of paired runs (median over {plural(n, 'trial')}): {100 * paired_noise:.2f}%; "
+                as_stream(log).info(f"noise of paired runs (median over {plural(n, 'trial')}): {100 * paired_noise:.2f}%; "
                     f"smallest gain that counts: {100 * min_gain:.2f}%")
         runners = base.runners
         confirm = tuple(r for dev, r in runners.items() if dev != setup.devices.gpus[0].device) if len(runners) > 1 else ()
@@ -85,7 +83,7 @@ class Finalists:
         if budget.bounded and finalists:
             steps = len(finalists[0].choices) + len(_files_of(finalists[0]))
             finish = budget.finish(trials, len(finalists), steps, len(confirm))
-            log(f"compileiq: time box: {budget.remaining():.0f} s of --time-limit {spec.time_limit:g} s left for the "
+            as_stream(log).info(f"time box: {budget.remaining():.0f} s of --time-limit {spec.time_limit:g} s left for the "
                 f"finalists: {finish.describe()} (~{finish.seconds:.0f} s)"
                 + (f"; left out: {'; '.join(finish.cut)}" if finish.cut else ""))
             if finish.finalists == 0:
@@ -115,7 +113,7 @@ class Finalists:
             return decision
         why = "no finalist was accepted" if winner is None else \
             f"the finalists' winner ({winner.geomean_speedup:.4f}x) is significantly slower than it"
-        self.log(f"compileiq: the winner banked during the search stays: {banked.flagset.describe()} "
+        as_stream(self.log).info(f"the winner banked during the search stays: {banked.flagset.describe()} "
                  f"{banked.geomean_speedup:.4f}x [{banked.geomean_ci_low:.4f}..{banked.geomean_ci_high:.4f}] ({why})")
         self.budget.cut(f"{banked.flagset.describe()}: banked during the search, not ablated")
         return replace(decision, winner=banked, contributions=(), untested=self.budget.untested)

@@ -16,7 +16,6 @@ import re
 import shutil
 import subprocess
 from dataclasses import replace
-from typing import Callable
 
 from ..measure import kernel_times
 from ..model.errors import CompileIQError
@@ -24,9 +23,8 @@ from ..flags.portability import compiler_kind
 from ..flags.space import HOST_GROUP, HOST_PREFIX, HOST_SHARE, Dimension, FlagSpace, host_side_named, load_space
 from ..measure.runner import Runner
 from ..project.cmake_project import read_cache
+from ..model.events import Log, as_stream
 from .tune_setup import TuneSetup
-
-Log = Callable[[str], None]
 
 
 def host_compiler_path(setup: TuneSetup) -> str:
@@ -71,7 +69,7 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         return setup
     explicit = host_side_named(spec.include_flags)
     if not explicit and spec.metric.kind != "walltime":  # nothing to measure for: say so without a run
-        log(f"compileiq: note: host-side dimensions not offered: the metric ({spec.metric.label}) is not the run's "
+        as_stream(log).note(f"host-side dimensions not offered: the metric ({spec.metric.label}) is not the run's "
             "wall time, so host flags cannot move it (--include-flags host_side searches them)")
         return setup
     measured = ""
@@ -87,25 +85,25 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         measured = f"{100 * host:.0f}% of a run's wall time is outside kernels (CUPTI)"
     except CompileIQError as exc:
         if not explicit:
-            log(f"compileiq: note: host-side dimensions not offered: the host share could not be measured ({exc})")
+            as_stream(log).note(f"host-side dimensions not offered: the host share could not be measured ({exc})")
             return setup
         host = 1.0
         measured = f"the host share could not be measured ({exc})"
     if not explicit:
         if host < HOST_SHARE:
-            log(f"compileiq: note: host code: {measured}; host-side dimensions not offered "
+            as_stream(log).note(f"host code: {measured}; host-side dimensions not offered "
                 f"(below {100 * HOST_SHARE:.0f}%; --include-flags host_side searches them)")
             return setup
     try:
         compiler_id, version = host_compiler(setup)
         dims = host_dimensions(compiler_id, version, spec.include_flags, exclude)
     except CompileIQError as exc:
-        log(f"compileiq: note: host-side dimensions not offered: {exc}")
+        as_stream(log).note(f"host-side dimensions not offered: {exc}")
         return setup
     if not dims:
-        log(f"compileiq: note: host code: {measured}; the include/exclude options leave no host-side dimension")
+        as_stream(log).note(f"host code: {measured}; the include/exclude options leave no host-side dimension")
         return setup
     space: FlagSpace = replace(setup.space, dimensions=setup.space.dimensions + dims)
-    log(f"compileiq: host code: {measured}: {len(dims)} host-side dimensions of {compiler_id} {version} join the "
+    as_stream(log).info(f"host code: {measured}: {len(dims)} host-side dimensions of {compiler_id} {version} join the "
         f"search (-Xcompiler=...: {', '.join(d.name for d in dims)}); space {setup.space.size} -> {space.size} points")
     return replace(setup, space=space)

@@ -4,9 +4,8 @@ line per trial (with the ETA of the whole tune) and the final table."""
 from __future__ import annotations
 
 import math
-from typing import Callable
 
-from ..model.events import SearchProgress, as_stream
+from ..model.events import Log, SearchProgress, as_stream
 from ..model.records import Trial, TuneResult
 from ..results.summary import gpu_tune, harmful_effects
 from ..model.spec import TuneSpec
@@ -16,8 +15,6 @@ from ..model.wording import plural, seconds, untested_line
 from .budget import Budget
 from .tune_setup import TuneSetup
 from .trial import loss
-
-Log = Callable[[str], None]
 
 
 def fmt_eta(seconds: float) -> str:
@@ -62,13 +59,13 @@ def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
     that one trial and its validation need (the time box's plan), when the box fitted none."""
     build, bench = baseline.build_seconds, baseline.bench_seconds
     if needed and spec.time_limit:
-        return (f"compileiq: no flag set was measured within --time-limit {seconds(spec.time_limit)}: after the setup and "
+        return (f"no flag set was measured within --time-limit {seconds(spec.time_limit)}: after the setup and "
                 f"the project's own build, one trial (build {build:.1f} s, benchmark {bench:.1f} s) and the "
                 f"validation of its result do not fit; nothing was compared and no flags are written for "
                 f"{spec.target}: give at least --time-limit {math.ceil(needed)} (more for a real search)")
     trials = spec.budget - 1
     why = f" within --time-limit {seconds(spec.time_limit)}" if spec.time_limit else ""
-    return (f"compileiq: no flag set was measured{why}: only the project's own build was, so nothing was compared "
+    return (f"no flag set was measured{why}: only the project's own build was, so nothing was compared "
             f"and no flags are written for {spec.target}; one trial takes about {build + bench:.1f} s here (build "
             f"{build:.1f} s, benchmark {bench:.1f} s), so the {plural(trials, 'trial')} of --budget {spec.budget} "
             f"need about {fmt_eta(trials * bench)} to {fmt_eta(trials * (build + bench))} (builds overlap the "
@@ -90,7 +87,7 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     lower = spec.metric.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
     log("")
-    log(f"compileiq: {spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
+    as_stream(log).info(f"{spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
         f"{len(result.trials) - valid} invalid" + (f"; {restored} restored from the store" if restored else "")
         + f") in {result.wall_seconds:.1f} s")
     ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
@@ -129,10 +126,10 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         stream.stage_result("publish", f"wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""),
                             toml=result.toml_path)
     elif not any(t.index != result.baseline.index for t in result.trials):
-        stream.stage_result("finalists", untried_line(spec, result.baseline, needed).removeprefix("compileiq: "), flags=None,
+        stream.stage_result("finalists", untried_line(spec, result.baseline, needed), flags=None,
                             measured=0)
     else:
         stream.stage_result("finalists", "no significant improvement: no flag set beat the project's own build "
                             f"significantly on every workload; no flags written for {spec.target}", flags=None)
     for note in result.notes:
-        log(f"compileiq: {note}")
+        as_stream(log).info(f"{note}")

@@ -11,7 +11,6 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Callable
 
 from ..execute.factory import make_executor
 from ..execute.ray import ClusterPlacement, GpuGroup, RayCluster
@@ -19,7 +18,7 @@ from ..execute.shared import Lease
 from ..system.processes import kill_leftovers
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
-from ..model.events import Recorder, as_stream
+from ..model.events import Log, Recorder, as_stream
 from ..model.records import Status, Trial, TuneResult
 from ..model.spec import TuneSpec
 from ..model.timebox import Stop, TimeBox, no_wait
@@ -39,8 +38,6 @@ from .search_loop import SearchLoop
 from .setup import TuneSetup, replay_setup, setup
 from .tree_pool import TreePool
 
-Log = Callable[[str], None]
-
 
 def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, lease: Lease | None = None,
              pool: TreePool | None = None, stop: Stop | None = None, deadline: float = math.inf) -> TuneResult:
@@ -59,7 +56,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
         with TuneLock(state_dir):
             killed = kill_leftovers(state_dir / "bench.pid")
             if killed:
-                log(f"compileiq: killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune")
+                as_stream(log).info(f"killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune")
             placement = cluster.placement() if cluster else None
             tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(
                 spec, log, placement, gpu_here=cluster is None and not os.environ.get(SIMULATE_VARIABLE), tree_pool=pool)
@@ -120,7 +117,7 @@ def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, l
     code = {"compiler": compiler, "sources_sha256": sources_sha256, "flags_sha256": commands_sha256}
     store = TrialStore(path, identity)
     if store.note:
-        log(f"compileiq: {store.note}")
+        as_stream(log).info(f"{store.note}")
     stored = store.load_result("code")
     if store.load() and stored is not None and stored != code:
         was = stored if isinstance(stored, dict) else {}
@@ -131,7 +128,7 @@ def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, l
         else:
             what = "the flags that reach the target's compile commands changed (its build tree was configured anew)"
         aside, moved = store.archive("stale")
-        log(f"compileiq: {what} since the stored trials were measured; they are not reused: this tune's "
+        as_stream(log).info(f"{what} since the stored trials were measured; they are not reused: this tune's "
             f"{plural(moved, 'trial')} {'is' if moved == 1 else 'are'} kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh")
     store.save_result("code", code)
     return store
@@ -145,15 +142,15 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
     (`lease`), plus what an interrupted earlier run spent of the same box; `deadline` (perf_counter) and
     `stop` are a suite's end and interrupt."""
     spec = setup.spec
-    log(
-        f"compileiq: tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} {setup.project.toolchain.version}"
+    as_stream(log).info(
+        f"tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} {setup.project.toolchain.version}"
         f"{', sm_' + setup.devices.cuda_arch if setup.devices.cuda_arch else ''}) on {setup.devices.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
     box = TimeBox(spec.time_limit, started=started, spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
                   waited=lease.waited if lease is not None else no_wait, deadline=deadline)
     if box.spent_before:
-        log(f"compileiq: time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
+        as_stream(log).info(f"time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
             f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)")
     budget = Budget(spec, box, Stop(box, parent=stop))
     executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster, lease=lease,
@@ -170,7 +167,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
             stream.stage_result("finalists", f"no flag set was measured within {budget.limit_text()}: {exc}",
                                 flags=None, needed=exc.needed)
             if spec.time_limit is not None:
-                log(f"compileiq: time box: the whole tune took {time.perf_counter() - started:.1f} s of "
+                as_stream(log).info(f"time box: the whole tune took {time.perf_counter() - started:.1f} s of "
                     f"--time-limit {spec.time_limit:g} s; it needs at least --time-limit {math.ceil(exc.needed)}")
             empty = Trial(0, setup.space.baseline(), Status.CANCELLED, str(exc))
             return TuneResult(spec.target, (), empty, None, None, time.perf_counter() - started, (str(exc),),
@@ -218,19 +215,19 @@ def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease 
     seen: dict[str, GpuGroup] = {}
     for g in groups:
         if g.arch in seen:
-            log(f"compileiq: note: {g.describe()} has the architecture of {seen[g.arch].describe()}; "
+            as_stream(log).note(f"{g.describe()} has the architecture of {seen[g.arch].describe()}; "
                 "that type's GPUs tune sm_" + g.arch)
         else:
             seen[g.arch] = g
     results = []
     for i, group in enumerate(seen.values()):
-        log(f"compileiq: GPU type {i + 1} of {len(seen)}: {group.describe()}")
+        as_stream(log).info(f"GPU type {i + 1} of {len(seen)}: {group.describe()}")
         result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group), lease=lease, pool=pool, stop=stop,
                           deadline=deadline)
         results.append(result)
         if result.language != "CUDA":
             if len(seen) > 1:
-                log(f"compileiq: note: {spec.target} is a {result.language} target: tuned once, on "
+                as_stream(log).note(f"{spec.target} is a {result.language} target: tuned once, on "
                     f"{group.describe()}; the other GPU types would measure the same host code")
             break
     return results

@@ -9,14 +9,14 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Mapping
 
 import numpy as np
 
 from ..flags.features import FEATURE_NAMES, TargetFeatures, target_features
 from ..model.errors import CompileIQError
 from ..model.records import Trial
-from ..model.events import PriorPrediction, as_stream
+from ..model.events import Log, PriorPrediction, as_stream
 from ..model.wording import plural
 from ..results.prior_store import LocalPrior, learning_off, prior_dir
 from ..results.store import TrialStore
@@ -24,8 +24,6 @@ from ..search.prior import Observation, SpacePrior, space_prior, value_key
 from .baseline import Baselines
 from .tune_setup import TuneSetup
 from .trial import loss
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -45,7 +43,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
     if isinstance(stored, dict) and set(FEATURE_NAMES) <= set(stored):
         return {k: float(stored[k]) for k in FEATURE_NAMES}
     if setup.replay is not None:
-        log("compileiq: note: prior: a replayed landscape has no kernel features (no build to read them from); "
+        as_stream(log).note("prior: a replayed landscape has no kernel features (no build to read them from); "
             "the search runs without the prior's predictions")
         return None
     if setup.project.language != "CUDA":
@@ -53,13 +51,13 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
         vec = TargetFeatures(kernels=(), units=units, arch="").vector()
     else:
         if not fresh:
-            log("compileiq: note: prior: the kernel features were not stored by the tune this one resumes and the "
+            as_stream(log).note("prior: the kernel features were not stored by the tune this one resumes and the "
                 "baseline was not rebuilt; the search runs without the prior's predictions")
             return None
         tree = setup.trees[0]
         objects = [tree.path / o for o in setup.project.objects if (tree.path / o).is_file()]
         if not objects:
-            log("compileiq: note: prior: no object file of the target was found after the baseline build; the "
+            as_stream(log).note("prior: no object file of the target was found after the baseline build; the "
                 "search runs without the prior's predictions")
             return None
         try:
@@ -70,7 +68,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
             tf = target_features(objects, nvcc_path=setup.project.toolchain.path, arch=setup.devices.cuda_arch,
                                  relocatable=relocatable, jobs=setup.spec.workers + 1)
         except CompileIQError as exc:
-            log(f"compileiq: note: prior: the kernel features could not be read ({exc}); the search runs without "
+            as_stream(log).note(f"prior: the kernel features could not be read ({exc}); the search runs without "
                 "the prior's predictions")
             return None
         vec = tf.vector()
@@ -83,7 +81,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
     store.save_result("prior", None)  # what a resumed tune's earlier run predicted is not this run's
     fresh = base.baseline.flagset.key not in base.restored
     if not setup.spec.prior:  # the features still serve the learning step (unless --no-learn)
-        log("compileiq: prior: off (--no-prior): the search starts as it does without one")
+        as_stream(log).info("prior: off (--no-prior): the search starts as it does without one")
         quiet = not setup.spec.learn or setup.replay is not None
         return PriorUse(None, None if quiet else _features(setup, store, fresh, log))
     features = _features(setup, store, fresh, log)
@@ -93,7 +91,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
     try:
         model = local.model()
     except CompileIQError as exc:
-        log(f"compileiq: note: prior: the shipped prior could not be read ({exc}); the search runs without it")
+        as_stream(log).note(f"prior: the shipped prior could not be read ({exc}); the search runs without it")
         return PriorUse(None, features)
     n_local = sum(1 for o in model.observations if not o.source.startswith("own-") and o.family == setup.space.family)
     n_family = sum(1 for o in model.observations if o.family == setup.space.family)
@@ -107,7 +105,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
                     "measured": None, "measured_invalid": False}
                    for n, d in enumerate(setup.space.dimensions) for i in range(1, len(d.values))]})
     if not n_family:
-        log(f"compileiq: prior: no observation of {setup.space.family} flags yet (shipped or from your tunes): the "
+        as_stream(log).info(f"prior: no observation of {setup.space.family} flags yet (shipped or from your tunes): the "
             "search starts as it does without one; this tune's results will be its first")
         return PriorUse(sp, features, 0, 0)
     firsts, best = [], 0.0
@@ -180,7 +178,7 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
     if use.features is None or setup.replay is not None:
         return
     if not setup.spec.learn or learning_off():
-        log("compileiq: prior: this tune's results were not added to your local prior data (--no-learn or "
+        as_stream(log).info("prior: this tune's results were not added to your local prior data (--no-learn or "
             "COMPILEIQ_NO_LEARN)")
         return
     effects = measured
@@ -191,8 +189,8 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
     try:
         path = LocalPrior(prior_dir()).save(obs)
     except OSError as exc:
-        log(f"compileiq: note: prior: this tune's results could not be added to your local prior data ({exc})")
+        as_stream(log).note(f"prior: this tune's results could not be added to your local prior data ({exc})")
         return
-    log(f"compileiq: prior: the effects of {plural(len(effects), 'flag value')} measured by this tune added to your local prior "
+    as_stream(log).info(f"prior: the effects of {plural(len(effects), 'flag value')} measured by this tune added to your local prior "
         f"data ({path}; --no-learn or COMPILEIQ_NO_LEARN=1 opts out)")
 

@@ -13,14 +13,13 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .. import __version__
 from ..decide.validation import untested_flags
 from ..flags import portability
 from ..measure.gpu import host_cpu
 from ..model.errors import CompileIQError
-from ..model.events import Recorder
+from ..model.events import Log, Recorder, as_stream
 from ..model.timebox import TimeBox
 from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..model.wording import plural
@@ -38,8 +37,6 @@ from .lines import final_table
 from .search_loop import SearchOutcome
 from .tune_setup import TuneSetup
 from .trial import loss
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -73,7 +70,7 @@ class Publish:
             self._check()
             change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
             if change is not None and change.replaces is not None:
-                log(f"compileiq: {change.message}")
+                as_stream(log).info(f"{change.message}")
             toml_path = str(spec.output)
         wall = time.perf_counter() - self.started
         fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
@@ -102,11 +99,14 @@ class Publish:
             except OSError as exc:  # checked before the tune; the place went away since
                 raise CompileIQError(f"could not write the summary {spec.json_summary} ({exc.strerror or exc}); the tune's "
                                      f"result is kept: 'compileiq-cmake report -B {spec.build_dir} --json' prints it") from None
-            log(f"compileiq: wrote the summary {spec.json_summary}")
+            as_stream(log).info(f"wrote the summary {spec.json_summary}")
         html = setup.state_dir / "report.html"
         self._check()
         problem = write_report(html, document)
-        log(f"compileiq: report: {html}" if not problem else f"compileiq: note: no report written ({problem})")
+        if problem:
+            as_stream(log).note(f"no report written ({problem})")
+        else:
+            as_stream(log).info(f"report: {html}")
         return result
 
 
@@ -123,7 +123,7 @@ class BankWrite:
         new = _entry(self.setup, winner, (), trials, self.log,
                      (f"{winner.flagset.describe()}: banked during the search, not ablated yet",))
         change = write_entry(spec.output, new, fallback_dir=self.setup.state_dir, replace=spec.replace, log=self.log)
-        self.log(f"compileiq: bank: wrote {spec.output} with {winner.flagset.describe()} "
+        as_stream(self.log).info(f"bank: wrote {spec.output} with {winner.flagset.describe()} "
                  f"({winner.geomean_speedup:.4f}x); a later candidate replaces it only through its own validation"
                  + (f"; {change.message}" if change is not None and change.replaces is not None else ""))
 
@@ -200,7 +200,7 @@ def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
     except CompileIQError as exc:
         resolution = portability.Resolution(flags, cpu, (), f"kept as they are ({exc})")
     if resolution.note:
-        log(f"compileiq: note: host-specific flags: {resolution.note}")
+        as_stream(log).note(f"host-specific flags: {resolution.note}")
     return resolution
 
 
@@ -244,7 +244,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         cpu_flags = portability.host_specific(after)
         extra = len(after) - len(before) + sum(1 for f in before if portability.is_native(f)) - len(cpu_flags)
         cpu_flags = list(dict.fromkeys(cpu_flags))  # shown once, also when several parts had them
-        log(f"compileiq: {shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
+        as_stream(log).info(f"{shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
             f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
             f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(

@@ -9,13 +9,12 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
 
 from ..execute.executor import Executor
 from ..execute.pipeline import Pipeline, finished_trial, lookahead
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
-from ..model.events import as_stream
+from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
@@ -32,8 +31,6 @@ from .plan import Plan
 from .setup import FINALISTS
 from .tune_setup import TuneSetup
 from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
-
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -103,7 +100,7 @@ class SearchLoop:
         self.budget.measured_by(len(base.runners), bool(base.references))
         state.plan = self._replan(trials, state.confirmations)
         if state.plan is not None:
-            log(f"compileiq: {state.plan.describe()}")
+            as_stream(log).info(f"{state.plan.describe()}")
         progress(setup, log, base.baseline, base.baseline, trials, self.started, budget=self.budget)
         measuring = list(base.runners.values()) if len(base.runners) > 1 else [base.runner]
         loop_started = time.perf_counter()
@@ -118,7 +115,7 @@ class SearchLoop:
                     break
                 self._finished(state, pipeline)
             if state.exhausted and not isinstance(state.search, per_file.Proposals):
-                log("compileiq: every point of the flag space has been tried")
+                as_stream(log).info("every point of the flag space has been tried")
         if state.cancelled:
             self.budget.cut(f"{plural(state.cancelled, 'search trial')} cancelled in flight (no room left in the plan)")
         timings = LoopTimings(time.perf_counter() - self.started, time.perf_counter() - loop_started, state.loop_trials,
@@ -153,7 +150,7 @@ class SearchLoop:
         while state.banking is None and not (state.exhausted or state.stopped) and pipeline.has_free_tree \
                 and pipeline.pending < ahead and len(trials) + pipeline.pending < state.trial_budget:
             if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), self.base, spec.metric.lower_is_better):
-                log(f"compileiq: suite: nothing to gain: the prior predicted no value faster and none of "
+                as_stream(log).info(f"suite: nothing to gain: the prior predicted no value faster and none of "
                     f"{plural(len(trials), 'trial')} beat the project's own build by {100 * self.base.min_gain:.2f}%; "
                     "the search stops early (its time goes to the suite's other targets)")
                 state.stopped = True
@@ -164,7 +161,7 @@ class SearchLoop:
                     state.needed = budget.needed
                 dropped = pipeline.cancel(budget.queued_fit(trials, candidate))
                 under_way = pipeline.pending - dropped
-                log(f"compileiq: time box: the search stops after {plural(len(trials) - 1 + under_way, 'trial')}"
+                as_stream(log).info(f"time box: the search stops after {plural(len(trials) - 1 + under_way, 'trial')}"
                     + (f" ({dropped} queued cancelled: the plan has no room for them)" if dropped else "")
                     + f": the rest of {budget.limit_text()} ({budget.remaining():.0f} s) is kept for "
                     + (f"the finalists ({state.plan.finish.describe()})" if candidate and state.plan is not None else
@@ -194,7 +191,7 @@ class SearchLoop:
         if state.per_file_due and not state.stopped:  # the global search is over: per-file flags on top of its best
             state.per_file_due = False
             if state.exhausted:
-                log("compileiq: every point of the flag space has been tried")
+                as_stream(log).info("every point of the flag space has been tried")
             state.exhausted = False
             state.per_file_plan = per_file.plan(replace(setup.per_file_context, prior=self.prior), setup.trees[0],
                                                 self.executor.build, self.base.runner, state.trials, self._loss,
@@ -205,7 +202,7 @@ class SearchLoop:
                 state.trial_budget = len(state.trials) + len(state.search)
                 return True
         elif state.per_file_due and state.per_file_possible:
-            log("compileiq: note: per-file stage skipped: the time limit was reached during the search")
+            as_stream(log).note("per-file stage skipped: the time limit was reached during the search")
         return False
 
     def _finished(self, state: _Loop, pipeline: Pipeline) -> None:
@@ -236,7 +233,7 @@ class SearchLoop:
             state.banking = trial
             held = pipeline.cancel(0)
             if held:
-                self.log(f"compileiq: bank: {plural(held, 'queued trial')} held back until the win is validated")
+                as_stream(self.log).info(f"bank: {plural(held, 'queued trial')} held back until the win is validated")
 
     def _said(self, trials: dict[str, Trial], timings: LoopTimings) -> None:
         """The search's stage result: trials, valid ones, seconds and the best before validation."""
@@ -303,7 +300,7 @@ def warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
             except CompileIQError:
                 continue
             if len(known) < len(entry.flags):
-                log(f"compileiq: warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this space ignored")
+                as_stream(log).info(f"warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this space ignored")
     if seeds:
-        log(f"compileiq: warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} tried first")
+        as_stream(log).info(f"warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} tried first")
     return tuple(dict.fromkeys(seeds))

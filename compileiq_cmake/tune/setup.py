@@ -12,7 +12,6 @@ import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from ..project import depscan
 from ..project.cmake_project import VariantSettings, VariantTree, read_cache
@@ -33,8 +32,8 @@ from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
 from ..flags.screening import prepare_cuda_space
 from ..model.spec import TuneSpec, compute_capability
+from ..model.events import Log, as_stream
 
-Log = Callable[[str], None]
 FINALISTS = 3  # candidates validated against the baseline at the end
 
 
@@ -95,10 +94,10 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
         arch = gpu.arch
         device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "%d.%d" % gpu.compute_capability
     origin = " ".join(own.options) if own.options else "no architecture option"
-    log(f"compileiq: the project's own build of {spec.target} targets {own.describe()} ({origin}); "
+    as_stream(log).info(f"the project's own build of {spec.target} targets {own.describe()} ({origin}); "
         f"tuning for sm_{arch}")
     if not tree.decisions().applies_to_arch(arch):  # the apply's own architecture decision
-        log(f"compileiq: note: the project's own build does not target sm_{arch}; the variant trees build sm_{arch}, "
+        as_stream(log).note(f"the project's own build does not target sm_{arch}; the variant trees build sm_{arch}, "
             f"and a release build gets the tuned flags only where it targets sm_{arch}")
     return arch, device, capability
 
@@ -149,7 +148,7 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
         return ()
     gpus = visible_gpus(spec.gpus)
     if len(gpus) > 1:
-        log(f"compileiq: benchmarks run on {len(gpus)} GPUs in parallel, one run per GPU at a time: "
+        as_stream(log).info(f"benchmarks run on {len(gpus)} GPUs in parallel, one run per GPU at a time: "
             + ", ".join(g.describe() for g in gpus)
             + (f"; with --workers {spec.workers} at most {spec.workers} at once (give --workers {len(gpus)})"
                if spec.workers < len(gpus) else ""))
@@ -166,7 +165,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     state_dir = spec.state_dir
     settings, notes = VariantSettings.from_user_tree(spec.source_dir, spec.build_dir, "", spec.config)
     for note in notes:
-        log(f"compileiq: {note}")
+        as_stream(log).info(f"{note}")
 
     def new_trees(start: int, n: int) -> tuple[VariantTree, ...]:
         if tree_pool is not None:
@@ -183,7 +182,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if gpu_here and spec.cuda_arch:
         require_gpu()
     if language != "CUDA" and (with_cuda := _cuda_in_dependencies(model, target)):
-        log(f"compileiq: note: {spec.target} has no CUDA sources of its own; its CUDA code is in {', '.join(with_cuda)}: "
+        as_stream(log).note(f"{spec.target} has no CUDA sources of its own; its CUDA code is in {', '.join(with_cuda)}: "
             f"tune {'that target' if len(with_cuda) == 1 else 'those targets'} (--target) for nvcc flags")
     toolchain = model.toolchains.get(language)
     if toolchain is None:
@@ -193,13 +192,12 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if language == "CUDA":
         arch, device, capability = _cuda_architecture(spec, first, target, log, placement)
     settings = replace(settings, cuda_arch=arch)
-    first.write_flags(spec.target, language, arch, ())
-    model = first.configure(settings, spec.target, language)  # CUDA: now building this architecture only
+    model = first.prepare(settings, spec.target, language)  # CUDA: now building this architecture only
     target = model.target(spec.target)
     exclude = spec.excluded_flags
     unchecked = unchecked_note(spec)
     if unchecked:
-        log(f"compileiq: {unchecked}")
+        as_stream(log).info(f"{unchecked}")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
     tools = Tools.found(settings.cmake, settings.cmake_version, language, toolchain.path, read_cache(first.path))
     fingerprints, screen_kernels, objects = None, {}, ()
@@ -208,14 +206,12 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     _require_dimensions(spec, space, language)
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
-        log(f"compileiq: benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
+        as_stream(log).info(f"benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
     # + 1 per GPU: the baseline build measured next to trials on a noisy machine; the rest (up to one per
     # finalist and the baseline) are configured when the finalists need them (OnDemandTrees)
     searched = spec.workers + max(1, len(gpus))
     n_trees = max(searched, FINALISTS + 1)
     trees = (first, *new_trees(1, n_trees - 1))
-    for tree in trees[1:]:
-        tree.write_flags(spec.target, language, arch, ())
     later = OnDemandTrees(trees, 1, settings, spec.target, language, one_at_a_time=bool(written))
     later.configure(searched)
     bench, owner = _resolve_benchmark(spec, model, trees[0])
@@ -241,13 +237,12 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
 def _own_build(spec: TuneSpec, first: VariantTree, settings: VariantSettings, log: Log) -> tuple[CodeModel, list[Path]]:
     """The project's own build, as the user configured it, in the first variant tree; and the files the configure
     wrote into the source tree (then the variant trees are configured one at a time, said in a note)."""
-    first.write_flags(spec.target, "", "", ())
     before = _snapshot(spec.source_dir, spec.build_dir)
-    model = first.configure(settings, spec.target, "")
+    model = first.prepare(settings, spec.target, "")
     written = _changed(before, _snapshot(spec.source_dir, spec.build_dir))
     if written:
         shown = ", ".join(str(p.relative_to(spec.source_dir)) for p in written[:3]) + (" ..." if len(written) > 3 else "")
-        log(f"compileiq: note: configuring the project writes into its source tree ({shown}); the variant trees "
+        as_stream(log).note(f"configuring the project writes into its source tree ({shown}); the variant trees "
             "are configured one at a time")
     return model, written
 
@@ -269,18 +264,18 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
                                   time_limit=spec.time_limit,
                                   kernel_ns=_recorded_kernel_ns(spec.state_dir / "cupti" / "kernel-times.tsv"))
     for note in prepared.notes:
-        log(f"compileiq: {note}")
+        as_stream(log).info(f"{note}")
     if prepared.screen is not None:
         r = prepared.screen
         kept = sum(1 for row in r.rows if row.kept)
-        log(f"compileiq: screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
+        as_stream(log).info(f"screening: {kept} of {len(r.rows)} flag values change the device code of {spec.target}; "
             f"space {r.points_before} -> {r.points_after} points ({r.summary()})")
     space = prepared.space
     if prepared.screen is not None:
         screen_kernels = {(r.dimension, r.value): frozenset(e.kernel for e in r.effects)
                           for r in prepared.screen.rows if r.kept and r.screened}
     if tools.cuobjdump is None:
-        log("compileiq: note: device-code fingerprints are off: cuobjdump not found (pip install "
+        as_stream(log).note("device-code fingerprints are off: cuobjdump not found (pip install "
             "nvidia-cuda-cuobjdump); trials that build the same code are all benchmarked")
     else:
         fingerprints = FingerprintCache(tools.compiler, arch=arch)
@@ -334,7 +329,7 @@ def _device_link(spec: TuneSpec, target: Target, owner: str | None, space: FlagS
                                    "device-link, and the benchmark's program is built by none of the project's targets "
                                    "(give --bench the consumer's program in the build tree)")
     for note in notes:
-        log(f"compileiq: {note}")
+        as_stream(log).info(f"{note}")
     return (), space
 
 
@@ -347,9 +342,9 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
     arch = spec.cuda_arch or (placement.arch if placement else "") \
         or str((meta.get("gpu") or {}).get("arch") or meta.get("arch") or "90").removeprefix("sm_")
     gpus = placement.gpus if placement else visible_gpus(spec.gpus) if os.environ.get(SIMULATE_VARIABLE) else ()
-    log(f"compileiq: REPLAY of {landscape.describe()}; nothing is built or run")
+    as_stream(log).info(f"REPLAY of {landscape.describe()}; nothing is built or run")
     if placement is not None and len(placement.gpus) > 1:
-        log(f"compileiq: benchmarks run on {len(placement.gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
+        as_stream(log).info(f"benchmarks run on {len(placement.gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
     state_dir = spec.state_dir
     trees = tuple(VariantTree(state_dir, f"replay-{i}", "cmake")
                   for i in range(max(spec.workers + max(1, len(gpus)), FINALISTS + 1)))
@@ -385,7 +380,7 @@ def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) 
     entries = tree.compile_commands(target.sources, target.name)
     scan = depscan.scan_headers(entries, spec.source_dir, (spec.build_dir,))
     for source, why in scan.problems[:3]:
-        log(f"compileiq: note: the headers of {source} could not be listed ({why}); a change in them is not "
+        as_stream(log).note(f"the headers of {source} could not be listed ({why}); a change in them is not "
             "seen as a change of the sources")
     commands = sorted((str(Path(e["file"]).resolve()), sorted(command_tokens(tree, e))) for e in entries)
     return CodeIdentity(
@@ -405,7 +400,7 @@ def _unoptimized_first(space: FlagSpace, own: dict[str, frozenset[str]], languag
     dims = tuple(replace(d, measured_first=True) if d.name == "opt_level" else d for d in space.dimensions)
     if dims == space.dimensions:
         return space
-    log("compileiq: the project's own build optimizes nothing (no -O level in its compile commands): the "
+    as_stream(log).info("the project's own build optimizes nothing (no -O level in its compile commands): the "
         "optimization level is measured first")
     return replace(space, dimensions=dims)
 

@@ -42,7 +42,7 @@ from ..model.errors import CompileIQError, UsageError
 from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
 from ..measure.gpu import visible_gpus
-from ..model.events import Event, EventStream, PriorPrediction, SearchProgress, as_stream
+from ..model.events import Event, EventStream, Log, PriorPrediction, SearchProgress, as_stream
 from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
 from ..model.timebox import Stop
@@ -52,8 +52,6 @@ from ..system.writable import check_creatable
 from .orchestration import run_tune, tune_on_cluster
 from .suite_state import TargetOutcome, _load_state, _save_state, state_path, tree_stamp
 from .tree_pool import POOL_FOLDER, TreePool
-
-Log = Callable[[str], None]
 
 
 def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float, jobs: int = 1,

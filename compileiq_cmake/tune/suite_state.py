@@ -9,13 +9,11 @@ import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
 
-from ..model.events import as_stream
+from ..model.events import Log, as_stream
 from ..model.records import TuneResult
 from ..model.suite import Suite
 
-Log = Callable[[str], None]
 STATE_VERSION = 1
 
 

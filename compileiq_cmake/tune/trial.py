@@ -15,7 +15,7 @@ from ..project.cmake_project import VariantTree
 from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
 from ..flags.fingerprint import DeviceFingerprint
 from ..measure.runner import Runner
-from ..model.events import as_stream
+from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..search.search import INVALID_LOSS
 from ..decide.stats import relative_spread
@@ -23,7 +23,6 @@ from ..execute.build import build_variant as _build_variant, command_problem, de
 from ..execute.build import same_code  # noqa: F401 (named here too)
 from .tune_setup import TuneSetup
 
-Log = Callable[[str], None]
 PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
 
 
@@ -116,10 +115,10 @@ def reference_trees(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], Bu
         built = list(pool.map(lambda tree: build(tree, baseline), trees.values()))
     failed = next((b for b in built if not b.ok), None)
     if failed is not None:
-        log(f"compileiq: warning: the baseline did not re-build for paired runs ({failed.log_tail[-200:]}); "
+        as_stream(log).warning(f"the baseline did not re-build for paired runs ({failed.log_tail[-200:]}); "
             "trials are compared with the baseline's first measurement")
         return {}
-    log(f"compileiq: the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
+    as_stream(log).info(f"the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
         "measured next to runs of the project's own build" + (" on the same GPU" if len(trees) > 1 else "")
         + ", and compared with those")
     return trees

@@ -98,7 +98,7 @@ class OnDemandTrees:
     def __init__(self, trees: tuple[VariantTree, ...], ready: int, settings: VariantSettings, target: str,
                  language: str, one_at_a_time: bool) -> None:
         self._trees, self._ready = trees, ready
-        self._configure = lambda t: t.configure(settings, target, language)
+        self._configure = lambda t: t.prepare(settings, target, language)
         self._workers = 1 if one_at_a_time else 0  # a configure that writes into the source tree: one at a time
         self._lock = threading.Lock()
 

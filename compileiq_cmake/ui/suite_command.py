@@ -14,7 +14,6 @@ from ..model.suite import Suite, SuiteTarget, load_suite
 from .parser import FLAT_STOP, _spec_from_args, build_parser
 
 
-
 def suite_command(args: argparse.Namespace, events: EventStream) -> int:
     """tune --suite: every target's options through the command line's own checks (_spec_from_args)."""
     suite = load_suite(Path(args.suite))
