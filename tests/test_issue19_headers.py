@@ -85,7 +85,7 @@ def test_a_header_edit_starts_the_store_afresh_and_makes_the_entry_stale(tmp_pat
     inner = src / "include" / "detail" / "inner.h"
     inner.write_text(inner.read_text().replace("WORK_REPEATS 1", "WORK_REPEATS 4"))  # 4x the work
     edited = setup(spec, lines.append)
-    assert edited.sources_sha256 != ts.code.sources_sha256 and edited.commands_sha256 == ts.code.commands_sha256
+    assert edited.code.sources_sha256 != ts.code.sources_sha256 and edited.code.commands_sha256 == ts.code.commands_sha256
     store = _stored(edited, lines)
     assert store.load() == [], "trials measured on the old header are not resumed"
     assert "the target's sources or the headers they include changed" in lines[-1], lines[-1]
@@ -108,8 +108,8 @@ def test_other_cmake_cxx_flags_start_the_store_afresh_and_make_the_entry_stale(t
 
     assert configure(src, build, "-DCMAKE_CXX_FLAGS=-fno-inline").returncode == 0  # the user re-configures
     other = setup(spec, lines.append)
-    assert other.sources_sha256 == ts.code.sources_sha256 and other.commands_sha256 != ts.code.commands_sha256
-    assert other.flags_sha256 != ts.code.flags_sha256
+    assert other.code.sources_sha256 == ts.code.sources_sha256 and other.code.commands_sha256 != ts.code.commands_sha256
+    assert other.code.flags_sha256 != ts.code.flags_sha256
     store = _stored(other, lines)
     assert store.load() == [] and "the flags that reach the target's compile commands changed" in lines[-1]
     store.close()
