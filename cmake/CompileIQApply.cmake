@@ -132,15 +132,19 @@ function(_compileiq_entry)
     _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "this project does not compile the target")
     return()
   endif()
-  if(NOT CMAKE_${lang}_COMPILER_ID)
+  # the compiler as the target's own directory sees it: a large library enables CUDA in its subdirectory
+  # (enable_language there), and this deferred call runs in the top directory, where it is not defined
+  get_target_property(target_dir "${target}" SOURCE_DIR)
+  get_directory_property(id DIRECTORY "${target_dir}" DEFINITION "CMAKE_${lang}_COMPILER_ID")
+  get_directory_property(version_full DIRECTORY "${target_dir}" DEFINITION "CMAKE_${lang}_COMPILER_VERSION")
+  if(NOT id)
     message(WARNING "compileiq: flags for ${target} were tuned for ${lang} "
       "but this project does not enable ${lang}; not applied")
     _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "this project does not enable ${lang}")
     return()
   endif()
 
-  set(id "${CMAKE_${lang}_COMPILER_ID}")
-  string(REGEX MATCH "^[0-9]+(\\.[0-9]+)?" version "${CMAKE_${lang}_COMPILER_VERSION}")
+  string(REGEX MATCH "^[0-9]+(\\.[0-9]+)?" version "${version_full}")
   set(tuned "${arg_COMPILER_ID} ${arg_COMPILER_VERSION}")
   set(what "${tuned}")
   set(built "uses ${id} ${version}")
@@ -371,12 +375,12 @@ target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited 
     endif()
   endif()
   if(NOT "${arg_COMPILER_VERSION_FULL}" STREQUAL ""
-     AND NOT arg_COMPILER_VERSION_FULL VERSION_EQUAL CMAKE_${lang}_COMPILER_VERSION)
+     AND NOT arg_COMPILER_VERSION_FULL VERSION_EQUAL version_full)
     message(STATUS "compileiq: note: the flags of ${target} were tuned${when} with ${arg_COMPILER_ID} "
-      "${arg_COMPILER_VERSION_FULL}; this build uses ${id} ${CMAKE_${lang}_COMPILER_VERSION}: "
+      "${arg_COMPILER_VERSION_FULL}; this build uses ${id} ${version_full}: "
       "applied all the same: ${recheck}")
     _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale
-      "tuned with ${arg_COMPILER_ID} ${arg_COMPILER_VERSION_FULL}; this build uses ${id} ${CMAKE_${lang}_COMPILER_VERSION}")
+      "tuned with ${arg_COMPILER_ID} ${arg_COMPILER_VERSION_FULL}; this build uses ${id} ${version_full}")
   endif()
 endfunction()
 

@@ -264,3 +264,25 @@ def test_screening_that_leaves_nothing_is_one_clear_line(tmp_path):
 
     with pytest.raises(CompileIQError, match="nothing to tune for chatty_bench: no flag dimension is left"):
         _setup(tmp_path, "chatty_bench", "chatty_bench", "chatty_bench", ("jump_table_density",), SM90)
+
+
+@pytest.mark.cmake
+@pytest.mark.cuda
+def test_cuda_enabled_in_a_subdirectory_building_a_shared_library(tmp_path):
+    """Issue 38: a large library's layout: the top level is C++ only, enable_language(CUDA) in the backend's
+    subdirectory builds a SHARED library of several .cu files, linked into a host benchmark. The File API's
+    toolchains reply has no CUDA compiler id or version there; the tune was refused ("CUDA compiler '' is not
+    supported") and `space --target` said the compiler is not nvcc. Now the compiler is CMake's own record."""
+    trap = _setup(tmp_path, "subdir_cuda", "backend", "bench", ("use_fast_math",), SM90)
+    ts = trap.setup
+    assert ts.project.toolchain.compiler_id == "NVIDIA" and ts.project.toolchain.version.count(".") == 2
+    assert ts.project.target.type == "SHARED_LIBRARY" and len(ts.project.target.sources_in("CUDA")) == 4
+    assert "compileiq: screening:" in trap.log, trap.log
+    _variant_build_carries(trap, ("--use_fast_math",))
+    _apply(trap, tmp_path, ("--use_fast_math",), SM90)
+    from conftest import run_cli
+
+    proc = run_cli("space", "-S", str(trap.src), "-B", str(trap.build), "--target", "backend",
+                   "--cuda-arch", "90")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "backend (CUDA sm_90, NVIDIA" in proc.stdout, proc.stdout

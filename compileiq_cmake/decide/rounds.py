@@ -40,9 +40,8 @@ def interleave(runner: Measures, variants: dict[str, Tree], min_rounds: int, max
     failures: dict[str, str] = {}
     rounds = 0
     cut_short = False
-    discard = {label: {w: [] for w in runner.spec.workloads} for label in variants}
     for _ in range(warmup):
-        _round(runner, variants, rng, failures, discard)
+        _round(runner, variants, rng, failures, None)
     if any(label in failures for label in required) or len(variants) - len(failures) < 2:
         return Interleaved(samples, failures, 0)
     started = time.perf_counter()  # the time box's seconds per round: measured rounds only
@@ -63,9 +62,9 @@ def interleave(runner: Measures, variants: dict[str, Tree], min_rounds: int, max
 
 
 def _round(runner: Measures, variants: dict[str, Tree], rng: random.Random, failures: dict[str, str],
-           samples: dict[str, dict[Workload, list[float]]]) -> None:
+           samples: dict[str, dict[Workload, list[float]]] | None) -> None:
     """One round: for each workload, every variant still in once, in a fresh random order; a failed run puts
-    its variant out (`failures`), a good one's value goes to `samples`."""
+    its variant out (`failures`), a good one's value goes to `samples` (None: a warm-up round, thrown away)."""
     for workload in runner.spec.workloads:
         order = [label for label in variants if label not in failures]
         rng.shuffle(order)
@@ -74,4 +73,5 @@ def _round(runner: Measures, variants: dict[str, Tree], rng: random.Random, fail
             if not res.ok:
                 failures[label] = res.reason
                 continue
-            samples[label][workload].append(res.value)
+            if samples is not None:
+                samples[label][workload].append(res.value)

@@ -36,6 +36,12 @@ def source_token(path: str, flag: str) -> str:
     return f"[{path}]{flag}"
 
 
+def parse_token(token: str) -> tuple[str, str]:
+    """(path, flag) of one searched token: a per-file token's file and flag, ("", token) for the others."""
+    m = _SOURCE_TOKEN.match(token)
+    return (m.group(1), m.group(2)) if m else ("", token)
+
+
 def split(flags: tuple[str, ...] | list[str]) -> BuildFlags:
     target: list[str] = []
     per_source: dict[str, list[str]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -127,8 +128,27 @@ def read_codemodel(build_dir: Path) -> CodeModel:
     if toolchains_ref is not None:
         for tc in _load(reply_dir, toolchains_ref["jsonFile"]).get("toolchains", []):
             comp = tc.get("compiler", {})
+            compiler_id, version = comp.get("id", ""), comp.get("version", "")
+            if not compiler_id or not version:  # a language enabled in a subdirectory: CMake's own record has it
+                compiler_id, version = _compiler_record(top_build, tc["language"], compiler_id, version)
             toolchains[tc["language"]] = Toolchain(
-                language=tc["language"], compiler_id=comp.get("id", ""),
-                version=comp.get("version", ""), path=comp.get("path", ""),
+                language=tc["language"], compiler_id=compiler_id, version=version, path=comp.get("path", ""),
             )
     return CodeModel(build_dir=top_build, source_dir=source_dir, targets=targets, toolchains=toolchains)
+
+
+_RECORD_LINE = re.compile(r'^set\(CMAKE_(\w+)_COMPILER_(ID|VERSION) "([^"]*)"\)', re.M)
+
+
+def _compiler_record(build_dir: Path, language: str, compiler_id: str, version: str) -> tuple[str, str]:
+    """The compiler CMake decided for `language` as it recorded it (CMakeFiles/<cmake version>/
+    CMake<LANG>Compiler.cmake): the File API's toolchains reply leaves the id and version out for a language
+    that `enable_language()` turned on in a subdirectory (CMake 3.25, 4.x), and a large library does that. The
+    newest record wins; what the reply had is kept."""
+    records = sorted((build_dir / "CMakeFiles").glob(f"*/CMake{language}Compiler.cmake"),
+                     key=lambda p: p.stat().st_mtime)
+    if not records:
+        return compiler_id, version
+    found = {(lang, key): value for lang, key, value in _RECORD_LINE.findall(records[-1].read_text(errors="replace"))
+             if lang == language}
+    return compiler_id or found.get((language, "ID"), ""), version or found.get((language, "VERSION"), "")

@@ -130,13 +130,15 @@ class NevergradSearch:
 
 
 def prior_order(singles: list[tuple[int, int]], prior: SpacePrior,
-                early: Callable[[tuple[int, int]], bool] = lambda di: False) -> list[tuple[int, int]]:
+                early: Callable[[tuple[int, int]], bool] = lambda di: False
+                ) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
     """The single-flag changes in the prior's order where it knows them: a value it knows nothing of (a
     dimension under a name no observation has: a user's --acf, a newer nvcc's flag) keeps the default's rules:
     one the default measures early (`early`: a build mode, approximate arithmetic) comes first, the others keep
     their place; the values it has observations of, predicted best first, fill the other places; values
     confidently harmful go last. (Issue 36: a fast-math choice under another name went behind values predicted
-    slower with a large uncertainty: worse than no prior on 5 of 7 gainful kernels.)"""
+    slower with a large uncertainty: worse than no prior on 5 of 7 gainful kernels.) And the front: the
+    values it knows nothing of that come first (measured before even the prior's combinations)."""
     first = [di for di in singles if not prior.of(*di).known and early(di)]
     rest = [di for di in singles if di not in first]
     known = [di for di in rest if prior.of(*di).known]
@@ -149,7 +151,7 @@ def prior_order(singles: list[tuple[int, int]], prior: SpacePrior,
             nxt = next(ranked, None)
             if nxt is not None:
                 out.append(nxt)
-    return out + [di for di in known if prior.of(*di).harmful]
+    return out + [di for di in known if prior.of(*di).harmful], set(first)
 
 
 class FlagSearch:
@@ -197,8 +199,7 @@ class FlagSearch:
                 dim = dims[di[0]]
                 return dim.build_mode or dim.measured_first or (numerics_first and dim.relaxes_numerics)
 
-            singles = prior_order(singles, prior, early)
-            self._front = {di for di in singles if not prior.of(*di).known and early(di)}
+            singles, self._front = prior_order(singles, prior, early)
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:

@@ -209,10 +209,7 @@ def _as_written(flags: tuple[str, ...], written: list[str]) -> tuple[str, ...]:
     resolved it (`written`: every part's written flags), on its file when it was a per-file token."""
     out: list[str] = []
     for token in flags:
-        parts = build_flags.split((token,))
-        path, flag = parts.sources[0] if parts.sources else ("", token)
-        if path:
-            flag = flag[0]
+        path, flag = build_flags.parse_token(token)
         resolved = portability.host_specific(written) if portability.is_native(flag) else [flag]
         out += [build_flags.source_token(path, f) if path else f for f in resolved]
     return tuple(dict.fromkeys(out))
