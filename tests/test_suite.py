@@ -97,6 +97,36 @@ def test_a_killed_suite_keeps_its_finished_targets_and_a_changed_project_tunes_t
 
 
 @pytest.mark.unit
+def test_a_killed_suite_whose_toml_is_in_the_source_tree_keeps_its_finished_targets(tmp_path):
+    """Issue 38: the suite's TOML in the source tree (the default): each finished target's entry changed a file
+    the change stamp hashed, so a killed suite's resume said "the project changed" and tuned them again. Its
+    own outputs (the TOML, its lock, a write's temporary files, the summary) are no part of the stamp."""
+    body = TWO.replace('output = "all.toml"', "")
+    (tmp_path / "src").mkdir()
+    suite = tmp_path / "suite.toml"
+    suite.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "src/compileiq.toml"\n'
+                     'json_summary = "src/suite.json"\n' + body)
+    from compileiq_cmake.tune import suite as suite_mod
+
+    outputs = (tmp_path / "src" / "compileiq.toml", tmp_path / "src" / "suite.json")
+    before = suite_mod.tree_stamp(tmp_path / "src", (tmp_path / "build",), outputs)
+    proc = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "src" / "compileiq.toml").is_file() and (tmp_path / "src" / "suite.json").is_file()
+    (tmp_path / "src" / ".compileiq-compileiq.toml-x1.toml").write_text("half written")  # a write killed midway
+    assert suite_mod.tree_stamp(tmp_path / "src", (tmp_path / "build",), outputs) == before
+    assert suite_mod.tree_stamp(tmp_path / "src", (tmp_path / "build",)) != before  # without: the outputs count
+    first = json.loads((tmp_path / "src" / "suite.json").read_text())
+    bs = next(t for t in first["targets"] if t["target"] == "bs")
+    outcome = suite_mod.TargetOutcome(**{**bs, "ci": tuple(bs["ci"]) if bs["ci"] else None, "flags": tuple(bs["flags"])})
+    suite_mod._save_state(state_path(load_suite(suite), tmp_path / "build"), {"bs": outcome}, before)  # killed after bs
+    again = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "1", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "the project changed since" not in again.stdout, again.stdout
+    assert "suite: bs: finished in an earlier run" in again.stdout and "target 1 of 2: bs" not in again.stdout
+
+
+@pytest.mark.unit
 def test_the_time_limit_is_shared_by_priority_keeping_every_floor():
     a, b, c = (SuiteTarget(n, {}, priority=p) for n, p in (("a", 3.0), ("b", 1.0), ("c", 1.0)))
     assert allot(500.0, a, [b, c], 60.0) == pytest.approx(300.0)

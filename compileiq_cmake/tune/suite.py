@@ -180,7 +180,8 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
     jobs = max(1, min(jobs, len(suite.ordered)))
     _check_floors(suite, time_limit, jobs)
     source = next(iter(specs.values())).source_dir
-    stamp = tree_stamp(source, (build_dir,))
+    outputs = tuple({s.output for s in specs.values()}) + ((json_summary,) if json_summary is not None else ())
+    stamp = tree_stamp(source, (build_dir,) + ((report_dir,) if report_dir is not None else ()), outputs)
     state = state_path(suite, build_dir)
     run = _SuiteRun(suite, specs, make_spec, log, stream, time_limit, jobs, cluster, state, stamp,
                     _load_state(state, stamp, log),

@@ -54,14 +54,21 @@ def state_path(suite: Suite, build_dir: Path) -> Path:
     return build_dir / "compileiq" / f"suite-{key}.json"
 
 
-def tree_stamp(source_dir: Path, skip: tuple[Path, ...]) -> str:
+def tree_stamp(source_dir: Path, skip: tuple[Path, ...], outputs: tuple[Path, ...] = ()) -> str:
     """A digest of every file's path, size and modification time under the project (build trees and .git
-    left out): a resumed suite keeps its finished targets only when nothing changed since."""
+    left out): a resumed suite keeps its finished targets only when nothing changed since. `outputs`: the
+    suite's own files (the TOML its targets write, by default in the source tree, with its lock and the
+    temporary files of a write; the summary and report): never part of it, or a finished target's entry
+    would read as a change of the project and a killed suite would forget its finished targets."""
     h = hashlib.sha256()
     skip_s = tuple(str(p) for p in skip)
+    own = {p.resolve() for p in outputs} | {p.resolve().with_name(p.name + ".lock") for p in outputs}
+    temporary = tuple(f".compileiq-{p.name}-" for p in outputs)  # results.toml_io's temporary files
     for root, dirs, files in os.walk(source_dir):
         dirs[:] = sorted(d for d in dirs if d != ".git" and not str(Path(root) / d).startswith(skip_s))
         for name in sorted(files):
+            if name.startswith(temporary) or (Path(root) / name).resolve() in own:
+                continue
             try:
                 st = (Path(root) / name).stat()
             except OSError:
