@@ -236,3 +236,27 @@ def test_write_entry_enforces_the_policy_under_its_lock(tmp_path):
     assert read_entries(path) == [old]
     write_entry(path, replace(old, speedup=2.0, checks=()), replace=True)
     assert read_entries(path)[0].speedup == 2.0
+
+
+@pytest.mark.unit
+def test_a_worse_entry_of_the_same_identity_does_not_replace_a_better_one_without_saying_so(tmp_path):
+    """Issue 38: a suite rerun that changed nothing replaced a target's 18.55x entry (6 flags) with 10.24x (2
+    flags). An entry of the same identity (target, language, arch, sources with their headers, the project's
+    compile flags, compiler version, build type, device) validated faster is kept, said in one line; --replace
+    writes the new one; a changed identity (the sources edited) replaces it as before, slower or not."""
+    path = tmp_path / "compileiq.toml"
+    old = make_entry(speedup=18.55, flags=("--use_fast_math", "-Xptxas=-O1"))
+    write_entry(path, old)
+    worse = replace(old, speedup=10.24, flags=("--use_fast_math",), date="2026-12-03T10:00:00+00:00")
+    kept = write_entry(path, worse, replace=False)
+    assert kept.kept and not kept.allowed and kept.replaces == old
+    assert "kept the entry" in kept.message and "18.55" in kept.message and "10.24" in kept.message
+    assert "--replace" in kept.message and "\n" not in kept.message
+    assert read_entries(path) == [old]
+    better = replace(old, speedup=19.0, flags=("-Xptxas=-O1",))
+    assert write_entry(path, better, replace=False).allowed and read_entries(path) == [better]
+    write_entry(path, worse, replace=True)
+    assert read_entries(path) == [worse]  # --replace: written
+    edited = replace(worse, speedup=5.0, sources_sha256="cd" * 32)
+    r = write_entry(path, edited, replace=False)
+    assert r.allowed and not r.kept and read_entries(path) == [edited]  # other sources: the old one was stale

@@ -73,6 +73,7 @@ class Replacement:
     replaces: FlagsEntry | None
     allowed: bool
     message: str  # one line: old vs new (flags, speedup, checks), or why it is not replaced
+    kept: bool = False  # not replaced because the old entry is the better one of the same identity (no error)
 
 
 def _describe(e: FlagsEntry) -> str:
@@ -100,7 +101,19 @@ def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> R
         return Replacement(old, False, (
             f"not replacing the entry for {change}: the old one was checked for numerics ({checked}) and this tune "
             "was not; tune with --compare-output or --compare-file, or pass --replace to replace it anyway"))
+    if not replace and same_identity(old, new) and new.speedup < old.speedup:
+        return Replacement(old, False, (
+            f"kept the entry for {change}: the old one was validated faster on the same sources, compile flags, "
+            "compiler, build type and GPU; pass --replace to write this tune's instead"), kept=True)
     return Replacement(old, True, f"replacing the entry for {change}")
+
+
+def same_identity(a: FlagsEntry, b: FlagsEntry) -> bool:
+    """Whether two entries were tuned on the same thing: target, language and architecture, the sources with
+    the headers they include, the project's own compile flags, the compiler's version, the build type and the
+    device (what a rerun that changed nothing keeps; a change of any of them makes the old entry stale)."""
+    return (a.key == b.key and a.sources_sha256 == b.sources_sha256 and a.flags_sha256 == b.flags_sha256
+            and a.compiler_version == b.compiler_version and a.build_type == b.build_type and a.device == b.device)
 
 
 def _document(entries: list[FlagsEntry]) -> str:
@@ -213,7 +226,8 @@ def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None,
     <file>.lock (another holder: `log` says so, and the write waits up to lock_wait seconds, default
     LOCK_WAIT_SECONDS), the file is re-read, merged and atomically replaced, so concurrent writers lose
     nothing; a symlink is written through (its target is replaced). With replace=False, a numerics-checked
-    entry is not replaced by an unchecked one (see replacement). Whatever fails (the file cannot be written,
+    entry is not replaced by an unchecked one, and one of the same identity validated faster is kept (`kept`:
+    nothing written; see replacement). Whatever fails (the file cannot be written,
     a full disk, the file was damaged meanwhile, an entry refused), the document is saved in fallback_dir (if
     given; the merged one, else this entry alone) and a CompileIQError names it."""
     text = ""
@@ -225,6 +239,8 @@ def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None,
         with _locked(target, LOCK_WAIT_SECONDS if lock_wait is None else lock_wait, log):
             entries = read_entries(target) if target.exists() else []
             decision = replacement(entries, entry, replace)
+            if decision.kept:  # the old entry is the better one: nothing to write, said by the caller
+                return decision
             if not decision.allowed:
                 raise ResultFileError(decision.message)
             text = _document([e for e in entries if e.key != entry.key] + [entry])

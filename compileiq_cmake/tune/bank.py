@@ -30,7 +30,9 @@ BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than
 NOISE_MARGIN = 4.0  # ... by this many times the trial's (or the baseline's) relative spread, on the log scale
 STORED = "banked"  # the trial store's name of the banked validation
 
-Write = Callable[[Validation, int], None]  # the winner's entry written (tune.publish.bank), with the trial count
+# the winner's entry written (tune.publish.BankWrite), with the trial count; False: not written (the file holds a
+# better entry of the same identity, kept)
+Write = Callable[[Validation, int], bool]
 
 
 @dataclass
@@ -91,7 +93,8 @@ class Bank:
         if not v.accepted or (self.banked is not None and v.geomean_speedup <= self.banked.geomean_speedup):
             return None
         self.budget.check()  # interrupted meanwhile: nothing is written after it
+        if not self.write(v, len(trials)):
+            return None  # a better entry of the same identity stays (said): nothing of this tune is banked
         self.banked = v
         self.store.save_validations(STORED, [v])
-        self.write(v, len(trials))
         return v

@@ -39,6 +39,7 @@ class Decision:
     contributions: tuple[Contribution, ...]
     seconds: float
     untested: tuple[str, ...] = ()  # what the time box left out (finalists, rounds, ablation steps, ...)
+    banked: Validation | None = None  # a winner this tune banked (and wrote) during the search
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class Finalists:
         banked = self.banked
         if banked is None:
             return decision
+        decision = replace(decision, banked=banked)
         winner = decision.winner
         if winner is not None and winner.geomean_ci_high >= banked.geomean_ci_low:
             return decision

@@ -68,8 +68,12 @@ class Publish:
         if winner is not None:
             new = _entry(setup, winner, contributions, len(trials), log, decision.untested)
             self._check()
-            change = write_entry(spec.output, new, fallback_dir=setup.state_dir, replace=spec.replace, log=log)
-            if change is not None and change.replaces is not None:
+            # the entry this tune's bank wrote during the search is replaced by its final winner whatever it measured
+            change = write_entry(spec.output, new, fallback_dir=setup.state_dir, log=log,
+                                 replace=spec.replace or decision.banked is not None)
+            if change is not None and change.kept:
+                as_stream(log).note(change.message)
+            elif change is not None and change.replaces is not None:
                 as_stream(log).info(f"{change.message}")
             toml_path = str(spec.output)
         wall = time.perf_counter() - self.started
@@ -118,14 +122,18 @@ class BankWrite:
     setup: TuneSetup
     log: Log
 
-    def __call__(self, winner: Validation, trials: int) -> None:
+    def __call__(self, winner: Validation, trials: int) -> bool:
         spec = self.setup.spec
         new = _entry(self.setup, winner, (), trials, self.log,
                      (f"{winner.flagset.describe()}: banked during the search, not ablated yet",))
         change = write_entry(spec.output, new, fallback_dir=self.setup.state_dir, replace=spec.replace, log=self.log)
+        if change is not None and change.kept:
+            as_stream(self.log).note(f"bank: {change.message}")
+            return False
         as_stream(self.log).info(f"bank: wrote {spec.output} with {winner.flagset.describe()} "
                  f"({winner.geomean_speedup:.4f}x); a later candidate replaces it only through its own validation"
                  + (f"; {change.message}" if change is not None and change.replaces is not None else ""))
+        return True
 
 
 def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial], decision: Decision,

@@ -127,7 +127,7 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    "default: a new local cluster of this machine)")
     p.add_argument("--replace", action="store_true",
                    help="replace the target's entry even when it was checked more strictly (output comparison) "
-                   "than this tune checks")
+                   "than this tune checks, or was validated faster on the same sources, flags, compiler and GPU")
     p.add_argument("--portable", action="store_true",
                    help="leave out flags whose code runs only on CPUs like this one (-march=native: the group cpu_specific)")
     p.add_argument("--arch-scope", choices=("all", "tuned"), default="all",
