@@ -404,3 +404,53 @@ def test_compileiq_tune_calls_of_one_suite_on_ray_and_here_at_once_are_refused_i
     proc = run_cli("tune", f"--suite-args={args}", cwd=tmp_path)
     one_line_error(proc.returncode, proc.stdout, proc.stderr, "all on one Ray cluster")
     assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.cmake
+def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_example, tmp_path):
+    """Issue 38: a suite rerun after editing one target's source re-tuned every target (and replaced an
+    unchanged one's 18.55x entry with 10.24x). A target whose entry was tuned on exactly what it is now
+    (sources with their headers, compile flags, compiler, build type, device) is not tuned again, its entry
+    left byte for byte; the edited one is."""
+    from conftest import configure
+    from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+    from compileiq_cmake.results.schema import FlagsEntry
+    from compileiq_cmake.results.toml_io import write_entry
+    from compileiq_cmake.tune.setup import setup
+
+    (host_example / "src" / "other.cpp").write_text((host_example / "src" / "main.cpp").read_text())
+    lists = host_example / "CMakeLists.txt"
+    lists.write_text(lists.read_text() + "add_executable(host_other src/other.cpp)\n")
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    output = host_example / "compileiq.toml"
+    for name in ("host_kernels", "host_other"):  # as an earlier run of the suite wrote them
+        spec = TuneSpec(source_dir=host_example, build_dir=build, target=name, benchmark=(name, "--n", "256"),
+                        metric=MetricSpec.parse("time_ms=([0-9.eE+-]+)", True), output=output, workers=1)
+        ts = setup(spec, lambda line: None)
+        write_entry(output, FlagsEntry(
+            target=name, language="CXX", arch="", compiler_id=ts.project.toolchain.compiler_id,
+            compiler_version=ts.project.toolchain.version, flags=("-O3",), build_type=ts.project.build_type,
+            device=ts.devices.device, compute_capability="", metric="time_ms=([0-9.eE+-]+)", lower_is_better=True,
+            workloads=("--n 256",), baseline=(2.0,), tuned=(1.0,), speedup=2.0, trials=3,
+            date="2026-12-01T07:00:00+00:00", tool_version="test", sources_sha256=ts.code.sources_sha256,
+            headers=ts.code.headers, flags_sha256=ts.code.flags_sha256))
+    before = output.read_bytes()
+    suite = tmp_path / "suite.toml"
+    each = 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n'
+    suite.write_text(f'[suite]\nsource_dir = "{host_example}"\nbuild_dir = "{build}"\n'
+                     f'[[target]]\nname = "host_kernels"\nbenchmark = "host_kernels --n 256"\n{each}'
+                     f'[[target]]\nname = "host_other"\nbenchmark = "host_other --n 256"\n{each}')
+    same = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", cwd=tmp_path)
+    assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
+    assert same.stdout.count("is unchanged since its entry") == 2 and "tuning host_" not in same.stdout, same.stdout
+    assert output.read_bytes() == before
+    other = host_example / "src" / "other.cpp"
+    other.write_text(other.read_text() + "\n// edited\n")
+    edited = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", cwd=tmp_path)
+    assert edited.returncode == 0, edited.stdout[-3000:] + edited.stderr[-2000:]
+    assert "host_kernels is unchanged since its entry" in edited.stdout, edited.stdout
+    assert "tuning host_other" in edited.stdout and "tuning host_kernels" not in edited.stdout
+    entries = {e["target"]: e for e in tomllib.loads(output.read_text())["entry"]}
+    old = {e["target"]: e for e in tomllib.loads(before.decode())["entry"]}
+    assert entries["host_kernels"] == old["host_kernels"]

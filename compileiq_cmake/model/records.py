@@ -189,3 +189,4 @@ class TuneResult:
     contributions: tuple[Contribution, ...] = field(default=())
     language: str = ""  # the tuned target's (CUDA, CXX, C)
     needed: float = 0.0  # the box could not hold the baseline, one trial and its validation: the limit it needs
+    unchanged: tuple[float, tuple[str, ...]] | None = None  # not tuned: its entry holds (speedup, flags)

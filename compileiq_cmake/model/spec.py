@@ -103,6 +103,9 @@ class TuneSpec:
     learn: bool = True  # add this tune's single-value effects to the local prior data (results/prior_store.py)
     flat_stop: int = 0  # suites: stop the search after this many trials when the prior predicted no gain and none came
     state_subdir: str = "compileiq"  # the tune's state folder under build_dir (a suite's targets in flight: one each)
+    # suites: a target whose entry in the output was tuned on exactly what it is now (sources with headers, compile
+    # flags, compiler, build type, device) is not tuned again (--replace tunes it anyway)
+    keep_unchanged: bool = False
 
     @property
     def state_dir(self) -> Path:
@@ -128,7 +131,7 @@ class TuneSpec:
         fields = asdict(self)
         for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
                          "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope", "prior", "learn", "flat_stop",
-                         "state_subdir"):
+                         "state_subdir", "keep_unchanged"):
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same
             fields.pop("portable")

@@ -4,7 +4,7 @@ Schema "compileiq-suite/1":
 
     schema, tool_version, suite (the suite file), date, time_limit (null: none), wall_seconds
     targets: [{target, status, reason, speedup, ci: [low, high], flags, trials, seconds, allotted, language,
-               resumed}]   status: tuned | no gain | failed | skipped | excluded; speedup and ci: the
+               resumed}]   status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
                winner's interleaved re-measurement (null when no entry was written)
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
@@ -35,14 +35,14 @@ def build(suite, outcomes, time_limit: float | None, wall_seconds: float, shared
     """The suite's document; `shared`: with targets in flight together, how many at a time and each GPU's
     (or the host's) busy seconds and idle share of the wall time."""
     rows = [{**asdict(o), "ci": list(o.ci) if o.ci else None, "flags": list(o.flags)} for o in outcomes]
-    ran = [o for o in outcomes if o.status in ("tuned", "no gain")]
-    speedups = [o.speedup if o.status == "tuned" and o.speedup else 1.0 for o in ran]
+    ran = [o for o in outcomes if o.status in ("tuned", "unchanged", "no gain")]
+    speedups = [o.speedup if o.status in ("tuned", "unchanged") and o.speedup else 1.0 for o in ran]
     return finite({
         "schema": SCHEMA, "tool_version": __version__, "suite": str(suite.path),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "time_limit": time_limit, "wall_seconds": round(wall_seconds, 3), "targets": rows,
         "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
-        "wins": sum(1 for o in outcomes if o.status == "tuned"),
+        "wins": sum(1 for o in outcomes if o.status in ("tuned", "unchanged")),
         "ties": sum(1 for o in outcomes if o.status == "no gain"),
         "losses": sum(1 for o in outcomes if o.status in ("failed", "skipped")),
         "seconds": {o.target: round(o.seconds, 3) for o in outcomes},
@@ -54,7 +54,7 @@ def table(doc: dict) -> list[str]:
     """The console's closing table of a suite."""
     lines = ["", f"suite: {len(doc['targets'])} targets in {doc['wall_seconds']:.1f} s"
              + (f" (--time-limit {doc['time_limit']:g} s)" if doc["time_limit"] else "")
-             + f": {doc['wins']} tuned, {doc['ties']} without a gain, {doc['losses']} failed or skipped"
+             + f": {doc['wins']} tuned (or unchanged since their entry), {doc['ties']} without a gain, {doc['losses']} failed or skipped"
              + (f"; geometric mean speedup {doc['geomean_speedup']:.3f}x" if doc["geomean_speedup"] else ""),
              f"  {'target':<24} {'status':<9} {'speedup':>8}  {'trials':>6} {'seconds':>8}  flags / why"]
     for t in doc["targets"]:

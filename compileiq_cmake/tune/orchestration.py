@@ -33,7 +33,7 @@ from .bank import Bank
 from .baseline import Baseline
 from .budget import BOX_RESULT, Budget, TimeTooShort, resumed_box
 from .finalists import Finalists
-from .publish import BankWrite, Publish
+from .publish import BankWrite, Publish, unchanged_entry
 from .search_loop import SearchLoop
 from .setup import TuneSetup, replay_setup, setup
 from .tree_pool import TreePool
@@ -142,6 +142,14 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
     (`lease`), plus what an interrupted earlier run spent of the same box; `deadline` (perf_counter) and
     `stop` are a suite's end and interrupt."""
     spec = setup.spec
+    if spec.keep_unchanged and not spec.replace and (kept := unchanged_entry(setup)) is not None:
+        why = (f"{spec.target} is unchanged since its entry in {spec.output} was tuned ({kept.speedup:.4g}x, "
+               f"{kept.date}): the same sources with their headers, compile flags, compiler, build type and device; "
+               "it is not tuned again (--replace tunes it anyway)")
+        as_stream(log).stage_result("finalists", why, flags=list(kept.flags), speedup=kept.speedup, unchanged=True)
+        empty = Trial(0, setup.space.baseline(), Status.CANCELLED, why)
+        return TuneResult(spec.target, (), empty, None, str(spec.output), time.perf_counter() - started, (why,),
+                          language=setup.project.language, unchanged=(kept.speedup, tuple(kept.flags)))
     as_stream(log).info(
         f"tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} {setup.project.toolchain.version}"
         f"{', sm_' + setup.devices.cuda_arch if setup.devices.cuda_arch else ''}) on {setup.devices.device}; "

@@ -27,7 +27,7 @@ from ..model import build_flags
 from ..results import summary
 from ..results.report import write_report
 from ..results.schema import FlagsEntry
-from ..results.toml_io import write_entry
+from ..results.toml_io import read_entries, write_entry
 from ..results.store import TrialStore
 from . import host_side
 from .baseline import Baselines
@@ -134,6 +134,25 @@ class BankWrite:
                  f"({winner.geomean_speedup:.4f}x); a later candidate replaces it only through its own validation"
                  + (f"; {change.message}" if change is not None and change.replaces is not None else ""))
         return True
+
+
+def unchanged_entry(setup: TuneSetup) -> FlagsEntry | None:
+    """The entry of the output for this target that was tuned on exactly what it is now (results.toml_io's
+    same_identity: the sources with their headers, the project's compile flags, the compiler's version, the
+    build type, the device, the architecture); None when there is none (or the output cannot be read: the
+    tune says why when it writes). A replay has no sources: never unchanged."""
+    spec = setup.spec
+    if setup.replay is not None or not setup.code.sources_sha256 or not spec.output.is_file():
+        return None
+    try:
+        entries = read_entries(spec.output)
+    except CompileIQError:
+        return None
+    project, devices, code = setup.project, setup.devices, setup.code
+    return next((e for e in entries if e.target == spec.target and e.language == project.language
+                 and e.arch == devices.cuda_arch and e.sources_sha256 == code.sources_sha256
+                 and e.flags_sha256 == code.flags_sha256 and e.compiler_version == project.toolchain.version
+                 and e.build_type == project.build_type and e.device == devices.device), None)
 
 
 def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial], decision: Decision,

@@ -22,7 +22,7 @@ class TargetOutcome:
     """One target of a suite: what became of it."""
 
     target: str
-    status: str  # "tuned" (an entry written), "no gain", "failed", "skipped" (no time left), "excluded"
+    status: str  # "tuned" (an entry written), "unchanged" (its entry holds), "no gain", "failed", "skipped", "excluded"
     reason: str = ""
     speedup: float | None = None
     ci: tuple[float, float] | None = None
@@ -38,6 +38,10 @@ class TargetOutcome:
     @staticmethod
     def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
         w = result.winner
+        if result.unchanged is not None:  # its entry holds: not tuned again
+            speedup, flags = result.unchanged
+            return TargetOutcome(target, "unchanged", result.notes[0] if result.notes else "", speedup, None, flags,
+                                 0, seconds, allotted, result.language)
         if w is None and result.needed:  # its runs make its share useless: its time went back at once
             return TargetOutcome(target, "skipped", result.notes[0] if result.notes else
                                  f"needs about {result.needed:.0f} s", trials=len(result.trials), seconds=seconds,

@@ -38,7 +38,7 @@ def suite_command(args: argparse.Namespace, events: EventStream) -> int:
         if time_limit is not None:
             ns.time_limit = time_limit
         try:
-            return replace(_spec_from_args(ns), flat_stop=FLAT_STOP).validate()
+            return replace(_spec_from_args(ns), flat_stop=FLAT_STOP, keep_unchanged=True).validate()
         except UsageError as exc:
             raise UsageError(f"--suite {args.suite} target {target.name}: {exc}") from None
 
@@ -81,7 +81,7 @@ def suite_args(args: argparse.Namespace, events: EventStream) -> int:
         if time_limit is not None:
             ns.time_limit = min(time_limit, ns.time_limit) if ns.time_limit else time_limit
         try:
-            return replace(_spec_from_args(ns), flat_stop=FLAT_STOP).validate()
+            return replace(_spec_from_args(ns), flat_stop=FLAT_STOP, keep_unchanged=True).validate()
         except UsageError as exc:
             raise UsageError(f"compileiq_tune({target.name}): {exc}") from None
 
@@ -97,9 +97,10 @@ def suite_args(args: argparse.Namespace, events: EventStream) -> int:
 
 def suite_status(outcomes, events: EventStream) -> int:
     """A suite's exit status: 1 when a target failed, or when no target was tuned at all (every one skipped
-    or failed: nothing was measured to a decision); 0 otherwise ("no gain" is a decision)."""
+    or failed: nothing was measured to a decision); 0 otherwise ("no gain" is a decision, and "unchanged" an
+    earlier one that still holds)."""
     failed = [o.target for o in outcomes if o.status == "failed"]
-    decided = [o for o in outcomes if o.status in ("tuned", "no gain")]
+    decided = [o for o in outcomes if o.status in ("tuned", "unchanged", "no gain")]
     if failed:
         events.warning(f"suite: {plural(len(failed), 'target')} failed ({', '.join(failed)}): exit status 1")
         return 1
