@@ -96,6 +96,24 @@ def cmake_version(cmake: str) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
+def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
+    """(mtime, size) of the files of the source tree (version-control folders and build trees inside it left
+    out), to see whether a configure writes into it."""
+    out: dict[Path, tuple[int, int]] = {}
+    skip = {build_dir.resolve()}
+    for root, dirs, files in os.walk(source_dir):
+        dirs[:] = [d for d in dirs if d not in (".git", ".hg", ".svn") and (Path(root) / d).resolve() not in skip
+                   and not (Path(root) / d / "CMakeCache.txt").exists()]
+        for name in files:
+            path = Path(root) / name
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out[path] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
 @dataclass(frozen=True)
 class VariantSettings:
     """How every variant tree of one tune is configured."""
@@ -269,6 +287,15 @@ class VariantTree:
         trees and screening. The code model it wrote."""
         self.write_flags(target, language, settings.cuda_arch, ())
         return self.configure(settings, target, language)
+
+    def prepare_watching(self, settings: VariantSettings, target: str, language: str, source_dir: Path,
+                         build_dir: Path) -> tuple[file_api.CodeModel, list[Path]]:
+        """prepare(), and the files of the source tree the configure wrote (a project whose configure writes
+        into its source tree: its variant trees are then configured one at a time)."""
+        before = _snapshot(source_dir, build_dir)
+        model = self.prepare(settings, target, language)
+        after = _snapshot(source_dir, build_dir)
+        return model, sorted(p for p, stamp in after.items() if before.get(p) != stamp)
 
     def configure(self, settings: VariantSettings, target: str, language: str,
                   timeout: float = CONFIGURE_TIMEOUT) -> file_api.CodeModel:

@@ -115,28 +115,6 @@ def _cuda_in_dependencies(model: CodeModel, target: Target) -> list[str]:
     return [d for d in target.dependencies if d in model.targets and model.targets[d].sources_in("CUDA")]
 
 
-def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
-    """(mtime, size) of the files of the source tree (version-control folders and build trees inside it left
-    out), to see whether a configure writes into it."""
-    out: dict[Path, tuple[int, int]] = {}
-    skip = {build_dir.resolve()}
-    for root, dirs, files in os.walk(source_dir):
-        dirs[:] = [d for d in dirs if d not in (".git", ".hg", ".svn") and (Path(root) / d).resolve() not in skip
-                   and not (Path(root) / d / "CMakeCache.txt").exists()]
-        for name in files:
-            path = Path(root) / name
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            out[path] = (st.st_mtime_ns, st.st_size)
-    return out
-
-
-def _changed(before: dict[Path, tuple[int, int]], after: dict[Path, tuple[int, int]]) -> list[Path]:
-    return sorted(p for p, stamp in after.items() if before.get(p) != stamp)
-
-
 def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     """The GPUs of this tune: CUDA targets (and, for tests, host targets on simulated GPUs) use every visible
     GPU of the first one's model, or --gpus; several run benchmarks in parallel, one run per GPU."""
@@ -237,9 +215,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
 def _own_build(spec: TuneSpec, first: VariantTree, settings: VariantSettings, log: Log) -> tuple[CodeModel, list[Path]]:
     """The project's own build, as the user configured it, in the first variant tree; and the files the configure
     wrote into the source tree (then the variant trees are configured one at a time, said in a note)."""
-    before = _snapshot(spec.source_dir, spec.build_dir)
-    model = first.prepare(settings, spec.target, "")
-    written = _changed(before, _snapshot(spec.source_dir, spec.build_dir))
+    model, written = first.prepare_watching(settings, spec.target, "", spec.source_dir, spec.build_dir)
     if written:
         shown = ", ".join(str(p.relative_to(spec.source_dir)) for p in written[:3]) + (" ..." if len(written) > 3 else "")
         as_stream(log).note(f"configuring the project writes into its source tree ({shown}); the variant trees "
