@@ -60,6 +60,9 @@ def test_a_suite_tunes_its_targets_in_one_command_into_one_toml_summary_and_repo
     ran = [t for t in doc["targets"] if t["status"] != "excluded"]
     assert all(t["trials"] == 6 and t["status"] in ("tuned", "no gain") for t in ran)
     assert doc["wins"] + doc["ties"] == 2 and doc["losses"] == 0 and doc["geomean_speedup"] >= 1.0
+    for t in ran:  # issue 38: where each target's seconds went, by stage
+        assert list(t["stages"]) == ["setup and baseline", "search", "finalists", "publish"], t["stages"]
+        assert all(s >= 0 for s in t["stages"].values()) and sum(t["stages"].values()) <= t["seconds"] + 0.5, t
     entries = tomllib.loads((tmp_path / "all.toml").read_text())["entry"]
     assert {e["target"] for e in entries} == {t["target"] for t in ran if t["status"] == "tuned"}
     html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()

@@ -298,14 +298,16 @@ class _SuiteRun:
     def tune(self, target: SuiteTarget, allotted: float | None) -> None:
         """One target's tune in its share (a thread of the suite's pool); its outcome saved at once."""
         spec = self.make_spec(target, allotted) if allotted else self.specs[target.name]
-        target_log: Log | EventStream = self.log
+        target_log = EventStream(self.stream.emit)  # its own stream (its own current stage), heard by the suite's
         self.scheduler.join(target, self.suite.floor(target))
         lease = Lease(self.scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
         if self.jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
             spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}",
                            workers=max(1, math.ceil(spec.workers / self.jobs)))
             target_log = _target_stream(self.stream, target.name, self.scheduler)
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
+        ends: dict[str, float] = {}  # each stage's first result: when it ended (Event.at)
+        target_log.subscribe(lambda e: ends.setdefault(e.stage, e.at) if e.kind == "stage" else None)
         deadline = self.started + self.time_limit if self.time_limit else math.inf  # no target outlives the box
         try:
             result = tune_on_cluster(spec, target_log, self.cluster, lease, self.tree_pool, self.stop, deadline)[0] \
@@ -320,11 +322,30 @@ class _SuiteRun:
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
         outcome = replace(outcome, device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
-                          waited_seconds=round(self.scheduler.slots.waited(target.name), 3))
+                          waited_seconds=round(self.scheduler.slots.waited(target.name), 3),
+                          stages=_stage_seconds(ends, wall0, time.time()))
         with self.saving:
             self.outcomes[target.name] = outcome
             self.finished[target.name] = outcome
             _save_state(self.state, self.finished, self.stamp)
+
+
+STAGES = (("setup and baseline", "baseline"), ("search", "search"), ("finalists", "finalists"), ("publish", "publish"))
+
+
+def _stage_seconds(ends: dict[str, float], start: float, end: float) -> dict[str, float]:
+    """Seconds per stage of one target's tune from when each stage's result came (time.time()): setup and
+    baseline up to the baseline's result, then search, finalists and publish; the last one reached runs to
+    `end` (a failed or skipped target stops where it stopped)."""
+    out: dict[str, float] = {}
+    last = start
+    for label, stage in STAGES:
+        if stage not in ends:
+            out[label] = round(max(0.0, end - last), 3)
+            break
+        out[label] = round(max(0.0, ends[stage] - last), 3)
+        last = ends[stage]
+    return out
 
 
 def _summarize(suite: Suite, rows: list[TargetOutcome], run: _SuiteRun, build_dir: Path, report_dir: Path | None,

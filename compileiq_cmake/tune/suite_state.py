@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..model.events import Log, as_stream
@@ -34,6 +34,8 @@ class TargetOutcome:
     resumed: bool = False  # kept from an earlier run of the same suite
     device_seconds: float = 0.0  # targets in flight together: the seconds its runs held a GPU (or the host)
     waited_seconds: float = 0.0  # seconds it waited for slots other targets held (not charged to its share)
+    # where its seconds went, by stage: "setup and baseline", "search", "finalists", "publish" (those it reached)
+    stages: dict[str, float] = field(default_factory=dict)
 
     @staticmethod
     def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
