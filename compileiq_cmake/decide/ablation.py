@@ -134,21 +134,22 @@ def _ablation_step(runner: Measures, build: Build, trees: tuple[Tree, ...], spac
         return same, without
     variants = {"with": trees[0], "without": trees[1]}
 
-    def decided(samples) -> bool:
-        return all(c.decided(min_gain) or c.slower() or c.faster(min_gain)
-                   for c in comparisons(runner.spec, samples["without"], samples["with"], rounds_rho(runner.spec, samples)))
+    def keeping(samples) -> list:  # the speedup of keeping it, per workload
+        return comparisons(runner.spec, samples["without"], samples["with"], rounds_rho(runner.spec, samples))
 
-    inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed, decided,
-                       required=("with", "without"), may_continue=may_continue)
+    def decided(comps) -> bool:
+        return all(c.decided(min_gain) or c.slower() or c.faster(min_gain) for c in comps)
+
+    inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed,
+                       lambda samples: decided(keeping(samples)), required=("with", "without"), may_continue=may_continue)
     if "without" in inter.failures:
         return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True,
                                   f"without it the benchmark fails ({inter.failures['without']}); kept")), without
     if "with" in inter.failures:
         return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept")), without
-    comps = comparisons(runner.spec, inter.samples["without"], inter.samples["with"],  # the speedup of keeping it
-                         rounds_rho(runner.spec, inter.samples))
+    comps = keeping(inter.samples)
     geo, ci = geomean_comparison(comps)
-    if inter.cut_short and not decided(inter.samples):
+    if inter.cut_short and not decided(comps):
         log.info(f"ablation: {' '.join(flags)}: not decided within the time limit -> kept", stage="finalists",
                  flags=list(flags), kept=True, undecided=True)
         return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED), without

@@ -32,11 +32,22 @@ def rounds_rho(spec: TuneSpec, samples: Samples) -> float:
     return rounds_correlation([[s[w] for w in spec.workloads] for s in samples.values()])
 
 
+def workload_rows(spec: TuneSpec, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
+                  comps: list[Comparison]) -> tuple[WorkloadComparison, ...]:
+    """Each workload's values and comparison, as a Validation records them."""
+    return tuple(WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
+                 for w, c in zip(spec.workloads, comps))
+
+
+def _out_of_reach(comps: list[Comparison], ci_high: float, min_gain: float) -> bool:
+    """Decided against: the interval cannot reach min_gain, or some workload is significantly slower."""
+    return ci_high < 1.0 + min_gain or any(c.slower() for c in comps)
+
+
 def hopeless(spec: TuneSpec, samples: Samples, label: str, min_gain: float, rho: float = 0.0) -> bool:
     """A candidate that can no longer reach min_gain or is significantly slower: decided, whatever the box."""
     comps = comparisons(spec, samples["baseline"], samples[label], rho)
-    _, ci = geomean_comparison(comps)
-    return ci.high < 1.0 + min_gain or any(c.slower() for c in comps)
+    return _out_of_reach(comps, geomean_comparison(comps)[1].high, min_gain)
 
 
 @dataclass
@@ -91,7 +102,7 @@ class SequentialGainTest:
             comps = comparisons(self.spec, samples["baseline"], samples[label], self.rho)
             geo, geo_ci = geomean_comparison(comps)
             accepted = self.adjusted[label] <= level and geo >= 1.0 + self.min_gain
-            if not (accepted or geo_ci.high < 1.0 + self.min_gain or any(c.slower() for c in comps)):
+            if not (accepted or _out_of_reach(comps, geo_ci.high, self.min_gain)):
                 return False
         self.decided_at = self.rounds
         return True
@@ -124,8 +135,7 @@ class SequentialGainTest:
         spec, min_gain = self.spec, self.min_gain
         comps = comparisons(spec, base, cand, self.rho)
         geo, geo_ci = geomean_comparison(comps)
-        rows = tuple(WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
-                     for w, c in zip(spec.workloads, comps))
+        rows = workload_rows(spec, base, cand, comps)
         slower = [" ".join(w) or "default" for w, c in zip(spec.workloads, comps) if c.slower()]
         if slower:
             reason = f"significantly slower than the baseline on: {', '.join(slower)}"

@@ -13,11 +13,11 @@ from dataclasses import replace
 from typing import Callable
 
 from ..model.events import EventStream, Log, as_stream
-from ..model.records import Contribution, FlagSet, Validation, WorkloadComparison
+from ..model.records import Contribution, FlagSet, Validation
 from ..model.wording import plural
 from .ports import Build, Measures, Tree
 from .rounds import interleave
-from .sequential import SequentialGainTest, comparisons, hopeless, rounds_rho
+from .sequential import SequentialGainTest, comparisons, hopeless, rounds_rho, workload_rows
 from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, correlated_rounds, geomean_comparison
 
 UNDECIDED = "not decided within the time limit; kept"
@@ -143,8 +143,7 @@ def confirm(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: F
     rho = max(winner.rho, rounds_rho(runner.spec, inter.samples))
     comps = comparisons(runner.spec, base, cand, rho)
     geo, ci = geomean_comparison(comps)
-    rows = tuple(WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
-                 for w, c in zip(runner.spec.workloads, comps))
+    rows = workload_rows(runner.spec, base, cand, comps)
     slower = ci.high < 1.0
     log.info(f"confirmation of {winner.flagset.describe()} ({plural(inter.rounds, 'round')} used for nothing else): "
              f"{geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
