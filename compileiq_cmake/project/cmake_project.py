@@ -121,12 +121,12 @@ class VariantSettings:
     source_dir: Path
     cmake: str
     generator: str
+    cmake_version: tuple[int, int]  # `cmake --version`, asked once (from_user_tree), not at every configure
     cache: dict[str, tuple[str, str]] = field(default_factory=dict)
     cuda_arch: str = ""
     config: str = ""  # multi-config generators: the one configuration the variant trees have and build
     user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
     user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
-    cmake_version: tuple[int, int] = (0, 0)  # `cmake --version`, asked once (from_user_tree); (0, 0): not asked
 
     @staticmethod
     def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
@@ -301,7 +301,7 @@ class VariantTree:
                   timeout: float = CONFIGURE_TIMEOUT) -> file_api.CodeModel:
         """Configure the tree (the initial cache from the user's settings, the trial fragment, the file API
         query); stopped with everything it started after `timeout` seconds. The code model it wrote."""
-        if (settings.cmake_version if settings.cmake_version != (0, 0) else cmake_version(self.cmake)) < (3, 24):
+        if settings.cmake_version < (3, 24):
             raise UsageError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.fragment.is_file():

@@ -133,8 +133,22 @@ class FlagsEntry:
         return (self.target, self.language, self.arch or self.compiler_id)
 
     @property
+    def identity(self) -> tuple:
+        """What the entry was tuned on: its key (target, language, architecture), the sources with the headers
+        they include, the project's own compile flags, the compiler's version, the build type and the device
+        (what a rerun that changed nothing keeps; a change of any of them makes the entry stale)."""
+        return identity_of(self.target, self.language, self.arch, self.compiler_id, self.sources_sha256,
+                           self.flags_sha256, self.compiler_version, self.build_type, self.device)
+
+    @property
     def compiler_major_minor(self) -> str:
         return ".".join(self.compiler_version.split(".")[:2])
+
+
+def identity_of(target: str, language: str, arch: str, compiler_id: str, sources_sha256: str, flags_sha256: str,
+                compiler_version: str, build_type: str, device: str) -> tuple:
+    """FlagsEntry.identity of an entry with these fields (a tune asks it of what it would write)."""
+    return ((target, language, arch or compiler_id), sources_sha256, flags_sha256, compiler_version, build_type, device)
 
 
 def numerics_checked(entry: FlagsEntry) -> bool:

@@ -109,11 +109,8 @@ def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> R
 
 
 def same_identity(a: FlagsEntry, b: FlagsEntry) -> bool:
-    """Whether two entries were tuned on the same thing: target, language and architecture, the sources with
-    the headers they include, the project's own compile flags, the compiler's version, the build type and the
-    device (what a rerun that changed nothing keeps; a change of any of them makes the old entry stale)."""
-    return (a.key == b.key and a.sources_sha256 == b.sources_sha256 and a.flags_sha256 == b.flags_sha256
-            and a.compiler_version == b.compiler_version and a.build_type == b.build_type and a.device == b.device)
+    """Whether two entries were tuned on the same thing (FlagsEntry.identity)."""
+    return a.identity == b.identity
 
 
 def _document(entries: list[FlagsEntry]) -> str:

@@ -13,7 +13,6 @@ says what was measured and what was decided.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from dataclasses import replace
 
@@ -24,16 +23,13 @@ from ..flags.space import HOST_GROUP, HOST_PREFIX, HOST_SHARE, Dimension, FlagSp
 from ..measure.runner import Runner
 from ..project.cmake_project import read_cache
 from ..model.events import Log, as_stream
-from .tune_setup import TuneSetup
+from .tune_setup import TuneSetup, host_compiler_of
 
 
 def host_compiler_path(setup: TuneSetup) -> str:
     """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of the tree, else the c++ nvcc finds on PATH (g++)."""
-    if setup.tools is not None:  # found once in setup
-        path = setup.tools.host_compiler
-    else:
-        cache = read_cache(setup.trees[0].path)
-        path = cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
+    # found once in setup; a setup without its tools (a replay's) reads the tree's cache
+    path = setup.tools.host_compiler if setup.tools is not None else host_compiler_of(read_cache(setup.trees[0].path))
     if not path:
         raise CompileIQError("no host compiler found (CMAKE_CUDA_HOST_COMPILER is empty and g++ is not on PATH)")
     return path

@@ -26,7 +26,7 @@ from ..model.wording import plural
 from ..model import build_flags
 from ..results import summary
 from ..results.report import write_report
-from ..results.schema import FlagsEntry
+from ..results.schema import FlagsEntry, identity_of
 from ..results.toml_io import read_entries, write_entry
 from ..results.store import TrialStore
 from . import host_side
@@ -137,10 +137,9 @@ class BankWrite:
 
 
 def unchanged_entry(setup: TuneSetup) -> FlagsEntry | None:
-    """The entry of the output for this target that was tuned on exactly what it is now (results.toml_io's
-    same_identity: the sources with their headers, the project's compile flags, the compiler's version, the
-    build type, the device, the architecture); None when there is none (or the output cannot be read: the
-    tune says why when it writes). A replay has no sources: never unchanged."""
+    """The entry of the output for this target that was tuned on exactly what it is now (FlagsEntry.identity,
+    as this tune's entry would record it); None when there is none (or the output cannot be read: the tune
+    says why when it writes). A replay has no sources: never unchanged."""
     spec = setup.spec
     if setup.replay is not None or not setup.code.sources_sha256 or not spec.output.is_file():
         return None
@@ -149,10 +148,10 @@ def unchanged_entry(setup: TuneSetup) -> FlagsEntry | None:
     except CompileIQError:
         return None
     project, devices, code = setup.project, setup.devices, setup.code
-    return next((e for e in entries if e.target == spec.target and e.language == project.language
-                 and e.arch == devices.cuda_arch and e.sources_sha256 == code.sources_sha256
-                 and e.flags_sha256 == code.flags_sha256 and e.compiler_version == project.toolchain.version
-                 and e.build_type == project.build_type and e.device == devices.device), None)
+    now = identity_of(spec.target, project.language, devices.cuda_arch, project.toolchain.compiler_id,
+                      code.sources_sha256, code.flags_sha256, project.toolchain.version, project.build_type,
+                      devices.device)
+    return next((e for e in entries if e.identity == now), None)
 
 
 def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial], decision: Decision,

@@ -63,6 +63,11 @@ class Devices:
     gpus: tuple[GpuSlot, ...] = ()
 
 
+def host_compiler_of(cache: dict[str, tuple[str, str]]) -> str:
+    """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of a tree's cache, else PATH's g++ or c++ ("": none)."""
+    return cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
+
+
 @dataclass(frozen=True)
 class Tools:
     """The external programs of one tune, found once in setup and handed to what runs them: cmake (with its
@@ -81,8 +86,7 @@ class Tools:
         """The tools of a tune of `language` built by `compiler`, from the variant tree's CMake cache."""
         if language != "CUDA":
             return Tools(cmake, cmake_version, compiler)
-        host = cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
-        return Tools(cmake, cmake_version, compiler, find_tool("cuobjdump", compiler), host)
+        return Tools(cmake, cmake_version, compiler, find_tool("cuobjdump", compiler), host_compiler_of(cache))
 
     @property
     def programs(self) -> tuple[str, ...]:
