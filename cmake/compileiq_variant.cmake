@@ -36,6 +36,10 @@ At the end of the top-level directory this module:
   CUDA code (``_compileiq_device_lto``, the apply's own function: LTO IR beside the machine code at
   compile, ``-dlto`` at the device link, host languages untouched) and sets the per-file flags, scoped to
   the target (``_compileiq_source_options``, also the apply's);
+* writes, for each target named in ``COMPILEIQ_VARIANT_RECORD`` (a suite's targets), the same decisions
+  in ``compileiq_variant_records/<target>.txt`` (with ``flags_sha256_<LANG>`` for CUDA, CXX and C) and its
+  source lines in ``compileiq_variant_records/<target>.sources``, before any target is changed: one
+  configure of a suite's tree serves every target of the suite;
 * writes ``compileiq_variant_info.txt`` in the top-level build directory
   (the apply's own decisions for the target: see *Files Read by the Tool* in
   :module:`CompileIQ`) and ``compileiq_variant_sources.txt`` (the
@@ -86,8 +90,53 @@ macro(_compileiq_watch_cuda_flags var access)
   endif()
 endmacro()
 
+# The apply's decisions for one more target of the project, before this tree changes any target
+# (compileiq_variant_records/<target>.txt and .sources: a suite's trees, configured once, serve each of
+# its targets in turn without another configure). The flags hash for each language: the record does not
+# know which language the tool will tune.
+function(_compileiq_variant_record name config)
+  _compileiq_real_target(target "${name}")
+  if(NOT target)
+    return()  # the tool names the targets that do not exist (File API)
+  endif()
+  set(dir "${CMAKE_BINARY_DIR}/compileiq_variant_records")
+  set(text "target=${target}\nconfig=${config}\n")
+  foreach(lang IN ITEMS CUDA CXX C)
+    _compileiq_flags_sha256("${target}" "${lang}" "${config}" sha)
+    string(APPEND text "flags_sha256_${lang}=${sha}\n")
+  endforeach()
+  _compileiq_relocatable("${target}" relocatable "${config}")
+  if(relocatable)
+    set(relocatable 1)
+  else()
+    set(relocatable 0)
+  endif()
+  _compileiq_cuda_archs("${target}" cuda_archs archs_from)
+  set(every 0)
+  if(cuda_archs MATCHES "^all(-major)?$")
+    set(every 1)
+  endif()
+  list(JOIN cuda_archs "," cuda_archs)
+  _compileiq_device_lto_refusal("${target}" lto_refusal "${config}")
+  string(APPEND text "relocatable=${relocatable}\ncuda_archs=${cuda_archs}\ncuda_archs_every=${every}\n"
+    "device_lto_refusal=${lto_refusal}\n")
+  file(WRITE "${dir}/${name}.txt" "${text}")
+  _compileiq_source_lines("${target}" source_lines)
+  list(JOIN source_lines "\n" source_lines)
+  file(WRITE "${dir}/${name}.sources" "${source_lines}\n")
+endfunction()
+
 function(_compileiq_variant_apply)
   include("${COMPILEIQ_VARIANT_FRAGMENT}")
+  if(COMPILEIQ_VARIANT_RECORD)
+    set(config "${CMAKE_BUILD_TYPE}")
+    if(config STREQUAL "" AND CMAKE_CONFIGURATION_TYPES)
+      list(GET CMAKE_CONFIGURATION_TYPES 0 config)
+    endif()
+    foreach(name IN LISTS COMPILEIQ_VARIANT_RECORD)
+      _compileiq_variant_record("${name}" "${config}")
+    endforeach()
+  endif()
   set(arch "${COMPILEIQ_VARIANT_CUDA_ARCH}")
   _compileiq_real_target(target "${COMPILEIQ_VARIANT_TARGET}")
   if(NOT target)

@@ -216,11 +216,13 @@ def test_the_cmake_umbrella_target_tunes_every_compileiq_tune_call_as_one_suite(
     assert {e["target"] for e in entries} <= {"host_kernels", "host_kernels_b", "host_kernels_c"} and entries
     # two targets in flight (no GPU: the default --suite-jobs): the third borrows the trees one of them gave back
     suite_dir = build / "compileiq" / "suite"
-    pool = sorted(p.name for p in (suite_dir / "trees").iterdir() if (p / "CMakeCache.txt").is_file())
-    lent = re.search(r"variant trees: (\d+) configured for the suite, lent again (\d+) times", out)
-    assert lent and int(lent.group(1)) == len(pool) and int(lent.group(2)) >= 1, out[-2000:]
+    pool = sorted(p.name for p in (suite_dir / "trees").glob("tree-*") if (p / "CMakeCache.txt").is_file())
+    lent = re.search(r"variant trees: (\d+) configured for the suite \((\d+) configures in this run\), "
+                     r"lent again (\d+) times", out)
+    assert lent and int(lent.group(1)) == len(pool) and int(lent.group(3)) >= 1, out[-2000:]
+    assert int(lent.group(2)) == len(pool) + 1, out[-2000:]  # each tree once, and the project's own build once
     assert not list(suite_dir.glob("*/worker-*")), "a target in flight configured trees of its own"
-    assert list((suite_dir / "host_kernels_c" / "logs").glob("tree-*-configure.log")), "the borrower's logs"
+    assert list(suite_dir.glob("*/logs/tree-*-configure.log")), "the borrower's logs"
 
 
 @pytest.mark.unit
@@ -457,3 +459,40 @@ def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_
     entries = {e["target"]: e for e in tomllib.loads(output.read_text())["entry"]}
     old = {e["target"]: e for e in tomllib.loads(before.decode())["entry"]}
     assert entries["host_kernels"] == old["host_kernels"]
+
+
+@pytest.mark.cmake
+def test_a_suite_configures_each_variant_tree_once_for_all_its_targets(host_example, tmp_path):
+    """Issue 38: each target of a suite configured the trees it borrowed again (and its first tree twice: the
+    project's own build, then the tune's). Three targets one after another: the project's own build is read
+    from one tree configured once, and each tree of the pool is configured once in the run however many
+    targets it serves; every target is tuned as before, from its own decisions (build type, flags hash,
+    sources) read from the records the one configure wrote."""
+    src = host_example / "src"
+    lists = host_example / "CMakeLists.txt"
+    for name in ("host_b", "host_c"):
+        (src / f"{name}.cpp").write_text((src / "main.cpp").read_text())
+        lists.write_text(lists.read_text() + f"add_executable({name} src/{name}.cpp)\n")
+    from conftest import configure
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    each = 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n'
+    suite = tmp_path / "suite.toml"
+    suite.write_text(f'[suite]\nsource_dir = "{host_example}"\nbuild_dir = "{build}"\njson_summary = "suite.json"\n'
+                     + "".join(f'[[target]]\nname = "{n}"\nbenchmark = "{n} --n 256"\n{each}'
+                               for n in ("host_kernels", "host_b", "host_c")))
+    proc = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", "--workers", "1", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    trees = doc["scheduling"]["trees"]
+    pool = build / "compileiq" / "suite" / "trees"
+    names = sorted(p.name for p in pool.iterdir() if (p / "CMakeCache.txt").is_file())
+    assert "own" in names and len(names) >= 3, names
+    assert trees["configures"] == len(names), (trees, names)  # one configure per tree, the own tree included
+    assert trees["lent_again"] >= 2 * (len(names) - 1) - 2, trees  # the later targets borrowed configured trees
+    assert all(t["status"] in ("tuned", "no gain") and t["trials"] >= 1 for t in doc["targets"]), doc["targets"]
+    records = pool / "tree-0" / "compileiq_variant_records"
+    for n in ("host_kernels", "host_b", "host_c"):
+        info = (records / f"{n}.txt").read_text()
+        assert f"target={n}\n" in info and "config=Release\n" in info and "flags_sha256_CXX=" in info
+        assert f"src/{n if n != 'host_kernels' else 'main'}.cpp" in (records / f"{n}.sources").read_text()

@@ -106,6 +106,7 @@ class TuneSpec:
     # suites: a target whose entry in the output was tuned on exactly what it is now (sources with headers, compile
     # flags, compiler, build type, device) is not tuned again (--replace tunes it anyway)
     keep_unchanged: bool = False
+    step_cache: bool = True  # CUDA: the variant trees compile through the compile-step cache (--no-step-cache: not)
 
     @property
     def state_dir(self) -> Path:
@@ -131,7 +132,7 @@ class TuneSpec:
         fields = asdict(self)
         for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
                          "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope", "prior", "learn", "flat_stop",
-                         "state_subdir", "keep_unchanged"):
+                         "state_subdir", "keep_unchanged", "step_cache"):
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same
             fields.pop("portable")

@@ -4,6 +4,7 @@ trial's flag fragment (rendered from templates/) changes. The user's own build t
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -51,14 +52,15 @@ def _environment() -> jinja2.Environment:
 
 
 def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
-                    device_link: tuple[str, ...] = ()) -> str:
+                    device_link: tuple[str, ...] = (), record: tuple[str, ...] = ()) -> str:
     """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag). `device_link`: a static or
-    object library's consumers whose device link gets -dlto under device LTO (the benchmark's)."""
+    object library's consumers whose device link gets -dlto under device LTO (the benchmark's). `record`: the
+    targets whose apply decisions each configure records (a suite's shared trees)."""
     template = _environment().get_template("variant_flags.cmake.j2")
     b = build_flags.split(flags)
     return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(b.target),
                            device_lto=b.device_lto, device_link=list(device_link) if b.device_lto else [],
-                           sources=[(p, list(f)) for p, f in b.sources])
+                           sources=[(p, list(f)) for p, f in b.sources], record=list(record))
 
 
 def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
@@ -127,6 +129,7 @@ class VariantSettings:
     config: str = ""  # multi-config generators: the one configuration the variant trees have and build
     user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
     user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
+    cuda_launcher: str = ""  # CMAKE_CUDA_COMPILER_LAUNCHER of the trees: the compile-step cache (execute.step_cache)
 
     @staticmethod
     def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
@@ -258,21 +261,32 @@ class ApplyDecisions:
         return self.cuda_archs_every or arch in self.cuda_archs
 
 
-class VariantTree:
-    """One reusable build tree under <build>/compileiq/ owned by one worker."""
+RECORDS_FOLDER = "compileiq_variant_records"  # per target of `record`: <target>.txt (decisions), .sources
 
-    def __init__(self, root: Path, name: str, cmake: str, config: str = "", logs: Path | None = None) -> None:
+
+class VariantTree:
+    """One reusable build tree under <build>/compileiq/ owned by one worker. `record`: the targets of a suite
+    whose decisions every configure records (compileiq_variant_records/): then the tree, configured once in
+    this run, serves each of them in turn without configuring again (prepare)."""
+
+    def __init__(self, root: Path, name: str, cmake: str, config: str = "", logs: Path | None = None,
+                 record: tuple[str, ...] = ()) -> None:
         self.path = root / name
         self.logs = logs if logs is not None else root / "logs"  # a suite's shared trees: the borrower's logs
         self.cmake = cmake
         self.config = config  # multi-config generators: built with --config <config>
         self.fragment = self.path / FRAGMENT_NAME
+        self.record = record
+        self.configures = 0  # configures run by this object (a suite's summary counts them)
         self._cache_text: bytes | None = None  # CMakeCache.txt as the tool left it (configure or build)
+        self._configured: str = ""  # the key of this run's last good configure (_configure_command)
+        self._target, self._language = "", ""  # the fragment's, as last written
 
     def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
                     device_link: tuple[str, ...] = ()) -> bool:
         """Render the trial fragment; returns True when its content changed (the next build re-runs CMake)."""
-        text = render_fragment(target, language, cuda_arch, flags, device_link)
+        self._target, self._language = target, language
+        text = render_fragment(target, language, cuda_arch, flags, device_link, self.record)
         if self.fragment.is_file() and self.fragment.read_text() == text:
             return False
         self.path.mkdir(parents=True, exist_ok=True)
@@ -284,8 +298,14 @@ class VariantTree:
     def prepare(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
         """The tree set to the project's own flags for `target` (its fragment written for `language` and
         settings.cuda_arch, no trial flags) and configured: the one write-then-configure of setup, the finalists'
-        trees and screening. The code model it wrote."""
+        trees and screening. The code model it wrote. A tree of a suite (`record`) configured in this run with
+        the same settings is not configured again: its records hold `target`'s decisions, and the next build
+        re-runs CMake for the new fragment, as after any trial's."""
         self.write_flags(target, language, settings.cuda_arch, ())
+        if self.record and target in self.record and self._configured \
+                and self._configured == self._configure_key(settings) \
+                and (self.path / RECORDS_FOLDER / f"{target}.txt").is_file():
+            return file_api.read_codemodel(self.path)
         return self.configure(settings, target, language)
 
     def prepare_watching(self, settings: VariantSettings, target: str, language: str, source_dir: Path,
@@ -306,9 +326,32 @@ class VariantTree:
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.fragment.is_file():
             self.write_flags(target, language, settings.cuda_arch, ())
+        self._configured = ""
         init = self.path / "compileiq_init_cache.cmake"
         init.write_text(settings.initial_cache_script())
         file_api.write_query(self.path)
+        cmd = self._configure_command(settings)
+        proc = run_process(cmd, None, timeout)
+        output = proc.output
+        log = write_log(self.log_path("configure"), cmd, output)
+        self.configures += 1
+        if proc.returncode is None:
+            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
+                                                     None, first_error_line(output), log, _stopped(proc, timeout)))
+        if proc.returncode != 0:
+            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
+                                                     proc.returncode, first_error_line(output), log))
+        self._remember_cache()
+        self._configured = self._configure_key(settings)
+        return file_api.read_codemodel(self.path)
+
+    def _configure_key(self, settings: VariantSettings) -> str:
+        """What a configure of this tree depends on besides the fragment: its command and initial cache."""
+        text = json.dumps([self._configure_command(settings), settings.initial_cache_script(), list(self.record)])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def _configure_command(self, settings: VariantSettings) -> list[str]:
+        init = self.path / "compileiq_init_cache.cmake"
         includes = top_level_includes(settings.user_includes, cmake_dir() / "compileiq_variant.cmake")
         cmd = [
             self.cmake, "-S", str(settings.source_dir), "-B", str(self.path), "-G", settings.generator,
@@ -324,17 +367,9 @@ class VariantTree:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
         else:  # the project's own choice, not what an earlier configure of this tree (another target's) forced
             cmd.append("-UCMAKE_CUDA_ARCHITECTURES")
-        proc = run_process(cmd, None, timeout)
-        output = proc.output
-        log = write_log(self.log_path("configure"), cmd, output)
-        if proc.returncode is None:
-            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
-                                                     None, first_error_line(output), log, _stopped(proc, timeout)))
-        if proc.returncode != 0:
-            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
-                                                     proc.returncode, first_error_line(output), log))
-        self._remember_cache()
-        return file_api.read_codemodel(self.path)
+        if settings.cuda_launcher:
+            cmd.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={settings.cuda_launcher}")
+        return cmd
 
     def _remember_cache(self) -> None:
         cache = self.path / "CMakeCache.txt"
@@ -353,23 +388,30 @@ class VariantTree:
         """<build>/compileiq/logs/<tree>-<step>.log: the last configure or failed build of this tree."""
         return self.logs / f"{self.path.name}-{step}.log"
 
-    def info(self) -> dict[str, str]:
+    def info(self, target: str = "") -> dict[str, str]:
         """What compileiq_variant.cmake recorded at the last configure (keys: "Files Read by the Tool" in
-        cmake/CompileIQ.cmake; `decisions` reads them)."""
-        path = self.path / "compileiq_variant_info.txt"
-        if not path.is_file():
-            return {}
-        return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+        cmake/CompileIQ.cmake; `decisions` reads them): for the fragment's target, or for `target`; a suite's
+        tree reads its record of that target, the flags hash of the fragment's language."""
+        name = target or self._target
+        if self.record and name:
+            record = _key_values(self.path / RECORDS_FOLDER / f"{name}.txt")
+            language = self._language if name == self._target else ""
+            if record:
+                record["flags_sha256"] = record.get(f"flags_sha256_{language}", "")
+            return record
+        return _key_values(self.path / "compileiq_variant_info.txt")
 
-    def source_lines(self) -> list[str]:
+    def source_lines(self, target: str = "") -> list[str]:
         """The source files' lines of sources_sha256 ("<path>\t<sha256>") as compileiq_variant.cmake wrote them
-        at the last configure (_compileiq_source_lines)."""
-        path = self.path / "compileiq_variant_sources.txt"
+        at the last configure (_compileiq_source_lines); a suite's tree: from its record of the target."""
+        name = target or self._target
+        path = self.path / RECORDS_FOLDER / f"{name}.sources" if self.record and name \
+            else self.path / "compileiq_variant_sources.txt"
         return [ln for ln in path.read_text().splitlines() if ln] if path.is_file() else []
 
-    def decisions(self) -> ApplyDecisions:
-        """The CMake module's apply decisions for the tuned target at the last configure."""
-        return ApplyDecisions.parse(self.info(), self.path.name)
+    def decisions(self, target: str = "") -> ApplyDecisions:
+        """The CMake module's apply decisions for the tuned target (or `target`) at the last configure."""
+        return ApplyDecisions.parse(self.info(target), self.path.name)
 
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None) -> BuildResult:
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
@@ -415,6 +457,12 @@ class VariantTree:
 
     def codemodel(self) -> file_api.CodeModel:
         return file_api.read_codemodel(self.path)
+
+
+def _key_values(path: Path) -> dict[str, str]:
+    if not path.is_file():
+        return {}
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
 def _stopped(proc: ProcessResult, timeout: float) -> str:

@@ -10,7 +10,7 @@ Schema "compileiq-suite/1":
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
     seconds: {target: seconds spent}
-    scheduling: {jobs, idle_share: {slot: share}, busy_seconds: {slot: s}, trees: {pool, lent_again}}: targets
+    scheduling: {jobs, idle_share: {slot: share}, busy_seconds: {slot: s}, trees: {pool, lent_again, configures}}: targets
                in flight together; trees: the variant trees the suite configured (its pool) and how many
                times one was lent to a target after another target's tune
 """
@@ -69,7 +69,8 @@ def table(doc: dict) -> list[str]:
                          for n, v in sched["idle_share"].items())
         lines.append(f"  {plural(sched['jobs'], 'target')} at a time; idle share of the wall time: {idle}")
     if sched.get("trees"):
-        lines.append(f"  variant trees: {sched['trees']['pool']} configured for the suite, lent again "
+        lines.append(f"  variant trees: {sched['trees']['pool']} configured for the suite "
+                     f"({plural(sched['trees'].get('configures', 0), 'configure')} in this run), lent again "
                      f"{plural(sched['trees']['lent_again'], 'time')} to a target after another's tune")
     return lines
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..execute.factory import make_executor
 from ..execute.ray import ClusterPlacement, GpuGroup, RayCluster
 from ..execute.shared import Lease
+from ..execute.step_cache import StepCache
 from ..system.processes import kill_leftovers
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
@@ -73,6 +74,8 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
             finally:
                 stored_any = stored_any or bool(store.load())
                 store.close()
+                if pool is None and tune_setup.tools is not None:  # a suite's tunes share it: the suite ends it
+                    close_step_cache(tune_setup.tools.step_cache, log)
     except CompileIQError as exc:
         if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays
             for child in state_dir.iterdir() if state_dir.is_dir() else ():
@@ -90,6 +93,16 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
     finally:
         if pool is not None:  # the next target of the suite configures them for itself
             pool.give_back(str(state_dir))
+
+
+def close_step_cache(cache: StepCache | None, log: Log) -> None:
+    """What the compile-step cache served (said) and its server stopped."""
+    if cache is None:
+        return
+    stats = cache.stats()
+    if stats is not None:
+        as_stream(log).info(f"compile-step cache: {stats.line()}")
+    cache.stop()
 
 
 def _check_replacement(setup: TuneSetup) -> None:

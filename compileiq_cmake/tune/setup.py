@@ -26,6 +26,7 @@ from ..measure import kernel_times
 from ..project.nvcc_command import output_file, target_architectures
 from ..execute.build import command_tokens
 from ..execute.replay import ReplayRunner
+from ..execute.step_cache import StepCache, step_cache_for
 from .tree_pool import TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
@@ -96,7 +97,7 @@ def _cuda_architecture(spec: TuneSpec, tree: VariantTree, target: Target, log: L
     origin = " ".join(own.options) if own.options else "no architecture option"
     as_stream(log).info(f"the project's own build of {spec.target} targets {own.describe()} ({origin}); "
         f"tuning for sm_{arch}")
-    if not tree.decisions().applies_to_arch(arch):  # the apply's own architecture decision
+    if not tree.decisions(spec.target).applies_to_arch(arch):  # the apply's own architecture decision
         as_stream(log).note(f"the project's own build does not target sm_{arch}; the variant trees build sm_{arch}, "
             f"and a release build gets the tuned flags only where it targets sm_{arch}")
     return arch, device, capability
@@ -150,8 +151,15 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
             return tree_pool.take(str(state_dir), n, settings.cmake, settings.config, state_dir / "logs")
         return tuple(VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(start, start + n))
 
-    first, = new_trees(0, 1)
-    model, written = _own_build(spec, first, settings, log)
+    if tree_pool is not None:  # the suite's tree as the user configured the project, configured once
+        own, model, written = tree_pool.own_build(settings, spec.target, spec.source_dir, spec.build_dir,
+                                                  state_dir / "logs")
+        _said_writes(spec, written, log)
+        first, = new_trees(0, 1)
+    else:
+        first, = new_trees(0, 1)
+        own = first
+        model, written = _own_build(spec, first, settings, log)
     target = model.target(spec.target)
     language = target.primary_language
     if language not in ("CUDA", "CXX", "C"):
@@ -168,8 +176,9 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     family = family_for_compiler(language, toolchain.compiler_id)
     device, capability, arch = host_cpu(), "", ""
     if language == "CUDA":
-        arch, device, capability = _cuda_architecture(spec, first, target, log, placement)
-    settings = replace(settings, cuda_arch=arch)
+        arch, device, capability = _cuda_architecture(spec, own, target, log, placement)
+    step_cache = _step_cache(spec, language, log)
+    settings = replace(settings, cuda_arch=arch, cuda_launcher=step_cache.launcher if step_cache else "")
     model = first.prepare(settings, spec.target, language)  # CUDA: now building this architecture only
     target = model.target(spec.target)
     exclude = spec.excluded_flags
@@ -177,7 +186,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if unchecked:
         as_stream(log).info(f"{unchecked}")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
-    tools = Tools.found(settings.cmake, settings.cmake_version, language, toolchain.path, read_cache(first.path))
+    tools = Tools.found(settings.cmake, settings.cmake_version, language, toolchain.path, read_cache(first.path),
+                        step_cache)
     fingerprints, screen_kernels, objects = None, {}, ()
     if language == "CUDA":
         space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, tools, arch, space, log)
@@ -216,11 +226,15 @@ def _own_build(spec: TuneSpec, first: VariantTree, settings: VariantSettings, lo
     """The project's own build, as the user configured it, in the first variant tree; and the files the configure
     wrote into the source tree (then the variant trees are configured one at a time, said in a note)."""
     model, written = first.prepare_watching(settings, spec.target, "", spec.source_dir, spec.build_dir)
+    _said_writes(spec, written, log)
+    return model, written
+
+
+def _said_writes(spec: TuneSpec, written: list[Path], log: Log) -> None:
     if written:
         shown = ", ".join(str(p.relative_to(spec.source_dir)) for p in written[:3]) + (" ..." if len(written) > 3 else "")
         as_stream(log).note(f"configuring the project writes into its source tree ({shown}); the variant trees "
             "are configured one at a time")
-    return model, written
 
 
 def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools, arch: str, space: FlagSpace,
@@ -258,6 +272,21 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
         objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
                         if o is not None and o.resolve().is_relative_to(first.path.resolve()))
     return space, screen_kernels, fingerprints, objects
+
+
+def _step_cache(spec: TuneSpec, language: str, log: Log) -> StepCache | None:
+    """CUDA: the compile-step cache of the variant trees' builds, its server started; None (said) when it
+    cannot be used or --no-step-cache."""
+    if language != "CUDA":
+        return None
+    cache, why = step_cache_for(spec.build_dir, read_cache(spec.build_dir), spec.step_cache)
+    if cache is not None:
+        why = cache.start()
+        if why:
+            as_stream(log).note(f"{why}; each build's compiles start a server of their own")
+    elif why:
+        as_stream(log).note(why)
+    return cache
 
 
 def _require_dimensions(spec: TuneSpec, space: FlagSpace, language: str) -> None:

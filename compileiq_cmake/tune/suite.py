@@ -18,10 +18,11 @@ targets before it took to their first trial (setup and baseline): it is raised t
 skipped (said) when not that much is left. On Ray (--executor ray) one set of GPU workers per GPU type
 serves every target (each run carries its target's runner), and the slots are the cluster's GPUs.
 
-Shared trees: the targets in flight borrow their variant trees from one pool (tree_pool.TreePool,
+Shared trees: the targets borrow their variant trees from one pool (tree_pool.TreePool,
 <build>/compileiq/suite/trees) and give them back when their tune ends, so a suite configures at most as
-many trees as its targets in flight hold at once (the next target reconfigures them, and the rest of the
-project stays built in them). With jobs = 1 every target uses the build tree's own trees, one after another.
+many trees as its targets in flight hold at once, each once in a run (every configure records the decisions
+of every target of the suite, so the next target only writes its fragment; the rest of the project stays
+built in them), and reads the project's own build from one tree configured once.
 The screening and probe caches are the user's (flags.probe.user_cache_dir), shared by every tune."""
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ from typing import Callable
 from ..model.errors import CompileIQError, UsageError
 from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
+from ..execute.step_cache import step_cache_for
+from ..project.cmake_project import read_cache
 from ..measure.gpu import visible_gpus
 from ..model.events import Event, EventStream, Log, PriorPrediction, SearchProgress, as_stream
 from ..model.spec import TuneSpec
@@ -49,7 +52,7 @@ from ..model.timebox import Stop
 from ..model.wording import plural
 from ..results import suite_summary
 from ..system.writable import check_creatable
-from .orchestration import run_tune, tune_on_cluster
+from .orchestration import close_step_cache, run_tune, tune_on_cluster
 from .suite_state import TargetOutcome, _load_state, _save_state, state_path, tree_stamp
 from .tree_pool import POOL_FOLDER, TreePool
 
@@ -186,7 +189,7 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
     run = _SuiteRun(suite, specs, make_spec, log, stream, time_limit, jobs, cluster, state, stamp,
                     _load_state(state, stamp, log),
                     Scheduler(build_slots=max(s.workers for s in specs.values())),  # every target's builds share --workers
-                    TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER) if jobs > 1 else None)
+                    TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER, tuple(t.name for t in suite.targets)))
     order = list(suite.ordered)
     stream.info(f"suite {suite.path.name}: {plural(len(order), 'target')}"
                 + (f", {jobs} at a time sharing the build slots and every GPU (one scheduler)" if jobs > 1 else "")
@@ -224,6 +227,7 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
         raise
     finally:
         pool.shutdown(wait=True)
+        close_step_cache(step_cache_for(build_dir, read_cache(build_dir), True)[0], stream)
     state.unlink(missing_ok=True)  # the suite is complete: a later run tunes every target again (from its store)
     rows = [run.outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
             for t in suite.targets]
@@ -258,7 +262,7 @@ class _SuiteRun:
     stamp: object
     finished: dict[str, TargetOutcome]  # this run's and an earlier run's finished targets (the state file)
     scheduler: Scheduler
-    tree_pool: TreePool | None
+    tree_pool: TreePool
     started: float = field(default_factory=time.perf_counter)
     stop: Stop = field(default_factory=Stop)  # the suite's interrupt: every target's stop token has it as parent
     outcomes: dict[str, TargetOutcome] = field(default_factory=dict)
@@ -355,8 +359,9 @@ def _summarize(suite: Suite, rows: list[TargetOutcome], run: _SuiteRun, build_di
     wall = time.perf_counter() - run.started
     shared = {"jobs": run.jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
               "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
-    if run.tree_pool is not None:  # how many variant trees the suite configured, and how often one served another
-        shared["trees"] = {"pool": run.tree_pool.configured(), "lent_again": run.tree_pool.lent_again}
+    # how many variant trees the suite configured, how often one served another, and its configures in this run
+    shared["trees"] = {"pool": run.tree_pool.configured(), "lent_again": run.tree_pool.lent_again,
+                       "configures": run.tree_pool.configures()}
     doc = suite_summary.build(suite, rows, run.time_limit, wall, shared)
     for line in suite_summary.table(doc):
         stream(line)  # a table row: printed as it is

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..execute.build import BuildContext
 from ..execute.executor import ExecutionPlan
 from ..execute.replay import ReplayRunner
+from ..execute.step_cache import StepCache
 from ..flags import FlagSpace
 from ..flags.fingerprint import FingerprintCache, find_tool
 from ..measure.gpu import GpuMonitor, GpuSlot
@@ -72,26 +73,30 @@ def host_compiler_of(cache: dict[str, tuple[str, str]]) -> str:
 class Tools:
     """The external programs of one tune, found once in setup and handed to what runs them: cmake (with its
     version, so no configure asks it again), the tuned language's compiler, cuobjdump (the device-code
-    fingerprints; None when it is not installed) and the host compiler nvcc uses."""
+    fingerprints; None when it is not installed), the host compiler nvcc uses and the compile-step cache of the
+    variant trees' CUDA compiles (None: off, said)."""
 
     cmake: str
     cmake_version: tuple[int, int]
     compiler: str = ""  # the tuned language's compiler (nvcc for CUDA)
     cuobjdump: Path | None = None  # CUDA: beside nvcc or on PATH; None: not found (fingerprints are off, said)
     host_compiler: str = ""  # CUDA: CMAKE_CUDA_HOST_COMPILER, else PATH's g++ or c++ ("" when none)
+    step_cache: StepCache | None = None  # CUDA: sccache as the trees' compiler launcher
 
     @staticmethod
     def found(cmake: str, cmake_version: tuple[int, int], language: str, compiler: str,
-              cache: dict[str, tuple[str, str]]) -> Tools:
+              cache: dict[str, tuple[str, str]], step_cache: StepCache | None = None) -> Tools:
         """The tools of a tune of `language` built by `compiler`, from the variant tree's CMake cache."""
         if language != "CUDA":
             return Tools(cmake, cmake_version, compiler)
-        return Tools(cmake, cmake_version, compiler, find_tool("cuobjdump", compiler), host_compiler_of(cache))
+        return Tools(cmake, cmake_version, compiler, find_tool("cuobjdump", compiler), host_compiler_of(cache),
+                     step_cache)
 
     @property
     def programs(self) -> tuple[str, ...]:
         """The programs a build runs (cmake, the compiler), by absolute path: every node that builds needs them."""
-        return tuple(t for t in (self.cmake, self.compiler) if t and os.path.isabs(t))
+        cache = self.step_cache.program if self.step_cache is not None else ""
+        return tuple(t for t in (self.cmake, self.compiler, cache) if t and os.path.isabs(t))
 
 
 class OnDemandTrees:

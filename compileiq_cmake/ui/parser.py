@@ -128,6 +128,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true",
                    help="replace the target's entry even when it was checked more strictly (output comparison) "
                    "than this tune checks, or was validated faster on the same sources, flags, compiler and GPU")
+    p.add_argument("--no-step-cache", dest="step_cache", action="store_false",
+                   help="CUDA: build the variant trees without the compile-step cache (sccache as the CUDA compiler "
+                   "launcher, which serves a trial whose flags reach only ptxas without running nvcc's front end again)")
     p.add_argument("--portable", action="store_true",
                    help="leave out flags whose code runs only on CPUs like this one (-march=native: the group cpu_specific)")
     p.add_argument("--arch-scope", choices=("all", "tuned"), default="all",
@@ -298,5 +301,6 @@ def _spec_from_args(args: argparse.Namespace):
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
         executor=args.executor, ray_address=args.ray_address, portable=args.portable, arch_scope=args.arch_scope,
+        step_cache=args.step_cache,
         json_summary=str(Path(args.json_summary).resolve()) if args.json_summary else None,
     )

