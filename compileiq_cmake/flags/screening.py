@@ -273,14 +273,15 @@ def prepare_cuda_space(
     space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
     acf_files: tuple[Path, ...] = (), run_screen: bool = True, jobs: int | None = None,
     device_lto: bool = False, decisions: ApplyDecisions | None = None, time_limit: float | None = None,
-    kernel_ns: dict[str, int] | None = None, cache_dir: Path | None = None,
+    kernel_ns: dict[str, int] | None = None, cache_dir: Path | None = None, screen_off: str = "",
 ) -> CudaSpace:
     """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix).
     `device_lto`: whether the device_lto dimension may be offered; `decisions`: the CMake module's own decisions
     for the target (VariantTree.decisions: whether the apply accepts device LTO); none: device LTO not offered.
     `time_limit`: the tune's --time-limit (screening takes at most SCREEN_SHARE of it); `kernel_ns`: recorded
     kernel times (driver name -> ns), to screen the hottest files first; `cache_dir`: where the screening cache
-    lives (default: the user cache directory)."""
+    lives (default: the user cache directory); `screen_off`: why screening does not run (said by the caller)
+    when the caller turned it off."""
     notes: list[str] = []
     started = time.perf_counter()
     space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path), jobs)
@@ -296,7 +297,8 @@ def prepare_cuda_space(
     notes += acf_notes
     result = None
     if not run_screen:
-        notes.append("note: static screening is off (--no-screen): every value of the space is searched")
+        if not screen_off:
+            notes.append("note: static screening is off (--no-screen): every value of the space is searched")
     elif entries and find_tool("cuobjdump", nvcc_path) is None:
         notes.append("note: static screening skipped: cuobjdump not found (pip install nvidia-cuda-cuobjdump)")
     elif entries:

@@ -30,6 +30,7 @@ FRAGMENT_NAME = "compileiq_trial_flags.cmake"
 # after its timeout: a configure that hangs, e.g. on a download, must not hang the tune)
 CONFIGURE_TIMEOUT = 3600.0
 _CACHE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::([A-Z]+))?=(.*)$")
+_COMPILED = re.compile(r"Building (?:CUDA|CXX|C) object (\S+)")
 _FORWARD_TYPES = {"BOOL", "STRING", "PATH", "FILEPATH", "UNINITIALIZED"}
 _NOT_FORWARDED = {
     "CMAKE_PROJECT_TOP_LEVEL_INCLUDES", "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_CUDA_ARCHITECTURES",
@@ -424,6 +425,7 @@ class VariantTree:
         # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
         proc = run_process(cmd, None, timeout, stop=stop)
         log = proc.output
+        self._record_compiled(log)
         if proc.cancelled:  # the tune's stop token (interrupt, a cancelled trial, the box's end): not a failure
             return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=proc.cancelled,
                                cancelled=proc.cancelled)
@@ -439,6 +441,19 @@ class VariantTree:
             return BuildResult(ok=False, seconds=seconds, log_tail=failure.first_error, failure=failure)
         self._remember_cache()
         return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
+
+    def _record_compiled(self, output: str) -> None:
+        """Append the objects this build compiled (the build tool's "Building <LANG> object <file>" lines) to
+        <logs>/<tree>-compiled.log, one line per build: what each trial rebuilt."""
+        objects = _COMPILED.findall(output)
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path("compiled"), "a") as f:
+            f.write(" ".join(objects) + "\n")
+
+    def compiled(self) -> list[list[str]]:
+        """Per build of this tree so far (oldest first): the objects it compiled (_record_compiled)."""
+        path = self.log_path("compiled")
+        return [line.split() for line in path.read_text().splitlines()] if path.is_file() else []
 
     def compile_commands(self, sources: tuple[Path, ...], target: str = "") -> list[dict]:
         """The compile commands of these sources; with `target`, only that target's (its objects go to

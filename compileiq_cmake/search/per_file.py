@@ -65,6 +65,7 @@ class PerFileContext:
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     replay: bool = False
     prior: SpacePrior | None = None  # the learned prior's predictions for `space`: the candidates' order
+    focused: bool = False  # the hot-file focus tunes the target's files already (tune.focus)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Plan:
                 "proposals": len(self.proposals)}
 
 
-def _kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tuple[str, ...]]:
+def kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tuple[str, ...]]:
     """Per CUDA source of the target (path relative to the source dir): the kernels its object defines."""
     assert context.fingerprints is not None
     source_dir = context.source_dir.resolve()
@@ -109,7 +110,7 @@ def _start(trials: dict[str, Trial], loss_of: Callable[[Trial], float]) -> Trial
     return min(valid, key=lambda t: (loss_of(t), len(t.flagset.flags)))
 
 
-def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float]]) -> tuple[tuple[kernel_times.FileShare, ...], float]:
+def averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float]]) -> tuple[tuple[kernel_times.FileShare, ...], float]:
     """Shares averaged over the workloads (each workload weighs the same in the tune's loss)."""
     n = len(per_workload)
     total: dict[str, float] = {}
@@ -174,6 +175,8 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
         return None
     if context.replay:
         return skip("a replay has no kernel times")
+    if context.focused:
+        return skip("the hot-file focus tuned the flags of the target's hot files already")
     if type(runner).run is not Runner.run:
         return skip("per-kernel times are measured by the local executor only (this tune runs on "
                     f"{type(runner).__name__})")
@@ -190,7 +193,7 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
     if not built.ok:
         return skip(f"the best global flag set did not build again: {built.log_tail}")
     per_workload = []
-    kernels_of = _kernels_by_file(context, tree)
+    kernels_of = kernels_by_file(context, tree)
     for workload in context.workloads:
         try:
             _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
@@ -200,7 +203,7 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
         if not times:
             return skip("the benchmark launched no kernel that the CUPTI collector saw")
         per_workload.append(kernel_times.file_shares(times, kernels_of))
-    shares, unmapped = _averaged(per_workload)
+    shares, unmapped = averaged(per_workload)
     if not shares:
         return skip(f"no kernel of the run is defined by an object of {context.target} (the kernel time is "
                     "in libraries or other targets)")

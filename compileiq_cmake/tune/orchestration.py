@@ -29,7 +29,7 @@ from ..results.toml_io import check_output_writable, read_entries
 from ..results.store import TrialStore
 from ..system.lock import TuneLock
 from ..system.writable import check_creatable
-from . import host_side, prior_use
+from . import focus, host_side, prior_use
 from .bank import Bank
 from .baseline import Baseline
 from .budget import BOX_RESULT, Budget, TimeTooShort, resumed_box
@@ -194,6 +194,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
             return TuneResult(spec.target, (), empty, None, None, time.perf_counter() - started, (str(exc),),
                               language=setup.project.language, needed=exc.needed)
         setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
+        setup = focus.with_focus(setup, base.runner, stream)  # a target of many files: its hot files' flags
         stream.stage = "search"
         use = prior_use.prepare(setup, store, base, stream)
         bank = Bank(setup, executor, store, stream, base, budget, BankWrite(setup, stream), Bank.restored(store))

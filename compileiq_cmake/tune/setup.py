@@ -27,6 +27,7 @@ from ..project.nvcc_command import output_file, target_architectures
 from ..execute.build import command_tokens
 from ..execute.replay import ReplayRunner
 from ..execute.step_cache import StepCache, step_cache_for
+from .focus import FOCUS_FILES
 from .tree_pool import TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
@@ -249,8 +250,14 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
     exclude = spec.excluded_flags
     entries = first.compile_commands(target.sources_in("CUDA"), target.name)
     lto = device_lto_wanted(spec.include_flags, exclude)
+    screen_off = ""
+    if spec.screen and len(target.sources_in("CUDA")) >= FOCUS_FILES:  # every value x every file: hours on a library
+        screen_off = (f"static screening skipped: {spec.target} compiles {len(target.sources_in('CUDA'))} CUDA files; "
+                      "the hot-file focus tunes the files that hold the kernel time")
+        as_stream(log).note(screen_off)
     prepared = prepare_cuda_space(space, entries, tools.compiler, arch, spec.build_dir, spec.target,
-                                  spec.acf_files, spec.screen, device_lto=lto, decisions=first.decisions(),
+                                  spec.acf_files, spec.screen and not screen_off, device_lto=lto,
+                                  decisions=first.decisions(), screen_off=screen_off,
                                   time_limit=spec.time_limit,
                                   kernel_ns=_recorded_kernel_ns(spec.state_dir / "cupti" / "kernel-times.tsv"))
     for note in prepared.notes:

@@ -19,6 +19,7 @@ from ..execute.step_cache import StepCache
 from ..flags import FlagSpace
 from ..flags.fingerprint import FingerprintCache, find_tool
 from ..measure.gpu import GpuMonitor, GpuSlot
+from ..measure.kernel_times import FileShare
 from ..measure.runner import BenchCommand
 from ..model.spec import TuneSpec
 from ..project.cmake_project import VariantSettings, VariantTree
@@ -50,6 +51,24 @@ class CodeIdentity:
     headers: tuple[str, ...] = ()  # those headers, relative to the source directory
     commands_sha256: str = ""  # the target's compile commands in the project's own build (the trial store's key)
     flags_sha256: str = ""  # CMAKE_<LANG>_FLAGS[_<CONFIG>] as _compileiq_flags_sha256 hashes them (the apply checks it)
+
+
+@dataclass(frozen=True)
+class Focus:
+    """The hot-file focus of a CUDA target of many files (tune.focus): the files whose flags are tuned, with
+    their shares of the kernel time (averaged over the workloads)."""
+
+    files: tuple[FileShare, ...]
+    of_files: int  # the target's CUDA files
+    unmapped: float  # share of kernel time in kernels of no file of the target
+
+    @property
+    def share(self) -> float:
+        return sum(f.share for f in self.files)
+
+    def as_dict(self) -> dict:
+        return {"files": [{"path": f.path, "share": round(f.share, 4), "kernels": list(f.kernels)} for f in self.files],
+                "of_files": self.of_files, "share": round(self.share, 4), "unmapped_share": round(self.unmapped, 4)}
 
 
 @dataclass(frozen=True)
@@ -140,6 +159,7 @@ class TuneSetup:
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
     later: OnDemandTrees | None = None  # configures the trees only the finalists need when they do
     tools: Tools | None = None  # the external programs, found once (None: a replay runs none)
+    focus: Focus | None = None  # a target of many files: the hot files whose flags are tuned (tune.focus)
 
     def trees_for(self, n: int) -> tuple[VariantTree, ...]:
         """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
@@ -170,7 +190,7 @@ class TuneSetup:
             target=self.spec.target, language=self.project.language, source_dir=self.spec.source_dir,
             cuda_sources=self.project.target.sources_in("CUDA"), workloads=self.spec.workloads, space=self.space,
             nvcc=self.project.toolchain.path, state_dir=self.state_dir, fingerprints=self.fingerprints,
-            screen_kernels=self.screen_kernels, replay=self.replay is not None)
+            screen_kernels=self.screen_kernels, replay=self.replay is not None, focused=self.focus is not None)
 
     @property
     def execution_plan(self) -> ExecutionPlan:

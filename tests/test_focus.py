@@ -1,0 +1,103 @@
+"""Issue 38: the hot-file focus. A CUDA target of many files is tuned on the files that hold the benchmark's
+kernel time: a trial rebuilds those files and relinks, never the rest of the target."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.measure import kernel_times
+from compileiq_cmake.measure.kernel_times import FileShare
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.tune.focus import COVER, LEAST, MOST, hot_files
+
+from conftest import HAVE_NVCC, configure, run_cli
+
+NVCC = "nvcc"
+FILES = 60
+SHARES = {7: 6_000_000, 23: 3_000_000, 41: 400_000, 50: 600_000}  # ns per kernel: k07 60%, k23 30%
+
+
+@pytest.mark.unit
+def test_the_hot_files_are_the_largest_shares_until_they_hold_most_of_the_kernel_time():
+    def share(path, s):
+        return FileShare(path, int(s * 1e6), s, (path,))
+    shares = (share("a", 0.6), share("b", 0.3), share("c", 0.06), share("d", 0.04))
+    assert [f.path for f in hot_files(shares)] == ["a", "b"]  # 90% held
+    spread = tuple(share(f"f{i}", 0.1) for i in range(10))
+    assert len(hot_files(spread)) == MOST and COVER > MOST * 0.1
+    assert hot_files((share("a", LEAST / 2),)) == ()  # nothing worth a file's flags
+
+
+def _project(root: Path) -> Path:
+    """A generated CUDA target of FILES files (k00.cu .. k59.cu, one kernel each) whose host program stands
+    in for the GPU run: it writes the CUPTI collector's file itself (SHARES)."""
+    src = root / "many"
+    (src / "src").mkdir(parents=True)
+    for i in range(FILES):
+        (src / "src" / f"k{i:02d}.cu").write_text(
+            f'extern "C" __global__ void k{i:02d}(float *out, const float *in, int n) {{\n'
+            "  int j = blockIdx.x * blockDim.x + threadIdx.x;\n"
+            f"  if (j < n) {{ float x = in[j]; for (int k = 0; k < {8 + i % 5}; ++k) x = sinf(x) * 0.9f + 0.1f; out[j] = x; }}\n"
+            "}\n")
+    lines = "".join(f"11\\t{ns}\\tk{i:02d}\\n" for i, ns in SHARES.items())
+    (src / "src" / "main.cu").write_text(
+        "#include <chrono>\n#include <cstdio>\n#include <cstdlib>\n"
+        "int main() {\n"
+        "  auto start = std::chrono::steady_clock::now();\n"
+        "  volatile double acc = 0.0;\n"
+        "  for (int i = 0; i < 2000000; ++i) acc = acc + 1.0 / (1.0 + i);\n"
+        "  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();\n"
+        '  if (const char *path = std::getenv("COMPILEIQ_KERNEL_TIMES")) {\n'
+        '    if (FILE *f = std::fopen(path, "w")) {\n'
+        f'      std::fprintf(f, "# compileiq kernel times v1\\n{lines}");\n'
+        "      std::fclose(f);\n    }\n  }\n"
+        '  std::printf("time_ms=%.6f\\n%s\\n", ms, acc > 0.0 ? "PASS" : "FAIL");\n'
+        "  return 0;\n}\n")
+    sources = " ".join(f"src/k{i:02d}.cu" for i in range(FILES))
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(many LANGUAGES CXX CUDA)\n"
+        f"add_executable(many_bench src/main.cu {sources})\n")
+    return src
+
+
+@pytest.mark.cmake
+@pytest.mark.cuda
+@pytest.mark.slow
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+def test_a_focus_trial_of_a_60_file_target_rebuilds_only_its_hot_files(tmp_path, monkeypatch):
+    from compileiq_cmake.flags.fingerprint import find_tool
+
+    if find_tool("cuobjdump", NVCC) is None:
+        pytest.skip("cuobjdump is not installed")
+    try:
+        kernel_times.build_collector(NVCC, tmp_path / "probe-cupti")
+    except CompileIQError as exc:
+        pytest.skip(str(exc))
+    src = _project(tmp_path)
+    build = src / "build"
+    assert configure(src, build, "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "1")  # the tune's runs need no GPU here
+    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "many_bench", "--bench", "many_bench",
+                   "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--cuda-arch", "90", "--budget", "4",
+                   "--workers", "1", "--exclude-flags", "device_lto", "--max-rounds", "6", "--no-prior")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert f"static screening skipped: many_bench compiles {FILES + 1} CUDA files" in out
+    assert f"hot-file focus: many_bench compiles {FILES + 1} CUDA files; 90% of the benchmark's kernel time is in " \
+           "src/k07.cu 60%, src/k23.cu 30%" in out, out[-3000:]
+    trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
+    searched = [t for t in trials if t["flags"]]
+    assert searched and all(f.startswith(("[src/k07.cu]", "[src/k23.cu]")) for t in searched for f in t["flags"])
+    assert any(t["status"] == "ok" for t in searched), [t["reason"] for t in searched]
+    hot = {"CMakeFiles/many_bench.dir/src/k07.cu.o", "CMakeFiles/many_bench.dir/src/k23.cu.o"}
+    logs = build / "compileiq" / "logs"
+    builds = {log.name: [line.split() for line in log.read_text().splitlines()] for log in logs.glob("*-compiled.log")}
+    assert builds, sorted(p.name for p in logs.iterdir())
+    for name, per_build in builds.items():  # the build tool's own lines: what each build compiled
+        assert len(per_build[0]) == FILES + 1, (name, len(per_build[0]))  # the tree's first build: every file
+        later = {obj for objects in per_build[1:] for obj in objects}
+        assert later <= hot, (name, sorted(later - hot)[:5])
+    assert any(hot & set(objects) for per_build in builds.values() for objects in per_build[1:])  # trials rebuilt them
