@@ -79,3 +79,37 @@ def test_a_ptxas_only_change_is_served_from_the_step_cache_with_the_device_code_
     finally:
         cache.stop()
     assert shutil.which("sccache") or find_sccache()
+
+
+@pytest.mark.unit
+def test_a_build_that_starts_alone_gets_every_core_and_builds_at_once_share_them():
+    """Issue 38: the baseline of a 141-file library was built at -j4 on 16 cores (the cores divided by the
+    tune's four trees while it was the only build)."""
+    import pickle
+    import threading
+
+    from compileiq_cmake.execute.build import CoreShare
+
+    share = CoreShare(16)
+    with share.claim(4) as alone:
+        assert alone == 16
+        got: list[int] = []
+        started, release = threading.Event(), threading.Event()
+
+        def other() -> None:
+            with share.claim(4) as jobs:
+                got.append(jobs)
+                started.set()
+                release.wait(5)
+        thread = threading.Thread(target=other)
+        thread.start()
+        started.wait(5)
+        with share.claim(4) as third:
+            assert got == [8] and third == 5  # 16 // 3
+        release.set()
+        thread.join()
+    with share.claim(4) as again:
+        assert again == 16
+    remote = pickle.loads(pickle.dumps(share))  # a Ray task's copy cannot see the others: the trees' share
+    with remote.claim(4) as jobs:
+        assert jobs == 4

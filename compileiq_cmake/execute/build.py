@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 import time
 import re
 from dataclasses import dataclass, field, replace
@@ -21,6 +24,39 @@ from ..project.nvcc_command import normalize, tokens
 from ..model.events import Log, as_stream
 
 _LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
+
+
+class CoreShare:
+    """This machine's cores shared by the builds under way of one tune (or suite): a build that starts while no
+    other builds gets every core (a tune's baseline, a large target's only build), n at once about cores/n each,
+    decided as each starts. A copy sent to another process (a Ray task) cannot see the others' builds: it
+    divides the cores by the trees, as every build did before."""
+
+    def __init__(self, cores: int | None = None) -> None:
+        self.cores = cores or os.cpu_count() or 2
+        self._active = 0
+        self._lock: threading.Lock | None = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {"cores": self.cores}
+
+    def __setstate__(self, state: dict) -> None:
+        self.cores, self._active, self._lock = state["cores"], 0, None
+
+    @contextmanager
+    def claim(self, trees: int) -> Iterator[int]:
+        """The jobs of a build that starts now (`trees`: the tune's trees, the share of a copy in another process)."""
+        if self._lock is None:
+            yield max(1, self.cores // max(1, trees))
+            return
+        with self._lock:
+            self._active += 1
+            jobs = max(1, self.cores // self._active)
+        try:
+            yield jobs
+        finally:
+            with self._lock:
+                self._active -= 1
 
 
 @dataclass(frozen=True)
@@ -41,6 +77,7 @@ class BuildContext:
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
     stop: Stop | None = None  # the tune's stop token (set by make_executor): a build under way is killed by it
     device_link: tuple[str, ...] = ()  # a static/object library: the consumers whose device link gets -dlto
+    cores: CoreShare | None = None  # the cores the tune's builds share (None: divided by the trees)
 
 
 def command_tokens(tree: VariantTree, entry: dict) -> frozenset[str]:
@@ -84,8 +121,8 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
             "build (the benchmark?); restored before building the next trial")
     tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags, context.device_link)
     steps = [("prepare", time.perf_counter() - clock)]
-    jobs = max(1, (os.cpu_count() or 2) // context.trees or 1)
-    result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout), stop=context.stop)
+    with (context.cores or CoreShare()).claim(context.trees) as jobs:  # (a fresh share: alone, every core)
+        result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout), stop=context.stop)
     if not result.ok:
         return replace(result, steps=tuple(steps))
     clock = time.perf_counter()

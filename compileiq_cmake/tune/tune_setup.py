@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..execute.build import BuildContext
+from ..execute.build import BuildContext, CoreShare
 from ..execute.executor import ExecutionPlan
 from ..execute.replay import ReplayRunner
 from ..execute.step_cache import StepCache
@@ -160,6 +160,7 @@ class TuneSetup:
     later: OnDemandTrees | None = None  # configures the trees only the finalists need when they do
     tools: Tools | None = None  # the external programs, found once (None: a replay runs none)
     focus: Focus | None = None  # a target of many files: the hot files whose flags are tuned (tune.focus)
+    cores: CoreShare = field(default_factory=CoreShare)  # the machine's cores, shared by the tune's builds
 
     def trees_for(self, n: int) -> tuple[VariantTree, ...]:
         """The first `n` variant trees, each configured (the finalists' validation needs one per candidate
@@ -181,7 +182,7 @@ class TuneSetup:
             build_targets=self.project.build_targets, sources=self.project.target.sources, source_dir=self.spec.source_dir,
             trees=len(self.trees), timeout=self.spec.timeout, own_commands=self.project.own_commands,
             fingerprints=self.fingerprints, objects=self.project.objects, artifacts=self.project.artifacts,
-            device_link=self.project.device_link)
+            device_link=self.project.device_link, cores=self.cores)
 
     @property
     def per_file_context(self) -> PerFileContext:
