@@ -65,8 +65,12 @@ def test_a_suite_tunes_its_targets_in_one_command_into_one_toml_summary_and_repo
         assert all(s >= 0 for s in t["stages"].values()) and sum(t["stages"].values()) <= t["seconds"] + 0.5, t
     entries = tomllib.loads((tmp_path / "all.toml").read_text())["entry"]
     assert {e["target"] for e in entries} == {t["target"] for t in ran if t["status"] == "tuned"}
+    busy = max(t["started"] + t["seconds"] for t in ran) - min(t["started"] for t in ran)  # they overlap here
+    assert 0 <= doc["overhead_seconds"] <= doc["wall_seconds"] - busy + 0.01, doc  # the suite's own seconds
+    assert all(t["started"] >= 0 for t in ran) and ran[0]["started"] != ran[1]["started"]
     html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()
     assert 'id="targets"' in html and "<code>bs</code>" in html and "excluded" in html
+    assert "setup and baseline" in html and 'id="overhead"' in html
     assert "geometric mean speedup" in out and not state_path(load_suite(suite), tmp_path / "build").exists()
 
 

@@ -10,6 +10,7 @@ Schema "compileiq-suite/1":
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
     seconds: {target: seconds spent}
+    overhead_seconds: the suite's own seconds (wall time while no target of this run was tuned)
     scheduling: {jobs, idle_share: {slot: share}, busy_seconds: {slot: s}, trees: {pool, lent_again, configures}}: targets
                in flight together; trees: the variant trees the suite configured (its pool) and how many
                times one was lent to a target after another target's tune
@@ -47,8 +48,23 @@ def build(suite, outcomes, time_limit: float | None, wall_seconds: float, shared
         "ties": sum(1 for o in outcomes if o.status == "no gain"),
         "losses": sum(1 for o in outcomes if o.status in ("failed", "skipped")),
         "seconds": {o.target: round(o.seconds, 3) for o in outcomes},
+        "overhead_seconds": round(overhead_seconds(outcomes, wall_seconds), 3),
         "scheduling": shared or {"jobs": 1},
     })
+
+
+def overhead_seconds(outcomes, wall_seconds: float) -> float:
+    """The suite's own seconds: its wall time while no target of this run was being tuned (reading the suite,
+    the state, the shares, the summary and report; a target's setup counts as its own)."""
+    spans = sorted((o.started, o.started + o.seconds) for o in outcomes
+                   if not o.resumed and o.status not in ("excluded",) and o.seconds > 0)
+    busy, end = 0.0, 0.0
+    for a, b in spans:
+        a = max(a, end)
+        if b > a:
+            busy += b - a
+            end = b
+    return max(0.0, wall_seconds - busy)
 
 
 def table(doc: dict) -> list[str]:
@@ -63,6 +79,8 @@ def table(doc: dict) -> list[str]:
         why = " ".join(t["flags"]) if t["flags"] else t["reason"]
         lines.append(f"  {t['target']:<24} {t['status']:<9} {speed:>8}  {t['trials']:>6} {t['seconds']:>8.1f}  {why}"
                      + ("  (earlier run)" if t["resumed"] else ""))
+    lines.append(f"  the suite's own seconds (no target tuned): {doc.get('overhead_seconds', 0.0):.1f} of "
+                 f"{doc['wall_seconds']:.1f}")
     sched = doc.get("scheduling") or {}
     if sched.get("idle_share"):
         idle = ", ".join(f"{'GPU ' + n[4:] if n.startswith('gpu:') else n} {100 * v:.0f}%"

@@ -36,6 +36,7 @@ class TargetOutcome:
     waited_seconds: float = 0.0  # seconds it waited for slots other targets held (not charged to its share)
     # where its seconds went, by stage: "setup and baseline", "search", "finalists", "publish" (those it reached)
     stages: dict[str, float] = field(default_factory=dict)
+    started: float = 0.0  # seconds after the suite's start when its tune began (the suite's overhead: none ran)
 
     @staticmethod
     def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
