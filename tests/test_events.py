@@ -170,3 +170,35 @@ def test_a_quiet_replayed_tune_prints_each_stage_result_and_the_summary_keeps_th
     assert search["trials"] == 8 and search["valid"] <= 8 and search["speedup"] > 1
     assert finalists["flags"] and finalists["ci"][0] <= finalists["speedup"] <= finalists["ci"][1]
     assert publish["toml"] == str(tmp_path / "quiet" / "compileiq.toml")
+
+
+@pytest.mark.unit
+def test_trials_export_as_csv_one_row_per_trial_and_workload(tmp_path):
+    """Issue 39: `trials --csv` for spreadsheets and dashboards: a header, one row per trial and workload, the
+    same trials and flags as --json, each workload's median of its runs."""
+    import csv
+    import io
+    import statistics
+
+    tuned = _replay(tmp_path)
+    assert tuned.returncode == 0, (tuned.stdout + tuned.stderr)[-3000:]
+    build = str(tmp_path / "build")
+    out = subprocess.run([sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--csv"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows = list(csv.DictReader(io.StringIO(out.stdout)))
+    doc = json.loads(subprocess.run([sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--json"],
+                                    cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout)
+    trials = next(iter(doc.values()))
+    assert list(rows[0]) == ["target", "tune", "trial", "status", "flags", "workload", "median", "runs",
+                             "build_seconds", "bench_seconds", "same_code_as", "gpu", "reason"]
+    assert len(rows) == sum(max(1, len(t["measurements"])) for t in trials) and len(trials) >= 8
+    for t in trials:
+        mine = [r for r in rows if int(r["trial"]) == t["index"]]
+        assert mine and all(r["flags"] == " ".join(t["flags"]) and r["status"] == t["status"] for r in mine)
+        for r, m in zip(mine, t["measurements"]):
+            assert float(r["median"]) == pytest.approx(statistics.median(m["samples"]), rel=1e-5)
+            assert int(r["runs"]) == len(m["samples"])
+    both = subprocess.run([sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--csv", "--json"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert both.returncode == 2 and "not allowed with" in both.stderr

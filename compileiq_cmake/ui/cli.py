@@ -108,7 +108,7 @@ def _main(argv: list[str] | None = None) -> int:
         elif args.command == "prior":
             prior_command(args)
         elif args.command == "trials":
-            trials_command(Path(args.build_dir), args.json)
+            trials_command(Path(args.build_dir), args.json, args.csv)
         elif args.command == "cmake-entries":
             text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent,
                                  HostFeatures(dict(args.compiler), args.host_features))

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -149,7 +150,26 @@ def space_command(family: str | None, version: str, args: argparse.Namespace | N
             print(f"  {name:<26} {values}  [{condition}]")
 
 
-def trials_command(build_dir: Path, as_json: bool) -> None:
+CSV_COLUMNS = ("target", "tune", "trial", "status", "flags", "workload", "median", "runs", "build_seconds",
+               "bench_seconds", "same_code_as", "gpu", "reason")
+
+
+def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
+    """One row per trial and workload (a trial without measurements: one row, its workload empty)."""
+    import csv
+    writer = csv.writer(sys.stdout, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for spec, trials in groups.items():
+        for t in trials:
+            rows = [(" ".join(m.workload), f"{statistics.median(m.samples):.6g}" if m.samples else "", len(m.samples))
+                    for m in t.measurements] or [("", "", 0)]
+            for workload, median, runs in rows:
+                writer.writerow((names[spec], spec, t.index, t.status.value, " ".join(t.flagset.flags), workload, median,
+                                 runs, f"{t.build_seconds:.3f}", f"{t.bench_seconds:.3f}",
+                                 "" if t.same_code_as is None else t.same_code_as, t.gpu, " ".join(t.reason.split())))
+
+
+def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None:
     """Every stored trial of a build tree: the tune's own store and a suite's (the CMake route's compileiq_tune
     keeps one per target under <build>/compileiq/suite/); each tune named by its target where its summary or
     suite folder says it."""
@@ -180,6 +200,9 @@ def trials_command(build_dir: Path, as_json: bool) -> None:
             store.close()
     if as_json:
         print(json.dumps({spec: [t.as_dict() for t in trials] for spec, trials in groups.items()}, indent=1))
+        return
+    if as_csv:
+        _csv(groups, names)
         return
     for spec, trials in groups.items():
         named = f"{names[spec]} ({spec[:12]})" if names[spec] else spec

@@ -212,7 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--import", dest="import_file", metavar="FILE", help="add the observations of FILE (an export)")
     trials = sub.add_parser("trials", help="print (or dump as JSON) the trials stored in a build tree")
     trials.add_argument("-B", dest="build_dir", required=True)
-    trials.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
+    shape = trials.add_mutually_exclusive_group()
+    shape.add_argument("--json", action="store_true", help="one JSON document with every stored trial")
+    shape.add_argument("--csv", action="store_true",
+                       help="one CSV table (RFC 4180, a header row) with a row per trial and workload, for "
+                       "spreadsheets and dashboards")
     report = sub.add_parser("report", help="the HTML report of the tunes stored in a build tree (or their summaries as JSON)")
     report.add_argument("-B", dest="build_dir", required=True)
     report.add_argument("-o", dest="output", help="HTML file to write (default <build>/compileiq/report.html); with "
