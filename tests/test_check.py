@@ -190,6 +190,8 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.benchmark == ("./gate_bench",) and entry.pass_regex == "PASS" and entry.verify == ()
     assert entry.workloads == ("--n 1000000",) and entry.metric == "time_ms=([0-9.]+)" and entry.lower_is_better
+    # issue 39: where it was tuned (no GPU here: the compiler and the CPU)
+    assert entry.host_compiler.startswith("GNU ") and entry.host_cpu and not entry.driver_version
     proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "5", "--json")
     doc = json.loads(proc.stdout)
     r = doc["entries"][0]["remeasure"]
@@ -417,3 +419,45 @@ def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypat
     assert [d.data["workload"] for d in details] == ["--n 1", "--n 2"]
     assert all(d.data["speedup"] == w["speedup"] for d, w in zip(details, doc["workloads"]))
     assert details[0].text.startswith("check: nbody (sm_90): workload '--n 1': 2.0")
+
+
+@pytest.mark.cmake
+def test_check_says_what_differs_from_where_the_entry_was_tuned(tmp_path):
+    """Issue 39: a driver, compiler or clock change is not a regression, and check says which changed: an entry
+    tuned with another host compiler on another CPU is said to be so (one note each); an entry tuned here
+    says nothing of the kind."""
+    from compileiq_cmake.measure.provenance import collect
+    from compileiq_cmake.project.cmake_project import read_cache
+    from compileiq_cmake.results.toml_io import write_entry
+
+    src, build = _project(tmp_path)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    here = collect(read_cache(build)["CMAKE_CXX_COMPILER"][1], None)
+    assert here.host_compiler.startswith("GNU ") and here.cpu
+    toml = src / "compileiq.toml"
+    write_entry(toml, _entry(build, host_compiler="GNU 9.9.9", host_cpu="Another CPU @ 1.00GHz"))
+    proc = run_cli("check", "-S", str(src), "-B", str(build))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert f"gate_bench: not as tuned: host compiler: tuned with GNU 9.9.9, here {here.host_compiler}" in out, out
+    assert f"gate_bench: not as tuned: CPU: tuned with Another CPU @ 1.00GHz, here {here.cpu}" in out
+    doc = json.loads(run_cli("check", "-S", str(src), "-B", str(build), "--json").stdout)
+    assert len(doc["entries"][0]["provenance"]) == 2
+    toml.unlink()
+    write_entry(toml, _entry(build, **here.entry_fields()))
+    same = run_cli("check", "-S", str(src), "-B", str(build))
+    assert same.returncode == 0 and "not as tuned" not in same.stdout + same.stderr, same.stdout
+
+
+@pytest.mark.unit
+def test_provenance_differences_compare_what_both_know_and_the_clocks_by_their_maximum():
+    from compileiq_cmake.measure.provenance import Provenance
+
+    was = Provenance(driver_version="580.1", host_compiler="GNU 12", gpu_clocks="sm 1500 of 1980 MHz, memory 3201 MHz",
+                     power_limit="700 W", ecc="on", cpu="X")
+    assert was.differences(Provenance(driver_version="580.1", host_compiler="GNU 12",
+                                      gpu_clocks="sm 1980 of 1980 MHz, memory 3201 MHz", cpu="X")) == []
+    assert was.differences(Provenance(driver_version="590.2", gpu_clocks="sm 1200 of 1600 MHz, memory 3201 MHz",
+                                      power_limit="500 W", ecc="off", cpu="X")) == [
+        "NVIDIA driver: tuned with 580.1, here 590.2", "GPU clocks: tuned with 1980 MHz, here 1600 MHz",
+        "GPU power limit: tuned with 700 W, here 500 W", "ECC: tuned with on, here off"]

@@ -79,6 +79,11 @@ def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
     return entries
 
 
+def host_compiler_of(cache: dict[str, tuple[str, str]]) -> str:
+    """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of a tree's cache, else PATH's g++ or c++ ("": none)."""
+    return cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
+
+
 def find_cmake(user_cache: dict[str, tuple[str, str]]) -> str:
     """The cmake that configured the user's tree, else the one installed beside this Python, else PATH's."""
     configured = user_cache.get("CMAKE_COMMAND", ("", ""))[1]

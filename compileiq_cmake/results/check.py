@@ -30,9 +30,11 @@ import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from ..measure.bench import run_benchmark, run_verify
+from ..measure.gpu import visible_gpus
+from ..measure.provenance import Provenance, collect
 from ..system.processes import run_process
-from ..project.cmake_project import (DEFAULT_BUILD_TYPE, find_cmake, forwarded_cache, initial_cache_script, lacks_build_type,
-                                     read_cache, top_level_includes)
+from ..project.cmake_project import (DEFAULT_BUILD_TYPE, find_cmake, forwarded_cache, host_compiler_of,
+                                     initial_cache_script, lacks_build_type, read_cache, top_level_includes)
 from ..model.events import EventStream
 from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, UsageError, first_error_line, write_log
 from ..project.file_api import read_codemodel, write_query
@@ -150,6 +152,8 @@ class EntryCheck:
     # {benchmark, metric, lower_is_better, tree, note, rounds, speedup, ci, min_gain, passed, reason,
     #  workloads: [WorkloadResult]}; speedup, ci and min_gain are None when the tuned build's benchmark failed
     remeasure: dict | None = None
+    # what differs on this machine from where the entry was tuned (driver, host compiler, clocks, ...)
+    provenance: list[str] = field(default_factory=list)
 
     def failures(self, strict: bool) -> list[str]:
         """Why the gate fails on this entry: a re-measure that failed; with strict, also not applying or stale."""
@@ -322,6 +326,10 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
                                  rec["why"] if rec else why, rec["stale"] if rec else [],
                                  rec["cpu"] if rec else (f"tuned on {e.tuned_cpu}" if e.tuned_cpu else ""),
                                  rec["archs"] if rec else ""))
+    here = _here(user, entries)
+    for c, e in zip(checks, entries):
+        if not e.replay:
+            c.provenance = Provenance.of_entry(e).differences(here[e.language])
     applying = [(i, c, e) for i, (c, e) in enumerate(zip(checks, entries)) if c.applies]
     if not remeasure or not applying:
         return checks
@@ -353,6 +361,22 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     return checks
 
 
+def _here(user: dict[str, tuple[str, str]], entries: list[FlagsEntry]) -> dict[str, Provenance]:
+    """This machine's provenance per language of the entries: the build tree's compiler of a host language;
+    for CUDA nvcc's host compiler and the first visible GPU's driver and state where NVML reads it."""
+    here = {}
+    for language in {e.language for e in entries}:
+        if language != "CUDA":
+            here[language] = collect(user.get(f"CMAKE_{language}_COMPILER", ("", ""))[1], None)
+            continue
+        try:
+            gpus = visible_gpus(None)
+        except CompileIQError:
+            gpus = ()
+        here[language] = collect(host_compiler_of(user), gpus[0] if gpus else None)
+    return here
+
+
 def check_status(checks: list[EntryCheck], strict: bool = False) -> int:
     """The exit status: 1 when a re-measured entry failed (with strict, also when an entry does not apply or
     is stale), else 0."""
@@ -380,6 +404,8 @@ def report_checks(checks: list[EntryCheck], events: EventStream, strict: bool = 
             events.info(f"{where}: cpu: {c.cpu}", stage="check", cpu=c.cpu, **who)
         if c.archs:
             events.info(f"{where}: architectures: {c.archs}", stage="check", archs=c.archs, **who)
+        for d in c.provenance:
+            events.note(f"{where}: not as tuned: {d}", stage="check", provenance=d, **who)
         if c.remeasure is not None:
             r = c.remeasure
             per = ", ".join(f"'{w['workload']}' {w['speedup']:.4f}x [{w['ci'][0]:.4f}..{w['ci'][1]:.4f}]" for w in r["workloads"])

@@ -127,6 +127,14 @@ class FlagsEntry:
     # decision, used for nothing else), "deciding rounds" (no time was left for a confirmation: the rounds
     # that accepted it, a little optimistic), "" (entries written before it was recorded)
     speedup_from: str = field(default="", metadata={"one_of": ("", "confirmation", "deciding rounds")})
+    # provenance (measure/provenance.py): where the tune measured, beyond the device's name; "" = not read
+    driver_version: str = field(default="", metadata={"pattern": _ONE_LINE})
+    cuda_driver: str = field(default="", metadata={"pattern": _ONE_LINE})
+    host_compiler: str = field(default="", metadata={"pattern": _ONE_LINE})  # CUDA: the compiler nvcc hands host code to
+    gpu_clocks: str = field(default="", metadata={"pattern": _ONE_LINE})
+    power_limit: str = field(default="", metadata={"pattern": _ONE_LINE})
+    ecc: str = field(default="", metadata={"pattern": _ONE_LINE})
+    host_cpu: str = field(default="", metadata={"pattern": _ONE_LINE})
 
     @property
     def key(self) -> tuple[str, str, str]:

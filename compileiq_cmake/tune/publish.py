@@ -18,6 +18,7 @@ from .. import __version__
 from ..decide.validation import untested_flags
 from ..flags import portability
 from ..measure.gpu import host_cpu
+from ..measure.provenance import Provenance, collect
 from ..model.errors import CompileIQError
 from ..model.events import Log, Recorder, as_stream
 from ..model.timebox import TimeBox
@@ -300,4 +301,14 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         arch_scope=spec.arch_scope if setup.project.language == "CUDA" else "all",
         benchmark=bench.relative(bench.argv) if bench else (), pass_regex=spec.pass_regex or "",
         verify=bench.relative(bench.verify) if bench else (),
+        **_provenance(setup).entry_fields(),
     )
+
+
+def _provenance(setup: TuneSetup) -> Provenance:
+    """Where the tune measured (measure.provenance); nothing for a replay."""
+    if setup.replay is not None:
+        return Provenance()
+    cuda = setup.project.language == "CUDA"
+    compiler = (setup.tools.host_compiler if setup.tools is not None else "") if cuda else setup.project.toolchain.path
+    return collect(compiler, setup.devices.gpus[0] if cuda and setup.devices.gpus else None)

@@ -6,7 +6,6 @@ per-file stage their own contexts."""
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.kernel_times import FileShare
 from ..measure.runner import BenchCommand
 from ..model.spec import TuneSpec
-from ..project.cmake_project import VariantSettings, VariantTree
+from ..project.cmake_project import VariantSettings, VariantTree, host_compiler_of
 from ..project.file_api import Target, Toolchain
 from ..search.per_file import PerFileContext
 
@@ -81,11 +80,6 @@ class Devices:
     compute_capability: str = ""
     monitor: GpuMonitor | None = None
     gpus: tuple[GpuSlot, ...] = ()
-
-
-def host_compiler_of(cache: dict[str, tuple[str, str]]) -> str:
-    """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of a tree's cache, else PATH's g++ or c++ ("": none)."""
-    return cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
 
 
 @dataclass(frozen=True)
