@@ -455,7 +455,7 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
         label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), pass_regex="PASS", arch_scope="all")
     from compileiq_cmake.tune.tune_setup import CodeIdentity, Devices, ProjectModel
 
-    setup = SimpleNamespace(spec=spec, bench=None, replay=None,
+    setup = SimpleNamespace(spec=spec, bench=None, replay=None, tools=None,
                             project=ProjectModel(target=None, language="CUDA", build_type="Release",
                                                  toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"),
                                                  device_link=("bench_exe",)),
