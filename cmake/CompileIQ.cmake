@@ -35,8 +35,37 @@ Cache Variables
   ``${CMAKE_SOURCE_DIR}/compileiq.toml``, which may be missing.  A file named
   here must exist.  Editing the file makes the next build re-configure.
 
+``COMPILEIQ_ADD_TESTS``
+  ``OFF`` by default.  When ``ON`` (and ``COMPILEIQ_TUNE`` is ``OFF``), every
+  ``compileiq_tune()`` call also registers the CTest test
+  ``compileiq_check_<target>`` (:command:`compileiq_add_test` with its
+  ``BENCHMARK``, ``METRIC``, direction, ``PASS_REGEX`` and ``OUTPUT``), and
+  testing is enabled in the top-level directory.
+
 Commands
 ^^^^^^^^
+
+.. command:: compileiq_add_test
+
+  .. code-block:: cmake
+
+    compileiq_add_test(<target>
+                       BENCHMARK <command> [<arg>...]
+                       METRIC <regex>|GBENCH|NVBENCH|WALLTIME
+                       [LOWER_IS_BETTER|HIGHER_IS_BETTER] [PASS_REGEX <regex>]
+                       [OUTPUT <flags file>] [ROUNDS <n>] [GPUS <n>] [NAME <test>])
+
+  Registers a CTest test (default name ``compileiq_check_<target>``, label
+  ``compileiq``) that runs ``compileiq-cmake check --remeasure`` for the
+  target's entry: a plain and a tuned build of the project in the check's
+  own trees, the benchmark given here (never the one the flags file
+  records: a flags file is data) run interleaved on the entry's workloads;
+  it fails when the tuned build is no longer significantly faster.  With
+  no flags file, or no entry for the target, it passes and says so.
+  ``GPUS`` (default 1 where CUDA is enabled, else 0) sets the test's
+  ``RESOURCE_GROUPS`` to ``gpus:<n>``: with ``ctest --resource-spec-file``
+  CTest never runs two such tests on one GPU, and the check's runs see
+  only the GPU CTest allotted (``CTEST_RESOURCE_GROUP_0_GPUS``).
 
 .. command:: compileiq_tune
 
@@ -207,6 +236,8 @@ never a later one, this module or the files that include this module
   Relocatable device code and device link-time optimization.
 ``CompileIQApply.cmake`` (uses all four)
   The apply of the flags file: its entries and per-file flags.
+``CompileIQTests.cmake`` (uses Common)
+  The CTest gate: :command:`compileiq_add_test`.
 #]=======================================================================]
 
 include_guard(GLOBAL)
@@ -219,10 +250,12 @@ include("${CMAKE_CURRENT_LIST_DIR}/CompileIQArch.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/CompileIQRecords.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/CompileIQLTO.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/CompileIQApply.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/CompileIQTests.cmake")
 
 option(COMPILEIQ_TUNE "Add the compileiq_tune targets (tuned flags are not applied)." OFF)
 option(COMPILEIQ_APPLY "Apply the tuned flags of the compileiq flags file." ON)
 option(COMPILEIQ_PORTABLE "Leave out entries whose flags are specific to the CPU they were tuned on (-march=native)." OFF)
+option(COMPILEIQ_ADD_TESTS "Register a CTest test per compileiq_tune() target that re-measures its applied entry." OFF)
 set(COMPILEIQ_SUITE_TIME_LIMIT "" CACHE STRING
   "Seconds for the whole compileiq_tune suite (empty: each target's own TIME_LIMIT, if any).")
 set(COMPILEIQ_FLAGS_FILE "" CACHE FILEPATH
@@ -275,6 +308,20 @@ function(compileiq_tune)
 
   if(NOT COMPILEIQ_TUNE)
     _compileiq_schedule_apply()
+    if(COMPILEIQ_ADD_TESTS)
+      set(gate "${target}" BENCHMARK ${arg_BENCHMARK} METRIC "${arg_METRIC}")
+      foreach(kw IN ITEMS HIGHER_IS_BETTER LOWER_IS_BETTER)
+        if(arg_${kw})
+          list(APPEND gate ${kw})
+        endif()
+      endforeach()
+      foreach(kw IN ITEMS PASS_REGEX OUTPUT)
+        if(DEFINED arg_${kw})
+          list(APPEND gate ${kw} "${arg_${kw}}")
+        endif()
+      endforeach()
+      compileiq_add_test(${gate})
+    endif()
     return()
   endif()
 

@@ -399,7 +399,7 @@ def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypat
     from compileiq_cmake.model.records import Status
     from compileiq_cmake.model.spec import MetricSpec
 
-    monkeypatch.setattr(check, "_benchmark_argv", lambda argv, tree: argv)  # no project: the command as it is
+    monkeypatch.setattr(check, "_benchmark_argv", lambda argv, tree, user_build: argv)  # no project: the command as it is
     times = {"plain": iter([10.3, 10.1, 10.35, 10.05, 10.2] * 2), "tuned": iter([5.0, 5.02, 4.98, 5.01, 5.0] * 2)}
 
     def run(argv, tree, metric, pass_regex, timeout):
@@ -409,7 +409,7 @@ def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypat
     entry = make_entry(workloads=("--n 1", "--n 1", "--n 2"))
     bench = check.Benchmark(("./bench",), MetricSpec.parse("time_ms=([0-9.]+)", True), None, ())
     events, recorder = recording()
-    doc = check._remeasure(entry, bench, tmp_path / "plain", tmp_path / "tuned", 5, 0.01, 10.0, 8, events)
+    doc = check._remeasure(entry, bench, tmp_path / "plain", tmp_path / "tuned", 5, 0.01, 10.0, 8, events, tmp_path)
     assert doc["passed"] and doc["speedup"] > 2.0, doc
     (start,) = recorder.of("info")
     assert start.text == ("check: re-measuring nbody (sm_90): ./bench (time_ms=([0-9.]+)), 2 workloads, 5 rounds; "

@@ -37,8 +37,9 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "CompileIQApply": (("CompileIQCommon", "CompileIQArch", "CompileIQRecords", "CompileIQLTO"), (
         "_compileiq_schedule_apply", "_compileiq_apply_flags_file", "_compileiq_entry", "_compileiq_source_flags",
         "_compileiq_source_flags_done")),
-    "CompileIQ": (("CompileIQCommon", "CompileIQArch", "CompileIQRecords", "CompileIQLTO", "CompileIQApply"), (
-        "compileiq_tune", "_compileiq_write_suite", "_compileiq_check_tune_target")),
+    "CompileIQTests": (("CompileIQCommon",), ("compileiq_add_test",)),
+    "CompileIQ": (("CompileIQCommon", "CompileIQArch", "CompileIQRecords", "CompileIQLTO", "CompileIQApply",
+                   "CompileIQTests"), ("compileiq_tune", "_compileiq_write_suite", "_compileiq_check_tune_target")),
 }
 ORDER = tuple(LAYERS)
 # files read by find_package or included several times on purpose, which therefore have no include guard

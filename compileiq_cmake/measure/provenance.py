@@ -62,11 +62,13 @@ def _max_clock(text: str) -> str:
 
 
 def compiler_text(path: str) -> str:
-    """"<id> <version>" of a compiler (gcc -dumpversion; "" when it cannot be asked)."""
+    """"<id> <version>" of a compiler (gcc's full version: -dumpfullversion, which clang ignores, before
+    -dumpversion; "" when it cannot be asked)."""
     if not path:
         return ""
     try:
-        version = subprocess.run([path, "-dumpversion"], capture_output=True, text=True, timeout=30).stdout.strip()
+        version = subprocess.run([path, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True,
+                                 timeout=30).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return f"{compiler_kind(path)} {version}" if version else ""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import shutil
 from dataclasses import asdict, dataclass, field, replace
@@ -218,14 +219,16 @@ def _records(path: Path) -> dict[tuple[str, str], dict]:
     return out
 
 
-def _benchmark_argv(argv: list[str], tree: Path) -> list[str]:
-    """The benchmark command in one tree: a first word that names a target of the project is its binary there."""
+def _benchmark_argv(argv: list[str], tree: Path, user_build: Path) -> list[str]:
+    """The benchmark command in one tree: a first word that names a target of the project is its binary there;
+    a path in the user's build tree (a CTest gate's $<TARGET_FILE:...>) is the same path in the tree."""
     if not argv:
         return argv
     target = read_codemodel(tree).targets.get(argv[0])
     if target is not None and target.artifacts:
         return [str(target.artifacts[0]), *argv[1:]]
-    return argv
+    prefix = str(user_build.resolve()) + "/"
+    return [str(tree / a[len(prefix):]) if a.startswith(prefix) else a for a in argv]
 
 
 def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
@@ -242,15 +245,15 @@ def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
 
 
 def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, rounds: int, min_gain: float | None,
-               timeout: float, max_workloads: int, events: EventStream) -> dict:
+               timeout: float, max_workloads: int, events: EventStream, user_build: Path) -> dict:
     workloads, note = select_workloads(entry, max_workloads)
     where = f"{entry.target} (sm_{entry.arch})" if entry.arch else entry.target
     events.info(f"check: re-measuring {where}: {shlex.join(bench.argv)} ({bench.metric.label}), "
                 f"{plural(len(workloads), 'workload')}, {rounds} rounds" + (f"; {note}" if note else ""),
                 stage="check", target=entry.target, arch=entry.arch, workloads=len(workloads), rounds=rounds)
     trees = {"plain": plain, "tuned": tuned}
-    argv = {k: _benchmark_argv(list(bench.argv), t) for k, t in trees.items()}
-    verify = {k: _benchmark_argv(list(bench.verify), t) for k, t in trees.items()}
+    argv = {k: _benchmark_argv(list(bench.argv), t, user_build) for k, t in trees.items()}
+    verify = {k: _benchmark_argv(list(bench.verify), t, user_build) for k, t in trees.items()}
     doc = {"benchmark": list(bench.argv), "metric": bench.metric.label, "lower_is_better": bench.metric.lower_is_better,
            "tree": str(tuned), "note": note, "rounds": rounds, "speedup": None, "ci": None, "min_gain": None,
            "passed": False, "reason": "", "workloads": []}
@@ -286,10 +289,15 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
 def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool = False,
               override: BenchOverride = BenchOverride(), rounds: int = ROUNDS, min_gain: float | None = None,
               timeout: float = 300.0, jobs: int | None = None, max_workloads: int = MAX_WORKLOADS,
-              build_timeout: float = BUILD_TIMEOUT, events: EventStream | None = None) -> list[EntryCheck]:
+              build_timeout: float = BUILD_TIMEOUT, events: EventStream | None = None, only_target: str | None = None,
+              if_present: bool = False) -> list[EntryCheck]:
     """Each entry of `toml` checked against this build (and with `remeasure` re-measured); `events` hears
-    each re-measurement as it starts."""
+    each re-measurement as it starts. `only_target`: that target's entries only; `if_present`: a missing
+    file is nothing to check (said), not an error (the CTest gate is registered before any tune)."""
     events = events if events is not None else EventStream()
+    if if_present and not toml.is_file():
+        events.stage_result("check", f"no flags file ({toml}): nothing applied, nothing to re-measure", passed=True)
+        return []
     if not (source_dir / "CMakeLists.txt").is_file():
         raise CompileIQError(f"{source_dir} has no CMakeLists.txt; pass the project root with -S")
     if not (build_dir / "CMakeCache.txt").is_file():
@@ -305,6 +313,12 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
         raise CompileIQError(f"--build-timeout {build_timeout:g} is out of range: give a positive number of seconds")
     toml = toml.resolve()
     entries = read_entries(toml)  # validated: a bad file is one line, exit 2
+    if only_target is not None:
+        entries = [e for e in entries if e.target == only_target]
+        if not entries:
+            events.stage_result("check", f"{toml.name} has no entry for {only_target}: nothing applied, nothing to "
+                                "re-measure", passed=True, target=only_target)
+            return []
     user = read_cache(build_dir)
     if lacks_build_type(user, user.get("CMAKE_GENERATOR", ("", ""))[1]):
         # a tree configured without a build type (the CMake route's -DCOMPILEIQ_TUNE=ON tree): a tune of it
@@ -357,7 +371,7 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
                   build_timeout)
     for i, c, e in applying:
         c.remeasure = _remeasure(e, benches[i], root / "plain", tuned[i], rounds, min_gain, timeout, max_workloads,
-                                 events)
+                                 events, build_dir)
     return checks
 
 
@@ -375,6 +389,17 @@ def _here(user: dict[str, tuple[str, str]], entries: list[FlagsEntry]) -> dict[s
             gpus = ()
         here[language] = collect(host_compiler_of(user), gpus[0] if gpus else None)
     return here
+
+
+def ctest_gpu() -> None:
+    """Under CTest with a resource spec (RESOURCE_GROUPS "gpus:1"), the GPU CTest allotted: CTest sets
+    CTEST_RESOURCE_GROUP_0_GPUS="id:<id>,slots:<n>"; the check's runs see that GPU only."""
+    if not os.environ.get("CTEST_RESOURCE_GROUP_COUNT"):
+        return
+    allotted = os.environ.get("CTEST_RESOURCE_GROUP_0_GPUS", "")
+    ids = re.findall(r"id:([^,;]+)", allotted)
+    if ids:
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
 
 
 def check_status(checks: list[EntryCheck], strict: bool = False) -> int:

@@ -14,7 +14,7 @@ from ..model.events import EventStream
 from ..model.errors import CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError, one_line
 from ..system.resources import cmake_dir
 from ..flags.portability import HostFeatures
-from ..results.check import BenchOverride, checks_document, report_checks, run_check
+from ..results.check import BenchOverride, checks_document, ctest_gpu, report_checks, run_check
 from ..results.report import report_command, summaries_json
 from ..results.cmake_entries import cmake_entries
 from ..results.toml_io import read_entries
@@ -84,16 +84,20 @@ def _main(argv: list[str] | None = None) -> int:
             space_command(args.family, args.compiler_version, args, _events(args))
         elif args.command == "check":
             src = Path(args.source_dir).resolve()
+            if args.bench and args.bench_arg:
+                raise UsageError("give the benchmark as --bench or as --bench-arg, not both")
             try:
-                bench = tuple(shlex.split(args.bench or ""))
+                bench = tuple(args.bench_arg) or tuple(shlex.split(args.bench or ""))
             except ValueError as exc:
                 raise UsageError(f"cannot split --bench {args.bench!r}: {exc}") from None
+            ctest_gpu()  # run by CTest with a GPU of its resource spec: that GPU only
             override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex, args.run_recorded)
             events = _events(args)
             checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
                                Path(args.build_dir).resolve(), remeasure=args.remeasure, override=override,
                                rounds=args.rounds, min_gain=args.min_gain, max_workloads=args.max_workloads,
-                               build_timeout=args.build_timeout, events=events)
+                               build_timeout=args.build_timeout, events=events, only_target=args.only_target,
+                               if_present=args.if_present)
             if args.json:
                 doc = checks_document(checks, args.strict)
                 print(json.dumps(doc, indent=1))

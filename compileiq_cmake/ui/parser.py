@@ -238,6 +238,13 @@ def build_parser() -> argparse.ArgumentParser:
                        "workloads: exit 1 when one is no longer significantly faster by the minimum gain (or is slower)")
     check.add_argument("--bench", help="with --remeasure: the benchmark command for every entry (first word may be a "
                        "target); the TOML's recorded commands run only with --run-recorded")
+    check.add_argument("--bench-arg", action="append", default=[], metavar="ARG",
+                       help="with --remeasure: the benchmark command one argument at a time (repeat; instead of --bench: "
+                       "no quoting, as the CTest gate passes it)")
+    check.add_argument("--target", dest="only_target", metavar="TARGET",
+                       help="check only this target's entries (the CTest gate: one test per target)")
+    check.add_argument("--if-present", action="store_true",
+                       help="a missing flags file passes (nothing applied, nothing to re-measure: said) instead of an error")
     check.add_argument("--run-recorded", action="store_true", help="with --remeasure and no --bench: run each entry's "
                        "benchmark and VERIFY commands as the TOML records them (printed before anything runs); a "
                        "TOML is data: without this nothing written in it is run")
