@@ -461,3 +461,32 @@ def test_provenance_differences_compare_what_both_know_and_the_clocks_by_their_m
                                       power_limit="500 W", ecc="off", cpu="X")) == [
         "NVIDIA driver: tuned with 580.1, here 590.2", "GPU clocks: tuned with 1980 MHz, here 1600 MHz",
         "GPU power limit: tuned with 700 W, here 500 W", "ECC: tuned with on, here off"]
+
+
+@pytest.mark.cmake
+def test_a_winner_whose_build_is_too_slow_is_kept_out_of_the_toml(tmp_path):
+    """Issue 39: --max-compile-slowdown X keeps a flag set whose build took more than X times the project's own
+    build's out of the finalists (and the bank), said in a note. A compiler launcher that sleeps 4 s whenever
+    -O2 is on the command line (Release has -O3 on every compile) stands in for a slow-building flag (device LTO's link on a large project)."""
+    from compileiq_cmake.results.toml_io import read_entries
+
+    src, build = _project(tmp_path)
+    launcher = tmp_path / "slow-launcher.sh"
+    launcher.write_text('#!/bin/sh\ncase " $* " in *" -O2 "*) sleep 4 ;; esac\nexec "$@"\n')
+    launcher.chmod(0o755)
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}").returncode == 0
+    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench",
+                   "--workload", "--n 1000000", "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS",
+                   "--include-flags", "opt_level", "--budget", "3", "--max-compile-slowdown", "2", "--no-prior")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
+    slow = next(t for t in trials if t["flags"] == ["-O2"])
+    fast = next(t for t in trials if t["flags"] == ["-O3"])
+    assert slow["build_seconds"] > 2 * fast["build_seconds"] and slow["status"] == "ok", (slow, fast)
+    assert "-O2 kept out of the finalists: its build took" in out and "--max-compile-slowdown 2)" in out, out[-3000:]
+    (entry,) = read_entries(src / "compileiq.toml")
+    assert entry.flags == ("-O3",)  # the faster-building winner, not -O2
+    bad = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench",
+                  "--metric", "time_ms=([0-9.]+)", "--max-compile-slowdown", "0.5")
+    assert bad.returncode == 2 and "--max-compile-slowdown 0.5 is out of range" in bad.stderr

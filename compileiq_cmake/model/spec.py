@@ -107,6 +107,8 @@ class TuneSpec:
     # flags, compiler, build type, device) is not tuned again (--replace tunes it anyway)
     keep_unchanged: bool = False
     step_cache: bool = True  # CUDA: the variant trees compile through the compile-step cache (--no-step-cache: not)
+    # a flag set whose build took more than this x the project's own build's (in the tune) is never written
+    max_compile_slowdown: float | None = None
 
     @property
     def state_dir(self) -> Path:
@@ -132,7 +134,7 @@ class TuneSpec:
         fields = asdict(self)
         for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
                          "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope", "prior", "learn", "flat_stop",
-                         "state_subdir", "keep_unchanged", "step_cache"):
+                         "state_subdir", "keep_unchanged", "step_cache", "max_compile_slowdown"):
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same
             fields.pop("portable")
@@ -163,6 +165,10 @@ class TuneSpec:
                 raise UsageError(f"{name} {value:g} is out of range: give a finite number >= 0")
         if self.min_gain is not None and not (math.isfinite(self.min_gain) and 0 <= self.min_gain < 1):
             raise UsageError(f"--min-gain {self.min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
+        if self.max_compile_slowdown is not None and not (math.isfinite(self.max_compile_slowdown)
+                                                         and self.max_compile_slowdown >= 1):
+            raise UsageError(f"--max-compile-slowdown {self.max_compile_slowdown:g} is out of range: give a factor "
+                             ">= 1, e.g. 2 (a winner's build at most twice as long as the project's own)")
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
             raise UsageError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
                              "as in sm_XX, e.g. 90, 90a or 100f")

@@ -24,7 +24,7 @@ from .baseline import Baselines
 from .budget import Budget
 from .plan import least_finish
 from .tune_setup import TuneSetup
-from .trial import loss, trial_spread
+from .trial import compile_slowdown, loss, trial_spread
 
 BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise
 NOISE_MARGIN = 4.0  # ... by this many times the trial's (or the baseline's) relative spread, on the log scale
@@ -63,6 +63,9 @@ class Bank:
             return False
         if len(self.base.runners) > 1:
             return False
+        limit = self.setup.spec.max_compile_slowdown
+        if limit is not None and compile_slowdown(trial, self.base.baseline) > limit:
+            return False  # never written (the finalists say why)
         lower = self.setup.spec.metric.lower_is_better
         gain = -loss(trial, self.base.base_of(trial), lower)  # log speedup
         spread = trial_spread(trial, self.base.noise)

@@ -64,6 +64,14 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
                  build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None))
 
 
+def compile_slowdown(trial: Trial, baseline: Trial) -> float:
+    """How many times longer the trial's build took than the project's own build's in this tune (1.0 when
+    either is unknown: a replay, a restored trial without times)."""
+    if trial.build_seconds <= 0 or baseline.build_seconds <= 0:
+        return 1.0
+    return trial.build_seconds / baseline.build_seconds
+
+
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
     """Mean log ratio against the baseline over the workloads (negative = better): per workload the median
     of the per-pair ratios when the trial was measured next to the baseline build, else the ratio of the

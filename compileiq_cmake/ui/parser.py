@@ -100,6 +100,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-gain", type=float, default=None,
                    help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, half the "
                    "baseline's run-to-run spread))")
+    p.add_argument("--max-compile-slowdown", type=float, default=None, metavar="X",
+                   help="never write a flag set whose build took more than X times the project's own build's in "
+                   "this tune (e.g. 2; device LTO can make large projects' links much slower); default: no limit")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
     p.add_argument("--config", help="configuration (build type) to tune, e.g. Release; default: the build tree's "
                    "CMAKE_BUILD_TYPE, else Release (multi-config generators: Release). The TOML records it and a "
@@ -312,6 +315,6 @@ def _spec_from_args(args: argparse.Namespace):
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
         executor=args.executor, ray_address=args.ray_address, portable=args.portable, arch_scope=args.arch_scope,
-        step_cache=args.step_cache,
+        step_cache=args.step_cache, max_compile_slowdown=args.max_compile_slowdown,
         json_summary=str(Path(args.json_summary).resolve()) if args.json_summary else None,
     )
