@@ -71,3 +71,22 @@ def test_a_cuda_projects_gate_asks_ctest_for_one_gpu(tmp_path):
     groups = tests["compileiq_check_cu_bench"]["RESOURCE_GROUPS"]
     assert groups == [{"requirements": [{".type": "gpus", "slots": 1}]}], groups
     assert tests["cu_two"]["RESOURCE_GROUPS"][0]["requirements"][0]["slots"] == 2
+
+
+@pytest.mark.cmake
+def test_a_gate_in_a_nested_subdirectory_is_seen_by_ctest(tmp_path):
+    """enable_testing() must hold in every directory from the top down to the one that registers the test, or
+    ctest silently never reads it (a gate that tests nothing passes)."""
+    src = tmp_path / "nested"
+    (src / "a" / "b").mkdir(parents=True)
+    (src / "a" / "b" / "main.cpp").write_text('#include <cstdio>\nint main() { std::printf("time_ms=1\\nPASS\\n"); }\n')
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.24)\nproject(nested LANGUAGES CXX)\n"
+                                        "find_package(compileiq_cmake CONFIG REQUIRED)\nadd_subdirectory(a)\n")
+    (src / "a" / "CMakeLists.txt").write_text("add_subdirectory(b)\n")
+    (src / "a" / "b" / "CMakeLists.txt").write_text(
+        "add_executable(deep main.cpp)\n"
+        'compileiq_add_test(deep BENCHMARK $<TARGET_FILE:deep> METRIC "time_ms=([0-9.]+)")\n')
+    build = tmp_path / "build"
+    proc = configure(src, build, f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "compileiq_check_deep" in _ctest(build, "-N").stdout

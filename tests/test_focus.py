@@ -101,3 +101,28 @@ def test_a_focus_trial_of_a_60_file_target_rebuilds_only_its_hot_files(tmp_path,
         later = {obj for objects in per_build[1:] for obj in objects}
         assert later <= hot, (name, sorted(later - hot)[:5])
     assert any(hot & set(objects) for per_build in builds.values() for objects in per_build[1:])  # trials rebuilt them
+
+
+@pytest.mark.unit
+def test_the_interaction_rules_apply_to_each_files_flags_under_the_focus():
+    """A focus space's values are `[path]flag` tokens; the nvcc rules (a redundant flag dropped, a repair
+    added) apply to each file's flags as they do to the target's."""
+    from dataclasses import replace
+
+    from compileiq_cmake.flags.space import load_space
+    from compileiq_cmake.model import build_flags
+
+    space = load_space("nvcc", "NVIDIA", "13.0.88", (), (), arch="90")
+    plain = {d.name: d for d in space.dimensions}
+    fast = next(i for i, v in enumerate(plain["use_fast_math"].values) if v)
+    ftz = next(i for i, v in enumerate(plain["ftz"].values) if v) if "ftz" in plain else None
+    focused = replace(space, dimensions=tuple(
+        replace(d, values=tuple(tuple(build_flags.source_token(p, t) for p in ("a.cu", "b.cu") for t in v)
+                                for v in d.values)) for d in space.dimensions))
+    choice = {"use_fast_math": fast, **({"ftz": ftz} if ftz is not None else {})}
+    target = space.flagset(choice).flags
+    per_file = focused.flagset(choice).flags
+    for path in ("a.cu", "b.cu"):
+        mine = tuple(build_flags.parse_token(t)[1] for t in per_file if build_flags.parse_token(t)[0] == path)
+        assert sorted(mine) == sorted(target), (mine, target)
+    assert focused.flagset_from_flags(list(per_file)).flags == per_file  # restored from a store

@@ -57,7 +57,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         cache = StepCache(find_sccache() or sys.exit("sccache not found"), root / "step-cache")
-        if cache.start():
+        if cache.start()[1]:
             sys.exit("the sccache server did not start")
         try:
             for target in args.targets:

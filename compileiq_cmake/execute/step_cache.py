@@ -76,19 +76,20 @@ class StepCache:
         return subprocess.run([self.program, *args], env=env, capture_output=True, text=True, timeout=timeout,
                               start_new_session=True)
 
-    def start(self) -> str:
-        """Start the server if none answers on the socket; "" when one runs, else why not (a note: the builds'
+    def start(self) -> tuple[bool, str]:
+        """Start the server if none answers on the socket: (whether this call started it: only its starter
+        stops it, never a tune or suite that found it running; "" or why none runs: a note, the builds'
         clients then start servers of their own)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.running():
-            return ""
+            return False, ""
         try:
             proc = self._run("--start-server")
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"the compile-step cache's server did not start ({exc})"
+            return False, f"the compile-step cache's server did not start ({exc})"
         if proc.returncode != 0:
-            return f"the compile-step cache's server did not start: {(proc.stderr or proc.stdout).strip()[:200]}"
-        return ""
+            return False, f"the compile-step cache's server did not start: {(proc.stderr or proc.stdout).strip()[:200]}"
+        return True, ""
 
     def running(self) -> bool:
         """Whether a server listens on the socket (sccache --show-stats says zeros when none does)."""
@@ -127,15 +128,13 @@ def _counts(section: object) -> dict[str, int]:
 
 
 def find_sccache() -> str | None:
-    """sccache on PATH, else beside this Python (a virtual environment that was not activated)."""
-    found = shutil.which("sccache")
-    if found:
-        return found
+    """The sccache installed with this package (beside this Python: the version pinned by its extras), else
+    one on PATH."""
     for folder in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))):
         candidate = folder / "sccache"
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
-    return None
+    return shutil.which("sccache")
 
 
 def step_cache_for(build_dir: Path, user_cache: dict[str, tuple[str, str]], wanted: bool) -> tuple[StepCache | None, str]:

@@ -11,6 +11,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..model import build_flags
 from ..model.errors import CompileIQError
 from ..model.records import FlagSet
 
@@ -76,7 +77,7 @@ class FlagSpace:
         for d, (_, i) in zip(self.dimensions, pairs):
             flags.extend(d.values[i])
         if self.family == "nvcc":  # interaction rules: redundant tokens dropped, repairs added
-            flags = list(canonical_flags(flags))
+            flags = _canonical_by_file(flags)
         return FlagSet(choices=tuple(p for p in pairs if p[1]), flags=tuple(flags))
 
     def flagset_from_flags(self, flags: list[str]) -> FlagSet:
@@ -90,10 +91,24 @@ class FlagSpace:
                     for tok in value:
                         remaining.remove(tok)
                     break
-        remaining = [tok for tok in remaining if tok not in rule_tokens(self.family)]  # added by canonical_flags
+        remaining = [tok for tok in remaining  # added by canonical_flags (to a file's flags too)
+                     if build_flags.parse_token(tok)[1] not in rule_tokens(self.family)]
         if remaining:
             raise CompileIQError(f"flags {remaining} are not part of the {self.family} flag space")
         return self.flagset(choice)
+
+
+def _canonical_by_file(flags: list[str]) -> list[str]:
+    """canonical_flags of the target's tokens, and of each file's (`[path]flag`, the hot-file focus) apart:
+    the rules read plain flags, so a file's are unwrapped, ruled and wrapped again."""
+    groups: dict[str, list[str]] = {}
+    for token in flags:
+        path, flag = build_flags.parse_token(token)
+        groups.setdefault(path, []).append(flag)
+    out: list[str] = []
+    for path, group in groups.items():
+        out += [build_flags.source_token(path, f) if path else f for f in canonical_flags(group)]
+    return out
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:

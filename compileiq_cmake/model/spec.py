@@ -107,7 +107,7 @@ class TuneSpec:
     # flags, compiler, build type, device) is not tuned again (--replace tunes it anyway)
     keep_unchanged: bool = False
     step_cache: bool = True  # CUDA: the variant trees compile through the compile-step cache (--no-step-cache: not)
-    # a flag set whose build took more than this x the project's own build's (in the tune) is never written
+    # a flag set whose build took more than this x a typical build of the tune (the median) is never written
     max_compile_slowdown: float | None = None
 
     @property

@@ -135,7 +135,7 @@ class VariantSettings:
     config: str = ""  # multi-config generators: the one configuration the variant trees have and build
     user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
     user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
-    cuda_launcher: str = ""  # CMAKE_CUDA_COMPILER_LAUNCHER of the trees: the compile-step cache (execute.step_cache)
+    cuda_launcher: str = ""  # CMAKE_CUDA_COMPILER_LAUNCHER of the trees: the step cache's, else the user's own
 
     @staticmethod
     def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
@@ -166,6 +166,7 @@ class VariantSettings:
             notes.append(f"no CMAKE_BUILD_TYPE in the user's build tree: tuning a {DEFAULT_BUILD_TYPE} build")
         cmake = find_cmake(user)
         return VariantSettings(source_dir=source_dir, cmake=cmake, generator=generator, cache=cache,
+                               cuda_launcher=user.get("CMAKE_CUDA_COMPILER_LAUNCHER", ("", ""))[1],
                                cuda_arch=cuda_arch, config=chosen, cmake_version=cmake_version(cmake),
                                user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
                                user_includes=user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1]), notes
@@ -373,8 +374,8 @@ class VariantTree:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
         else:  # the project's own choice, not what an earlier configure of this tree (another target's) forced
             cmd.append("-UCMAKE_CUDA_ARCHITECTURES")
-        if settings.cuda_launcher:
-            cmd.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={settings.cuda_launcher}")
+        # always named: a tree configured by an earlier run with the cache keeps no stale launcher
+        cmd.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={settings.cuda_launcher}")
         return cmd
 
     def _remember_cache(self) -> None:

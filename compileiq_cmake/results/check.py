@@ -227,8 +227,12 @@ def _benchmark_argv(argv: list[str], tree: Path, user_build: Path) -> list[str]:
     target = read_codemodel(tree).targets.get(argv[0])
     if target is not None and target.artifacts:
         return [str(target.artifacts[0]), *argv[1:]]
-    prefix = str(user_build.resolve()) + "/"
-    return [str(tree / a[len(prefix):]) if a.startswith(prefix) else a for a in argv]
+    prefixes = {str(user_build) + "/", str(user_build.resolve()) + "/"}  # CMake keeps a symlinked build path
+
+    def mapped(word: str) -> str:
+        prefix = next((p for p in prefixes if word.startswith(p)), None)
+        return str(tree / word[len(prefix):]) if prefix else word
+    return [mapped(a) for a in argv]
 
 
 def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
@@ -313,6 +317,7 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
         raise CompileIQError(f"--build-timeout {build_timeout:g} is out of range: give a positive number of seconds")
     toml = toml.resolve()
     entries = read_entries(toml)  # validated: a bad file is one line, exit 2
+    alone = len(entries) == 1  # the whole file applies one entry: its tuned tree is the file's
     if only_target is not None:
         entries = [e for e in entries if e.target == only_target]
         if not entries:
@@ -327,7 +332,8 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
         events.note(f"check: {build_dir} has no CMAKE_BUILD_TYPE; checking a {DEFAULT_BUILD_TYPE} build, as a tune "
                     "of it tunes one", stage="check")
     cmake = find_cmake(user)
-    root = build_dir / "compileiq" / "check"
+    # a CTest gate per target runs beside the others (ctest -j): each its own trees
+    root = build_dir / "compileiq" / "check" / (re.sub(r"[^A-Za-z0-9_.+-]", "_", only_target) if only_target else "")
     record = root / "applied.tsv"
     _configure(source_dir, root / "tuned", user, cmake, toml, True, record, build_timeout)
     recorded = _records(record)
@@ -357,7 +363,7 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     _configure(source_dir, root / "plain", user, cmake, toml, False, None, build_timeout)
     tuned = {}
     for i, c, e in applying:  # each entry measured with only its own flags applied
-        if len(applying) == 1:
+        if len(applying) == 1 and alone:
             tuned[i] = root / "tuned"  # the whole file applies this entry only
             continue
         tuned[i] = root / f"tuned-{i}"
@@ -398,8 +404,12 @@ def ctest_gpu() -> None:
         return
     allotted = os.environ.get("CTEST_RESOURCE_GROUP_0_GPUS", "")
     ids = re.findall(r"id:([^,;]+)", allotted)
-    if ids:
-        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
+    if not ids:
+        return
+    visible = [d for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if visible:  # the runner's own list (Slurm, Kubernetes): CTest's ids index into it
+        ids = [visible[int(i)] if i.isdigit() and int(i) < len(visible) else i for i in ids]
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
 
 
 def check_status(checks: list[EntryCheck], strict: bool = False) -> int:

@@ -24,7 +24,7 @@ from .baseline import Baselines
 from .budget import Budget
 from .plan import least_finish
 from .tune_setup import TuneSetup
-from .trial import compile_slowdown, loss, trial_spread
+from .trial import compile_slowdown, loss, trial_spread, typical_build
 
 BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise
 NOISE_MARGIN = 4.0  # ... by this many times the trial's (or the baseline's) relative spread, on the log scale
@@ -54,7 +54,7 @@ class Bank:
         kept = store.load_validations(STORED)
         return kept[0] if kept else None
 
-    def due(self, trial: Trial) -> bool:
+    def due(self, trial: Trial, trials: dict[str, Trial]) -> bool:
         """Whether `trial` is an obvious win worth validating now: valid, measured on its own, faster than the
         baseline and than the banked result by BANK_GAIN beyond NOISE_MARGIN x its noise; one GPU measures
         (with several, a winner must be confirmed on each before it is written: the finalists do that); and
@@ -64,7 +64,7 @@ class Bank:
         if len(self.base.runners) > 1:
             return False
         limit = self.setup.spec.max_compile_slowdown
-        if limit is not None and compile_slowdown(trial, self.base.baseline) > limit:
+        if limit is not None and compile_slowdown(trial, typical_build(trials)) > limit:
             return False  # never written (the finalists say why)
         lower = self.setup.spec.metric.lower_is_better
         gain = -loss(trial, self.base.base_of(trial), lower)  # log speedup

@@ -23,7 +23,7 @@ from .baseline import Baselines
 from .budget import Budget
 from .setup import FINALISTS
 from .tune_setup import TuneSetup
-from .trial import compile_slowdown, loss, noise_of_pairs
+from .trial import compile_slowdown, loss, noise_of_pairs, typical_build
 
 
 @dataclass(frozen=True)
@@ -67,8 +67,8 @@ class Finalists:
         ])
         finalists, slow = pick(trials, base, lower, spec.max_compile_slowdown)
         for t, ratio in slow:
-            as_stream(log).note(f"{t.flagset.describe()} kept out of the finalists: its build took {ratio:.1f}x the "
-                                f"project's own build's ({t.build_seconds:.1f} s; --max-compile-slowdown "
+            as_stream(log).note(f"{t.flagset.describe()} kept out of the finalists: its build took {ratio:.1f}x a "
+                                f"typical build of this tune ({t.build_seconds:.1f} s; --max-compile-slowdown "
                                 f"{spec.max_compile_slowdown:g})", flags=list(t.flagset.flags), slowdown=ratio)
         min_gain = base.min_gain
         if base.references and spec.min_gain is None:
@@ -145,7 +145,7 @@ def pick(trials: dict[str, Trial], base: Baselines, lower_is_better: bool, max_s
          ) -> tuple[tuple[FlagSet, ...], tuple[tuple[Trial, float], ...]]:
     """The finalists: the best trials that beat their baseline, one flag set per device code (the one with the
     fewest flags), none with the baseline's code, at most FINALISTS; and the better ones kept out because
-    their build took more than `max_slowdown` x the project's own build's (compile_slowdown)."""
+    their build took more than `max_slowdown` x a typical build of the tune (trial.typical_build)."""
     def loss_of(t: Trial) -> float:
         return loss(t, base.base_of(t), lower_is_better)
 
@@ -153,13 +153,14 @@ def pick(trials: dict[str, Trial], base: Baselines, lower_is_better: bool, max_s
                     key=lambda t: (loss_of(t), len(t.flagset.flags)))
     finalists: list[FlagSet] = []
     slow: list[tuple[Trial, float]] = []
+    typical = typical_build(trials)
     codes = {base.baseline.fingerprint} - {""}
     for t in ranked:
         if loss_of(t) >= 0 or len(finalists) == FINALISTS:
             break
         if t.fingerprint and t.fingerprint in codes:
             continue
-        ratio = compile_slowdown(t, base.baseline)
+        ratio = compile_slowdown(t, typical)
         if max_slowdown is not None and ratio > max_slowdown:
             slow.append((t, ratio))
             continue

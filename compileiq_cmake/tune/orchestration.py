@@ -74,7 +74,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
             finally:
                 stored_any = stored_any or bool(store.load())
                 store.close()
-                if pool is None and tune_setup.tools is not None:  # a suite's tunes share it: the suite ends it
+                if tune_setup.tools is not None and tune_setup.tools.step_cache_started:  # (a suite's: the suite)
                     close_step_cache(tune_setup.tools.step_cache, log)
     except CompileIQError as exc:
         if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays

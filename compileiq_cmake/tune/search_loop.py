@@ -229,7 +229,7 @@ class SearchLoop:
         for step, seconds in done.build.steps:
             state.step_seconds[step] = state.step_seconds.get(step, 0.0) + seconds
         state.loop_trials += 1
-        if self.bank is not None and state.banking is None and not state.stopped and self.bank.due(trial):
+        if self.bank is not None and state.banking is None and not state.stopped and self.bank.due(trial, trials):
             state.banking = trial
             held = pipeline.cancel(0)
             if held:

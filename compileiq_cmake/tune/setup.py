@@ -178,8 +178,10 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     device, capability, arch = host_cpu(), "", ""
     if language == "CUDA":
         arch, device, capability = _cuda_architecture(spec, own, target, log, placement)
-    step_cache = _step_cache(spec, language, log)
-    settings = replace(settings, cuda_arch=arch, cuda_launcher=step_cache.launcher if step_cache else "")
+    step_cache, started = _step_cache(spec, language, log)
+    if started and tree_pool is not None:
+        tree_pool.step_cache = step_cache  # the suite stops it when it ends
+    settings = replace(settings, cuda_arch=arch, cuda_launcher=step_cache.launcher if step_cache else settings.cuda_launcher)
     model = first.prepare(settings, spec.target, language)  # CUDA: now building this architecture only
     target = model.target(spec.target)
     exclude = spec.excluded_flags
@@ -188,7 +190,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         as_stream(log).info(f"{unchecked}")
     space = load_space(family, toolchain.compiler_id, toolchain.version, spec.include_flags, exclude, arch=arch)
     tools = Tools.found(settings.cmake, settings.cmake_version, language, toolchain.path, read_cache(first.path),
-                        step_cache)
+                        step_cache, started and tree_pool is None)
     fingerprints, screen_kernels, objects = None, {}, ()
     if language == "CUDA":
         space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, tools, arch, space, log)
@@ -220,6 +222,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
                         monitor=GpuMonitor() if language == "CUDA" else None),
         code=replace(code, flags_sha256=first.decisions().flags_sha256),
         fingerprints=fingerprints, screen_kernels=screen_kernels, tools=tools,
+        **({"cores": tree_pool.cores} if tree_pool is not None else {}),
     )
 
 
@@ -251,7 +254,9 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
     entries = first.compile_commands(target.sources_in("CUDA"), target.name)
     lto = device_lto_wanted(spec.include_flags, exclude)
     screen_off = ""
-    if spec.screen and len(target.sources_in("CUDA")) >= FOCUS_FILES:  # every value x every file: hours on a library
+    # every value x every file: hours on a library; unless the focus cannot run (no cuobjdump, another executor)
+    if spec.screen and len(target.sources_in("CUDA")) >= FOCUS_FILES and tools.cuobjdump is not None \
+            and spec.executor == "local":
         screen_off = (f"static screening skipped: {spec.target} compiles {len(target.sources_in('CUDA'))} CUDA files; "
                       "the hot-file focus tunes the files that hold the kernel time")
         as_stream(log).note(screen_off)
@@ -281,19 +286,20 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
     return space, screen_kernels, fingerprints, objects
 
 
-def _step_cache(spec: TuneSpec, language: str, log: Log) -> StepCache | None:
-    """CUDA: the compile-step cache of the variant trees' builds, its server started; None (said) when it
-    cannot be used or --no-step-cache."""
+def _step_cache(spec: TuneSpec, language: str, log: Log) -> tuple[StepCache | None, bool]:
+    """CUDA: the compile-step cache of the variant trees' builds, its server running, and whether this call
+    started it; None (said) when it cannot be used or --no-step-cache."""
     if language != "CUDA":
-        return None
+        return None, False
     cache, why = step_cache_for(spec.build_dir, read_cache(spec.build_dir), spec.step_cache)
+    started = False
     if cache is not None:
-        why = cache.start()
+        started, why = cache.start()
         if why:
             as_stream(log).note(f"{why}; each build's compiles start a server of their own")
     elif why:
         as_stream(log).note(why)
-    return cache
+    return cache, started
 
 
 def _require_dimensions(spec: TuneSpec, space: FlagSpace, language: str) -> None:

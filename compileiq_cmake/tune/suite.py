@@ -42,8 +42,6 @@ from typing import Callable
 from ..model.errors import CompileIQError, UsageError
 from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
-from ..execute.step_cache import step_cache_for
-from ..project.cmake_project import read_cache
 from ..measure.gpu import visible_gpus
 from ..model.events import Event, EventStream, Log, PriorPrediction, SearchProgress, as_stream
 from ..model.spec import TuneSpec
@@ -227,7 +225,7 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
         raise
     finally:
         pool.shutdown(wait=True)
-        close_step_cache(step_cache_for(build_dir, read_cache(build_dir), True)[0], stream)
+        close_step_cache(run.tree_pool.step_cache, stream)  # started by one of its targets, if any
     state.unlink(missing_ok=True)  # the suite is complete: a later run tunes every target again (from its store)
     rows = [run.outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
             for t in suite.targets]

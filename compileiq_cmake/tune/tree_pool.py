@@ -10,10 +10,14 @@ trees as they are (configured once more in the new run)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from pathlib import Path
 
 from ..project.cmake_project import VariantSettings, VariantTree
+from ..execute.build import CoreShare
+from ..execute.step_cache import StepCache
 from ..project.file_api import CodeModel
 
 POOL_FOLDER = "trees"
@@ -33,6 +37,8 @@ class TreePool:
         self._own_lock = threading.Lock()
         self._own_writes: list[Path] | None = None  # what the first configure of the own tree wrote into the sources
         self.lent_again = 0  # trees lent to a target already configured by an earlier one (what the pool saved)
+        self.step_cache: StepCache | None = None  # a compile-step cache server a target started: the suite stops it
+        self.cores = CoreShare()  # the machine's cores, shared by the builds of every target in flight
 
     def _tree(self, name: str, cmake: str, config: str, logs: Path) -> VariantTree:
         tree = self._trees.get(name)
@@ -60,9 +66,13 @@ class TreePool:
                   logs: Path) -> tuple[VariantTree, CodeModel, list[Path]]:
         """The tree configured as the user configured the project (once in this run), its code model, and what
         its first configure wrote into the source tree (then the suite's trees are configured one at a time)."""
+        # one own tree per configuration (a suite file may give a target its own --config): each configured
+        # once in the run, never again while another target reads it
+        key = hashlib.sha256(json.dumps([settings.generator, settings.config, settings.initial_cache_script(),
+                                         settings.user_includes]).encode()).hexdigest()[:10]
         with self._own_lock:
             with self._lock:
-                tree = self._tree(OWN_TREE, settings.cmake, settings.config, logs)
+                tree = self._tree(f"{OWN_TREE}-{key}", settings.cmake, settings.config, logs)
             model, written = tree.prepare_watching(settings, target, "", source_dir, build_dir)
             if self._own_writes is None:
                 self._own_writes = written

@@ -64,12 +64,20 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
                  build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None))
 
 
-def compile_slowdown(trial: Trial, baseline: Trial) -> float:
-    """How many times longer the trial's build took than the project's own build's in this tune (1.0 when
+def typical_build(trials: dict[str, Trial]) -> float:
+    """The (lower) median build seconds of the tune's valid trials, the project's own build included: what a
+    build of this target takes here, under the same conditions as a trial's (a tree's first build, a build beside
+    others on the cores, one served by the step cache are all among them); 0.0 when none is known."""
+    seconds = [t.build_seconds for t in trials.values() if t.valid and t.build_seconds > 0]
+    return statistics.median_low(seconds) if seconds else 0.0  # of two, the faster (the bank asks early)
+
+
+def compile_slowdown(trial: Trial, typical: float) -> float:
+    """How many times longer the trial's build took than a typical build of the tune (typical_build; 1.0 when
     either is unknown: a replay, a restored trial without times)."""
-    if trial.build_seconds <= 0 or baseline.build_seconds <= 0:
+    if trial.build_seconds <= 0 or typical <= 0:
         return 1.0
-    return trial.build_seconds / baseline.build_seconds
+    return trial.build_seconds / typical
 
 
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:

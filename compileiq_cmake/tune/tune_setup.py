@@ -95,15 +95,16 @@ class Tools:
     cuobjdump: Path | None = None  # CUDA: beside nvcc or on PATH; None: not found (fingerprints are off, said)
     host_compiler: str = ""  # CUDA: CMAKE_CUDA_HOST_COMPILER, else PATH's g++ or c++ ("" when none)
     step_cache: StepCache | None = None  # CUDA: sccache as the trees' compiler launcher
+    step_cache_started: bool = False  # this tune started its server (and stops it; a suite's: the suite)
 
     @staticmethod
     def found(cmake: str, cmake_version: tuple[int, int], language: str, compiler: str,
-              cache: dict[str, tuple[str, str]], step_cache: StepCache | None = None) -> Tools:
+              cache: dict[str, tuple[str, str]], step_cache: StepCache | None = None, started: bool = False) -> Tools:
         """The tools of a tune of `language` built by `compiler`, from the variant tree's CMake cache."""
         if language != "CUDA":
             return Tools(cmake, cmake_version, compiler)
         return Tools(cmake, cmake_version, compiler, find_tool("cuobjdump", compiler), host_compiler_of(cache),
-                     step_cache)
+                     step_cache, started)
 
     @property
     def programs(self) -> tuple[str, ...]:

@@ -94,7 +94,7 @@ def _main(argv: list[str] | None = None) -> int:
             override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex, args.run_recorded)
             events = _events(args)
             checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
-                               Path(args.build_dir).resolve(), remeasure=args.remeasure, override=override,
+                               Path(os.path.abspath(args.build_dir)), remeasure=args.remeasure, override=override,
                                rounds=args.rounds, min_gain=args.min_gain, max_workloads=args.max_workloads,
                                build_timeout=args.build_timeout, events=events, only_target=args.only_target,
                                if_present=args.if_present)

@@ -101,8 +101,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, half the "
                    "baseline's run-to-run spread))")
     p.add_argument("--max-compile-slowdown", type=float, default=None, metavar="X",
-                   help="never write a flag set whose build took more than X times the project's own build's in "
-                   "this tune (e.g. 2; device LTO can make large projects' links much slower); default: no limit")
+                   help="never write a flag set whose build took more than X times a typical build of this tune "
+                   "(the median of its builds, the project's own flags' included), e.g. 2: device LTO can make large "
+                   "projects' links much slower; default: no limit")
     p.add_argument("--cuda-arch", help="CUDA architecture to build for instead of the detected GPU's (e.g. 90)")
     p.add_argument("--config", help="configuration (build type) to tune, e.g. Release; default: the build tree's "
                    "CMAKE_BUILD_TYPE, else Release (multi-config generators: Release). The TOML records it and a "
