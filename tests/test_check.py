@@ -190,8 +190,14 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.benchmark == ("./gate_bench",) and entry.pass_regex == "PASS" and entry.verify == ()
     assert entry.workloads == ("--n 1000000",) and entry.metric == "time_ms=([0-9.]+)" and entry.lower_is_better
-    # issue 39: where it was tuned (no GPU here: the compiler and the CPU)
+    # issue 39: where it was tuned (no GPU here: the compiler and the CPU); each trial's size beside its build
+    # seconds, and the report's trade-offs (speed against build seconds and size, the Pareto set)
     assert entry.host_compiler.startswith("GNU ") and entry.host_cpu and not entry.driver_version
+    trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
+    exe = (build / "compileiq" / "worker-0" / "gate_bench").stat().st_size
+    assert all(t["binary_bytes"] > 0.5 * exe for t in trials if t["status"] == "ok"), [t["binary_bytes"] for t in trials]
+    html = (build / "compileiq" / "report.html").read_text()
+    assert 'id="plot-tradeoffs"' in html and 'id="pareto"' in html
     proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "5", "--json")
     doc = json.loads(proc.stdout)
     r = doc["entries"][0]["remeasure"]

@@ -191,7 +191,7 @@ def test_trials_export_as_csv_one_row_per_trial_and_workload(tmp_path):
                                     cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout)
     trials = next(iter(doc.values()))
     assert list(rows[0]) == ["target", "tune", "trial", "status", "flags", "workload", "median", "runs",
-                             "build_seconds", "bench_seconds", "same_code_as", "gpu", "reason"]
+                             "build_seconds", "bench_seconds", "binary_bytes", "same_code_as", "gpu", "reason"]
     assert len(rows) == sum(max(1, len(t["measurements"])) for t in trials) and len(trials) >= 8
     for t in trials:
         mine = [r for r in rows if int(r["trial"]) == t["index"]]
@@ -202,3 +202,14 @@ def test_trials_export_as_csv_one_row_per_trial_and_workload(tmp_path):
     both = subprocess.run([sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--csv", "--json"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+@pytest.mark.unit
+def test_the_pareto_set_keeps_the_trials_no_other_beats_on_speed_and_cost():
+    """Issue 39: the report marks the trials that no other beats on both speed and build seconds (or size)."""
+    from compileiq_cmake.results.report import pareto
+
+    trials = [{"index": 0, "speedup": 1.0, "build_seconds": 1.0}, {"index": 1, "speedup": 1.3, "build_seconds": 2.0},
+              {"index": 2, "speedup": 1.2, "build_seconds": 3.0}, {"index": 3, "speedup": 1.5, "build_seconds": 9.0},
+              {"index": 4, "speedup": None, "build_seconds": 0.5}, {"index": 5, "speedup": 2.0, "build_seconds": 0}]
+    assert [t["index"] for t in pareto(trials, "build_seconds")] == [0, 1, 3]  # 2 is beaten by 1; 4 invalid; 5 unknown

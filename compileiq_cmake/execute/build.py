@@ -148,7 +148,9 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
             kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
                             for k in code.kernels)
     steps.append(("fingerprint", time.perf_counter() - clock))
-    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels, steps=tuple(steps))
+    size = sum((tree.path / rel).stat().st_size for rel in context.artifacts if (tree.path / rel).is_file())
+    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels, steps=tuple(steps),
+                   binary_bytes=size)
 
 
 def device_code(context: BuildContext, tree: VariantTree, device_lto: bool = False) -> DeviceFingerprint:

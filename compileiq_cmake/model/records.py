@@ -78,6 +78,7 @@ class BuildResult:
     # the driver's own work around the build, in seconds by step (prepare, check, fingerprint): the overhead
     steps: tuple[tuple[str, float], ...] = ()
     cancelled: str = ""  # stopped by the tune's Stop token (its reason): says nothing of the flags
+    binary_bytes: int = 0  # the tuned target's built files (executable or library), summed; 0: not known
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class Trial:
     same_code_as: int | None = None  # index of the trial whose device code (and measurement) this shares
     kernels: tuple[KernelResources, ...] = ()
     gpu: str = ""  # the GPU its runs used (CUDA_VISIBLE_DEVICES entry) when a tune uses several; "" otherwise
+    binary_bytes: int = 0  # the tuned target's built files, summed (a co-objective beside time); 0: not known
     # an invalid trial's failed command (build, benchmark or VERIFY) with the log of its output; not stored
     failure: CommandFailure | None = field(default=None, compare=False)
 
@@ -130,7 +132,7 @@ class Trial:
             ],
             "compile_command": self.compile_command, "fingerprint": self.fingerprint,
             "same_code_as": self.same_code_as, "kernels": [k.__dict__ for k in self.kernels],
-            "gpu": self.gpu,
+            "gpu": self.gpu, "binary_bytes": self.binary_bytes,
         }
 
 

@@ -66,7 +66,46 @@ def empty_sections(doc: dict) -> dict[str, str]:
         out["ablation"] = "the winner's flags were not ablated (see the table: the time box or a single flag)"
     if not doc["finalists"]:
         out["workloads"] = "no trial beat the baseline in the search: nothing was validated"
+    if not any(pareto(doc["trials"], key) for key, _ in TRADEOFFS):
+        out["tradeoffs"] = "no valid trial has its build seconds or its size recorded (a replay, or a store of an older version)"
     return out
+
+
+TRADEOFFS = (("build_seconds", "build seconds"), ("binary_bytes", "size of the target's files (KiB)"))
+
+
+def pareto(trials: list[dict], cost: str) -> list[dict]:
+    """The valid trials that no other beats on both speedup (higher) and `cost` (lower: build seconds, binary
+    bytes), by increasing cost; trials without that cost measured (0) are left out."""
+    points = sorted((t for t in trials if t.get("speedup") is not None and t.get(cost)),
+                    key=lambda t: (t[cost], -t["speedup"]))
+    front: list[dict] = []
+    for t in points:
+        if not front or t["speedup"] > front[-1]["speedup"]:
+            front.append(t)
+    return front
+
+
+def _tradeoffs(plt, doc: dict) -> str | None:
+    """Speedup against each co-objective (build seconds, binary size), the Pareto set marked and joined."""
+    panels = [(key, label) for key, label in TRADEOFFS if pareto(doc["trials"], key)]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (key, label) in zip(axes[0], panels):
+        scale = 1024.0 if key == "binary_bytes" else 1.0
+        valid = [t for t in doc["trials"] if t.get("speedup") is not None and t.get(key)]
+        ax.scatter([t[key] / scale for t in valid], [t["speedup"] for t in valid], color="C0", s=14, label="trials")
+        front = pareto(doc["trials"], key)
+        ax.plot([t[key] / scale for t in front], [t["speedup"] for t in front], "o-", color="C3", ms=5,
+                label="Pareto set")
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel(label)
+        ax.set_ylabel("speedup (search estimate)")
+        ax.legend(fontsize=8, frameon=False)
+    fig.suptitle("Trade-offs: speed against build time and size")
+    fig.tight_layout()
+    return _png(fig)
 
 
 def _plots(doc: dict) -> dict[str, str]:
@@ -80,6 +119,9 @@ def _plots(doc: dict) -> dict[str, str]:
     workloads = _workloads(plt, doc)
     if workloads:
         plots["workloads"] = workloads
+    tradeoffs = _tradeoffs(plt, doc)
+    if tradeoffs:
+        plots["tradeoffs"] = tradeoffs
     for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
                               ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
         png = _intervals(plt, items, title)
@@ -222,7 +264,7 @@ def render(doc: dict) -> str:
     return env.get_template("report.html.j2").render(
         doc=doc, plots=_plots(doc), empty=empty_sections(doc), resources=_resources(doc), invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
         throttled=throttled, isfinite=math.isfinite, on_gpu=_on_gpu(doc),
-        gpu_column=any(t["gpu"] for t in doc["trials"]))
+        gpu_column=any(t["gpu"] for t in doc["trials"]), pareto_build=pareto(doc["trials"], "build_seconds"))
 
 
 def write_report(path: Path, doc: dict) -> str:

@@ -37,6 +37,7 @@ CREATE TABLE IF NOT EXISTS trials (
     same_code_as INTEGER,
     kernels TEXT NOT NULL DEFAULT '[]',
     gpu TEXT NOT NULL DEFAULT '',
+    binary_bytes INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (spec, key)
 );
 CREATE TABLE IF NOT EXISTS results (
@@ -80,6 +81,8 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
             db.execute("ALTER TABLE trials ADD COLUMN kernels TEXT NOT NULL DEFAULT '[]'")
         if "gpu" not in columns:  # before several GPUs per tune
             db.execute("ALTER TABLE trials ADD COLUMN gpu TEXT NOT NULL DEFAULT ''")
+        if "binary_bytes" not in columns:  # before the co-objectives
+            db.execute("ALTER TABLE trials ADD COLUMN binary_bytes INTEGER NOT NULL DEFAULT 0")
         db.commit()
         return db
     except sqlite3.DatabaseError as exc:
@@ -147,7 +150,7 @@ def _flagset_from(raw: dict) -> FlagSet:
 
 def _trial(row: tuple) -> Trial:
     """A trial from its row (raises ValueError, TypeError or KeyError when the row is not one)."""
-    idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu = row
+    idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu, size = row
     flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)),
                       flags=tuple(str(f) for f in json.loads(flags)))
     measurements = tuple(
@@ -161,7 +164,7 @@ def _trial(row: tuple) -> Trial:
     if not isinstance(idx, int) or not all(isinstance(v, (int, float)) or v is None for v in (bsec, rsec, wsec)):
         raise ValueError("a number column holds something else")
     return Trial(idx, flagset, Status(status), str(reason or ""), measurements, bsec, rsec, wsec, cmd, fp, same,
-                 tuple(KernelResources(**k) for k in json.loads(kern)), gpu)
+                 tuple(KernelResources(**k) for k in json.loads(kern)), gpu, binary_bytes=int(size or 0))
 
 
 class TrialStore:
@@ -196,7 +199,8 @@ class TrialStore:
         and counted in `skipped_rows` (the commands say so), never a traceback."""
         rows = self._db.execute(
             "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
-            "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu FROM trials ORDER BY spec, idx",
+            "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, binary_bytes FROM trials "
+            "ORDER BY spec, idx",
         ).fetchall()
         groups: dict[str, list[Trial]] = {}
         self.skipped_rows = 0
@@ -294,12 +298,13 @@ class TrialStore:
         ])
         self._write(f"trial {trial.index} ({trial.flagset.describe()})", [(
             "INSERT OR REPLACE INTO trials (spec, key, idx, choices, flags, status, reason, measurements, "
-            "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, "
+            "binary_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.spec, trial.flagset.key, trial.index, json.dumps(trial.flagset.choices),
                 json.dumps(list(trial.flagset.flags)), trial.status.value, trial.reason, meas,
                 trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
                 trial.fingerprint, trial.same_code_as, json.dumps([k.__dict__ for k in trial.kernels]), trial.gpu,
+                trial.binary_bytes,
             ),
         )])

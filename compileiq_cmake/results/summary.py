@@ -129,6 +129,7 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
             "speedup": speed, "ci": list(ci) if ci else None, "medians": list(t.medians()) if t.valid else [],
             "gpu": t.gpu or None, "same_code_as": t.same_code_as, "build_seconds": round(t.build_seconds, 3),
             "bench_seconds": round(t.bench_seconds, 3), "wall_seconds": round(t.wall_seconds, 3),
+            "binary_bytes": t.binary_bytes,
             "throttled": any(m.throttled for m in t.measurements), "kernels": [asdict(k) for k in t.kernels],
         })
     w = result.winner

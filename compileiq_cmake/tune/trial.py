@@ -61,7 +61,8 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
             stream.warning_once(warning)
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
-                 build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None))
+                 build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None),
+                 binary_bytes=build.binary_bytes)
 
 
 def typical_build(trials: dict[str, Trial]) -> float:

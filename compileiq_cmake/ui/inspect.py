@@ -151,7 +151,7 @@ def space_command(family: str | None, version: str, args: argparse.Namespace | N
 
 
 CSV_COLUMNS = ("target", "tune", "trial", "status", "flags", "workload", "median", "runs", "build_seconds",
-               "bench_seconds", "same_code_as", "gpu", "reason")
+               "bench_seconds", "binary_bytes", "same_code_as", "gpu", "reason")
 
 
 def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
@@ -165,7 +165,7 @@ def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
                     for m in t.measurements] or [("", "", 0)]
             for workload, median, runs in rows:
                 writer.writerow((names[spec], spec, t.index, t.status.value, " ".join(t.flagset.flags), workload, median,
-                                 runs, f"{t.build_seconds:.3f}", f"{t.bench_seconds:.3f}",
+                                 runs, f"{t.build_seconds:.3f}", f"{t.bench_seconds:.3f}", t.binary_bytes,
                                  "" if t.same_code_as is None else t.same_code_as, t.gpu, " ".join(t.reason.split())))
 
 
