@@ -46,8 +46,8 @@ def test_the_gate_is_registered_passes_with_nothing_applied_and_fails_an_entry_t
                                                          workloads=("--n 256",), metric="time_ms=([0-9.eE+-]+)"))
     failed = _ctest(build, "-R", "compileiq", "--output-on-failure")
     assert failed.returncode != 0, failed.stdout[-3000:]
-    assert "host_kernels: re-measured with" in failed.stdout and "FAIL: not significantly faster" in failed.stdout, \
-        failed.stdout[-3000:]
+    # not faster: "not significantly faster" or, on a loaded machine, "significantly slower"
+    assert "host_kernels: re-measured with" in failed.stdout and "; FAIL: " in failed.stdout, failed.stdout[-3000:]
 
 
 @pytest.mark.cmake
