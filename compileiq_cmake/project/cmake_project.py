@@ -456,11 +456,6 @@ class VariantTree:
         with open(self.log_path("compiled"), "a") as f:
             f.write(" ".join(objects) + "\n")
 
-    def compiled(self) -> list[list[str]]:
-        """Per build of this tree so far (oldest first): the objects it compiled (_record_compiled)."""
-        path = self.log_path("compiled")
-        return [line.split() for line in path.read_text().splitlines()] if path.is_file() else []
-
     def compile_commands(self, sources: tuple[Path, ...], target: str = "") -> list[dict]:
         """The compile commands of these sources; with `target`, only that target's (its objects go to
         CMakeFiles/<target>.dir/): a source that two targets compile has one command per target."""

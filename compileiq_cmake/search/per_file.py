@@ -83,7 +83,7 @@ class Plan:
                 "proposals": len(self.proposals)}
 
 
-def kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tuple[str, ...]]:
+def _kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tuple[str, ...]]:
     """Per CUDA source of the target (path relative to the source dir): the kernels its object defines."""
     assert context.fingerprints is not None
     source_dir = context.source_dir.resolve()
@@ -98,6 +98,22 @@ def kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tup
     return out
 
 
+def measured_shares(context: PerFileContext, tree: VariantTree, runner: Runner, collector: Path
+                    ) -> tuple[tuple[kernel_times.FileShare, ...], float]:
+    """Kernel time by file of what `tree` holds built: one run per workload with the CUPTI collector, the
+    kernels mapped to the files whose objects define them, averaged over the workloads (the per-file stage's
+    plan and the hot-file focus); CompileIQError says why not (a run failed, no kernel was seen)."""
+    kernels_of = _kernels_by_file(context, tree)
+    per_workload = []
+    for workload in context.workloads:
+        _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
+                                                   context.state_dir / "cupti" / "kernel-times.tsv")
+        if not times:
+            raise CompileIQError("the benchmark launched no kernel that the CUPTI collector saw")
+        per_workload.append(kernel_times.file_shares(times, kernels_of))
+    return _averaged(per_workload)
+
+
 def kernel_name(fingerprint_name: str) -> str:
     """A fingerprint's kernel name ("sm_90:<mangled>", a repeat with "#2") as the CUDA driver reports it."""
     return fingerprint_name.split(":", 1)[-1].split("#", 1)[0]
@@ -110,7 +126,7 @@ def _start(trials: dict[str, Trial], loss_of: Callable[[Trial], float]) -> Trial
     return min(valid, key=lambda t: (loss_of(t), len(t.flagset.flags)))
 
 
-def averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float]]) -> tuple[tuple[kernel_times.FileShare, ...], float]:
+def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float]]) -> tuple[tuple[kernel_times.FileShare, ...], float]:
     """Shares averaged over the workloads (each workload weighs the same in the tune's loss)."""
     n = len(per_workload)
     total: dict[str, float] = {}
@@ -192,18 +208,10 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
     built = build(tree, start.flagset)
     if not built.ok:
         return skip(f"the best global flag set did not build again: {built.log_tail}")
-    per_workload = []
-    kernels_of = kernels_by_file(context, tree)
-    for workload in context.workloads:
-        try:
-            _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
-                                                       context.state_dir / "cupti" / "kernel-times.tsv")
-        except CompileIQError as exc:
-            return skip(str(exc))
-        if not times:
-            return skip("the benchmark launched no kernel that the CUPTI collector saw")
-        per_workload.append(kernel_times.file_shares(times, kernels_of))
-    shares, unmapped = averaged(per_workload)
+    try:
+        shares, unmapped = measured_shares(context, tree, runner, collector)
+    except CompileIQError as exc:
+        return skip(str(exc))
     if not shares:
         return skip(f"no kernel of the run is defined by an object of {context.target} (the kernel time is "
                     "in libraries or other targets)")

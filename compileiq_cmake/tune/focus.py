@@ -50,18 +50,8 @@ def _profile(setup: TuneSetup, runner: Runner) -> tuple[tuple[kernel_times.FileS
     if type(runner).run is not Runner.run:
         raise CompileIQError(f"per-kernel times are measured by the local executor only (this tune runs on "
                              f"{type(runner).__name__})")
-    context = setup.per_file_context
     collector = kernel_times.build_collector(setup.project.toolchain.path, setup.state_dir / "cupti")
-    tree = setup.trees[0]
-    kernels_of = per_file.kernels_by_file(context, tree)
-    per_workload = []
-    for workload in setup.spec.workloads:
-        _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
-                                                   setup.state_dir / "cupti" / "kernel-times.tsv")
-        if not times:
-            raise CompileIQError("the benchmark launched no kernel that the CUPTI collector saw")
-        per_workload.append(kernel_times.file_shares(times, kernels_of))
-    return per_file.averaged(per_workload)
+    return per_file.measured_shares(setup.per_file_context, setup.trees[0], runner, collector)
 
 
 def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:

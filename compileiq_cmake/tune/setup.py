@@ -178,7 +178,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     device, capability, arch = host_cpu(), "", ""
     if language == "CUDA":
         arch, device, capability = _cuda_architecture(spec, own, target, log, placement)
-    step_cache, started = _step_cache(spec, language, log)
+    step_cache, started = _step_cache(spec, language, settings.cuda_launcher, log)
     if started and tree_pool is not None:
         tree_pool.step_cache = step_cache  # the suite stops it when it ends
     settings = replace(settings, cuda_arch=arch, cuda_launcher=step_cache.launcher if step_cache else settings.cuda_launcher)
@@ -286,12 +286,12 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
     return space, screen_kernels, fingerprints, objects
 
 
-def _step_cache(spec: TuneSpec, language: str, log: Log) -> tuple[StepCache | None, bool]:
+def _step_cache(spec: TuneSpec, language: str, own: str, log: Log) -> tuple[StepCache | None, bool]:
     """CUDA: the compile-step cache of the variant trees' builds, its server running, and whether this call
-    started it; None (said) when it cannot be used or --no-step-cache."""
+    started it; None (said) when it cannot be used (`own`: the project's own launcher) or --no-step-cache."""
     if language != "CUDA":
         return None, False
-    cache, why = step_cache_for(spec.build_dir, read_cache(spec.build_dir), spec.step_cache)
+    cache, why = step_cache_for(spec.build_dir, own, spec.step_cache)
     started = False
     if cache is not None:
         started, why = cache.start()
