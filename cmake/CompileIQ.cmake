@@ -87,6 +87,7 @@ Commands
                    [INCLUDE_FLAGS <dimension>...]
                    [EXCLUDE_FLAGS <dimension>...]
                    [PORTABLE] [ARCH_SCOPE all|tuned]
+                   [OBJECTIVE time|energy]
                    [OUTPUT <file>])
 
   Declares how to tune ``<target>``, which may be defined later in the
@@ -153,6 +154,10 @@ Commands
     CUDA: ``all`` (the default) applies the flags to every architecture the
     target builds, measured or not; ``tuned`` only to builds of the tuned
     architecture alone (nvcc cannot limit flags to one ``-gencode``).
+  ``OBJECTIVE time|energy``
+    What the search minimizes: ``time`` (the metric, the default) or
+    ``energy`` (joules per run from the GPU's NVML counter; the tune refuses
+    where the counter cannot be read).  The other is reported per trial.
   ``OUTPUT <file>``
     Where to write the results, relative to the top-level source directory;
     by default ``COMPILEIQ_FLAGS_FILE`` if set, else the tool's default
@@ -268,7 +273,7 @@ function(compileiq_tune)
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER;PORTABLE"
-    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS;ARCH_SCOPE"
+    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS;ARCH_SCOPE;OBJECTIVE"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -378,6 +383,9 @@ function(compileiq_tune)
   endif()
   if(DEFINED arg_ARCH_SCOPE)
     list(APPEND cmd "--arch-scope=${arg_ARCH_SCOPE}")
+  endif()
+  if(DEFINED arg_OBJECTIVE)
+    list(APPEND cmd "--objective=${arg_OBJECTIVE}")
   endif()
   foreach(a IN LISTS arg_INCLUDE_FLAGS)
     list(APPEND cmd "--include-flags=${a}")

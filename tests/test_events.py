@@ -191,7 +191,8 @@ def test_trials_export_as_csv_one_row_per_trial_and_workload(tmp_path):
                                     cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout)
     trials = next(iter(doc.values()))
     assert list(rows[0]) == ["target", "tune", "trial", "status", "flags", "workload", "median", "runs",
-                             "build_seconds", "bench_seconds", "binary_bytes", "same_code_as", "gpu", "reason"]
+                             "build_seconds", "bench_seconds", "binary_bytes", "device_bytes", "joules_median",
+                             "metric_median", "same_code_as", "gpu", "reason"]
     assert len(rows) == sum(max(1, len(t["measurements"])) for t in trials) and len(trials) >= 8
     for t in trials:
         mine = [r for r in rows if int(r["trial"]) == t["index"]]

@@ -24,7 +24,7 @@ Samples = dict[str, dict[Workload, list[float]]]
 def comparisons(spec: TuneSpec, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
                 rho: float = 0.0) -> list[Comparison]:
     """Each workload's paired comparison of `cand` with `base` (the rounds' correlation `rho` allowed for)."""
-    return [compare_paired(base[w], cand[w], spec.metric.lower_is_better, rho=rho) for w in spec.workloads]
+    return [compare_paired(base[w], cand[w], spec.lower_is_better, rho=rho) for w in spec.workloads]
 
 
 def rounds_rho(spec: TuneSpec, samples: Samples) -> float:
@@ -85,7 +85,7 @@ class SequentialGainTest:
         for label in self.adjusted:
             if label in samples:
                 test = gain_test([samples["baseline"][w] for w in self.spec.workloads],
-                                 [samples[label][w] for w in self.spec.workloads], self.spec.metric.lower_is_better,
+                                 [samples[label][w] for w in self.spec.workloads], self.spec.lower_is_better,
                                  self.rho)
                 self.tests[label] = test
                 self.adjusted[label] = min(self.adjusted[label], test.p_value / weight)

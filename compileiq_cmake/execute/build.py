@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..flags.fingerprint import DeviceFingerprint, FingerprintCache
+from .device_size import device_code_bytes
 from ..flags.space import HOST_PREFIX
 from ..model.records import BuildResult, FlagSet, KernelResources, Trial
 from ..model.timebox import Stop
@@ -148,9 +149,11 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
             kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
                             for k in code.kernels)
     steps.append(("fingerprint", time.perf_counter() - clock))
-    size = sum((tree.path / rel).stat().st_size for rel in context.artifacts if (tree.path / rel).is_file())
+    files = [tree.path / rel for rel in context.artifacts if (tree.path / rel).is_file()]
+    size = sum(f.stat().st_size for f in files)
+    device = device_code_bytes(files) if context.language == "CUDA" else 0
     return replace(result, compile_command=command, fingerprint=digest, kernels=kernels, steps=tuple(steps),
-                   binary_bytes=size)
+                   binary_bytes=size, device_bytes=device)
 
 
 def device_code(context: BuildContext, tree: VariantTree, device_lto: bool = False) -> DeviceFingerprint:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
+from ..measure.energy import EnergyMeter
 from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.runner import BenchCommand, Runner
 from ..model.errors import CompileIQError
@@ -38,6 +39,7 @@ class ExecutionPlan:
     monitor: GpuMonitor | None
     gpus: tuple[GpuSlot, ...]
     state_dir: Path
+    meter: EnergyMeter | None = None  # the GPU's energy counter, read around each run (None: not measured)
 
 
 class Executor(Protocol):
@@ -98,5 +100,6 @@ def local_gpu_runners(gpus: tuple[GpuSlot, ...], state_dir: Path | None, runner:
     """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
     bus id); with one, the one runner on it; with none, none."""
     return {g.device: runner.on_gpu(g, state_dir / f"bench-gpu{g.device}.pid",
-                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor)
+                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor,
+                                    runner.meter.for_gpu(g) if runner.meter is not None else None)
             for g in gpus}

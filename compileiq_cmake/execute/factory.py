@@ -25,7 +25,8 @@ def make_executor(plan: ExecutionPlan, pid_file: Path | None = None, cluster: Cl
         inner: Executor = ReplayExecutor(replace(plan.replay, stop=stop), plan.gpus, plan.state_dir)
     else:
         context = replace(plan.build, stop=stop) if plan.build is not None else None
-        inner = LocalExecutor(context, Runner(plan.spec, plan.bench, plan.monitor, pid_file=pid_file, stop=stop),
+        inner = LocalExecutor(context, Runner(plan.spec, plan.bench, plan.monitor, pid_file=pid_file, stop=stop,
+                                                  meter=plan.meter),
                               plan.gpus, plan.state_dir)
     if cluster is not None:
         inner = cluster.cluster.executor(plan, cluster.group, inner)

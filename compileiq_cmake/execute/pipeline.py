@@ -289,4 +289,4 @@ def finished_trial(finished: Finished) -> Trial:
     return replace(twin, index=finished.index, flagset=finished.flagset, build_seconds=build.seconds, bench_seconds=0.0,
                    wall_seconds=build.seconds, compile_command=build.compile_command, same_code_as=twin.index,
                    reason=twin.reason or f"same device code as #{twin.index}", kernels=build.kernels,
-                   binary_bytes=build.binary_bytes)
+                   binary_bytes=build.binary_bytes, device_bytes=build.device_bytes)

@@ -95,8 +95,10 @@ class GpuWorker:
         pid file and GPU monitor."""
         pid_file = Path(tempfile.gettempdir()) / f"compileiq-bench-{os.getpid()}.pid"
         simulated = bool(os.environ.get(SIMULATE_VARIABLE))
-        self.runner = replace(runner, gpu=GpuSlot(0, self.device, "worker GPU"), pid_file=pid_file,
-                              monitor=None if simulated else GpuMonitor())
+        here = GpuSlot(int(self.device) if self.device.isdigit() else 0, self.device, "worker GPU")
+        meter = runner.meter if simulated or runner.meter is None else runner.meter.for_gpu(here)
+        self.runner = replace(runner, gpu=here, pid_file=pid_file, monitor=None if simulated else GpuMonitor(),
+                              meter=meter)
 
     def info(self) -> tuple[str, str, str, str, tuple[int, int], int]:
         """(node id, host name, CUDA_VISIBLE_DEVICES, GPU name, compute capability, SM count)."""

@@ -14,6 +14,7 @@ from typing import Callable, Protocol
 from .bench import RunOutcome, run_benchmark, run_verify
 from ..model.errors import CommandFailure, write_log
 from ..project.cmake_project import VariantTree
+from .energy import EnergyMeter, joules_between
 from .gpu import GpuMonitor, GpuSlot
 from .numerics import extract_numbers, numerics_changed, read_file_numbers
 from ..model.records import Measurement, Status
@@ -62,10 +63,39 @@ class RunResult:
     throttled: bool = False
     warnings: tuple[str, ...] = ()  # e.g. the metric printed with different values; same text every run
     failure: CommandFailure | None = None  # a failed run: its command, exit status and the log of its output
+    joules: float | None = None  # the GPU's energy over the run (None: not measured)
+    metric: float | None = None  # the program's metric (= value unless the objective is energy)
 
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+
+@dataclass
+class _Runs:
+    """What the measured runs of one workload gave: the objective's values, the paired baseline's, and the
+    co-objectives of each candidate run (energy, the metric)."""
+
+    samples: list[float] = field(default_factory=list)
+    paired: list[float] = field(default_factory=list)
+    joules: list[float | None] = field(default_factory=list)
+    metric: list[float] = field(default_factory=list)
+
+    def add(self, res: RunResult) -> None:
+        self.samples.append(res.value)
+        self.joules.append(res.joules)
+        self.metric.append(res.metric if res.metric is not None else res.value)
+
+    def measurement(self, workload: Workload, throttled: bool, numbers: tuple[float, ...],
+                    energy_objective: bool) -> Measurement:
+        joules = tuple(self.joules) if self.joules and all(j is not None for j in self.joules) else ()
+        return Measurement(workload, tuple(self.samples), throttled, numbers, tuple(self.paired), joules,
+                           tuple(self.metric) if energy_objective else ())
+
+    @staticmethod
+    def of(m: Measurement) -> "_Runs":
+        return _Runs(list(m.samples), list(m.reference), list(m.joules) if m.joules else [None] * len(m.samples),
+                     list(m.metric or m.samples))
 
 
 @dataclass(frozen=True)
@@ -106,6 +136,7 @@ class Runner:
     extra_env: tuple[tuple[str, str], ...] = ()  # e.g. the CUPTI collector of kernel_times
     lease: RunLease | None = None  # each run holds its device's slot (a suite's tunes share the GPUs)
     stop: Stop | None = None  # the tune's stop token: a run under way when it is set (or the box ends) is killed
+    meter: EnergyMeter | None = None  # the GPU's energy counter, read around each run (None: energy not measured)
 
     def holding(self) -> AbstractContextManager:
         """The device's slot for one run (nothing to hold outside a suite)."""
@@ -122,9 +153,10 @@ class Runner:
         """The same runner, its runs with `env` added to their environment."""
         return replace(self, extra_env=tuple(sorted(env.items())))
 
-    def on_gpu(self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None) -> "Runner":
+    def on_gpu(self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None,
+               meter: EnergyMeter | None = None) -> "Runner":
         """The same runner (same reference numbers) for runs on one GPU of several."""
-        return replace(self, gpu=gpu, pid_file=pid_file, monitor=monitor)
+        return replace(self, gpu=gpu, pid_file=pid_file, monitor=monitor, meter=meter)
 
     @property
     def compares(self) -> bool:
@@ -155,9 +187,11 @@ class Runner:
             except OSError as exc:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         argv = self.bench.for_tree(tree, workload)
-        with self.holding():
+        with self.holding():  # the energy counter is read while the run holds its GPU
+            before = self.meter.millijoules() if self.meter is not None else None
             outcome = run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env,
                                     self.stop)
+            joules = joules_between(before, self.meter.millijoules()) if self.meter is not None else None
         if outcome.status is Status.CANCELLED:  # says nothing of the build: no failure log
             return RunResult(Status.CANCELLED, outcome.reason, seconds=outcome.seconds)
         if outcome.status is not Status.OK:
@@ -180,18 +214,23 @@ class Runner:
                 return RunResult(Status.NUMERICS_CHANGED, changed + where, seconds=outcome.seconds,
                                  warnings=outcome.warnings)
         state = self.monitor.sample() if self.monitor else None
-        return RunResult(Status.OK, "", outcome.value, outcome.seconds, numbers, outcome.printed,
-                         bool(state and state.throttled), outcome.warnings)
+        value = outcome.value
+        if spec.objective == "energy":
+            if joules is None:
+                return RunResult(Status.METRIC_MISSING, f"the GPU's energy counter could not be read around the "
+                                 f"run{where}", seconds=outcome.seconds, warnings=outcome.warnings)
+            value = joules
+        return RunResult(Status.OK, "", value, outcome.seconds, numbers, outcome.printed,
+                         bool(state and state.throttled), outcome.warnings, joules=joules, metric=outcome.value)
 
     def _paired_samples(self, tree: VariantTree, workload: Workload, repeats: int, reference: VariantTree | None,
-                        samples: list[float], paired: list[float],
-                        warnings: dict[str, None]) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
-        """`repeats` more runs of `tree` appended to `samples` (and, when `reference` is given, a run of the
-        baseline build in it next to each, alternating which goes first, appended to `paired`); the runs'
+                        runs: _Runs, warnings: dict[str, None]) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
+        """`repeats` more runs of `tree` added to `runs` (and, when `reference` is given, a run of the baseline
+        build in it next to each, alternating which goes first, added to its paired values); the runs'
         warnings are added to `warnings` (an ordered set).
         Returns (the first failed run or None, seconds, throttled, numbers printed by the first run)."""
         seconds, throttled, numbers = 0.0, False, None
-        start = len(samples)
+        start = len(runs.samples)
         for i in range(repeats):
             order = [tree] if reference is None else ([reference, tree] if (start + i) % 2 == 0 else [tree, reference])
             for which in order:
@@ -204,9 +243,9 @@ class Runner:
                                         f"{res.reason}", seconds=res.seconds, failure=res.failure)
                     return res, seconds, throttled, ()
                 if which is reference:
-                    paired.append(res.value)
+                    runs.paired.append(res.value)
                 else:
-                    samples.append(res.value)
+                    runs.add(res)
                     numbers = res.numbers if numbers is None else numbers
                 throttled = throttled or res.throttled
         return None, seconds, throttled, numbers or ()
@@ -230,15 +269,13 @@ class Runner:
                 if not res.ok:
                     return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings), res.failure)
                 numbers = res.numbers if numbers is None else numbers
-            samples: list[float] = []
-            paired: list[float] = []
-            failed, more, throttled, first = self._paired_samples(tree, workload, repeats, reference, samples, paired,
-                                                                  warnings)
+            runs = _Runs()
+            failed, more, throttled, first = self._paired_samples(tree, workload, repeats, reference, runs, warnings)
             seconds += more
             if failed is not None:
                 return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)
-            measurements.append(Measurement(workload, tuple(samples), throttled, first if numbers is None else numbers,
-                                            tuple(paired)))
+            measurements.append(runs.measurement(workload, throttled, first if numbers is None else numbers,
+                                                 self.spec.objective == "energy"))
         if self.spec.verify:
             argv = self.bench.verify_for_tree(tree)
             with self.holding():
@@ -255,11 +292,11 @@ class Runner:
         baseline build in `reference` when the trial's samples are paired."""
         seconds, out, warnings = 0.0, [], {}
         for m in measurements:
-            samples, paired = list(m.samples), list(m.reference)
+            runs = _Runs.of(m)
             failed, more, hot, _ = self._paired_samples(tree, m.workload, repeats, reference if m.paired else None,
-                                                        samples, paired, warnings)
+                                                        runs, warnings)
             seconds += more
             if failed is not None:
                 return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)
-            out.append(Measurement(m.workload, tuple(samples), m.throttled or hot, m.numbers, tuple(paired)))
+            out.append(runs.measurement(m.workload, m.throttled or hot, m.numbers, self.spec.objective == "energy"))
         return TrialMeasurement(Status.OK, "", tuple(out), seconds, tuple(warnings))

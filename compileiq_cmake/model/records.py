@@ -52,10 +52,19 @@ class Measurement:
     # Paired runs of the project's own build, one next to each sample (noisy machines): the
     # comparison with the baseline is then the median of the per-pair ratios, so drift cancels.
     reference: tuple[float, ...] = ()
+    # the GPU's energy of each measured run, joules, in the order of samples (() where not measured)
+    joules: tuple[float, ...] = ()
+    # the metric of each measured run when the samples are not the metric (--objective energy), else ()
+    metric: tuple[float, ...] = ()
 
     @property
     def median(self) -> float:
         return statistics.median(self.samples)
+
+    @property
+    def metric_median(self) -> float:
+        """The median of the program's metric (the samples themselves unless the objective was energy)."""
+        return statistics.median(self.metric or self.samples)
 
     @property
     def paired(self) -> bool:
@@ -79,6 +88,7 @@ class BuildResult:
     steps: tuple[tuple[str, float], ...] = ()
     cancelled: str = ""  # stopped by the tune's Stop token (its reason): says nothing of the flags
     binary_bytes: int = 0  # the tuned target's built files (executable or library), summed; 0: not known
+    device_bytes: int = 0  # the device code in them (their fatbinary sections), summed; 0: none or not known
 
 
 @dataclass(frozen=True)
@@ -110,6 +120,7 @@ class Trial:
     kernels: tuple[KernelResources, ...] = ()
     gpu: str = ""  # the GPU its runs used (CUDA_VISIBLE_DEVICES entry) when a tune uses several; "" otherwise
     binary_bytes: int = 0  # the tuned target's built files, summed (a co-objective beside time); 0: not known
+    device_bytes: int = 0  # the device code in those files (fatbinary sections), summed; 0: none or not known
     # an invalid trial's failed command (build, benchmark or VERIFY) with the log of its output; not stored
     failure: CommandFailure | None = field(default=None, compare=False)
 
@@ -120,6 +131,21 @@ class Trial:
     def medians(self) -> tuple[float, ...]:
         return tuple(m.median for m in self.measurements)
 
+    def joules_per_run(self) -> float | None:
+        """The geometric mean over the workloads of the median energy per run (joules); None unless every
+        workload's runs were measured."""
+        if not self.measurements or not all(m.joules for m in self.measurements):
+            return None
+        medians = [statistics.median(m.joules) for m in self.measurements]
+        if min(medians) <= 0:
+            return None
+        return statistics.geometric_mean(medians)
+
+    def metric_per_run(self) -> float | None:
+        """The geometric mean over the workloads of the median metric (the program's own number)."""
+        medians = [m.metric_median for m in self.measurements]
+        return statistics.geometric_mean(medians) if medians and min(medians) > 0 else None
+
     def as_dict(self) -> dict:
         return {
             "index": self.index, "flags": list(self.flagset.flags), "status": self.status.value,
@@ -127,12 +153,13 @@ class Trial:
             "bench_seconds": round(self.bench_seconds, 3), "wall_seconds": round(self.wall_seconds, 3),
             "measurements": [
                 {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled,
-                 **({"reference": list(m.reference)} if m.reference else {})}
+                 **({"reference": list(m.reference)} if m.reference else {}),
+                 **({"joules": list(m.joules)} if m.joules else {}), **({"metric": list(m.metric)} if m.metric else {})}
                 for m in self.measurements
             ],
             "compile_command": self.compile_command, "fingerprint": self.fingerprint,
             "same_code_as": self.same_code_as, "kernels": [k.__dict__ for k in self.kernels],
-            "gpu": self.gpu, "binary_bytes": self.binary_bytes,
+            "gpu": self.gpu, "binary_bytes": self.binary_bytes, "device_bytes": self.device_bytes,
         }
 
 

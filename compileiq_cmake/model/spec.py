@@ -12,6 +12,7 @@ from pathlib import Path
 from .errors import UsageError
 
 METRIC_KEYWORDS = ("GBENCH", "NVBENCH", "WALLTIME")
+OBJECTIVES = ("time", "energy")
 CUDA_ARCH = re.compile(r"[1-9][0-9]{1,2}[af]?")  # as in sm_90, sm_90a, sm_100f
 
 
@@ -109,6 +110,13 @@ class TuneSpec:
     step_cache: bool = True  # CUDA: the variant trees compile through the compile-step cache (--no-step-cache: not)
     # a flag set whose build took more than this x a typical build of the tune (the median) is never written
     max_compile_slowdown: float | None = None
+    # what the search minimizes: "time" (the metric) or "energy" (joules per run, the GPU's counter)
+    objective: str = "time"
+
+    @property
+    def lower_is_better(self) -> bool:
+        """The direction of the values a tune compares: the metric's, or lower for energy (joules)."""
+        return True if self.objective == "energy" else self.metric.lower_is_better
 
     @property
     def state_dir(self) -> Path:
@@ -138,6 +146,8 @@ class TuneSpec:
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same
             fields.pop("portable")
+        if self.objective == "time":  # likewise: a time tune's trials are the same as before the option
+            fields.pop("objective")
         blob = json.dumps(fields, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -172,6 +182,8 @@ class TuneSpec:
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
             raise UsageError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
                              "as in sm_XX, e.g. 90, 90a or 100f")
+        if self.objective not in OBJECTIVES:
+            raise UsageError(f"--objective {self.objective!r}: give {' or '.join(OBJECTIVES)}")
         if self.arch_scope not in ("all", "tuned"):
             raise UsageError(f"--arch-scope {self.arch_scope!r}: give all or tuned")
         if self.executor not in ("local", "ray"):

@@ -13,7 +13,7 @@
     benchmark = "nbody --n 4096" # the tune options, named as the command line's long options with "_":
     metric = "time_ms=([0-9.]+)" # metric, pass_regex, verify, compare_output, compare_file, rtol, atol,
     pass_regex = "PASS"          # budget, per_file_budget, include_flags, exclude_flags, replay,
-    workloads = ["--n 1024"]     # higher_is_better, min_gain; workloads: a list of argument strings
+    workloads = ["--n 1024"]     # higher_is_better, min_gain, objective; workloads: a list of argument strings
     priority = 2.0               # share of the suite's time (default 1)
     min_seconds = 120            # this target's floor (default: the suite's)
     exclude = false              # true: listed but not tuned (said in the summary)
@@ -41,7 +41,7 @@ TARGET_KEYS: dict[str, tuple[Any, str]] = {
     "rtol": ((int, float), "rtol"), "atol": ((int, float), "atol"), "budget": (int, "budget"),
     "per_file_budget": (int, "per_file_budget"), "include_flags": (list, "include_flags"),
     "exclude_flags": (list, "exclude_flags"), "replay": (str, "replay"), "workloads": (list, "workload"),
-    "higher_is_better": (bool, "higher"), "min_gain": ((int, float), "min_gain"),
+    "higher_is_better": (bool, "higher"), "min_gain": ((int, float), "min_gain"), "objective": (str, "objective"),
 }
 OWN_KEYS = {"name": str, "priority": (int, float), "min_seconds": (int, float), "exclude": bool}
 DEFAULT_MIN_SECONDS = 60.0

@@ -14,11 +14,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import jinja2
 
 from ..model import build_flags
 from . import file_api
+from .progress import BuildProgress
 from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
 from ..system.processes import ProcessResult, run_process
 from ..model.records import BuildResult
@@ -420,7 +422,11 @@ class VariantTree:
         """The CMake module's apply decisions for the tuned target (or `target`) at the last configure."""
         return ApplyDecisions.parse(self.info(target), self.path.name)
 
-    def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None) -> BuildResult:
+    def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None,
+              progress: Callable[[str], None] | None = None) -> BuildResult:
+        """Build `targets` with `jobs` jobs, stopped with everything it started after `timeout` seconds or by
+        `stop`. `progress`: given a line of the build's progress (steps or percent done, elapsed, time left)
+        when it has run BuildProgress.FIRST_AFTER seconds, then at most every BuildProgress.EVERY seconds."""
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
         if self.config:
             cmd += ["--config", self.config]
@@ -429,7 +435,10 @@ class VariantTree:
         start = time.perf_counter()
         # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
         # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
-        proc = run_process(cmd, None, timeout, stop=stop)
+        watch = None
+        if progress is not None:
+            watch = BuildProgress(progress, f"build of {', '.join(targets)} in {self.path.name}").feed
+        proc = run_process(cmd, None, timeout, stop=stop, on_output=watch)
         log = proc.output
         self._record_compiled(log)
         if proc.cancelled:  # the tune's stop token (interrupt, a cancelled trial, the box's end): not a failure

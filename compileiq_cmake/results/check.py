@@ -30,7 +30,8 @@ import shlex
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from ..measure.bench import run_benchmark, run_verify
+from ..measure.bench import RunOutcome, run_benchmark, run_verify
+from ..measure.energy import EnergyMeter, energy_meter, joules_between
 from ..measure.gpu import visible_gpus
 from ..measure.provenance import Provenance, collect
 from ..system.processes import run_process
@@ -248,17 +249,32 @@ def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
     return path
 
 
+def _run_measured(argv: list[str], tree: Path, bench: Benchmark, timeout: float,
+                  meter: EnergyMeter | None) -> tuple[RunOutcome, float | None]:
+    """One run and, with a meter, the GPU's energy over it (joules; None when the counter could not be read)."""
+    before = meter.millijoules() if meter is not None else None
+    out = run_benchmark(argv, tree, bench.metric, bench.pass_regex, timeout)
+    return out, joules_between(before, meter.millijoules()) if meter is not None else None
+
+
 def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, rounds: int, min_gain: float | None,
-               timeout: float, max_workloads: int, events: EventStream, user_build: Path) -> dict:
+               timeout: float, max_workloads: int, events: EventStream, user_build: Path,
+               meter: EnergyMeter | None = None) -> dict:
+    """The entry re-measured: rounds of the plain and the tuned build, interleaved, compared on the entry's
+    objective (the metric, or joules per run for an entry tuned for energy)."""
+    energy = entry.objective == "energy"
     workloads, note = select_workloads(entry, max_workloads)
     where = f"{entry.target} (sm_{entry.arch})" if entry.arch else entry.target
-    events.info(f"check: re-measuring {where}: {shlex.join(bench.argv)} ({bench.metric.label}), "
+    events.info(f"check: re-measuring {where}: {shlex.join(bench.argv)} "
+                f"({'energy per run, the GPU counter' if energy else bench.metric.label}), "
                 f"{plural(len(workloads), 'workload')}, {rounds} rounds" + (f"; {note}" if note else ""),
                 stage="check", target=entry.target, arch=entry.arch, workloads=len(workloads), rounds=rounds)
     trees = {"plain": plain, "tuned": tuned}
     argv = {k: _benchmark_argv(list(bench.argv), t, user_build) for k, t in trees.items()}
     verify = {k: _benchmark_argv(list(bench.verify), t, user_build) for k, t in trees.items()}
-    doc = {"benchmark": list(bench.argv), "metric": bench.metric.label, "lower_is_better": bench.metric.lower_is_better,
+    lower = True if energy else bench.metric.lower_is_better
+    doc = {"benchmark": list(bench.argv), "metric": "joules per run" if energy else bench.metric.label,
+           "lower_is_better": lower, "objective": entry.objective,
            "tree": str(tuned), "note": note, "rounds": rounds, "speedup": None, "ci": None, "min_gain": None,
            "passed": False, "reason": "", "workloads": []}
     results = []
@@ -267,7 +283,8 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
         samples: dict[str, list[float]] = {"plain": [], "tuned": []}
         for r in range(rounds):
             for which in (("plain", "tuned") if r % 2 == 0 else ("tuned", "plain")):
-                out = run_benchmark(argv[which] + list(words), trees[which], bench.metric, bench.pass_regex, timeout)
+                out, joules = _run_measured(argv[which] + list(words), trees[which], bench, timeout,
+                                            meter if energy else None)
                 if out.status is Status.OK and r == 0 and verify[which]:  # the tune's VERIFY, after a first run
                     checked = run_verify(verify[which], trees[which], timeout)
                     out = out if checked.status is Status.OK else checked
@@ -277,8 +294,10 @@ def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, ro
                 if out.status is not Status.OK:  # the plain build passes, the tuned one does not: the entry fails
                     return {**doc, "reason": f"the tuned build's benchmark fails on workload '{w}': {out.reason}"
                             + (f"; last output line: {out.last_line()}" if out.output else "")}
-                samples[which].append(out.value)
-        cmp = compare_paired(samples["plain"], samples["tuned"], bench.metric.lower_is_better)
+                if energy and joules is None:
+                    raise CompileIQError(f"the GPU's energy counter could not be read around a run of workload '{w}'")
+                samples[which].append(joules if energy else out.value)
+        cmp = compare_paired(samples["plain"], samples["tuned"], lower)
         events.detail(f"check: {where}: workload '{w}': {cmp.speedup:.4f}x [{cmp.ci.low:.4f}..{cmp.ci.high:.4f}] "
                       f"over {plural(rounds, 'round')} (p={cmp.p_value:.2g})", stage="check", target=entry.target,
                       workload=w, speedup=cmp.speedup, ci=(cmp.ci.low, cmp.ci.high))
@@ -354,6 +373,7 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     if not remeasure or not applying:
         return checks
     benches = {i: entry_benchmark(e, override) for i, _, e in applying}  # before anything is built
+    meter = _energy_meter([e for _, _, e in applying])
     if not override.bench:  # --run-recorded: every command the TOML makes this check run, before any runs
         for i, c, e in applying:
             b = benches[i]
@@ -377,8 +397,25 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
                   build_timeout)
     for i, c, e in applying:
         c.remeasure = _remeasure(e, benches[i], root / "plain", tuned[i], rounds, min_gain, timeout, max_workloads,
-                                 events, build_dir)
+                                 events, build_dir, meter)
     return checks
+
+
+def _energy_meter(entries: list[FlagsEntry]) -> EnergyMeter | None:
+    """The energy counter of the GPU the runs use, when an entry was tuned for energy (its runs are re-measured
+    in joules); CompileIQError before anything is built when it cannot be read here."""
+    energy = [e for e in entries if e.objective == "energy"]
+    if not energy:
+        return None
+    try:
+        gpus = visible_gpus(None)
+    except CompileIQError:
+        gpus = ()
+    meter, why = energy_meter(gpus[0] if gpus else None, energy[0].language)
+    if meter is None:
+        raise CompileIQError(f"the entry for {energy[0].target} was tuned for energy per run and is re-measured with "
+                             f"the GPU's energy counter, which cannot be read here: {why}")
+    return meter
 
 
 def _here(user: dict[str, tuple[str, str]], entries: list[FlagsEntry]) -> dict[str, Provenance]:

@@ -67,16 +67,20 @@ def empty_sections(doc: dict) -> dict[str, str]:
     if not doc["finalists"]:
         out["workloads"] = "no trial beat the baseline in the search: nothing was validated"
     if not any(pareto(doc["trials"], key) for key, _ in TRADEOFFS):
-        out["tradeoffs"] = "no valid trial has its build seconds or its size recorded (a replay, or a store of an older version)"
+        out["tradeoffs"] = ("no valid trial has its build seconds, size or energy recorded (a replay, or a store of an "
+                            "older version)")
     return out
 
 
-TRADEOFFS = (("build_seconds", "build seconds"), ("binary_bytes", "size of the target's files (KiB)"))
+TRADEOFFS = (("build_seconds", "build seconds"), ("binary_bytes", "size of the target's files (KiB)"),
+             ("device_bytes", "device code in them (KiB)"), ("energy_joules", "energy per run (J, GPU counter)"),
+             ("metric_cost", "the metric (--objective energy)"))
+_KIB = ("binary_bytes", "device_bytes")
 
 
 def pareto(trials: list[dict], cost: str) -> list[dict]:
-    """The valid trials that no other beats on both speedup (higher) and `cost` (lower: build seconds, binary
-    bytes), by increasing cost; trials without that cost measured (0) are left out."""
+    """The valid trials that no other beats on both speedup (higher) and `cost` (lower: build seconds, bytes,
+    joules), by increasing cost; trials without that cost measured (0 or None) are left out."""
     points = sorted((t for t in trials if t.get("speedup") is not None and t.get(cost)),
                     key=lambda t: (t[cost], -t["speedup"]))
     front: list[dict] = []
@@ -87,13 +91,15 @@ def pareto(trials: list[dict], cost: str) -> list[dict]:
 
 
 def _tradeoffs(plt, doc: dict) -> str | None:
-    """Speedup against each co-objective (build seconds, binary size), the Pareto set marked and joined."""
+    """The objective's gain against each co-objective (build seconds, sizes, energy or the metric), the Pareto set
+    marked and joined."""
     panels = [(key, label) for key, label in TRADEOFFS if pareto(doc["trials"], key)]
     if not panels:
         return None
+    energy = doc.get("objective") == "energy"
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
     for ax, (key, label) in zip(axes[0], panels):
-        scale = 1024.0 if key == "binary_bytes" else 1.0
+        scale = 1024.0 if key in _KIB else 1.0
         valid = [t for t in doc["trials"] if t.get("speedup") is not None and t.get(key)]
         ax.scatter([t[key] / scale for t in valid], [t["speedup"] for t in valid], color="C0", s=14, label="trials")
         front = pareto(doc["trials"], key)
@@ -101,9 +107,10 @@ def _tradeoffs(plt, doc: dict) -> str | None:
                 label="Pareto set")
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(label)
-        ax.set_ylabel("speedup (search estimate)")
+        ax.set_ylabel("energy gain (search estimate)" if energy else "speedup (search estimate)")
         ax.legend(fontsize=8, frameon=False)
-    fig.suptitle("Trade-offs: speed against build time and size")
+    fig.suptitle("Trade-offs: " + ("energy" if energy else "speed") + " against build time, size"
+                 + (", time" if energy else ", energy" if any(key == "energy_joules" for key, _ in panels) else ""))
     fig.tight_layout()
     return _png(fig)
 

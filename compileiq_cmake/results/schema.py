@@ -15,6 +15,7 @@ from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
 
 from ..model.errors import CompileIQError, ResultFileError
+from ..model.spec import OBJECTIVES
 from ..flags import validate_flags
 from ..flags.portability import resolved_token_ok
 
@@ -135,6 +136,9 @@ class FlagsEntry:
     power_limit: str = field(default="", metadata={"pattern": _ONE_LINE})
     ecc: str = field(default="", metadata={"pattern": _ONE_LINE})
     host_cpu: str = field(default="", metadata={"pattern": _ONE_LINE})
+    # what the tune minimized: "time" (the metric: baseline, tuned and speedup are the metric's) or "energy"
+    # (joules per run from the GPU's counter: baseline and tuned are joules, speedup is the energy ratio)
+    objective: str = field(default="time", metadata={"one_of": OBJECTIVES})
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -146,7 +150,7 @@ class FlagsEntry:
         they include, the project's own compile flags, the compiler's version, the build type and the device
         (what a rerun that changed nothing keeps; a change of any of them makes the entry stale)."""
         return identity_of(self.target, self.language, self.arch, self.compiler_id, self.sources_sha256,
-                           self.flags_sha256, self.compiler_version, self.build_type, self.device)
+                           self.flags_sha256, self.compiler_version, self.build_type, self.device, self.objective)
 
     @property
     def compiler_major_minor(self) -> str:
@@ -154,9 +158,11 @@ class FlagsEntry:
 
 
 def identity_of(target: str, language: str, arch: str, compiler_id: str, sources_sha256: str, flags_sha256: str,
-                compiler_version: str, build_type: str, device: str) -> tuple:
-    """FlagsEntry.identity of an entry with these fields (a tune asks it of what it would write)."""
-    return ((target, language, arch or compiler_id), sources_sha256, flags_sha256, compiler_version, build_type, device)
+                compiler_version: str, build_type: str, device: str, objective: str = "time") -> tuple:
+    """FlagsEntry.identity of an entry with these fields (a tune asks it of what it would write); the objective
+    counts where it is not time (entries written before it existed keep their identity)."""
+    return ((target, language, arch or compiler_id), sources_sha256, flags_sha256, compiler_version, build_type, device,
+            *((objective,) if objective != "time" else ()))
 
 
 def numerics_checked(entry: FlagsEntry) -> bool:

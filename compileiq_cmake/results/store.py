@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS trials (
     kernels TEXT NOT NULL DEFAULT '[]',
     gpu TEXT NOT NULL DEFAULT '',
     binary_bytes INTEGER NOT NULL DEFAULT 0,
+    device_bytes INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (spec, key)
 );
 CREATE TABLE IF NOT EXISTS results (
@@ -83,6 +84,8 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
             db.execute("ALTER TABLE trials ADD COLUMN gpu TEXT NOT NULL DEFAULT ''")
         if "binary_bytes" not in columns:  # before the co-objectives
             db.execute("ALTER TABLE trials ADD COLUMN binary_bytes INTEGER NOT NULL DEFAULT 0")
+        if "device_bytes" not in columns:  # before the device code's size
+            db.execute("ALTER TABLE trials ADD COLUMN device_bytes INTEGER NOT NULL DEFAULT 0")
         db.commit()
         return db
     except sqlite3.DatabaseError as exc:
@@ -150,21 +153,23 @@ def _flagset_from(raw: dict) -> FlagSet:
 
 def _trial(row: tuple) -> Trial:
     """A trial from its row (raises ValueError, TypeError or KeyError when the row is not one)."""
-    idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu, size = row
+    idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu, size, device = row
     flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)),
                       flags=tuple(str(f) for f in json.loads(flags)))
     measurements = tuple(
         Measurement(workload=tuple(str(w) for w in m["workload"]), samples=tuple(float(x) for x in m["samples"]),
                     throttled=bool(m.get("throttled", False)), numbers=tuple(m.get("numbers", ())),
-                    reference=tuple(m.get("reference", ())))
+                    reference=tuple(m.get("reference", ())), joules=tuple(float(x) for x in m.get("joules", ())),
+                    metric=tuple(float(x) for x in m.get("metric", ())))
         for m in json.loads(meas)
     )
-    if not all(math.isfinite(x) for m in measurements for x in m.samples):
+    if not all(math.isfinite(x) for m in measurements for x in (*m.samples, *m.joules, *m.metric)):
         raise ValueError("a sample is not a finite number")
     if not isinstance(idx, int) or not all(isinstance(v, (int, float)) or v is None for v in (bsec, rsec, wsec)):
         raise ValueError("a number column holds something else")
     return Trial(idx, flagset, Status(status), str(reason or ""), measurements, bsec, rsec, wsec, cmd, fp, same,
-                 tuple(KernelResources(**k) for k in json.loads(kern)), gpu, binary_bytes=int(size or 0))
+                 tuple(KernelResources(**k) for k in json.loads(kern)), gpu, binary_bytes=int(size or 0),
+                 device_bytes=int(device or 0))
 
 
 class TrialStore:
@@ -199,7 +204,7 @@ class TrialStore:
         and counted in `skipped_rows` (the commands say so), never a traceback."""
         rows = self._db.execute(
             "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
-            "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, binary_bytes FROM trials "
+            "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, binary_bytes, device_bytes FROM trials "
             "ORDER BY spec, idx",
         ).fetchall()
         groups: dict[str, list[Trial]] = {}
@@ -293,18 +298,19 @@ class TrialStore:
     def save(self, trial: Trial) -> None:
         meas = json.dumps([
             {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled, "numbers": list(m.numbers),
-             "reference": list(m.reference)}
+             "reference": list(m.reference), **({"joules": list(m.joules)} if m.joules else {}),
+             **({"metric": list(m.metric)} if m.metric else {})}
             for m in trial.measurements
         ])
         self._write(f"trial {trial.index} ({trial.flagset.describe()})", [(
             "INSERT OR REPLACE INTO trials (spec, key, idx, choices, flags, status, reason, measurements, "
             "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, "
-            "binary_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "binary_bytes, device_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.spec, trial.flagset.key, trial.index, json.dumps(trial.flagset.choices),
                 json.dumps(list(trial.flagset.flags)), trial.status.value, trial.reason, meas,
                 trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
                 trial.fingerprint, trial.same_code_as, json.dumps([k.__dict__ for k in trial.kernels]), trial.gpu,
-                trial.binary_bytes,
+                trial.binary_bytes, trial.device_bytes,
             ),
         )])

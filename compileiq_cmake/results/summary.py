@@ -113,6 +113,15 @@ def _contribution(c: Contribution) -> dict:
             "kept": c.kept, "reason": c.reason}
 
 
+def _metric_cost(t: Trial, spec) -> float | None:
+    """With --objective energy, the trial's metric as a cost (lower is better: the metric, or 1/metric for a
+    rate), a co-objective of the report; None when time is the objective (the speedup is the metric already)."""
+    value = t.metric_per_run() if t.valid and spec.objective == "energy" else None
+    if value is None:
+        return None
+    return value if spec.metric.lower_is_better else 1.0 / value
+
+
 def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | None],
           interval_of: Callable[[Trial], tuple[float, float] | None], effects, noise: float, paired: bool,
           min_gain: float, finalists: list[Validation], confirmations: list[Validation],
@@ -129,7 +138,8 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
             "speedup": speed, "ci": list(ci) if ci else None, "medians": list(t.medians()) if t.valid else [],
             "gpu": t.gpu or None, "same_code_as": t.same_code_as, "build_seconds": round(t.build_seconds, 3),
             "bench_seconds": round(t.bench_seconds, 3), "wall_seconds": round(t.wall_seconds, 3),
-            "binary_bytes": t.binary_bytes,
+            "binary_bytes": t.binary_bytes, "device_bytes": t.device_bytes, "energy_joules": t.joules_per_run(),
+            "metric_cost": _metric_cost(t, spec),
             "throttled": any(m.throttled for m in t.measurements), "kernels": [asdict(k) for k in t.kernels],
         })
     w = result.winner
@@ -146,7 +156,8 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
                      "max_rounds": spec.max_rounds, "time_limit": spec.time_limit,
                      "per_file_budget": spec.per_file_budget},
         "metric": {"name": spec.metric.name, "pattern": spec.metric.label,
-                   "lower_is_better": spec.metric.lower_is_better},
+                   "lower_is_better": spec.lower_is_better},
+        "objective": spec.objective,
         "workloads": [list(x) for x in spec.workloads],
         "baseline": {"medians": list(result.baseline.medians()), "noise": noise, "paired": paired},
         "min_gain": min_gain,

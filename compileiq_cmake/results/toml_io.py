@@ -77,7 +77,8 @@ class Replacement:
 
 
 def _describe(e: FlagsEntry) -> str:
-    return (f"flags '{' '.join(e.flags) or '(the project own)'}', speedup {e.speedup:.2f}x, "
+    gain = "energy gain" if e.objective == "energy" else "speedup"
+    return (f"flags '{' '.join(e.flags) or '(the project own)'}', {gain} {e.speedup:.2f}x, "
             f"checked by {', '.join(e.checks) or 'nothing recorded'}")
 
 
@@ -96,6 +97,10 @@ def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> R
             f"not replacing the entry for {where}: it was tuned for the {old.build_type} build type and this tune "
             f"for {new.build_type or 'no build type'}; tune --config {old.build_type}, or pass --replace to replace "
             "it anyway"))
+    if old.objective != new.objective and not replace:
+        return Replacement(old, False, (
+            f"not replacing the entry for {where}: it was tuned for {old.objective} and this tune for "
+            f"{new.objective}; write this tune to another file (-o), or pass --replace to replace it"))
     if numerics_checked(old) and not numerics_checked(new) and not replace:
         checked = ", ".join(c for c in old.checks if c in NUMERICS_CHECKS)
         return Replacement(old, False, (

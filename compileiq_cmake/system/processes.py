@@ -5,10 +5,12 @@ the session and cleared its environment), a marker in its environment, its outpu
 file of which the start and the end are kept. At its end, or on a timeout, everything it started is killed:
 its cgroup or recorded tree, its session (every process group in it: ninja gives each command one), and
 every process carrying its marker. A pid file records the run while it runs, so that the next start
-(kill_leftovers) ends what a killed tune left running."""
+(kill_leftovers) ends what a killed tune left running. A caller may watch the output as it grows (on_output:
+a build's progress lines)."""
 
 from __future__ import annotations
 
+import codecs
 import ctypes
 import json
 import os
@@ -32,6 +34,7 @@ KEEP_BYTES = 4 << 20  # of a longer output, this much of its start and of its en
 MAX_OUTPUT_BYTES = 1 << 30  # a run printing more is stopped (the temporary file would fill the disk)
 _KILL_GRACE = 5.0  # seconds to wait for a killed run to be reaped
 _POLL = 1.0  # seconds between checks of the output size while waiting
+_FEED_EVERY = 0.9  # seconds at least between two reads of the growing output for on_output (one a poll)
 MARKER_VARIABLE = "COMPILEIQ_RUN"  # in every run's environment: finds what it left running
 _PR_SET_PDEATHSIG = 1
 _FIRST_POLL = 0.01  # seconds: the first checks of a run without a cgroup (its tree is recorded at each)
@@ -197,11 +200,44 @@ def _kept_output(fd: int) -> tuple[str, int]:
     return text, omitted
 
 
+class _OutputFeed:
+    """The run's output as it grows, read from its capture file (pread: the file offset is the run's) at most
+    every _FEED_EVERY seconds and given to `hook` as text (UTF-8, a character split between two reads whole in
+    the second). Of more than KEEP_BYTES new since the last read, only the end is given, from a line start."""
+
+    def __init__(self, fd: int, hook: Callable[[str], None]) -> None:
+        self.fd = fd
+        self.hook = hook
+        self.offset = 0  # bytes of the output read so far
+        self.last = time.monotonic()  # when it was last read (the run's start: the first read a while later)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def poll(self) -> None:
+        """Give the hook the output's new text, if any and if the last read is old enough."""
+        now = time.monotonic()
+        if now - self.last < _FEED_EVERY:
+            return
+        self.last = now
+        size = os.fstat(self.fd).st_size
+        if size <= self.offset:
+            return
+        start = max(self.offset, size - KEEP_BYTES)
+        data = os.pread(self.fd, size - start, start)
+        if start > self.offset:  # a burst: its end, from its first whole line
+            self.decoder.reset()
+            data = data[data.find(b"\n") + 1:]
+        self.offset = size
+        text = self.decoder.decode(data)
+        if text:
+            self.hook(text)
+
+
 def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants | None = None,
-              stop: Stop | None = None) -> str:
+              stop: Stop | None = None, feed: _OutputFeed | None = None) -> str:
     """Wait for the end of the run: "" when it ended, "timeout", "output" (printed too much) or "cancelled"
     (`stop` said so: checked at every poll, about once a second). `tree`: the run's descendants, recorded at
-    each check (often at first, when a daemon's parent still lives)."""
+    each check (often at first, when a daemon's parent still lives). `feed`: given the new output at each
+    check (it reads at most about once a second)."""
     deadline = time.monotonic() + timeout
     waiter = _ExitWaiter(proc)
     interval = _POLL if tree is None else _FIRST_POLL
@@ -216,6 +252,8 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants
                 return "cancelled"
             if tree is not None:
                 tree.poll()
+            if feed is not None:
+                feed.poll()
             interval = min(_POLL, 2 * interval)
             if os.fstat(fd).st_size > MAX_OUTPUT_BYTES:
                 return "output"
@@ -224,7 +262,8 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants
 
 
 def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Path | None = None,
-                env: dict[str, str] | None = None, stop: Stop | None = None) -> ProcessResult:
+                env: dict[str, str] | None = None, stop: Stop | None = None,
+                on_output: Callable[[str], None] | None = None) -> ProcessResult:
     """Run argv (in cwd; None: this process's) in its own session (and its own cgroup where this process
     may make one), output (stdout and stderr) to an anonymous temporary file. When it ends, times out or
     the caller is interrupted, its cgroup (else its recorded process tree and what holds its output), its
@@ -232,7 +271,9 @@ def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Pat
     tree) and every process carrying its marker are killed: nothing it started outlives it, and nothing it
     left holding the output makes the tune wait. On Linux it is killed when the calling thread's process
     dies. While it runs, pid_file (if given) records its process group and marker for kill_leftovers.
-    `stop`: the tune's stop token; a run it stops ends with stopped="cancelled" and its reason."""
+    `stop`: the tune's stop token; a run it stops ends with stopped="cancelled" and its reason.
+    `on_output`: given the new text of the output while it runs, at most about once a second (nothing after
+    its end: the result holds the output); what it raises ends the run as an interrupt does."""
     marker = f"{os.getpid()}-{secrets.token_hex(8)}"
     env = {**os.environ, **(env or {}), MARKER_VARIABLE: marker}  # env: e.g. the GPU of the run
     cgroup = Cgroup.create(_CGROUP_PREFIX + marker)
@@ -255,7 +296,8 @@ def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Pat
             if stop is not None and stop.reason():
                 stopped = "cancelled"
             else:
-                stopped = _wait_for(proc, fd, timeout, tree, stop)
+                feed = _OutputFeed(fd, on_output) if on_output is not None else None
+                stopped = _wait_for(proc, fd, timeout, tree, stop, feed)
             seconds = time.perf_counter() - start
         finally:  # also when the tune itself is interrupted: nothing of the run is left behind
             if tree is not None:

@@ -66,7 +66,7 @@ class Bank:
         limit = self.setup.spec.max_compile_slowdown
         if limit is not None and compile_slowdown(trial, typical_build(trials)) > limit:
             return False  # never written (the finalists say why)
-        lower = self.setup.spec.metric.lower_is_better
+        lower = self.setup.spec.lower_is_better
         gain = -loss(trial, self.base.base_of(trial), lower)  # log speedup
         spread = trial_spread(trial, self.base.noise)
         floor = math.log1p(max(BANK_GAIN, self.base.min_gain))
@@ -81,7 +81,7 @@ class Bank:
         setup, spec = self.setup, self.setup.spec
         self.tried.add(trial.flagset.key)
         stream = as_stream(self.log)
-        stream.info(f"bank: {trial.flagset.describe()} measured {math.exp(-loss(trial, self.base.base_of(trial), spec.metric.lower_is_better)):.3f}x "
+        stream.info(f"bank: {trial.flagset.describe()} measured {math.exp(-loss(trial, self.base.base_of(trial), spec.lower_is_better)):.3f}x "
                     "in the search, far past its noise: validated now, before more search", stage="search")
         limits = self.budget.gates(trials, self.budget.finish(trials, 1, 0, 0, record=False), {}) if self.budget.bounded else None
         context = ValidationContext(setup.trees_for(2), setup.space, spec.seed + 11)

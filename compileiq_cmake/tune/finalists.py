@@ -58,7 +58,7 @@ class Finalists:
     def run(self) -> Decision:
         setup, store, log, base, trials = self.setup, self.store, self.log, self.base, self.trials
         spec = setup.spec
-        lower = spec.metric.lower_is_better
+        lower = spec.lower_is_better
         base_of = base.base_of
         effects = flag_effects([(t.flagset.flags, loss(t, base_of(t), lower)) for t in trials.values() if t.valid])
         store.save_result("flag_effects", [

@@ -31,7 +31,7 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
     stage's once it has started); `budget`: the tune's tune.budget.Budget (None: one made here, unbounded)."""
     spec = setup.spec
     budget_trials = budget_trials or spec.budget
-    lower = spec.metric.lower_is_better
+    lower = spec.lower_is_better
     best = min(trials.values(), key=lambda t: loss(t, baseline, lower))
     best_speedup = math.exp(-loss(best, baseline, lower))
     if budget is None:
@@ -84,14 +84,16 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     untried_line. The outcome (the winner and the written file, or why there is none) goes out as stage results."""
     spec = setup.spec
     stream = as_stream(log)
-    lower = spec.metric.lower_is_better
+    lower = spec.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
     log("")
     as_stream(log).info(f"{spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
         f"{len(result.trials) - valid} invalid" + (f"; {restored} restored from the store" if restored else "")
         + f") in {result.wall_seconds:.1f} s")
     ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
-    log(f"  {'#':>4}  {'speedup':>8}  {'median ' + spec.metric.name + ' per workload':<28}  flags")
+    energy = spec.objective == "energy"
+    measured = "joules per run" if energy else spec.metric.name
+    log(f"  {'#':>4}  {'gain' if energy else 'speedup':>8}  {'median ' + measured + ' per workload':<28}  flags")
     for t in ranked[:8]:
         speed = f"{math.exp(-loss(t, result.baseline, lower)):.3f}x" if t.valid else t.status.value
         metric = " / ".join(f"{m:.4g}" for m in t.medians()) if t.valid else ""
@@ -99,11 +101,12 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         log(f"  {t.index:>4}  {speed:>8}  {metric + gpu:<28}  {t.flagset.describe()}")
     paired = any(m.paired for t in result.trials for m in t.measurements)
     on_gpu = gpu_tune(setup.project.language, setup.devices.gpus, (t.gpu for t in result.trials))  # a host (CPU) tune speaks of no GPU
-    log("  speedup: geometric mean over the workloads of " + (
+    log(("  gain: the objective is energy (joules per run, the GPU's counter); " if energy else "  ")
+        + "speedup: geometric mean over the workloads of " + (
         "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
         if paired else "the project's own build's median divided by the trial's"
         + (" (on the GPU the trial ran on)" if on_gpu else ""))
-        + "; > 1 is faster. median: the trial's own runs, raw; the two differ when runs were paired"
+        + f"; > 1 is {'less energy' if energy else 'faster'}. median: the trial's own runs, raw; the two differ when runs were paired"
         + (" or the GPUs differ" if on_gpu else ""))
     if effects:
         log("  flag effects over all valid trials (least squares on log time; 95% CI):")

@@ -137,7 +137,7 @@ def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines)
     """Per value of the space the tune learned something of: its effect alone (minus its loss) when a trial
     changed it alone, None when that trial was invalid; for values only tried in combinations, their
     additive effect by ridge least squares over the valid trials (loss = sum of the values' effects)."""
-    lower = setup.spec.metric.lower_is_better
+    lower = setup.spec.lower_is_better
     dims = {d.name: d for d in setup.space.dimensions}
 
     def key(name: str, i: int) -> str | None:

@@ -62,7 +62,7 @@ class Publish:
     def run(self) -> TuneResult:
         setup, store, log, base, decision = self.setup, self.store, self.log, self.base, self.decision
         spec = setup.spec
-        lower = spec.metric.lower_is_better
+        lower = spec.lower_is_better
         trials, timings = self.search.trials, self.search.timings
         winner, contributions = decision.winner, decision.contributions
         toml_path = None
@@ -151,7 +151,7 @@ def unchanged_entry(setup: TuneSetup) -> FlagsEntry | None:
     project, devices, code = setup.project, setup.devices, setup.code
     now = identity_of(spec.target, project.language, devices.cuda_arch, project.toolchain.compiler_id,
                       code.sources_sha256, code.flags_sha256, project.toolchain.version, project.build_type,
-                      devices.device)
+                      devices.device, spec.objective)
     return next((e for e in entries if e.identity == now), None)
 
 
@@ -278,7 +278,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         compiler_id=setup.project.toolchain.compiler_id, compiler_version=setup.project.toolchain.version,
         flags=written, acf_sha256=acf_sha256, build_type=setup.project.build_type, device=setup.devices.device,
         compute_capability=setup.devices.compute_capability, metric=spec.metric.label,
-        lower_is_better=spec.metric.lower_is_better,
+        lower_is_better=spec.metric.lower_is_better, objective=spec.objective,
         workloads=tuple(shlex.join(w.workload) for w in winner.workloads),
         baseline=tuple(round(statistics.median(w.baseline), 9) for w in winner.workloads),
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),

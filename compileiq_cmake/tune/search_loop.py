@@ -74,14 +74,14 @@ class SearchLoop:
 
     def _replan(self, trials: dict[str, Trial], confirmations: int) -> Plan | None:
         """The plan from now, with the costs the trials so far measured (None without a time box)."""
-        lower = self.setup.spec.metric.lower_is_better
+        lower = self.setup.spec.lower_is_better
         best = min(trials.values(), key=lambda t: loss(t, self.base.base_of(t), lower))
         steps = len(best.flagset.choices) or min(3, len(self.setup.space.dimensions))
         return self.budget.replan(trials, FINALISTS, steps, confirmations)
 
     def _candidate(self, trials: dict[str, Trial]) -> bool:
         """Whether some trial beat the project's own build (a finalist exists)."""
-        lower = self.setup.spec.metric.lower_is_better
+        lower = self.setup.spec.lower_is_better
         return any(t.valid and not t.flagset.is_baseline and loss(t, self.base.base_of(t), lower) < 0
                    for t in trials.values())
 
@@ -124,7 +124,7 @@ class SearchLoop:
         return SearchOutcome(trials, state.per_file_plan, timings, state.needed)
 
     def _loss(self, trial: Trial) -> float:
-        return loss(trial, self.base.base_of(trial), self.setup.spec.metric.lower_is_better)
+        return loss(trial, self.base.base_of(trial), self.setup.spec.lower_is_better)
 
     def _measure(self, index: int, tree: VariantTree, flagset: FlagSet, build: BuildResult, on: Runner | None,
                  known: dict[str, Trial]) -> Trial:
@@ -149,7 +149,7 @@ class SearchLoop:
         log, budget, spec, trials = self.log, self.budget, self.setup.spec, state.trials
         while state.banking is None and not (state.exhausted or state.stopped) and pipeline.has_free_tree \
                 and pipeline.pending < ahead and len(trials) + pipeline.pending < state.trial_budget:
-            if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), self.base, spec.metric.lower_is_better):
+            if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), self.base, spec.lower_is_better):
                 as_stream(log).info(f"suite: nothing to gain: the prior predicted no value faster and none of "
                     f"{plural(len(trials), 'trial')} beat the project's own build by {100 * self.base.min_gain:.2f}%; "
                     "the search stops early (its time goes to the suite's other targets)")

@@ -19,6 +19,7 @@ from ..model.errors import CompileIQError, UsageError
 from ..project.file_api import CodeModel, Target, Toolchain
 from ..flags.fingerprint import FingerprintCache
 from ..flags import FlagSpace, family_for_compiler, load_space
+from ..measure.energy import EnergyMeter, NvmlEnergy, energy_meter
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, host_cpu, require_gpu, visible_gpus
 from ..search.landscape import Landscape
 from ..measure.runner import BenchCommand
@@ -113,6 +114,21 @@ def _check_arch_option(spec: TuneSpec, language: str) -> None:
                          "target (no CUDA sources); leave --cuda-arch out")
 
 
+def _energy_meter(spec: TuneSpec, language: str, placement: Placement | None, log: Log) -> EnergyMeter | None:
+    """The energy counter of the GPU the runs use (a co-objective; with --objective energy, the objective: a
+    clear refusal where it cannot be read). On a Ray cluster each GPU worker reads its own GPU's counter."""
+    if placement is not None:
+        return NvmlEnergy() if language == "CUDA" or spec.objective == "energy" else None
+    gpus = visible_gpus(spec.gpus) if language == "CUDA" or os.environ.get(SIMULATE_VARIABLE) else ()
+    meter, why = energy_meter(gpus[0] if gpus else None, language)
+    if meter is None and spec.objective == "energy":
+        raise UsageError(f"--objective energy cannot be measured here: {why}; tune with --objective time (the "
+                         "default; energy is then not reported either)")
+    if meter is None and language == "CUDA":
+        as_stream(log).note(f"energy per run is not measured: {why}")
+    return meter
+
+
 def _cuda_in_dependencies(model: CodeModel, target: Target) -> list[str]:
     return [d for d in target.dependencies if d in model.targets and model.targets[d].sources_in("CUDA")]
 
@@ -178,6 +194,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     device, capability, arch = host_cpu(), "", ""
     if language == "CUDA":
         arch, device, capability = _cuda_architecture(spec, own, target, log, placement)
+    meter = _energy_meter(spec, language, placement, log)
     step_cache, started = _step_cache(spec, language, settings.cuda_launcher, log)
     if started and tree_pool is not None:
         tree_pool.step_cache = step_cache  # the suite stops it when it ends
@@ -219,7 +236,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
                              artifacts=tuple(a.relative_to(trees[0].path) for a in target.artifacts
                                              if a.is_relative_to(trees[0].path))),
         devices=Devices(cuda_arch=arch, device=device, compute_capability=capability, gpus=gpus,
-                        monitor=GpuMonitor() if language == "CUDA" else None),
+                        monitor=GpuMonitor() if language == "CUDA" else None, meter=meter),
         code=replace(code, flags_sha256=first.decisions().flags_sha256),
         fingerprints=fingerprints, screen_kernels=screen_kernels, tools=tools,
         **({"cores": tree_pool.cores} if tree_pool is not None else {}),
@@ -354,6 +371,9 @@ def _device_link(spec: TuneSpec, target: Target, owner: str | None, space: FlagS
 def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
     """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU);
     --cuda-arch or a placement's architecture relabels it (simulated GPU types)."""
+    if spec.objective == "energy":
+        raise UsageError(f"--objective energy cannot be replayed: the landscape {spec.replay} records times, not "
+                         "the energy of runs; replay with --objective time (the default)")
     landscape = Landscape.load(spec.replay)
     meta = landscape.meta
     gpu = (meta.get("gpu") or {}).get("name") or "no GPU"

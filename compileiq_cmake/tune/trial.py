@@ -62,7 +62,7 @@ def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, f
     wall = build.seconds + (time.perf_counter() - start)
     return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
                  build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None),
-                 binary_bytes=build.binary_bytes)
+                 binary_bytes=build.binary_bytes, device_bytes=build.device_bytes)
 
 
 def typical_build(trials: dict[str, Trial]) -> float:
@@ -167,7 +167,7 @@ def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTre
     trial is compared with (the one of the GPU it ran on): the best so far is judged the same way.
     `may_extend(seconds)`: the time box, asked before each batch of more runs with what the batch will take."""
     spec = setup.spec
-    lower = spec.metric.lower_is_better
+    lower = spec.lower_is_better
     if not trial.valid:
         return trial
     baseline = base_of(trial)

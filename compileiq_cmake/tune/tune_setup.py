@@ -17,6 +17,7 @@ from ..execute.replay import ReplayRunner
 from ..execute.step_cache import StepCache
 from ..flags import FlagSpace
 from ..flags.fingerprint import FingerprintCache, find_tool
+from ..measure.energy import EnergyMeter
 from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.kernel_times import FileShare
 from ..measure.runner import BenchCommand
@@ -80,6 +81,7 @@ class Devices:
     compute_capability: str = ""
     monitor: GpuMonitor | None = None
     gpus: tuple[GpuSlot, ...] = ()
+    meter: EnergyMeter | None = None  # the GPU's energy counter (None: energy not measured)
 
 
 @dataclass(frozen=True)
@@ -192,4 +194,5 @@ class TuneSetup:
     def execution_plan(self) -> ExecutionPlan:
         """What an executor of this tune needs (execute.factory)."""
         return ExecutionPlan(spec=self.spec, bench=self.bench, build=None if self.replay else self.build_context,
-                             replay=self.replay, monitor=self.devices.monitor, gpus=self.devices.gpus, state_dir=self.state_dir)
+                             replay=self.replay, monitor=self.devices.monitor, gpus=self.devices.gpus, state_dir=self.state_dir,
+                             meter=self.devices.meter)

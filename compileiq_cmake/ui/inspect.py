@@ -151,22 +151,28 @@ def space_command(family: str | None, version: str, args: argparse.Namespace | N
 
 
 CSV_COLUMNS = ("target", "tune", "trial", "status", "flags", "workload", "median", "runs", "build_seconds",
-               "bench_seconds", "binary_bytes", "same_code_as", "gpu", "reason")
+               "bench_seconds", "binary_bytes", "device_bytes", "joules_median", "metric_median", "same_code_as", "gpu",
+               "reason")
 
 
 def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
-    """One row per trial and workload (a trial without measurements: one row, its workload empty)."""
+    """One row per trial and workload (a trial without measurements: one row, its workload empty). median: the
+    objective's values (the metric, or joules with --objective energy); joules_median: the GPU's energy per run
+    where measured; metric_median: the program's metric."""
     import csv
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for spec, trials in groups.items():
         for t in trials:
-            rows = [(" ".join(m.workload), f"{statistics.median(m.samples):.6g}" if m.samples else "", len(m.samples))
-                    for m in t.measurements] or [("", "", 0)]
-            for workload, median, runs in rows:
+            rows = [(" ".join(m.workload), f"{statistics.median(m.samples):.6g}" if m.samples else "", len(m.samples),
+                     f"{statistics.median(m.joules):.6g}" if m.joules else "",
+                     f"{m.metric_median:.6g}" if m.samples else "")
+                    for m in t.measurements] or [("", "", 0, "", "")]
+            for workload, median, runs, joules, metric in rows:
                 writer.writerow((names[spec], spec, t.index, t.status.value, " ".join(t.flagset.flags), workload, median,
                                  runs, f"{t.build_seconds:.3f}", f"{t.bench_seconds:.3f}", t.binary_bytes,
-                                 "" if t.same_code_as is None else t.same_code_as, t.gpu, " ".join(t.reason.split())))
+                                 t.device_bytes, joules, metric, "" if t.same_code_as is None else t.same_code_as,
+                                 t.gpu, " ".join(t.reason.split())))
 
 
 def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..model.errors import UsageError
-from ..model.spec import MetricSpec, TuneSpec
+from ..model.spec import OBJECTIVES, MetricSpec, TuneSpec
 from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS
 
 PROG = "compileiq-cmake"
@@ -100,6 +100,9 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-gain", type=float, default=None,
                    help="smallest re-measured gain that counts, e.g. 0.01 = 1%% (default: max(0.2%%, half the "
                    "baseline's run-to-run spread))")
+    p.add_argument("--objective", choices=OBJECTIVES, default="time",
+                   help="what the search minimizes: time (the metric, default) or energy (joules per run from the "
+                        "GPU's NVML counter; refused where it cannot be read); the other is reported per trial")
     p.add_argument("--max-compile-slowdown", type=float, default=None, metavar="X",
                    help="never write a flag set whose build took more than X times a typical build of this tune "
                    "(the median of its builds, the project's own flags' included), e.g. 2: device LTO can make large "
@@ -172,8 +175,10 @@ class _Parser(argparse.ArgumentParser):
             options = [t for t in unknown.split() if t.startswith("-")]
             hints = []
             for token in options:
-                close = difflib.get_close_matches(token.split("=")[0], self._options(), 1, 0.75)
-                hints.append(f"{token}: did you mean {close[0]}?" if close else "")
+                name = token.split("=")[0]
+                close = difflib.get_close_matches(name, self._options(), 1, 0.75)
+                hints.append(f"{name} is an option of another command, not of this one" if close and close[0] == name
+                             else f"{token}: did you mean {close[0]}?" if close else "")
             said = "; ".join(h for h in hints if h) or (
                 "a benchmark's own arguments go inside the quotes of --bench: --bench 'program --n 100'"
                 if options else "")
@@ -317,5 +322,6 @@ def _spec_from_args(args: argparse.Namespace):
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
         executor=args.executor, ray_address=args.ray_address, portable=args.portable, arch_scope=args.arch_scope,
         step_cache=args.step_cache, max_compile_slowdown=args.max_compile_slowdown,
+        objective=args.objective,
         json_summary=str(Path(args.json_summary).resolve()) if args.json_summary else None,
     )

@@ -1,0 +1,120 @@
+"""The energy of one benchmark run: the GPU's total-energy counter (NVML, millijoules since the driver loaded)
+read before and after the run, while the run holds its GPU (no other run of the tune or suite is on it).
+A run's energy is the whole GPU's for the run's wall time: its kernels, its copies, and the idle power while
+the program starts and ends; other processes on the same GPU count too.
+
+Without a GPU (tests, CI), COMPILEIQ_SIMULATE_ENERGY=<file> gives simulated GPUs a counter read from that file
+(a number of millijoules the test's benchmark program raises), as COMPILEIQ_SIMULATE_GPUS gives the GPUs."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from .gpu import SIMULATE_VARIABLE, GpuSlot
+
+SIMULATE_ENERGY_VARIABLE = "COMPILEIQ_SIMULATE_ENERGY"
+
+
+class EnergyMeter(Protocol):
+    """A counter of the energy a GPU used, in millijoules; None when it cannot be read now."""
+
+    def millijoules(self) -> float | None: ...
+
+    def describe(self) -> str: ...
+
+    def for_gpu(self, gpu: GpuSlot) -> "EnergyMeter": ...
+
+
+@dataclass
+class NvmlEnergy:
+    """NVML's total-energy counter of one GPU (Volta and later), by PCI bus id when known (NVML's indices
+    ignore CUDA_VISIBLE_DEVICES), else by index. Only the ids travel (Ray): the handle is taken where it is read."""
+
+    pci_bus_id: str = ""
+    ordinal: int = 0
+    _handle: object = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict:
+        return {"pci_bus_id": self.pci_bus_id, "ordinal": self.ordinal, "_handle": None}
+
+    def _nvml(self):
+        import pynvml  # noqa: PLC0415 (optional: nvidia-ml-py)
+
+        if self._handle is None:
+            pynvml.nvmlInit()
+            self._handle = (pynvml.nvmlDeviceGetHandleByPciBusId(self.pci_bus_id) if self.pci_bus_id
+                            else pynvml.nvmlDeviceGetHandleByIndex(self.ordinal))
+        return pynvml
+
+    def millijoules(self) -> float | None:
+        try:
+            return float(self._nvml().nvmlDeviceGetTotalEnergyConsumption(self._handle))
+        except Exception:  # the counter went away (driver reload): this run's energy is not known
+            return None
+
+    def describe(self) -> str:
+        return "NVML's total-energy counter of the GPU"
+
+    def for_gpu(self, gpu: GpuSlot) -> "NvmlEnergy":
+        return NvmlEnergy(gpu.pci_bus_id, gpu.ordinal)
+
+    def problem(self) -> str:
+        """Why this GPU's counter cannot be read ("" when it can)."""
+        try:
+            nv = self._nvml()
+        except ImportError:
+            return "NVML is not installed (pip install nvidia-ml-py, part of compileiq-cmake[gpu])"
+        except Exception as exc:
+            return f"NVML cannot open the GPU ({exc})"
+        try:
+            nv.nvmlDeviceGetTotalEnergyConsumption(self._handle)
+        except Exception as exc:
+            return f"this GPU has no total-energy counter NVML can read ({exc})"
+        return ""
+
+
+@dataclass(frozen=True)
+class SimulatedEnergy:
+    """A simulated GPU's counter: the number in a file (tests without a GPU)."""
+
+    path: Path
+
+    def millijoules(self) -> float | None:
+        try:
+            return float(self.path.read_text().strip() or 0)
+        except (OSError, ValueError):
+            return None
+
+    def describe(self) -> str:
+        return f"the simulated energy counter {self.path}"
+
+    def for_gpu(self, gpu: GpuSlot) -> "SimulatedEnergy":
+        return self  # one counter for the simulated GPUs
+
+
+def energy_meter(gpu: GpuSlot | None, language: str,
+                 environ: dict[str, str] | None = None) -> tuple[EnergyMeter | None, str]:
+    """The energy counter of the GPU a tune's runs use, or None and why not (one clause)."""
+    env = os.environ if environ is None else environ
+    simulated = env.get(SIMULATE_ENERGY_VARIABLE, "")
+    if simulated and env.get(SIMULATE_VARIABLE):
+        return SimulatedEnergy(Path(simulated)), ""
+    if language != "CUDA":
+        return None, (f"a {language} target's runs use the CPU, whose energy is not measured (the GPU's counter "
+                      "is what --objective energy reads)")
+    if gpu is not None and not gpu.pci_bus_id and env.get(SIMULATE_VARIABLE):
+        return None, "the GPUs are simulated (COMPILEIQ_SIMULATE_GPUS) and have no energy counter"
+    meter = NvmlEnergy(gpu.pci_bus_id if gpu is not None else "", gpu.ordinal if gpu is not None else 0)
+    problem = meter.problem()
+    return (None, problem) if problem else (meter, "")
+
+
+def joules_between(before: float | None, after: float | None) -> float | None:
+    """The energy between two readings of a counter, in joules; None when either is missing or the counter
+    went back (reset)."""
+    if before is None or after is None or after < before:
+        return None
+    return (after - before) / 1000.0
