@@ -83,7 +83,7 @@ class _Runner:
     def __init__(self, medians: dict[str, float], noise: float) -> None:
         import random
         self.medians, self.noise, self.rng = medians, noise, random.Random(1)
-        self.spec = SimpleNamespace(workloads=[()], metric=SimpleNamespace(lower_is_better=True), min_rounds=5,
+        self.spec = SimpleNamespace(workloads=[()], metric=SimpleNamespace(lower_is_better=True), lower_is_better=True, min_rounds=5,
                                     max_rounds=30)
 
     def run(self, tree, workload) -> RunResult:

@@ -452,7 +452,8 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     winner = Validation(FlagSet((), flags), (WorkloadComparison(("--size", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),),
                         1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="multi_bench", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
-        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), pass_regex="PASS", arch_scope="all")
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), pass_regex="PASS", arch_scope="all",
+        lower_is_better=True, objective="time")
     from compileiq_cmake.tune.tune_setup import CodeIdentity, Devices, ProjectModel
 
     setup = SimpleNamespace(spec=spec, bench=None, replay=None, tools=None,

@@ -224,7 +224,8 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
     winner = Validation(FlagSet((), flags),
                         (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
-        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), arch_scope="all", pass_regex="PASS")
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), arch_scope="all", pass_regex="PASS",
+        lower_is_better=True, objective="time")
     setup = SimpleNamespace(spec=spec, replay=None, bench=None, code=CodeIdentity(sources_sha256="ab" * 32),
                             project=ProjectModel(target=None, language="CXX", build_type="Release", toolchain=SimpleNamespace(
                                 compiler_id="GNU", version="12.2.0", path=GXX)),
@@ -265,7 +266,8 @@ esac
     winner = Validation(FlagSet((), flags),
                         (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
     spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
-        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=(), arch_scope="all", pass_regex="")
+        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=(), arch_scope="all", pass_regex="",
+        lower_is_better=True, objective="time")
     setup = SimpleNamespace(spec=spec, replay=None, bench=None, code=CodeIdentity(sources_sha256="ab" * 32),
                             project=ProjectModel(target=None, language="CXX", build_type="Release", toolchain=SimpleNamespace(
                                 compiler_id="GNU", version="12.2.0", path=str(gxx))),

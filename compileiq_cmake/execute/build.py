@@ -123,7 +123,8 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags, context.device_link)
     steps = [("prepare", time.perf_counter() - clock)]
     with (context.cores or CoreShare()).claim(context.trees) as jobs:  # (a fresh share: alone, every core)
-        result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout), stop=context.stop)
+        result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout), stop=context.stop,
+                            progress=as_stream(log).info if log is not None else None)  # long builds: objects done, ETA
     if not result.ok:
         return replace(result, steps=tuple(steps))
     clock = time.perf_counter()

@@ -45,8 +45,13 @@ class NvmlEnergy:
 
         if self._handle is None:
             pynvml.nvmlInit()
-            self._handle = (pynvml.nvmlDeviceGetHandleByPciBusId(self.pci_bus_id) if self.pci_bus_id
-                            else pynvml.nvmlDeviceGetHandleByIndex(self.ordinal))
+            if not self.pci_bus_id:
+                self._handle = pynvml.nvmlDeviceGetHandleByIndex(self.ordinal)
+            else:
+                try:
+                    self._handle = pynvml.nvmlDeviceGetHandleByPciBusId(self.pci_bus_id)
+                except TypeError:  # an nvidia-ml-py that wants bytes
+                    self._handle = pynvml.nvmlDeviceGetHandleByPciBusId(self.pci_bus_id.encode())
         return pynvml
 
     def millijoules(self) -> float | None:
