@@ -179,3 +179,50 @@ def test_device_code_bytes_are_the_fatbinary_sections_of_executables_objects_and
     assert 0 < plain < two and obj > 0 and lib == obj, (plain, two, obj, lib)
     assert device_code_bytes([tmp_path / "host", tmp_path / "k.cu", tmp_path / "nothing"]) == 0
     assert device_code_bytes([tmp_path / "plain", tmp_path / "libk.a"]) == plain + obj
+
+
+class _TickingGpu:
+    """A GPU whose energy counter steps every 0.1 s (as NVML's on the H200) on a fake clock: 80 W idle, 500 W
+    while a run is under way."""
+
+    ticks = True
+
+    def __init__(self, phase: float) -> None:
+        self.t, self.busy_until, self.energy_at = phase, -1.0, [(0.0, 0.0)]
+
+    def _energy(self, t: float) -> float:  # mJ used from 0 to t
+        idle, busy = 80.0, 500.0
+        busy_from = self.busy_until - 0.43
+        spent_busy = max(0.0, min(t, self.busy_until) - busy_from) if self.busy_until > 0 else 0.0
+        return (t - spent_busy) * idle * 1000 + spent_busy * busy * 1000
+
+    def millijoules(self) -> float:
+        return self._energy(int(self.t / 0.1 + 1e-9) * 0.1)
+
+    def clock(self) -> float:
+        return self.t
+
+    def sleep(self, dt: float) -> None:
+        self.t += dt
+
+    def run(self) -> str:
+        self.busy_until = self.t + 0.43
+        self.t = self.busy_until
+        return "ran"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("phase", [0.0, 0.031, 0.077, 0.0999])
+def test_an_aligned_energy_reading_is_the_runs_own_energy_whatever_the_counters_phase(phase):
+    """NVML's counter steps every 100 ms: read before and after, a 0.43 s run at 500 W (215 J) reads 215 J
+    +- one step (up to 50 J here); aligned to the steps, with the idle tail after the run taken out, it reads
+    215 J within 0.5 J, whatever the phase of the counter when the run starts."""
+    from compileiq_cmake.measure.energy import measure_run
+
+    gpu = _TickingGpu(phase)
+    result, joules, waited = measure_run(gpu, gpu.run, aligned=True, clock=gpu.clock, sleep=gpu.sleep)
+    assert result == "ran" and abs(joules - 215.0) < 0.5, joules
+    assert 0.0 < waited <= 0.31
+    gpu = _TickingGpu(phase + 1.0)
+    _, rough, waited = measure_run(gpu, gpu.run, aligned=False, clock=gpu.clock, sleep=gpu.sleep)
+    assert waited == 0.0 and abs(rough - 215.0) <= 50.0 + 1e-6

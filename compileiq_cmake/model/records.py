@@ -132,14 +132,16 @@ class Trial:
         return tuple(m.median for m in self.measurements)
 
     def joules_per_run(self) -> float | None:
-        """The geometric mean over the workloads of the median energy per run (joules); None unless every
-        workload's runs were measured."""
+        """The geometric mean over the workloads of the mean energy per run (joules); None unless every
+        workload's runs were measured. The mean, not the median: read before and after a run (a time tune), the
+        counter's 100 ms steps make each run's energy one of two values around the true one, at a phase that
+        differs from run to run, and only their mean converges to it."""
         if not self.measurements or not all(m.joules for m in self.measurements):
             return None
-        medians = [statistics.median(m.joules) for m in self.measurements]
-        if min(medians) <= 0:
+        means = [statistics.fmean(m.joules) for m in self.measurements]
+        if min(means) <= 0:
             return None
-        return statistics.geometric_mean(medians)
+        return statistics.geometric_mean(means)
 
     def metric_per_run(self) -> float | None:
         """The geometric mean over the workloads of the median metric (the program's own number)."""

@@ -31,7 +31,7 @@ import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from ..measure.bench import RunOutcome, run_benchmark, run_verify
-from ..measure.energy import EnergyMeter, energy_meter, joules_between
+from ..measure.energy import EnergyMeter, energy_meter, measure_run
 from ..measure.gpu import visible_gpus
 from ..measure.provenance import Provenance, collect
 from ..system.processes import run_process
@@ -251,10 +251,11 @@ def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
 
 def _run_measured(argv: list[str], tree: Path, bench: Benchmark, timeout: float,
                   meter: EnergyMeter | None) -> tuple[RunOutcome, float | None]:
-    """One run and, with a meter, the GPU's energy over it (joules; None when the counter could not be read)."""
-    before = meter.millijoules() if meter is not None else None
-    out = run_benchmark(argv, tree, bench.metric, bench.pass_regex, timeout)
-    return out, joules_between(before, meter.millijoules()) if meter is not None else None
+    """One run and, with a meter, the GPU's energy over it (joules, aligned to the counter's steps; None when
+    the counter could not be read)."""
+    out, joules, _ = measure_run(meter, lambda: run_benchmark(argv, tree, bench.metric, bench.pass_regex, timeout),
+                                 aligned=True)
+    return out, joules
 
 
 def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, rounds: int, min_gain: float | None,
