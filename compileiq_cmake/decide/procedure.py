@@ -132,6 +132,7 @@ def _decide(context: ValidationContext, build, runner: Measures, finalists: list
     if not accepted:
         return None, ()
     best = accepted[0]
+    log.phase("ablation")
     name = _result_name("ablation", best.flagset.key, min_gain, context.seed + 1)
     kept = store.load_ablation(name) if store is not None else None
     if kept is not None:
@@ -161,6 +162,7 @@ def _decide(context: ValidationContext, build, runner: Measures, finalists: list
             winner = final
         else:
             log.info("the minimal set did not validate; keeping the full validated winner", stage="finalists")
+    log.phase("confirmation")
     confirmed = _confirmed(context, build, runner, winner, log, store, limits)
     return confirmed, contributions if confirmed is not None else ()
 

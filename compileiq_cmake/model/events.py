@@ -63,6 +63,9 @@ class Event:
 Subscriber = Callable[[Event], None]
 
 
+PHASES = ("setup", "baseline", "search", "validation", "ablation", "confirmation", "publish")
+
+
 class EventStream:
     """Fan-out of events to subscribers, safe to call from worker threads. Callable with a line (the former
     `log(str)` interface): a "compileiq: note: ..." / "compileiq: warning: ..." line becomes that kind."""
@@ -117,6 +120,12 @@ class EventStream:
 
     def detail(self, text: str, *, stage: str = "", **data: Any) -> Event:
         return self._make("detail", text, stage, data)
+
+    def phase(self, name: str) -> Event:
+        """The start of one phase of a tune's time (setup, baseline, search, validation, ablation, confirmation,
+        publish: PHASES), as a detail event whose data names it: a suite reads from them where each target's
+        seconds went."""
+        return self._make("detail", f"phase: {name}", "", {"phase": name})
 
     def stage_result(self, stage: str, text: str, **data: Any) -> Event:
         return self._make("stage", text, stage, data)

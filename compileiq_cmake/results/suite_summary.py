@@ -4,8 +4,8 @@ Schema "compileiq-suite/1":
 
     schema, tool_version, suite (the suite file), date, time_limit (null: none), wall_seconds
     targets: [{target, status, reason, speedup, ci: [low, high], flags, trials, seconds, allotted, language,
-               resumed, device_seconds, waited_seconds, stages: {"setup and baseline", "search", "finalists",
-               "publish": seconds, those it reached}}]   status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
+               resumed, device_seconds, waited_seconds, stages: {"setup", "baseline", "search", "validation",
+               "ablation", "confirmation", "publish": seconds, those it reached}}]   status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
                winner's interleaved re-measurement (null when no entry was written)
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)

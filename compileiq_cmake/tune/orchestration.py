@@ -182,6 +182,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
     was = stream.stage
     try:
         stream.stage = "baseline"
+        stream.phase("baseline")
         try:
             base = Baseline(setup, executor, store, stream, budget).run()
         except TimeTooShort as exc:
@@ -196,6 +197,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
         setup = focus.with_focus(setup, base.runner, stream)  # a target of many files: its hot files' flags
         stream.stage = "search"
+        stream.phase("search")
         use = prior_use.prepare(setup, store, base, stream)
         bank = Bank(setup, executor, store, stream, base, budget, BankWrite(setup, stream), Bank.restored(store))
         if bank.banked is not None:
@@ -203,10 +205,12 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
                         "earlier run of this tune: restored", stage="search")
         search = SearchLoop(setup, executor, store, stream, started, base, budget, use.prior, bank).run()
         stream.stage = "finalists"
+        stream.phase("validation")
         decision = Finalists(setup, executor, store, stream, base, search.trials, budget, bank.banked).run()
         budget.check()  # an interrupt during the finalists: nothing is written after it
         prior_use.learn(setup, use, search.trials, base, store, stream)
         stream.stage = "publish"
+        stream.phase("publish")
         result = Publish(setup, store, stream, started, base, search, decision, recorder, budget).run()
         store.save_result(BOX_RESULT, budget.record(finished=True))
         return result

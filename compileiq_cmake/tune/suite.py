@@ -43,7 +43,7 @@ from ..model.errors import CompileIQError, UsageError
 from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
 from ..measure.gpu import visible_gpus
-from ..model.events import Event, EventStream, Log, PriorPrediction, SearchProgress, as_stream
+from ..model.events import PHASES, Event, EventStream, Log, PriorPrediction, SearchProgress, as_stream
 from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
 from ..model.timebox import Stop
@@ -308,8 +308,9 @@ class _SuiteRun:
                            workers=max(1, math.ceil(spec.workers / self.jobs)))
             target_log = _target_stream(self.stream, target.name, self.scheduler)
         t0, wall0 = time.perf_counter(), time.time()
-        ends: dict[str, float] = {}  # each stage's first result: when it ended (Event.at)
-        target_log.subscribe(lambda e: ends.setdefault(e.stage, e.at) if e.kind == "stage" else None)
+        starts: dict[str, float] = {}  # when each phase of its time began (Event.at of its first mark)
+        target_log.subscribe(lambda e: starts.setdefault(e.data["phase"], e.at)
+                             if e.kind == "detail" and "phase" in e.data else None)
         deadline = self.started + self.time_limit if self.time_limit else math.inf  # no target outlives the box
         try:
             result = tune_on_cluster(spec, target_log, self.cluster, lease, self.tree_pool, self.stop, deadline)[0] \
@@ -326,29 +327,21 @@ class _SuiteRun:
         outcome = replace(outcome, started=round(t0 - self.started, 3),
                           device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
                           waited_seconds=round(self.scheduler.slots.waited(target.name), 3),
-                          stages=_stage_seconds(ends, wall0, time.time()))
+                          stages=_stage_seconds(starts, wall0, time.time()))
         with self.saving:
             self.outcomes[target.name] = outcome
             self.finished[target.name] = outcome
             _save_state(self.state, self.finished, self.stamp)
 
 
-STAGES = (("setup and baseline", "baseline"), ("search", "search"), ("finalists", "finalists"), ("publish", "publish"))
-
-
-def _stage_seconds(ends: dict[str, float], start: float, end: float) -> dict[str, float]:
-    """Seconds per stage of one target's tune from when each stage's result came (time.time()): setup and
-    baseline up to the baseline's result, then search, finalists and publish; the last one reached runs to
-    `end` (a failed or skipped target stops where it stopped)."""
-    out: dict[str, float] = {}
-    last = start
-    for label, stage in STAGES:
-        if stage not in ends:
-            out[label] = round(max(0.0, end - last), 3)
-            break
-        out[label] = round(max(0.0, ends[stage] - last), 3)
-        last = ends[stage]
-    return out
+def _stage_seconds(starts: dict[str, float], start: float, end: float) -> dict[str, float]:
+    """Seconds per phase of one target's tune (model.events.PHASES) from when each began (time.time()): setup
+    from the target's start to the first phase mark, then each phase it reached up to the next one's start;
+    the last runs to `end` (a failed or skipped target stops where it stopped). Waiting for a suite's slots
+    is inside these (said apart: TargetOutcome.waited_seconds)."""
+    marks = sorted((at, name) for name, at in starts.items() if name in PHASES)
+    bounds = [(start, "setup"), *marks, (end, "")]
+    return {name: round(max(0.0, nxt - at), 3) for (at, name), (nxt, _) in zip(bounds, bounds[1:])}
 
 
 def _summarize(suite: Suite, rows: list[TargetOutcome], run: _SuiteRun, build_dir: Path, report_dir: Path | None,

@@ -34,7 +34,8 @@ class TargetOutcome:
     resumed: bool = False  # kept from an earlier run of the same suite
     device_seconds: float = 0.0  # targets in flight together: the seconds its runs held a GPU (or the host)
     waited_seconds: float = 0.0  # seconds it waited for slots other targets held (not charged to its share)
-    # where its seconds went, by stage: "setup and baseline", "search", "finalists", "publish" (those it reached)
+    # where its seconds went, by phase (model.events.PHASES: setup, baseline, search, validation, ablation,
+    # confirmation, publish; those it reached)
     stages: dict[str, float] = field(default_factory=dict)
     started: float = 0.0  # seconds after the suite's start when its tune began (the suite's overhead: none ran)
 
