@@ -3,6 +3,7 @@
 # in the same box by one variant per call (a call is 10 minutes at most):
 #   cache    today's code, the variant trees compiling through the compile-step cache (the default)
 #   nocache  today's code with --no-step-cache
+#   jobs4    today's code with the cache and --suite-jobs 4 (four targets in flight instead of the default two)
 #   old      the code of an earlier commit, unpacked into .old/src (git archive <commit> | tar -x -C .old/src),
 #            installed apart (the comparison "against the code before this work")
 #   bash benchmarks/device/h200_suite_cache.sh <variant> <box seconds>
@@ -20,6 +21,7 @@ else
   python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
 fi
 extra=(); [ "$variant" = nocache ] && extra=(--no-step-cache)
+[ "$variant" = jobs4 ] && extra=(--suite-jobs 4)
 raw=/tmp/sc-raw/suite-$variant; rm -rf /tmp/sc-raw /tmp/s; mkdir -p "$raw" /tmp/s
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   nvcc --version | tail -2; cmake --version | head -1; sccache --version; nproc; date -u
