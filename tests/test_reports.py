@@ -19,7 +19,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sa
 KEYS = {"prior", "schema", "tool_version", "target", "language", "arch", "device", "compute_capability", "compiler",
         "build_type", "source_dir", "build_dir", "date", "executor", "gpus", "replay", "settings", "metric",
         "workloads", "baseline", "min_gain", "winner", "finalists", "confirmations", "ablation", "flag_effects",
-        "trials", "notes", "toml", "timings", "per_file", "events"}
+        "trials", "notes", "toml", "timings", "per_file", "events", "objective"}
 
 
 @pytest.fixture(scope="module")

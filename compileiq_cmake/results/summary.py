@@ -7,6 +7,7 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
     source_dir, build_dir, date (UTC, ISO 8601), executor, gpus ([label]), replay (bool)
     settings: {budget, seed, workers, repeats, max_repeats, warmup, min_rounds, max_rounds, time_limit}
     metric: {name, pattern, lower_is_better}; workloads: [[arg, ...]]
+    objective: "time" (speedups are the metric's) or "energy" (speedups are energy gains: joules per run)
     baseline: {medians: [per workload], noise (relative spread of its runs), paired (bool)}
     min_gain: the smallest gain that counted (fraction)
     winner: null | {flags, speedup, ci: [low, high], workloads: [{workload, speedup, ci, p_value}], source}
@@ -18,8 +19,11 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
     ablation: [{dimension, flags, speedup, ci, kept, reason}]        (speedup of keeping each flag)
     flag_effects: [{flag, speedup, ci, trials_with}]                 (least squares over valid trials)
     trials: [{index, flags, status, reason, speedup, ci, medians, gpu, same_code_as, build_seconds,
-              bench_seconds, wall_seconds, throttled, kernels: [{name, registers, spill_bytes,
-              shared_bytes, instructions}]}]
+              bench_seconds, wall_seconds, binary_bytes, device_bytes, energy_joules, metric_cost, throttled,
+              kernels: [{name, registers, spill_bytes, shared_bytes, instructions}]}]
+            binary_bytes / device_bytes: the tuned target's files and the device code in them (0: not known);
+            energy_joules: the GPU's energy per run (mean of its runs, geometric mean over workloads; null:
+            not measured); metric_cost: with --objective energy the metric as a cost (1/metric for a rate)
             speedup: as the console prints it (per workload the ratio of medians, or the median of paired
             ratios; geometric mean over workloads) against the baseline of the GPU the trial ran on;
             ci: 95% interval of the geometric-mean ratio (Welch on log values; paired t for paired runs);
