@@ -82,12 +82,13 @@ def test_a_focus_trial_of_a_60_file_target_rebuilds_only_its_hot_files(tmp_path,
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "1")  # the tune's runs need no GPU here
     proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "many_bench", "--bench", "many_bench",
                    "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--cuda-arch", "90", "--budget", "4",
-                   "--workers", "1", "--exclude-flags", "device_lto", "--max-rounds", "6", "--no-prior")
+                   "--workers", "3", "--exclude-flags", "device_lto", "--max-rounds", "6", "--no-prior")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert f"static screening skipped: many_bench compiles {FILES + 1} CUDA files" in out
     assert f"hot-file focus: many_bench compiles {FILES + 1} CUDA files; 90% of the benchmark's kernel time is in " \
            "src/k07.cu 60%, src/k23.cu 30%" in out, out[-3000:]
+    assert f"2 trials in flight instead of 3 (--workers): a variant tree's first build compiles all {FILES + 1} files" in out
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
     searched = [t for t in trials if t["flags"]]
     assert searched and all(f.startswith(("[src/k07.cu]", "[src/k23.cu]")) for t in searched for f in t["flags"])

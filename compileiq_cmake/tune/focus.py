@@ -25,6 +25,9 @@ from .tune_setup import Focus, TuneSetup
 
 FOCUS_FILES = 24  # a CUDA target of at least this many files is tuned on its hot files
 COVER, MOST, LEAST = 0.9, 4, 0.05
+# trials in flight under the focus: each variant tree's first build compiles every file of the target (on the
+# H200, 9 trees' first builds of a 125-file library ate a 150 s box), a later one the hot files only
+FOCUS_WORKERS = 2
 
 
 def wanted(setup: TuneSetup) -> bool:
@@ -81,6 +84,7 @@ def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:
             continue
         values = tuple(tuple(build_flags.source_token(f.path, t) for f in files for t in value) for value in d.values)
         dims.append(replace(d, values=values))
+    workers = min(setup.spec.workers, FOCUS_WORKERS)
     space = replace(setup.space, dimensions=tuple(dims),
                     dropped=setup.space.dropped + tuple(f"{name}: the hot-file focus tunes files, not the target's "
                                                         "device link" for name in left_out))
@@ -88,6 +92,8 @@ def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:
                 f"time is in {', '.join(f'{f.path} {100 * f.share:.0f}%' for f in files)} (CUPTI, one run per workload "
                 f"of the project's own build): their flags are tuned (per file, scoped to {target}), and a trial "
                 "rebuilds those files and relinks"
-                + (f"; left out: {', '.join(left_out)} (the whole target's device link)" if left_out else ""),
+                + (f"; left out: {', '.join(left_out)} (the whole target's device link)" if left_out else "")
+                + (f"; {workers} trials in flight instead of {setup.spec.workers} (--workers): a variant tree's first "
+                   f"build compiles all {n} files" if workers < setup.spec.workers else ""),
                 stage="focus", focus=focus.as_dict())
-    return replace(setup, space=space, focus=focus)
+    return replace(setup, spec=replace(setup.spec, workers=workers), space=space, focus=focus)
