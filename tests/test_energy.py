@@ -18,7 +18,7 @@ from conftest import HAVE_NVCC, PROJECTS, configure, one_line_error
 
 ENERGY_SIM = PROJECTS / "energy_sim"
 TUNE = ("--target", "energy_sim", "--bench", "energy_sim", "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS",
-        "--include-flags", "fast_math", "--include-flags", "no_math_errno", "--no-prior", "--budget", "4",
+        "--include-flags", "fast_math", "--include-flags", "no_math_errno", "--budget", "4",
         "--min-gain", "0.05")
 
 
@@ -95,8 +95,9 @@ def test_time_and_energy_objectives_choose_different_winners(tmp_path):
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     counter = tmp_path / "counter"
     counter.write_text("0\n")
-    env = {"COMPILEIQ_SIMULATE_GPUS": "1", "COMPILEIQ_SIMULATE_ENERGY": str(counter)}
-    timed = _cli("tune", "-S", str(src), "-B", str(build), *TUNE, "--output", str(tmp_path / "time.toml"),
+    env = {"COMPILEIQ_SIMULATE_GPUS": "1", "COMPILEIQ_SIMULATE_ENERGY": str(counter),
+           "COMPILEIQ_CACHE_DIR": str(tmp_path / "cache"), "COMPILEIQ_NO_LEARN": ""}
+    timed = _cli("tune", "-S", str(src), "-B", str(build), *TUNE, "--no-prior", "--output", str(tmp_path / "time.toml"),
                  "--json-summary", str(tmp_path / "time.json"), env=env, cwd=tmp_path)
     assert timed.returncode == 0, (timed.stdout + timed.stderr)[-3000:]
     (entry,) = read_entries(tmp_path / "time.toml")
@@ -107,12 +108,16 @@ def test_time_and_energy_objectives_choose_different_winners(tmp_path):
     by_flags = {tuple(t["flags"]): t for t in valid}
     assert 0.9 < by_flags[()]["energy_joules"] < 1.1, by_flags[()]
     assert 1.35 < by_flags[("-ffast-math",)]["energy_joules"] < 1.65
+    learned = sorted((tmp_path / "cache").glob("prior/**/*.json"))  # what the time tune added to the prior data
     energy = _cli("tune", "-S", str(src), "-B", str(build), *TUNE, "--objective", "energy",
                   "--output", str(src / "compileiq.toml"), "--json-summary", str(tmp_path / "energy.json"), env=env,
                   cwd=tmp_path)
     out = energy.stdout + energy.stderr
     assert energy.returncode == 0, out[-3000:]
     assert "joules per run" in out, out[-3000:]
+    # the prior predicts time: an energy tune orders its search by it but adds nothing to the local prior data
+    assert "it measured energy, and the prior predicts time" in out, out[-3000:]
+    assert sorted((tmp_path / "cache").glob("prior/**/*.json")) == learned  # the time tune's only
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.flags == ("-fno-math-errno",) and entry.objective == "energy", entry
     assert 0.9 < entry.baseline[0] < 1.1 and 0.6 < entry.tuned[0] < 0.8 and 1.3 < entry.speedup < 1.55, entry

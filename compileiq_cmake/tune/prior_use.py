@@ -177,6 +177,10 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
         store.save_result("prior", doc)
     if use.features is None or setup.replay is not None:
         return
+    if setup.spec.objective != "time":  # the prior predicts speedups: an energy tune's gains are not those
+        as_stream(log).info("prior: this tune's results were not added to your local prior data: it measured energy, "
+            "and the prior predicts time")
+        return
     if not setup.spec.learn or learning_off():
         as_stream(log).info("prior: this tune's results were not added to your local prior data (--no-learn or "
             "COMPILEIQ_NO_LEARN)")
