@@ -70,7 +70,7 @@ def test_a_suite_tunes_its_targets_in_one_command_into_one_toml_summary_and_repo
     assert {e["target"] for e in entries} == {t["target"] for t in ran if t["status"] == "tuned"}
     busy = max(t["started"] + t["seconds"] for t in ran) - min(t["started"] for t in ran)  # they overlap here
     assert 0 <= doc["overhead_seconds"] <= doc["wall_seconds"] - busy + 0.01, doc  # the suite's own seconds
-    assert all(t["started"] >= 0 for t in ran) and ran[0]["started"] != ran[1]["started"]
+    assert all(0 <= t["started"] <= doc["wall_seconds"] for t in ran)  # (two in flight may start in the same ms)
     html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()
     assert 'id="targets"' in html and "<code>bs</code>" in html and "excluded" in html
     assert "setup " in html and "baseline " in html and "validation " in html and 'id="overhead"' in html
