@@ -121,6 +121,8 @@ def test_time_and_energy_objectives_choose_different_winners(tmp_path):
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.flags == ("-fno-math-errno",) and entry.objective == "energy", entry
     assert 0.9 < entry.baseline[0] < 1.1 and 0.6 < entry.tuned[0] < 0.8 and 1.3 < entry.speedup < 1.55, entry
+    shown = _cli("show", str(src / "compileiq.toml"), env=env, cwd=tmp_path).stdout
+    assert "energy gain:" in shown and "joules per run" in shown and " J\n" in shown, shown
     doc = json.loads((tmp_path / "energy.json").read_text())
     trial = next(t for t in doc["trials"] if t["flags"] == ["-fno-math-errno"])
     assert 8.5 < trial["metric_cost"] < 9.5 and 0.6 < trial["energy_joules"] < 0.8, trial
@@ -184,6 +186,20 @@ def test_device_code_bytes_are_the_fatbinary_sections_of_executables_objects_and
     assert 0 < plain < two and obj > 0 and lib == obj, (plain, two, obj, lib)
     assert device_code_bytes([tmp_path / "host", tmp_path / "k.cu", tmp_path / "nothing"]) == 0
     assert device_code_bytes([tmp_path / "plain", tmp_path / "libk.a"]) == plain + obj
+    # linked with relocatable device code, an executable keeps each object's __nv_relfatbin beside its linked
+    # .nv_fatbin: only the code it loads counts
+    (tmp_path / "main.cu").write_text("__global__ void k(float*, int);\nint main() { k<<<1, 32>>>(nullptr, 0); "
+                                      "return 0; }\n")
+    (tmp_path / "k2.cu").write_text(cu.read_text().replace("int main() { k<<<1, 32>>>(nullptr, 0); return 0; }\n", ""))
+    nvcc("-rdc=true", "-o", "rdc", "main.cu", "k2.cu")
+    sections = subprocess.run(["readelf", "-S", "-W", str(tmp_path / "rdc")], capture_output=True, text=True).stdout
+    sizes = {}
+    for line in sections.splitlines():  # "  [17] .nv_fatbin  PROGBITS  <address> <offset> <size> ..."
+        fields = line.split("]", 1)[1].split() if line.strip().startswith("[") and "]" in line else []
+        if len(fields) > 4 and "fatbin" in fields[0]:
+            sizes[fields[0]] = int(fields[4], 16)
+    assert sizes.get("__nv_relfatbin", 0) > 0, sections
+    assert device_code_bytes([tmp_path / "rdc"]) == sizes[".nv_fatbin"], (sizes, device_code_bytes([tmp_path / "rdc"]))
 
 
 class _TickingGpu:

@@ -152,3 +152,32 @@ def test_a_compile_of_lto_ir_bypasses_sccache_which_cannot_split_it(tmp_path):
         assert compiled >= 1, (before, after)  # the sm_90 compile went through the cache
     finally:
         cache.stop()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("words, bypassed", [
+    (["nvcc", "--generate-code=arch=compute_90,code=[compute_90,lto_90]", "-c", "a.cu"], True),
+    (["nvcc", "-gencode", "arch=compute_90,code=lto_90", "-c", "a.cu"], True),
+    (["nvcc", "-arch=lto_90a", "-c", "a.cu"], True),
+    (["nvcc", "-arch", "lto_90", "-c", "a.cu"], True),
+    (["nvcc", "-dlto", "-c", "a.cu"], True),
+    (["nvcc", "--dlink-time-opt", "-c", "a.cu"], True),
+    (["nvcc", "--generate-code=arch=compute_90,code=[compute_90,sm_90]", "-c", "lto_particles/a.cu"], False),
+    (["nvcc", "-Xptxas=-O1", "-c", "a.cu"], False),
+])
+def test_the_launcher_script_hands_every_compile_but_those_of_lto_ir_to_sccache(tmp_path, words, bypassed):
+    """The forms CMake and projects write for LTO IR run as is; everything else (a path that merely holds
+    'lto_' included) goes through sccache (here a stub that says it was called)."""
+    import subprocess
+
+    cache = StepCache("unused", tmp_path / "cache")
+    cache.write_script()
+    stub = tmp_path / "sccache-stub"
+    stub.write_text('#!/bin/sh\necho "through sccache: $*"\n')
+    stub.chmod(0o755)
+    compiler = tmp_path / "nvcc"
+    compiler.write_text('#!/bin/sh\necho "as is: $*"\n')
+    compiler.chmod(0o755)
+    out = subprocess.run(["sh", str(cache.script), str(stub), str(compiler), *words[1:]], capture_output=True,
+                         text=True, timeout=30).stdout
+    assert out.startswith("as is:" if bypassed else "through sccache:"), out

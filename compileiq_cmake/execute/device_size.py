@@ -9,15 +9,20 @@ import struct
 from pathlib import Path
 
 FATBIN_SECTIONS = (b".nv_fatbin", b"__nv_relfatbin")
+_ET_REL = 1  # a relocatable object: its __nv_relfatbin is its device code; a linked file's copy of them is not
 _ELF_MAGIC = b"\x7fELF"
 _AR_MAGIC = b"!<arch>\n"
 _SHT_NOBITS = 8
 
 
 def _elf_fatbin(data: bytes) -> int:
-    """The bytes of fatbinary sections in one 64-bit little-endian ELF file (0 for anything else)."""
+    """The bytes of fatbinary sections in one 64-bit little-endian ELF file (0 for anything else): an object's
+    `.nv_fatbin` and `__nv_relfatbin`; a linked executable's or library's `.nv_fatbin` only (linked with
+    relocatable device code it also keeps each object's `__nv_relfatbin`, which is never loaded)."""
     if len(data) < 64 or data[:4] != _ELF_MAGIC or data[4] != 2 or data[5] != 1:
         return 0
+    e_type, = struct.unpack_from("<H", data, 0x10)
+    counted = FATBIN_SECTIONS if e_type == _ET_REL else FATBIN_SECTIONS[:1]
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     if not shoff or shentsize < 64 or shstrndx >= shnum or shoff + shnum * shentsize > len(data):
@@ -33,7 +38,7 @@ def _elf_fatbin(data: bytes) -> int:
     for i in range(shnum):
         name, kind, _, size = header(i)
         end = names.find(b"\0", name)
-        if kind != _SHT_NOBITS and names[name:end if end >= 0 else None] in FATBIN_SECTIONS:
+        if kind != _SHT_NOBITS and names[name:end if end >= 0 else None] in counted:
             total += size
     return total
 

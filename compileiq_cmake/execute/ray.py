@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError, UsageError
-from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu
+from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, visible_gpus
 from ..measure.runner import RunResult, Runner, Workload
 from .executor import ExecutionPlan, Executor, WorkerLost
 from ..model.records import BuildResult, FlagSet
@@ -95,8 +95,11 @@ class GpuWorker:
         pid file and GPU monitor."""
         pid_file = Path(tempfile.gettempdir()) / f"compileiq-bench-{os.getpid()}.pid"
         simulated = bool(os.environ.get(SIMULATE_VARIABLE))
-        here = GpuSlot(int(self.device) if self.device.isdigit() else 0, self.device, "worker GPU")
-        meter = runner.meter if simulated or runner.meter is None else runner.meter.for_gpu(here)
+        here = GpuSlot(0, self.device, "worker GPU")
+        meter = runner.meter
+        if meter is not None and not simulated:  # the GPU this worker's CUDA_VISIBLE_DEVICES names, by PCI bus id
+            seen = visible_gpus(None)
+            meter = meter.for_gpu(seen[0]) if seen else None
         self.runner = replace(runner, gpu=here, pid_file=pid_file, monitor=None if simulated else GpuMonitor(),
                               meter=meter)
 

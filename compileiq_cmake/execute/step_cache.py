@@ -40,7 +40,7 @@ LAUNCH_SCRIPT = """#!/bin/sh
 sccache=$1
 shift
 case " $* " in
-  *=lto_[0-9]*|*,lto_[0-9]*|*\\[lto_[0-9]*) exec "$@" ;;
+  *=lto_[0-9]*|*,lto_[0-9]*|*\\[lto_[0-9]*|*" lto_"[0-9]*|*" -dlto "*|*" --dlink-time-opt "*) exec "$@" ;;
 esac
 exec "$sccache" "$@"
 """
@@ -97,9 +97,10 @@ class StepCache:
         if self.script.is_file() and self.script.read_text() == LAUNCH_SCRIPT:
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        temp = self.script.with_name(f".launch-{os.getpid()}.sh")
-        temp.write_text(LAUNCH_SCRIPT)
-        temp.replace(self.script)  # whole or not at all: another tune of the same build may read it now
+        fd, temp = tempfile.mkstemp(prefix=".launch-", suffix=".sh", dir=self.directory)  # one per writer (threads)
+        with os.fdopen(fd, "w") as f:
+            f.write(LAUNCH_SCRIPT)
+        os.replace(temp, self.script)  # whole or not at all: another tune of the same build may read it now
 
     def _run(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
         env = {**os.environ, **self.environment}

@@ -187,12 +187,16 @@ class Runner:
             except OSError as exc:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         argv = self.bench.for_tree(tree, workload)
-        with self.holding():  # the energy counter is read while the run holds its GPU
-            outcome, joules, waited = measure_run(
-                self.meter, lambda: run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout,
-                                                  self.pid_file, self.env, self.stop),
-                aligned=spec.objective == "energy")
-        outcome = replace(outcome, seconds=outcome.seconds + waited) if waited else outcome
+        energy = spec.objective == "energy"
+        for attempt in range(2 if energy else 1):  # a counter that could not be read: the run once more
+            with self.holding():  # the energy counter is read while the run holds its GPU
+                outcome, joules, waited = measure_run(
+                    self.meter, lambda: run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout,
+                                                      self.pid_file, self.env, self.stop),
+                    aligned=energy)
+            outcome = replace(outcome, seconds=outcome.seconds + waited) if waited else outcome
+            if joules is not None or outcome.status is not Status.OK:
+                break
         if outcome.status is Status.CANCELLED:  # says nothing of the build: no failure log
             return RunResult(Status.CANCELLED, outcome.reason, seconds=outcome.seconds)
         if outcome.status is not Status.OK:
@@ -219,7 +223,8 @@ class Runner:
         if spec.objective == "energy":
             if joules is None:
                 return RunResult(Status.METRIC_MISSING, f"the GPU's energy counter could not be read around the "
-                                 f"run{where}", seconds=outcome.seconds, warnings=outcome.warnings)
+                                 f"run{where} (twice): {self.meter.describe() if self.meter else 'no counter'}",
+                                 seconds=outcome.seconds, warnings=outcome.warnings)
             value = joules
         return RunResult(Status.OK, "", value, outcome.seconds, numbers, outcome.printed,
                          bool(state and state.throttled), outcome.warnings, joules=joules, metric=outcome.value)

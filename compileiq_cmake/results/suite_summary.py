@@ -7,7 +7,10 @@ Schema "compileiq-suite/1":
                resumed, device_seconds, waited_seconds, stages: {"setup", "baseline", "search", "validation",
                "ablation", "confirmation", "publish": seconds, those it reached}}]   status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
                winner's interleaved re-measurement (null when no entry was written)
-    geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran
+    geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran; only targets
+               tuned for time (a target's objective: "time" or "energy", whose speedup is an energy gain)
+    geomean_energy_gain: the same over the targets tuned with --objective energy (null: none); the table marks
+               their gains with E
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
     seconds: {target: seconds spent}
     overhead_seconds: the suite's own seconds (wall time while no target of this run was tuned)
@@ -38,12 +41,18 @@ def build(suite, outcomes, time_limit: float | None, wall_seconds: float, shared
     (or the host's) busy seconds and idle share of the wall time."""
     rows = [{**asdict(o), "ci": list(o.ci) if o.ci else None, "flags": list(o.flags)} for o in outcomes]
     ran = [o for o in outcomes if o.status in ("tuned", "unchanged", "no gain")]
-    speedups = [o.speedup if o.status in ("tuned", "unchanged") and o.speedup else 1.0 for o in ran]
+
+    def gains(objective: str) -> list[float]:
+        return [o.speedup if o.status in ("tuned", "unchanged") and o.speedup else 1.0 for o in ran
+                if getattr(o, "objective", "time") == objective]
+
+    speedups, energy = gains("time"), gains("energy")  # an energy gain is no speedup: each its own mean
     return finite({
         "schema": SCHEMA, "tool_version": __version__, "suite": str(suite.path),
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "time_limit": time_limit, "wall_seconds": round(wall_seconds, 3), "targets": rows,
         "geomean_speedup": math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None,
+        "geomean_energy_gain": math.exp(sum(math.log(s) for s in energy) / len(energy)) if energy else None,
         "wins": sum(1 for o in outcomes if o.status in ("tuned", "unchanged")),
         "ties": sum(1 for o in outcomes if o.status == "no gain"),
         "losses": sum(1 for o in outcomes if o.status in ("failed", "skipped")),
@@ -72,10 +81,12 @@ def table(doc: dict) -> list[str]:
     lines = ["", f"suite: {len(doc['targets'])} targets in {doc['wall_seconds']:.1f} s"
              + (f" (--time-limit {doc['time_limit']:g} s)" if doc["time_limit"] else "")
              + f": {doc['wins']} tuned (or unchanged since their entry), {doc['ties']} without a gain, {doc['losses']} failed or skipped"
-             + (f"; geometric mean speedup {doc['geomean_speedup']:.3f}x" if doc["geomean_speedup"] else ""),
+             + (f"; geometric mean speedup {doc['geomean_speedup']:.3f}x" if doc["geomean_speedup"] else "")
+             + (f"; geometric mean energy gain {doc['geomean_energy_gain']:.3f}x (--objective energy)"
+                if doc.get("geomean_energy_gain") else ""),
              f"  {'target':<24} {'status':<9} {'speedup':>8}  {'trials':>6} {'seconds':>8}  flags / why"]
     for t in doc["targets"]:
-        speed = f"{t['speedup']:.3f}x" if t["speedup"] else "-"
+        speed = (f"{t['speedup']:.3f}x" + ("E" if t.get("objective") == "energy" else "")) if t["speedup"] else "-"
         why = " ".join(t["flags"]) if t["flags"] else t["reason"]
         lines.append(f"  {t['target']:<24} {t['status']:<9} {speed:>8}  {t['trials']:>6} {t['seconds']:>8.1f}  {why}"
                      + ("  (earlier run)" if t["resumed"] else ""))

@@ -160,7 +160,7 @@ def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | No
                      "max_rounds": spec.max_rounds, "time_limit": spec.time_limit,
                      "per_file_budget": spec.per_file_budget},
         "metric": {"name": spec.metric.name, "pattern": spec.metric.label,
-                   "lower_is_better": spec.lower_is_better},
+                   "lower_is_better": spec.metric.lower_is_better},
         "objective": spec.objective,
         "workloads": [list(x) for x in spec.workloads],
         "baseline": {"medians": list(result.baseline.medians()), "noise": noise, "paired": paired},

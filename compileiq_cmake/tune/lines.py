@@ -109,7 +109,7 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         + f"; > 1 is {'less energy' if energy else 'faster'}. median: the trial's own runs, raw; the two differ when runs were paired"
         + (" or the GPUs differ" if on_gpu else ""))
     if effects:
-        log("  flag effects over all valid trials (least squares on log time; 95% CI):")
+        log(f"  flag effects over all valid trials (least squares on log {'energy' if energy else 'time'}; 95% CI):")
         for e in effects[:6]:
             log(f"    {e.flag:<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}")
     if result.contributions:

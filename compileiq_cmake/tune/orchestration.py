@@ -196,6 +196,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
                               language=setup.project.language, needed=exc.needed)
         setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
         setup = focus.with_focus(setup, base.runner, stream)  # a target of many files: its hot files' flags
+        budget.spec = setup.spec  # (the focus may have fewer trials in flight: the plan's costs per trial)
         stream.stage = "search"
         stream.phase("search")
         use = prior_use.prepare(setup, store, base, stream)

@@ -166,6 +166,11 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
           log: Log) -> None:
     """Record what this tune measured of each predicted value (the summary's prior table) and add its
     effects to the local dataset (unless opted out)."""
+    if setup.spec.objective != "time":  # the prior predicts speedups: an energy tune's gains are not those
+        if use.features is not None:
+            as_stream(log).info("prior: this tune's results were not added to your local prior data: it measured "
+                "energy, and the prior predicts time")
+        return
     doc = store.load_result("prior")
     measured = tune_effects(setup, trials, base) if doc or use.features is not None else {}
     if isinstance(doc, dict):
@@ -176,10 +181,6 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
                 v["measured"], v["measured_invalid"] = (None, True) if m is None else (math.expm1(m), False)
         store.save_result("prior", doc)
     if use.features is None or setup.replay is not None:
-        return
-    if setup.spec.objective != "time":  # the prior predicts speedups: an energy tune's gains are not those
-        as_stream(log).info("prior: this tune's results were not added to your local prior data: it measured energy, "
-            "and the prior predicts time")
         return
     if not setup.spec.learn or learning_off():
         as_stream(log).info("prior: this tune's results were not added to your local prior data (--no-learn or "

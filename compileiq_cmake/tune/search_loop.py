@@ -149,7 +149,8 @@ class SearchLoop:
         log, budget, spec, trials = self.log, self.budget, self.setup.spec, state.trials
         while state.banking is None and not (state.exhausted or state.stopped) and pipeline.has_free_tree \
                 and pipeline.pending < ahead and len(trials) + pipeline.pending < state.trial_budget:
-            if nothing_to_gain(spec.flat_stop, self.prior, trials.values(), self.base, spec.lower_is_better):
+            if spec.objective == "time" and nothing_to_gain(spec.flat_stop, self.prior, trials.values(), self.base,
+                                                            spec.lower_is_better):  # the prior predicts time
                 as_stream(log).info(f"suite: nothing to gain: the prior predicted no value faster and none of "
                     f"{plural(len(trials), 'trial')} beat the project's own build by {100 * self.base.min_gain:.2f}%; "
                     "the search stops early (its time goes to the suite's other targets)")

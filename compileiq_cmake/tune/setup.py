@@ -117,8 +117,11 @@ def _check_arch_option(spec: TuneSpec, language: str) -> None:
 def _energy_meter(spec: TuneSpec, language: str, placement: Placement | None, log: Log) -> EnergyMeter | None:
     """The energy counter of the GPU the runs use (a co-objective; with --objective energy, the objective: a
     clear refusal where it cannot be read). On a Ray cluster each GPU worker reads its own GPU's counter."""
-    if placement is not None:
-        return NvmlEnergy() if language == "CUDA" or spec.objective == "energy" else None
+    if placement is not None:  # each GPU worker reads its own GPU's counter (a run it cannot read is invalid, said)
+        if language != "CUDA" and spec.objective == "energy":
+            raise UsageError(f"--objective energy cannot be measured here: a {language} target's runs use the CPU, "
+                             "whose energy is not measured; tune with --objective time (the default)")
+        return NvmlEnergy() if language == "CUDA" else None
     gpus = visible_gpus(spec.gpus) if language == "CUDA" or os.environ.get(SIMULATE_VARIABLE) else ()
     meter, why = energy_meter(gpus[0] if gpus else None, language)
     if meter is None and spec.objective == "energy":

@@ -324,7 +324,7 @@ class _SuiteRun:
             self.stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
-        outcome = replace(outcome, started=round(t0 - self.started, 3),
+        outcome = replace(outcome, started=round(t0 - self.started, 3), objective=spec.objective,
                           device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
                           waited_seconds=round(self.scheduler.slots.waited(target.name), 3),
                           stages=_stage_seconds(starts, wall0, time.time()))

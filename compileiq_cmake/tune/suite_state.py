@@ -38,6 +38,7 @@ class TargetOutcome:
     # confirmation, publish; those it reached)
     stages: dict[str, float] = field(default_factory=dict)
     started: float = 0.0  # seconds after the suite's start when its tune began (the suite's overhead: none ran)
+    objective: str = "time"  # what its speedup is: the metric's ("time") or joules per run ("energy": a gain)
 
     @staticmethod
     def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":

@@ -107,6 +107,9 @@ def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
             replace(failure, what=f"with the project's own flags, {failure.what}") if failure is not None else
             CommandFailure(f"with the project's own flags, the build of '{spec.target}'", (), None,
                            trial.reason.removeprefix("build failed: "), stopped="did not build"))
+    if trial.status is Status.METRIC_MISSING and "energy counter" in trial.reason:
+        return MeasurementError(f"--objective energy: {trial.reason} with the project's own flags; tune with "
+                                "--objective time, or on a GPU whose counter NVML reads")
     if trial.status is Status.METRIC_MISSING and spec.metric.kind == "regex":
         return MeasurementError(
             f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own flags; "

@@ -107,10 +107,12 @@ def show_command(path: Path) -> None:
             print(f"    cpu:      tuned on {e.tuned_cpu}; needs {', '.join(e.cpu_features) or 'no recorded ISA features'}")
         if e.arch_scope != "all":
             print(f"    archs:    arch_scope {e.arch_scope}: applied only to builds of sm_{e.arch} alone")
-        print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)")
+        energy = e.objective == "energy"
+        print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)"
+              + ("; tuned for energy: the numbers below are joules per run (the GPU's counter)" if energy else ""))
         for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
-            print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}")
-        print(f"    speedup:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}"
+            print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}{' J' if energy else ''}")
+        print(f"    {'energy gain' if energy else 'speedup'}:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}"
               + {"confirmation": " (a confirmation's rounds)", "deciding rounds": " (the rounds that accepted it: not confirmed)"}
               .get(e.speedup_from, ""))
         if e.untested_flags:
