@@ -260,3 +260,24 @@ def test_a_worse_entry_of_the_same_identity_does_not_replace_a_better_one_withou
     edited = replace(worse, speedup=5.0, sources_sha256="cd" * 32)
     r = write_entry(path, edited, replace=False)
     assert r.allowed and not r.kept and read_entries(path) == [edited]  # other sources: the old one was stale
+
+
+@pytest.mark.unit
+def test_an_entry_tuned_for_energy_neither_replaces_nor_is_replaced_by_one_tuned_for_time(tmp_path):
+    """Issue 39: an energy gain is no speedup: an entry of the other objective is replaced only with --replace
+    (said in one line), and the energy entry's identity differs from the time entry's of the same code; the
+    file keeps the objective."""
+    path = tmp_path / "compileiq.toml"
+    timed = make_entry(speedup=1.30)
+    write_entry(path, timed)
+    energy = replace(timed, speedup=1.45, objective="energy", flags=("-Xptxas=-O1",))
+    r = replacement([timed], energy, replace=False)
+    assert not r.allowed and r.replaces == timed and "tuned for time" in r.message and "for energy" in r.message
+    assert "--replace" in r.message and "\n" not in r.message
+    assert timed.identity != energy.identity and replace(energy, objective="time").identity == timed.identity
+    with pytest.raises(CompileIQError, match="--replace"):
+        write_entry(path, energy, replace=False)
+    write_entry(path, energy, replace=True)
+    (back,) = read_entries(path)
+    assert back.objective == "energy" and back == energy
+    assert "energy gain 1.45x" in replacement([back], timed, replace=True).message

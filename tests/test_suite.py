@@ -518,3 +518,25 @@ def test_a_targets_seconds_are_split_by_the_phases_it_reached():
                    "confirmation": 4.75, "publish": 1.0}
     assert _stage_seconds({"baseline": 103.0}, 100.0, 120.0) == {"setup": 3.0, "baseline": 17.0}  # stopped there
     assert _stage_seconds({}, 100.0, 101.5) == {"setup": 1.5}
+
+
+@pytest.mark.unit
+def test_a_suite_keeps_energy_gains_out_of_its_geometric_mean_speedup():
+    """Issue 39: a target tuned with --objective energy has an energy gain, not a speedup: the suite's
+    geometric-mean speedup is over the targets tuned for time, the energy gains have their own mean, and the
+    table marks them."""
+    from types import SimpleNamespace
+
+    from compileiq_cmake.results import suite_summary
+    from compileiq_cmake.tune.suite_state import TargetOutcome
+
+    rows = [TargetOutcome("a", "tuned", speedup=2.0, flags=("-O3",), seconds=10.0),
+            TargetOutcome("b", "no gain", seconds=10.0),
+            TargetOutcome("c", "tuned", speedup=1.25, flags=("--use_fast_math",), seconds=10.0, objective="energy")]
+    shared = {"jobs": 1, "idle_share": {"gpu:0": 0.1}, "busy_seconds": {"gpu:0": 27.0},
+              "trees": {"pool": 2, "lent_again": 1, "configures": 3}}
+    doc = suite_summary.build(SimpleNamespace(path="suite.toml"), rows, None, 30.0, shared)
+    assert doc["geomean_speedup"] == pytest.approx(2.0 ** 0.5) and doc["geomean_energy_gain"] == pytest.approx(1.25)
+    text = "\n".join(suite_summary.table(doc))
+    assert "1.250xE" in text and "geometric mean energy gain 1.250x" in text and "speedup 1.414x" in text
+    assert "1.25" in suite_summary.render(doc)
