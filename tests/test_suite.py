@@ -498,6 +498,17 @@ def test_a_suite_configures_each_variant_tree_once_for_all_its_targets(host_exam
     assert trees["configures"] == len(names), (trees, names)  # one configure per tree, the own tree included
     assert trees["lent_again"] >= 2 * (len(names) - 1) - 2, trees  # the later targets borrowed configured trees
     assert all(t["status"] in ("tuned", "no gain") and t["trials"] >= 1 for t in doc["targets"]), doc["targets"]
+    # the baselines of all three targets in one build, on every core, in a tree of their own; each target
+    # measured its baseline there and built none of its own (no tree of the pool compiled a target's
+    # sources with its own flags before a trial)
+    base, = doc["scheduling"]["baseline_builds"]
+    assert base["ok"] and sorted(base["targets"]) == ["host_b", "host_c", "host_kernels"], base
+    assert base["tree"].startswith("base-") and base["tree"] in names
+    logs = list((build / "compileiq").rglob(f"{base['tree']}-compiled.log"))
+    lines = [ln.split() for p in logs for ln in p.read_text().splitlines()]
+    assert len(lines) == 1 and {Path(o).name for o in lines[0]} >= {"main.cpp.o", "host_b.cpp.o", "host_c.cpp.o"}, lines
+    assert proc.stdout.count("the suite's baselines: 3 targets and their benchmarks built once") == 1, proc.stdout[-3000:]
+    assert all(0 <= t["shared_seconds"] <= t["seconds"] for t in doc["targets"]), doc["targets"]
     records = pool / "tree-0" / "compileiq_variant_records"
     for n in ("host_kernels", "host_b", "host_c"):
         info = (records / f"{n}.txt").read_text()

@@ -484,6 +484,40 @@ class VariantTree:
         return file_api.read_codemodel(self.path)
 
 
+class BaselineTree(VariantTree):
+    """A suite's tree that holds the baselines of its targets, made by one parallel build of all of them
+    (tune.tree_pool.TreePool.baselines) and never built again. With no trial flags every target's baseline is
+    the same build whichever target the fragment names (the variant module sets the architecture of every
+    target), so the fragment stays as configured; a build of targets it holds does nothing, and a trial's
+    flags are refused (no trial is built in it)."""
+
+    def __init__(self, root: Path, name: str, cmake: str, config: str = "", logs: Path | None = None,
+                 record: tuple[str, ...] = ()) -> None:
+        super().__init__(root, name, cmake, config, logs, record)
+        self.built: frozenset[str] = frozenset()  # the targets its one build made (empty: not built yet)
+        self.share_seconds = 0.0  # one target's share of that build: its seconds x jobs / the targets built
+
+    def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
+                    device_link: tuple[str, ...] = ()) -> bool:
+        if flags:
+            raise UsageError(f"the variant tree {self.path.name} holds a suite's baselines; no trial flags are "
+                             "built in it")
+        if not self.fragment.is_file():
+            return super().write_flags(target, language, cuda_arch, flags, device_link)
+        self._target, self._language = target, language
+        return False
+
+    def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None,
+              progress: Callable[[str], None] | None = None) -> BuildResult:
+        if not self.built:
+            return super().build(targets, jobs, timeout, stop, progress)
+        missing = [t for t in targets if t not in self.built]
+        if missing:
+            return BuildResult(ok=False, seconds=0.0, log_tail=f"the baselines tree {self.path.name} holds no build "
+                               f"of {', '.join(missing)}")
+        return BuildResult(ok=True, seconds=self.share_seconds, log_tail="")
+
+
 def _key_values(path: Path) -> dict[str, str]:
     if not path.is_file():
         return {}

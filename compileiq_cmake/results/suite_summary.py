@@ -4,7 +4,8 @@ Schema "compileiq-suite/1":
 
     schema, tool_version, suite (the suite file), date, time_limit (null: none), wall_seconds
     targets: [{target, status, reason, speedup, ci: [low, high], flags, trials, seconds, allotted, language,
-               resumed, device_seconds, waited_seconds, stages: {"setup", "baseline", "search", "validation",
+               resumed, device_seconds, waited_seconds, shared_seconds (the suite's one baseline build, run
+               or waited for: inside its setup, not charged), stages: {"setup", "baseline", "search", "validation",
                "ablation", "confirmation", "publish": seconds, those it reached}}]   status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
                winner's interleaved re-measurement (null when no entry was written)
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran; only targets
@@ -14,9 +15,11 @@ Schema "compileiq-suite/1":
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
     seconds: {target: seconds spent}
     overhead_seconds: the suite's own seconds (wall time while no target of this run was tuned)
-    scheduling: {jobs, idle_share: {slot: share}, busy_seconds: {slot: s}, trees: {pool, lent_again, configures}}: targets
+    scheduling: {jobs, idle_share: {slot: share}, busy_seconds: {slot: s}, trees: {pool, lent_again, configures},
+               baseline_builds: [{tree, targets, built, ok, seconds, why}]}: targets
                in flight together; trees: the variant trees the suite configured (its pool) and how many
-               times one was lent to a target after another target's tune
+               times one was lent to a target after another target's tune; baseline_builds: the suite's one
+               build of its targets' baselines per configuration (targets: whose baselines it holds)
 """
 
 from __future__ import annotations

@@ -78,13 +78,14 @@ class Baseline:
         early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
         others = resources.enter_context(ThreadPoolExecutor(len(runners) - 1, thread_name_prefix="compileiq-baseline")) \
             if len(runners) > 1 else None
+        tree = setup.baseline_tree  # (a suite's target: its one baseline build; the build here does nothing)
         if baseline is None:
-            built = executor.build(setup.trees[0], baseline_set)
+            built = executor.build(tree, baseline_set)
             if others is not None and built.ok:
-                early = {g.device: others.submit(run_trial, runners[g.device], setup, setup.trees[0], 0, baseline_set,
+                early = {g.device: others.submit(run_trial, runners[g.device], setup, tree, 0, baseline_set,
                                                  BuildResult(ok=True, seconds=0.0), None, log) for g in setup.devices.gpus[1:]}
             check = self.budget.first_run_check(built.seconds) if self.budget is not None else None
-            baseline = run_trial(runner, setup, setup.trees[0], 0, baseline_set, built, log=log, after_first=check)
+            baseline = run_trial(runner, setup, tree, 0, baseline_set, built, log=log, after_first=check)
             if baseline.status is Status.CANCELLED or built.cancelled:  # interrupted, or the box ended its runs
                 if others is not None:
                     others.shutdown(wait=True)
@@ -145,7 +146,7 @@ def other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Tria
     built = BuildResult(ok=True, seconds=0.0)
     for g in setup.devices.gpus[1:]:
         measured = early[g.device].result() if early and g.device in early else \
-            run_trial(runners[g.device], setup, setup.trees[0], 0, baseline.flagset, built, None, log)
+            run_trial(runners[g.device], setup, setup.baseline_tree, 0, baseline.flagset, built, None, log)
         other = replace(measured, gpu=g.device)
         if not other.valid:
             raise CompileIQError(f"the project's own build does not pass on {g.describe()}: {other.reason}; "

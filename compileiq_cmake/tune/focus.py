@@ -47,14 +47,14 @@ def hot_files(shares: tuple[kernel_times.FileShare, ...]) -> tuple[kernel_times.
 
 
 def _profile(setup: TuneSetup, runner: Runner) -> tuple[tuple[kernel_times.FileShare, ...], float]:
-    """Kernel time by file of the project's own build (trees[0], built by the baseline), over the workloads."""
+    """Kernel time by file of the project's own build (setup.baseline_tree: built by the baseline), over the workloads."""
     if setup.fingerprints is None:
         raise CompileIQError("kernels cannot be mapped to files without cuobjdump (pip install nvidia-cuda-cuobjdump)")
     if type(runner).run is not Runner.run:
         raise CompileIQError(f"per-kernel times are measured by the local executor only (this tune runs on "
                              f"{type(runner).__name__})")
     collector = kernel_times.build_collector(setup.project.toolchain.path, setup.state_dir / "cupti")
-    return per_file.measured_shares(setup.per_file_context, setup.trees[0], runner, collector)
+    return per_file.measured_shares(setup.per_file_context, setup.baseline_tree, runner, collector)
 
 
 def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:

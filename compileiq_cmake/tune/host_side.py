@@ -73,7 +73,7 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         collector = kernel_times.build_collector(setup.project.toolchain.path, setup.state_dir / "cupti")
         shares = []
         for workload in spec.workloads:
-            result, times = kernel_times.run_with_collector(runner, setup.trees[0], workload, collector,
+            result, times = kernel_times.run_with_collector(runner, setup.baseline_tree, workload, collector,
                                                             setup.state_dir / "cupti" / "host-share.tsv")
             kernels = sum(k.ns for k in times) / 1e9
             shares.append(max(0.0, 1.0 - kernels / result.seconds) if result.seconds > 0 else 0.0)

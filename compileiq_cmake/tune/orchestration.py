@@ -11,6 +11,7 @@ import os
 import shutil
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..execute.factory import make_executor
 from ..execute.ray import ClusterPlacement, GpuGroup, RayCluster
@@ -68,7 +69,8 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
                                 f"{tune_setup.project.toolchain.compiler_id} {tune_setup.project.toolchain.version}",
                                 tune_setup.code.sources_sha256, log, tune_setup.code.commands_sha256)
             try:
-                result = _stages(tune_setup, store, log, started, cluster, lease, stop, deadline)
+                shared = (lambda: pool.shared_seconds(str(state_dir))) if pool is not None else no_wait
+                result = _stages(tune_setup, store, log, started, cluster, lease, stop, deadline, shared)
                 stored_any = True
                 return result
             finally:
@@ -149,11 +151,11 @@ def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, l
 
 def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
             cluster: ClusterPlacement | None = None, lease: Lease | None = None, stop: Stop | None = None,
-            deadline: float = math.inf) -> TuneResult:
+            deadline: float = math.inf, shared: Callable[[], float] = no_wait) -> TuneResult:
     """The stages of one tune, wired: each one's outcome is the next one's input. One Budget owns its seconds
     (tune.budget): its box counts from the tune's start, less the time it waited for a suite's shared slots
-    (`lease`), plus what an interrupted earlier run spent of the same box; `deadline` (perf_counter) and
-    `stop` are a suite's end and interrupt."""
+    (`lease`) and spent on a suite's shared setup (`shared`: the one baseline build), plus what an interrupted
+    earlier run spent of the same box; `deadline` (perf_counter) and `stop` are a suite's end and interrupt."""
     spec = setup.spec
     if spec.keep_unchanged and not spec.replace and (kept := unchanged_entry(setup)) is not None:
         why = (f"{spec.target} is unchanged since its entry in {spec.output} was tuned ({kept.speedup:.4g}x, "
@@ -169,7 +171,7 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
     box = TimeBox(spec.time_limit, started=started, spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
-                  waited=lease.waited if lease is not None else no_wait, deadline=deadline)
+                  waited=(lambda: lease.waited() + shared()) if lease is not None else shared, deadline=deadline)
     if box.spent_before:
         as_stream(log).info(f"time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
             f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)")

@@ -54,7 +54,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
             as_stream(log).note("prior: the kernel features were not stored by the tune this one resumes and the "
                 "baseline was not rebuilt; the search runs without the prior's predictions")
             return None
-        tree = setup.trees[0]
+        tree = setup.baseline_tree
         objects = [tree.path / o for o in setup.project.objects if (tree.path / o).is_file()]
         if not objects:
             as_stream(log).note("prior: no object file of the target was found after the baseline build; the "

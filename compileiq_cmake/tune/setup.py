@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..project import depscan
-from ..project.cmake_project import VariantSettings, VariantTree, read_cache
+from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree, read_cache
 from ..model.errors import CompileIQError, UsageError
 from ..project.file_api import CodeModel, Target, Toolchain
 from ..flags.fingerprint import FingerprintCache
@@ -29,13 +29,14 @@ from ..execute.build import command_tokens
 from ..execute.replay import ReplayRunner
 from ..execute.step_cache import StepCache, step_cache_for
 from .focus import FOCUS_FILES
-from .tree_pool import TreePool
+from .tree_pool import Baselines, TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
 from ..flags.screening import prepare_cuda_space
 from ..model.spec import TuneSpec, compute_capability
 from ..model.events import Log, as_stream
+from ..model.wording import plural
 
 FINALISTS = 3  # candidates validated against the baseline at the end
 
@@ -202,6 +203,9 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if started and tree_pool is not None:
         tree_pool.step_cache = step_cache  # the suite stops it when it ends
     settings = replace(settings, cuda_arch=arch, cuda_launcher=step_cache.launcher if step_cache else settings.cuda_launcher)
+    if tree_pool is not None:
+        tree_pool.begin(spec.target)
+    base, made = _suite_baselines(spec, tree_pool, settings, language, model, log)
     model = first.prepare(settings, spec.target, language)  # CUDA: now building this architecture only
     target = model.target(spec.target)
     exclude = spec.excluded_flags
@@ -212,6 +216,10 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     tools = Tools.found(settings.cmake, settings.cmake_version, language, toolchain.path, read_cache(first.path),
                         step_cache, started and tree_pool is None)
     fingerprints, screen_kernels, objects = None, {}, ()
+    if made is not None and language == "CUDA" and spec.screen and tools.cuobjdump is not None \
+            and tree_pool.screen_ahead(made, space, tools.compiler, arch, spec.build_dir):
+        as_stream(log).info("the suite's screening runs ahead: the targets after those in flight are screened "
+                            "in the background (the screening cache), on a quarter of the cores")
     if language == "CUDA":
         space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, tools, arch, space, log)
     _require_dimensions(spec, space, language)
@@ -241,9 +249,31 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         devices=Devices(cuda_arch=arch, device=device, compute_capability=capability, gpus=gpus,
                         monitor=GpuMonitor() if language == "CUDA" else None, meter=meter),
         code=replace(code, flags_sha256=first.decisions().flags_sha256),
-        fingerprints=fingerprints, screen_kernels=screen_kernels, tools=tools,
+        fingerprints=fingerprints, screen_kernels=screen_kernels, tools=tools, base=base,
         **({"cores": tree_pool.cores} if tree_pool is not None else {}),
     )
+
+
+def _suite_baselines(spec: TuneSpec, tree_pool: TreePool | None, settings: VariantSettings, language: str,
+                     model: CodeModel, log: Log) -> tuple[BaselineTree | None, Baselines | None]:
+    """A suite's target: the tree of the suite's one baseline build that holds this target's baseline (the
+    first target to ask makes it for all of them, on every core), or None (not a suite, or not held: the
+    target builds its own, as a tune alone does); and that build when this target made it. Said by the
+    target that made it."""
+    if tree_pool is None:
+        return None, None
+    stream = as_stream(log)
+    base, made = tree_pool.baselines(settings, str(spec.state_dir), spec.target, language, model,
+                                     spec.state_dir / "logs", progress=stream.info)
+    if made and base.tree is not None:
+        stream.info(f"the suite's baselines: {plural(len(base.targets), 'target')} and their benchmarks built once, "
+                    f"in one build on every core ({base.result.seconds:.1f} s, tree {base.tree.path.name}); each "
+                    "target measures its baseline there")
+    elif made and base.built:
+        stream.note(f"the suite's one baseline build did not run: {base.why}; each target builds its own baseline")
+    elif made:
+        stream.info(f"each target of the suite builds its own baseline: {base.why}")
+    return (base.tree if base.holds(spec.target) else None), (base if made else None)
 
 
 def _own_build(spec: TuneSpec, first: VariantTree, settings: VariantSettings, log: Log) -> tuple[CodeModel, list[Path]]:

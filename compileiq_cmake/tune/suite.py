@@ -187,7 +187,9 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
     run = _SuiteRun(suite, specs, make_spec, log, stream, time_limit, jobs, cluster, state, stamp,
                     _load_state(state, stamp, log),
                     Scheduler(build_slots=max(s.workers for s in specs.values())),  # every target's builds share --workers
-                    TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER, tuple(t.name for t in suite.targets)))
+                    TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER, tuple(t.name for t in suite.targets),
+                             {n: (s.benchmark[0], bool(s.verify)) for n, s in specs.items() if s.benchmark}))
+    run.tree_pool.stop = run.stop
     order = list(suite.ordered)
     stream.info(f"suite {suite.path.name}: {plural(len(order), 'target')}"
                 + (f", {jobs} at a time sharing the build slots and every GPU (one scheduler)" if jobs > 1 else "")
@@ -327,6 +329,7 @@ class _SuiteRun:
         outcome = replace(outcome, started=round(t0 - self.started, 3), objective=spec.objective,
                           device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
                           waited_seconds=round(self.scheduler.slots.waited(target.name), 3),
+                          shared_seconds=round(self.tree_pool.shared_seconds(str(spec.state_dir)), 3),
                           stages=_stage_seconds(starts, wall0, time.time()))
         with self.saving:
             self.outcomes[target.name] = outcome
@@ -354,6 +357,8 @@ def _summarize(suite: Suite, rows: list[TargetOutcome], run: _SuiteRun, build_di
     # how many variant trees the suite configured, how often one served another, and its configures in this run
     shared["trees"] = {"pool": run.tree_pool.configured(), "lent_again": run.tree_pool.lent_again,
                        "configures": run.tree_pool.configures()}
+    shared["baseline_builds"] = run.tree_pool.baseline_builds()  # the suite's one build of its targets' baselines
+    shared["screen_ahead"] = run.tree_pool.end_screen_ahead()  # its screening in one pass (None: it did not run)
     doc = suite_summary.build(suite, rows, run.time_limit, wall, shared)
     for line in suite_summary.table(doc):
         stream(line)  # a table row: printed as it is

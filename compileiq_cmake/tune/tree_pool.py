@@ -13,24 +13,64 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
-from ..project.cmake_project import VariantSettings, VariantTree
+from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree
 from ..execute.build import CoreShare
 from ..execute.step_cache import StepCache
+from ..model.errors import CompileIQError
+from ..model.records import BuildResult
+from ..model.timebox import Stop
+from ..flags import FlagSpace
 from ..project.file_api import CodeModel
+from .suite_screen import AHEAD_CORE_SHARE, ScreenAhead
 
 POOL_FOLDER = "trees"
 OWN_TREE = "own"
+BASE_TREE = "base"
+BASE_TIMEOUT = 3600.0  # the suite's one baseline build: every target's, on every core
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """The suite's one baseline build of one configuration: the tree that holds it (None: not made), the suite
+    targets whose baselines it holds, what it built, how it went and what is said about it."""
+
+    tree: BaselineTree | None
+    targets: tuple[str, ...]
+    built: tuple[str, ...]
+    result: BuildResult | None
+    why: str = ""  # not made, or failed: why (said once, by the target that ran it)
+
+    def holds(self, target: str) -> bool:
+        return self.tree is not None and target in self.targets
+
+    def as_dict(self) -> dict:
+        return {"tree": self.tree.path.name if self.tree is not None else None, "targets": list(self.targets),
+                "built": list(self.built), "ok": bool(self.result and self.result.ok),
+                "seconds": round(self.result.seconds, 3) if self.result is not None else 0.0, "why": self.why}
 
 
 class TreePool:
     """The suite's variant trees: lent by name, the lowest free name first (a resumed suite finds its trees
     where they were). `targets`: the suite's targets, whose decisions every configure records."""
 
-    def __init__(self, root: Path, targets: tuple[str, ...]) -> None:
+    def __init__(self, root: Path, targets: tuple[str, ...],
+                 benchmarks: dict[str, tuple[str, bool]] | None = None) -> None:
         self.root = root
         self.targets = targets
+        # per target: its benchmark's first word and whether its builds build everything (a VERIFY command)
+        self.benchmarks = benchmarks or {}
+        self._bases: dict[str, Baselines] = {}  # per configuration: the suite's one baseline build
+        self._base_lock = threading.Lock()
+        self._shared: dict[str, float] = {}  # owner -> seconds it spent on (or waiting for) the shared baseline build
+        self.stop: Stop | None = None  # the suite's interrupt (the one baseline build is stopped by it)
+        self.order: tuple[str, ...] = targets  # the order the suite tunes its targets in (the screening ahead's)
+        self.ahead: ScreenAhead | None = None  # the suite's screening ahead (tune.suite_screen), once started
+        self._began: set[str] = set()  # targets whose setup began
         self._trees: dict[str, VariantTree] = {}  # one object per name for the whole run (it knows its configure)
         self._lent: dict[str, list[str]] = {}  # owner -> names
         self._lock = threading.Lock()
@@ -68,8 +108,7 @@ class TreePool:
         its first configure wrote into the source tree (then the suite's trees are configured one at a time)."""
         # one own tree per configuration (a suite file may give a target its own --config): each configured
         # once in the run, never again while another target reads it
-        key = hashlib.sha256(json.dumps([settings.generator, settings.config, settings.initial_cache_script(),
-                                         settings.user_includes]).encode()).hexdigest()[:10]
+        key = _settings_key(settings)
         with self._own_lock:
             with self._lock:
                 tree = self._tree(f"{OWN_TREE}-{key}", settings.cmake, settings.config, logs)
@@ -77,6 +116,100 @@ class TreePool:
             if self._own_writes is None:
                 self._own_writes = written
             return tree, model, self._own_writes
+
+    def baselines(self, settings: VariantSettings, owner: str, target: str, language: str, model: CodeModel,
+                  logs: Path, progress: Callable[[str], None] | None = None) -> tuple[Baselines, bool]:
+        """The suite's one build of its targets' baselines in this configuration (`settings`, the variant
+        trees' own: architecture, launcher), made by the first target that asks (on every core: the targets
+        after it wait for it) in the tree `base-<key>`: every suite target of the same kind (CUDA or host) whose
+        benchmark is a target of the project, with that benchmark's target, in one `cmake --build`. Returns it
+        and whether this call made it. Seconds spent on it or waiting for it are the suite's (`shared`), not
+        `owner`'s."""
+        key = _settings_key(settings) + ("-cuda" if language == "CUDA" else "-host")
+        t0 = time.perf_counter()
+        made = False
+        with self._base_lock:
+            base = self._bases.get(key)
+            if base is None:
+                base = self._bases[key] = self._build_baselines(settings, key, target, language, model, logs, progress)
+                made = True
+        with self._lock:
+            self._shared[owner] = self._shared.get(owner, 0.0) + time.perf_counter() - t0
+        return base, made
+
+    def _build_baselines(self, settings: VariantSettings, key: str, target: str, language: str, model: CodeModel,
+                         logs: Path, progress: Callable[[str], None] | None) -> Baselines:
+        cuda = language == "CUDA"
+        held: list[str] = []
+        build: list[str] = []
+        for name in self.targets:
+            t = model.targets.get(name)
+            if t is None or (t.primary_language == "CUDA") != cuda:
+                continue
+            first, everything = self.benchmarks.get(name, ("", True))
+            owner = model.targets.get(first)
+            if everything or owner is None or not owner.artifacts:  # its builds build all, or a file: its own
+                continue
+            held.append(name)
+            build += [name, first]
+        built = tuple(dict.fromkeys(build))
+        if len(held) < 2:
+            return Baselines(None, (), (), None, "fewer than two of the suite's targets have a benchmark "
+                             "built by a target of the project")
+        tree = BaselineTree(self.root, f"{BASE_TREE}-{key}", settings.cmake, settings.config, logs=logs,
+                            record=self.targets)
+        with self._lock:
+            self._trees[tree.path.name] = tree  # (its configure is counted with the others')
+        try:
+            tree.prepare(settings, target, language)
+        except CompileIQError as exc:
+            return Baselines(None, (), built, None, f"its tree could not be configured: {str(exc).splitlines()[0]}")
+        with self.cores.claim(1) as jobs:  # every core while no other build runs
+            result = tree.build(built, jobs=jobs, timeout=BASE_TIMEOUT, stop=self.stop, progress=progress)
+        if not result.ok:
+            first_line = (result.log_tail or "").strip().splitlines()
+            return Baselines(None, (), built, result, "it failed" + (f" ({first_line[0][:200]})" if first_line else ""))
+        tree.built = frozenset(built)
+        tree.share_seconds = min(result.seconds, result.seconds * jobs / len(built))  # (prices a trial's build)
+        return Baselines(tree, tuple(held), built, result)
+
+    def begin(self, target: str) -> None:
+        """`target`'s setup begins (the screening ahead leaves it to its own)."""
+        with self._lock:
+            self._began.add(target)
+
+    def began(self, target: str) -> bool:
+        with self._lock:
+            return target in self._began
+
+    def screen_ahead(self, base: Baselines, space: FlagSpace, nvcc: str, cuda_arch: str, build_dir: Path) -> bool:
+        """Start the suite's screening ahead (once) over the CUDA targets of `base`'s tree; False when it runs
+        already or there is no tree."""
+        with self._lock:
+            if self.ahead is not None or base.tree is None:
+                return False
+            self.ahead = ScreenAhead(base.tree, self.order, space, nvcc, cuda_arch, build_dir, self.began,
+                                     Stop(parent=self.stop), self.cores.cores // AHEAD_CORE_SHARE)
+        self.ahead.start()
+        return True
+
+    def end_screen_ahead(self) -> dict | None:
+        """Stop the screening ahead (after the target it screens now) and what it did (None: it never ran)."""
+        if self.ahead is None:
+            return None
+        self.ahead.stop.cancel("the suite ended")
+        self.ahead.join(timeout=60)
+        return self.ahead.report.as_dict()
+
+    def shared_seconds(self, owner: str) -> float:
+        """Seconds `owner` spent on the suite's shared setup (the one baseline build, or waiting for it)."""
+        with self._lock:
+            return self._shared.get(owner, 0.0)
+
+    def baseline_builds(self) -> list[dict]:
+        """The suite's baseline builds (the suite's summary)."""
+        with self._base_lock:
+            return [b.as_dict() for b in self._bases.values()]
 
     def give_back(self, owner: str) -> None:
         """Every tree `owner` holds is free again."""
@@ -92,6 +225,14 @@ class TreePool:
         targets share one configuration)."""
         with self._lock:
             return sum(tree.configures for tree in self._trees.values())
+
+
+def _settings_key(settings: VariantSettings) -> str:
+    """A configuration of the project (generator, build type, initial cache, includes; the variant trees'
+    architecture and launcher), as a short name."""
+    return hashlib.sha256(json.dumps([settings.generator, settings.config, settings.initial_cache_script(),
+                                      settings.user_includes, settings.cuda_arch,
+                                      settings.cuda_launcher]).encode()).hexdigest()[:10]
 
 
 def _configured(tree: Path) -> bool:

@@ -158,6 +158,13 @@ class TuneSetup:
     tools: Tools | None = None  # the external programs, found once (None: a replay runs none)
     focus: Focus | None = None  # a target of many files: the hot files whose flags are tuned (tune.focus)
     cores: CoreShare = field(default_factory=CoreShare)  # the machine's cores, shared by the tune's builds
+    base: VariantTree | None = None  # a suite's target: the tree of the suite's one baseline build holding its own
+
+    @property
+    def baseline_tree(self) -> VariantTree:
+        """The tree that holds the project's own build of the target once the baseline stage ran: the suite's
+        one baseline build, else the first variant tree (the baseline is built there)."""
+        return self.base if self.base is not None else self.trees[0]
 
     def trees_for(self, n: int) -> tuple[VariantTree, ...]:
         """The first `n` variant trees, each configured (the finalists' validation needs one per candidate

@@ -1,0 +1,84 @@
+"""A suite's static screening in one pass (issue 38): once the suite's one baseline build holds every target's
+compile commands, the screening of the targets after the first ones runs ahead in one background thread, in
+the suite's order, on a part of the build cores, into the screening cache every tune reads
+(flags.screen_cache). A target whose setup reaches its own screening then finds its values there (cache hits)
+instead of compiling them within its small share of the box, where a short share used to screen one value
+and search the rest unscreened. A target whose setup began already is left to its own screening."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..flags import FlagSpace
+from ..flags.screening import prepare_cuda_space
+from ..model.errors import CompileIQError
+from ..model.timebox import Stop
+from ..project import file_api
+from ..project.cmake_project import VariantTree
+
+AHEAD_CORE_SHARE = 4  # the thread's compiles use cores // this (the targets in flight keep the rest)
+
+
+@dataclass
+class AheadReport:
+    """What the screening ahead did (the suite's summary): the targets it screened, its compiles and cache
+    hits, its seconds, and why it stopped early ("" when it went through)."""
+
+    targets: list[str] = field(default_factory=list)
+    compiles: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+    stopped: str = ""
+
+    def as_dict(self) -> dict:
+        return {"targets": list(self.targets), "compiles": self.compiles, "cache_hits": self.cache_hits,
+                "seconds": round(self.seconds, 3), "stopped": self.stopped}
+
+
+class ScreenAhead:
+    """The background screening of a suite's CUDA targets in `order` (those `started` says began are
+    skipped), against their compile commands in the tree of the suite's baselines (`base`)."""
+
+    def __init__(self, base: VariantTree, order: tuple[str, ...], space: FlagSpace, nvcc: str, cuda_arch: str,
+                 build_dir: Path, started: Callable[[str], bool], stop: Stop | None, jobs: int) -> None:
+        self.base, self.order, self.space = base, order, space
+        self.nvcc, self.cuda_arch, self.build_dir = nvcc, cuda_arch, build_dir
+        self.started, self.stop, self.jobs = started, stop, max(1, jobs)
+        self.report = AheadReport()
+        self._thread = threading.Thread(target=self._run, name="compileiq-screen-ahead", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            model = file_api.read_codemodel(self.base.path)
+            for name in self.order:
+                if self.stop is not None and self.stop.reason():
+                    self.report.stopped = self.stop.reason()
+                    break
+                target = model.targets.get(name)
+                if target is None or target.primary_language != "CUDA" or self.started(name):
+                    continue
+                entries = self.base.compile_commands(target.sources_in("CUDA"), name)
+                if not entries:
+                    continue
+                prepared = prepare_cuda_space(self.space, entries, self.nvcc, self.cuda_arch, self.build_dir, name,
+                                              jobs=self.jobs, decisions=self.base.decisions(name))
+                if prepared.screen is not None:
+                    self.report.targets.append(name)
+                    self.report.compiles += prepared.screen.compiles
+                    self.report.cache_hits += prepared.screen.cache_hits
+        except (CompileIQError, OSError) as exc:  # the targets screen for themselves, as without it
+            self.report.stopped = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        finally:
+            self.report.seconds = time.perf_counter() - t0

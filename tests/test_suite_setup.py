@@ -1,0 +1,90 @@
+"""A suite's setup paid once (issue 38): the baselines of all its targets in one parallel build, in a tree of
+their own that no trial builds in, and the static screening of the targets after those in flight run ahead
+in one pass into the screening cache, so that each target's own screening finds its values there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.flags import load_space
+from compileiq_cmake.flags.fingerprint import find_tool
+from compileiq_cmake.flags.screening import prepare_cuda_space
+from compileiq_cmake.model.errors import UsageError
+from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.tune.tree_pool import TreePool
+
+from conftest import configure, needs_nvcc
+
+KERNEL = """#include <cstdio>
+__global__ void k_{name}(const float* a, float* c, int n) {{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = sqrtf(a[i]) / (a[i] + {k}.0f) + expf(a[i] * 0.5f);
+}}
+int main() {{ printf("time_ms=1.0\\nPASS\\n"); return 0; }}
+"""
+
+
+def _collection(root: Path) -> Path:
+    """Three one-file CUDA programs; `c` hard-codes its architectures (the variant trees build sm_90 for it too)."""
+    src = root / "src"
+    src.mkdir()
+    lists = "cmake_minimum_required(VERSION 3.24)\nproject(coll LANGUAGES CXX CUDA)\n"
+    for k, name in enumerate("abc"):
+        (src / f"{name}.cu").write_text(KERNEL.format(name=name, k=k + 1))
+        lists += f"add_executable({name} {name}.cu)\n"
+    lists += "set_target_properties(c PROPERTIES CUDA_ARCHITECTURES 75)\n"
+    (src / "CMakeLists.txt").write_text(lists)
+    return src
+
+
+@pytest.mark.cmake
+@pytest.mark.cuda
+@needs_nvcc
+@pytest.mark.skipif(find_tool("cuobjdump") is None, reason="cuobjdump missing: pip install nvidia-cuda-cuobjdump")
+def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_into_the_cache(tmp_path):
+    src = _collection(tmp_path)
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
+    pool = TreePool(build / "compileiq" / "suite" / "trees", ("a", "b", "c"),
+                    {"a": ("a", False), "b": ("b", False), "c": ("c", False)})
+    settings, _ = VariantSettings.from_user_tree(src, build, "", "")
+    _, model, _ = pool.own_build(settings, "a", src, build, tmp_path / "logs")
+    from dataclasses import replace
+    settings = replace(settings, cuda_arch="90")
+    pool.begin("a")
+    base, made = pool.baselines(settings, "owner-a", "a", "CUDA", model, tmp_path / "logs")
+    again, made_again = pool.baselines(settings, "owner-b", "b", "CUDA", model, tmp_path / "logs")
+    assert made and not made_again and again is base  # made once, by the first target that asked
+    assert base.result.ok and base.targets == ("a", "b", "c") and base.holds("b"), base
+    compiled = (tmp_path / "logs" / f"{base.tree.path.name}-compiled.log").read_text().splitlines()
+    assert len(compiled) == 1 and sorted(Path(o).name for o in compiled[0].split()) == ["a.cu.o", "b.cu.o", "c.cu.o"]
+    # every target built for the trees' architecture, the hard-coded list of c replaced as in any variant tree
+    for name in "abc":
+        command = " ".join(base.tree.compile_commands((src / f"{name}.cu",), name)[0].get("command", "").split())
+        assert "sm_90" in command and "75" not in command.replace("sm_90", ""), command
+    # a target's baseline "build" there builds nothing and costs its share of the one build; no trial in it
+    again = base.tree.build(("b",), jobs=2, timeout=60)
+    assert again.ok and 0 < again.seconds <= base.result.seconds
+    assert len((tmp_path / "logs" / f"{base.tree.path.name}-compiled.log").read_text().splitlines()) == 1
+    with pytest.raises(UsageError, match="baselines"):
+        base.tree.write_flags("b", "CUDA", "90", ("--use_fast_math",))
+    assert pool.shared_seconds("owner-a") >= base.result.seconds and pool.shared_seconds("owner-b") < base.result.seconds
+    # the screening ahead: the targets after the one that began (a), in the suite's order, into the cache
+    space = load_space("nvcc", "NVIDIA", "13.0", include=("store_cache", "prec_div", "use_fast_math"), arch="90")
+    nvcc = model.toolchains["CUDA"].path
+    assert pool.screen_ahead(base, space, nvcc, "90", build)
+    assert not pool.screen_ahead(base, space, nvcc, "90", build)  # once per suite
+    pool.ahead.join(timeout=600)
+    report = pool.end_screen_ahead()
+    assert report["targets"] == ["b", "c"] and report["compiles"] > 0 and not report["stopped"], report
+    # b's own screening later, from another tree of the pool: every value answered by the cache
+    tree = VariantTree(build / "compileiq" / "suite" / "trees", "tree-0", settings.cmake, record=("a", "b", "c"))
+    tree.prepare(settings, "b", "CUDA")
+    entries = tree.compile_commands((src / "b.cu",), "b")
+    own = prepare_cuda_space(space, entries, nvcc, "90", build, "b", jobs=2, decisions=tree.decisions("b"))
+    assert own.screen is not None and own.screen.compiles == 0 and own.screen.cache_hits > 0, own.screen.summary()
+    cold = prepare_cuda_space(space, tree.compile_commands((src / "a.cu",), "a"), nvcc, "90", build, "a", jobs=2,
+                              decisions=tree.decisions("a"))
+    assert cold.screen.compiles > 0  # a began before the screening ahead started: left to its own screening
