@@ -5,7 +5,7 @@
 #   nocache  today's code with --no-step-cache
 #   jobs4    today's code with the cache and --suite-jobs 4 (four targets in flight instead of the default two)
 #   old      the code of an earlier commit, unpacked into .old/src (git archive <commit> | tar -x -C .old/src),
-#            installed apart (the comparison "against the code before this work")
+#            installed apart (the comparison "against the code before this work", or before a change)
 #   bash benchmarks/device/h200_suite_cache.sh <variant> <box seconds>
 # Raw results: $OUT/suite-<variant>.tar.gz (the suite's log, its JSON summary, the trials of every target).
 set -u -o pipefail
