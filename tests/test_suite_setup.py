@@ -66,7 +66,9 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
         assert "sm_90" in command and "75" not in command.replace("sm_90", ""), command
     # a target's baseline "build" there builds nothing and costs its share of the one build; no trial in it
     again = base.tree.build(("b",), jobs=2, timeout=60)
-    assert again.ok and 0 < again.seconds <= base.result.seconds
+    # priced as building b alone would take: its compile and link steps in Ninja's log of the one build
+    assert sorted(base.tree.target_seconds) == ["a", "b", "c"] and again.ok
+    assert 0 < again.seconds == base.tree.target_seconds["b"] <= base.result.seconds
     assert len((tmp_path / "logs" / f"{base.tree.path.name}-compiled.log").read_text().splitlines()) == 1
     with pytest.raises(UsageError, match="baselines"):
         base.tree.write_flags("b", "CUDA", "90", ("--use_fast_math",))

@@ -495,7 +495,7 @@ class BaselineTree(VariantTree):
                  record: tuple[str, ...] = ()) -> None:
         super().__init__(root, name, cmake, config, logs, record)
         self.built: frozenset[str] = frozenset()  # the targets its one build made (empty: not built yet)
-        self.share_seconds = 0.0  # one target's share of that build: its seconds x jobs / the targets built
+        self.target_seconds: dict[str, float] = {}  # per target built: what building it alone would take
 
     def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
                     device_link: tuple[str, ...] = ()) -> bool:
@@ -515,7 +515,36 @@ class BaselineTree(VariantTree):
         if missing:
             return BuildResult(ok=False, seconds=0.0, log_tail=f"the baselines tree {self.path.name} holds no build "
                                f"of {', '.join(missing)}")
-        return BuildResult(ok=True, seconds=self.share_seconds, log_tail="")
+        return BuildResult(ok=True, seconds=sum(self.target_seconds.get(t, 0.0) for t in dict.fromkeys(targets)),
+                           log_tail="")
+
+    def estimate_seconds(self, wall: float, jobs: int, artifacts: dict[str, tuple[Path, ...]]) -> None:
+        """What building each built target alone would take (a trial's build is priced by it): from the build
+        tool's own record of its steps (Ninja's .ninja_log: each output's start and end), the seconds of the
+        target's objects (CMakeFiles/<target>.dir/) and of its files (`artifacts`, its link); without that
+        record, the build's core-seconds shared out over the targets (`wall` x `jobs` / targets, at most
+        `wall`)."""
+        steps = _ninja_steps(self.path / ".ninja_log")
+        even = min(wall, wall * jobs / max(1, len(self.built)))
+        for name in self.built:
+            files = {f.as_posix() for f in artifacts.get(name, ())}
+            own = [d for out, d in steps.items() if f"CMakeFiles/{name}.dir/" in out or out in files]
+            self.target_seconds[name] = sum(own) if own else even
+
+
+def _ninja_steps(log: Path) -> dict[str, float]:
+    """Output -> seconds of its last build step, from a Ninja log (v5+: start, end in ms, mtime, output, hash);
+    empty when there is none (another generator)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return {}
+    steps: dict[str, float] = {}
+    for line in lines[1:] if lines and lines[0].startswith("# ninja log") else ():
+        parts = line.split("\t")
+        if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit():
+            steps[parts[3]] = (int(parts[1]) - int(parts[0])) / 1000.0
+    return steps
 
 
 def _key_values(path: Path) -> dict[str, str]:

@@ -25,6 +25,7 @@ from ..model.errors import CompileIQError
 from ..model.records import BuildResult
 from ..model.timebox import Stop
 from ..flags import FlagSpace
+from ..project import file_api
 from ..project.file_api import CodeModel
 from .suite_screen import AHEAD_CORE_SHARE, ScreenAhead
 
@@ -170,7 +171,13 @@ class TreePool:
             first_line = (result.log_tail or "").strip().splitlines()
             return Baselines(None, (), built, result, "it failed" + (f" ({first_line[0][:200]})" if first_line else ""))
         tree.built = frozenset(built)
-        tree.share_seconds = min(result.seconds, result.seconds * jobs / len(built))  # (prices a trial's build)
+        try:
+            made = file_api.read_codemodel(tree.path).targets
+        except CompileIQError:
+            made = {}
+        tree.estimate_seconds(result.seconds, jobs, {  # (prices a trial's build)
+            n: tuple(a.relative_to(tree.path) for a in made[n].artifacts if a.is_relative_to(tree.path))
+            for n in built if n in made})
         return Baselines(tree, tuple(held), built, result)
 
     def begin(self, target: str) -> None:
