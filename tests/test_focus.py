@@ -127,3 +127,42 @@ def test_the_interaction_rules_apply_to_each_files_flags_under_the_focus():
         mine = tuple(build_flags.parse_token(t)[1] for t in per_file if build_flags.parse_token(t)[0] == path)
         assert sorted(mine) == sorted(target), (mine, target)
     assert focused.flagset_from_flags(list(per_file)).flags == per_file  # restored from a store
+
+
+@pytest.mark.unit
+def test_the_ablation_of_a_focus_winner_removes_each_dimensions_per_file_tokens_and_repeats_none():
+    """H200, biglib: under the focus every dimension's value is per-file tokens, and the ablation took them for
+    the per-file stage's own: removing a dimension put its tokens back (every step "same device code"), and
+    the written entry listed each file's flags up to five times, -Xptxas=-O1 among them after its step said
+    "dropped". Here every step builds the same device code: each dimension's step removes exactly its tokens,
+    the minimal set is empty, and a per-file stage's own token beside a plain space is still its own step."""
+    from dataclasses import replace
+
+    from compileiq_cmake.decide.ablation import ablate
+    from compileiq_cmake.flags.space import load_space
+    from compileiq_cmake.model import build_flags
+    from compileiq_cmake.model.records import BuildResult
+
+    space = load_space("nvcc", "NVIDIA", "13.0.88", ("use_fast_math", "store_cache", "fmad"), (), arch="90")
+    files = ("hot/a.cu", "hot/b.cu")
+    focused = replace(space, dimensions=tuple(
+        replace(d, values=tuple(tuple(build_flags.source_token(p, t) for p in files for t in v) for v in d.values))
+        for d in space.dimensions))
+    choice = {d.name: next(i for i, v in enumerate(d.values) if v) for d in focused.dimensions}
+    winner = focused.flagset(choice)
+    built: list[tuple[str, ...]] = []
+
+    def build(tree, flagset):
+        built.append(flagset.flags)
+        return BuildResult(ok=True, seconds=0.1, fingerprint="same")
+
+    minimal, contributions = ablate(None, build, ("t0", "t1"), focused, winner, 0.01, 0, lambda e: None)
+    assert minimal.flags == () and not any(c.kept for c in contributions), (minimal.flags, contributions)
+    for c in contributions:  # each step: exactly its dimension's tokens, on both files
+        assert len(c.flags) == 2 and {build_flags.parse_token(t)[0] for t in c.flags} == set(files), c
+    assert all(len(flags) == len(set(flags)) for flags in built), [f for f in built if len(f) != len(set(f))]
+    own = build_flags.source_token("hot/a.cu", "-Xptxas=-O1")
+    plain = space.flagset(choice)
+    with_own = replace(plain, flags=plain.flags + (own,))
+    minimal, contributions = ablate(None, build, ("t0", "t1"), space, with_own, 0.01, 0, lambda e: None)
+    assert minimal.flags == () and [c.flags for c in contributions if c.dimension.startswith("per-file")] == [(own,)]

@@ -49,7 +49,7 @@ def ablate(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagS
         useless = []
     if steps is not None and steps < len(dims) and len(dims) > 2 and len(useless) < len(dims) - 1:
         useless = dims[:-1]  # too little time for one step per dimension: all but the most expected at once
-    files = [path for path, _ in build_flags.split(winner.flags).sources]
+    files = [path for path, _ in _own_sources(space, winner)]
     queue: list[tuple[tuple[str, ...], str | None]] = ([(tuple(useless), None)] if len(useless) > 1 else [])
     queue += [((d,), None) for d in dims if len(useless) <= 1 or d not in useless]
     queue += [((f"per-file {path}",), path) for path in files]
@@ -86,10 +86,17 @@ def _flags_of(space: FlagSpace, current: FlagSet, dim: str) -> tuple[str, ...]:
     """The flags a dimension (or "per-file <path>") adds to `current`."""
     if dim.startswith("per-file "):
         path = dim[len("per-file "):]
-        return tuple(build_flags.source_token(p, f) for p, fs in build_flags.split(current.flags).sources
-                     if p == path for f in fs)
+        return tuple(build_flags.source_token(p, f) for p, fs in _own_sources(space, current) if p == path for f in fs)
     choice = dict(current.choices)
     return space.flagset({dim: choice[dim]}).flags if dim in choice else ()
+
+
+def _own_sources(space: FlagSpace, current: FlagSet) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The per-file stage's own `[path]flag` tokens of `current`, per file: those its dimensions' values do not
+    give (under the hot-file focus every dimension's value is per-file tokens itself: removing a dimension
+    removes them, and they are no file's own)."""
+    given = set(space.flagset(dict(current.choices)).flags)
+    return build_flags.split(tuple(t for t in current.flags if t not in given)).sources
 
 
 def _ablation_step(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagSpace, current: FlagSet,
@@ -108,7 +115,7 @@ def _ablation_step(runner: Measures, build: Build, trees: tuple[Tree, ...], spac
         return contribution
 
     choice = dict(current.choices)
-    own = build_flags.split(current.flags).sources  # the files' own flags: not dimensions of the space
+    own = _own_sources(space, current)  # the files' own flags: not dimensions of the space
     dim = "+".join(group)
     if path is None:
         flags = tuple(f for d in group for f in space.flagset({d: choice[d]}).flags)
