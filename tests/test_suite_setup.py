@@ -90,3 +90,23 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
     cold = prepare_cuda_space(space, tree.compile_commands((src / "a.cu",), "a"), nvcc, "90", build, "a", jobs=2,
                               decisions=tree.decisions("a"))
     assert cold.screen.compiles > 0  # a began before the screening ahead started: left to its own screening
+
+
+@pytest.mark.unit
+def test_a_target_waits_for_the_screening_ahead_only_while_it_screens_that_target():
+    """A target whose setup reaches its screening while the suite's screening ahead compiles that very target
+    waits for it (its values then come from the cache) instead of compiling them a second time beside it;
+    bounded by the seconds it may spend; no wait for a target the thread is not on."""
+    import threading
+    import time
+
+    from compileiq_cmake.tune.suite_screen import ScreenAhead
+
+    ahead = ScreenAhead(None, ("a", "b"), None, "nvcc", "90", Path("."), lambda _: False, None, 1)
+    t0 = time.monotonic()
+    assert not ahead.wait_for("b", 5) and time.monotonic() - t0 < 1  # not on it: no wait
+    ahead._screening("b")
+    threading.Timer(0.3, ahead._screening, ("c",)).start()
+    assert ahead.wait_for("b", 10) and 0.25 <= time.monotonic() - t0 < 5
+    t1 = time.monotonic()
+    assert not ahead.wait_for("c", 0.2) and 0.15 <= time.monotonic() - t1 < 2  # still on it at the bound

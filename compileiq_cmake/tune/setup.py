@@ -33,7 +33,7 @@ from .tree_pool import Baselines, TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
-from ..flags.screening import prepare_cuda_space
+from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
 from ..model.spec import TuneSpec, compute_capability
 from ..model.events import Log, as_stream
 from ..model.wording import plural
@@ -221,6 +221,10 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         as_stream(log).info("the suite's screening runs ahead: the targets after those in flight are screened "
                             "in the background (the screening cache), on a quarter of the cores")
     if language == "CUDA":
+        if tree_pool is not None and tree_pool.ahead is not None and spec.screen and \
+                tree_pool.ahead.wait_for(spec.target, SCREEN_SHARE * spec.time_limit if spec.time_limit else 600.0):
+            as_stream(log).info(f"the suite's screening ahead was screening {spec.target}: waited for it (its "
+                                "values are in the screening cache)")
         space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, tools, arch, space, log)
     _require_dimensions(spec, space, language)
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus

@@ -50,6 +50,8 @@ class ScreenAhead:
         self.started, self.stop, self.jobs = started, stop, max(1, jobs)
         self.report = AheadReport()
         self._thread = threading.Thread(target=self._run, name="compileiq-screen-ahead", daemon=True)
+        self._current = ""  # the target it screens now
+        self._moved = threading.Condition()
 
     def start(self) -> None:
         self._thread.start()
@@ -57,6 +59,26 @@ class ScreenAhead:
     def join(self, timeout: float | None = None) -> None:
         if self._thread.is_alive():
             self._thread.join(timeout)
+
+    def wait_for(self, target: str, seconds: float) -> bool:
+        """When the thread screens `target` now, wait for it to finish (at most `seconds`: the target's own
+        screening then finds every value in the cache instead of compiling them a second time beside it).
+        True when it waited and the thread is done with it."""
+        deadline = time.monotonic() + max(0.0, seconds)
+        with self._moved:
+            if self._current != target:
+                return False
+            while self._current == target:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._moved.wait(left)
+            return True
+
+    def _screening(self, name: str) -> None:
+        with self._moved:
+            self._current = name
+            self._moved.notify_all()
 
     def _run(self) -> None:
         t0 = time.perf_counter()
@@ -72,8 +94,10 @@ class ScreenAhead:
                 entries = self.base.compile_commands(target.sources_in("CUDA"), name)
                 if not entries:
                     continue
+                self._screening(name)
                 prepared = prepare_cuda_space(self.space, entries, self.nvcc, self.cuda_arch, self.build_dir, name,
                                               jobs=self.jobs, decisions=self.base.decisions(name))
+                self._screening("")
                 if prepared.screen is not None:
                     self.report.targets.append(name)
                     self.report.compiles += prepared.screen.compiles
@@ -81,4 +105,5 @@ class ScreenAhead:
         except (CompileIQError, OSError) as exc:  # the targets screen for themselves, as without it
             self.report.stopped = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         finally:
+            self._screening("")
             self.report.seconds = time.perf_counter() - t0
