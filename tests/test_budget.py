@@ -77,6 +77,23 @@ def test_a_wait_for_a_slot_another_target_holds_is_not_charged_to_the_box():
     assert outer.remaining() == pytest.approx(5.0)
 
 
+@pytest.mark.unit
+def test_waits_are_not_charged_up_to_the_targets_own_limit_and_its_shared_setup_never_is():
+    """H200, --suite-jobs 4 on one GPU: a target with a 32 s share waited 92 s and lived 120 s, and the suite's
+    last targets got 10 s. Waits beyond a target's own limit are charged; the suite's shared setup never is."""
+    from compileiq_cmake.tune.budget import not_charged
+
+    waited, shared = [0.0], [3.0]
+    credit = not_charged(lambda: waited[0], lambda: shared[0], 32.0)
+    clock = [0.0]
+    box = TimeBox(32.0, clock=lambda: clock[0], waited=credit)
+    waited[0], clock[0] = 20.0, 30.0
+    assert box.elapsed() == pytest.approx(30.0 - 20.0 - 3.0)  # 20 s of waits and the shared 3 s: not charged
+    waited[0], clock[0] = 92.0, 120.0
+    assert box.elapsed() == pytest.approx(120.0 - 32.0 - 3.0) and box.remaining() == 0.0  # beyond 32 s: charged
+    assert not_charged(lambda: 92.0, lambda: 0.0, None)() == 92.0  # no limit: no cap
+
+
 class _Runner:
     """Runs answered from fixed per-tree medians with noise, one label per tree (a fake of Runner's interface)."""
 

@@ -282,3 +282,14 @@ def resumed_box(stored: object, spec: TuneSpec) -> float:
         return 0.0
     spent = stored.get("spent")
     return float(spent) if isinstance(spent, (int, float)) and math.isfinite(spent) and spent > 0 else 0.0
+
+
+def not_charged(waited: Callable[[], float], shared: Callable[[], float], limit: float | None) -> Callable[[], float]:
+    """The seconds of a suite target's wall time its box does not count: its waits for slots other targets
+    held, up to its own limit (so its wall time is at most about twice its share: with more targets in flight
+    than GPUs + 1 each waits most of the time, and uncounted waits gave the first targets the wall time of the
+    last ones, H200 `--suite-jobs 4` on one GPU: 120 s for a 32 s share), and the suite's shared setup it ran
+    or waited for (`shared`: the one baseline build), in full."""
+    cap = limit if limit is not None else math.inf
+    return lambda: min(waited(), cap) + shared()
+

@@ -33,7 +33,7 @@ from ..system.writable import check_creatable
 from . import focus, host_side, prior_use
 from .bank import Bank
 from .baseline import Baseline
-from .budget import BOX_RESULT, Budget, TimeTooShort, resumed_box
+from .budget import BOX_RESULT, Budget, TimeTooShort, not_charged, resumed_box
 from .finalists import Finalists
 from .publish import BankWrite, Publish, unchanged_entry
 from .search_loop import SearchLoop
@@ -154,7 +154,8 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
             deadline: float = math.inf, shared: Callable[[], float] = no_wait) -> TuneResult:
     """The stages of one tune, wired: each one's outcome is the next one's input. One Budget owns its seconds
     (tune.budget): its box counts from the tune's start, less the time it waited for a suite's shared slots
-    (`lease`) and spent on a suite's shared setup (`shared`: the one baseline build), plus what an interrupted
+    (`lease`, up to its limit: budget.not_charged) and spent on a suite's shared setup (`shared`: the one
+    baseline build), plus what an interrupted
     earlier run spent of the same box; `deadline` (perf_counter) and `stop` are a suite's end and interrupt."""
     spec = setup.spec
     if spec.keep_unchanged and not spec.replace and (kept := unchanged_entry(setup)) is not None:
@@ -171,7 +172,8 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
     box = TimeBox(spec.time_limit, started=started, spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
-                  waited=(lambda: lease.waited() + shared()) if lease is not None else shared, deadline=deadline)
+                  waited=not_charged(lease.waited, shared, spec.time_limit) if lease is not None else shared,
+                  deadline=deadline)
     if box.spent_before:
         as_stream(log).info(f"time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
             f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)")
