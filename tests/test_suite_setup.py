@@ -110,3 +110,34 @@ def test_a_target_waits_for_the_screening_ahead_only_while_it_screens_that_targe
     assert ahead.wait_for("b", 10) and 0.25 <= time.monotonic() - t0 < 5
     t1 = time.monotonic()
     assert not ahead.wait_for("c", 0.2) and 0.15 <= time.monotonic() - t1 < 2  # still on it at the bound
+
+
+@pytest.mark.unit
+def test_the_screening_ahead_runs_its_compiles_at_a_lower_priority_than_the_trials_builds(monkeypatch):
+    """The screening ahead shares the cores with the targets in flight: its thread (and so the compiles it
+    starts) runs niced, the rest of the process not; targets that began are left to their own screening."""
+    import os
+    import threading
+    from types import SimpleNamespace
+
+    from compileiq_cmake.tune import suite_screen
+
+    seen = {}
+
+    def fake_prepare(space, entries, nvcc, arch, build_dir, name, **kw):
+        seen[name] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        return SimpleNamespace(screen=SimpleNamespace(compiles=1, cache_hits=0))
+
+    cuda = SimpleNamespace(primary_language="CUDA", sources_in=lambda lang: (Path("x.cu"),))
+    monkeypatch.setattr(suite_screen, "prepare_cuda_space", fake_prepare)
+    monkeypatch.setattr(suite_screen.file_api, "read_codemodel",
+                        lambda path: SimpleNamespace(targets={"a": cuda, "b": cuda, "c": cuda}))
+    base = SimpleNamespace(path=Path("."), compile_commands=lambda sources, name: [{"file": "x.cu"}],
+                           decisions=lambda name: None)
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    ahead = suite_screen.ScreenAhead(base, ("a", "b", "c"), None, "nvcc", "90", Path("."), lambda n: n == "a", None, 2)
+    ahead.start()
+    ahead.join(timeout=30)
+    assert sorted(seen) == ["b", "c"] and ahead.report.targets == ["b", "c"] and ahead.report.compiles == 2
+    assert all(p >= min(19, before + suite_screen.AHEAD_NICE) for p in seen.values()), (seen, before)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the caller's thread: not niced

@@ -1,12 +1,13 @@
 """A suite's static screening in one pass (issue 38): once the suite's one baseline build holds every target's
 compile commands, the screening of the targets after the first ones runs ahead in one background thread, in
-the suite's order, on a part of the build cores, into the screening cache every tune reads
+the suite's order, on a part of the build cores at a lower priority, into the screening cache every tune reads
 (flags.screen_cache). A target whose setup reaches its own screening then finds its values there (cache hits)
 instead of compiling them within its small share of the box, where a short share used to screen one value
 and search the rest unscreened. A target whose setup began already is left to its own screening."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from ..project import file_api
 from ..project.cmake_project import VariantTree
 
 AHEAD_CORE_SHARE = 4  # the thread's compiles use cores // this (the targets in flight keep the rest)
+AHEAD_NICE = 10  # and run at this lower priority: a trial's build goes first (Linux: per thread, and its children)
 
 
 @dataclass
@@ -82,6 +84,10 @@ class ScreenAhead:
 
     def _run(self) -> None:
         t0 = time.perf_counter()
+        try:
+            os.nice(AHEAD_NICE)  # this thread only (Linux), and what it starts: the screening compiles
+        except OSError:
+            pass
         try:
             model = file_api.read_codemodel(self.base.path)
             for name in self.order:
