@@ -19,7 +19,8 @@ host targets) and ``COMPILEIQ_VARIANT_FLAGS`` (one flag per list item), ``COMPIL
 (``ON``: device link-time optimization as the apply does it), ``COMPILEIQ_VARIANT_DEVICE_LINK`` (a
 static or object library's consumers whose device link gets ``-dlto``: the benchmark's) and
 ``COMPILEIQ_VARIANT_SOURCES`` with
-``COMPILEIQ_VARIANT_SOURCE_FLAGS_<i>`` (per-file flags, paths relative to the top-level source directory).
+``COMPILEIQ_VARIANT_SOURCE_FLAGS_<i>`` (per-file flags, paths relative to the top-level source directory) and
+``COMPILEIQ_VARIANT_FLAGS_FILE`` (a CUDA target's file of target-wide trial flags; empty: none).
 
 At the end of the top-level directory this module:
 
@@ -32,6 +33,9 @@ At the end of the top-level directory this module:
   ``$<$<COMPILE_LANGUAGE:CUDA>:...>``) and from ``CMAKE_CUDA_FLAGS`` and
   ``CMAKE_CUDA_FLAGS_<CONFIG>`` (in every directory that sets them, through
   :command:`variable_watch`);
+* with ``COMPILEIQ_VARIANT_FLAGS_FILE``, adds ``--options-file=<file>`` to the CUDA compiles of the target
+  (where its flags go) and makes each of its sources depend on the file (``OBJECT_DEPENDS``): a trial that
+  only rewrites the file compiles them again without CMake running again;
 * adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``, turns on device LTO of its
   CUDA code (``_compileiq_device_lto``, the apply's own function: LTO IR beside the machine code at
   compile, ``-dlto`` at the device link, host languages untouched) and sets the per-file flags, scoped to
@@ -199,6 +203,9 @@ function(_compileiq_variant_apply)
   endif()
 
   _compileiq_add_flags("${target}" "${COMPILEIQ_VARIANT_LANGUAGE}" "" ${COMPILEIQ_VARIANT_FLAGS})
+  if(NOT COMPILEIQ_VARIANT_FLAGS_FILE STREQUAL "" AND COMPILEIQ_VARIANT_LANGUAGE STREQUAL "CUDA")
+    _compileiq_variant_flags_file("${target}" "${COMPILEIQ_VARIANT_FLAGS_FILE}")
+  endif()
   # The apply's own decision, read by the tune: device LTO is offered only where the apply accepts it.
   _compileiq_device_lto_refusal("${target}" lto_refusal "${config}")
   file(APPEND "${CMAKE_BINARY_DIR}/compileiq_variant_info.txt" "device_lto_refusal=${lto_refusal}\n")
@@ -219,6 +226,33 @@ function(_compileiq_variant_apply)
     cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${CMAKE_SOURCE_DIR}" NORMALIZE OUTPUT_VARIABLE path)
     _compileiq_source_options("${target}" "${path}" "" ${COMPILEIQ_VARIANT_SOURCE_FLAGS_${i}})
     math(EXPR i "${i} + 1")
+  endforeach()
+endfunction()
+
+# The trial's target-wide flags as a file nvcc reads at each compile of the target's CUDA sources
+# (--options-file, after the target's own options, where the fragment's flags would be): each of the
+# target's sources depends on the file (OBJECT_DEPENDS), so a trial that rewrites it compiles them again
+# without CMake running again.
+function(_compileiq_variant_flags_file target file)
+  if(NOT EXISTS "${file}")
+    file(WRITE "${file}" "")
+  endif()
+  target_compile_options("${target}" PRIVATE "$<$<COMPILE_LANGUAGE:CUDA>:--options-file=${file}>")
+  get_target_property(sources "${target}" SOURCES)
+  get_target_property(dir "${target}" SOURCE_DIR)
+  foreach(src IN LISTS sources)
+    if(src MATCHES "^\\$<")
+      continue()
+    endif()
+    cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${dir}" NORMALIZE OUTPUT_VARIABLE path)
+    # its CUDA sources only (by CMake's language: a .cpp file compiled as CUDA is one, a host file is not)
+    get_source_file_property(lang "${path}" TARGET_DIRECTORY "${target}" LANGUAGE)
+    if(NOT lang AND path MATCHES "\\.cu$")
+      set(lang CUDA)
+    endif()
+    if(lang STREQUAL "CUDA")
+      set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY OBJECT_DEPENDS "${file}")
+    endif()
   endforeach()
 endfunction()
 

@@ -509,6 +509,9 @@ def test_a_suite_configures_each_variant_tree_once_for_all_its_targets(host_exam
     assert len(lines) == 1 and {Path(o).name for o in lines[0]} >= {"main.cpp.o", "host_b.cpp.o", "host_c.cpp.o"}, lines
     assert proc.stdout.count("the suite's baselines: 3 targets and their benchmarks built once") == 1, proc.stdout[-3000:]
     assert all(0 <= t["shared_seconds"] <= t["seconds"] for t in doc["targets"]), doc["targets"]
+    first, *later = doc["targets"]  # one after another: only the first ran the build (each its own seconds)
+    assert first["shared_seconds"] > 0 and all(t["shared_seconds"] < 0.5 * first["shared_seconds"] for t in later), \
+        [(t["target"], t["shared_seconds"]) for t in doc["targets"]]
     records = pool / "tree-0" / "compileiq_variant_records"
     for n in ("host_kernels", "host_b", "host_c"):
         info = (records / f"{n}.txt").read_text()

@@ -76,6 +76,7 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
     # the screening ahead: the targets after the one that began (a), in the suite's order, into the cache
     space = load_space("nvcc", "NVIDIA", "13.0", include=("store_cache", "prec_div", "use_fast_math"), arch="90")
     nvcc = model.toolchains["CUDA"].path
+    pool.ahead_seconds = 600.0  # (a loaded 2-core machine: the default 30 s per target may leave values to b)
     assert pool.screen_ahead(base, space, nvcc, "90", build)
     assert not pool.screen_ahead(base, space, nvcc, "90", build)  # once per suite
     pool.ahead.join(timeout=600)
@@ -141,3 +142,21 @@ def test_the_screening_ahead_runs_its_compiles_at_a_lower_priority_than_the_tria
     assert sorted(seen) == ["b", "c"] and ahead.report.targets == ["b", "c"] and ahead.report.compiles == 2
     assert all(p >= min(19, before + suite_screen.AHEAD_NICE) for p in seen.values()), (seen, before)
     assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # the caller's thread: not niced
+
+
+@pytest.mark.unit
+def test_a_targets_baseline_build_is_priced_as_its_objects_in_parallel_then_its_link(tmp_path):
+    """From Ninja's log of the one build: a target of four 10 s objects and a 1 s link, built 4 jobs at a time,
+    costs about 11 s (not 41 s of summed steps); a target the log does not show gets the build's share."""
+    from compileiq_cmake.project.cmake_project import BaselineTree
+
+    tree = BaselineTree(tmp_path, "base-x", "cmake")
+    tree.path.mkdir()
+    lines = ["# ninja log v5"] + [f"{0}\t{10000}\t0\tCMakeFiles/big.dir/f{i}.cu.o\tabc" for i in range(4)]
+    lines += ["10000\t11000\t0\tbig\tdef", "0\t2000\t0\tCMakeFiles/one.dir/o.cu.o\tx", "2000\t2500\t0\tbin/one\ty"]
+    (tree.path / ".ninja_log").write_text("\n".join(lines) + "\n")
+    tree.built = frozenset({"big", "one", "unseen"})
+    tree.estimate_seconds(12.0, 4, {"big": (Path("big"),), "one": (Path("bin/one"),)})
+    assert tree.target_seconds["big"] == pytest.approx(11.0) and tree.target_seconds["one"] == pytest.approx(2.5)
+    assert tree.target_seconds["unseen"] == pytest.approx(12.0)  # min(12, 12 x 4 / 3)
+    assert tree.build(("big", "one"), jobs=1, timeout=1).seconds == pytest.approx(13.5)

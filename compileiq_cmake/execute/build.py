@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Iterator
 import time
 import re
+import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from ..model.records import BuildResult, FlagSet, KernelResources, Trial
 from ..model.timebox import Stop
 from ..model import build_flags
 from ..project.cmake_project import VariantTree
-from ..project.nvcc_command import normalize, tokens
+from ..project.nvcc_command import normalize, output_file, reads_flags_file, tokens
 from ..model.events import Log, as_stream
 
 _LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
@@ -113,6 +114,24 @@ def command_problem(context: BuildContext, tree: VariantTree, entries: list[dict
     return ""
 
 
+def not_compiled_again(tree: VariantTree, entries: list[dict]) -> str:
+    """Why the build does not hold the trial's flags ("" when it does): after the tree's trial flags file
+    changed, every compile that reads it must have run again (its object newer than the file); one that did
+    not would be measured with the flags of an earlier trial."""
+    written = tree.flags_file.stat().st_mtime_ns if tree.flags_file.is_file() else 0
+    for entry in entries:
+        if not reads_flags_file(entry):
+            continue
+        out = output_file(entry)
+        if out is None:
+            continue
+        path = out if out.is_absolute() else Path(entry.get("directory") or tree.path) / out
+        if not path.is_file() or path.stat().st_mtime_ns < written:
+            return (f"{Path(entry['file']).name} was not compiled again after the trial's flags changed (its object "
+                    f"is older than {tree.flags_file.name}); its build would measure an earlier trial's flags")
+    return ""
+
+
 def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
     """The flag set built in the tree: a failed build, a build whose compile commands are not what would be
     written, or a good one with its compile command and (CUDA) its device code's fingerprint and kernels."""
@@ -130,11 +149,12 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     clock = time.perf_counter()
     wanted = build_flags.split(flagset.flags)
     entries = tree.compile_commands(context.sources, context.target)
-    problem = command_problem(context, tree, entries, flagset) if context.own_commands else ""
+    problem = not_compiled_again(tree, entries) if tree.flags_file_changed else ""
+    problem = problem or (command_problem(context, tree, entries, flagset) if context.own_commands else "")
     steps.append(("check", time.perf_counter() - clock))
     if problem:
         return replace(result, ok=False, log_tail=problem, steps=tuple(steps))
-    command = entries[0].get("command", " ".join(entries[0].get("arguments", []))) if entries else ""
+    command = shlex.join(tokens(entries[0])) if entries else ""  # (the trial flags file's flags written out)
     digest, kernels = "", ()
     clock = time.perf_counter()
     if context.fingerprints is not None:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import jinja2
 
 from ..model import build_flags
 from . import file_api
+from .nvcc_command import FLAGS_FILE_NAME
 from .progress import BuildProgress
 from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
 from ..system.processes import ProcessResult, run_process
@@ -55,7 +57,7 @@ def _environment() -> jinja2.Environment:
 
 
 def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
-                    device_link: tuple[str, ...] = (), record: tuple[str, ...] = ()) -> str:
+                    device_link: tuple[str, ...] = (), record: tuple[str, ...] = (), flags_file: str = "") -> str:
     """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag). `device_link`: a static or
     object library's consumers whose device link gets -dlto under device LTO (the benchmark's). `record`: the
     targets whose apply decisions each configure records (a suite's shared trees)."""
@@ -63,7 +65,7 @@ def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str
     b = build_flags.split(flags)
     return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(b.target),
                            device_lto=b.device_lto, device_link=list(device_link) if b.device_lto else [],
-                           sources=[(p, list(f)) for p, f in b.sources], record=list(record))
+                           sources=[(p, list(f)) for p, f in b.sources], record=list(record), flags_file=flags_file)
 
 
 def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
@@ -285,6 +287,8 @@ class VariantTree:
         self.cmake = cmake
         self.config = config  # multi-config generators: built with --config <config>
         self.fragment = self.path / FRAGMENT_NAME
+        self.flags_file = self.path / FLAGS_FILE_NAME  # a CUDA target's target-wide trial flags (no CMake re-run)
+        self.flags_file_changed = False  # the last write_flags rewrote it (the target's CUDA objects compile again)
         self.record = record
         self.configures = 0  # configures run by this object (a suite's summary counts them)
         self._cache_text: bytes | None = None  # CMakeCache.txt as the tool left it (configure or build)
@@ -293,15 +297,25 @@ class VariantTree:
 
     def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
                     device_link: tuple[str, ...] = ()) -> bool:
-        """Render the trial fragment; returns True when its content changed (the next build re-runs CMake)."""
+        """Render the trial fragment; returns True when its content changed (the next build re-runs CMake).
+        A CUDA target's target-wide flags go to the flags file instead (nvcc's --options-file, which the
+        target's sources depend on): a trial of them compiles again without CMake running again; per-file
+        flags and device LTO stay in the fragment (the file is then empty)."""
         self._target, self._language = target, language
-        text = render_fragment(target, language, cuda_arch, flags, device_link, self.record)
+        split = build_flags.split(flags)
+        in_file = language == "CUDA" and not split.device_lto and not split.sources
+        text = render_fragment(target, language, cuda_arch, () if in_file else flags, device_link, self.record,
+                               str(self.flags_file) if language == "CUDA" else "")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.flags_file_changed = False
+        if language == "CUDA":
+            wanted = "".join(f"{shlex.quote(f)}\n" for f in (split.target if in_file else ()))
+            if not self.flags_file.is_file() or self.flags_file.read_text() != wanted:
+                _write_whole(self.flags_file, wanted)
+                self.flags_file_changed = True
         if self.fragment.is_file() and self.fragment.read_text() == text:
             return False
-        self.path.mkdir(parents=True, exist_ok=True)
-        tmp = self.fragment.with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, self.fragment)
+        _write_whole(self.fragment, text)
         return True
 
     def prepare(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
@@ -502,7 +516,7 @@ class BaselineTree(VariantTree):
         if flags:
             raise UsageError(f"the variant tree {self.path.name} holds a suite's baselines; no trial flags are "
                              "built in it")
-        if not self.fragment.is_file():
+        if not self.built:  # its configure (a fragment of an earlier run may name a target gone since)
             return super().write_flags(target, language, cuda_arch, flags, device_link)
         self._target, self._language = target, language
         return False
@@ -528,8 +542,14 @@ class BaselineTree(VariantTree):
         even = min(wall, wall * jobs / max(1, len(self.built)))
         for name in self.built:
             files = {f.as_posix() for f in artifacts.get(name, ())}
-            own = [d for out, d in steps.items() if f"CMakeFiles/{name}.dir/" in out or out in files]
-            self.target_seconds[name] = sum(own) if own else even
+            objects = [d for out, d in steps.items() if f"CMakeFiles/{name}.dir/" in out and out not in files]
+            links = [d for out, d in steps.items() if out in files]
+            if not objects and not links:
+                self.target_seconds[name] = even
+                continue
+            # its objects compile in parallel (`jobs` at a time, never faster than the longest), then the link
+            compile_s = max(max(objects, default=0.0), sum(objects) / max(1, jobs))
+            self.target_seconds[name] = compile_s + sum(links)
 
 
 def _ninja_steps(log: Path) -> dict[str, float]:
@@ -545,6 +565,12 @@ def _ninja_steps(log: Path) -> dict[str, float]:
         if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit():
             steps[parts[3]] = (int(parts[1]) - int(parts[0])) / 1000.0
     return steps
+
+
+def _write_whole(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _key_values(path: Path) -> dict[str, str]:

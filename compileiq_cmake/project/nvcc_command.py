@@ -65,11 +65,35 @@ _ALONE_NOT_FLAGS = {"-c", "--compile", "-MD", "-MMD", "-MP", "-M", "-MM", "--gen
 _ARCH_OPTIONS = {"-arch", "-gencode", "-code"}
 
 
+FLAGS_FILE_NAME = "compileiq_trial_flags.optf"  # a variant tree's trial flags, read by nvcc (--options-file)
+_OPTIONS_FILE = "--options-file="
+
+
 def tokens(entry: dict) -> list[str]:
-    """The command of a compile_commands.json entry as a list of arguments."""
-    if entry.get("arguments"):
-        return list(entry["arguments"])
-    return shlex.split(entry.get("command", ""))
+    """The command of a compile_commands.json entry as a list of arguments; a variant tree's trial flags file
+    (`--options-file=<tree>/FLAGS_FILE_NAME`) is replaced by the flags it holds, as nvcc reads them."""
+    raw = list(entry["arguments"]) if entry.get("arguments") else shlex.split(entry.get("command", ""))
+    out: list[str] = []
+    for tok in raw:
+        if tok.startswith(_OPTIONS_FILE) and tok.endswith("/" + FLAGS_FILE_NAME):
+            out += trial_flags(Path(tok[len(_OPTIONS_FILE):]))
+        else:
+            out.append(tok)
+    return out
+
+
+def trial_flags(path: Path) -> list[str]:
+    """The flags a trial flags file holds (none when it is missing)."""
+    try:
+        return shlex.split(path.read_text())
+    except OSError:
+        return []
+
+
+def reads_flags_file(entry: dict) -> bool:
+    """Whether a compile reads its tree's trial flags file."""
+    raw = list(entry["arguments"]) if entry.get("arguments") else shlex.split(entry.get("command", ""))
+    return any(t.startswith(_OPTIONS_FILE) and t.endswith("/" + FLAGS_FILE_NAME) for t in raw)
 
 
 def _split(tok: str, following: str | None) -> tuple[str, str | None, bool]:

@@ -53,6 +53,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
     started = time.perf_counter()
     state_dir = spec.state_dir
     fresh_state = not state_dir.exists()
+    shared_before = pool.shared_seconds(spec.target) if pool is not None else 0.0  # (a GPU type's tune before)
     stored_any = False
     try:
         with TuneLock(state_dir):
@@ -69,7 +70,7 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
                                 f"{tune_setup.project.toolchain.compiler_id} {tune_setup.project.toolchain.version}",
                                 tune_setup.code.sources_sha256, log, tune_setup.code.commands_sha256)
             try:
-                shared = (lambda: pool.shared_seconds(str(state_dir))) if pool is not None else no_wait
+                shared = _shared_since(pool, spec.target, shared_before) if pool is not None else no_wait
                 result = _stages(tune_setup, store, log, started, cluster, lease, stop, deadline, shared)
                 stored_any = True
                 return result
@@ -95,6 +96,12 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
     finally:
         if pool is not None:  # the next target of the suite configures them for itself
             pool.give_back(str(state_dir))
+
+
+def _shared_since(pool: TreePool, target: str, before: float) -> Callable[[], float]:
+    """The seconds of a suite's shared setup this tune of `target` ran or waited for (not an earlier tune's of
+    it: a Ray cluster's GPU types are tuned one after another)."""
+    return lambda: max(0.0, pool.shared_seconds(target) - before)
 
 
 def close_step_cache(cache: StepCache | None, log: Log) -> None:

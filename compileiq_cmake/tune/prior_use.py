@@ -61,7 +61,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
                 "search runs without the prior's predictions")
             return None
         try:
-            relocatable = tree.decisions().relocatable
+            relocatable = tree.decisions(setup.spec.target).relocatable
         except (CompileIQError, OSError):
             relocatable = False
         try:

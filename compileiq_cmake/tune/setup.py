@@ -221,8 +221,9 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         as_stream(log).info("the suite's screening runs ahead: the targets after those in flight are screened "
                             "in the background (the screening cache), on a quarter of the cores")
     if language == "CUDA":
-        if tree_pool is not None and tree_pool.ahead is not None and spec.screen and \
-                tree_pool.ahead.wait_for(spec.target, SCREEN_SHARE * spec.time_limit if spec.time_limit else 600.0):
+        if tree_pool is not None and tree_pool.ahead is not None and spec.screen \
+                and len(target.sources_in("CUDA")) < FOCUS_FILES \
+                and tree_pool.ahead.wait_for(spec.target, SCREEN_SHARE * spec.time_limit if spec.time_limit else 600.0):
             as_stream(log).info(f"the suite's screening ahead was screening {spec.target}: waited for it (its "
                                 "values are in the screening cache)")
         space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, tools, arch, space, log)
@@ -267,7 +268,7 @@ def _suite_baselines(spec: TuneSpec, tree_pool: TreePool | None, settings: Varia
     if tree_pool is None:
         return None, None
     stream = as_stream(log)
-    base, made = tree_pool.baselines(settings, str(spec.state_dir), spec.target, language, model,
+    base, made = tree_pool.baselines(settings, spec.target, spec.target, language, model,
                                      spec.state_dir / "logs", progress=stream.info)
     if made and base.tree is not None:
         stream.info(f"the suite's baselines: {plural(len(base.targets), 'target')} and their benchmarks built once, "

@@ -95,6 +95,7 @@ class Scheduler:
         self.slots = SharedSlots({BUILD: max(1, build_slots)}, self.rank)
         self._targets: dict[str, _Progress] = {}
         self._lock = threading.Lock()
+        self.shared: Callable[[str], float] = lambda name: 0.0  # a target's seconds of the suite's shared setup
 
     def join(self, target: SuiteTarget, floor: float) -> None:
         with self._lock:
@@ -110,8 +111,8 @@ class Scheduler:
                 return
             if isinstance(best, (int, float)) and math.isfinite(best):
                 p.best = max(p.best, float(best))
-                if p.setup is None:
-                    p.setup = time.perf_counter() - p.started
+                if p.setup is None:  # (not the suite's shared setup: the targets after it do not pay it)
+                    p.setup = time.perf_counter() - p.started - self.shared(target)
             if isinstance(predicted, (int, float)) and math.isfinite(predicted):
                 p.predicted = float(predicted)
 
@@ -188,8 +189,14 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
                     _load_state(state, stamp, log),
                     Scheduler(build_slots=max(s.workers for s in specs.values())),  # every target's builds share --workers
                     TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER, tuple(t.name for t in suite.targets),
-                             {n: (s.benchmark[0], bool(s.verify)) for n, s in specs.items() if s.benchmark}))
+                             # their own baseline: a VERIFY build builds everything, a compared file is
+                             # written into the tree by each run (two targets' runs would share it)
+                             {n: (s.benchmark[0], bool(s.verify or s.compare_file)) for n, s in specs.items()
+                              if s.benchmark}))
     run.tree_pool.stop = run.stop
+    run.tree_pool.deadline = run.started + time_limit if time_limit else math.inf
+    run.tree_pool.order = tuple(t.name for t in suite.ordered if t.name not in run.finished)
+    run.scheduler.shared = run.tree_pool.shared_seconds
     order = list(suite.ordered)
     stream.info(f"suite {suite.path.name}: {plural(len(order), 'target')}"
                 + (f", {jobs} at a time sharing the build slots and every GPU (one scheduler)" if jobs > 1 else "")
@@ -329,7 +336,7 @@ class _SuiteRun:
         outcome = replace(outcome, started=round(t0 - self.started, 3), objective=spec.objective,
                           device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
                           waited_seconds=round(self.scheduler.slots.waited(target.name), 3),
-                          shared_seconds=round(self.tree_pool.shared_seconds(str(spec.state_dir)), 3),
+                          shared_seconds=round(self.tree_pool.shared_seconds(target.name), 3),
                           stages=_stage_seconds(starts, wall0, time.time()))
         with self.saving:
             self.outcomes[target.name] = outcome

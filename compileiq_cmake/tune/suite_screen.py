@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Callable
 
 from ..flags import FlagSpace
-from ..flags.screening import prepare_cuda_space
-from ..model.errors import CompileIQError
+from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
 from ..model.timebox import Stop
 from ..project import file_api
 from ..project.cmake_project import VariantTree
+from .focus import FOCUS_FILES
 
 AHEAD_CORE_SHARE = 4  # the thread's compiles use cores // this (the targets in flight keep the rest)
 AHEAD_NICE = 10  # and run at this lower priority: a trial's build goes first (Linux: per thread, and its children)
+AHEAD_TARGET_SECONDS = 30.0  # at most this long per target (values left unscreened are the target's to screen)
 
 
 @dataclass
@@ -46,10 +47,12 @@ class ScreenAhead:
     skipped), against their compile commands in the tree of the suite's baselines (`base`)."""
 
     def __init__(self, base: VariantTree, order: tuple[str, ...], space: FlagSpace, nvcc: str, cuda_arch: str,
-                 build_dir: Path, started: Callable[[str], bool], stop: Stop | None, jobs: int) -> None:
+                 build_dir: Path, started: Callable[[str], bool], stop: Stop | None, jobs: int,
+                 target_seconds: float = AHEAD_TARGET_SECONDS) -> None:
         self.base, self.order, self.space = base, order, space
         self.nvcc, self.cuda_arch, self.build_dir = nvcc, cuda_arch, build_dir
         self.started, self.stop, self.jobs = started, stop, max(1, jobs)
+        self.target_seconds = target_seconds  # the most it screens one target for
         self.report = AheadReport()
         self._thread = threading.Thread(target=self._run, name="compileiq-screen-ahead", daemon=True)
         self._current = ""  # the target it screens now
@@ -95,21 +98,25 @@ class ScreenAhead:
                     self.report.stopped = self.stop.reason()
                     break
                 target = model.targets.get(name)
-                if target is None or target.primary_language != "CUDA" or self.started(name):
+                # not a target whose own setup skips screening: one of many files (the hot-file focus)
+                if target is None or target.primary_language != "CUDA" \
+                        or len(target.sources_in("CUDA")) >= FOCUS_FILES:
                     continue
                 entries = self.base.compile_commands(target.sources_in("CUDA"), name)
-                if not entries:
+                self._screening(name)  # (before the check: a target that begins now waits for it, or is skipped)
+                if not entries or self.started(name):
+                    self._screening("")
                     continue
-                self._screening(name)
                 prepared = prepare_cuda_space(self.space, entries, self.nvcc, self.cuda_arch, self.build_dir, name,
-                                              jobs=self.jobs, decisions=self.base.decisions(name))
+                                              jobs=self.jobs, decisions=self.base.decisions(name),
+                                              time_limit=self.target_seconds / SCREEN_SHARE)
                 self._screening("")
                 if prepared.screen is not None:
                     self.report.targets.append(name)
                     self.report.compiles += prepared.screen.compiles
                     self.report.cache_hits += prepared.screen.cache_hits
-        except (CompileIQError, OSError) as exc:  # the targets screen for themselves, as without it
-            self.report.stopped = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        except Exception as exc:  # noqa: BLE001 (a background thread: the targets screen for themselves, said)
+            self.report.stopped = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         finally:
             self._screening("")
             self.report.seconds = time.perf_counter() - t0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from ..model.timebox import Stop
 from ..flags import FlagSpace
 from ..project import file_api
 from ..project.file_api import CodeModel
-from .suite_screen import AHEAD_CORE_SHARE, ScreenAhead
+from .suite_screen import AHEAD_CORE_SHARE, AHEAD_TARGET_SECONDS, ScreenAhead
 
 POOL_FOLDER = "trees"
 OWN_TREE = "own"
@@ -69,8 +70,10 @@ class TreePool:
         self._base_lock = threading.Lock()
         self._shared: dict[str, float] = {}  # owner -> seconds it spent on (or waiting for) the shared baseline build
         self.stop: Stop | None = None  # the suite's interrupt (the one baseline build is stopped by it)
+        self.deadline = math.inf  # the suite's end (perf_counter): the one baseline build does not outlive it
         self.order: tuple[str, ...] = targets  # the order the suite tunes its targets in (the screening ahead's)
         self.ahead: ScreenAhead | None = None  # the suite's screening ahead (tune.suite_screen), once started
+        self.ahead_seconds = AHEAD_TARGET_SECONDS  # the most the screening ahead spends on one target
         self._began: set[str] = set()  # targets whose setup began
         self._trees: dict[str, VariantTree] = {}  # one object per name for the whole run (it knows its configure)
         self._lent: dict[str, list[str]] = {}  # owner -> names
@@ -166,7 +169,8 @@ class TreePool:
         except CompileIQError as exc:
             return Baselines(None, (), built, None, f"its tree could not be configured: {str(exc).splitlines()[0]}")
         with self.cores.claim(1) as jobs:  # every core while no other build runs
-            result = tree.build(built, jobs=jobs, timeout=BASE_TIMEOUT, stop=self.stop, progress=progress)
+            timeout = max(1.0, min(BASE_TIMEOUT, self.deadline - time.perf_counter()))
+            result = tree.build(built, jobs=jobs, timeout=timeout, stop=self.stop, progress=progress)
         if not result.ok:
             first_line = (result.log_tail or "").strip().splitlines()
             return Baselines(None, (), built, result, "it failed" + (f" ({first_line[0][:200]})" if first_line else ""))
@@ -196,7 +200,7 @@ class TreePool:
             if self.ahead is not None or base.tree is None:
                 return False
             self.ahead = ScreenAhead(base.tree, self.order, space, nvcc, cuda_arch, build_dir, self.began,
-                                     Stop(parent=self.stop), self.cores.cores // AHEAD_CORE_SHARE)
+                                     Stop(parent=self.stop), self.cores.cores // AHEAD_CORE_SHARE, self.ahead_seconds)
         self.ahead.start()
         return True
 

@@ -1,0 +1,75 @@
+"""Issue 38, cheaper trials: a CUDA target's target-wide trial flags reach nvcc through a file it reads at
+each compile (--options-file), which the target's sources depend on, so that a trial compiles them again
+without CMake running again for the whole project; per-file flags and device LTO stay in the fragment. What
+is checked is what would be written: the compile commands read with the file's flags in place, and a compile
+that did not run again after the file changed fails the build."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.execute.build import not_compiled_again
+from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.nvcc_command import tokens
+
+from conftest import configure, needs_nvcc
+
+
+def _project(root: Path) -> Path:
+    src = root / "src"
+    src.mkdir()
+    (src / "k.cu").write_text("__global__ void k(float* a) { a[threadIdx.x] = sqrtf(a[threadIdx.x]); }\n"
+                              "int main() { return 0; }\n")
+    (src / "h.cpp").write_text("int helper() { return 1; }\n")
+    (src / "other.cu").write_text("__global__ void o(float* a) { a[0] = 1.0f; }\nint main() { return 0; }\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(ff LANGUAGES CXX CUDA)\n"
+        "add_executable(app k.cu h.cpp)\nadd_executable(other other.cu)\n")
+    return src
+
+
+@pytest.mark.cmake
+@pytest.mark.cuda
+@needs_nvcc
+def test_a_target_wide_trial_recompiles_the_targets_cuda_files_without_running_cmake_again(tmp_path):
+    src = _project(tmp_path)
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
+    settings, _ = VariantSettings.from_user_tree(src, build, "", "")
+    settings = replace(settings, cuda_arch="90")
+    tree = VariantTree(tmp_path / "trees", "worker-0", settings.cmake, logs=tmp_path / "logs")
+    tree.prepare(settings, "app", "CUDA")
+    assert tree.build(("app", "other"), jobs=2, timeout=600).ok
+
+    def compiled() -> list[str]:
+        return (tmp_path / "logs" / "worker-0-compiled.log").read_text().splitlines()[-1].split()
+
+    def commands(name: str) -> list[str]:
+        return tokens(tree.compile_commands((src / name,), "app")[0])
+
+    assert not tree.write_flags("app", "CUDA", "90", ("--use_fast_math", "-Xptxas=-O1"))  # the fragment as it was
+    assert tree.flags_file_changed
+    result = tree.build(("app", "other"), jobs=2, timeout=600)
+    assert result.ok and "Re-running CMake" not in result.log_tail, result.log_tail
+    assert [Path(o).name for o in compiled()] == ["k.cu.o"]  # the target's CUDA file only: not h.cpp, not other
+    assert {"--use_fast_math", "-Xptxas=-O1"} <= set(commands("k.cu"))  # read as nvcc reads it
+    assert "--use_fast_math" not in " ".join(tokens(tree.compile_commands((src / "other.cu",), "other")[0]))
+    assert not_compiled_again(tree, tree.compile_commands((src / "k.cu", src / "h.cpp"), "app")) == ""
+    # the same flags again: nothing to compile; per-file flags: through the fragment (CMake runs again)
+    assert not tree.write_flags("app", "CUDA", "90", ("--use_fast_math", "-Xptxas=-O1")) and not tree.flags_file_changed
+    assert tree.build(("app",), jobs=2, timeout=600).ok and compiled() == []
+    assert tree.write_flags("app", "CUDA", "90", ("[k.cu]--use_fast_math",))
+    result = tree.build(("app",), jobs=2, timeout=600)
+    assert result.ok and "Re-running CMake" in result.log_tail and [Path(o).name for o in compiled()] == ["k.cu.o"]
+    assert "--use_fast_math" in commands("k.cu") and "-Xptxas=-O1" not in commands("k.cu")
+    # a compile that did not run again after the file changed is caught, not measured
+    tree.write_flags("app", "CUDA", "90", ("--fmad=false",))
+    entries = tree.compile_commands((src / "k.cu",), "app")
+    obj = Path(entries[0]["directory"]) / entries[0]["output"]
+    old = tree.flags_file.stat().st_mtime - 100
+    os.utime(obj, (old, old))
+    assert "k.cu was not compiled again" in not_compiled_again(tree, entries)
