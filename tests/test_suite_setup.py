@@ -160,3 +160,29 @@ def test_a_targets_baseline_build_is_priced_as_its_objects_in_parallel_then_its_
     assert tree.target_seconds["big"] == pytest.approx(11.0) and tree.target_seconds["one"] == pytest.approx(2.5)
     assert tree.target_seconds["unseen"] == pytest.approx(12.0)  # min(12, 12 x 4 / 3)
     assert tree.build(("big", "one"), jobs=1, timeout=1).seconds == pytest.approx(13.5)
+
+
+@pytest.mark.cmake
+def test_a_target_that_does_not_build_leaves_the_others_in_the_one_baseline_build(tmp_path):
+    """A collection with one broken program: the one build goes on past it (keep going), holds the others'
+    baselines, and says which target builds its own (and will fail there, with its own error)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    lists = "cmake_minimum_required(VERSION 3.24)\nproject(hc LANGUAGES CXX)\n"
+    for name in ("a", "b", "broken"):
+        body = "#error this program does not build\n" if name == "broken" else ""
+        (src / f"{name}.cpp").write_text(body + "int main() { return 0; }\n")
+        lists += f"add_executable({name} {name}.cpp)\n"
+    (src / "CMakeLists.txt").write_text(lists)
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    pool = TreePool(build / "compileiq" / "suite" / "trees", ("a", "broken", "b"),
+                    {"a": ("a", False), "broken": ("broken", False), "b": ("b", False)})
+    from compileiq_cmake.execute.build import CoreShare
+    pool.cores = CoreShare(1)  # one step at a time, in order: without keep-going b would never be built
+    settings, _ = VariantSettings.from_user_tree(src, build, "", "")
+    _, model, _ = pool.own_build(settings, "a", src, build, tmp_path / "logs")
+    base, made = pool.baselines(settings, "a", "a", "CXX", model, tmp_path / "logs")
+    assert made and base.tree is not None and base.targets == ("a", "b"), base
+    assert "broken did not build with the project's own flags" in base.why and "builds its own baseline" in base.why
+    assert base.tree.build(("b",), jobs=1, timeout=60).ok and not base.tree.build(("broken",), jobs=1, timeout=60).ok

@@ -437,15 +437,19 @@ class VariantTree:
         return ApplyDecisions.parse(self.info(target), self.path.name)
 
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None,
-              progress: Callable[[str], None] | None = None) -> BuildResult:
+              progress: Callable[[str], None] | None = None, keep_going: bool = False) -> BuildResult:
         """Build `targets` with `jobs` jobs, stopped with everything it started after `timeout` seconds or by
         `stop`. `progress`: given a line of the build's progress (steps or percent done, elapsed, time left)
-        when it has run BuildProgress.FIRST_AFTER seconds, then at most every BuildProgress.EVERY seconds."""
+        when it has run BuildProgress.FIRST_AFTER seconds, then at most every BuildProgress.EVERY seconds.
+        `keep_going`: past a failed step, everything that does not depend on it is still built (Ninja, Make)."""
         cmd = [self.cmake, "--build", str(self.path), "-j", str(jobs)]
         if self.config:
             cmd += ["--config", self.config]
         for t in targets:
             cmd += ["--target", t]
+        if keep_going:
+            generator = read_cache(self.path).get("CMAKE_GENERATOR", ("", ""))[1]
+            cmd += ["--", "-k", "0"] if "Ninja" in generator else ["--", "-k"] if "Makefiles" in generator else []
         start = time.perf_counter()
         # its own session: a timeout ends ninja/make and the compilers (each in a process group of its own
         # under ninja) with cmake, so that nothing writes into the tree the next trial reuses
@@ -470,6 +474,15 @@ class VariantTree:
             return BuildResult(ok=False, seconds=seconds, log_tail=failure.first_error, failure=failure)
         self._remember_cache()
         return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
+
+    def up_to_date(self, targets: tuple[str, ...], timeout: float = 60.0) -> bool | None:
+        """Whether `targets` need nothing built (Ninja's dry run); None when the generator cannot say."""
+        if "Ninja" not in read_cache(self.path).get("CMAKE_GENERATOR", ("", ""))[1]:
+            return None
+        cmd = [self.cmake, "--build", str(self.path), *(a for t in targets for a in ("--target", t))]
+        cmd += (["--config", self.config] if self.config else []) + ["--", "-n"]
+        proc = run_process(cmd, None, timeout)
+        return proc.returncode == 0 and "no work to do" in proc.output
 
     def _record_compiled(self, output: str) -> None:
         """Append the objects this build compiled (the build tool's "Building <LANG> object <file>" lines) to
@@ -522,9 +535,9 @@ class BaselineTree(VariantTree):
         return False
 
     def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None,
-              progress: Callable[[str], None] | None = None) -> BuildResult:
+              progress: Callable[[str], None] | None = None, keep_going: bool = False) -> BuildResult:
         if not self.built:
-            return super().build(targets, jobs, timeout, stop, progress)
+            return super().build(targets, jobs, timeout, stop, progress, keep_going)
         missing = [t for t in targets if t not in self.built]
         if missing:
             return BuildResult(ok=False, seconds=0.0, log_tail=f"the baselines tree {self.path.name} holds no build "

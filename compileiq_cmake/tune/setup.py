@@ -274,6 +274,8 @@ def _suite_baselines(spec: TuneSpec, tree_pool: TreePool | None, settings: Varia
         stream.info(f"the suite's baselines: {plural(len(base.targets), 'target')} and their benchmarks built once, "
                     f"in one build on every core ({base.result.seconds:.1f} s, tree {base.tree.path.name}); each "
                     "target measures its baseline there")
+        if base.why:
+            stream.note(f"the suite's one baseline build: {base.why}")
     elif made and base.built:
         stream.note(f"the suite's one baseline build did not run: {base.why}; each target builds its own baseline")
     elif made:

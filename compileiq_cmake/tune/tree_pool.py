@@ -15,7 +15,7 @@ import json
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -146,6 +146,7 @@ class TreePool:
         cuda = language == "CUDA"
         held: list[str] = []
         build: list[str] = []
+        pairs: dict[str, tuple[str, str]] = {}  # held target -> (itself, its benchmark's target)
         for name in self.targets:
             t = model.targets.get(name)
             if t is None or (t.primary_language == "CUDA") != cuda:
@@ -156,6 +157,7 @@ class TreePool:
                 continue
             held.append(name)
             build += [name, first]
+            pairs[name] = (name, first)
         built = tuple(dict.fromkeys(build))
         if len(held) < 2:
             return Baselines(None, (), (), None, "fewer than two of the suite's targets have a benchmark "
@@ -168,21 +170,40 @@ class TreePool:
             tree.prepare(settings, target, language)
         except CompileIQError as exc:
             return Baselines(None, (), built, None, f"its tree could not be configured: {str(exc).splitlines()[0]}")
+        started = time.time()
         with self.cores.claim(1) as jobs:  # every core while no other build runs
             timeout = max(1.0, min(BASE_TIMEOUT, self.deadline - time.perf_counter()))
-            result = tree.build(built, jobs=jobs, timeout=timeout, stop=self.stop, progress=progress)
-        if not result.ok:
-            first_line = (result.log_tail or "").strip().splitlines()
-            return Baselines(None, (), built, result, "it failed" + (f" ({first_line[0][:200]})" if first_line else ""))
-        tree.built = frozenset(built)
+            # past a target that fails to build, the others are still built (a broken one builds its own, and fails)
+            result = tree.build(built, jobs=jobs, timeout=timeout, stop=self.stop, progress=progress, keep_going=True)
         try:
             made = file_api.read_codemodel(tree.path).targets
         except CompileIQError:
             made = {}
+        why = ""
+        if not result.ok:
+            first_line = (result.log_tail or "").strip().splitlines()
+            failed = "it failed" + (f" ({first_line[0][:200]})" if first_line else "")
+            if result.cancelled or result.failure is None or result.failure.exit_code is None:
+                return Baselines(None, (), built, result, failed)
+            def whole(name: str) -> bool:  # it and its benchmark's target are built (Ninja: nothing left to do)
+                said = tree.up_to_date(pairs[name])
+                if said is not None:
+                    return said
+                return all(n in made and made[n].artifacts and all(a.is_file() and a.stat().st_mtime >= started
+                                                                   for a in made[n].artifacts) for n in pairs[name])
+            broken = [n for n in held if not whole(n)]
+            held = [n for n in held if n not in broken]
+            fresh = {x for n in held for x in pairs[n]}
+            if not held:
+                return Baselines(None, (), built, result, failed)
+            built = tuple(n for n in built if n in fresh)
+            why = (f"{', '.join(broken)} did not build with the project's own flags ({failed}; log "
+                   f"{tree.log_path('build')}): {'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}")
+            result = replace(result, ok=True)
         tree.estimate_seconds(result.seconds, jobs, {  # (prices a trial's build)
             n: tuple(a.relative_to(tree.path) for a in made[n].artifacts if a.is_relative_to(tree.path))
             for n in built if n in made})
-        return Baselines(tree, tuple(held), built, result)
+        return Baselines(tree, tuple(held), built, result, why)
 
     def begin(self, target: str) -> None:
         """`target`'s setup begins (the screening ahead leaves it to its own)."""
