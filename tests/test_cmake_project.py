@@ -11,6 +11,7 @@ import pytest
 
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree, cmake_quote, read_cache, render_fragment
 from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.project.nvcc_command import tokens
 from conftest import EXAMPLES, configure, needs_nvcc
 
 ARCH_OPTION = re.compile(r"^(--generate-code|-gencode|-arch|--gpu-architecture|-code)")
@@ -42,11 +43,12 @@ def test_cuda_variant_builds_only_the_gpu_arch_with_injected_flags(tmp_path):
     target = model.target("nbody")
     assert target.primary_language == "CUDA" and any(p.name == "nbody.cu" for p in target.sources)
     flags = ("--use_fast_math", "-Xptxas=-O1", "-maxrregcount=64")
-    assert tree.write_flags("nbody", "CUDA", "90", flags)
+    tree.write_flags("nbody", "CUDA", "90", flags)
+    assert tree.flags_file_changed  # target-wide CUDA flags: the trial flags file nvcc reads
     result = tree.build(("nbody",), jobs=2, timeout=600)
     assert result.ok, result.log_tail
     (entry,) = tree.compile_commands(target.sources)
-    command = entry["command"]
+    command = " ".join(tokens(entry))  # as nvcc reads it: the trial flags file's flags in place
     for flag in flags:
         assert flag in command
     assert _arch_options(command) == {"--generate-code=arch=compute_90,code=[sm_90]"}
@@ -67,7 +69,8 @@ def test_changing_the_fragment_rebuilds_only_the_tuned_target(tmp_path):
     second = tree.build(("stencil_kernels", "stencil"), jobs=2, timeout=600)
     assert second.ok, second.log_tail
     assert "stencil.cu.o" in second.log_tail and "main.cu.o" not in second.log_tail
-    cmds = {Path(e["file"]).name: e["command"] for e in __import__("json").loads((tree.path / "compile_commands.json").read_text())}
+    cmds = {Path(e["file"]).name: " ".join(tokens(e))  # as nvcc reads them (the trial flags file in place)
+            for e in __import__("json").loads((tree.path / "compile_commands.json").read_text())}
     assert "--restrict" in cmds["stencil.cu"] and "--restrict" not in cmds["main.cu"]
     assert "--expt-relaxed-constexpr" in cmds["stencil.cu"], "the project's own flags must stay"
     assert _arch_options(cmds["stencil.cu"]) == {"--generate-code=arch=compute_90,code=[sm_90]"}
