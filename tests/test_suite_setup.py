@@ -13,6 +13,7 @@ from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags.screening import prepare_cuda_space
 from compileiq_cmake.model.errors import UsageError
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.nvcc_command import tokens
 from compileiq_cmake.tune.tree_pool import TreePool
 
 from conftest import configure, needs_nvcc
@@ -62,8 +63,9 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
     assert len(compiled) == 1 and sorted(Path(o).name for o in compiled[0].split()) == ["a.cu.o", "b.cu.o", "c.cu.o"]
     # every target built for the trees' architecture, the hard-coded list of c replaced as in any variant tree
     for name in "abc":
-        command = " ".join(base.tree.compile_commands((src / f"{name}.cu",), name)[0].get("command", "").split())
-        assert "sm_90" in command and "75" not in command.replace("sm_90", ""), command
+        command = tokens(base.tree.compile_commands((src / f"{name}.cu",), name)[0])
+        archs = [t for t in command if "compute_" in t or "sm_" in t]
+        assert archs and all("90" in t and "75" not in t for t in archs), command
     # a target's baseline "build" there builds nothing and costs its share of the one build; no trial in it
     again = base.tree.build(("b",), jobs=2, timeout=60)
     # priced as building b alone would take: its compile and link steps in Ninja's log of the one build

@@ -200,6 +200,7 @@ class TreePool:
             why = (f"{', '.join(broken)} did not build with the project's own flags ({failed}; log "
                    f"{tree.log_path('build')}): {'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}")
             result = replace(result, ok=True)
+        tree.built = frozenset(built)
         tree.estimate_seconds(result.seconds, jobs, {  # (prices a trial's build)
             n: tuple(a.relative_to(tree.path) for a in made[n].artifacts if a.is_relative_to(tree.path))
             for n in built if n in made})
