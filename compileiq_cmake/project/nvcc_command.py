@@ -72,14 +72,22 @@ _OPTIONS_FILE = "--options-file="
 def tokens(entry: dict) -> list[str]:
     """The command of a compile_commands.json entry as a list of arguments; a variant tree's trial flags file
     (`--options-file=<tree>/FLAGS_FILE_NAME`) is replaced by the flags it holds, as nvcc reads them."""
-    raw = list(entry["arguments"]) if entry.get("arguments") else shlex.split(entry.get("command", ""))
     out: list[str] = []
-    for tok in raw:
-        if tok.startswith(_OPTIONS_FILE) and tok.endswith("/" + FLAGS_FILE_NAME):
+    for tok in _raw_tokens(entry):
+        if _names_flags_file(tok):
             out += trial_flags(Path(tok[len(_OPTIONS_FILE):]))
         else:
             out.append(tok)
     return out
+
+
+def _raw_tokens(entry: dict) -> list[str]:
+    """The command of a compile_commands.json entry as written (a trial flags file not read)."""
+    return list(entry["arguments"]) if entry.get("arguments") else shlex.split(entry.get("command", ""))
+
+
+def _names_flags_file(tok: str) -> bool:
+    return tok.startswith(_OPTIONS_FILE) and tok.endswith("/" + FLAGS_FILE_NAME)
 
 
 def trial_flags(path: Path) -> list[str]:
@@ -92,8 +100,7 @@ def trial_flags(path: Path) -> list[str]:
 
 def reads_flags_file(entry: dict) -> bool:
     """Whether a compile reads its tree's trial flags file."""
-    raw = list(entry["arguments"]) if entry.get("arguments") else shlex.split(entry.get("command", ""))
-    return any(t.startswith(_OPTIONS_FILE) and t.endswith("/" + FLAGS_FILE_NAME) for t in raw)
+    return any(_names_flags_file(t) for t in _raw_tokens(entry))
 
 
 def _split(tok: str, following: str | None) -> tuple[str, str | None, bool]:
