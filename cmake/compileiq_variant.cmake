@@ -20,7 +20,9 @@ host targets) and ``COMPILEIQ_VARIANT_FLAGS`` (one flag per list item), ``COMPIL
 static or object library's consumers whose device link gets ``-dlto``: the benchmark's) and
 ``COMPILEIQ_VARIANT_SOURCES`` with
 ``COMPILEIQ_VARIANT_SOURCE_FLAGS_<i>`` (per-file flags, paths relative to the top-level source directory) and
-``COMPILEIQ_VARIANT_FLAGS_FILE`` (a CUDA target's file of target-wide trial flags; empty: none).
+``COMPILEIQ_VARIANT_FLAGS_FILE`` (a CUDA target's file of target-wide trial flags; empty: none) and
+``COMPILEIQ_VARIANT_SOURCE_FILES`` with ``COMPILEIQ_VARIANT_SOURCE_FLAGS_FILE_<i>`` (a CUDA source file whose
+own trial flags are in that file).
 
 At the end of the top-level directory this module:
 
@@ -35,7 +37,9 @@ At the end of the top-level directory this module:
   :command:`variable_watch`);
 * with ``COMPILEIQ_VARIANT_FLAGS_FILE``, adds ``--options-file=<file>`` to the CUDA compiles of the target
   (where its flags go) and makes each of its sources depend on the file (``OBJECT_DEPENDS``): a trial that
-  only rewrites the file compiles them again without CMake running again;
+  only rewrites the file compiles them again without CMake running again; likewise
+  ``--options-file=<file>`` for each of ``COMPILEIQ_VARIANT_SOURCE_FILES``, scoped to the target as
+  per-file flags are, after the target's options (a trial that rewrites it compiles that file again);
 * adds the flags to the target as ``$<$<COMPILE_LANGUAGE:LANG>:flag>``, turns on device LTO of its
   CUDA code (``_compileiq_device_lto``, the apply's own function: LTO IR beside the machine code at
   compile, ``-dlto`` at the device link, host languages untouched) and sets the per-file flags, scoped to
@@ -222,6 +226,12 @@ function(_compileiq_variant_apply)
       OUT_FORWARDED forwarded OUT_AT linked FLAGS ${COMPILEIQ_VARIANT_FLAGS})
   endif()
   set(i 0)
+  foreach(src IN LISTS COMPILEIQ_VARIANT_SOURCE_FILES)
+    cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${CMAKE_SOURCE_DIR}" NORMALIZE OUTPUT_VARIABLE path)
+    _compileiq_variant_source_flags_file("${target}" "${path}" "${COMPILEIQ_VARIANT_SOURCE_FLAGS_FILE_${i}}")
+    math(EXPR i "${i} + 1")
+  endforeach()
+  set(i 0)
   foreach(src IN LISTS COMPILEIQ_VARIANT_SOURCES)
     cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${CMAKE_SOURCE_DIR}" NORMALIZE OUTPUT_VARIABLE path)
     _compileiq_source_options("${target}" "${path}" "" ${COMPILEIQ_VARIANT_SOURCE_FLAGS_${i}})
@@ -254,6 +264,17 @@ function(_compileiq_variant_flags_file target file)
       set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY OBJECT_DEPENDS "${file}")
     endif()
   endforeach()
+endfunction()
+
+# One CUDA source file's own trial flags as a file nvcc reads at its compile (--options-file, after the
+# target's options, scoped to the target as per-file flags are); the source depends on the file, so a trial that
+# rewrites it compiles that source again without CMake running again.
+function(_compileiq_variant_source_flags_file target path file)
+  if(NOT EXISTS "${file}")
+    file(WRITE "${file}" "")
+  endif()
+  _compileiq_source_options("${target}" "${path}" "$<COMPILE_LANGUAGE:CUDA>" "--options-file=${file}")
+  set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY OBJECT_DEPENDS "${file}")
 endfunction()
 
 # Read the architecture now, to strip it from the CUDA flags as early as here

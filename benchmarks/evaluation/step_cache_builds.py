@@ -39,7 +39,7 @@ class FragmentRoute(VariantTree):
         text = render_fragment(target, language, cuda_arch, flags, device_link, self.record, str(self.flags_file))
         self.path.mkdir(parents=True, exist_ok=True)
         self.flags_file.write_text("") if not self.flags_file.is_file() else None
-        self.flags_file_changed = False
+        self.changed_flags_files = frozenset()
         if self.fragment.is_file() and self.fragment.read_text() == text:
             return False
         self.fragment.write_text(text)

@@ -22,7 +22,7 @@ from ..model.records import BuildResult, FlagSet, KernelResources, Trial
 from ..model.timebox import Stop
 from ..model import build_flags
 from ..project.cmake_project import VariantTree
-from ..project.nvcc_command import normalize, output_file, reads_flags_file, tokens
+from ..project.nvcc_command import flags_files_read, normalize, output_file, tokens
 from ..model.events import Log, as_stream
 
 _LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
@@ -115,20 +115,20 @@ def command_problem(context: BuildContext, tree: VariantTree, entries: list[dict
 
 
 def not_compiled_again(tree: VariantTree, entries: list[dict]) -> str:
-    """Why the build does not hold the trial's flags ("" when it does): after the tree's trial flags file
-    changed, every compile that reads it must have run again (its object newer than the file); one that did
-    not would be measured with the flags of an earlier trial."""
-    written = tree.flags_file.stat().st_mtime_ns if tree.flags_file.is_file() else 0
+    """Why the build does not hold the trial's flags ("" when it does): after a trial flags file of the tree
+    changed (its own, a source file's), every compile that reads it must have run again (its object newer
+    than the file); one that did not would be measured with the flags of an earlier trial."""
+    changed = tree.changed_flags_files
     for entry in entries:
-        if not reads_flags_file(entry):
-            continue
-        out = output_file(entry)
+        read = [f for f in flags_files_read(entry) if f in changed and f.is_file()]
+        out = output_file(entry) if read else None
         if out is None:
             continue
+        newest = max(read, key=lambda f: f.stat().st_mtime_ns)
         path = out if out.is_absolute() else Path(entry.get("directory") or tree.path) / out
-        if not path.is_file() or path.stat().st_mtime_ns < written:
+        if not path.is_file() or path.stat().st_mtime_ns < newest.stat().st_mtime_ns:
             return (f"{Path(entry['file']).name} was not compiled again after the trial's flags changed (its object "
-                    f"is older than {tree.flags_file.name}); its build would measure an earlier trial's flags")
+                    f"is older than {newest.name}); its build would measure an earlier trial's flags")
     return ""
 
 

@@ -2,7 +2,9 @@
 sccache splits an nvcc command into the steps nvcc's -dryrun shows and caches each by its inputs' content:
 the front end's PTX (cicc) by the preprocessed source and the front-end options, the cubin (ptxas) by the PTX
 and ptxas's options, the host object likewise. A trial whose flags reach only ptxas (or the device link)
-re-runs ptxas, fatbinary and the host compile that embeds the new device code, never the front end.
+re-runs ptxas, fatbinary and the host compile that embeds the new device code, never the front end; before
+sccache, the ptxas-only route (ptxas_route.py) serves such a compile of an object it saw compiled before with
+ptxas and fatbinary alone: the earlier host object with the new fatbin in place of the old.
 
 One cache per build tree of the user (<build>/compileiq/step-cache), shared by every tune and suite of it;
 one sccache server per cache, started by the tune before its first build (outside the builds' process
@@ -36,14 +38,22 @@ from pathlib import Path
 FOLDER = "step-cache"
 LAUNCH_SCRIPT = """#!/bin/sh
 # compileiq's compile-step cache: the CUDA compiler launcher of the variant trees (execute/step_cache.py).
-# A compile of LTO IR (code=lto_XX, device LTO) runs as is: sccache cannot split it; every other through sccache.
+# Arguments: <sccache> <python> <ptxas_route.py> <compiler> <args>... (<python> "-": no ptxas-only route).
+# A compile of LTO IR (code=lto_XX, device LTO) runs as is: sccache cannot split it; every other through the
+# ptxas-only route (execute/ptxas_route.py), which hands what it does not serve to sccache.
 sccache=$1
-shift
+python=$2
+route=$3
+shift 3
 case " $* " in
   *=lto_[0-9]*|*,lto_[0-9]*|*\\[lto_[0-9]*|*" lto_"[0-9]*|*" -dlto "*|*" --dlink-time-opt "*) exec "$@" ;;
 esac
-exec "$sccache" "$@"
+[ -x "$python" ] && [ -f "$route" ] || exec "$sccache" "$@"  # "-", or another machine's path (Ray)
+exec "$python" -I -S "$route" "$sccache" "$@"
 """
+ROUTE = Path(__file__).with_name("ptxas_route.py")
+ROUTE_LOG = "ptxas-route.log"  # ptxas_route.LOG_NAME: one line per compile it saw ("hit", "miss <why>")
+ROUTE_KIND = "ptxas-only, host object kept"  # its counts among the step cache's
 IDLE_SECONDS = 600
 CACHE_SIZE = "20G"
 
@@ -51,7 +61,8 @@ CACHE_SIZE = "20G"
 @dataclass(frozen=True)
 class StepStats:
     """What the cache served: steps found in it and steps run, per kind (sccache's: PTX = front end, CUBIN =
-    ptxas, CUDA = the whole nvcc command)."""
+    ptxas, CUDA = the whole nvcc command; ROUTE_KIND: compiles served by the ptxas-only route, which then ran
+    only ptxas and fatbinary, and those it handed on)."""
 
     hits: dict[str, int]
     misses: dict[str, int]
@@ -67,6 +78,7 @@ class StepStats:
 class StepCache:
     program: str  # the sccache executable
     directory: Path  # its cache (SCCACHE_DIR)
+    ptxas_route: bool = True  # a compile that changed only for ptxas keeps its host object (ptxas_route.py)
 
     @property
     def socket(self) -> str:
@@ -89,8 +101,9 @@ class StepCache:
         """CMAKE_CUDA_COMPILER_LAUNCHER's value (a CMake list): env with the cache's settings, then the script
         that hands the compile to sccache (or, for LTO IR, runs it as is; written by write_script)."""
         env = shutil.which("env") or "/usr/bin/env"
+        route = [sys.executable, str(ROUTE)] if self.ptxas_route else ["-", "-"]
         return ";".join([env, *(f"{k}={v}" for k, v in self.environment.items()), shutil.which("sh") or "/bin/sh",
-                         str(self.script), self.program])
+                         str(self.script), self.program, *route])
 
     def write_script(self) -> None:
         """The launcher script, written once (OSError when the cache's folder cannot hold it)."""
@@ -116,6 +129,7 @@ class StepCache:
         self.write_script()
         if self.running():
             return False, ""
+        (self.directory / ROUTE_LOG).unlink(missing_ok=True)  # the route's counts, as the server's, start again
         try:
             proc = self._run("--start-server")
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -146,7 +160,15 @@ class StepCache:
         if not isinstance(doc, dict) or not isinstance(doc.get("stats"), dict):
             return None
         stats = doc["stats"]
-        return StepStats(hits=_counts(stats.get("cache_hits")), misses=_counts(stats.get("cache_misses")))
+        hits, misses = _counts(stats.get("cache_hits")), _counts(stats.get("cache_misses"))
+        try:
+            decisions = (self.directory / ROUTE_LOG).read_text().split("\n")
+        except OSError:
+            decisions = []
+        if any(decisions):
+            hits[ROUTE_KIND] = sum(1 for d in decisions if d == "hit")
+            misses[ROUTE_KIND] = sum(1 for d in decisions if d.startswith("miss"))
+        return StepStats(hits=hits, misses=misses)
 
     def stop(self) -> None:
         try:

@@ -21,7 +21,7 @@ import jinja2
 
 from ..model import build_flags
 from . import file_api
-from .nvcc_command import FLAGS_FILE_NAME
+from .nvcc_command import FLAGS_FILE_NAME, source_flags_file_name
 from .progress import BuildProgress
 from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
 from ..system.processes import ProcessResult, run_process
@@ -57,15 +57,18 @@ def _environment() -> jinja2.Environment:
 
 
 def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
-                    device_link: tuple[str, ...] = (), record: tuple[str, ...] = (), flags_file: str = "") -> str:
+                    device_link: tuple[str, ...] = (), record: tuple[str, ...] = (), flags_file: str = "",
+                    source_files: tuple[tuple[str, str], ...] = ()) -> str:
     """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag). `device_link`: a static or
     object library's consumers whose device link gets -dlto under device LTO (the benchmark's). `record`: the
-    targets whose apply decisions each configure records (a suite's shared trees)."""
+    targets whose apply decisions each configure records (a suite's shared trees). `source_files`: (path, file)
+    of the source files whose per-file trial flags nvcc reads from a file of their own."""
     template = _environment().get_template("variant_flags.cmake.j2")
     b = build_flags.split(flags)
     return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(b.target),
                            device_lto=b.device_lto, device_link=list(device_link) if b.device_lto else [],
-                           sources=[(p, list(f)) for p, f in b.sources], record=list(record), flags_file=flags_file)
+                           sources=[(p, list(f)) for p, f in b.sources], record=list(record), flags_file=flags_file,
+                           source_files=[list(pair) for pair in source_files])
 
 
 def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
@@ -288,7 +291,11 @@ class VariantTree:
         self.config = config  # multi-config generators: built with --config <config>
         self.fragment = self.path / FRAGMENT_NAME
         self.flags_file = self.path / FLAGS_FILE_NAME  # a CUDA target's target-wide trial flags (no CMake re-run)
-        self.flags_file_changed = False  # the last write_flags rewrote it (the target's CUDA objects compile again)
+        # the CUDA source files whose per-file trial flags are in a file of their own (source_flags_file_name),
+        # in the order they first got flags in this tree: a file keeps its place (empty when a trial has none for
+        # it), so that the fragment stays as it was
+        self.source_slots: list[str] = []
+        self.changed_flags_files: frozenset[Path] = frozenset()  # what the last write_flags rewrote
         self.record = record
         self.configures = 0  # configures run by this object (a suite's summary counts them)
         self._cache_text: bytes | None = None  # CMakeCache.txt as the tool left it (configure or build)
@@ -298,25 +305,43 @@ class VariantTree:
     def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
                     device_link: tuple[str, ...] = ()) -> bool:
         """Render the trial fragment; returns True when its content changed (the next build re-runs CMake).
-        A CUDA target's target-wide flags go to the flags file instead (nvcc's --options-file, which the
-        target's sources depend on): a trial of them compiles again without CMake running again; per-file
-        flags and device LTO stay in the fragment (the file is then empty)."""
+        A CUDA target's trial flags go to files nvcc reads at each compile (--options-file), which the sources
+        that read them depend on: the target-wide flags to the tree's flags file, each source file's own flags
+        to a file of that source (source_flags_file_name): a trial of them compiles the sources concerned again
+        without CMake running again. Device LTO (and every flag beside it) stays in the fragment, the files then
+        empty; a source file that gets per-file flags for the first time in this tree changes the fragment once."""
+        if (target, language) != (self._target, self._language):
+            self.source_slots = []  # another target's files
         self._target, self._language = target, language
         split = build_flags.split(flags)
-        in_file = language == "CUDA" and not split.device_lto and not split.sources
-        text = render_fragment(target, language, cuda_arch, () if in_file else flags, device_link, self.record,
-                               str(self.flags_file) if language == "CUDA" else "")
+        cuda = language == "CUDA"
+        in_files = cuda and not split.device_lto
+        if in_files:
+            self.source_slots += [p for p, _ in split.sources if p not in self.source_slots]
+        slots = tuple((p, str(self.path / source_flags_file_name(p))) for p in self.source_slots) if cuda else ()
+        text = render_fragment(target, language, cuda_arch, () if in_files else flags, device_link, self.record,
+                               str(self.flags_file) if cuda else "", slots)
         self.path.mkdir(parents=True, exist_ok=True)
-        self.flags_file_changed = False
-        if language == "CUDA":
-            wanted = "".join(f"{shlex.quote(f)}\n" for f in (split.target if in_file else ()))
-            if not self.flags_file.is_file() or self.flags_file.read_text() != wanted:
-                _write_whole(self.flags_file, wanted)
-                self.flags_file_changed = True
+        changed: set[Path] = set()
+        if cuda:
+            wanted = {self.flags_file: split.target if in_files else ()}
+            for rel, file in slots:
+                wanted[Path(file)] = split.of_source(rel) if in_files else ()
+            for file, file_flags in wanted.items():
+                content = "".join(f"{shlex.quote(f)}\n" for f in file_flags)
+                if not file.is_file() or file.read_text() != content:
+                    _write_whole(file, content)
+                    changed.add(file)
+        self.changed_flags_files = frozenset(changed)
         if self.fragment.is_file() and self.fragment.read_text() == text:
             return False
         _write_whole(self.fragment, text)
         return True
+
+    @property
+    def flags_file_changed(self) -> bool:
+        """The last write_flags rewrote a trial flags file (the CUDA objects that read it compile again)."""
+        return bool(self.changed_flags_files)
 
     def prepare(self, settings: VariantSettings, target: str, language: str) -> file_api.CodeModel:
         """The tree set to the project's own flags for `target` (its fragment written for `language` and
@@ -486,11 +511,14 @@ class VariantTree:
 
     def _record_compiled(self, output: str) -> None:
         """Append the objects this build compiled (the build tool's "Building <LANG> object <file>" lines) to
-        <logs>/<tree>-compiled.log, one line per build: what each trial rebuilt."""
+        <logs>/<tree>-compiled.log, one line per build: what each trial rebuilt; and to <tree>-reconfigured.log
+        whether CMake ran again in it."""
         objects = _COMPILED.findall(output)
         self.logs.mkdir(parents=True, exist_ok=True)
         with open(self.log_path("compiled"), "a") as f:
             f.write(" ".join(objects) + "\n")
+        with open(self.log_path("reconfigured"), "a") as f:  # 1: CMake ran again in this build (a new fragment)
+            f.write("1\n" if "Re-running CMake" in output else "0\n")
 
     def compile_commands(self, sources: tuple[Path, ...], target: str = "") -> list[dict]:
         """The compile commands of these sources; with `target`, only that target's (its objects go to

@@ -8,6 +8,7 @@ same flags. Everything that reasons about the project's flags sees them through 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from dataclasses import dataclass
@@ -67,11 +68,20 @@ _ARCH_OPTIONS = {"-arch", "-gencode", "-code"}
 
 FLAGS_FILE_NAME = "compileiq_trial_flags.optf"  # a variant tree's trial flags, read by nvcc (--options-file)
 _OPTIONS_FILE = "--options-file="
+# the tree's trial flags file, or one source file's (source_flags_file_name): only those are read in place
+_TRIAL_FILE = re.compile(r"/compileiq_trial_flags(\.[0-9a-f]{12})?\.optf$")
+
+
+def source_flags_file_name(path: str) -> str:
+    """The name of the file of one source file's trial flags in a variant tree (`path` relative to the source
+    directory, as in a per-file token): stable across runs, so that a tree's fragment stays as it was."""
+    return f"compileiq_trial_flags.{hashlib.sha256(path.encode()).hexdigest()[:12]}.optf"
 
 
 def tokens(entry: dict) -> list[str]:
-    """The command of a compile_commands.json entry as a list of arguments; a variant tree's trial flags file
-    (`--options-file=<tree>/FLAGS_FILE_NAME`) is replaced by the flags it holds, as nvcc reads them."""
+    """The command of a compile_commands.json entry as a list of arguments; a variant tree's trial flags files
+    (`--options-file=<tree>/FLAGS_FILE_NAME`, a source file's `source_flags_file_name`) are replaced by the
+    flags they hold, as nvcc reads them."""
     out: list[str] = []
     for tok in _raw_tokens(entry):
         if _names_flags_file(tok):
@@ -87,7 +97,7 @@ def _raw_tokens(entry: dict) -> list[str]:
 
 
 def _names_flags_file(tok: str) -> bool:
-    return tok.startswith(_OPTIONS_FILE) and tok.endswith("/" + FLAGS_FILE_NAME)
+    return tok.startswith(_OPTIONS_FILE) and _TRIAL_FILE.search(tok) is not None
 
 
 def trial_flags(path: Path) -> list[str]:
@@ -98,9 +108,9 @@ def trial_flags(path: Path) -> list[str]:
         return []
 
 
-def reads_flags_file(entry: dict) -> bool:
-    """Whether a compile reads its tree's trial flags file."""
-    return any(_names_flags_file(t) for t in _raw_tokens(entry))
+def flags_files_read(entry: dict) -> list[Path]:
+    """The trial flags files a compile reads (its tree's, its source file's)."""
+    return [Path(t[len(_OPTIONS_FILE):]) for t in _raw_tokens(entry) if _names_flags_file(t)]
 
 
 def _split(tok: str, following: str | None) -> tuple[str, str | None, bool]:

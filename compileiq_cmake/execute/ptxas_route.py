@@ -1,0 +1,244 @@
+"""The ptxas-only route of the compile-step cache (issue 38): a CUDA compile whose flags changed only for ptxas
+since the last compile of the same object runs ptxas and fatbinary again and nothing else.
+
+nvcc compiles a .cu file in steps (`nvcc -dryrun` lists them): the host preprocessor and cudafe++, the front end
+(cicc: PTX), ptxas (PTX -> cubin), fatbinary (the cubins -> one fatbin) and the host compile, which embeds the
+fatbin in the object's `.nv_fatbin` section and nothing else of it (its code only refers to the section's
+start). So the object of a compile that differs from an earlier one only in its ptxas and fatbinary steps is
+the earlier object with that section replaced by the new fatbin. sccache (the rest of the step cache) serves
+such a compile the front end's PTX but runs the host compile again, whose input (the embedded fatbin) changed.
+
+Run by the step cache's launcher script for each CUDA compile that does not make LTO IR, as
+``python -I -S ptxas_route.py <sccache> <nvcc> <args>...``; the standard library only (it starts per compile).
+Per object, a memo beside it (``<object>.ciq/``): the compile's steps as `nvcc -dryrun` lists them with the
+memo's keep folder (``keep/``, nvcc's ``--keep-dir``: the PTX kept), the host object, the dependency file the
+compile wrote and the SHA-256 of every file it names. A compile is served by the memo when its steps other
+than ptxas and fatbinary are the memo's, word for word (the front end's and the host compile's options, the
+source, the compiler) and no file of the dependency file changed; it then runs the new ptxas and fatbinary
+steps exactly as nvcc would, writes the object (the memo's host object with the new fatbin as its
+``.nv_fatbin``, `objcopy --update-section`) and the dependency file. Anything else (another front end,
+relocatable device code, a step that fails, no objcopy) goes through sccache with ``--keep`` as before, and
+the memo is written again from that compile. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log``
+("hit" or "miss <why>"): the step cache's counts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+MEMO_SUFFIX = ".ciq"
+LOG_NAME = "ptxas-route.log"
+_ROUTED_STEPS = ("ptxas ", "fatbinary ")
+# device code that is linked later (relocatable, LTO IR) or a compile that is not one object of one source
+_NOT_ROUTED = {"-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c", "-dw", "--device-w", "-dlink",
+               "--device-link", "-lib", "--lib", "-E", "--preprocess", "-M", "--generate-dependencies", "-ptx",
+               "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-dlto", "--dlink-time-opt", "-keep", "--keep",
+               "-keep-dir", "--keep-dir", "-save-temps", "--save-temps", "-dryrun", "--dryrun"}
+# intermediate files nvcc keeps that the memo does not need (the PTX stays: ptxas reads it)
+_DROPPED = (".ii", ".cudafe1.cpp", ".cudafe1.c", ".cudafe1.gpu", ".cudafe1.stub.c", ".fatbin.c", ".module_id")
+
+
+def _value(args: list[str], *names: str) -> str | None:
+    """The value of the last of these options (`-o x`, `-o=x`, `--output-file x`)."""
+    found = None
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                found = args[i + 1]
+            elif arg.startswith(name + "="):
+                found = arg[len(name) + 1:]
+    return found
+
+
+def routable(args: list[str]) -> bool:
+    """Whether a compile can take the route: nvcc compiling one object (-c, -o) of device code that is not
+    linked later."""
+    if not args or not Path(args[0]).name.startswith("nvcc"):
+        return False
+    words = set(args[1:])
+    if not ({"-c", "--compile"} & words) or _value(args, "-o", "--output-file") is None:
+        return False
+    if words & _NOT_ROUTED or any(w.split("=", 1)[0] in _NOT_ROUTED for w in words if w.startswith("-")):
+        return False
+    return not any("lto_" in w or w in ("-rdc", "--relocatable-device-code") for w in words)
+
+
+def dryrun(args: list[str]) -> list[str] | None:
+    """The steps nvcc would run for this command (its -dryrun lines, without their '#$ '), None if it fails."""
+    try:
+        proc = subprocess.run([args[0], "-dryrun", *args[1:]], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [line[3:] for line in (proc.stderr + proc.stdout).splitlines() if line.startswith("#$ ")]
+
+
+def split_steps(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(every step but ptxas and fatbinary: what must be the memo's; ptxas and fatbinary, in nvcc's order)."""
+    routed = [line for line in lines if line.startswith(_ROUTED_STEPS)]
+    return [line for line in lines if not line.startswith(_ROUTED_STEPS)], routed
+
+
+def depfile_paths(text: str) -> list[str]:
+    """The prerequisites of a Make-style dependency file (`obj: a.cu b.h \\` lines; `\\ ` is a space)."""
+    body = text.replace("\\\n", " ").replace("\\\r\n", " ")
+    paths: list[str] = []
+    for rule in body.splitlines():
+        if ":" not in rule:
+            continue
+        rest = rule.split(": ", 1)[1] if ": " in rule else rule.split(":", 1)[1]
+        word = ""
+        i = 0
+        while i < len(rest):
+            ch = rest[i]
+            if ch == "\\" and i + 1 < len(rest) and rest[i + 1] == " ":
+                word += " "
+                i += 2
+                continue
+            if ch.isspace():
+                if word:
+                    paths.append(word)
+                word = ""
+            else:
+                word += ch
+            i += 1
+        if word:
+            paths.append(word)
+    return paths
+
+
+def _digest(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
+def _digests(paths: list[str], cwd: Path) -> dict[str, str]:
+    return {p: _digest(cwd / p) for p in paths}
+
+
+def _log(word: str) -> None:
+    folder = os.environ.get("SCCACHE_DIR")
+    if not folder:
+        return
+    try:
+        with open(Path(folder) / LOG_NAME, "a") as f:
+            f.write(word + "\n")
+    except OSError:
+        pass
+
+
+def _tool_path(lines: list[str]) -> str:
+    """PATH for the routed steps: the folders nvcc puts first (its -dryrun's PATH= line), then ours."""
+    for line in lines:
+        if line.startswith("PATH="):
+            return line[len("PATH="):]
+    return os.environ.get("PATH", "")
+
+
+class Memo:
+    def __init__(self, obj: Path) -> None:
+        self.path = obj.with_name(obj.name + MEMO_SUFFIX)
+        self.keep = self.path / "keep"
+        self.host = self.path / "host.o"
+        self.state = self.path / "state.json"
+
+    def read(self) -> dict | None:
+        try:
+            doc = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            return None
+        return doc if isinstance(doc, dict) and self.host.is_file() else None
+
+    def clear(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def serve(memo: Memo, doc: dict, steps: list[str], routed: list[str], obj: Path, depfile: str | None,
+          cwd: Path) -> str:
+    """Serve the compile from the memo; "" when done, else why not (the compile then runs whole)."""
+    if doc.get("steps") != steps:
+        return "other steps than ptxas and fatbinary"
+    if _digests(list(doc.get("deps", {})), cwd) != doc.get("deps"):
+        return "a file of the dependency file changed"
+    fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
+    objcopy = shutil.which("objcopy")
+    if len(fatbins) != 1 or not routed[-1].startswith("fatbinary ") or objcopy is None:
+        return "no single fatbin to embed" if objcopy else "objcopy not found"
+    env = {**os.environ, "PATH": _tool_path(steps)}
+    for line in routed:
+        proc = subprocess.run(["/bin/sh", "-c", line], cwd=cwd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return f"{line.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[:200]}"
+    temp = obj.with_name(obj.name + ".ciq-tmp")
+    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbins[0]}", str(memo.host), str(temp)],
+                          cwd=cwd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        temp.unlink(missing_ok=True)
+        return f"objcopy failed: {proc.stderr.strip()[:200]}"
+    os.replace(temp, obj)
+    if depfile is not None and "depfile" in doc:
+        (cwd / depfile).write_text(doc["depfile"])
+    return ""
+
+
+def compile_whole(sccache: str, args: list[str], memo: Memo, steps: list[str] | None, obj: Path,
+                  depfile: str | None, cwd: Path) -> int:
+    """The compile through sccache with nvcc's intermediate files kept in the memo; the memo written from it."""
+    memo.clear()
+    memo.keep.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd)
+    if proc.returncode != 0 or steps is None:
+        memo.clear()
+        return proc.returncode
+    kept = list(memo.keep.iterdir())
+    if not any(p.suffix == ".ptx" for p in kept):  # served whole by sccache: nothing kept, no memo
+        memo.clear()
+        return 0
+    for p in kept:
+        if p.name.endswith(_DROPPED):
+            p.unlink(missing_ok=True)
+    doc: dict = {"steps": steps}
+    if depfile is not None and (cwd / depfile).is_file():
+        text = (cwd / depfile).read_text()
+        doc["depfile"] = text
+        doc["deps"] = _digests(depfile_paths(text), cwd)
+    else:
+        doc["deps"] = {}
+    shutil.copyfile(obj, memo.host)
+    memo.state.write_text(json.dumps(doc))
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    sccache, args = argv[1], argv[2:]
+    if not routable(args):
+        os.execvp(sccache, [sccache, *args])
+    cwd = Path.cwd()
+    obj = cwd / _value(args, "-o", "--output-file")
+    depfile = _value(args, "-MF", "--dependency-output")
+    memo = Memo(obj)
+    lines = dryrun([*args, "--keep", f"--keep-dir={memo.keep}"])
+    steps, routed = split_steps(lines) if lines else (None, [])
+    doc = memo.read()
+    if steps is not None and doc is not None and routed:
+        why = serve(memo, doc, steps, routed, obj, depfile, cwd)
+        if not why:
+            _log("hit")
+            return 0
+        _log(f"miss {why}")
+    else:
+        _log("miss " + ("no memo" if steps is not None else "nvcc -dryrun failed"))
+    return compile_whole(sccache, args, memo, steps, obj, depfile, cwd)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
