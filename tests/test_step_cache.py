@@ -275,5 +275,10 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         obj, _ = build(("-Xptxas=-O3", "--use_fast_math"))
         assert counts() == (3, 3)
         assert _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O3", "--use_fast_math")), tmp_path)
+        obj, _ = build(("-Xptxas=-O2",))  # back to the earlier front end: still remembered
+        assert counts() == (4, 3) and _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O2",)), tmp_path)
+        memo = obj.with_name(obj.name + ".ciq")
+        assert sorted(p.name for p in memo.iterdir() if p.is_dir()).__len__() == 2  # two front ends, nothing kept else
+        assert not (memo / "keep").exists() and not list(memo.rglob("*.ii"))
     finally:
         cache.stop()

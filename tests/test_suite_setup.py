@@ -55,8 +55,8 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
     from dataclasses import replace
     settings = replace(settings, cuda_arch="90")
     pool.begin("a")
-    base, made = pool.baselines(settings, "owner-a", "a", "CUDA", model, tmp_path / "logs")
-    again, made_again = pool.baselines(settings, "owner-b", "b", "CUDA", model, tmp_path / "logs")
+    base, made = pool.baselines(settings, "a", "CUDA", model, tmp_path / "logs")
+    again, made_again = pool.baselines(settings, "b", "CUDA", model, tmp_path / "logs")
     assert made and not made_again and again is base  # made once, by the first target that asked
     assert base.result.ok and base.targets == ("a", "b", "c") and base.holds("b"), base
     compiled = (tmp_path / "logs" / f"{base.tree.path.name}-compiled.log").read_text().splitlines()
@@ -74,7 +74,7 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
     assert len((tmp_path / "logs" / f"{base.tree.path.name}-compiled.log").read_text().splitlines()) == 1
     with pytest.raises(UsageError, match="baselines"):
         base.tree.write_flags("b", "CUDA", "90", ("--use_fast_math",))
-    assert pool.shared_seconds("owner-a") >= base.result.seconds and pool.shared_seconds("owner-b") < base.result.seconds
+    assert pool.shared_seconds("a") >= base.result.seconds and pool.shared_seconds("b") < base.result.seconds
     # the screening ahead: the targets after the one that began (a), in the suite's order, into the cache
     space = load_space("nvcc", "NVIDIA", "13.0", include=("store_cache", "prec_div", "use_fast_math"), arch="90")
     nvcc = model.toolchains["CUDA"].path
@@ -184,7 +184,7 @@ def test_a_target_that_does_not_build_leaves_the_others_in_the_one_baseline_buil
     pool.cores = CoreShare(1)  # one step at a time, in order: without keep-going b would never be built
     settings, _ = VariantSettings.from_user_tree(src, build, "", "")
     _, model, _ = pool.own_build(settings, "a", src, build, tmp_path / "logs")
-    base, made = pool.baselines(settings, "a", "a", "CXX", model, tmp_path / "logs")
+    base, made = pool.baselines(settings, "a", "CXX", model, tmp_path / "logs")
     assert made and base.tree is not None and base.targets == ("a", "b"), base
     assert "broken did not build with the project's own flags" in base.why and "builds its own baseline" in base.why
     assert base.tree.build(("b",), jobs=1, timeout=60).ok and not base.tree.build(("broken",), jobs=1, timeout=60).ok

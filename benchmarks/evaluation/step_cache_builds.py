@@ -3,12 +3,18 @@
 For each target of a project, in a variant tree of its own (the tool's own VariantTree and build_variant, the
 target's own compile commands checked as in a tune): the project's own flags built clean (a full build), then
 trials in turn: a ptxas-only change, a front-end change, the ptxas-only change again; with the step cache
-(sccache launcher, a fresh cache) and without it, same order. Prints one JSON object per target and variant
-(build seconds per step) and a table of medians: a ptxas-only trial's build as a share of the full build.
+without a launcher, with sccache alone, and with the ptxas-only route before sccache (the default step cache),
+each with an empty cache of its own, the variants in turn. Prints one JSON object per target and variant
+(build seconds per step) and a table: a ptxas-only trial's build as a share of the full build without cache.
 `--routes`: also each trial's flags through the fragment (CMake runs again for every trial, as before the
 trial flags file) against the trial flags file (today's way), both with the step cache.
 
+`--replay STORE...`: instead of those four steps, the flag sets of recorded tunes' trials (trial stores), in
+their order, each trial in tree k % `--trees` as a tune's trials go to its trees; prints trials per minute with
+the stores' median run.
+
     python3 benchmarks/evaluation/step_cache_builds.py <source dir> <user build dir> <target>... [--arch 90] [--routes]
+        [--replay STORE... --trees N]
 """
 
 from __future__ import annotations
@@ -47,21 +53,38 @@ class FragmentRoute(VariantTree):
 
 
 def measure(source: Path, settings: VariantSettings, target: str, root: Path, name: str,
-            tree_class: type = VariantTree) -> dict[str, float]:
-    tree = tree_class(root, name, settings.cmake)
-    model = tree.prepare(settings, target, "CUDA")
+            tree_class: type = VariantTree, steps: tuple = STEPS, trees: int = 1) -> dict[str, float]:
+    """Build seconds of each step's flags in turn; with `trees`, step k in tree k % trees (as a tune's trials
+    go to its variant trees), each tree's first build included."""
+    pool = [tree_class(root, f"{name}-{i}", settings.cmake) for i in range(trees)]
+    model = [tree.prepare(settings, target, "CUDA") for tree in pool][0]
     t = model.target(target)
-    entries = tree.compile_commands(t.sources_in("CUDA"), t.name)
+    entries = pool[0].compile_commands(t.sources_in("CUDA"), t.name)
     context = BuildContext(target=target, language="CUDA", cuda_arch=settings.cuda_arch, build_targets=(target,),
                            sources=t.sources, source_dir=source, trees=1, timeout=600.0,
-                           own_commands={str(Path(e["file"]).resolve()): command_tokens(tree, e) for e in entries})
+                           own_commands={str(Path(e["file"]).resolve()): command_tokens(pool[0], e) for e in entries})
     out = {}
-    for label, flags in STEPS:
-        built = build_variant(context, tree, FlagSet(tuple((f, 1) for f in flags), flags))
+    for k, (label, flags) in enumerate(steps):
+        built = build_variant(context, pool[k % trees], FlagSet(tuple((f, 1) for f in flags), flags))
         if not built.ok:
             raise SystemExit(f"{target} {label}: {built.log_tail}")
         out[label] = round(built.seconds, 3)
     return out
+
+
+def replayed(stores: list[Path]) -> tuple[tuple, list[float]]:
+    """The flag sets of recorded tunes' trials, in each store's order (its baseline first), and their runs'
+    seconds: a real search's sequence of trials."""
+    import sqlite3
+
+    steps, runs = [], []
+    for store in stores:
+        with sqlite3.connect(store) as db:
+            for idx, flags, bench in db.execute("SELECT idx, flags, bench_seconds FROM trials ORDER BY idx"):
+                steps.append((f"{store.stem} #{idx}: {' '.join(json.loads(flags)) or 'own flags'}",
+                              tuple(json.loads(flags))))
+                runs.append(float(bench))
+    return tuple(steps), runs
 
 
 def main() -> int:
@@ -71,37 +94,62 @@ def main() -> int:
     p.add_argument("targets", nargs="+")
     p.add_argument("--arch", default="90")
     p.add_argument("--routes", action="store_true")
+    p.add_argument("--replay", type=Path, nargs="*", default=[], help="trial stores whose trials' flags to build")
+    p.add_argument("--trees", type=int, default=1)
     args = p.parse_args()
+    steps, runs = replayed(args.replay) if args.replay else (STEPS, [])
     settings, _ = VariantSettings.from_user_tree(args.source.resolve(), args.build.resolve(), args.arch)
-    rows = []
+    program = find_sccache() or sys.exit("sccache not found")
+    rows, stats = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        cache = StepCache(find_sccache() or sys.exit("sccache not found"), root / "step-cache")
-        if cache.start()[1]:
-            sys.exit("the sccache server did not start")
+        # each variant with a cache of its own (empty at its start), the variants in turn per target
+        caches = {"without": None, "sccache": StepCache(program, root / "cache-sccache", ptxas_route=False),
+                  "ptxas-only route": StepCache(program, root / "cache-route"),
+                  "fragment": StepCache(program, root / "cache-fragment"),
+                  "flags file": StepCache(program, root / "cache-flags-file")}
+        variants = (("fragment", FragmentRoute), ("flags file", VariantTree)) if args.routes else \
+            (("without", VariantTree), ("sccache", VariantTree), ("ptxas-only route", VariantTree))
         try:
-            cached = replace(settings, cuda_launcher=cache.launcher)
-            variants = ((("fragment", cached, FragmentRoute), ("flags file", cached, VariantTree)) if args.routes else
-                        (("without", settings, VariantTree), ("step cache", cached, VariantTree)))
+            for _, cache in caches.items():
+                if cache is not None and cache.start()[1]:
+                    sys.exit("the sccache server did not start")
             for k, target in enumerate(args.targets):
-                for variant, s, kind in variants if k % 2 == 0 else variants[::-1]:  # (who warms the cache, in turn)
+                for variant, kind in variants if k % 2 == 0 else variants[::-1]:
+                    cache = caches[variant]
+                    s = replace(settings, cuda_launcher=cache.launcher) if cache else settings
                     row = {"target": target, "variant": variant,
                            **measure(args.source.resolve(), s, target, root, f"{target}-{variant.replace(' ', '-')}",
-                                     kind)}
+                                     kind, steps, args.trees)}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
-            stats = cache.stats()
+            stats = {v: caches[v].stats() for v, _ in variants if caches[v] is not None}
         finally:
-            cache.stop()
-    print(f"\ncache: {stats.line() if stats else 'no stats'}")
-    print("| variant | full build s (median) | ptxas-only trial s | share of full | front-end trial s |")
-    print("|---|---|---|---|---|")
-    for variant in dict.fromkeys(r["variant"] for r in rows):
-        mine = [r for r in rows if r["variant"] == variant]
-        full = statistics.median(r[STEPS[0][0]] for r in mine)
-        ptxas = statistics.median(x for r in mine for x in (r[STEPS[1][0]], r[STEPS[3][0]]))
-        front = statistics.median(r[STEPS[2][0]] for r in mine)
-        print(f"| {variant} | {full:.2f} | {ptxas:.2f} | {100 * ptxas / full:.0f}% | {front:.2f} |")
+            for cache in caches.values():
+                if cache is not None:
+                    cache.stop()
+    for variant, got in stats.items():
+        print(f"\n{variant}: {got.line() if got else 'no stats'}")
+    first = variants[0][0]
+    if args.replay:  # a recorded search's trials: build seconds, and trials per minute with the recorded runs
+        run = statistics.median(runs)
+        print(f"\n{len(steps)} trials replayed in {args.trees} tree(s); a trial's run: the recorded median, {run:.2f} s")
+        print("| target | variant | build s per trial, median (IQR) | sum of builds s | trials per minute (build + run) |")
+        print("|---|---|---|---|---|")
+        for r in rows:
+            builds = [r[label] for label, _ in steps]
+            q = statistics.quantiles(builds, n=4)
+            print(f"| {r['target']} | {r['variant']} | {statistics.median(builds):.2f} ({q[0]:.2f}-{q[2]:.2f}) | "
+                  f"{sum(builds):.1f} | {60 * len(builds) / (sum(builds) + run * len(builds)):.1f} |")
+        return 0
+    print(f"\n| target | variant | full build s | ptxas-only trials s | share of {first}'s full build | front-end trial s |")
+    print("|---|---|---|---|---|---|")
+    for target in args.targets:
+        base = next(r for r in rows if r["target"] == target and r["variant"] == first)[STEPS[0][0]]
+        for r in (r for r in rows if r["target"] == target):
+            ptxas = statistics.median((r[STEPS[1][0]], r[STEPS[3][0]]))
+            print(f"| {target} | {r['variant']} | {r[STEPS[0][0]]:.2f} | {r[STEPS[1][0]]:.2f}, {r[STEPS[3][0]]:.2f} | "
+                  f"{100 * ptxas / base:.0f}% | {r[STEPS[2][0]]:.2f} |")
     return 0
 
 

@@ -10,11 +10,12 @@ such a compile the front end's PTX but runs the host compile again, whose input 
 
 Run by the step cache's launcher script for each CUDA compile that does not make LTO IR, as
 ``python -I -S ptxas_route.py <sccache> <nvcc> <args>...``; the standard library only (it starts per compile).
-Per object, a memo beside it (``<object>.ciq/``): the compile's steps as `nvcc -dryrun` lists them with the
-memo's keep folder (``keep/``, nvcc's ``--keep-dir``: the PTX kept), the host object, the dependency file the
-compile wrote and the SHA-256 of every file it names. A compile is served by the memo when its steps other
-than ptxas and fatbinary are the memo's, word for word (the front end's and the host compile's options, the
-source, the compiler) and no file of the dependency file changed; it then runs the new ptxas and fatbinary
+Per object, a memo beside it (``<object>.ciq/``), one entry per front end (the MAX_ENTRIES last used): the
+compile's steps as `nvcc -dryrun` lists them with the memo's keep folder (``keep/``, nvcc's ``--keep-dir``),
+the PTX nvcc kept, the host object, the dependency file the compile wrote and the SHA-256 of every file it
+names. A compile is served by an entry when its steps other than ptxas and fatbinary are the entry's, word for
+word (the front end's and the host compile's options, the source, the compiler) and no file of the dependency
+file changed; it then runs the new ptxas and fatbinary
 steps exactly as nvcc would, writes the object (the memo's host object with the new fatbin as its
 ``.nv_fatbin``, `objcopy --update-section`) and the dependency file. Anything else (another front end,
 relocatable device code, a step that fails, no objcopy) goes through sccache with ``--keep`` as before, and
@@ -33,6 +34,7 @@ import sys
 from pathlib import Path
 
 MEMO_SUFFIX = ".ciq"
+MAX_ENTRIES = 4  # front ends remembered per object
 LOG_NAME = "ptxas-route.log"
 _ROUTED_STEPS = ("ptxas ", "fatbinary ")
 # device code that is linked later (relocatable, LTO IR) or a compile that is not one object of one source
@@ -145,41 +147,57 @@ def _tool_path(lines: list[str]) -> str:
 
 
 class Memo:
+    """The memo of one object: `keep/` (nvcc's --keep-dir, where the routed steps run) and one entry per front end
+    seen (a folder named by the hash of the steps that must match: its PTX, host object and state.json), the
+    MAX_ENTRIES most recently used kept: a tune that goes back to an earlier front end finds it."""
+
     def __init__(self, obj: Path) -> None:
         self.path = obj.with_name(obj.name + MEMO_SUFFIX)
         self.keep = self.path / "keep"
-        self.host = self.path / "host.o"
-        self.state = self.path / "state.json"
 
-    def read(self) -> dict | None:
+    def entry(self, steps: list[str]) -> Path:
+        return self.path / hashlib.sha256("\n".join(steps).encode()).hexdigest()[:16]
+
+    def read(self, entry: Path) -> dict | None:
         try:
-            doc = json.loads(self.state.read_text())
+            doc = json.loads((entry / "state.json").read_text())
         except (OSError, ValueError):
             return None
-        return doc if isinstance(doc, dict) and self.host.is_file() else None
+        return doc if isinstance(doc, dict) and (entry / "host.o").is_file() else None
 
-    def clear(self) -> None:
-        shutil.rmtree(self.path, ignore_errors=True)
+    def fresh_keep(self) -> None:
+        shutil.rmtree(self.keep, ignore_errors=True)
+        self.keep.mkdir(parents=True, exist_ok=True)
+
+    def prune(self) -> None:
+        entries = sorted((p for p in self.path.iterdir() if p.is_dir() and p != self.keep),
+                         key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in entries[MAX_ENTRIES:]:
+            shutil.rmtree(old, ignore_errors=True)
 
 
-def serve(memo: Memo, doc: dict, steps: list[str], routed: list[str], obj: Path, depfile: str | None,
-          cwd: Path) -> str:
+def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str | None, cwd: Path) -> str:
     """Serve the compile from the memo; "" when done, else why not (the compile then runs whole)."""
-    if doc.get("steps") != steps:
-        return "other steps than ptxas and fatbinary"
+    entry = memo.entry(steps)
+    doc = memo.read(entry)
+    if doc is None or doc.get("steps") != steps:
+        return "no compile of these front-end and host steps remembered"
     if _digests(list(doc.get("deps", {})), cwd) != doc.get("deps"):
         return "a file of the dependency file changed"
     fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
     objcopy = shutil.which("objcopy")
     if len(fatbins) != 1 or not routed[-1].startswith("fatbinary ") or objcopy is None:
         return "no single fatbin to embed" if objcopy else "objcopy not found"
+    memo.fresh_keep()
+    for ptx in entry.glob("*.ptx"):
+        shutil.copyfile(ptx, memo.keep / ptx.name)
     env = {**os.environ, "PATH": _tool_path(steps)}
     for line in routed:
         proc = subprocess.run(["/bin/sh", "-c", line], cwd=cwd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             return f"{line.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[:200]}"
     temp = obj.with_name(obj.name + ".ciq-tmp")
-    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbins[0]}", str(memo.host), str(temp)],
+    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbins[0]}", str(entry / "host.o"), str(temp)],
                           cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         temp.unlink(missing_ok=True)
@@ -187,34 +205,34 @@ def serve(memo: Memo, doc: dict, steps: list[str], routed: list[str], obj: Path,
     os.replace(temp, obj)
     if depfile is not None and "depfile" in doc:
         (cwd / depfile).write_text(doc["depfile"])
+    os.utime(entry)  # recently used
+    shutil.rmtree(memo.keep, ignore_errors=True)
     return ""
 
 
 def compile_whole(sccache: str, args: list[str], memo: Memo, steps: list[str] | None, obj: Path,
                   depfile: str | None, cwd: Path) -> int:
-    """The compile through sccache with nvcc's intermediate files kept in the memo; the memo written from it."""
-    memo.clear()
-    memo.keep.mkdir(parents=True, exist_ok=True)
+    """The compile through sccache with nvcc's intermediate files kept; its PTX and object remembered."""
+    memo.fresh_keep()
     proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd)
-    if proc.returncode != 0 or steps is None:
-        memo.clear()
+    ptx = list(memo.keep.glob("*.ptx"))
+    if proc.returncode != 0 or steps is None or not ptx:  # (served whole by sccache: maybe nothing kept)
+        shutil.rmtree(memo.keep, ignore_errors=True)
         return proc.returncode
-    kept = list(memo.keep.iterdir())
-    if not any(p.suffix == ".ptx" for p in kept):  # served whole by sccache: nothing kept, no memo
-        memo.clear()
-        return 0
-    for p in kept:
-        if p.name.endswith(_DROPPED):
-            p.unlink(missing_ok=True)
-    doc: dict = {"steps": steps}
+    entry = memo.entry(steps)
+    shutil.rmtree(entry, ignore_errors=True)
+    entry.mkdir()
+    for p in ptx:
+        os.replace(p, entry / p.name)
+    shutil.rmtree(memo.keep, ignore_errors=True)
+    doc: dict = {"steps": steps, "deps": {}}
     if depfile is not None and (cwd / depfile).is_file():
         text = (cwd / depfile).read_text()
         doc["depfile"] = text
         doc["deps"] = _digests(depfile_paths(text), cwd)
-    else:
-        doc["deps"] = {}
-    shutil.copyfile(obj, memo.host)
-    memo.state.write_text(json.dumps(doc))
+    shutil.copyfile(obj, entry / "host.o")
+    (entry / "state.json").write_text(json.dumps(doc))
+    memo.prune()
     return 0
 
 
@@ -228,15 +246,14 @@ def main(argv: list[str]) -> int:
     memo = Memo(obj)
     lines = dryrun([*args, "--keep", f"--keep-dir={memo.keep}"])
     steps, routed = split_steps(lines) if lines else (None, [])
-    doc = memo.read()
-    if steps is not None and doc is not None and routed:
-        why = serve(memo, doc, steps, routed, obj, depfile, cwd)
+    if steps is not None and routed:
+        why = serve(memo, steps, routed, obj, depfile, cwd)
         if not why:
             _log("hit")
             return 0
         _log(f"miss {why}")
     else:
-        _log("miss " + ("no memo" if steps is not None else "nvcc -dryrun failed"))
+        _log("miss " + ("no ptxas step" if steps is not None else "nvcc -dryrun failed"))
     return compile_whole(sccache, args, memo, steps, obj, depfile, cwd)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..measure import kernel_times
+from ..project import file_api
 from ..measure.runner import Runner
 from ..model import build_flags
 from ..model.errors import CompileIQError
@@ -30,10 +31,15 @@ COVER, MOST, LEAST = 0.9, 4, 0.05
 FOCUS_WORKERS = 2
 
 
+def many_files(target: file_api.Target) -> bool:
+    """A target of at least FOCUS_FILES CUDA files: tuned on its hot files, never screened (every value x every
+    file: hours on a library) by its own setup or by a suite's screening ahead."""
+    return len(target.sources_in("CUDA")) >= FOCUS_FILES
+
+
 def wanted(setup: TuneSetup) -> bool:
     """Whether the target is one the focus is for (CUDA, at least FOCUS_FILES files, built, not replayed)."""
-    return setup.project.language == "CUDA" and setup.replay is None \
-        and len(setup.project.target.sources_in("CUDA")) >= FOCUS_FILES
+    return setup.project.language == "CUDA" and setup.replay is None and many_files(setup.project.target)
 
 
 def hot_files(shares: tuple[kernel_times.FileShare, ...]) -> tuple[kernel_times.FileShare, ...]:

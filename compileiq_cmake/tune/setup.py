@@ -28,7 +28,7 @@ from ..project.nvcc_command import output_file, target_architectures
 from ..execute.build import command_tokens
 from ..execute.replay import ReplayRunner
 from ..execute.step_cache import StepCache, step_cache_for
-from .focus import FOCUS_FILES
+from .focus import many_files
 from .tree_pool import Baselines, TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
@@ -222,7 +222,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
                             "in the background (the screening cache), on a quarter of the cores")
     if language == "CUDA":
         if tree_pool is not None and tree_pool.ahead is not None and spec.screen \
-                and len(target.sources_in("CUDA")) < FOCUS_FILES \
+                and not many_files(target) \
                 and tree_pool.ahead.wait_for(spec.target, SCREEN_SHARE * spec.time_limit if spec.time_limit else 600.0):
             as_stream(log).info(f"the suite's screening ahead was screening {spec.target}: waited for it (its "
                                 "values are in the screening cache)")
@@ -268,7 +268,7 @@ def _suite_baselines(spec: TuneSpec, tree_pool: TreePool | None, settings: Varia
     if tree_pool is None:
         return None, None
     stream = as_stream(log)
-    base, made = tree_pool.baselines(settings, spec.target, spec.target, language, model,
+    base, made = tree_pool.baselines(settings, spec.target, language, model,
                                      spec.state_dir / "logs", progress=stream.info)
     if made and base.tree is not None:
         stream.info(f"the suite's baselines: {plural(len(base.targets), 'target')} and their benchmarks built once, "
@@ -312,7 +312,7 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
     lto = device_lto_wanted(spec.include_flags, exclude)
     screen_off = ""
     # every value x every file: hours on a library; unless the focus cannot run (no cuobjdump, another executor)
-    if spec.screen and len(target.sources_in("CUDA")) >= FOCUS_FILES and tools.cuobjdump is not None \
+    if spec.screen and many_files(target) and tools.cuobjdump is not None \
             and spec.executor == "local":
         screen_off = (f"static screening skipped: {spec.target} compiles {len(target.sources_in('CUDA'))} CUDA files; "
                       "the hot-file focus tunes the files that hold the kernel time")

@@ -19,7 +19,7 @@ from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
 from ..model.timebox import Stop
 from ..project import file_api
 from ..project.cmake_project import VariantTree
-from .focus import FOCUS_FILES
+from .focus import many_files
 
 AHEAD_CORE_SHARE = 4  # the thread's compiles use cores // this (the targets in flight keep the rest)
 AHEAD_NICE = 10  # and run at this lower priority: a trial's build goes first (Linux: per thread, and its children)
@@ -99,8 +99,7 @@ class ScreenAhead:
                     break
                 target = model.targets.get(name)
                 # not a target whose own setup skips screening: one of many files (the hot-file focus)
-                if target is None or target.primary_language != "CUDA" \
-                        or len(target.sources_in("CUDA")) >= FOCUS_FILES:
+                if target is None or target.primary_language != "CUDA" or many_files(target):
                     continue
                 entries = self.base.compile_commands(target.sources_in("CUDA"), name)
                 self._screening(name)  # (before the check: a target that begins now waits for it, or is skipped)

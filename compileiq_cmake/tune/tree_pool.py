@@ -121,14 +121,14 @@ class TreePool:
                 self._own_writes = written
             return tree, model, self._own_writes
 
-    def baselines(self, settings: VariantSettings, owner: str, target: str, language: str, model: CodeModel,
+    def baselines(self, settings: VariantSettings, target: str, language: str, model: CodeModel,
                   logs: Path, progress: Callable[[str], None] | None = None) -> tuple[Baselines, bool]:
         """The suite's one build of its targets' baselines in this configuration (`settings`, the variant
         trees' own: architecture, launcher), made by the first target that asks (on every core: the targets
         after it wait for it) in the tree `base-<key>`: every suite target of the same kind (CUDA or host) whose
         benchmark is a target of the project, with that benchmark's target, in one `cmake --build`. Returns it
         and whether this call made it. Seconds spent on it or waiting for it are the suite's (`shared`), not
-        `owner`'s."""
+        `target`'s."""
         key = _settings_key(settings) + ("-cuda" if language == "CUDA" else "-host")
         t0 = time.perf_counter()
         made = False
@@ -138,7 +138,7 @@ class TreePool:
                 base = self._bases[key] = self._build_baselines(settings, key, target, language, model, logs, progress)
                 made = True
         with self._lock:
-            self._shared[owner] = self._shared.get(owner, 0.0) + time.perf_counter() - t0
+            self._shared[target] = self._shared.get(target, 0.0) + time.perf_counter() - t0
         return base, made
 
     def _build_baselines(self, settings: VariantSettings, key: str, target: str, language: str, model: CodeModel,
