@@ -277,8 +277,54 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         assert _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O3", "--use_fast_math")), tmp_path)
         obj, _ = build(("-Xptxas=-O2",))  # back to the earlier front end: still remembered
         assert counts() == (4, 3) and _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O2",)), tmp_path)
-        memo = obj.with_name(obj.name + ".ciq")
-        assert sorted(p.name for p in memo.iterdir() if p.is_dir()).__len__() == 2  # two front ends, nothing kept else
-        assert not (memo / "keep").exists() and not list(memo.rglob("*.ii"))
+        entries = [p for p in (cache.directory / "ptxas-route").iterdir() if p.is_dir()]
+        assert len(entries) == 2 and not list(cache.directory.rglob("*.ii"))  # one per front end (the header edit: rewritten)
+        assert not obj.with_name(obj.name + ".ciq").exists()  # the tree's keep folder: removed after each compile
+        # another tree of the build: its trial with a remembered front end is served, from the other tree's entry
+        other = VariantTree(tmp_path / "trees", "other", settings.cmake, logs=tmp_path / "logs")
+        other.prepare(replace(settings, cuda_launcher=cache.launcher), "app", "CUDA")
+        other.write_flags("app", "CUDA", "90", ("-Xptxas=-O1", "--use_fast_math"))
+        assert other.build(("app",), jobs=2, timeout=600).ok
+        assert counts() == (5, 3)
+        entry = other.compile_commands((src / "k.cu",), "app")[0]
+        assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == \
+            _sections(clean_object(("-Xptxas=-O1", "--use_fast_math")), tmp_path)
+        # the dependency file it wrote, as the build tool read it: the source and its header, no path of the tree
+        # whose entry served it
+        deps = subprocess.run(["ninja", "-C", str(other.path), "-t", "deps"], capture_output=True, text=True).stdout
+        assert "scale.h" in deps and "k.cu" in deps and str(tree.path) not in deps, deps
     finally:
         cache.stop()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("words, routed", [
+    (["nvcc", "-O3", "--generate-code=arch=compute_90,code=[sm_90]", "-x", "cu", "-c", "a.cu", "-o", "a.o"], True),
+    (["/usr/local/cuda/bin/nvcc", "--options-file=t.optf", "-c", "a.cu", "-o", "a.o"], True),
+    (["nvcc", "-rdc=true", "-c", "a.cu", "-o", "a.o"], False),  # relocatable device code: linked later
+    (["nvcc", "-rdc", "true", "-c", "a.cu", "-o", "a.o"], False),
+    (["nvcc", "--relocatable-device-code=true", "-c", "a.cu", "-o", "a.o"], False),
+    (["nvcc", "-dc", "a.cu", "-o", "a.o"], False),
+    (["nvcc", "--generate-code=arch=compute_90,code=[lto_90]", "-c", "a.cu", "-o", "a.o"], False),
+    (["nvcc", "-c", "a.cu"], False),  # no object named
+    (["nvcc", "-E", "a.cu", "-o", "a.i"], False),
+    (["nvcc", "--keep", "-c", "a.cu", "-o", "a.o"], False),  # the project keeps its own intermediate files
+    (["clang++", "-c", "a.cu", "-o", "a.o"], False),
+])
+def test_the_ptxas_only_route_takes_nvcc_compiles_of_one_object_of_device_code_linked_now(words, routed):
+    from compileiq_cmake.execute.ptxas_route import routable
+
+    assert routable(words) is routed
+
+
+@pytest.mark.unit
+def test_the_ptxas_only_route_reads_every_file_of_a_dependency_file_and_the_steps_it_must_match():
+    from compileiq_cmake.execute.ptxas_route import depfile_paths, split_steps
+
+    text = ("CMakeFiles/a.dir/a.cu.o : /src/a.cu \\\n    /src/my\\ dir/b.h \\\n    /usr/include/c.h\n"
+            "/src/a.cu:\n")
+    assert depfile_paths(text) == ["/src/a.cu", "/src/my dir/b.h", "/usr/include/c.h"]
+    steps, routed = split_steps(['PATH=/cuda/bin', 'cicc --x "a.cpp1.ii"', 'ptxas -arch=sm_90 -O1 "a.ptx"',
+                                 'fatbinary --create="a.fatbin" -64', 'gcc -c a.cudafe1.cpp -o a.o'])
+    assert steps == ['PATH=/cuda/bin', 'cicc --x "a.cpp1.ii"', 'gcc -c a.cudafe1.cpp -o a.o']
+    assert routed == ['ptxas -arch=sm_90 -O1 "a.ptx"', 'fatbinary --create="a.fatbin" -64']

@@ -14,7 +14,7 @@ their order, each trial in tree k % `--trees` as a tune's trials go to its trees
 the stores' median run.
 
     python3 benchmarks/evaluation/step_cache_builds.py <source dir> <user build dir> <target>... [--arch 90] [--routes]
-        [--replay STORE... --trees N]
+        [--replay STORE... --trees N] [--only VARIANT]
 """
 
 from __future__ import annotations
@@ -96,6 +96,7 @@ def main() -> int:
     p.add_argument("--routes", action="store_true")
     p.add_argument("--replay", type=Path, nargs="*", default=[], help="trial stores whose trials' flags to build")
     p.add_argument("--trees", type=int, default=1)
+    p.add_argument("--only", default="", help="one variant (e.g. 'ptxas-only route')")
     args = p.parse_args()
     steps, runs = replayed(args.replay) if args.replay else (STEPS, [])
     settings, _ = VariantSettings.from_user_tree(args.source.resolve(), args.build.resolve(), args.arch)
@@ -110,6 +111,8 @@ def main() -> int:
                   "flags file": StepCache(program, root / "cache-flags-file")}
         variants = (("fragment", FragmentRoute), ("flags file", VariantTree)) if args.routes else \
             (("without", VariantTree), ("sccache", VariantTree), ("ptxas-only route", VariantTree))
+        if args.only:
+            variants = tuple(v for v in variants if v[0] == args.only) or sys.exit(f"no variant {args.only!r}")
         try:
             for _, cache in caches.items():
                 if cache is not None and cache.start()[1]:

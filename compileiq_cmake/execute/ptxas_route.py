@@ -1,5 +1,5 @@
-"""The ptxas-only route of the compile-step cache (issue 38): a CUDA compile whose flags changed only for ptxas
-since the last compile of the same object runs ptxas and fatbinary again and nothing else.
+"""The ptxas-only route of the compile-step cache (issue 38): a CUDA compile whose flags differ only for ptxas
+from a compile of the same object seen before runs ptxas and fatbinary and nothing else.
 
 nvcc compiles a .cu file in steps (`nvcc -dryrun` lists them): the host preprocessor and cudafe++, the front end
 (cicc: PTX), ptxas (PTX -> cubin), fatbinary (the cubins -> one fatbin) and the host compile, which embeds the
@@ -10,17 +10,19 @@ such a compile the front end's PTX but runs the host compile again, whose input 
 
 Run by the step cache's launcher script for each CUDA compile that does not make LTO IR, as
 ``python -I -S ptxas_route.py <sccache> <nvcc> <args>...``; the standard library only (it starts per compile).
-Per object, a memo beside it (``<object>.ciq/``), one entry per front end (the MAX_ENTRIES last used): the
-compile's steps as `nvcc -dryrun` lists them with the memo's keep folder (``keep/``, nvcc's ``--keep-dir``),
-the PTX nvcc kept, the host object, the dependency file the compile wrote and the SHA-256 of every file it
-names. A compile is served by an entry when its steps other than ptxas and fatbinary are the entry's, word for
-word (the front end's and the host compile's options, the source, the compiler) and no file of the dependency
-file changed; it then runs the new ptxas and fatbinary
-steps exactly as nvcc would, writes the object (the memo's host object with the new fatbin as its
-``.nv_fatbin``, `objcopy --update-section`) and the dependency file. Anything else (another front end,
-relocatable device code, a step that fails, no objcopy) goes through sccache with ``--keep`` as before, and
-the memo is written again from that compile. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log``
-("hit" or "miss <why>"): the step cache's counts.
+Every compile it sees is remembered in ``$SCCACHE_DIR/ptxas-route/<key>/`` (shared by the variant trees of
+the build: a tune's trials go to whichever tree is free): the PTX nvcc kept (``--keep``, into
+``<object>.ciq/keep`` in the tree), the host object, the dependency file the compile wrote and the SHA-256 of
+every file it names; the key is the hash of the compile's steps other than ptxas and fatbinary as `nvcc
+-dryrun` lists them, the tree's own folder (the one with CMakeCache.txt) written as TREE_MARK (the same file of
+another tree has the same key; the host object holds no path of the tree: checked). A compile is served by an
+entry when those steps are the entry's, word for word (the front end's and the host compile's options, the
+source, the compiler and its version) and no file of the dependency file changed: it runs its own ptxas and
+fatbinary steps exactly as nvcc would on the entry's PTX, writes the object (the entry's host object with the
+new fatbin as its ``.nv_fatbin``, `objcopy --update-section`) and the dependency file. Anything else (another
+front end, relocatable device code, a step that fails, no objcopy) goes through sccache with ``--keep``, and is
+remembered. At most MAX_ENTRIES entries, the least recently used removed. Each decision is appended to
+``$SCCACHE_DIR/ptxas-route.log`` ("hit" or "miss <why>"): the step cache's counts.
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 MEMO_SUFFIX = ".ciq"
-MAX_ENTRIES = 4  # front ends remembered per object
+MEMO_FOLDER = "ptxas-route"  # under $SCCACHE_DIR
+MAX_ENTRIES = 2048  # compiles remembered (one per object and front end)
+TREE_MARK = "<compileiq-tree>"
 LOG_NAME = "ptxas-route.log"
 _ROUTED_STEPS = ("ptxas ", "fatbinary ")
 # device code that is linked later (relocatable, LTO IR) or a compile that is not one object of one source
@@ -146,17 +151,32 @@ def _tool_path(lines: list[str]) -> str:
     return os.environ.get("PATH", "")
 
 
-class Memo:
-    """The memo of one object: `keep/` (nvcc's --keep-dir, where the routed steps run) and one entry per front end
-    seen (a folder named by the hash of the steps that must match: its PTX, host object and state.json), the
-    MAX_ENTRIES most recently used kept: a tune that goes back to an earlier front end finds it."""
+def tree_root(start: Path) -> Path:
+    """The build tree a compile runs in: the nearest folder up from its working folder with CMakeCache.txt."""
+    for folder in (start, *start.parents):
+        if (folder / "CMakeCache.txt").is_file():
+            return folder
+    return start
 
-    def __init__(self, obj: Path) -> None:
-        self.path = obj.with_name(obj.name + MEMO_SUFFIX)
-        self.keep = self.path / "keep"
+
+class Memo:
+    """Where one compile is remembered: `keep` (nvcc's --keep-dir for this object, in its tree), `root` (the
+    shared entries) and `tree` (written as TREE_MARK in what is shared)."""
+
+    def __init__(self, obj: Path, tree: Path) -> None:
+        self.keep = obj.with_name(obj.name + MEMO_SUFFIX) / "keep"
+        folder = os.environ.get("SCCACHE_DIR")
+        self.root = Path(folder) / MEMO_FOLDER if folder else obj.with_name(obj.name + MEMO_SUFFIX + "-memo")
+        self.tree = str(tree)
+
+    def shared(self, text: str) -> str:
+        return text.replace(self.tree, TREE_MARK)
+
+    def local(self, text: str) -> str:
+        return text.replace(TREE_MARK, self.tree)
 
     def entry(self, steps: list[str]) -> Path:
-        return self.path / hashlib.sha256("\n".join(steps).encode()).hexdigest()[:16]
+        return self.root / hashlib.sha256(self.shared("\n".join(steps)).encode()).hexdigest()[:24]
 
     def read(self, entry: Path) -> dict | None:
         try:
@@ -169,9 +189,18 @@ class Memo:
         shutil.rmtree(self.keep, ignore_errors=True)
         self.keep.mkdir(parents=True, exist_ok=True)
 
+    def done(self) -> None:
+        """Remove the object's keep folder (and the <object>.ciq folder that holds it)."""
+        shutil.rmtree(self.keep.parent, ignore_errors=True)
+
     def prune(self) -> None:
-        entries = sorted((p for p in self.path.iterdir() if p.is_dir() and p != self.keep),
-                         key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        try:
+            entries = [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        except OSError:
+            return
+        if len(entries) <= MAX_ENTRIES:
+            return
+        entries.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in entries[MAX_ENTRIES:]:
             shutil.rmtree(old, ignore_errors=True)
 
@@ -180,9 +209,10 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
     """Serve the compile from the memo; "" when done, else why not (the compile then runs whole)."""
     entry = memo.entry(steps)
     doc = memo.read(entry)
-    if doc is None or doc.get("steps") != steps:
+    if doc is None or doc.get("steps") != [memo.shared(line) for line in steps]:
         return "no compile of these front-end and host steps remembered"
-    if _digests(list(doc.get("deps", {})), cwd) != doc.get("deps"):
+    deps = {memo.local(p): digest for p, digest in doc.get("deps", {}).items()}
+    if _digests(list(deps), cwd) != deps:
         return "a file of the dependency file changed"
     fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
     objcopy = shutil.which("objcopy")
@@ -204,9 +234,12 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
         return f"objcopy failed: {proc.stderr.strip()[:200]}"
     os.replace(temp, obj)
     if depfile is not None and "depfile" in doc:
-        (cwd / depfile).write_text(doc["depfile"])
-    os.utime(entry)  # recently used
-    shutil.rmtree(memo.keep, ignore_errors=True)
+        (cwd / depfile).write_text(memo.local(doc["depfile"]))
+    try:
+        os.utime(entry)  # recently used
+    except OSError:
+        pass
+    memo.done()
     return ""
 
 
@@ -216,22 +249,29 @@ def compile_whole(sccache: str, args: list[str], memo: Memo, steps: list[str] | 
     memo.fresh_keep()
     proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd)
     ptx = list(memo.keep.glob("*.ptx"))
-    if proc.returncode != 0 or steps is None or not ptx:  # (served whole by sccache: maybe nothing kept)
-        shutil.rmtree(memo.keep, ignore_errors=True)
+    if proc.returncode != 0 or steps is None or not ptx:  # (nothing kept: no entry)
+        memo.done()
         return proc.returncode
     entry = memo.entry(steps)
-    shutil.rmtree(entry, ignore_errors=True)
-    entry.mkdir()
-    for p in ptx:
-        os.replace(p, entry / p.name)
-    shutil.rmtree(memo.keep, ignore_errors=True)
-    doc: dict = {"steps": steps, "deps": {}}
+    doc: dict = {"steps": [memo.shared(line) for line in steps], "deps": {}}
     if depfile is not None and (cwd / depfile).is_file():
         text = (cwd / depfile).read_text()
-        doc["depfile"] = text
-        doc["deps"] = _digests(depfile_paths(text), cwd)
-    shutil.copyfile(obj, entry / "host.o")
-    (entry / "state.json").write_text(json.dumps(doc))
+        doc["depfile"] = memo.shared(text)
+        doc["deps"] = {memo.shared(p): digest for p, digest in _digests(depfile_paths(text), cwd).items()}
+    temp: Path | None = None
+    try:  # written whole in a folder of its own, then renamed: a tree reading the entry meanwhile sees none
+        memo.root.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=".new-", dir=memo.root))
+        for p in ptx:
+            os.replace(p, temp / p.name)
+        shutil.copyfile(obj, temp / "host.o")
+        (temp / "state.json").write_text(json.dumps(doc))
+        shutil.rmtree(entry, ignore_errors=True)
+        os.replace(temp, entry)
+    except OSError:  # another tree wrote the same entry at once: theirs stays
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
+    memo.done()
     memo.prune()
     return 0
 
@@ -243,7 +283,7 @@ def main(argv: list[str]) -> int:
     cwd = Path.cwd()
     obj = cwd / _value(args, "-o", "--output-file")
     depfile = _value(args, "-MF", "--dependency-output")
-    memo = Memo(obj)
+    memo = Memo(obj, tree_root(cwd))
     lines = dryrun([*args, "--keep", f"--keep-dir={memo.keep}"])
     steps, routed = split_steps(lines) if lines else (None, [])
     if steps is not None and routed:
