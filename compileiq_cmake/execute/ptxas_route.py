@@ -47,8 +47,6 @@ _NOT_ROUTED = {"-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c
                "--device-link", "-lib", "--lib", "-E", "--preprocess", "-M", "--generate-dependencies", "-ptx",
                "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-dlto", "--dlink-time-opt", "-keep", "--keep",
                "-keep-dir", "--keep-dir", "-save-temps", "--save-temps", "-dryrun", "--dryrun"}
-# intermediate files nvcc keeps that the memo does not need (the PTX stays: ptxas reads it)
-_DROPPED = (".ii", ".cudafe1.cpp", ".cudafe1.c", ".cudafe1.gpu", ".cudafe1.stub.c", ".fatbin.c", ".module_id")
 
 
 def _value(args: list[str], *names: str) -> str | None:
