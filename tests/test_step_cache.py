@@ -192,6 +192,12 @@ def test_the_launcher_script_hands_every_compile_but_those_of_lto_ir_to_sccache(
     out = subprocess.run(["sh", str(cache.script), str(stub), sys.executable, str(ROUTE), str(compiler), *words[1:]],
                          capture_output=True, text=True, timeout=30).stdout
     assert out.startswith("as is:" if bypassed else "through sccache:"), out
+    if not bypassed:  # a compile of one object with its dependency file: the route takes it (here: no nvcc steps,
+        # so it hands the compile to sccache as asked)
+        routed = subprocess.run(["sh", str(cache.script), str(stub), sys.executable, str(ROUTE), str(compiler),
+                                 *words[1:], "-o", str(tmp_path / "a.o"), "-MF", str(tmp_path / "a.o.d")],
+                                capture_output=True, text=True, timeout=30, cwd=tmp_path).stdout
+        assert routed.startswith("through sccache:") and "-dryrun" not in routed.splitlines()[0], routed
     missing = subprocess.run(["sh", str(cache.script), str(stub), str(tmp_path / "no-python"), str(ROUTE),
                               str(compiler), *words[1:]], capture_output=True, text=True, timeout=30).stdout
     assert missing.startswith("as is:" if bypassed else "through sccache:"), missing  # no such Python (Ray): sccache
@@ -299,8 +305,10 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
 
 @pytest.mark.unit
 @pytest.mark.parametrize("words, routed", [
-    (["nvcc", "-O3", "--generate-code=arch=compute_90,code=[sm_90]", "-x", "cu", "-c", "a.cu", "-o", "a.o"], True),
-    (["/usr/local/cuda/bin/nvcc", "--options-file=t.optf", "-c", "a.cu", "-o", "a.o"], True),
+    (["nvcc", "-O3", "--generate-code=arch=compute_90,code=[sm_90]", "-x", "cu", "-c", "a.cu", "-o", "a.o", "-MD",
+      "-MT", "a.o", "-MF", "a.o.d"], True),
+    (["/usr/local/cuda/bin/nvcc", "--options-file=t.optf", "-c", "a.cu", "-o", "a.o", "-MF", "a.o.d"], True),
+    (["nvcc", "-c", "a.cu", "-o", "a.o"], False),  # no dependency file: its headers could not be checked
     (["nvcc", "-rdc=true", "-c", "a.cu", "-o", "a.o"], False),  # relocatable device code: linked later
     (["nvcc", "-rdc", "true", "-c", "a.cu", "-o", "a.o"], False),
     (["nvcc", "--relocatable-device-code=true", "-c", "a.cu", "-o", "a.o"], False),
@@ -328,3 +336,29 @@ def test_the_ptxas_only_route_reads_every_file_of_a_dependency_file_and_the_step
                                  'fatbinary --create="a.fatbin" -64', 'gcc -c a.cudafe1.cpp -o a.o'])
     assert steps == ['PATH=/cuda/bin', 'cicc --x "a.cpp1.ii"', 'gcc -c a.cudafe1.cpp -o a.o']
     assert routed == ['ptxas -arch=sm_90 -O1 "a.ptx"', 'fatbinary --create="a.fatbin" -64']
+
+
+@pytest.mark.unit
+def test_the_ptxas_only_route_shares_a_compile_between_trees_only_where_the_object_cannot_hold_the_tree(tmp_path, monkeypatch):
+    """The key of a remembered compile: its steps with the route's own keep folder marked. The same compile in
+    another tree shares it; a step that names the tree otherwise, or host debug information (the object holds
+    the working folder), makes it the tree's own."""
+    from compileiq_cmake.execute.ptxas_route import Memo
+
+    monkeypatch.setenv("SCCACHE_DIR", str(tmp_path / "step-cache"))  # as the launcher sets it
+
+    def memo(tree: str) -> Memo:
+        root = tmp_path / tree
+        return Memo(root / "CMakeFiles" / "a.dir" / "a.cu.o", root, root)
+
+    a, b = memo("a"), memo("b")
+
+    def steps(m: Memo, *extra: str) -> list[str]:
+        return [f'cicc -O3 "{m.keep}/a.cpp1.ii" -o "{m.keep}/a.ptx"', f'gcc -c "{m.keep}/a.cudafe1.cpp" {" ".join(extra)}']
+
+    assert a.entry(steps(a)) == b.entry(steps(b)) and a.shared_steps(steps(a)) == b.shared_steps(steps(b))
+    assert a.entry(steps(a, f"-DDATA={a.tree}/data")) != b.entry(steps(b, f"-DDATA={b.tree}/data"))
+    assert a.entry(steps(a, "-g")) != b.entry(steps(b, "-g"))
+    assert a.entry(steps(a, "-g")) == a.entry(steps(a, "-g"))
+    text = f"{a.tree}/CMakeFiles/a.dir/a.cu.o: /src/a.cu {a.tree}/gen/config.h\n"
+    assert b.local(a.shared(text)) == text.replace(a.tree, b.tree)  # a dependency file, for the other tree

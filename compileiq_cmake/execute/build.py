@@ -124,7 +124,8 @@ def not_compiled_again(tree: VariantTree, entries: list[dict]) -> str:
         out = output_file(entry) if read else None
         if out is None:
             continue
-        newest = max(read, key=lambda f: f.stat().st_mtime_ns)
+        # the newest file it reads (a tie: a source's own before the tree's, the more specific name)
+        newest = max(read, key=lambda f: (f.stat().st_mtime_ns, f != tree.flags_file))
         path = out if out.is_absolute() else Path(entry.get("directory") or tree.path) / out
         if not path.is_file() or path.stat().st_mtime_ns < newest.stat().st_mtime_ns:
             return (f"{Path(entry['file']).name} was not compiled again after the trial's flags changed (its object "

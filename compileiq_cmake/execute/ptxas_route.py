@@ -12,17 +12,19 @@ Run by the step cache's launcher script for each CUDA compile that does not make
 ``python -I -S ptxas_route.py <sccache> <nvcc> <args>...``; the standard library only (it starts per compile).
 Every compile it sees is remembered in ``$SCCACHE_DIR/ptxas-route/<key>/`` (shared by the variant trees of
 the build: a tune's trials go to whichever tree is free): the PTX nvcc kept (``--keep``, into
-``<object>.ciq/keep`` in the tree), the host object, the dependency file the compile wrote and the SHA-256 of
-every file it names; the key is the hash of the compile's steps other than ptxas and fatbinary as `nvcc
--dryrun` lists them, the tree's own folder (the one with CMakeCache.txt) written as TREE_MARK (the same file of
-another tree has the same key; the host object holds no path of the tree: checked). A compile is served by an
-entry when those steps are the entry's, word for word (the front end's and the host compile's options, the
-source, the compiler and its version) and no file of the dependency file changed: it runs its own ptxas and
-fatbinary steps exactly as nvcc would on the entry's PTX, writes the object (the entry's host object with the
-new fatbin as its ``.nv_fatbin``, `objcopy --update-section`) and the dependency file. Anything else (another
-front end, relocatable device code, a step that fails, no objcopy) goes through sccache with ``--keep``, and is
-remembered. At most MAX_ENTRIES entries, the least recently used removed. Each decision is appended to
-``$SCCACHE_DIR/ptxas-route.log`` ("hit" or "miss <why>"): the step cache's counts.
+``<object>.ciq/keep`` in the tree), the host object, the dependency file the compile wrote (a compile without
+one is not routed) and the SHA-256 of every file it names. The key is the hash of the compile's steps other than
+ptxas and fatbinary as `nvcc -dryrun` lists them, the route's own keep folder written as KEEP_MARK: the same
+file compiled alike in another tree has the same key, a compile whose steps name its tree otherwise (generated
+headers, a -D of a path) or that writes host debug information (which holds the working folder) one of its
+own. A compile is served by an entry when those steps are the entry's, word for word (the front end's and the
+host compile's options, the source, the compiler and its version) and no file of the dependency file changed:
+it runs its own ptxas and fatbinary steps exactly as nvcc would on the entry's PTX, writes the dependency file
+and the object (the entry's host object with the new fatbin as its ``.nv_fatbin``, `objcopy
+--update-section`). Anything else (another front end, relocatable device code, an error of the route's own)
+goes through sccache (with ``--keep``) and is remembered. At most MAX_ENTRIES entries, the least recently
+used removed. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log``
+("hit" or "miss <why>"): the step cache's counts.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 MEMO_SUFFIX = ".ciq"
 MEMO_FOLDER = "ptxas-route"  # under $SCCACHE_DIR
 MAX_ENTRIES = 2048  # compiles remembered (one per object and front end)
 TREE_MARK = "<compileiq-tree>"
+KEEP_MARK = "<compileiq-keep>"
 LOG_NAME = "ptxas-route.log"
 _ROUTED_STEPS = ("ptxas ", "fatbinary ")
 # device code that is linked later (relocatable, LTO IR) or a compile that is not one object of one source
@@ -63,11 +67,13 @@ def _value(args: list[str], *names: str) -> str | None:
 
 def routable(args: list[str]) -> bool:
     """Whether a compile can take the route: nvcc compiling one object (-c, -o) of device code that is not
-    linked later."""
+    linked later, writing a dependency file (-MF: what the object was made of, checked before it is served)."""
     if not args or not Path(args[0]).name.startswith("nvcc"):
         return False
     words = set(args[1:])
     if not ({"-c", "--compile"} & words) or _value(args, "-o", "--output-file") is None:
+        return False
+    if _value(args, "-MF", "--dependency-output") is None:  # its files could not be checked later
         return False
     if words & _NOT_ROUTED or any(w.split("=", 1)[0] in _NOT_ROUTED for w in words if w.startswith("-")):
         return False
@@ -78,7 +84,7 @@ def dryrun(args: list[str]) -> list[str] | None:
     """The steps nvcc would run for this command (its -dryrun lines, without their '#$ '), None if it fails."""
     try:
         proc = subprocess.run([args[0], "-dryrun", *args[1:]], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired):
+    except (OSError, ValueError, subprocess.TimeoutExpired):  # (ValueError: output not text)
         return None
     if proc.returncode != 0:
         return None
@@ -159,22 +165,35 @@ def tree_root(start: Path) -> Path:
 
 class Memo:
     """Where one compile is remembered: `keep` (nvcc's --keep-dir for this object, in its tree), `root` (the
-    shared entries) and `tree` (written as TREE_MARK in what is shared)."""
+    shared entries), `tree` and `cwd` (the compile's build tree and working folder)."""
 
-    def __init__(self, obj: Path, tree: Path) -> None:
+    def __init__(self, obj: Path, tree: Path, cwd: Path) -> None:
         self.keep = obj.with_name(obj.name + MEMO_SUFFIX) / "keep"
         folder = os.environ.get("SCCACHE_DIR")
         self.root = Path(folder) / MEMO_FOLDER if folder else obj.with_name(obj.name + MEMO_SUFFIX + "-memo")
         self.tree = str(tree)
+        self.cwd = str(cwd)
+
+    def shared_steps(self, steps: list[str]) -> list[str]:
+        """The steps as remembered: the keep folder (the route's own, the only path of the tree that differs
+        between trees by construction) written as KEEP_MARK; any other path of the tree stays, so a compile
+        that names its tree (an include folder of generated headers, a -D of a path) is remembered for that
+        tree only. With host debug information (a -g option in a step) the object holds its working folder:
+        remembered for that folder only."""
+        marked = [line.replace(str(self.keep), KEEP_MARK) for line in steps]
+        if any(word.startswith("-g") for line in steps for word in line.split()):
+            marked.append(f"cwd={self.cwd}")
+        return marked
 
     def shared(self, text: str) -> str:
+        """A dependency file's text and paths as remembered (its tree written as TREE_MARK)."""
         return text.replace(self.tree, TREE_MARK)
 
     def local(self, text: str) -> str:
         return text.replace(TREE_MARK, self.tree)
 
     def entry(self, steps: list[str]) -> Path:
-        return self.root / hashlib.sha256(self.shared("\n".join(steps)).encode()).hexdigest()[:24]
+        return self.root / hashlib.sha256("\n".join(self.shared_steps(steps)).encode()).hexdigest()[:24]
 
     def read(self, entry: Path) -> dict | None:
         try:
@@ -192,47 +211,65 @@ class Memo:
         shutil.rmtree(self.keep.parent, ignore_errors=True)
 
     def prune(self) -> None:
+        """At most MAX_ENTRIES entries (the least recently used out) and no folder of an abandoned write."""
+        def mtime(p: Path) -> int:
+            try:
+                return p.stat().st_mtime_ns
+            except OSError:
+                return 0
         try:
-            entries = [p for p in self.root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+            folders = [p for p in self.root.iterdir() if p.is_dir()]
         except OSError:
             return
+        now = time.time_ns()
+        for p in folders:
+            if p.name.startswith(".new-") and now - mtime(p) > 3600 * 10**9:
+                shutil.rmtree(p, ignore_errors=True)
+        entries = [p for p in folders if not p.name.startswith(".")]
         if len(entries) <= MAX_ENTRIES:
             return
-        entries.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        entries.sort(key=mtime, reverse=True)
         for old in entries[MAX_ENTRIES:]:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str | None, cwd: Path) -> str:
+def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path) -> str:
     """Serve the compile from the memo; "" when done, else why not (the compile then runs whole)."""
     entry = memo.entry(steps)
     doc = memo.read(entry)
-    if doc is None or doc.get("steps") != [memo.shared(line) for line in steps]:
+    if doc is None or doc.get("steps") != memo.shared_steps(steps) or "depfile" not in doc:
         return "no compile of these front-end and host steps remembered"
     deps = {memo.local(p): digest for p, digest in doc.get("deps", {}).items()}
-    if _digests(list(deps), cwd) != deps:
+    if not deps or _digests(list(deps), cwd) != deps:
         return "a file of the dependency file changed"
     fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
     objcopy = shutil.which("objcopy")
     if len(fatbins) != 1 or not routed[-1].startswith("fatbinary ") or objcopy is None:
         return "no single fatbin to embed" if objcopy else "objcopy not found"
     memo.fresh_keep()
-    for ptx in entry.glob("*.ptx"):
+    host = memo.keep / "host.o"  # the entry copied first, then checked to be the one whose state was read: an
+    for ptx in entry.glob("*.ptx"):  # entry replaced by another tree meanwhile is not mixed with the old one
         shutil.copyfile(ptx, memo.keep / ptx.name)
+    shutil.copyfile(entry / "host.o", host)
+    if memo.read(entry) != doc:
+        return "the remembered compile was replaced while it was read"
     env = {**os.environ, "PATH": _tool_path(steps)}
     for line in routed:
         proc = subprocess.run(["/bin/sh", "-c", line], cwd=cwd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
             return f"{line.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[:200]}"
+        for stream, text in ((sys.stdout, proc.stdout), (sys.stderr, proc.stderr)):  # (-Xptxas -v, warnings)
+            stream.write(text)
     temp = obj.with_name(obj.name + ".ciq-tmp")
-    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbins[0]}", str(entry / "host.o"), str(temp)],
+    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbins[0]}", str(host), str(temp)],
                           cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         temp.unlink(missing_ok=True)
         return f"objcopy failed: {proc.stderr.strip()[:200]}"
+    depfile_temp = cwd / (depfile + ".ciq-tmp")
+    depfile_temp.write_text(memo.local(doc["depfile"]))
+    os.replace(depfile_temp, cwd / depfile)
     os.replace(temp, obj)
-    if depfile is not None and "depfile" in doc:
-        (cwd / depfile).write_text(memo.local(doc["depfile"]))
     try:
         os.utime(entry)  # recently used
     except OSError:
@@ -241,37 +278,28 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
     return ""
 
 
-def compile_whole(sccache: str, args: list[str], memo: Memo, steps: list[str] | None, obj: Path,
-                  depfile: str | None, cwd: Path) -> int:
-    """The compile through sccache with nvcc's intermediate files kept; its PTX and object remembered."""
-    memo.fresh_keep()
-    proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd)
+def remember(memo: Memo, steps: list[str], obj: Path, depfile: str, cwd: Path) -> None:
+    """Remember a compile that ran whole with its intermediate files kept (PTX, host object, dependency file).
+    Written whole in a folder of its own with a nonce, then renamed into place: a tree that reads the entry
+    meanwhile sees the old one, none, or this one (serve checks that what it copied is what it read)."""
     ptx = list(memo.keep.glob("*.ptx"))
-    if proc.returncode != 0 or steps is None or not ptx:  # (nothing kept: no entry)
-        memo.done()
-        return proc.returncode
+    if not ptx or not (cwd / depfile).is_file():  # (served whole by sccache without its files; no dependencies)
+        return
+    text = (cwd / depfile).read_text()
+    doc = {"steps": memo.shared_steps(steps), "depfile": memo.shared(text), "nonce": os.urandom(8).hex(),
+           "deps": {memo.shared(p): digest for p, digest in _digests(depfile_paths(text), cwd).items()}}
     entry = memo.entry(steps)
-    doc: dict = {"steps": [memo.shared(line) for line in steps], "deps": {}}
-    if depfile is not None and (cwd / depfile).is_file():
-        text = (cwd / depfile).read_text()
-        doc["depfile"] = memo.shared(text)
-        doc["deps"] = {memo.shared(p): digest for p, digest in _digests(depfile_paths(text), cwd).items()}
-    temp: Path | None = None
-    try:  # written whole in a folder of its own, then renamed: a tree reading the entry meanwhile sees none
-        memo.root.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(prefix=".new-", dir=memo.root))
+    memo.root.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=".new-", dir=memo.root))
+    try:
         for p in ptx:
             os.replace(p, temp / p.name)
         shutil.copyfile(obj, temp / "host.o")
         (temp / "state.json").write_text(json.dumps(doc))
         shutil.rmtree(entry, ignore_errors=True)
-        os.replace(temp, entry)
-    except OSError:  # another tree wrote the same entry at once: theirs stays
-        if temp is not None:
-            shutil.rmtree(temp, ignore_errors=True)
-    memo.done()
-    memo.prune()
-    return 0
+        os.replace(temp, entry)  # (fails when another tree wrote the same entry meanwhile: theirs stays)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def main(argv: list[str]) -> int:
@@ -281,18 +309,37 @@ def main(argv: list[str]) -> int:
     cwd = Path.cwd()
     obj = cwd / _value(args, "-o", "--output-file")
     depfile = _value(args, "-MF", "--dependency-output")
-    memo = Memo(obj, tree_root(cwd))
+    memo = Memo(obj, tree_root(cwd), cwd)
     lines = dryrun([*args, "--keep", f"--keep-dir={memo.keep}"])
-    steps, routed = split_steps(lines) if lines else (None, [])
-    if steps is not None and routed:
-        why = serve(memo, steps, routed, obj, depfile, cwd)
+    if not lines:  # nvcc -dryrun failed: the compile as it was asked, through sccache
+        _log("miss nvcc -dryrun failed")
+        memo.done()
+        os.execvp(sccache, [sccache, *args])
+    steps, routed = split_steps(lines)
+    if routed:
+        try:
+            why = serve(memo, steps, routed, obj, depfile, cwd)
+        except Exception as exc:  # (an entry removed while read, a full disk: the compile runs whole)
+            why = f"{type(exc).__name__}: {exc}"
         if not why:
             _log("hit")
             return 0
         _log(f"miss {why}")
     else:
-        _log("miss " + ("no ptxas step" if steps is not None else "nvcc -dryrun failed"))
-    return compile_whole(sccache, args, memo, steps, obj, depfile, cwd)
+        _log("miss no ptxas step")
+    try:
+        memo.fresh_keep()
+    except OSError:  # no room for nvcc's files: the compile as it was asked
+        os.execvp(sccache, [sccache, *args])
+    returncode = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd).returncode
+    if returncode == 0:
+        try:
+            remember(memo, steps, obj, depfile, cwd)
+            memo.prune()
+        except Exception:  # what is remembered is a cache: the compile's own result stands
+            pass
+    memo.done()
+    return returncode
 
 
 if __name__ == "__main__":
