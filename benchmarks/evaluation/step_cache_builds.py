@@ -105,14 +105,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         # each variant with a cache of its own (empty at its start), the variants in turn per target
-        caches = {"without": None, "sccache": StepCache(program, root / "cache-sccache", ptxas_route=False),
-                  "ptxas-only route": StepCache(program, root / "cache-route"),
-                  "fragment": StepCache(program, root / "cache-fragment"),
-                  "flags file": StepCache(program, root / "cache-flags-file")}
         variants = (("fragment", FragmentRoute), ("flags file", VariantTree)) if args.routes else \
             (("without", VariantTree), ("sccache", VariantTree), ("ptxas-only route", VariantTree))
         if args.only:
             variants = tuple(v for v in variants if v[0] == args.only) or sys.exit(f"no variant {args.only!r}")
+        caches = {v: None if v == "without" else
+                  StepCache(program, root / f"cache-{v.replace(' ', '-')}", ptxas_route=v != "sccache")
+                  for v, _ in variants}  # (only the variants run start a server)
         try:
             for _, cache in caches.items():
                 if cache is not None and cache.start()[1]:

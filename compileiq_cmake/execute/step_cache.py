@@ -35,6 +35,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import ptxas_route
+
 FOLDER = "step-cache"
 LAUNCH_SCRIPT = """#!/bin/sh
 # compileiq's compile-step cache: the CUDA compiler launcher of the variant trees (execute/step_cache.py).
@@ -52,7 +54,7 @@ esac
 exec "$python" -I -S "$route" "$sccache" "$@"
 """
 ROUTE = Path(__file__).with_name("ptxas_route.py")
-ROUTE_LOG = "ptxas-route.log"  # ptxas_route.LOG_NAME: one line per compile it saw ("hit", "miss <why>")
+ROUTE_LOG = ptxas_route.LOG_NAME  # one line per compile the route saw ("hit", "miss <why>")
 ROUTE_KIND = "ptxas-only, host object kept"  # its counts among the step cache's
 IDLE_SECONDS = 600
 CACHE_SIZE = "20G"
