@@ -362,3 +362,41 @@ def test_the_ptxas_only_route_shares_a_compile_between_trees_only_where_the_obje
     assert a.entry(steps(a, "-g")) == a.entry(steps(a, "-g"))
     text = f"{a.tree}/CMakeFiles/a.dir/a.cu.o: /src/a.cu {a.tree}/gen/config.h\n"
     assert b.local(a.shared(text)) == text.replace(a.tree, b.tree)  # a dependency file, for the other tree
+
+
+@pytest.mark.unit
+def test_the_ptxas_only_routes_memo_keeps_the_most_recently_used_entries_within_its_count_and_bytes(tmp_path, monkeypatch):
+    """The route's memo sits beside sccache's own cache: at most MAX_ENTRIES entries and MAX_BYTES together,
+    the least recently used removed first, the newest always kept (even alone over the bytes), and the folder
+    of a write abandoned long ago removed."""
+    import os
+
+    from compileiq_cmake.execute import ptxas_route
+    from compileiq_cmake.execute.ptxas_route import Memo
+
+    monkeypatch.setenv("SCCACHE_DIR", str(tmp_path / "step-cache"))
+    memo = Memo(tmp_path / "t" / "a.cu.o", tmp_path / "t", tmp_path / "t")
+    memo.root.mkdir(parents=True)
+
+    def entry(name: str, size: int, age: int) -> None:
+        folder = memo.root / name
+        folder.mkdir()
+        (folder / "host.o").write_bytes(b"x" * size)
+        (folder / "state.json").write_text("{}")  # 2 bytes
+        os.utime(folder, ns=(10**18 - age * 10**9,) * 2)
+
+    for i in range(6):  # e0 the most recently used
+        entry(f"e{i}", 100, i)
+    abandoned = memo.root / ".new-abc"
+    abandoned.mkdir()
+    os.utime(abandoned, ns=(1, 1))
+    monkeypatch.setattr(ptxas_route, "MAX_ENTRIES", 4)
+    monkeypatch.setattr(ptxas_route, "MAX_BYTES", 10**6)
+    memo.prune()
+    assert sorted(p.name for p in memo.root.iterdir()) == ["e0", "e1", "e2", "e3"]
+    monkeypatch.setattr(ptxas_route, "MAX_BYTES", 250)  # two entries of 102 bytes fit, not three
+    memo.prune()
+    assert sorted(p.name for p in memo.root.iterdir()) == ["e0", "e1"]
+    entry("big", 1000, -1)  # the newest, alone over the bytes
+    memo.prune()
+    assert sorted(p.name for p in memo.root.iterdir()) == ["big"]

@@ -22,8 +22,8 @@ host compile's options, the source, the compiler and its version) and no file of
 it runs its own ptxas and fatbinary steps exactly as nvcc would on the entry's PTX, writes the dependency file
 and the object (the entry's host object with the new fatbin as its ``.nv_fatbin``, `objcopy
 --update-section`). Anything else (another front end, relocatable device code, an error of the route's own)
-goes through sccache (with ``--keep``) and is remembered. At most MAX_ENTRIES entries, the least recently
-used removed. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log``
+goes through sccache (with ``--keep``) and is remembered. At most MAX_ENTRIES entries and MAX_BYTES bytes, the
+least recently used removed first. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log``
 ("hit" or "miss <why>"): the step cache's counts.
 """
 
@@ -42,6 +42,7 @@ from pathlib import Path
 MEMO_SUFFIX = ".ciq"
 MEMO_FOLDER = "ptxas-route"  # under $SCCACHE_DIR
 MAX_ENTRIES = 2048  # compiles remembered (one per object and front end)
+MAX_BYTES = 4 * 2**30  # their PTX and host objects, beside sccache's own cache (step_cache.CACHE_SIZE)
 TREE_MARK = "<compileiq-tree>"
 KEEP_MARK = "<compileiq-keep>"
 LOG_NAME = "ptxas-route.log"
@@ -211,7 +212,8 @@ class Memo:
         shutil.rmtree(self.keep.parent, ignore_errors=True)
 
     def prune(self) -> None:
-        """At most MAX_ENTRIES entries (the least recently used out) and no folder of an abandoned write."""
+        """At most MAX_ENTRIES entries of at most MAX_BYTES together (the least recently used out first; the
+        newest always stays) and no folder of an abandoned write."""
         def mtime(p: Path) -> int:
             try:
                 return p.stat().st_mtime_ns
@@ -225,12 +227,21 @@ class Memo:
         for p in folders:
             if p.name.startswith(".new-") and now - mtime(p) > 3600 * 10**9:
                 shutil.rmtree(p, ignore_errors=True)
-        entries = [p for p in folders if not p.name.startswith(".")]
-        if len(entries) <= MAX_ENTRIES:
-            return
-        entries.sort(key=mtime, reverse=True)
-        for old in entries[MAX_ENTRIES:]:
-            shutil.rmtree(old, ignore_errors=True)
+        entries = sorted((p for p in folders if not p.name.startswith(".")), key=mtime, reverse=True)
+        total = 0
+        for i, entry in enumerate(entries):
+            total += _size(entry)
+            if i and (i >= MAX_ENTRIES or total > MAX_BYTES):
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+def _size(folder: Path) -> int:
+    """The bytes of the files in `folder` (0 when it went meanwhile)."""
+    try:
+        with os.scandir(folder) as found:
+            return sum(e.stat(follow_symlinks=False).st_size for e in found if e.is_file(follow_symlinks=False))
+    except OSError:
+        return 0
 
 
 def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path) -> str:
