@@ -6,10 +6,12 @@ trials in turn: a ptxas-only change, a front-end change, the ptxas-only change a
 without a launcher, with sccache alone, and with the ptxas-only route before sccache (the default step cache),
 each with an empty cache of its own, the variants in turn. Prints one JSON object per target and variant
 (build seconds per step) and a table: a ptxas-only trial's build as a share of the full build without cache.
-`--routes`: also each trial's flags through the fragment (CMake runs again for every trial, as before the
-trial flags file) against the trial flags file (today's way), both with the step cache.
+`--routes`: instead, each trial's flags through the fragment (CMake runs again for every trial, as before the
+trial flags file) with sccache alone (as before the ptxas-only route) and with the route, against the trial
+flags file with the route (today's way).
 
-`--replay STORE...`: instead of those four steps, the flag sets of recorded tunes' trials (trial stores), in
+`--replay STORE...`: instead of those four steps, the flag sets of recorded tunes' trials (trial stores, or
+`compileiq-cmake trials --json` files, `.json` or `.json.gz`, as the raw data of docs/benchmarks holds them), in
 their order, each trial in tree k % `--trees` as a tune's trials go to its trees; prints trials per minute with
 the stores' median run.
 
@@ -75,15 +77,21 @@ def measure(source: Path, settings: VariantSettings, target: str, root: Path, na
 def replayed(stores: list[Path]) -> tuple[tuple, list[float]]:
     """The flag sets of recorded tunes' trials, in each store's order (its baseline first), and their runs'
     seconds: a real search's sequence of trials."""
+    import gzip
     import sqlite3
 
     steps, runs = [], []
     for store in stores:
-        with sqlite3.connect(store) as db:
-            for idx, flags, bench in db.execute("SELECT idx, flags, bench_seconds FROM trials ORDER BY idx"):
-                steps.append((f"{store.stem} #{idx}: {' '.join(json.loads(flags)) or 'own flags'}",
-                              tuple(json.loads(flags))))
-                runs.append(float(bench))
+        if store.name.endswith((".json", ".json.gz")):  # trials --json: {tune identity: [trial, ...]}
+            doc = json.loads((gzip.open if store.name.endswith(".gz") else open)(store, "rt").read())
+            rows = [(t["index"], t["flags"], t["bench_seconds"]) for trials in doc.values() for t in trials]
+        else:
+            with sqlite3.connect(store) as db:
+                rows = [(i, json.loads(f), b) for i, f, b in
+                        db.execute("SELECT idx, flags, bench_seconds FROM trials ORDER BY idx")]
+        for idx, flags, bench in sorted(rows, key=lambda r: r[0]):
+            steps.append((f"{store.name} #{idx}: {' '.join(flags) or 'own flags'}", tuple(flags)))
+            runs.append(float(bench))
     return tuple(steps), runs
 
 
@@ -105,27 +113,29 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         # each variant with a cache of its own (empty at its start), the variants in turn per target
-        variants = (("fragment", FragmentRoute), ("flags file", VariantTree)) if args.routes else \
-            (("without", VariantTree), ("sccache", VariantTree), ("ptxas-only route", VariantTree))
+        # (name, tree, step cache: None without, else whether the ptxas-only route is on)
+        variants = (("fragment, sccache", FragmentRoute, False), ("fragment", FragmentRoute, True),
+                    ("flags file", VariantTree, True)) if args.routes else \
+            (("without", VariantTree, None), ("sccache", VariantTree, False), ("ptxas-only route", VariantTree, True))
         if args.only:
             variants = tuple(v for v in variants if v[0] == args.only) or sys.exit(f"no variant {args.only!r}")
-        caches = {v: None if v == "without" else
-                  StepCache(program, root / f"cache-{v.replace(' ', '-')}", ptxas_route=v != "sccache")
-                  for v, _ in variants}  # (only the variants run start a server)
+        caches = {v: None if route is None else
+                  StepCache(program, root / f"cache-{v.replace(' ', '-').replace(',', '')}", ptxas_route=route)
+                  for v, _, route in variants}  # (only the variants run start a server)
         try:
             for _, cache in caches.items():
                 if cache is not None and cache.start()[1]:
                     sys.exit("the sccache server did not start")
             for k, target in enumerate(args.targets):
-                for variant, kind in variants if k % 2 == 0 else variants[::-1]:
+                for variant, kind, _ in variants if k % 2 == 0 else variants[::-1]:
                     cache = caches[variant]
                     s = replace(settings, cuda_launcher=cache.launcher) if cache else settings
                     row = {"target": target, "variant": variant,
-                           **measure(args.source.resolve(), s, target, root, f"{target}-{variant.replace(' ', '-')}",
+                           **measure(args.source.resolve(), s, target, root, f"{target}-{variant.replace(' ', '-').replace(',', '')}",
                                      kind, steps, args.trees)}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
-            stats = {v: caches[v].stats() for v, _ in variants if caches[v] is not None}
+            stats = {v: caches[v].stats() for v, *_ in variants if caches[v] is not None}
         finally:
             for cache in caches.values():
                 if cache is not None:
@@ -136,12 +146,15 @@ def main() -> int:
     if args.replay:  # a recorded search's trials: build seconds, and trials per minute with the recorded runs
         run = statistics.median(runs)
         print(f"\n{len(steps)} trials replayed in {args.trees} tree(s); a trial's run: the recorded median, {run:.2f} s")
-        print("| target | variant | build s per trial, median (IQR) | sum of builds s | trials per minute (build + run) |")
-        print("|---|---|---|---|---|")
+        print("| target | variant | build s per trial, median (IQR) | the same after each tree's first build | "
+              "sum of builds s | trials per minute (build + run) |")
+        print("|---|---|---|---|---|---|")
         for r in rows:
             builds = [r[label] for label, _ in steps]
-            q = statistics.quantiles(builds, n=4)
+            q, later = statistics.quantiles(builds, n=4), builds[args.trees:]
+            ql = statistics.quantiles(later, n=4) if len(later) > 1 else later * 3
             print(f"| {r['target']} | {r['variant']} | {statistics.median(builds):.2f} ({q[0]:.2f}-{q[2]:.2f}) | "
+                  f"{statistics.median(later):.2f} ({ql[0]:.2f}-{ql[2]:.2f}) | "
                   f"{sum(builds):.1f} | {60 * len(builds) / (sum(builds) + run * len(builds)):.1f} |")
         return 0
     print(f"\n| target | variant | full build s | ptxas-only trials s | share of {first}'s full build | front-end trial s |")
