@@ -182,3 +182,37 @@ def test_a_suite_on_the_cluster_shares_one_set_of_gpu_workers_between_its_target
     tuned = {t["target"] for t in doc["targets"] if t["status"] == "tuned"}
     assert {(e.target, e.arch) for e in entries if e.target in tuned} >= {(t, "90") for t in tuned}
     assert "[t0] " in text and "[t2] " in text
+
+
+@pytest.mark.cmake
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_suite_of_real_targets_on_the_cluster_keeps_its_shared_setup(cluster, host_example, tmp_path):
+    """Issue 38: the shared setup of a suite works on Ray too: two real host targets of one project, tuned as
+    one suite with --executor ray, share one configure per variant tree and one baseline build (the driver's,
+    on every core), and each target's runs are on the cluster's GPU workers (device seconds counted)."""
+    src = host_example / "src"
+    (src / "other.cpp").write_text((src / "main.cpp").read_text())
+    lists = host_example / "CMakeLists.txt"
+    lists.write_text(lists.read_text() + "add_executable(host_other src/other.cpp)\n")
+    build = tmp_path / "build"
+    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    each = 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 3\ninclude_flags = ["unroll_loops", "opt_level"]\n'
+    suite = tmp_path / "suite.toml"
+    suite.write_text(f'[suite]\nsource_dir = "{host_example}"\nbuild_dir = "{build}"\njson_summary = "suite.json"\n'
+                     + "".join(f'[[target]]\nname = "{n}"\nbenchmark = "{n} --n 256"\n{each}'
+                               for n in ("host_kernels", "host_other")))
+    proc = _tune(cluster, "--suite", str(suite), "--suite-jobs", "2", "--workers", "1", cwd=tmp_path)
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, text[-4000:]
+    doc = json.loads((tmp_path / "suite.json").read_text())
+    builds = doc["scheduling"]["baseline_builds"]
+    assert len(builds) == 1 and builds[0]["ok"], doc["scheduling"]
+    assert set(builds[0]["built"]) == {"host_kernels", "host_other"}, builds
+    pool = build / "compileiq" / "suite" / "trees"
+    configured = [p.name for p in pool.iterdir() if (p / "CMakeCache.txt").is_file()]
+    assert doc["scheduling"]["trees"]["configures"] == len(configured), (doc["scheduling"], configured)
+    assert all(t["status"] in ("tuned", "no gain") and t["trials"] >= 1 and t["device_seconds"] > 0
+               for t in doc["targets"]), doc["targets"]
+    assert "[host_kernels] " in text and "[host_other] " in text
+    assert "the suite's baselines: 2 targets and their benchmarks built once" in text, text[-4000:]
