@@ -457,10 +457,19 @@ def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
     assert same.stdout.count("is unchanged since its entry") == 2 and "tuning host_" not in same.stdout, same.stdout
     assert output.read_bytes() == before
+    base, = (build / "compileiq" / "suite" / "trees").glob("base-*")  # the suite's one baseline build's tree
+
+    def objects() -> dict[str, int]:
+        return {o.parent.parent.name: o.stat().st_mtime_ns for o in base.glob("CMakeFiles/host_*.dir/src/*.o")}
+
+    built = objects()
+    assert set(built) == {"host_kernels.dir", "host_other.dir"}, built
     other = host_example / "src" / "other.cpp"
     other.write_text(other.read_text() + "\n// edited\n")
     edited = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", cwd=tmp_path)
     assert edited.returncode == 0, edited.stdout[-3000:] + edited.stderr[-2000:]
+    again = objects()  # the rerun's one baseline build compiled the edited target's source only
+    assert again["host_kernels.dir"] == built["host_kernels.dir"] and again["host_other.dir"] > built["host_other.dir"]
     assert "host_kernels is unchanged since its entry" in edited.stdout, edited.stdout
     assert "tuning host_other" in edited.stdout and "tuning host_kernels" not in edited.stdout
     entries = {e["target"]: e for e in tomllib.loads(output.read_text())["entry"]}
