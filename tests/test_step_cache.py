@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.execute.build import BuildContext, build_variant, command_tokens
-from compileiq_cmake.execute.step_cache import ROUTE, ROUTE_KIND, StepCache, find_sccache, step_cache_for
+from compileiq_cmake.execute.step_cache import REMEMBERED_KIND, ROUTE, ROUTE_KIND, StepCache, find_sccache, step_cache_for
 from compileiq_cmake.flags.fingerprint import FingerprintCache, find_tool
 from compileiq_cmake.model.records import FlagSet
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
@@ -264,6 +264,9 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
             stats = cache.stats()
             return stats.hits.get(ROUTE_KIND, 0), stats.misses.get(ROUTE_KIND, 0)
 
+        def remembered() -> int:  # served with a fatbin remembered from an earlier compile: no ptxas run
+            return cache.stats().hits.get(REMEMBERED_KIND, 0)
+
         obj, _ = build(())
         assert counts() == (0, 1)  # the tree's first compile of k.cu: whole, remembered
         for flags in (("-Xptxas=-O1",), ("-Xptxas=-O2", "-Xptxas=-dlcm=cg")):
@@ -283,6 +286,7 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         assert _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O3", "--use_fast_math")), tmp_path)
         obj, _ = build(("-Xptxas=-O2",))  # back to the earlier front end: still remembered
         assert counts() == (4, 3) and _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O2",)), tmp_path)
+        assert remembered() == 0  # (-O2's fatbin of before the header edit went with its entry)
         entries = [p for p in (cache.directory / "ptxas-route").iterdir() if p.is_dir()]
         assert len(entries) == 2 and not list(cache.directory.rglob("*.ii"))  # one per front end (the header edit: rewritten)
         assert not obj.with_name(obj.name + ".ciq").exists()  # the tree's keep folder: removed after each compile
@@ -291,10 +295,20 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         other.prepare(replace(settings, cuda_launcher=cache.launcher), "app", "CUDA")
         other.write_flags("app", "CUDA", "90", ("-Xptxas=-O1", "--use_fast_math"))
         assert other.build(("app",), jobs=2, timeout=600).ok
-        assert counts() == (5, 3)
+        assert counts() == (5, 3) and remembered() == 1  # all its steps seen before: no ptxas run
         entry = other.compile_commands((src / "k.cu",), "app")[0]
         assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == \
             _sections(clean_object(("-Xptxas=-O1", "--use_fast_math")), tmp_path)
+        for flags, served in ((("-Xptxas=-O2",), 2), (("-Xptxas=-O2", "-Xptxas=-dlcm=cg"), 2)):  # seen / not since
+            other.write_flags("app", "CUDA", "90", flags)  # the header edit
+            assert other.build(("app",), jobs=2, timeout=600).ok and remembered() == served, flags
+            assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == \
+                _sections(clean_object(flags), tmp_path), flags
+        for t in (tree, other):  # what ptxas says (-v) is said on every compile: its fatbin is not remembered
+            t.write_flags("app", "CUDA", "90", ("-Xptxas=-v",))
+            built = t.build(("app",), jobs=2, timeout=600)
+            assert built.ok and "Used " in built.log_tail and "registers" in built.log_tail, built.log_tail
+        assert remembered() == 2 and counts() == (9, 3)
         # the dependency file it wrote, as the build tool read it: the source and its header, no path of the tree
         # whose entry served it
         deps = subprocess.run(["ninja", "-C", str(other.path), "-t", "deps"], capture_output=True, text=True).stdout

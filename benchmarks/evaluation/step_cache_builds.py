@@ -16,7 +16,7 @@ their order, each trial in tree k % `--trees` as a tune's trials go to its trees
 the stores' median run.
 
     python3 benchmarks/evaluation/step_cache_builds.py <source dir> <user build dir> <target>... [--arch 90] [--routes]
-        [--replay STORE... --trees N] [--only VARIANT]
+        [--replay STORE... --trees N] [--only VARIANT] [--also-route NAME=FILE]
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from compileiq_cmake.execute.build import BuildContext, build_variant, command_tokens
-from compileiq_cmake.execute.step_cache import StepCache, find_sccache
+from compileiq_cmake.execute import step_cache
+from compileiq_cmake.execute.step_cache import ROUTE, StepCache, find_sccache
 from compileiq_cmake.model.records import FlagSet
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree, render_fragment
 
@@ -105,6 +106,8 @@ def main() -> int:
     p.add_argument("--replay", type=Path, nargs="*", default=[], help="trial stores whose trials' flags to build")
     p.add_argument("--trees", type=int, default=1)
     p.add_argument("--only", default="", help="one variant (e.g. 'ptxas-only route')")
+    p.add_argument("--also-route", action="append", default=[], metavar="NAME=FILE",
+                   help="one more variant: the step cache with this ptxas_route.py (e.g. of an earlier commit)")
     args = p.parse_args()
     steps, runs = replayed(args.replay) if args.replay else (STEPS, [])
     settings, _ = VariantSettings.from_user_tree(args.source.resolve(), args.build.resolve(), args.arch)
@@ -119,6 +122,8 @@ def main() -> int:
             (("without", VariantTree, None), ("sccache", VariantTree, False), ("ptxas-only route", VariantTree, True))
         if args.only:
             variants = tuple(v for v in variants if v[0] == args.only) or sys.exit(f"no variant {args.only!r}")
+        scripts = dict(a.split("=", 1) for a in args.also_route)  # variant -> its route script
+        variants += tuple((name, VariantTree, True) for name in scripts)
         caches = {v: None if route is None else
                   StepCache(program, root / f"cache-{v.replace(' ', '-').replace(',', '')}", ptxas_route=route)
                   for v, _, route in variants}  # (only the variants run start a server)
@@ -129,7 +134,9 @@ def main() -> int:
             for k, target in enumerate(args.targets):
                 for variant, kind, _ in variants if k % 2 == 0 else variants[::-1]:
                     cache = caches[variant]
+                    step_cache.ROUTE = Path(scripts.get(variant, ROUTE)).resolve()  # (read by .launcher)
                     s = replace(settings, cuda_launcher=cache.launcher) if cache else settings
+                    step_cache.ROUTE = ROUTE
                     row = {"target": target, "variant": variant,
                            **measure(args.source.resolve(), s, target, root, f"{target}-{variant.replace(' ', '-').replace(',', '')}",
                                      kind, steps, args.trees)}

@@ -21,10 +21,13 @@ own. A compile is served by an entry when those steps are the entry's, word for 
 host compile's options, the source, the compiler and its version) and no file of the dependency file changed:
 it runs its own ptxas and fatbinary steps exactly as nvcc would on the entry's PTX, writes the dependency file
 and the object (the entry's host object with the new fatbin as its ``.nv_fatbin``, `objcopy
---update-section`). Anything else (another front end, relocatable device code, an error of the route's own)
+--update-section`). The fatbin each ptxas and fatbinary steps made of the entry's PTX is remembered in the entry
+too (at most MAX_DEVICE_CODES per entry, keyed by those steps with the keep folder marked): a compile whose
+steps were all seen before (another tree's first build with the same flags, a finalist built again) runs no
+ptxas at all. Anything else (another front end, relocatable device code, an error of the route's own)
 goes through sccache (with ``--keep``) and is remembered. At most MAX_ENTRIES entries and MAX_BYTES bytes, the
 least recently used removed first. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log``
-("hit" or "miss <why>"): the step cache's counts.
+("hit", "hit device code remembered" or "miss <why>"): the step cache's counts.
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ MEMO_SUFFIX = ".ciq"
 MEMO_FOLDER = "ptxas-route"  # under $SCCACHE_DIR
 MAX_ENTRIES = 2048  # compiles remembered (one per object and front end)
 MAX_BYTES = 4 * 2**30  # their PTX and host objects, beside sccache's own cache (step_cache.CACHE_SIZE)
+MAX_DEVICE_CODES = 16  # fatbins remembered per entry (one per ptxas and fatbinary steps seen)
+HIT, HIT_REMEMBERED = "hit", "hit device code remembered"  # the log's words for a compile served
 TREE_MARK = "<compileiq-tree>"
 KEEP_MARK = "<compileiq-keep>"
 LOG_NAME = "ptxas-route.log"
@@ -196,6 +201,23 @@ class Memo:
     def entry(self, steps: list[str]) -> Path:
         return self.root / hashlib.sha256("\n".join(self.shared_steps(steps)).encode()).hexdigest()[:24]
 
+    def device_code(self, entry: Path, doc: dict, routed: list[str]) -> Path:
+        """Where the entry keeps the fatbin that these ptxas and fatbinary steps made of its PTX (named with the
+        entry's nonce: a file written for an entry replaced since is never read as the new one's)."""
+        marked = "\n".join(line.replace(str(self.keep), KEEP_MARK) for line in routed)
+        return entry / f"fatbin-{doc.get('nonce', '')}-{hashlib.sha256(marked.encode()).hexdigest()[:16]}"
+
+    def keep_device_code(self, entry: Path, doc: dict, routed: list[str], fatbin: Path) -> None:
+        """Remember the fatbin these steps made (written whole, then renamed), at most MAX_DEVICE_CODES per
+        entry (the oldest out)."""
+        target = self.device_code(entry, doc, routed)
+        temp = entry / f".{target.name}.{os.getpid()}"
+        shutil.copyfile(fatbin, temp)
+        os.replace(temp, target)
+        codes = sorted(entry.glob("fatbin-*"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in codes[MAX_DEVICE_CODES:]:
+            old.unlink(missing_ok=True)
+
     def read(self, entry: Path) -> dict | None:
         try:
             doc = json.loads((entry / "state.json").read_text())
@@ -245,52 +267,65 @@ def _size(folder: Path) -> int:
 
 
 def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path) -> str:
-    """Serve the compile from the memo; "" when done, else why not (the compile then runs whole)."""
+    """Serve the compile from the memo; HIT or HIT_REMEMBERED when done (ptxas ran, or its fatbin was the
+    entry's), else "miss <why>" (the compile then runs whole)."""
     entry = memo.entry(steps)
     doc = memo.read(entry)
     if doc is None or doc.get("steps") != memo.shared_steps(steps) or "depfile" not in doc:
-        return "no compile of these front-end and host steps remembered"
+        return "miss no compile of these front-end and host steps remembered"
     deps = {memo.local(p): digest for p, digest in doc.get("deps", {}).items()}
     if not deps or _digests(list(deps), cwd) != deps:
-        return "a file of the dependency file changed"
+        return "miss a file of the dependency file changed"
     fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
     objcopy = shutil.which("objcopy")
     if len(fatbins) != 1 or not routed[-1].startswith("fatbinary ") or objcopy is None:
-        return "no single fatbin to embed" if objcopy else "objcopy not found"
+        return "miss " + ("no single fatbin to embed" if objcopy else "objcopy not found")
+    fatbin = Path(fatbins[0]) if Path(fatbins[0]).is_absolute() else cwd / fatbins[0]
     memo.fresh_keep()
     host = memo.keep / "host.o"  # the entry copied first, then checked to be the one whose state was read: an
-    for ptx in entry.glob("*.ptx"):  # entry replaced by another tree meanwhile is not mixed with the old one
-        shutil.copyfile(ptx, memo.keep / ptx.name)
-    shutil.copyfile(entry / "host.o", host)
+    shutil.copyfile(entry / "host.o", host)  # entry replaced by another tree meanwhile is not mixed with the old one
+    try:
+        shutil.copyfile(memo.device_code(entry, doc, routed), fatbin)
+        served = HIT_REMEMBERED
+    except OSError:  # (none: these ptxas and fatbinary steps were not run on this entry's PTX before)
+        served = HIT
+        for ptx in entry.glob("*.ptx"):
+            shutil.copyfile(ptx, memo.keep / ptx.name)
     if memo.read(entry) != doc:
-        return "the remembered compile was replaced while it was read"
+        return "miss the remembered compile was replaced while it was read"
     env = {**os.environ, "PATH": _tool_path(steps)}
-    for line in routed:
+    printed = False
+    for line in routed if served == HIT else ():
         proc = subprocess.run(["/bin/sh", "-c", line], cwd=cwd, env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            return f"{line.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[:200]}"
+            return f"miss {line.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[:200]}"
         for stream, text in ((sys.stdout, proc.stdout), (sys.stderr, proc.stderr)):  # (-Xptxas -v, warnings)
             stream.write(text)
+        printed = printed or bool(proc.stdout or proc.stderr)
     temp = obj.with_name(obj.name + ".ciq-tmp")
-    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbins[0]}", str(host), str(temp)],
+    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbin}", str(host), str(temp)],
                           cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         temp.unlink(missing_ok=True)
-        return f"objcopy failed: {proc.stderr.strip()[:200]}"
+        return f"miss objcopy failed: {proc.stderr.strip()[:200]}"
     depfile_temp = cwd / (depfile + ".ciq-tmp")
     depfile_temp.write_text(memo.local(doc["depfile"]))
     os.replace(depfile_temp, cwd / depfile)
     os.replace(temp, obj)
     try:
         os.utime(entry)  # recently used
-    except OSError:
+        if served == HIT and not printed:  # (what ptxas says is said again on each compile: not remembered)
+            memo.keep_device_code(entry, doc, routed, fatbin)
+    except OSError:  # (the entry went meanwhile: the object stands)
         pass
     memo.done()
-    return ""
+    return served
 
 
-def remember(memo: Memo, steps: list[str], obj: Path, depfile: str, cwd: Path) -> None:
-    """Remember a compile that ran whole with its intermediate files kept (PTX, host object, dependency file).
+def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path,
+             quiet: bool) -> None:
+    """Remember a compile that ran whole with its intermediate files kept (PTX, host object, dependency file;
+    the fatbin it embeds when the compile printed nothing, `quiet`: a compile served with it prints nothing).
     Written whole in a folder of its own with a nonce, then renamed into place: a tree that reads the entry
     meanwhile sees the old one, none, or this one (serve checks that what it copied is what it read)."""
     ptx = list(memo.keep.glob("*.ptx"))
@@ -306,6 +341,9 @@ def remember(memo: Memo, steps: list[str], obj: Path, depfile: str, cwd: Path) -
         for p in ptx:
             os.replace(p, temp / p.name)
         shutil.copyfile(obj, temp / "host.o")
+        fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
+        if quiet and len(fatbins) == 1 and (cwd / fatbins[0]).is_file():  # (the fatbin the object embeds)
+            shutil.copyfile(cwd / fatbins[0], memo.device_code(temp, doc, routed))
         (temp / "state.json").write_text(json.dumps(doc))
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(temp, entry)  # (fails when another tree wrote the same entry meanwhile: theirs stays)
@@ -329,23 +367,27 @@ def main(argv: list[str]) -> int:
     steps, routed = split_steps(lines)
     if routed:
         try:
-            why = serve(memo, steps, routed, obj, depfile, cwd)
+            said = serve(memo, steps, routed, obj, depfile, cwd)
         except Exception as exc:  # (an entry removed while read, a full disk: the compile runs whole)
-            why = f"{type(exc).__name__}: {exc}"
-        if not why:
-            _log("hit")
+            said = f"miss {type(exc).__name__}: {exc}"
+        _log(said)
+        if said in (HIT, HIT_REMEMBERED):
             return 0
-        _log(f"miss {why}")
     else:
         _log("miss no ptxas step")
     try:
         memo.fresh_keep()
     except OSError:  # no room for nvcc's files: the compile as it was asked
         os.execvp(sccache, [sccache, *args])
-    returncode = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd).returncode
+    proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd, capture_output=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout.buffer.write(proc.stdout)
+    sys.stderr.buffer.write(proc.stderr)
+    returncode = proc.returncode
     if returncode == 0:
         try:
-            remember(memo, steps, obj, depfile, cwd)
+            remember(memo, steps, routed, obj, depfile, cwd, quiet=not (proc.stdout or proc.stderr))
             memo.prune()
         except Exception:  # what is remembered is a cache: the compile's own result stands
             pass

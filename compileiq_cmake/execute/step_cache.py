@@ -56,6 +56,7 @@ exec "$python" -I -S "$route" "$sccache" "$@"
 ROUTE = Path(__file__).with_name("ptxas_route.py")
 ROUTE_LOG = ptxas_route.LOG_NAME  # one line per compile the route saw ("hit", "miss <why>")
 ROUTE_KIND = "ptxas-only, host object kept"  # its counts among the step cache's
+REMEMBERED_KIND = "device code remembered, no ptxas run"  # those of them whose fatbin was remembered as well
 IDLE_SECONDS = 600
 CACHE_SIZE = "20G"
 
@@ -64,7 +65,8 @@ CACHE_SIZE = "20G"
 class StepStats:
     """What the cache served: steps found in it and steps run, per kind (sccache's: PTX = front end, CUBIN =
     ptxas, CUDA = the whole nvcc command; ROUTE_KIND: compiles served by the ptxas-only route, which then ran
-    only ptxas and fatbinary, and those it handed on)."""
+    only ptxas and fatbinary, and those it handed on; REMEMBERED_KIND: those it served with a remembered fatbin,
+    running no ptxas)."""
 
     hits: dict[str, int]
     misses: dict[str, int]
@@ -168,8 +170,11 @@ class StepCache:
         except OSError:
             decisions = []
         if any(decisions):
-            hits[ROUTE_KIND] = sum(1 for d in decisions if d == "hit")
-            misses[ROUTE_KIND] = sum(1 for d in decisions if d.startswith("miss"))
+            seen = [d for d in decisions if d]
+            hits[ROUTE_KIND] = sum(1 for d in seen if d in (ptxas_route.HIT, ptxas_route.HIT_REMEMBERED))
+            misses[ROUTE_KIND] = len(seen) - hits[ROUTE_KIND]
+            hits[REMEMBERED_KIND] = sum(1 for d in seen if d == ptxas_route.HIT_REMEMBERED)
+            misses[REMEMBERED_KIND] = len(seen) - hits[REMEMBERED_KIND]
         return StepStats(hits=hits, misses=misses)
 
     def stop(self) -> None:
