@@ -341,9 +341,13 @@ def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile
         for p in ptx:
             os.replace(p, temp / p.name)
         shutil.copyfile(obj, temp / "host.o")
-        fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
-        if quiet and len(fatbins) == 1 and (cwd / fatbins[0]).is_file():  # (the fatbin the object embeds)
-            shutil.copyfile(cwd / fatbins[0], memo.device_code(temp, doc, routed))
+        objcopy = shutil.which("objcopy")
+        if quiet and routed and objcopy is not None:  # the fatbin the object embeds, as it embeds it
+            code = memo.device_code(temp, doc, routed)
+            done = subprocess.run([objcopy, "-O", "binary", "--only-section=.nv_fatbin", str(obj), str(code)],
+                                  capture_output=True)
+            if done.returncode != 0 or not code.is_file() or code.stat().st_size == 0:
+                code.unlink(missing_ok=True)
         (temp / "state.json").write_text(json.dumps(doc))
         shutil.rmtree(entry, ignore_errors=True)
         os.replace(temp, entry)  # (fails when another tree wrote the same entry meanwhile: theirs stays)
