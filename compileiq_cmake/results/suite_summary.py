@@ -4,8 +4,9 @@ Schema "compileiq-suite/1":
 
     schema, tool_version, suite (the suite file), date, time_limit (null: none), wall_seconds
     targets: [{target, status, reason, speedup, ci: [low, high], flags, trials, seconds, allotted, language,
-               resumed, device_seconds, waited_seconds, shared_seconds (the suite's one baseline build, run
-               or waited for: inside its setup, not charged), stages: {"setup", "baseline", "search", "validation",
+               resumed, device_seconds, waited_seconds, shared_seconds (the suite's shared setup, run or
+               waited for: the project's own build read once, the pool's trees' first configures, the one
+               baseline build; inside its setup, not charged), stages: {"setup", "baseline", "search", "validation",
                "ablation", "confirmation", "publish": seconds, those it reached}}]   status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
                winner's interleaved re-measurement (null when no entry was written)
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran; only targets

@@ -289,7 +289,8 @@ def not_charged(waited: Callable[[], float], shared: Callable[[], float], limit:
     held, up to its own limit (so its wall time is at most about twice its share: with more targets in flight
     than GPUs + 1 each waits most of the time, and uncounted waits gave the first targets the wall time of the
     last ones, H200 `--suite-jobs 4` on one GPU: 120 s for a 32 s share), and the suite's shared setup it ran
-    or waited for (`shared`: the one baseline build), in full."""
+    or waited for (`shared`: the project's own build read once, the pool trees' first configures, the one
+    baseline build), in full."""
     cap = limit if limit is not None else math.inf
     return lambda: min(waited(), cap) + shared()
 

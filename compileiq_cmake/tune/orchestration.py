@@ -161,8 +161,8 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
             deadline: float = math.inf, shared: Callable[[], float] = no_wait) -> TuneResult:
     """The stages of one tune, wired: each one's outcome is the next one's input. One Budget owns its seconds
     (tune.budget): its box counts from the tune's start, less the time it waited for a suite's shared slots
-    (`lease`, up to its limit: budget.not_charged) and spent on a suite's shared setup (`shared`: the one
-    baseline build), plus what an interrupted
+    (`lease`, up to its limit: budget.not_charged) and spent on a suite's shared setup (`shared`: the own
+    tree, the pool trees' first configures, the one baseline build), plus what an interrupted
     earlier run spent of the same box; `deadline` (perf_counter) and `stop` are a suite's end and interrupt."""
     spec = setup.spec
     if spec.keep_unchanged and not spec.replace and (kept := unchanged_entry(setup)) is not None:

@@ -12,6 +12,7 @@ import re
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from ..project import depscan
 from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree, read_cache
@@ -37,6 +38,8 @@ from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
 from ..model.spec import TuneSpec, compute_capability
 from ..model.events import Log, as_stream
 from ..model.wording import plural
+
+T = TypeVar("T")
 
 FINALISTS = 3  # candidates validated against the baseline at the end
 
@@ -206,7 +209,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     if tree_pool is not None:
         tree_pool.begin(spec.target)
     base, made = _suite_baselines(spec, tree_pool, settings, language, model, log)
-    model = first.prepare(settings, spec.target, language)  # CUDA: now building this architecture only
+    model = _pool_step(tree_pool, spec.target, (first,),  # CUDA: now building this architecture only
+                       lambda: first.prepare(settings, spec.target, language))
     target = model.target(spec.target)
     exclude = spec.excluded_flags
     unchecked = unchecked_note(spec)
@@ -237,7 +241,7 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
     n_trees = max(searched, FINALISTS + 1)
     trees = (first, *new_trees(1, n_trees - 1))
     later = OnDemandTrees(trees, 1, settings, spec.target, language, one_at_a_time=bool(written))
-    later.configure(searched)
+    _pool_step(tree_pool, spec.target, trees[:searched], lambda: later.configure(searched))
     bench, owner = _resolve_benchmark(spec, model, trees[0])
     build_targets = _build_targets(spec, bench, owner)
     device_link, space = _device_link(spec, target, owner, space, log)
@@ -257,6 +261,12 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
         fingerprints=fingerprints, screen_kernels=screen_kernels, tools=tools, base=base,
         **({"cores": tree_pool.cores} if tree_pool is not None else {}),
     )
+
+
+def _pool_step(tree_pool: TreePool | None, target: str, trees: tuple[VariantTree, ...], step: Callable[[], T]) -> T:
+    """A setup step that configures `trees` where needed; in a suite, its seconds are the suite's shared setup
+    when it configured one of the pool's trees for the first time in the run (TreePool.first_configures)."""
+    return step() if tree_pool is None else tree_pool.first_configures(target, trees, step)
 
 
 def _suite_baselines(spec: TuneSpec, tree_pool: TreePool | None, settings: VariantSettings, language: str,

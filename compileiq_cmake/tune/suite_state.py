@@ -34,8 +34,8 @@ class TargetOutcome:
     resumed: bool = False  # kept from an earlier run of the same suite
     device_seconds: float = 0.0  # targets in flight together: the seconds its runs held a GPU (or the host)
     waited_seconds: float = 0.0  # seconds it waited for slots other targets held (not charged to its share)
-    shared_seconds: float = 0.0  # seconds of the suite's shared setup it ran or waited for (the one baseline
-    # build; inside its setup phase, not charged to its share)
+    shared_seconds: float = 0.0  # seconds of the suite's shared setup it ran or waited for (the project's own
+    # build read once, the pool's trees' first configures, the one baseline build; inside its setup, not charged)
     # where its seconds went, by phase (model.events.PHASES: setup, baseline, search, validation, ablation,
     # confirmation, publish; those it reached)
     stages: dict[str, float] = field(default_factory=dict)

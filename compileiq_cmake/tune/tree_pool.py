@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, TypeVar
 
 from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree
 from ..execute.build import CoreShare
@@ -34,6 +34,7 @@ POOL_FOLDER = "trees"
 OWN_TREE = "own"
 BASE_TREE = "base"
 BASE_TIMEOUT = 3600.0  # the suite's one baseline build: every target's, on every core
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -109,17 +110,37 @@ class TreePool:
     def own_build(self, settings: VariantSettings, target: str, source_dir: Path, build_dir: Path,
                   logs: Path) -> tuple[VariantTree, CodeModel, list[Path]]:
         """The tree configured as the user configured the project (once in this run), its code model, and what
-        its first configure wrote into the source tree (then the suite's trees are configured one at a time)."""
+        its first configure wrote into the source tree (then the suite's trees are configured one at a time).
+        Its seconds (that configure, or waiting for it) are the suite's shared setup (shared_seconds)."""
         # one own tree per configuration (a suite file may give a target its own --config): each configured
         # once in the run, never again while another target reads it
         key = _settings_key(settings)
+        t0 = time.perf_counter()
         with self._own_lock:
             with self._lock:
                 tree = self._tree(f"{OWN_TREE}-{key}", settings.cmake, settings.config, logs)
             model, written = tree.prepare_watching(settings, target, "", source_dir, build_dir)
             if self._own_writes is None:
                 self._own_writes = written
-            return tree, model, self._own_writes
+        self._charge(target, time.perf_counter() - t0)
+        return tree, model, self._own_writes
+
+    def first_configures(self, owner: str, trees: tuple[VariantTree, ...], step: Callable[[], T]) -> T:
+        """`step`'s result: a setup step of `owner` that configures `trees` where they need it. Its seconds are
+        the suite's shared setup (shared_seconds) when it configured one of them for the first time in this
+        run: the pool's trees are configured once for every target that borrows them later."""
+        fresh = [tree for tree in trees if tree.configures == 0]
+        t0 = time.perf_counter()
+        result = step()
+        if any(tree.configures for tree in fresh):
+            self._charge(owner, time.perf_counter() - t0)
+        return result
+
+    def _charge(self, owner: str, seconds: float) -> None:
+        """`seconds` of `owner`'s wall time were the suite's shared setup (with one target: its own)."""
+        if len(self.targets) > 1:
+            with self._lock:
+                self._shared[owner] = self._shared.get(owner, 0.0) + seconds
 
     def baselines(self, settings: VariantSettings, target: str, language: str, model: CodeModel,
                   logs: Path, progress: Callable[[str], None] | None = None) -> tuple[Baselines, bool]:
@@ -137,7 +158,7 @@ class TreePool:
             if base is None:
                 base = self._bases[key] = self._build_baselines(settings, key, target, language, model, logs, progress)
                 made = True
-        with self._lock:
+        with self._lock:  # (the one baseline build is made for two targets or more: the suite's)
             self._shared[target] = self._shared.get(target, 0.0) + time.perf_counter() - t0
         return base, made
 
@@ -235,7 +256,8 @@ class TreePool:
         return self.ahead.report.as_dict()
 
     def shared_seconds(self, owner: str) -> float:
-        """Seconds `owner` spent on the suite's shared setup (the one baseline build, or waiting for it)."""
+        """Seconds `owner` spent on the suite's shared setup, or waiting for it: the project's own build read
+        once, the first configure of the pool's trees, the one baseline build."""
         with self._lock:
             return self._shared.get(owner, 0.0)
 
