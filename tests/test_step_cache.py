@@ -286,7 +286,7 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         assert _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O3", "--use_fast_math")), tmp_path)
         obj, _ = build(("-Xptxas=-O2",))  # back to the earlier front end: still remembered
         assert counts() == (4, 3) and _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O2",)), tmp_path)
-        assert remembered() == 0  # (-O2's fatbin of before the header edit went with its entry)
+        assert remembered() == 0  # (every ptxas step so far new to its entry: ptxas ran each time)
         entries = [p for p in (cache.directory / "ptxas-route").iterdir() if p.is_dir()]
         assert len(entries) == 2 and not list(cache.directory.rglob("*.ii"))  # one per front end (the header edit: rewritten)
         assert not obj.with_name(obj.name + ".ciq").exists()  # the tree's keep folder: removed after each compile
@@ -299,8 +299,10 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         entry = other.compile_commands((src / "k.cu",), "app")[0]
         assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == \
             _sections(clean_object(("-Xptxas=-O1", "--use_fast_math")), tmp_path)
-        for flags, served in ((("-Xptxas=-O2",), 2), (("-Xptxas=-O2", "-Xptxas=-dlcm=cg"), 2)):  # seen / not since
-            other.write_flags("app", "CUDA", "90", flags)  # the header edit
+        # -O2: its fatbin remembered in the tree's build above; -O2 -dlcm=cg: built before the header edit only,
+        # its fatbin went with the entry of the old header: ptxas runs
+        for flags, served in ((("-Xptxas=-O2",), 2), (("-Xptxas=-O2", "-Xptxas=-dlcm=cg"), 2)):
+            other.write_flags("app", "CUDA", "90", flags)
             assert other.build(("app",), jobs=2, timeout=600).ok and remembered() == served, flags
             assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == \
                 _sections(clean_object(flags), tmp_path), flags
@@ -309,6 +311,13 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
             built = t.build(("app",), jobs=2, timeout=600)
             assert built.ok and "Used " in built.log_tail and "registers" in built.log_tail, built.log_tail
         assert remembered() == 2 and counts() == (9, 3)
+        # a whole compile that printed (the header edited again: compiled whole, what ptxas says shown by the
+        # route as it came) keeps no fatbin either: the other tree's compile of the same flags runs ptxas
+        (src / "scale.h").write_text("#define SCALE 1.0003f\n")
+        for t in (tree, other):
+            built = t.build(("app",), jobs=2, timeout=600)
+            assert built.ok and "Used " in built.log_tail and "registers" in built.log_tail, built.log_tail
+        assert remembered() == 2 and counts() == (10, 4)
         # the dependency file it wrote, as the build tool read it: the source and its header, no path of the tree
         # whose entry served it
         deps = subprocess.run(["ninja", "-C", str(other.path), "-t", "deps"], capture_output=True, text=True).stdout

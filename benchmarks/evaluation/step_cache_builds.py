@@ -85,13 +85,13 @@ def replayed(stores: list[Path]) -> tuple[tuple, list[float]]:
     for store in stores:
         if store.name.endswith((".json", ".json.gz")):  # trials --json: {tune identity: [trial, ...]}
             doc = json.loads((gzip.open if store.name.endswith(".gz") else open)(store, "rt").read())
-            rows = [(t["index"], t["flags"], t["bench_seconds"]) for trials in doc.values() for t in trials]
+            tunes = [sorted((t["index"], t["flags"], t["bench_seconds"]) for t in trials) for trials in doc.values()]
         else:
             with sqlite3.connect(store) as db:
-                rows = [(i, json.loads(f), b) for i, f, b in
-                        db.execute("SELECT idx, flags, bench_seconds FROM trials ORDER BY idx")]
-        for idx, flags, bench in sorted(rows, key=lambda r: r[0]):
-            steps.append((f"{store.name} #{idx}: {' '.join(flags) or 'own flags'}", tuple(flags)))
+                tunes = [[(i, json.loads(f), b) for i, f, b in
+                          db.execute("SELECT idx, flags, bench_seconds FROM trials ORDER BY idx")]]
+        for idx, flags, bench in (row for rows in tunes for row in rows):  # (each label its own: a build each)
+            steps.append((f"{len(steps)}. {store.name} #{idx}: {' '.join(flags) or 'own flags'}", tuple(flags)))
             runs.append(float(bench))
     return tuple(steps), runs
 
@@ -107,7 +107,8 @@ def main() -> int:
     p.add_argument("--trees", type=int, default=1)
     p.add_argument("--only", default="", help="one variant (e.g. 'ptxas-only route')")
     p.add_argument("--also-route", action="append", default=[], metavar="NAME=FILE",
-                   help="one more variant: the step cache with this ptxas_route.py (e.g. of an earlier commit)")
+                   help="one more variant (beside those --only keeps): the step cache with this ptxas_route.py "
+                   "(e.g. of an earlier commit)")
     args = p.parse_args()
     steps, runs = replayed(args.replay) if args.replay else (STEPS, [])
     settings, _ = VariantSettings.from_user_tree(args.source.resolve(), args.build.resolve(), args.arch)
@@ -158,7 +159,7 @@ def main() -> int:
         print("|---|---|---|---|---|---|")
         for r in rows:
             builds = [r[label] for label, _ in steps]
-            q, later = statistics.quantiles(builds, n=4), builds[args.trees:]
+            q, later = statistics.quantiles(builds, n=4), builds[args.trees:] or builds
             ql = statistics.quantiles(later, n=4) if len(later) > 1 else later * 3
             print(f"| {r['target']} | {r['variant']} | {statistics.median(builds):.2f} ({q[0]:.2f}-{q[2]:.2f}) | "
                   f"{statistics.median(later):.2f} ({ql[0]:.2f}-{ql[2]:.2f}) | "

