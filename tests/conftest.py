@@ -59,6 +59,24 @@ def configure(src: Path, build: Path, *defs: str) -> subprocess.CompletedProcess
     return proc
 
 
+def host_suite(project: Path, tmp_path: Path, names: tuple[str, ...], each: str) -> tuple[Path, Path]:
+    """A suite of host targets: `project` (a copy of examples/host_cpp) with one more executable per name other
+    than host_kernels (a copy of its main.cpp), configured (Release) in tmp_path/build; and tmp_path/suite.toml
+    tuning `names`, each with the TOML lines `each` and its own executable as the benchmark, the summary in
+    suite.json. Returns (build, suite file)."""
+    src, lists = project / "src", project / "CMakeLists.txt"
+    for name in names:
+        if name != "host_kernels":
+            (src / f"{name}.cpp").write_text((src / "main.cpp").read_text())
+            lists.write_text(lists.read_text() + f"add_executable({name} src/{name}.cpp)\n")
+    build = tmp_path / "build"
+    assert configure(project, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    suite = tmp_path / "suite.toml"
+    suite.write_text(f'[suite]\nsource_dir = "{project}"\nbuild_dir = "{build}"\njson_summary = "suite.json"\n'
+                     + "".join(f'[[target]]\nname = "{n}"\nbenchmark = "{n} --n 256"\n{each}' for n in names))
+    return build, suite
+
+
 def tune_command_rules(tmp_path: Path, keywords: str) -> str:
     """The build rules of a one-file project configured with -DCOMPILEIQ_TUNE=ON whose CMakeLists calls
     `compileiq_tune(app BENCHMARK app METRIC WALLTIME <keywords>)`: where the tune command's options show."""

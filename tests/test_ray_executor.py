@@ -18,7 +18,7 @@ import pytest
 
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.results.toml_io import read_entries
-from conftest import configure, run_cli
+from conftest import configure, host_suite, run_cli
 
 import ray  # noqa: F401 (the test extra installs it: a missing Ray fails here, never skips)
 from ray.cluster_utils import Cluster
@@ -191,17 +191,8 @@ def test_a_suite_of_real_targets_on_the_cluster_keeps_its_shared_setup(cluster, 
     """Issue 38: the shared setup of a suite works on Ray too: two real host targets of one project, tuned as
     one suite with --executor ray, share one configure per variant tree and one baseline build (the driver's,
     on every core), and each target's runs are on the cluster's GPU workers (device seconds counted)."""
-    src = host_example / "src"
-    (src / "other.cpp").write_text((src / "main.cpp").read_text())
-    lists = host_example / "CMakeLists.txt"
-    lists.write_text(lists.read_text() + "add_executable(host_other src/other.cpp)\n")
-    build = tmp_path / "build"
-    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     each = 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 3\ninclude_flags = ["unroll_loops", "opt_level"]\n'
-    suite = tmp_path / "suite.toml"
-    suite.write_text(f'[suite]\nsource_dir = "{host_example}"\nbuild_dir = "{build}"\njson_summary = "suite.json"\n'
-                     + "".join(f'[[target]]\nname = "{n}"\nbenchmark = "{n} --n 256"\n{each}'
-                               for n in ("host_kernels", "host_other")))
+    build, suite = host_suite(host_example, tmp_path, ("host_kernels", "host_other"), each)
     proc = _tune(cluster, "--suite", str(suite), "--suite-jobs", "2", "--workers", "1", cwd=tmp_path)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]

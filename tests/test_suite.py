@@ -484,19 +484,9 @@ def test_a_suite_configures_each_variant_tree_once_for_all_its_targets(host_exam
     from one tree configured once, and each tree of the pool is configured once in the run however many
     targets it serves; every target is tuned as before, from its own decisions (build type, flags hash,
     sources) read from the records the one configure wrote."""
-    src = host_example / "src"
-    lists = host_example / "CMakeLists.txt"
-    for name in ("host_b", "host_c"):
-        (src / f"{name}.cpp").write_text((src / "main.cpp").read_text())
-        lists.write_text(lists.read_text() + f"add_executable({name} src/{name}.cpp)\n")
-    from conftest import configure
-    build = tmp_path / "build"
-    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    each = 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n'
-    suite = tmp_path / "suite.toml"
-    suite.write_text(f'[suite]\nsource_dir = "{host_example}"\nbuild_dir = "{build}"\njson_summary = "suite.json"\n'
-                     + "".join(f'[[target]]\nname = "{n}"\nbenchmark = "{n} --n 256"\n{each}'
-                               for n in ("host_kernels", "host_b", "host_c")))
+    from conftest import host_suite
+    build, suite = host_suite(host_example, tmp_path, ("host_kernels", "host_b", "host_c"),
+                              'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n')
     proc = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", "--workers", "1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     doc = json.loads((tmp_path / "suite.json").read_text())
