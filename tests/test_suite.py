@@ -424,17 +424,14 @@ def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_
     unchanged one's 18.55x entry with 10.24x). A target whose entry was tuned on exactly what it is now
     (sources with their headers, compile flags, compiler, build type, device) is not tuned again, its entry
     left byte for byte; the edited one is."""
-    from conftest import configure
+    from conftest import host_suite
     from compileiq_cmake.model.spec import MetricSpec, TuneSpec
     from compileiq_cmake.results.schema import FlagsEntry
     from compileiq_cmake.results.toml_io import write_entry
     from compileiq_cmake.tune.setup import setup
 
-    (host_example / "src" / "other.cpp").write_text((host_example / "src" / "main.cpp").read_text())
-    lists = host_example / "CMakeLists.txt"
-    lists.write_text(lists.read_text() + "add_executable(host_other src/other.cpp)\n")
-    build = tmp_path / "build"
-    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    build, suite = host_suite(host_example, tmp_path, ("host_kernels", "host_other"),
+                              'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n')
     output = host_example / "compileiq.toml"
     for name in ("host_kernels", "host_other"):  # as an earlier run of the suite wrote them
         spec = TuneSpec(source_dir=host_example, build_dir=build, target=name, benchmark=(name, "--n", "256"),
@@ -448,11 +445,6 @@ def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_
             date="2026-12-01T07:00:00+00:00", tool_version="test", sources_sha256=ts.code.sources_sha256,
             headers=ts.code.headers, flags_sha256=ts.code.flags_sha256))
     before = output.read_bytes()
-    suite = tmp_path / "suite.toml"
-    each = 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n'
-    suite.write_text(f'[suite]\nsource_dir = "{host_example}"\nbuild_dir = "{build}"\n'
-                     f'[[target]]\nname = "host_kernels"\nbenchmark = "host_kernels --n 256"\n{each}'
-                     f'[[target]]\nname = "host_other"\nbenchmark = "host_other --n 256"\n{each}')
     same = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", cwd=tmp_path)
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
     assert same.stdout.count("is unchanged since its entry") == 2 and "tuning host_" not in same.stdout, same.stdout
@@ -464,7 +456,7 @@ def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_
 
     built = objects()
     assert set(built) == {"host_kernels.dir", "host_other.dir"}, built
-    other = host_example / "src" / "other.cpp"
+    other = host_example / "src" / "host_other.cpp"
     other.write_text(other.read_text() + "\n// edited\n")
     edited = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", cwd=tmp_path)
     assert edited.returncode == 0, edited.stdout[-3000:] + edited.stderr[-2000:]

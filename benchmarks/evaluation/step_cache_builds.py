@@ -96,6 +96,11 @@ def replayed(stores: list[Path]) -> tuple[tuple, list[float]]:
     return tuple(steps), runs
 
 
+def _slug(variant: str) -> str:
+    """A variant's name as a folder name."""
+    return variant.replace(" ", "-").replace(",", "")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("source", type=Path)
@@ -126,7 +131,7 @@ def main() -> int:
         scripts = dict(a.split("=", 1) for a in args.also_route)  # variant -> its route script
         variants += tuple((name, VariantTree, True) for name in scripts)
         caches = {v: None if route is None else
-                  StepCache(program, root / f"cache-{v.replace(' ', '-').replace(',', '')}", ptxas_route=route)
+                  StepCache(program, root / f"cache-{_slug(v)}", ptxas_route=route)
                   for v, _, route in variants}  # (only the variants run start a server)
         try:
             for _, cache in caches.items():
@@ -139,7 +144,7 @@ def main() -> int:
                     s = replace(settings, cuda_launcher=cache.launcher) if cache else settings
                     step_cache.ROUTE = ROUTE
                     row = {"target": target, "variant": variant,
-                           **measure(args.source.resolve(), s, target, root, f"{target}-{variant.replace(' ', '-').replace(',', '')}",
+                           **measure(args.source.resolve(), s, target, root, f"{target}-{_slug(variant)}",
                                      kind, steps, args.trees)}
                     print(json.dumps(row), flush=True)
                     rows.append(row)

@@ -186,10 +186,14 @@ class Memo:
         that names its tree (an include folder of generated headers, a -D of a path) is remembered for that
         tree only. With host debug information (a -g option in a step) the object holds its working folder:
         remembered for that folder only."""
-        marked = [line.replace(str(self.keep), KEEP_MARK) for line in steps]
+        marked = self._marked(steps)
         if any(word.startswith("-g") for line in steps for word in line.split()):
             marked.append(f"cwd={self.cwd}")
         return marked
+
+    def _marked(self, lines: list[str]) -> list[str]:
+        """Steps with the route's own keep folder written as KEEP_MARK."""
+        return [line.replace(str(self.keep), KEEP_MARK) for line in lines]
 
     def shared(self, text: str) -> str:
         """A dependency file's text and paths as remembered (its tree written as TREE_MARK)."""
@@ -204,7 +208,7 @@ class Memo:
     def device_code(self, entry: Path, doc: dict, routed: list[str]) -> Path:
         """Where the entry keeps the fatbin that these ptxas and fatbinary steps made of its PTX (named with the
         entry's nonce: a file written for an entry replaced since is never read as the new one's)."""
-        marked = "\n".join(line.replace(str(self.keep), KEEP_MARK) for line in routed)
+        marked = "\n".join(self._marked(routed))
         return entry / f"fatbin-{doc.get('nonce', '')}-{hashlib.sha256(marked.encode()).hexdigest()[:16]}"
 
     def keep_device_code(self, entry: Path, doc: dict, routed: list[str], fatbin: Path) -> None:

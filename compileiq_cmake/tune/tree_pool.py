@@ -158,8 +158,7 @@ class TreePool:
             if base is None:
                 base = self._bases[key] = self._build_baselines(settings, key, target, language, model, logs, progress)
                 made = True
-        with self._lock:  # (the one baseline build is made for two targets or more: the suite's)
-            self._shared[target] = self._shared.get(target, 0.0) + time.perf_counter() - t0
+        self._charge(target, time.perf_counter() - t0)
         return base, made
 
     def _build_baselines(self, settings: VariantSettings, key: str, target: str, language: str, model: CodeModel,
