@@ -71,6 +71,9 @@ def column(folder: Path) -> dict[str, str]:
         "targets that ran trials": f"{len(ran)} of {len(targets)}",
         "skipped": str(sum(t.get("status") == "skipped" for t in targets)),
         "trials": str(trials),
+        "trials per target that ran, median (range)": (f"{statistics.median(t['trials'] for t in ran):g} "
+                                                        f"({min(t['trials'] for t in ran)}-{max(t['trials'] for t in ran)})"
+                                                        if ran else "-"),
         "trials per suite-minute": f"{trials / wall * 60:.1f}",
         "trials per minute of the search stages": f"{trials / search * 60:.1f}" if search else "-",
         "setup per target after the first two (not skipped)": med(setup),
