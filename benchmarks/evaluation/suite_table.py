@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import re
 import sqlite3
 import statistics
 from pathlib import Path
@@ -32,8 +30,12 @@ def trial_builds(folder: Path) -> list[float]:
     """Build seconds of every trial with flags (not the project's own build) in the folder's trial stores."""
     out: list[float] = []
     for store in sorted(folder.glob("*-trials.sqlite")):
-        with sqlite3.connect(store) as db:
+        # read only, as finished data: a store in WAL mode opened for writing leaves -wal/-shm files beside it
+        db = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+        try:
             rows = db.execute("SELECT flags, build_seconds FROM trials WHERE build_seconds > 0").fetchall()
+        finally:
+            db.close()
         out += [float(seconds) for flags, seconds in rows if flags.strip() not in ("", "[]")]
     return out
 
@@ -58,8 +60,7 @@ def column(folder: Path) -> dict[str, str]:
     sched = doc.get("scheduling", {})
     idle = sched.get("idle_share", {})
     tuned = sorted((t for t in targets if t.get("status") == "tuned"), key=lambda t: -(t.get("speedup") or 1.0))
-    gains = [t.get("speedup") or 1.0 for t in ran]
-    geo = math.exp(sum(math.log(g) for g in gains) / len(gains)) if gains else float("nan")
+    geo = doc.get("geomean_speedup")  # the suite's own: over the targets tuned or without a gain (1.0 for those)
     shared = [t.get("shared_seconds") for t in targets if t.get("shared_seconds") is not None]
     base = sched.get("baseline_builds") or []
 
@@ -78,14 +79,14 @@ def column(folder: Path) -> dict[str, str]:
         "trials per minute of the search stages": f"{trials / search * 60:.1f}" if search else "-",
         "setup per target after the first two (not skipped)": med(setup),
         "setup + baseline per target after the first two": med(both),
-        "shared seconds (the suite's setup)": f"{max(shared):.1f} s" if shared else "-",
+        "the suite's shared setup (the longest a target ran or waited for it)": f"{max(shared):.1f} s" if shared else "-",
         "the one baseline build": (f"{base[0].get('seconds', 0.0):.1f} s, {len(base[0].get('targets', []))} targets"
                                    if base and isinstance(base[0], dict) and "seconds" in base[0] else "-"),
         "a trial's build (trial stores, with flags)": _quartiles(trial_builds(folder)),
         "GPU idle share": ", ".join(f"{k} {v:.0%}" for k, v in idle.items()) or "-",
         "compile-step cache": cache_line(folder),
         "tuned": f"{len(tuned)}: " + ", ".join(f"{t['target']} {t['speedup']:.3f}x" for t in tuned),
-        "geometric mean over those that ran": f"{geo:.3f}x",
+        "geometric mean (the suite's: tuned or without a gain)": f"{geo:.3f}x" if geo is not None else "-",
     }
 
 
@@ -97,7 +98,7 @@ def main() -> None:
     print("| | " + " | ".join(folder.name for folder in args.folders) + " |")
     print("|---|" + "---|" * len(columns))
     for row in columns[0]:
-        print(f"| {row} | " + " | ".join(re.sub(r"\|", "/", c[row]) for c in columns) + " |")
+        print(f"| {row} | " + " | ".join(c[row].replace("|", "/") for c in columns) + " |")
 
 
 if __name__ == "__main__":
