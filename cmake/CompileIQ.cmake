@@ -88,6 +88,7 @@ Commands
                    [EXCLUDE_FLAGS <dimension>...]
                    [PORTABLE] [ARCH_SCOPE all|tuned]
                    [OBJECTIVE time|energy]
+                   [ACF_CANDIDATES <n>] [ACF_SPACE default|att|nvcc] [ACF <file>...]
                    [OUTPUT <file>])
 
   Declares how to tune ``<target>``, which may be defined later in the
@@ -158,6 +159,13 @@ Commands
     What the search minimizes: ``time`` (the metric, the default) or
     ``energy`` (joules per run from the GPU's NVML counter; the tune refuses
     where the counter cannot be read).  The other is reported per trial.
+  ``ACF_CANDIDATES <n>``, ``ACF_SPACE default|att|nvcc``, ``ACF <file>...``
+    CUDA: NVIDIA's Advanced Controls (ptxas ``--apply-controls``, CUDA
+    13.3 and newer) as one more dimension: ``<n>`` candidates (default 16;
+    0: none) sampled from the user's ``compileiq`` search space of that
+    variant, and the project's own control files.  Where they cannot work
+    (an older ptxas, no ``compileiq``, no search space) the tune says why in
+    one line and goes on without them.
   ``OUTPUT <file>``
     Where to write the results, relative to the top-level source directory;
     by default ``COMPILEIQ_FLAGS_FILE`` if set, else the tool's default
@@ -273,8 +281,8 @@ function(compileiq_tune)
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER;PORTABLE"
-    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS;ARCH_SCOPE;OBJECTIVE"
-    "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS")
+    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS;ARCH_SCOPE;OBJECTIVE;ACF_CANDIDATES;ACF_SPACE"
+    "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS;ACF")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
   endif()
@@ -387,6 +395,17 @@ function(compileiq_tune)
   if(DEFINED arg_OBJECTIVE)
     list(APPEND cmd "--objective=${arg_OBJECTIVE}")
   endif()
+  foreach(kw IN ITEMS ACF_CANDIDATES ACF_SPACE)
+    if(DEFINED arg_${kw})
+      string(TOLOWER "${kw}" opt)
+      string(REPLACE "_" "-" opt "${opt}")
+      list(APPEND cmd "--${opt}=${arg_${kw}}")
+    endif()
+  endforeach()
+  foreach(a IN LISTS arg_ACF)
+    get_filename_component(a "${a}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    list(APPEND cmd "--acf=${a}")
+  endforeach()
   foreach(a IN LISTS arg_INCLUDE_FLAGS)
     list(APPEND cmd "--include-flags=${a}")
   endforeach()

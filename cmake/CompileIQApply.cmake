@@ -105,17 +105,23 @@ endfunction()
 #                    COMPILER_ID <id> COMPILER_VERSION <major.minor>
 #                    [COMPILER_VERSION_FULL <x.y.z>] [SOURCES_SHA256 <sha>]
 #                    [HEADERS <path>...] [FLAGS_SHA256 <sha>] [DATE <when tuned>]
-#                    CONFIG <build type tuned, or empty> FLAGS <flag>...)
+#                    CONFIG <build type tuned, or empty> FLAGS <flag>...
+#                    [ACF_FILES <absolute path>...] [ACF_PTXAS <x.y.z>] [ACF_PROBLEM <why>])
 # With a CONFIG the flags apply to that configuration only: a single-config
 # build of another CMAKE_BUILD_TYPE, or of none, does not get them, and a
 # multi-config generator gets them inside $<CONFIG:...>.  An entry tuned on
 # other sources (SOURCES_SHA256 over the sources and the HEADERS they include),
 # on top of other CMAKE_<LANG>_FLAGS (FLAGS_SHA256) or with another compiler
 # patch version is still applied, with a status line that says so.
+# Advanced Control Files (ACF_FILES, ptxas --apply-controls, already among the FLAGS): ptxas reads only the
+# files of its own major.minor version (ACF_PTXAS). With another version, or a file that is missing or changed
+# since the tune (ACF_PROBLEM, decided by `cmake-entries`), they are left out with one status line and the
+# rest of the entry applies; applied, each file is an OBJECT_DEPENDS of the target's CUDA sources (an edited
+# file rebuilds them: the compile line holds only its path).
 function(_compileiq_entry)
   cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO;HOST_SIDE_ONLY;HOST_HAS_FEATURES"
-    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK"
-    "HEADERS;FLAGS;HOST_SPECIFIC;HOST_LACKS;DEVICE_LINK")
+    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK;ACF_PTXAS;ACF_PROBLEM"
+    "HEADERS;FLAGS;HOST_SPECIFIC;HOST_LACKS;DEVICE_LINK;ACF_FILES")
   set(lang "${arg_LANGUAGE}")
   _compileiq_real_target(target "${arg_TARGET}")
   if(NOT target)
@@ -284,6 +290,25 @@ target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited 
       endif()
     endif()
   endif()
+  if(arg_ACF_FILES OR NOT "${arg_ACF_PROBLEM}" STREQUAL "")
+    string(REGEX MATCH "^[0-9]+\\.[0-9]+" acf_for "${arg_ACF_PTXAS}")
+    if("${arg_ACF_PROBLEM}" STREQUAL "" AND NOT "${acf_for}" STREQUAL "" AND NOT acf_for STREQUAL version)
+      set(arg_ACF_PROBLEM "it was tuned with ptxas ${arg_ACF_PTXAS}, this build's is ${version_full} (ptxas \
+reads only its own version's controls)")
+    endif()
+    if(NOT "${arg_ACF_PROBLEM}" STREQUAL "")
+      list(FILTER arg_FLAGS EXCLUDE REGEX "--apply-controls=")
+      message(STATUS "compileiq: note: the advanced control file of ${target} is left out: ${arg_ACF_PROBLEM}; "
+        "the rest of its flags apply")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale "advanced control file left out: ${arg_ACF_PROBLEM}")
+      if(NOT arg_FLAGS AND NOT arg_DEVICE_LTO)
+        _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "its only flag, an advanced control file, is left out")
+        return()
+      endif()
+    else()
+      _compileiq_acf_depends("${target}" ${arg_ACF_FILES})
+    endif()
+  endif()
   # marked applied only now, past every check that can still refuse the entry (the next entry is tried)
   set_property(GLOBAL PROPERTY "_compileiq_applied_${target}_${lang}" "${what}")
   set_property(GLOBAL PROPERTY "_compileiq_applied_arch_${target}_${lang}" "arch:${arg_ARCH}")
@@ -390,6 +415,24 @@ endfunction()
 # top-level source directory): the flags go to the file's COMPILE_OPTIONS, after the target's, seen
 # from the target's directory.  _compileiq_source_flags_done(TARGET <t> LANGUAGE <l> ARCH <arch> COUNT <n>)
 # says how many files got their own flags.
+# _compileiq_acf_depends(<target> <file>...)
+#   Each advanced control file as an OBJECT_DEPENDS of the target's CUDA sources (by their LANGUAGE property,
+#   else the .cu suffix), seen from the target's directory; sources given by generator expressions are skipped.
+function(_compileiq_acf_depends target)
+  get_target_property(sources "${target}" SOURCES)
+  get_target_property(dir "${target}" SOURCE_DIR)
+  foreach(src IN LISTS sources)
+    if(src MATCHES "\\$<")
+      continue()
+    endif()
+    get_filename_component(path "${src}" ABSOLUTE BASE_DIR "${dir}")
+    get_property(language SOURCE "${path}" TARGET_DIRECTORY "${target}" PROPERTY LANGUAGE)
+    if(language STREQUAL "CUDA" OR ("${language}" STREQUAL "" AND path MATCHES "\\.cu$"))
+      set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY OBJECT_DEPENDS ${ARGN})
+    endif()
+  endforeach()
+endfunction()
+
 function(_compileiq_source_flags)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;LANGUAGE;ARCH;CONFIG;SOURCE" "FLAGS")
   _compileiq_real_target(target "${arg_TARGET}")

@@ -9,11 +9,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..model.errors import CompileIQError
+from .acf import ACF_DIMENSION
 from .space import (HOST_GROUP, HOST_SHARE, Dimension, FlagSpace, Rule, _read_family, _version_tuple,  # noqa: F401 (Rule, rules, canonical_flags: named here too)
                     canonical_flags, rules)
-
-ACF_MIN_VERSION = "13.3"
-ACF_DIMENSION = "apply_controls"
 
 
 def split_command(command: str | list[str]) -> list[str]:
@@ -147,26 +145,6 @@ def drop_device_lto(space: FlagSpace, why: str) -> tuple[FlagSpace, list[str]]:
                     dropped=(*space.dropped, f"device_lto: {why}")), [f"note: device_lto not offered: {why}"])
 
 
-def add_acf_dimension(space: FlagSpace, acf_files: list[Path], nvcc_version: str) -> tuple[FlagSpace, list[str]]:
-    """User-given Advanced Control Files become the categorical dimension ``apply_controls`` (nvcc >= 13.3);
-    an older nvcc drops them with a note."""
-    if not acf_files:
-        return space, []
-    if _version_tuple(nvcc_version) < _version_tuple(ACF_MIN_VERSION):
-        note = f"{ACF_DIMENSION}: needs nvcc >= {ACF_MIN_VERSION} (this is {nvcc_version}); {len(acf_files)} ACF file(s) ignored"
-        return replace(space, dropped=space.dropped + (note,)), [note]
-    values: list[tuple[str, ...]] = [()]
-    for f in acf_files:
-        path = Path(f).resolve()
-        if not path.is_file():
-            raise CompileIQError(f"advanced control file {f} does not exist")
-        if any(c.isspace() for c in str(path)):
-            raise CompileIQError(f"advanced control file path {path} contains white space; move or rename it")
-        values.append((f"--apply-controls={path}",))
-    dim = Dimension(name=ACF_DIMENSION, help="NVIDIA Advanced Control Files (--apply-controls)", values=tuple(values))
-    return replace(space, dimensions=space.dimensions + (dim,)), []
-
-
 def applies_when(family: str) -> dict[str, str]:
     """Per dimension of the family's catalogue, when it applies (compiler versions, architectures,
     compilers), as `space` prints it; "" where it applies everywhere the family does."""
@@ -194,7 +172,9 @@ def added_dimensions(family: str) -> tuple[tuple[str, str, str], ...]:
         (DEVICE_LTO_DIMENSION, "default | -dlto (CUDA INTERPROCEDURAL_OPTIMIZATION)",
          "only for relocatable device code (CUDA_SEPARABLE_COMPILATION / -rdc=true) that does not use device LTO "
          "already, CMake >= 3.25 (cmake/CompileIQ.cmake decides)"),
-        (ACF_DIMENSION, "default | --apply-controls=FILE", f"only with tune --acf FILE, nvcc >= {ACF_MIN_VERSION}"),
+        (ACF_DIMENSION, "default | -Xptxas=--apply-controls=FILE (NVIDIA Advanced Control Files)",
+         "ptxas >= 13.3 with candidates from the user's compileiq (--acf-candidates N, --acf-space) or --acf FILE; "
+         "where they cannot work, one note says why"),
         (f"{HOST_GROUP} (host_<name>)", "the gcc space's dimensions, passed as -Xcompiler=<flag>",
          f"only when host code takes at least {100 * HOST_SHARE:.0f}% of a WALLTIME run, or named in --include-flags "
          f"({HOST_GROUP} or host_<name>)"),

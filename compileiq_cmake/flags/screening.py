@@ -32,7 +32,9 @@ from ..model.wording import plural
 from ..project.cmake_project import VariantSettings, VariantTree
 from ..system.lock import TuneLock
 from . import load_space
-from .catalogue import adapt_to_project, add_acf_dimension, add_device_lto_dimension, device_lto_wanted
+from .acf import AcfRequest, Candidates, Situation, SourceFactory, acf_dimension, gather
+from .acf_compileiq import compileiq_source
+from .catalogue import adapt_to_project, add_device_lto_dimension, device_lto_wanted
 from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool
 from .probe import default_cache_path, nvcc_version, probe_device_lto, probe_space, user_cache_dir
 
@@ -267,13 +269,15 @@ class CudaSpace:
     notes: tuple[str, ...]
     screen: ScreenResult | None  # None: screening did not run (a note says why)
     probe_seconds: float
+    acf: Candidates | None = None  # the Advanced Control File candidates gathered (None: none asked for)
 
 
 def prepare_cuda_space(
     space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
-    acf_files: tuple[Path, ...] = (), run_screen: bool = True, jobs: int | None = None,
+    acf: AcfRequest | None = None, run_screen: bool = True, jobs: int | None = None,
     device_lto: bool = False, decisions: ApplyDecisions | None = None, time_limit: float | None = None,
     kernel_ns: dict[str, int] | None = None, cache_dir: Path | None = None, screen_off: str = "",
+    driver_cuda: str = "", open_source: SourceFactory = compileiq_source,
 ) -> CudaSpace:
     """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix).
     `device_lto`: whether the device_lto dimension may be offered; `decisions`: the CMake module's own decisions
@@ -281,7 +285,9 @@ def prepare_cuda_space(
     `time_limit`: the tune's --time-limit (screening takes at most SCREEN_SHARE of it); `kernel_ns`: recorded
     kernel times (driver name -> ns), to screen the hottest files first; `cache_dir`: where the screening cache
     lives (default: the user cache directory); `screen_off`: why screening does not run (said by the caller)
-    when the caller turned it off."""
+    when the caller turned it off. `acf`: the Advanced Controls asked for (None: none), offered where they can
+    work (`driver_cuda`: the CUDA version the GPU's driver supports, "" unknown), candidates from `open_source`
+    stored in <build>/compileiq/acf and screened like every value (same code as another: dropped)."""
     notes: list[str] = []
     started = time.perf_counter()
     space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path), jobs)
@@ -293,8 +299,14 @@ def prepare_cuda_space(
     else:
         notes.append(f"note: no CUDA compile command of {target} in compile_commands.json: its own nvcc flags were not "
                      "read (adaptation skipped) and static screening is skipped")
-    space, acf_notes = add_acf_dimension(space, list(acf_files), nvcc_version(nvcc_path))
-    notes += acf_notes
+    candidates = None
+    if acf is not None:
+        decided_archs = decisions.cuda_archs if decisions is not None else ()
+        situation = Situation(ptxas_version=nvcc_version(nvcc_path), arch=cuda_arch, kind=acf.kind,
+                              driver_cuda=driver_cuda, sass_archs=decided_archs)
+        candidates = gather(acf, situation, build_dir / "compileiq" / "acf", open_source)
+        space = acf_dimension(space, list(candidates.files))
+        notes += candidates.notes
     result = None
     if not run_screen:
         if not screen_off:
@@ -327,7 +339,7 @@ def prepare_cuda_space(
         space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto, refusal,
                                                     decided.relocatable)
         notes += lto_notes
-    return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds)
+    return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds, acf=candidates)
 
 
 @dataclass(frozen=True)

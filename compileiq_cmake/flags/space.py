@@ -17,7 +17,7 @@ from ..model.records import FlagSet
 
 _DATA_DIR = Path(__file__).resolve().parent
 _SAFE_TOKEN = re.compile(r"^--?[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
-_ACF_TOKEN = re.compile(r"^--apply-controls=/[A-Za-z0-9_.+/\-]+$")  # an Advanced Control File (absolute path)
+_ACF_TOKEN = re.compile(r"^(-Xptxas=)?--apply-controls=/[A-Za-z0-9_.+/\-]+$")  # an Advanced Control File (absolute path)
 UNSAFE_GROUP = "unsafe_numerics"
 EXPERIMENTAL_GROUP = "experimental"
 HOST_SPECIFIC_GROUP = "cpu_specific"  # flags whose code runs only on CPUs like the tuning host's (-march=native)

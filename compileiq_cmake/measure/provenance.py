@@ -74,6 +74,25 @@ def compiler_text(path: str) -> str:
     return f"{compiler_kind(path)} {version}" if version else ""
 
 
+def driver_cuda() -> str:
+    """The CUDA version the installed driver supports ("13.0"; "" without nvidia-ml-py or a driver)."""
+    try:
+        import pynvml  # noqa: PLC0415 (nvidia-ml-py: optional)
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no library, no driver: unknown
+        return ""
+    try:
+        cuda = pynvml.nvmlSystemGetCudaDriverVersion()
+        return f"{cuda // 1000}.{cuda % 1000 // 10}"
+    except Exception:  # noqa: BLE001
+        return ""
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def _gpu(gpu: GpuSlot) -> dict[str, str]:
     """NVML's view of the GPU ({} without nvidia-ml-py, a driver or a real GPU)."""
     if not gpu.pci_bus_id:  # simulated, or not known to NVML

@@ -90,7 +90,9 @@ class TuneSpec:
     min_rounds: int = 5  # validation: interleaved rounds at least ...
     max_rounds: int = 30  # ... and at most (close calls need them: docs/statistics.md)
     screen: bool = True  # CUDA: drop flag values that change no device code before the search
-    acf_files: tuple[str, ...] = ()  # NVIDIA Advanced Control Files: one more dimension with nvcc >= 13.3
+    acf_files: tuple[str, ...] = ()  # the user's NVIDIA Advanced Control Files (--acf), tried as values
+    acf_candidates: int = 16  # Advanced Control File candidates sampled from compileiq's space (0: none)
+    acf_space: str = "default"  # compileiq's space: "default", "att" (ptxas, attention kernels) or "nvcc" (sm_100+)
     replay: str | None = None  # a landscape file: answer builds and benchmarks from it (no GPU)
     warm_start: tuple[str, ...] = ()  # compileiq.toml files whose flag sets are tried first
     gpus: str | None = None  # "all" (default: every visible GPU of the first one's model) or "0,2"
@@ -235,12 +237,12 @@ class TuneSpec:
             except re.error as exc:
                 raise UsageError(f"--pass-regex {self.pass_regex!r} does not compile: {exc}") from None
         for acf in self.acf_files:
-            path = Path(acf).resolve()
-            if not path.is_file():
-                raise UsageError(f"--acf {acf} does not exist; give an NVIDIA Advanced Control File")
-            if not path.is_relative_to(self.output.resolve().parent):
-                raise UsageError(f"--acf {acf} lies outside {self.output.resolve().parent}, the directory of the TOML "
-                                 "that records it (paths there are relative and portable); move it into the project")
+            if not Path(acf).is_file():
+                raise UsageError(f"--acf {acf} is not a file; give an NVIDIA Advanced Control File")
+        if not 0 <= self.acf_candidates <= 4096:
+            raise UsageError(f"--acf-candidates {self.acf_candidates} is out of range; give 0 (none) to 4096")
+        if self.acf_space not in ("default", "att", "nvcc"):
+            raise UsageError(f"--acf-space {self.acf_space!r} is not a space: give default, att or nvcc")
         if self.output.exists() and self.output.is_dir():
             raise UsageError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
         self._check_outputs()

@@ -14,26 +14,29 @@ from pathlib import Path
 from ..flags.portability import HostFeatures, host_specific
 from ..flags.space import HOST_PREFIX
 from ..project.cmake_project import cmake_quote
-from .schema import ACF_PREFIX, FlagsEntry
+from ..flags.acf import acf_path
+from .schema import FlagsEntry
 
 
-def _resolved_acf(entry: FlagsEntry, base: Path) -> tuple[tuple[str, ...], str]:
+def _resolved_acf(entry: FlagsEntry, base: Path) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """The entry's flags with each --apply-controls path made absolute (relative to the TOML's directory;
-    nvcc runs in the build tree), or the reason the entry cannot be applied (a missing or changed file)."""
+    nvcc runs in the build tree) and those files; or, when one is missing or changed since the tune, the flags
+    without them and why they are left out (the rest of the entry applies)."""
     digests = dict(entry.acf_sha256)
-    flags = []
+    flags, files = [], []
     for flag in entry.flags:
-        if not flag.startswith(ACF_PREFIX):
+        rel = acf_path(flag)
+        if rel is None:
             flags.append(flag)
             continue
-        rel = flag[len(ACF_PREFIX):]
         path = base / rel
         if not path.is_file():
-            return (), f"its advanced control file {rel} does not exist"
+            return tuple(f for f in entry.flags if acf_path(f) is None), (), f"{rel} does not exist"
         if hashlib.sha256(path.read_bytes()).hexdigest() != digests.get(rel):
-            return (), f"its advanced control file {rel} changed since the tune (sha256 differs)"
-        flags.append(ACF_PREFIX + str(path.resolve()))
-    return tuple(flags), ""
+            return tuple(f for f in entry.flags if acf_path(f) is None), (), f"{rel} changed since the tune (sha256 differs)"
+        flags.append(flag[:-len(rel)] + str(path.resolve()))
+        files.append(str(path.resolve()))
+    return tuple(flags), tuple(files), ""
 
 
 def _host_side_only(e: FlagsEntry) -> bool:
@@ -78,10 +81,7 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None,
         if e.replay:
             lines.append(f"message(STATUS {cmake_quote('compileiq: entry for ' + e.target + ' comes from a replay; not applied')})")
             continue
-        flags, problem = _resolved_acf(e, base or Path.cwd()) if e.acf_sha256 else (e.flags, "")
-        if problem:
-            lines.append(f"message(WARNING {cmake_quote(f'compileiq: flags for {e.target} not applied: {problem}; re-run the tune')})")
-            continue
+        flags, acf_files, problem = _resolved_acf(e, base or Path.cwd()) if e.acf_sha256 else (e.flags, (), "")
         e = replace(e, flags=flags)
         args = [
             "TARGET", cmake_quote(e.target), "LANGUAGE", e.language, "ARCH", cmake_quote(e.arch),
@@ -95,6 +95,9 @@ def cmake_entries(entries: list[FlagsEntry], base: Path | None = None,
             *(["HOST_SIDE_ONLY"] if _host_side_only(e) else []),
             *_cpu_arguments(e, host),
             "FLAGS", *(cmake_quote(f) for f in e.flags),
+            *(["ACF_FILES", *(cmake_quote(f) for f in acf_files)] if acf_files else []),
+            *(["ACF_PTXAS", cmake_quote(e.acf_ptxas)] if e.acf_ptxas and acf_files else []),
+            *(["ACF_PROBLEM", cmake_quote(problem + "; re-run the tune")] if problem else []),
         ]
         lines.append("_compileiq_entry(" + " ".join(args) + ")")
         for part in e.sources:

@@ -17,6 +17,7 @@ from pathlib import PurePosixPath
 from ..model.errors import CompileIQError, ResultFileError
 from ..model.spec import OBJECTIVES
 from ..flags import validate_flags
+from ..flags.acf import acf_path
 from ..flags.portability import resolved_token_ok
 
 SCHEMA_VERSION = 1
@@ -25,7 +26,7 @@ MAX_SOURCES = 1024  # per-source parts per entry
 _RELATIVE_PATH = re.compile(r"^[A-Za-z0-9_.+\-]+(/[A-Za-z0-9_.+\-]+)*$")  # relative, '/'-separated, no spaces
 CHECKS = ("pass_regex", "verify", "compare_output", "compare_file")  # what guarded a tune's results
 NUMERICS_CHECKS = ("compare_output", "compare_file")
-ACF_PREFIX = "--apply-controls="
+ACF_PREFIX = "--apply-controls="  # the nvcc-type spelling; ptxas controls are "-Xptxas=" + this (flags.acf)
 ARCH_SCOPES = ("all", "tuned")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _CPU_FEATURE = re.compile(r"^(?:[a-z]|3dnow)[a-z0-9_.\-]*$")
@@ -98,6 +99,9 @@ class FlagsEntry:
     contributions: tuple[dict, ...] = field(default=(), metadata={"row": ContributionRow})
     checks: tuple[str, ...] = field(default=(), metadata={"one_of": CHECKS})  # what guarded the tune's results
     acf_sha256: tuple[tuple[str, str], ...] = ()  # (relative path, sha256) of each --apply-controls file
+    # the ptxas version the --apply-controls files were tuned with (ptxas rejects another version's files; the
+    # apply leaves them out, said, and applies the rest); "" in entries written before it was recorded
+    acf_ptxas: str = field(default="", metadata={"pattern": re.compile(r"^([0-9]+(\.[0-9]+){1,2})?$")})
     # per-source flags on top of `flags`: ({"path": relative to the source dir, "flags": [...]}, ...)
     sources: tuple[dict, ...] = field(default=(), metadata={"row": SourceRow})
     # CUDA, relocatable device code: device link-time optimization of the CUDA code only (LTO IR of `arch` at
@@ -173,7 +177,7 @@ def numerics_checked(entry: FlagsEntry) -> bool:
 def _acf_problem(flag: str) -> str:
     """Why an --apply-controls= flag is refused ("" when it is fine): its file must be a relative path
     inside the source tree (relative to the compileiq.toml), never absolute or escaping with '..'."""
-    rel = flag[len(ACF_PREFIX):]
+    rel = acf_path(flag) or ""
     if rel and _RELATIVE_PATH.match(rel) and ".." not in PurePosixPath(rel).parts:
         return ""
     return (f"refusing flag {flag!r}: --apply-controls must name a relative path inside the source tree "
@@ -284,7 +288,7 @@ def _check_flags(typed: dict, where: str) -> None:
         raise ResultFileError(f"{where}: entry for {target!r} has {len(flags)} flags; at most {MAX_FLAGS} "
                              "are allowed: is it the right file?")
     family = _LANGUAGES[typed["language"]]
-    acf = [f for f in flags if family == "nvcc" and f.startswith(ACF_PREFIX)]
+    acf = [f for f in flags if family == "nvcc" and acf_path(f) is not None]
     for flag in acf:
         if _acf_problem(flag):
             raise ResultFileError(f"{where}: {_acf_problem(flag)}")
@@ -321,7 +325,7 @@ def _check_sources(typed: dict, where: str) -> None:
     for x in sources:
         path, flags = x["path"], x["flags"]
         for flag in flags:
-            if family == "nvcc" and flag.startswith(ACF_PREFIX) and _acf_problem(flag):
+            if family == "nvcc" and acf_path(flag) is not None and _acf_problem(flag):
                 raise ResultFileError(f"{where}: source {path!r}: {_acf_problem(flag)}")
         if not _RELATIVE_PATH.match(path) or ".." in path.split("/"):
             raise ResultFileError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
@@ -366,7 +370,7 @@ def _check_acf_sha256(typed: dict, where: str) -> None:
         raise ResultFileError(f"{where}: acf_sha256 of {typed['target']!r} must be a list of [path, sha256]")
     recorded = {path for path, _ in pairs}
     flags = [*typed["flags"], *(f for x in typed.get("sources", ()) for f in x["flags"])]
-    used = {f[len(ACF_PREFIX):] for f in flags if f.startswith(ACF_PREFIX)}
+    used = {acf_path(f) for f in flags if acf_path(f) is not None}
     if recorded != used:
         raise ResultFileError(f"{where}: entry for {typed['target']!r}: every --apply-controls file needs its "
                              "sha256 in acf_sha256, and only those")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .. import __version__
 from ..decide.validation import untested_flags
-from ..flags import portability
+from ..flags import acf, portability
+from ..flags.acf import acf_path
 from ..measure.gpu import host_cpu
 from ..measure.provenance import Provenance, collect
 from ..model.errors import CompileIQError
@@ -38,6 +39,8 @@ from .lines import final_table
 from .search_loop import SearchOutcome
 from .tune_setup import TuneSetup
 from .trial import loss
+
+ACF_FOLDER = "compileiq/acf"  # beside the TOML: the winners' advanced control files, named by their sha256
 
 
 @dataclass(frozen=True)
@@ -197,15 +200,27 @@ def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list
     return notes
 
 
-def _portable_acf(flags: tuple[str, ...], toml_dir: Path) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-    """--apply-controls paths as the TOML records them: relative to its directory, each with its sha256."""
+def _portable_acf(flags: tuple[str, ...], toml_dir: Path, log: Log | None = None,
+                  ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """Each --apply-controls file of the winner copied beside the TOML as compileiq/acf/<sha256>.acf (with
+    NVIDIA's notice in that folder: such files may be shared in binary form only, with it), the flag naming it
+    relative to the TOML's directory; with each file's sha256."""
     out, digests = [], []
     for flag in flags:
-        if flag.startswith("--apply-controls="):
-            path = Path(flag.split("=", 1)[1])
-            rel = os.path.relpath(path, toml_dir)
-            digests.append((rel, hashlib.sha256(path.read_bytes()).hexdigest()))
-            flag = f"--apply-controls={rel}"
+        path_text = acf_path(flag)
+        if path_text is not None:
+            data = Path(path_text).read_bytes()
+            digest = hashlib.sha256(data).hexdigest()
+            copy = acf.store(data, toml_dir / ACF_FOLDER, "the winner").path
+            notice = toml_dir / ACF_FOLDER / "NOTICE"
+            if not notice.is_file():
+                notice.write_text(acf.NOTICE_TEXT, encoding="utf-8")
+            rel = os.path.relpath(copy, toml_dir)
+            digests.append((rel, digest))
+            if log is not None:
+                as_stream(log).info(f"advanced control file {digest[:12]} copied to {rel}: NVIDIA's notice applies to it "
+                                    f"({ACF_FOLDER}/NOTICE: \"{acf.NOTICE}\"; binary form only, not under an open-source licence)")
+            flag = flag[:-len(path_text)] + rel
         out.append(flag)
     return tuple(out), tuple(digests)
 
@@ -248,7 +263,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     host-specific flags resolved), how it was measured, and what the apply checks."""
     spec = setup.spec
     parts = build_flags.split(winner.flagset.flags)
-    flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent)
+    flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent, log)
     bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
     answers = portability.Answers()  # the compiler asked once for all parts
     resolved = _resolve_host_specific(setup, flags, log, answers)
@@ -276,7 +291,8 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         untested_flags=_as_written(untested_flags(winner.flagset, contributions), after),
         target=spec.target, language=setup.project.language, arch=setup.devices.cuda_arch,
         compiler_id=setup.project.toolchain.compiler_id, compiler_version=setup.project.toolchain.version,
-        flags=written, acf_sha256=acf_sha256, build_type=setup.project.build_type, device=setup.devices.device,
+        flags=written, acf_sha256=acf_sha256, acf_ptxas=setup.project.toolchain.version if acf_sha256 else "",
+        build_type=setup.project.build_type, device=setup.devices.device,
         compute_capability=setup.devices.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better, objective=spec.objective,
         workloads=tuple(shlex.join(w.workload) for w in winner.workloads),

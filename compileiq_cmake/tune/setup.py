@@ -25,6 +25,7 @@ from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, det
 from ..search.landscape import Landscape
 from ..measure.runner import BenchCommand
 from ..measure import kernel_times
+from ..measure.provenance import driver_cuda
 from ..project.nvcc_command import output_file, target_architectures
 from ..execute.build import command_tokens
 from ..execute.replay import ReplayRunner
@@ -34,6 +35,7 @@ from .tree_pool import Baselines, TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
+from ..flags.acf import AcfRequest
 from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
 from ..model.spec import TuneSpec, compute_capability
 from ..model.events import Log, as_stream
@@ -327,8 +329,10 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
         screen_off = (f"static screening skipped: {spec.target} compiles {len(target.sources_in('CUDA'))} CUDA files; "
                       "the hot-file focus tunes the files that hold the kernel time")
         as_stream(log).note(screen_off)
+    acf = AcfRequest(files=tuple(Path(f) for f in spec.acf_files), candidates=spec.acf_candidates,
+                     space=spec.acf_space) if spec.replay is None else None
     prepared = prepare_cuda_space(space, entries, tools.compiler, arch, spec.build_dir, spec.target,
-                                  spec.acf_files, spec.screen and not screen_off, device_lto=lto,
+                                  acf, spec.screen and not screen_off, device_lto=lto, driver_cuda=driver_cuda(),
                                   decisions=first.decisions(), screen_off=screen_off,
                                   time_limit=spec.time_limit,
                                   kernel_ns=_recorded_kernel_ns(spec.state_dir / "cupti" / "kernel-times.tsv"))

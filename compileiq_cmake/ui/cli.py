@@ -20,7 +20,7 @@ from ..results.cmake_entries import cmake_entries
 from ..results.toml_io import read_entries
 from ..tune.orchestration import run_ray_tune, run_tune
 from .console import Console
-from .inspect import Visible, prior_command, show_command, space_command, trials_command
+from .inspect import Visible, prior_command, show_command, space_command, toolkit_command, trials_command
 from .parser import PROG, _spec_from_args, build_parser
 from .suite_command import suite_args, suite_command
 
@@ -78,6 +78,8 @@ def _main(argv: list[str] | None = None) -> int:
                 run_ray_tune(spec, _events(args))
             else:
                 run_tune(spec, _events(args))
+        elif args.command == "toolkit":
+            toolkit_command(args.version, Path(args.prefix) if args.prefix else None)
         elif args.command == "show":
             show_command(Path(args.file))
         elif args.command == "space":

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..model.events import EventStream
 from ..model.errors import CompileIQError, UsageError
 from ..model.wording import plural, untested_line
-from ..flags import load_space
+from ..flags import load_space, toolkit
 from ..results.prior_store import LocalPrior, prior_dir
 from ..flags.features import command_features
 from ..search.prior import space_prior
@@ -242,3 +242,11 @@ class Visible:
 
     def __getattr__(self, name: str):
         return getattr(self._out, name)
+
+
+def toolkit_command(version: str, prefix: Path | None) -> None:
+    """`toolkit X.Y`: NVIDIA's PyPI toolkit installed (or found) and the configure argument that uses it."""
+    kit = toolkit.install(version, prefix)
+    print(f"CUDA {kit.version} at {kit.root}")
+    print(f"configure the tune's build tree and release builds with: {kit.cmake_argument()}")
+    print("a GPU driver older than the toolkit runs only SASS built for its GPU: e.g. -DCMAKE_CUDA_ARCHITECTURES=90-real")

@@ -118,7 +118,15 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
                    help="compileiq.toml of an earlier tune (another architecture, an earlier version of the target): "
                    "its flag sets are tried first (repeatable)")
     p.add_argument("--acf", action="append", default=[], metavar="FILE",
-                   help="an NVIDIA Advanced Control File to try as one more choice (nvcc >= 13.3; repeatable)")
+                   help="an NVIDIA Advanced Control File of your own to try as one more value of the advanced "
+                   "controls dimension (ptxas >= 13.3; repeatable); a winner's file is copied beside the TOML")
+    p.add_argument("--acf-candidates", type=int, default=16, metavar="N",
+                   help="CUDA, ptxas >= 13.3: N Advanced Control File candidates sampled from your compileiq's "
+                   "search space (pip install 'compileiq-cmake[acf]'; offline: CIQ_SEARCH_SPACES_DIR); 0: none; "
+                   "where they cannot work, one note says why (default 16)")
+    p.add_argument("--acf-space", choices=("default", "att", "nvcc"), default="default",
+                   help="compileiq's search space: default (ptxas), att (ptxas, curated for attention kernels), "
+                   "nvcc (sm_100 and newer only)")
     p.add_argument("--gpus", metavar="all|0,2,...",
                    help="GPUs to benchmark on, one run per GPU at a time (default: every visible GPU of the same "
                    "model as the first; CUDA_VISIBLE_DEVICES is honoured)")
@@ -195,6 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--cmake-dir", action="store_true", help="print the CMake package directory and exit")
     sub = parser.add_subparsers(dest="command")
     _add_tune(sub)
+    toolkit = sub.add_parser("toolkit", help="install NVIDIA's CUDA toolkit X.Y from PyPI (e.g. 13.3, whose ptxas "
+                             "has the Advanced Controls) and print the -DCMAKE_CUDA_COMPILER= to configure with")
+    toolkit.add_argument("version", help="CUDA version, e.g. 13.3 (any 13.3 release) or 13.3.1")
+    toolkit.add_argument("--prefix", help="install here instead of the tool's cache (<cache>/toolkits/cuda-X.Y)")
     show = sub.add_parser("show", help="print what a compileiq.toml holds")
     show.add_argument("file", nargs="?", default="compileiq.toml")
     space = sub.add_parser("space", help="print a flag space, or the screened space of a CUDA target",
@@ -319,6 +331,7 @@ def _spec_from_args(args: argparse.Namespace):
         rtol=args.rtol, atol=args.atol, warmup=args.warmup, max_repeats=max(args.max_repeats, args.repeats),
         max_rounds=max(args.max_rounds, 5), screen=args.screen, prior=args.prior, learn=args.learn,
         acf_files=tuple(str(Path(f).resolve()) for f in args.acf), replay=args.replay,
+        acf_candidates=args.acf_candidates, acf_space=args.acf_space,
         warm_start=tuple(str(Path(f).resolve()) for f in args.warm_start), replace=args.replace, gpus=args.gpus,
         executor=args.executor, ray_address=args.ray_address, portable=args.portable, arch_scope=args.arch_scope,
         step_cache=args.step_cache, max_compile_slowdown=args.max_compile_slowdown,
