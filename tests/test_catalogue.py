@@ -14,7 +14,7 @@ from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags import load_space, validate_flags
 from compileiq_cmake.flags import space as space_module
-from compileiq_cmake.flags.catalogue import adapt_to_project, add_acf_dimension, canonical_flags
+from compileiq_cmake.flags.catalogue import adapt_to_project, canonical_flags
 from compileiq_cmake.project.nvcc_command import normalize
 from compileiq_cmake.flags.probe import probe_space
 from compileiq_cmake.flags.space import Dimension, FlagSpace
@@ -131,19 +131,6 @@ def test_values_the_project_already_has_are_not_tried():
                  "maxrregcount: the project already builds with -maxrregcount=64; that value is not tried",
                  "restrict: the project already builds with --restrict; not tuned"):
         assert text in notes, notes
-
-
-@pytest.mark.unit
-def test_acf_dimension_needs_13_3(tmp_path: Path):
-    acf = tmp_path / "booster.acf"
-    acf.write_text("controls")
-    space = load_space("nvcc", "NVIDIA", "13.0")
-    old, notes = add_acf_dimension(space, [acf], "13.0.88")
-    assert old.dimensions == space.dimensions and "needs nvcc >= 13.3" in notes[0]
-    new, notes = add_acf_dimension(space, [acf], "13.3.10")
-    assert new.dimensions[-1].name == "apply_controls" and new.dimensions[-1].values[1] == (f"--apply-controls={acf}",)
-    with pytest.raises(CompileIQError, match="does not exist"):
-        add_acf_dimension(space, [tmp_path / "missing.acf"], "13.3")
 
 
 @pytest.mark.cuda

@@ -88,27 +88,37 @@ def test_cmake_entries_quote_everything_and_skip_replays():
 
 
 @pytest.mark.unit
-def test_apply_controls_file_is_recorded_relative_with_its_sha256_and_checked_at_configure(tmp_path):
-    """An ACF is recorded relative to the TOML's directory with its sha256; the configure resolves it and
-    applies the entry only while the file is unchanged (hardening, issue 10)."""
+def test_apply_controls_file_is_copied_beside_the_toml_with_its_sha256_and_checked_at_configure(tmp_path):
+    """The winner's ACF is copied beside the TOML as compileiq/acf/<sha256>.acf with NVIDIA's notice, recorded
+    relative with its sha256 and ptxas version; the configure resolves it, and a changed or missing file is left
+    out (with why) while the rest of the entry applies (issue 50)."""
+    import hashlib
     from compileiq_cmake.tune.publish import _portable_acf
 
-    acf = tmp_path / "controls" / "fast.acf"
+    acf = tmp_path / "state" / "fast.acf"
     acf.parent.mkdir()
-    acf.write_text("controls v1\n")
-    flags, digests = _portable_acf(("--use_fast_math", f"--apply-controls={acf}"), tmp_path)
-    assert flags == ("--use_fast_math", "--apply-controls=controls/fast.acf") and digests[0][0] == "controls/fast.acf"
+    acf.write_bytes(b"controls v1\n")
+    digest = hashlib.sha256(b"controls v1\n").hexdigest()
+    flags, digests = _portable_acf(("--use_fast_math", f"-Xptxas=--apply-controls={acf}"), tmp_path)
+    rel = f"compileiq/acf/{digest}.acf"
+    assert flags == ("--use_fast_math", f"-Xptxas=--apply-controls={rel}") and digests == ((rel, digest),)
+    assert (tmp_path / rel).read_bytes() == b"controls v1\n"
+    assert "© NVIDIA Corporation, 2026." in (tmp_path / "compileiq" / "acf" / "NOTICE").read_text()
     toml = tmp_path / "compileiq.toml"
-    write_entry(toml, make_entry(flags=flags, acf_sha256=digests))
+    write_entry(toml, make_entry(flags=flags, acf_sha256=digests, acf_ptxas="13.0.88"))
     (entry,) = read_entries(toml)
+    assert entry.acf_ptxas == "13.0.88"
     text = cmake_entries([entry], tmp_path)
-    assert f'"--apply-controls={acf}"' in text and "_compileiq_entry(" in text
-    acf.write_text("controls v2: edited after the tune\n")
+    copy = (tmp_path / rel).resolve()
+    assert f'"-Xptxas=--apply-controls={copy}"' in text and f'ACF_FILES "{copy}"' in text
+    assert 'ACF_PTXAS "13.0.88"' in text and "ACF_PROBLEM" not in text
+    (tmp_path / rel).write_bytes(b"controls v2: edited after the tune\n")
     text = cmake_entries([entry], tmp_path)
-    assert "_compileiq_entry(" not in text and "changed since the tune" in text
-    acf.unlink()
+    assert "_compileiq_entry(" in text and "apply-controls" not in text.split("ACF_PROBLEM")[0]
+    assert "changed since the tune" in text and '"--use_fast_math"' in text
+    (tmp_path / rel).unlink()
     assert "does not exist" in cmake_entries([entry], tmp_path)
-    bad = toml.read_text().replace(digests[0][1], "0" * 64).replace('"controls/fast.acf",\n', '"other.acf",\n', 1)
+    bad = toml.read_text().replace(digest, "0" * 64, 1)
     toml.write_text(bad)
     from compileiq_cmake.model.errors import CompileIQError
     with pytest.raises(CompileIQError, match="acf_sha256"):

@@ -1,0 +1,230 @@
+"""NVIDIA Advanced Controls (issue 50): the dimension through a candidate source's interface (a fake one here:
+compileiq and its search spaces are not on CI), every "not offered" line, the adapter's own lines when
+compileiq cannot give candidates, and that the repository holds no NVIDIA binary (search space or ACF)."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import subprocess
+import sys
+import tarfile
+import types
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.flags import acf as acf_mod
+from compileiq_cmake.flags import acf_compileiq
+from compileiq_cmake.flags.acf import AcfRequest, Situation, acf_dimension, gather, why_not_offered
+from compileiq_cmake.flags.space import load_space, validate_flags
+from compileiq_cmake.model.errors import CompileIQError
+
+pytestmark = pytest.mark.unit
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FakeSource:
+    """A candidate source as the interface says: deterministic bytes, a label, ask/tell recorded."""
+
+    label = "a fake space"
+    kind = "ptxas"
+
+    def __init__(self, *_args) -> None:
+        self.told: list[dict[bytes, float]] = []
+        self.asked = 0
+
+    def sample(self, n: int) -> list[bytes]:
+        return [b"fake-controls-%d" % (i % 5) for i in range(n)]  # 5 distinct: duplicates are stored once
+
+    def ask(self, n: int) -> list[bytes]:
+        self.asked += 1
+        return [b"asked-%d" % i for i in range(n)]
+
+    def tell(self, scores: dict[bytes, float]) -> None:
+        self.told.append(scores)
+
+
+OK = Situation(ptxas_version="13.3.73", arch="90", driver_cuda="13.3", sass_archs=("90",))
+
+
+def test_the_dimension_is_none_plus_distinct_candidates_stored_by_content(tmp_path):
+    source = FakeSource()
+    got = gather(AcfRequest(files=(), candidates=8), OK, tmp_path / "acf", lambda *a: source)
+    assert len(got.files) == 8 and len({f.sha256 for f in got.files}) == 5 and got.source is source
+    for f in got.files:
+        assert f.path == (tmp_path / "acf" / f"{f.sha256}.acf").resolve()
+        assert hashlib.sha256(f.path.read_bytes()).hexdigest() == f.sha256
+    assert "5 candidates sampled from a fake space" in got.notes[0]
+    space = acf_dimension(load_space("nvcc", "NVIDIA", "13.3"), list(got.files))
+    dim = space.dimensions[-1]
+    assert dim.name == "apply_controls" and dim.values[0] == () and len(dim.values) == 6
+    assert all(v[0].startswith("-Xptxas=--apply-controls=/") for v in dim.values[1:])
+    validate_flags("nvcc", [v[0] for v in dim.values[1:]])  # the grammar knows the token
+
+
+def test_user_files_join_the_sample_and_are_copied_into_the_state(tmp_path):
+    mine = tmp_path / "mine.acf"
+    mine.write_bytes(b"my own controls")
+    got = gather(AcfRequest(files=(mine,), candidates=2), OK, tmp_path / "acf", FakeSource)
+    assert got.files[0].origin == f"--acf {mine}" and got.files[0].path.parent == (tmp_path / "acf").resolve()
+    assert "and 1 --acf file(s)" in got.notes[0]
+    mine.write_bytes(b"edited later")  # the stored copy is what the trials used
+    assert got.files[0].path.read_bytes() == b"my own controls"
+
+
+def test_nothing_asked_nothing_said(tmp_path):
+    assert gather(AcfRequest(candidates=0), OK, tmp_path, FakeSource).notes == ()
+
+
+@pytest.mark.parametrize(("situation", "words"), [
+    (Situation("13.0.88", "90"), "ptxas 13.0.88 has no Advanced Controls (CUDA 13.3 and newer): `compileiq-cmake toolkit 13.3`"),
+    (Situation("13.3.73", "90", kind="nvcc"), "nvcc-type controls (--acf-space nvcc) run on sm_100 and newer only"),
+    (Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("80", "90-virtual")),
+     "the driver supports CUDA 13.0, older than the toolkit's 13.3.73, and the target carries no SASS for sm_90"),
+])
+def test_every_not_offered_line(tmp_path, situation, words):
+    assert words in why_not_offered(situation)
+    got = gather(AcfRequest(files=(), candidates=4), situation, tmp_path, FakeSource)
+    assert got.files == () and len(got.notes) == 1
+    assert got.notes[0].startswith("note: advanced controls (ACF) not offered: ") and words in got.notes[0]
+    assert not (tmp_path / "acf").exists()
+
+
+@pytest.mark.parametrize("situation", [
+    Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("90-real",)),
+    Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("all-major",)),
+    Situation("13.3.73", "90", driver_cuda=""),  # unknown driver: not refused for it
+    Situation("13.3.73", "100", kind="nvcc"),
+])
+def test_offered_where_it_can_work(situation):
+    assert why_not_offered(situation) == ""
+
+
+def test_compileiq_not_importable_is_one_line_with_how(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "compileiq", None)
+    monkeypatch.setitem(sys.modules, "compileiq.ciq", None)
+    got = gather(AcfRequest(candidates=4), OK, tmp_path, acf_compileiq.compileiq_source)
+    assert got.files == () and len(got.notes) == 1
+    assert "no candidates sampled: compileiq is not importable" in got.notes[0]
+    assert "pip install 'compileiq-cmake[acf]'" in got.notes[0]
+
+
+def _fake_compileiq(monkeypatch, retrieve):
+    """A stand-in for the compileiq package's surface the adapter uses (not its code)."""
+    provider = type("Provider", (), {"__init__": lambda self, version, variant: None, "retrieve": retrieve,
+                                     "resolution_metadata": None})
+    compilers = types.SimpleNamespace(PtxasSearchSpace=provider, NvccSearchSpace=provider)
+    for name, module in (("compileiq", types.ModuleType("compileiq")), ("compileiq.ciq", types.ModuleType("ciq")),
+                         ("compileiq.search_spaces", types.SimpleNamespace(compilers=compilers)),
+                         ("compileiq.types", types.ModuleType("types"))):
+        monkeypatch.setitem(sys.modules, name, module)
+    sys.modules["compileiq"].types = sys.modules["compileiq.types"]
+
+
+def test_search_space_not_found_offline_says_which_folder(tmp_path, monkeypatch):
+    def missing(self):
+        raise FileNotFoundError("CIQ_SEARCH_SPACES_DIR=/x but manifest.json is missing.")
+
+    _fake_compileiq(monkeypatch, missing)
+    monkeypatch.setenv("CIQ_SEARCH_SPACES_DIR", str(tmp_path / "spaces"))
+    got = gather(AcfRequest(candidates=4), OK, tmp_path, acf_compileiq.compileiq_source)
+    assert len(got.notes) == 1 and "no CompileIQ search space for ptxas 13.3 (default)" in got.notes[0]
+    assert f"CIQ_SEARCH_SPACES_DIR={tmp_path / 'spaces'} holds no usable ptxas 13.3 'default' space" in got.notes[0]
+    monkeypatch.delenv("CIQ_SEARCH_SPACES_DIR")
+    got = gather(AcfRequest(candidates=4), OK, tmp_path, acf_compileiq.compileiq_source)
+    assert "could not download it (no network?); offline, point CIQ_SEARCH_SPACES_DIR" in got.notes[0]
+
+
+def test_bad_acf_options_are_one_line_exit_2(tmp_path):
+    (tmp_path / "CMakeLists.txt").write_text("project(p)\n")
+    base = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path), "-B", str(tmp_path / "b"),
+            "--target", "t", "--bench", "true", "--metric", "WALLTIME"]
+    for extra, words in ((["--acf-candidates", "-1"], "--acf-candidates -1 is out of range"),
+                         (["--acf", str(tmp_path / "none.acf")], "is not a file"),
+                         (["--acf-space", "big"], "invalid choice")):
+        proc = subprocess.run(base + extra, capture_output=True, text=True, cwd=ROOT)
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
+        assert proc.stderr.count("\n") == 1 and not (tmp_path / "b").exists()
+
+
+def test_toolkit_version_is_checked_before_anything_is_installed(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "toolkit", "13", "--prefix", str(tmp_path / "k")],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "give major.minor such as 13.3" in proc.stderr
+    assert not (tmp_path / "k").exists()
+
+
+def test_toolkit_repair_links_the_unversioned_cudart(tmp_path):
+    from compileiq_cmake.flags.toolkit import repair, requirement
+
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "libcudart.so.13").write_bytes(b"")
+    assert repair(tmp_path) == [f"{lib / 'libcudart.so'} -> libcudart.so.13"]
+    assert (lib / "libcudart.so").resolve() == (lib / "libcudart.so.13").resolve() and repair(tmp_path) == []
+    assert requirement("13.3") == "cuda-toolkit[nvcc,cccl,cuobjdump,nvdisasm]==13.3.*"
+    assert requirement("13.3.1").endswith("==13.3.1")
+
+
+# NVIDIA's search spaces (public sha256 of the files in NVIDIA/CompileIQ's history): never in this repository
+SEARCH_SPACE_SHA256 = {
+    "edae9fe3c0a11f2c5fede8a1949a7dad325908ef478c34b32c46e87c447ed312",  # ptxas 13.3 default
+    "4d1b45681194625db287a49ac78b85b1331293d576ecee944d771ebeca214f07",  # ptxas 13.3 att
+    "285cf10494298126fa8004eda237bddd40a18c883efea9276a67551b781a4b4a",  # nvcc 13.3
+}
+KNOWN_BINARY = (b"\x89PNG", b"SQLite format 3", b"\x1f\x8b")
+
+
+def _text(data: bytes) -> bool:
+    return b"\x00" not in data[:8192]
+
+
+def _problem(name: str, data: bytes) -> str:
+    """Why a tracked file may be an NVIDIA binary ("" when it is text or a known container of text)."""
+    if name.endswith((".acf", ".bin")):
+        return "has an ACF or search-space suffix"
+    if hashlib.sha256(data).hexdigest() in SEARCH_SPACE_SHA256:
+        return "is one of NVIDIA's search spaces"
+    if not data or _text(data) or data.startswith(KNOWN_BINARY[:2]):
+        return ""
+    if data.startswith(b"\x1f\x8b"):
+        inner = gzip.decompress(data)
+        if _text(inner):
+            return ""
+        with tarfile.open(fileobj=io.BytesIO(inner)) as tar:
+            for member in tar.getmembers():
+                body = tar.extractfile(member)
+                why = _problem(member.name, body.read()) if body else ""
+                if why:
+                    return f"holds {member.name}, which {why}"
+        return ""
+    return "is an unknown binary (not text, PNG, SQLite or gzip)"
+
+
+def test_the_repository_holds_no_nvidia_binary():
+    try:
+        names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    bad = []
+    for name in filter(None, (n.decode() for n in names)):
+        path = ROOT / name
+        if path.is_file() and not path.is_symlink():
+            why = _problem(name, path.read_bytes())
+            if why:
+                bad.append(f"{name} {why}")
+    assert not bad, bad
+    assert _problem("x.acf", b"") and _problem("blob", bytes(range(256)))  # the rule can fail
+
+
+def test_fake_source_is_interchangeable_with_the_real_one():
+    for name in ("sample", "ask", "tell"):
+        assert callable(getattr(acf_compileiq.CompileIQSource, name)) and callable(getattr(FakeSource, name))
+    assert acf_mod.DEFAULT_CANDIDATES == 16
+
+
+def test_an_empty_candidate_is_refused(tmp_path):
+    with pytest.raises(CompileIQError, match="empty advanced control file"):
+        acf_mod.store(b"", tmp_path, "sample")

@@ -1,0 +1,111 @@
+"""The apply of an entry with an Advanced Control File on a real CMake project (tests/projects/acf_mixed:
+kernels in a .cu file and in a .cpp file marked LANGUAGE CUDA, host C++ beside them, another CUDA target in the
+same directory), with NVIDIA's CUDA 13.3 toolkit from PyPI installed by `compileiq-cmake toolkit 13.3` and with
+the system nvcc. The ACF here is a stand-in file (no NVIDIA binary is in the repository): the tests configure
+and read what CMake generated (compile_commands.json, build.ninja); they do not compile with it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compileiq_cmake.results.toml_io import write_entry
+from conftest import HAVE_NVCC, cmake_dir, commands_for, configure, copy_project, run_cli
+from test_result_file import make_entry
+
+pytestmark = [pytest.mark.cmake, pytest.mark.cuda, pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")]
+STAND_IN = b"a stand-in for an advanced control file\n"
+
+
+def _project(tmp_path: Path, compiler_version: str, acf_ptxas: str) -> tuple[Path, Path]:
+    """The project with a TOML whose entry for `tuned` holds --use_fast_math and a control file; the ACF path."""
+    src = copy_project("acf_mixed", tmp_path / "acf_mixed")
+    digest = hashlib.sha256(STAND_IN).hexdigest()
+    rel = f"compileiq/acf/{digest}.acf"
+    (src / rel).parent.mkdir(parents=True)
+    (src / rel).write_bytes(STAND_IN)
+    entry = make_entry(target="tuned", compiler_version=compiler_version, acf_ptxas=acf_ptxas,
+                       flags=("--use_fast_math", f"-Xptxas=--apply-controls={rel}"), acf_sha256=((rel, digest),))
+    write_entry(src / "compileiq.toml", entry)
+    return src, (src / rel).resolve()
+
+
+def _apply(src: Path, build: Path, *defs: str):
+    proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release",
+                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}", *defs)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def nvcc_13_3(tmp_path_factory) -> str:
+    """nvcc of NVIDIA's PyPI toolkit 13.3, installed by the tool's own command (COMPILEIQ_TEST_TOOLKIT_PREFIX:
+    an existing install to reuse)."""
+    prefix = os.environ.get("COMPILEIQ_TEST_TOOLKIT_PREFIX") or str(tmp_path_factory.mktemp("toolkit"))
+    out = run_cli("toolkit", "13.3", "--prefix", prefix, timeout=1800)
+    if out.returncode != 0 and "pip install" in out.stderr and "failed" in out.stderr:
+        pytest.skip(f"the PyPI toolkit could not be installed here: {out.stderr.strip().splitlines()[-1]}")
+    assert out.returncode == 0, out.stderr
+    m = re.search(r"-DCMAKE_CUDA_COMPILER=(\S+)", out.stdout)
+    assert m and "CUDA 13.3." in out.stdout, out.stdout
+    assert (Path(m.group(1)).parents[1] / "lib" / "libcudart.so").exists()  # the link the PyPI layout lacks
+    return m.group(1)
+
+
+def _ninja_inputs(build: Path, obj_part: str) -> str:
+    """The build statement of the object whose path holds `obj_part` (its inputs after ':')."""
+    text = (build / "build.ninja").read_text()
+    return next(line for line in text.splitlines() if line.startswith("build ") and obj_part in line.split(":")[0])
+
+
+@pytest.mark.slow
+def test_with_the_pypi_13_3_toolkit_the_acf_goes_to_the_tuned_targets_cuda_compiles_only(tmp_path, nvcc_13_3):
+    if not shutil.which("ninja"):
+        pytest.skip("ninja is not installed (the object dependencies are read from build.ninja)")
+    src, acf = _project(tmp_path, "13.3.73", "13.3.73")
+    build = tmp_path / "rel"
+    proc = _apply(src, build, f"-DCMAKE_CUDA_COMPILER={nvcc_13_3}")
+    flag = f"-Xptxas=--apply-controls={acf}"
+    assert "compileiq: applied 2 tuned flags to tuned" in proc.stdout, proc.stdout
+    for name in ("kern.cu", "kern_in.cpp"):
+        (cmd,) = commands_for(build, name)
+        assert flag in cmd and "--use_fast_math" in cmd, cmd
+        assert str(acf) in _ninja_inputs(build, name + ".o")  # an edited file rebuilds the object
+    for name in ("host.cpp", "other.cu"):
+        (cmd,) = commands_for(build, name)
+        assert "apply-controls" not in cmd, cmd
+        assert str(acf) not in _ninja_inputs(build, name + ".o")
+    check = run_cli("check", "-S", str(src), "-B", str(build), "--json")
+    assert '"applies": true' in check.stdout, check.stdout + check.stderr
+
+
+def test_an_acf_of_another_ptxas_version_is_left_out_in_one_line_and_the_rest_applies(tmp_path, compiler_versions):
+    src, acf = _project(tmp_path, compiler_versions.cuda, "13.3.73")
+    proc = _apply(src, tmp_path / "rel")
+    lines = [line for line in proc.stdout.splitlines() if "advanced control file" in line]
+    assert len(lines) == 1, proc.stdout
+    assert (f"the advanced control file of tuned is left out: it was tuned with ptxas 13.3.73, this build's is "
+            f"{compiler_versions.cuda}") in lines[0] and "the rest of its flags apply" in lines[0]
+    assert "compileiq: applied 1 tuned flag to tuned" in proc.stdout
+    (cmd,) = commands_for(tmp_path / "rel", "kern.cu")
+    assert "--use_fast_math" in cmd and "apply-controls" not in cmd
+
+
+def test_an_edited_acf_is_left_out_in_one_line_and_check_says_the_same(tmp_path, compiler_versions):
+    src, acf = _project(tmp_path, compiler_versions.cuda, compiler_versions.cuda)
+    ok = _apply(src, tmp_path / "ok")
+    (cmd,) = commands_for(tmp_path / "ok", "kern.cu")
+    assert f"-Xptxas=--apply-controls={acf}" in cmd and "left out" not in ok.stdout
+    acf.write_bytes(b"edited after the tune\n")
+    proc = _apply(src, tmp_path / "edited")
+    lines = [line for line in proc.stdout.splitlines() if "advanced control file" in line]
+    assert len(lines) == 1 and "changed since the tune (sha256 differs)" in lines[0], proc.stdout
+    (cmd,) = commands_for(tmp_path / "edited", "kern.cu")
+    assert "--use_fast_math" in cmd and "apply-controls" not in cmd
+    check = run_cli("check", "-S", str(src), "-B", str(tmp_path / "edited"))
+    assert "advanced control file left out" in check.stdout + check.stderr, check.stdout + check.stderr
