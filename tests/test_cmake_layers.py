@@ -36,7 +36,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "_compileiq_relocatable", "_compileiq_device_lto_refusal", "_compileiq_device_lto")),
     "CompileIQApply": (("CompileIQCommon", "CompileIQArch", "CompileIQRecords", "CompileIQLTO"), (
         "_compileiq_schedule_apply", "_compileiq_apply_flags_file", "_compileiq_entry", "_compileiq_source_flags",
-        "_compileiq_source_flags_done")),
+        "_compileiq_source_flags_done", "_compileiq_acf_depends")),
     "CompileIQTests": (("CompileIQCommon",), ("compileiq_add_test",)),
     "CompileIQ": (("CompileIQCommon", "CompileIQArch", "CompileIQRecords", "CompileIQLTO", "CompileIQApply",
                    "CompileIQTests"), ("compileiq_tune", "_compileiq_write_suite", "_compileiq_check_tune_target")),
