@@ -21,7 +21,11 @@ Provides
   ``COMPILEIQ_FLAGS_FILE``, ``COMPILEIQ_PORTABLE`` of :module:`CompileIQ`).
 ``_compileiq_entry(TARGET <t> LANGUAGE <lang> ARCH <arch> ...)``
   One entry: matched against this build (compiler, CUDA architectures,
-  build type, CPU, arch scope, device LTO) and applied or refused.
+  build type, CPU, arch scope, device LTO) and applied or refused; its
+  advanced control file (ptxas ``--apply-controls``) applied with the rest
+  or left out with one status line (another ptxas version, a changed file).
+``_compileiq_acf_depends(<target> <file>...)``
+  The control files as an ``OBJECT_DEPENDS`` of the target's CUDA sources.
 ``_compileiq_source_flags(...)``, ``_compileiq_source_flags_done(...)``
   The per-file part of an entry that applied.
 
