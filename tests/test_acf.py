@@ -228,3 +228,11 @@ def test_fake_source_is_interchangeable_with_the_real_one():
 def test_an_empty_candidate_is_refused(tmp_path):
     with pytest.raises(CompileIQError, match="empty advanced control file"):
         acf_mod.store(b"", tmp_path, "sample")
+
+
+def test_people_read_a_control_file_by_its_short_sha():
+    from compileiq_cmake.model import build_flags
+
+    flag = "-Xptxas=--apply-controls=/tree/compileiq/acf/" + "ab" * 32 + ".acf"
+    assert build_flags.describe(("--use_fast_math", flag)) == "--use_fast_math ACF abababababab"
+    assert build_flags.shown("--apply-controls=controls/mine.acf") == "--apply-controls=controls/mine.acf"

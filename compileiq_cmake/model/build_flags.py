@@ -57,8 +57,18 @@ def split(flags: tuple[str, ...] | list[str]) -> BuildFlags:
     return BuildFlags(tuple(target), lto, tuple((p, tuple(f)) for p, f in sorted(per_source.items())))
 
 
+_ACF_SHOWN = re.compile(r"^(?:-Xptxas=)?--apply-controls=(?:.*/)?([0-9a-f]{12})[0-9a-f]{52}\.acf$")
+
+
+def shown(flag: str) -> str:
+    """A flag as people read it: an advanced control file stored by content (<sha256>.acf) as "ACF <short
+    sha>" (its path is long and says nothing); any other flag as it is."""
+    m = _ACF_SHOWN.match(flag)
+    return f"ACF {m.group(1)}" if m else flag
+
+
 def describe(flags: tuple[str, ...] | list[str]) -> str:
     """For people: the target's flags, then "device LTO", then "path: flags" per file."""
     b = split(flags)
-    return "; ".join(filter(None, [" ".join(b.target)] + (["device LTO"] if b.device_lto else [])
+    return "; ".join(filter(None, [" ".join(shown(f) for f in b.target)] + (["device LTO"] if b.device_lto else [])
                             + [f"{p}: {' '.join(f)}" for p, f in b.sources])) or "(project's own flags)"

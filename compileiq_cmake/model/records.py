@@ -7,6 +7,7 @@ import statistics
 from dataclasses import dataclass, field
 from enum import Enum
 
+from . import build_flags
 from .errors import CommandFailure
 
 
@@ -26,7 +27,7 @@ class FlagSet:
         return not self.flags
 
     def describe(self) -> str:
-        return " ".join(self.flags) if self.flags else "(project's own flags)"
+        return " ".join(build_flags.shown(f) for f in self.flags) if self.flags else "(project's own flags)"
 
 
 class Status(str, Enum):
