@@ -18,7 +18,7 @@ from compileiq_cmake.results.toml_io import write_entry
 from conftest import HAVE_NVCC, cmake_dir, commands_for, configure, copy_project, run_cli
 from test_result_file import make_entry
 
-pytestmark = [pytest.mark.cmake, pytest.mark.cuda, pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")]
+pytestmark = pytest.mark.cmake
 STAND_IN = b"a stand-in for an advanced control file\n"
 
 
@@ -63,6 +63,8 @@ def _ninja_inputs(build: Path, obj_part: str) -> str:
     return next(line for line in text.splitlines() if line.startswith("build ") and obj_part in line.split(":")[0])
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 @pytest.mark.slow
 def test_with_the_pypi_13_3_toolkit_the_acf_goes_to_the_tuned_targets_cuda_compiles_only(tmp_path, nvcc_13_3):
     if not shutil.which("ninja"):
@@ -84,6 +86,8 @@ def test_with_the_pypi_13_3_toolkit_the_acf_goes_to_the_tuned_targets_cuda_compi
     assert '"applies": true' in check.stdout, check.stdout + check.stderr
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_an_acf_of_another_ptxas_version_is_left_out_in_one_line_and_the_rest_applies(tmp_path, compiler_versions):
     src, acf = _project(tmp_path, compiler_versions.cuda, "13.3.73")
     proc = _apply(src, tmp_path / "rel")
@@ -96,6 +100,8 @@ def test_an_acf_of_another_ptxas_version_is_left_out_in_one_line_and_the_rest_ap
     assert "--use_fast_math" in cmd and "apply-controls" not in cmd
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 def test_an_edited_acf_is_left_out_in_one_line_and_check_says_the_same(tmp_path, compiler_versions):
     src, acf = _project(tmp_path, compiler_versions.cuda, compiler_versions.cuda)
     ok = _apply(src, tmp_path / "ok")
@@ -109,3 +115,12 @@ def test_an_edited_acf_is_left_out_in_one_line_and_check_says_the_same(tmp_path,
     assert "--use_fast_math" in cmd and "apply-controls" not in cmd
     check = run_cli("check", "-S", str(src), "-B", str(tmp_path / "edited"))
     assert "advanced control file left out" in check.stdout + check.stderr, check.stdout + check.stderr
+
+
+@pytest.mark.cmake
+def test_compileiq_tune_passes_the_acf_keywords_to_the_tune_command(tmp_path):
+    from conftest import tune_command_rules
+
+    (tmp_path / "mine.acf").write_bytes(STAND_IN)
+    rules = tune_command_rules(tmp_path, f"ACF_CANDIDATES 32 ACF_SPACE att ACF {tmp_path / 'mine.acf'}")
+    assert "--acf-candidates=32" in rules and "--acf-space=att" in rules and f"--acf={tmp_path / 'mine.acf'}" in rules
