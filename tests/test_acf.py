@@ -236,3 +236,42 @@ def test_people_read_a_control_file_by_its_short_sha():
     flag = "-Xptxas=--apply-controls=/tree/compileiq/acf/" + "ab" * 32 + ".acf"
     assert build_flags.describe(("--use_fast_math", flag)) == "--use_fast_math ACF abababababab"
     assert build_flags.shown("--apply-controls=controls/mine.acf") == "--apply-controls=controls/mine.acf"
+
+
+def test_the_engine_is_told_the_measurements_and_its_next_generations_join_the_search(tmp_path):
+    """CompileIQ's ask/tell as one more proposal source (tune.acf_engine): once every control file so far is
+    measured, the source is told each file's best loss and its next generation becomes values of the
+    dimension, which the search then measures; at most GENERATIONS times (a fake source: its interface)."""
+    import types as _types
+
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
+    from compileiq_cmake.search.search import FlagSearch
+    from compileiq_cmake.tune.acf_engine import GENERATIONS, AcfEngine
+
+    source = FakeSource()
+    got = gather(AcfRequest(candidates=5), OK, tmp_path / "acf", lambda *a: source)
+    space = acf_dimension(FlagSpace("nvcc", (Dimension("opt", "", ((), ("-Xptxas=-O1",))),)), list(got.files))
+    search = FlagSearch(space, budget=60, seed=3, workers=1)
+    lines: list[str] = []
+    engine = AcfEngine.of(got, lines.append)
+
+    def measured(fs) -> float:  # an engine candidate 3% faster, a sampled one 1% faster, -O1 neutral
+        text = " ".join(Path(f.split("=")[-1]).read_bytes().decode() for f in fs.flags if "apply-controls" in f)
+        return -0.03 if "asked" in text else (-0.01 if text else 0.0)
+
+    trials, seen = {}, []
+    while (fs := search.ask()) is not None and len(trials) < 60:
+        loss = measured(fs)
+        search.tell(fs, loss)
+        trials[fs.key] = _types.SimpleNamespace(flagset=fs, valid=True, loss=loss)
+        seen.append(fs)
+        engine.after(search, trials, lambda t: t.loss)
+    assert source.asked == GENERATIONS and len(source.told) == GENERATIONS
+    assert set(map(bytes, source.told[0])) == {b"fake-controls-%d" % i for i in range(5)}
+    assert all(-0.011 < v < -0.009 for v in source.told[0].values())
+    assert any(-0.031 < v < -0.029 for v in source.told[1].values())  # the engine's own, told back
+    dim = search.space.dimensions[-1]
+    assert len(dim.values) == 1 + 5 + 5  # "asked-0..4" each generation: the same bytes are one value
+    asked = [fs for fs in seen if measured(fs) == -0.03]
+    assert asked and seen.index(asked[0]) < len(seen) - 1
+    assert sum("engine was told 5 measured control files (5 faster" in line for line in lines) == 1, lines

@@ -14,6 +14,8 @@ from typing import Any
 from ..model.errors import CompileIQError
 from .acf import version_tuple
 
+ENGINE_GENERATIONS = 8  # the engine is configured for at most this many (the tune asks fewer: tune.acf_engine)
+
 
 class AcfUnavailable(CompileIQError):
     """Why compileiq cannot give candidates here (one line, with how to get them)."""
@@ -55,13 +57,17 @@ class CompileIQSource:
         self.label = (f"compileiq's {kind} {major_minor} '{variant}' search space {where}, "
                       f"sha256 {str(getattr(meta, 'sha256', ''))[:12]}")
         self._types = ciq_types
-        config = ciq_types.SearchConfiguration(problem_type="min", pool_size=max(pool, 6))
+        config = ciq_types.SearchConfiguration(problem_type="min", generations=ENGINE_GENERATIONS, pool_size=max(pool, 6))
         self._search = ciq.Search(objective_function=lambda params: 0.0, search_space=provider, search_config=config,
                                   worker_type=ciq_types.WorkerTypes.MANUAL, disable_progress_bar=True)
         self._pending: dict[bytes, Any] = {}
 
     def sample(self, n: int) -> list[bytes]:
-        return [bytes.fromhex(str(h)) for h in self._search.sample(n)] if n > 0 else []
+        """The engine's first generation (so that their measurements can be told to it), then plain samples
+        of the space to make up `n`."""
+        first = self.ask(n) if n > 0 else []
+        extra = [bytes.fromhex(str(h)) for h in self._search.sample(n - len(first))] if n > len(first) else []
+        return first + extra
 
     def ask(self, n: int) -> list[bytes]:
         """The engine's next generation (its own batch size; at most `n` of it are returned, the rest told as

@@ -37,6 +37,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from dataclasses import replace
 from typing import Callable, Iterable, Sequence
 
 from ..flags import FlagSpace
@@ -85,6 +86,7 @@ class NevergradSearch:
         else:
             optimizer_cls = ng.optimizers.ConfPortfolio(optimizers=list(optimizer), warmup_ratio=0.0)
         self._opt = optimizer_cls(self._param, budget=max(budget * 20, 100), num_workers=workers)
+        self._sizes = {d.name: len(d.values) for d in space.dimensions}
         self._losses: dict[str, float] = {}
         self._asked: dict[str, object] = {}
         self._rng = random.Random(seed)
@@ -98,8 +100,10 @@ class NevergradSearch:
         loss = loss if math.isfinite(loss) else INVALID_LOSS
         self._losses[flagset.key] = loss
         cand = self._asked.pop(flagset.key, None)
+        chosen = dict(flagset.choices)
+        if cand is None and any(chosen.get(d.name, 0) >= self._sizes[d.name] for d in self.space.dimensions):
+            return  # a value added after it was made (FlagSearch.extend): outside its parametrization
         if cand is None:
-            chosen = dict(flagset.choices)
             self._opt.suggest({d.name: chosen.get(d.name, 0) for d in self.space.dimensions})
             cand = self._opt.ask()
         self._opt.tell(cand, loss)
@@ -171,6 +175,7 @@ class FlagSearch:
         self._losses: dict[str, float] = {}
         self._choice_of: dict[str, tuple[int, ...]] = {}  # key -> value index per dimension
         self._pending: set[str] = set()
+        self._pending_sets: dict[str, FlagSet] = {}  # the flag sets being built or measured, by key
         self._flagsets: dict[tuple[int, ...], FlagSet] = {}
         self._exhausted: set[str] = set()  # keys whose whole neighbourhood is measured or being built
         self._explore_every = max(0, int(explore_every))
@@ -213,6 +218,29 @@ class FlagSearch:
                     f"the {prior.source}'s predicted best combination" if n == 0 else
                     f"the {prior.source}'s combination of every value predicted faster")
 
+    def extend(self, name: str, values: Sequence[tuple[str, ...]]) -> int:
+        """More values of dimension `name` (a candidate source's next generation, tune.acf_engine), appended so
+        that every earlier index stays valid; each is a single-flag change measured next (alone, or on the
+        pivot). The nevergrad explorer keeps the values it was made with. How many were new."""
+        d = self._names.index(name)
+        dim = self._dims[d]
+        new = tuple(dict.fromkeys(v for v in values if v and v not in dim.values))
+        if not new:
+            return 0
+        grown = replace(dim, values=dim.values + new)
+        self._dims = self._dims[:d] + (grown,) + self._dims[d + 1:]
+        self.space = replace(self.space, dimensions=self._dims)
+        self._singles[0:0] = [(d, i) for i in range(len(dim.values), len(grown.values))]
+        self._exhausted.clear()  # every measured point has new neighbours
+        return len(new)
+
+    def waiting(self, name: str) -> int:
+        """Values of dimension `name` whose single-flag change is still to be proposed or being measured."""
+        d = self._names.index(name)
+        queued = sum(1 for dd, _ in self._singles if dd == d)
+        busy = sum(1 for key in self._pending if dict(self._pending_sets[key].choices).get(name, 0))
+        return queued + busy
+
     def proposed_by(self, flagset: FlagSet) -> str | None:
         """Why the prior proposed this flag set (None: it did not; the singles' order is its only other say)."""
         return self._origin.get(flagset.key)
@@ -247,6 +275,7 @@ class FlagSearch:
         trials restored from the store)."""
         loss = loss if math.isfinite(loss) else INVALID_LOSS
         self._pending.discard(flagset.key)
+        self._pending_sets.pop(flagset.key, None)
         chosen = dict(flagset.choices)
         self._choice_of.setdefault(flagset.key, tuple(chosen.get(n, 0) for n in self._names))
         self._losses[flagset.key] = loss
@@ -258,6 +287,7 @@ class FlagSearch:
         if self._taken(fs.key):
             return None
         self._pending.add(fs.key)
+        self._pending_sets[fs.key] = fs
         return fs
 
     def _single_loss(self, d: int, i: int, guess: bool = False) -> float:
@@ -297,6 +327,7 @@ class FlagSearch:
         fs = self._explorer.ask(taken=self._taken)
         if fs is not None:
             self._pending.add(fs.key)
+            self._pending_sets[fs.key] = fs
         return fs
 
     def _big_movers(self) -> list[tuple[int, int]]:

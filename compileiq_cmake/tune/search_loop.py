@@ -25,6 +25,7 @@ from ..search.prior import SpacePrior
 from ..search.search import FlagSearch
 from .baseline import Baselines
 from .lines import progress
+from .acf_engine import AcfEngine
 from .bank import Bank
 from .budget import BOX_RESULT, Budget
 from .plan import Plan
@@ -96,7 +97,8 @@ class SearchLoop:
         state = _Loop(trials, search, spec.budget, len(trials), max(0, len(base.runners) - 1),
                       per_file_due=spec.per_file_budget > 0,
                       per_file_possible=spec.per_file_budget > 0 and setup.project.language == "CUDA"
-                      and len(setup.project.target.sources_in("CUDA")) > 1)
+                      and len(setup.project.target.sources_in("CUDA")) > 1,
+                      acf=AcfEngine.of(setup.tools.acf if setup.tools is not None else None, log))
         self.budget.measured_by(len(base.runners), bool(base.references))
         state.plan = self._replan(trials, state.confirmations)
         if state.plan is not None:
@@ -221,6 +223,8 @@ class SearchLoop:
         trials[trial.flagset.key] = trial
         self.store.save_result(BOX_RESULT, self.budget.record())
         state.search.tell(trial.flagset, self._loss(trial))
+        if state.acf is not None and isinstance(state.search, FlagSearch):
+            state.acf.after(state.search, trials, self._loss)
         state.plan = self._replan(trials, state.confirmations)
         progress(self.setup, self.log, trial, self.base.base_of(trial), trials, self.started,
                  pipeline.in_flight.describe(),
@@ -274,6 +278,7 @@ class _Loop:
     per_file_plan: per_file.Plan | None = None
     deferred: list[FlagSet] = field(default_factory=list)  # asked, then cancelled for a bank's validation: first again
     banking: Trial | None = None  # an obvious win waiting for the conveyor to drain, then validated
+    acf: AcfEngine | None = None  # the ACF candidate source's own engine, asked when its candidates are measured
 
 
 def nothing_to_gain(after: int, prior: SpacePrior | None, trials, base: Baselines, lower: bool = True) -> bool:

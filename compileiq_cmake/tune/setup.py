@@ -35,7 +35,7 @@ from .tree_pool import Baselines, TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
 from ..flags.catalogue import device_lto_wanted, drop_device_lto
 from ..flags.space import host_side_named
-from ..flags.acf import AcfRequest
+from ..flags.acf import AcfRequest, Candidates
 from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
 from ..model.spec import TuneSpec, compute_capability
 from ..model.events import Log, as_stream
@@ -232,7 +232,8 @@ def setup(spec: TuneSpec, log: Log, placement: Placement | None = None, gpu_here
                 and tree_pool.ahead.wait_for(spec.target, SCREEN_SHARE * spec.time_limit if spec.time_limit else 600.0):
             as_stream(log).info(f"the suite's screening ahead was screening {spec.target}: waited for it (its "
                                 "values are in the screening cache)")
-        space, screen_kernels, fingerprints, objects = _cuda_space(spec, first, target, tools, arch, space, log)
+        space, screen_kernels, fingerprints, objects, acf = _cuda_space(spec, first, target, tools, arch, space, log)
+        tools = replace(tools, acf=acf)
     _require_dimensions(spec, space, language)
     gpus = _gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
@@ -312,10 +313,10 @@ def _said_writes(spec: TuneSpec, written: list[Path], log: Log) -> None:
 
 def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools, arch: str, space: FlagSpace,
                 log: Log) -> tuple[FlagSpace, dict[tuple[str, tuple[str, ...]], frozenset[str]], FingerprintCache | None,
-                                   tuple[Path, ...]]:
-    """A CUDA target's space after the probe, the adaptation and the static screening (prepare_cuda_space), the
-    kernels each kept value changes, the device-code fingerprints (None without cuobjdump, said) and the
-    target's object files relative to a variant tree."""
+                                   tuple[Path, ...], Candidates | None]:
+    """A CUDA target's space after the probe, the adaptation, the ACF candidates and the static screening
+    (prepare_cuda_space), the kernels each kept value changes, the device-code fingerprints (None without
+    cuobjdump, said), the target's object files relative to a variant tree and the ACF candidates gathered."""
     fingerprints = None
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
     objects: tuple[Path, ...] = ()
@@ -354,7 +355,7 @@ def _cuda_space(spec: TuneSpec, first: VariantTree, target: Target, tools: Tools
         fingerprints = FingerprintCache(tools.compiler, arch=arch)
         objects = tuple(o.relative_to(first.path) for o in (output_file(e) for e in entries)
                         if o is not None and o.resolve().is_relative_to(first.path.resolve()))
-    return space, screen_kernels, fingerprints, objects
+    return space, screen_kernels, fingerprints, objects, prepared.acf
 
 
 def _step_cache(spec: TuneSpec, language: str, own: str, log: Log) -> tuple[StepCache | None, bool]:

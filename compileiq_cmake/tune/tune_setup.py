@@ -16,6 +16,7 @@ from ..execute.executor import ExecutionPlan
 from ..execute.replay import ReplayRunner
 from ..execute.step_cache import StepCache
 from ..flags import FlagSpace
+from ..flags.acf import Candidates
 from ..flags.fingerprint import FingerprintCache, find_tool
 from ..measure.energy import EnergyMeter
 from ..measure.gpu import GpuMonitor, GpuSlot
@@ -98,6 +99,7 @@ class Tools:
     host_compiler: str = ""  # CUDA: CMAKE_CUDA_HOST_COMPILER, else PATH's g++ or c++ ("" when none)
     step_cache: StepCache | None = None  # CUDA: sccache as the trees' compiler launcher
     step_cache_started: bool = False  # this tune started its server (and stops it; a suite's: the suite)
+    acf: Candidates | None = None  # CUDA: the Advanced Control File candidates and their source (None: none)
 
     @staticmethod
     def found(cmake: str, cmake_version: tuple[int, int], language: str, compiler: str,
