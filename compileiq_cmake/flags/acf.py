@@ -202,6 +202,7 @@ class Candidates:
     files: tuple[AcfFile, ...]
     notes: tuple[str, ...]
     source: CandidateSource | None = None  # the source the sample came from (ask/tell), None without one
+    ptxas: str = ""  # the version of the ptxas they are for (the entry's acf_ptxas)
 
 
 def gather(request: AcfRequest, situation: Situation, folder: Path, open_source: SourceFactory) -> Candidates:
@@ -231,4 +232,4 @@ def gather(request: AcfRequest, situation: Situation, folder: Path, open_source:
             files += sampled
     elif files:
         notes.append(f"advanced controls (ACF): {len(files)} --acf file(s); stored in {folder}")
-    return Candidates(tuple(files), tuple(notes), source)
+    return Candidates(tuple(files), tuple(notes), source, situation.ptxas_version)

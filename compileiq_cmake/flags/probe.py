@@ -52,6 +52,21 @@ def nvcc_version(nvcc_path: str) -> str:
     return m.group(1)
 
 
+def ptxas_version(nvcc_path: str) -> str:
+    """The version of the ptxas nvcc runs (the one beside it, as nvcc.profile says; "13.3.73"): what Advanced
+    Control Files are made for. nvcc's own version when that ptxas cannot be asked."""
+    for ptxas in (Path(nvcc_path).parent / "ptxas", Path(nvcc_path).resolve().parent / "ptxas"):
+        try:
+            out = subprocess.run([str(ptxas), "--version"], capture_output=True, text=True, timeout=60,
+                                 check=False).stdout
+        except OSError:
+            continue
+        m = re.search(r"V(\d+\.\d+\.\d+)", out)
+        if m:
+            return m.group(1)
+    return nvcc_version(nvcc_path)
+
+
 def _compile(nvcc: str, arch: str, source: Path, out: Path, tokens: tuple[str, ...]) -> tuple[int, list[str]]:
     cmd = [nvcc, f"-arch=sm_{arch}", "-cubin", "-o", str(out), str(source), *tokens]
     try:

@@ -36,7 +36,7 @@ from .acf import AcfRequest, Candidates, Situation, SourceFactory, acf_dimension
 from .acf_compileiq import compileiq_source
 from .catalogue import adapt_to_project, add_device_lto_dimension, device_lto_wanted
 from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool
-from .probe import default_cache_path, nvcc_version, probe_device_lto, probe_space, user_cache_dir
+from .probe import default_cache_path, probe_device_lto, probe_space, ptxas_version, user_cache_dir
 
 SAME_AS_BASELINE = "same device code as the project's own build"
 NOT_SCREENED = "not screened: the screening's time share ran out"
@@ -302,7 +302,7 @@ def prepare_cuda_space(
     candidates = None
     if acf is not None:
         decided_archs = decisions.cuda_archs if decisions is not None else ()
-        situation = Situation(ptxas_version=nvcc_version(nvcc_path), arch=cuda_arch, kind=acf.kind,
+        situation = Situation(ptxas_version=ptxas_version(nvcc_path), arch=cuda_arch, kind=acf.kind,
                               driver_cuda=driver_cuda, sass_archs=decided_archs)
         candidates = gather(acf, situation, build_dir / "compileiq" / "acf", open_source)
         space = acf_dimension(space, list(candidates.files))

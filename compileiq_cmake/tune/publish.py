@@ -225,6 +225,12 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path, log: Log | None = None
     return tuple(out), tuple(digests)
 
 
+def _acf_ptxas(setup: TuneSetup) -> str:
+    """The ptxas version the tune's control files were made for (the tuned compiler's when not recorded)."""
+    acf_of = setup.tools.acf if setup.tools is not None else None
+    return (acf_of.ptxas if acf_of is not None and acf_of.ptxas else "") or setup.project.toolchain.version
+
+
 def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
                            answers: portability.Answers) -> portability.Resolution | None:
     """-march=native and the like, as the compiler resolves them on this host, with the CPU and its ISA
@@ -291,7 +297,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         untested_flags=_as_written(untested_flags(winner.flagset, contributions), after),
         target=spec.target, language=setup.project.language, arch=setup.devices.cuda_arch,
         compiler_id=setup.project.toolchain.compiler_id, compiler_version=setup.project.toolchain.version,
-        flags=written, acf_sha256=acf_sha256, acf_ptxas=setup.project.toolchain.version if acf_sha256 else "",
+        flags=written, acf_sha256=acf_sha256, acf_ptxas=_acf_ptxas(setup) if acf_sha256 else "",
         build_type=setup.project.build_type, device=setup.devices.device,
         compute_capability=setup.devices.compute_capability, metric=spec.metric.label,
         lower_is_better=spec.metric.lower_is_better, objective=spec.objective,
