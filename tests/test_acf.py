@@ -275,3 +275,21 @@ def test_the_engine_is_told_the_measurements_and_its_next_generations_join_the_s
     asked = [fs for fs in seen if measured(fs) == -0.03]
     assert asked and seen.index(asked[0]) < len(seen) - 1
     assert sum("engine was told 5 measured control files (5 faster" in line for line in lines) == 1, lines
+
+
+def test_what_each_control_file_changed_is_kept_from_the_screening_and_counted(tmp_path):
+    import types as _types
+
+    from compileiq_cmake.flags.screening import KernelDelta, ScreenRow, _acf_screened
+
+    got = gather(AcfRequest(candidates=3), OK, tmp_path, FakeSource)
+    a, b, c = got.files
+    rows = (ScreenRow("apply_controls", (a.token,), True, "changes the code of 1 function",
+                      (KernelDelta("k:spill", (128, 168), (204, 0), (832, 900)),)),
+            ScreenRow("apply_controls", (b.token,), False, "same device code as " + a.token),
+            ScreenRow("apply_controls", (c.token,), False, "does not compile: ptxas crashed (SIGFPE)"),
+            ScreenRow("fmad", ("--fmad=false",), True, "changes the code of 1 function"))
+    screened, line = _acf_screened(got, _types.SimpleNamespace(rows=rows))
+    assert screened.changed(a.sha256) == "spill: regs 128->168, spills 204->0 B, instrs 832->900"
+    assert line == ("advanced controls (ACF): 1 of 3 control files kept after screening (1 with the code of the "
+                    "project's own build or of another, 1 that ptxas refused or crashed on)")

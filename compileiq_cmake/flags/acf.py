@@ -203,6 +203,10 @@ class Candidates:
     notes: tuple[str, ...]
     source: CandidateSource | None = None  # the source the sample came from (ask/tell), None without one
     ptxas: str = ""  # the version of the ptxas they are for (the entry's acf_ptxas)
+    changes: tuple[tuple[str, str], ...] = ()  # (sha256, what it changed in the device code), from the screening
+
+    def changed(self, sha256: str) -> str:
+        return dict(self.changes).get(sha256, "")
 
 
 def gather(request: AcfRequest, situation: Situation, folder: Path, open_source: SourceFactory) -> Candidates:

@@ -32,7 +32,7 @@ from ..model.wording import plural
 from ..project.cmake_project import VariantSettings, VariantTree
 from ..system.lock import TuneLock
 from . import load_space
-from .acf import AcfRequest, Candidates, Situation, SourceFactory, acf_dimension, gather
+from .acf import ACF_DIMENSION, AcfRequest, Candidates, Situation, SourceFactory, acf_dimension, acf_path, gather
 from .acf_compileiq import compileiq_source
 from .catalogue import adapt_to_project, add_device_lto_dimension, device_lto_wanted
 from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool
@@ -260,6 +260,21 @@ def _notes(entries: list[dict], found: _Units, unscreened: int, share: str, cach
     return notes
 
 
+def _acf_screened(candidates: Candidates, result: ScreenResult) -> tuple[Candidates, str]:
+    """The control files as the screening saw them: what each kept one changes (registers, spills, instructions
+    of the kernels it changes, for the report) and one line counting them."""
+    rows = [r for r in result.rows if r.dimension == ACF_DIMENSION]
+    kept = [r for r in rows if r.kept]
+    changes = tuple((Path(acf_path(r.value[0]) or "").stem, "; ".join(e.describe() for e in r.effects[:3])
+                     + (f"; and {len(r.effects) - 3} more kernels" if len(r.effects) > 3 else ""))
+                    for r in kept if r.value)
+    failed = sum(1 for r in rows if r.reason.startswith("does not compile"))
+    same = sum(1 for r in rows if not r.kept and not r.reason.startswith("does not compile"))
+    return replace(candidates, changes=changes), (
+        f"advanced controls (ACF): {len(kept)} of {len(rows)} control files kept after screening ({same} with the "
+        f"code of the project's own build or of another, {failed} that ptxas refused or crashed on)")
+
+
 @dataclass(frozen=True)
 class CudaSpace:
     """A CUDA target's flag space after the probe, the adaptation to the project's own flags, the ACF
@@ -329,6 +344,9 @@ def prepare_cuda_space(
         else:
             space = result.space
             notes += result.notes
+            if candidates is not None and candidates.files:
+                candidates, acf_note = _acf_screened(candidates, result)
+                notes.append(acf_note)
     if entries:  # a build mode, not a compile flag: after the screening, never screened
         decided = decisions or ApplyDecisions.parse({}, "(none)")
         refusal = decided.device_lto_refusal

@@ -84,7 +84,8 @@ class Publish:
         fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
         result = TuneResult(spec.target, tuple(trials.values()), base.baseline, winner, toml_path, wall,
                             tuple(_notes(setup, base, self.search, fresh, decision, wall,
-                                         self.budget.box if self.budget is not None else None)), contributions, setup.project.language)
+                                         self.budget.box if self.budget is not None else None)
+                                  + _acf_notes(setup, winner)), contributions, setup.project.language)
         final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh), needed=self.search.needed)
         document = summary.build(
             setup, result, effects=decision.effects, noise=base.noise, paired=bool(base.references),
@@ -223,6 +224,20 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path, log: Log | None = None
             flag = flag[:-len(path_text)] + rel
         out.append(flag)
     return tuple(out), tuple(digests)
+
+
+def _acf_notes(setup: TuneSetup, winner: Validation | None) -> list[str]:
+    """What the Advanced Controls came to: how many control files were searched and the winner's, by short
+    sha, with what it changed in the device code (none when the tune had no candidates)."""
+    acf_of = setup.tools.acf if setup.tools is not None else None
+    if acf_of is None or not acf_of.files:
+        return []
+    used = [Path(p).stem for p in (acf_path(f) for f in (winner.flagset.flags if winner is not None else ())) if p]
+    what = (f"the winner's is ACF {used[0][:12]} ({acf_of.changed(used[0]) or 'its changes were not screened'})"
+            if used else "the winner uses none" if winner is not None else "no winner")
+    source = acf_of.source.label if acf_of.source is not None else "--acf files"
+    return [f"advanced controls: {plural(len({f.sha256 for f in acf_of.files}), 'control file')} searched at first "
+            f"({source}); {what}"]
 
 
 def _acf_ptxas(setup: TuneSetup) -> str:
