@@ -39,7 +39,7 @@ def test_space_lists_every_dimension_with_when_it_applies():
         assert f"\n  {name}" in out, name
     lto = next(line for line in out.splitlines() if line.startswith("  device_lto "))
     assert "relocatable device code" in lto and "CMake >= 3.25" in lto
-    assert "apply_controls" in out and "nvcc >= 13.3" in out
+    assert "apply_controls" in out and "ptxas >= 13.3" in out
     reg = next(line for line in out.splitlines() if line.startswith("  register_usage_level "))
     assert "[nvcc >= 12.4]" in reg
     gcc = run_cli("space", "gcc").stdout

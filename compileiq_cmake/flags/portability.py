@@ -170,8 +170,13 @@ def _resolve_one(kind: str, compiler: str, compiler_id: str) -> list[str]:
         raise CompileIQError(f"{compiler} does not say which CPU {option}native picks")
     if kind == "tune":
         return [option + name]
-    named = gcc_target_options(compiler, [option + name])[1]
+    named_values, named = gcc_target_options(compiler, [option + name])
     tokens = [option + name] + [f"-m{f}" for f in sorted(native - named)] + [f"-mno-{f}" for f in sorted(named - native)]
+    tune = values.get("-mtune=", "")
+    if kind == "arch" and tune and tune != named_values.get("-mtune=") and re.fullmatch(_CPU_NAME, tune):
+        # a CPU the compiler does not know by name: -march=native tunes for "generic", -march=<name> for <name>
+        # (other vector widths, other code): the native tuning is kept
+        tokens.append(f"-mtune={tune}")
     cc1 = _cc1_tokens(compiler, [f"{option}native"])
     for i, tok in enumerate(cc1[:-1]):  # the cache sizes the driver detected
         if tok == "--param" and cc1[i + 1].split("=", 1)[0] in CACHE_PARAMS:
