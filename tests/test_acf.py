@@ -293,3 +293,26 @@ def test_what_each_control_file_changed_is_kept_from_the_screening_and_counted(t
     assert screened.changed(a.sha256) == "spill: regs 128->168, spills 204->0 B, instrs 832->900"
     assert line == ("advanced controls (ACF): 1 of 3 control files kept after screening (1 with the code of the "
                     "project's own build or of another, 1 that ptxas refused or crashed on)")
+
+
+def test_control_files_that_cut_spills_are_measured_first_fewest_spills_first(tmp_path):
+    import types as _types
+
+    from compileiq_cmake.flags.screening import KernelDelta, ScreenRow, _spills_first
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
+    from compileiq_cmake.search.search import FlagSearch
+
+    got = gather(AcfRequest(candidates=5), OK, tmp_path, FakeSource)
+    space = acf_dimension(FlagSpace("nvcc", (Dimension("opt", "", ((), ("-Xptxas=-O1",))),)), list(got.files))
+    values = space.dimensions[-1].values[1:]
+    after = (300, 0, 204, 100, None)  # spill bytes with each file (baseline 204); None: no change screened
+    rows = tuple(ScreenRow("apply_controls", v, True, "changes the code",
+                           (KernelDelta("k:spill", (128, 128), (204, s), (832, 830)),) if s is not None else ())
+                 for v, s in zip(values, after))
+    ordered, leading = _spills_first(space, _types.SimpleNamespace(rows=rows))
+    dim = ordered.dimensions[-1]
+    assert leading == 2 and dim.leading == 2 and dim.values[1:3] == (values[1], values[3])
+    assert set(dim.values[1:]) == set(values)
+    search = FlagSearch(ordered, budget=40, seed=7, workers=1)
+    first = [search.ask() for _ in range(2)]
+    assert [fs.flags for fs in first] == [values[1], values[3]]

@@ -260,6 +260,23 @@ def _notes(entries: list[dict], found: _Units, unscreened: int, share: str, cach
     return notes
 
 
+def _spills_first(space: FlagSpace, result: ScreenResult) -> tuple[FlagSpace, int]:
+    """The ACF dimension with the control files that cut the spill bytes of the kernels they change first,
+    fewest spill bytes first (removing spills was the one static sign of a faster ACF in the H200 landscape:
+    docs/benchmarks/acf.md), as its `leading` values; the others keep their place. How many lead."""
+    dims = list(space.dimensions)
+    at = next((n for n, d in enumerate(dims) if d.name == ACF_DIMENSION), None)
+    if at is None:
+        return space, 0
+    spills = {r.value: (sum(e.spill_bytes[1] for e in r.effects), sum(e.spill_bytes[0] for e in r.effects))
+              for r in result.rows if r.dimension == ACF_DIMENSION and r.kept and r.effects}
+    cut = sorted((v for v in dims[at].values[1:] if v in spills and spills[v][0] < spills[v][1]),
+                 key=lambda v: spills[v][0])
+    rest = [v for v in dims[at].values[1:] if v not in cut]
+    dims[at] = replace(dims[at], values=((), *cut, *rest), leading=len(cut))
+    return replace(space, dimensions=tuple(dims)), len(cut)
+
+
 def _acf_screened(candidates: Candidates, result: ScreenResult) -> tuple[Candidates, str]:
     """The control files as the screening saw them: what each kept one changes (registers, spills, instructions
     of the kernels it changes, for the report) and one line counting them."""
@@ -346,7 +363,8 @@ def prepare_cuda_space(
             notes += result.notes
             if candidates is not None and candidates.files:
                 candidates, acf_note = _acf_screened(candidates, result)
-                notes.append(acf_note)
+                space, leading = _spills_first(space, result)
+                notes.append(acf_note + (f"; the {leading} that cut spill bytes are measured first" if leading else ""))
     if entries:  # a build mode, not a compile flag: after the screening, never screened
         decided = decisions or ApplyDecisions.parse({}, "(none)")
         refusal = decided.device_lto_refusal

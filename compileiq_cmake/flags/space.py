@@ -50,6 +50,7 @@ class Dimension:
     build_mode: bool = False  # not a compile flag (device LTO, build_flags): measured first among the singles
     cpu_specific: bool = False  # its code needs the tuning host's CPU (-march=native): tune --portable drops it
     measured_first: bool = False  # its singles come right after the build modes' (an unoptimized build's -O level)
+    leading: int = 0  # its values 1..leading come first among the singles, in this order (ACFs that cut spills)
 
     def labels(self) -> list[str]:
         return ["default"] + [" ".join(v) for v in self.values[1:]]

@@ -192,7 +192,9 @@ class FlagSearch:
         # build modes (device LTO) first, then what the setup marked (an unoptimized build's -O level), then
         # approximate-arithmetic values: the likely big movers (stable sort: seeded order within each part)
         singles.sort(key=lambda di: (not self._dims[di[0]].build_mode, not self._dims[di[0]].measured_first,
-                                     numerics_first and not self._dims[di[0]].relaxes_numerics))
+                                     numerics_first and not self._dims[di[0]].relaxes_numerics,
+                                     not di[1] <= self._dims[di[0]].leading,
+                                     di[1] if di[1] <= self._dims[di[0]].leading else 0))
         self._learned = prior
         self._origin: dict[str, str] = {}  # key -> why the prior proposed it
         # values the prior knows nothing of that the default measures early: before even the prior's combinations
@@ -202,7 +204,8 @@ class FlagSearch:
 
             def early(di: tuple[int, int]) -> bool:
                 dim = dims[di[0]]
-                return dim.build_mode or dim.measured_first or (numerics_first and dim.relaxes_numerics)
+                return dim.build_mode or dim.measured_first or di[1] <= dim.leading or (
+                    numerics_first and dim.relaxes_numerics)
 
             singles, self._front = prior_order(singles, prior, early)
         self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
