@@ -295,10 +295,10 @@ def test_what_each_control_file_changed_is_kept_from_the_screening_and_counted(t
                     "project's own build or of another, 1 that ptxas refused or crashed on)")
 
 
-def test_control_files_that_cut_spills_are_measured_first_fewest_spills_first(tmp_path):
+def test_control_files_that_cut_spills_are_measured_first_fewestspills_first(tmp_path):
     import types as _types
 
-    from compileiq_cmake.flags.screening import KernelDelta, ScreenRow, _spills_first
+    from compileiq_cmake.flags.screening import KernelDelta, ScreenRow, spills_first
     from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.search.search import FlagSearch
 
@@ -309,7 +309,7 @@ def test_control_files_that_cut_spills_are_measured_first_fewest_spills_first(tm
     rows = tuple(ScreenRow("apply_controls", v, True, "changes the code",
                            (KernelDelta("k:spill", (128, 128), (204, s), (832, 830)),) if s is not None else ())
                  for v, s in zip(values, after))
-    ordered, leading = _spills_first(space, _types.SimpleNamespace(rows=rows))
+    ordered, leading = spills_first(space, _types.SimpleNamespace(rows=rows))
     dim = ordered.dimensions[-1]
     assert leading == 2 and dim.leading == 2 and dim.values[1:3] == (values[1], values[3])
     assert set(dim.values[1:]) == set(values)

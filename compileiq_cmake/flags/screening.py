@@ -260,7 +260,7 @@ def _notes(entries: list[dict], found: _Units, unscreened: int, share: str, cach
     return notes
 
 
-def _spills_first(space: FlagSpace, result: ScreenResult) -> tuple[FlagSpace, int]:
+def spills_first(space: FlagSpace, result: ScreenResult) -> tuple[FlagSpace, int]:
     """The ACF dimension with the control files that cut the spill bytes of the kernels they change first,
     fewest spill bytes first (removing spills was the one static sign of a faster ACF in the H200 landscape:
     docs/benchmarks/acf.md), as its `leading` values; the others keep their place. How many lead."""
@@ -363,7 +363,7 @@ def prepare_cuda_space(
             notes += result.notes
             if candidates is not None and candidates.files:
                 candidates, acf_note = _acf_screened(candidates, result)
-                space, leading = _spills_first(space, result)
+                space, leading = spills_first(space, result)
                 notes.append(acf_note + (f"; the {leading} that cut spill bytes are measured first" if leading else ""))
     if entries:  # a build mode, not a compile flag: after the screening, never screened
         decided = decisions or ApplyDecisions.parse({}, "(none)")
