@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 50 on the GPU machine: the ACF landscape's spilling kernel (benchmarks/acf/projects/spill_app) tuned
 # through the CMake route (Route 2: tune -S -B --target) twice in one box each, back to back on one machine:
-#   joint:  public flags + Advanced Controls (the control files carried in .acfcarry2/acf, --acf each,
+#   joint:  public flags + Advanced Controls (the 160 sampled control files carried in .acfcarry2/acf, --acf each,
 #           --acf-candidates 0: compileiq is not on that machine)
 #   public: public flags alone (--acf-candidates 0, no --acf)
 # then each winner re-measured against the project's own build in a fresh release tree with the apply
