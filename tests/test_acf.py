@@ -316,3 +316,33 @@ def test_control_files_that_cut_spills_are_measured_first_fewestspills_first(tmp
     search = FlagSearch(ordered, budget=40, seed=7, workers=1)
     first = [search.ask() for _ in range(2)]
     assert [fs.flags for fs in first] == [values[1], values[3]]
+
+
+def test_the_engine_waits_for_a_measured_control_file_and_a_refusal_is_said_once(tmp_path):
+    import types as _types
+
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
+    from compileiq_cmake.search.search import FlagSearch
+    from compileiq_cmake.tune.acf_engine import AcfEngine
+
+    class Refusing(FakeSource):
+        def tell(self, scores):
+            raise CompileIQError("the engine finished")
+
+    source = Refusing()
+    got = gather(AcfRequest(candidates=2), OK, tmp_path, lambda *a: source)
+    space = acf_dimension(FlagSpace("nvcc", (Dimension("opt", "", ((), ("-Xptxas=-O1",))),)), list(got.files))
+    search = FlagSearch(space, budget=1, seed=0, workers=1)  # singles cut to one: the control files never queued
+    lines: list[str] = []
+    engine = AcfEngine.of(got, lines.append)
+    fs = search.ask()
+    search.tell(fs, 0.0)
+    trials = {fs.key: _types.SimpleNamespace(flagset=fs, valid=True)}
+    measured_acf = any("apply-controls" in f for f in fs.flags)
+    assert engine.after(search, trials, lambda t: 0.0) == 0
+    assert (engine.done == 1) == measured_acf and len(lines) == int(measured_acf)
+    acf_fs = search.space.flagset({"apply_controls": 1})
+    trials[acf_fs.key] = _types.SimpleNamespace(flagset=acf_fs, valid=True)
+    for _ in range(3):
+        assert engine.after(search, trials, lambda t: -0.01) == 0
+    assert sum("engine stopped (the engine finished)" in line for line in lines) == 1, lines

@@ -94,8 +94,12 @@ class CompileIQSource:
             loss = scores.get(data, float("inf"))
             rows.append(Score(score=loss if loss == loss and loss != float("inf") else 1e9,
                               param_id=cand.param_id, num_objectives=1))
-        self._search.tell(rows)
-        self._pending.clear()
+        try:
+            self._search.tell(rows)
+        except Exception as exc:  # noqa: BLE001 - the engine refused the scores: said by the caller
+            raise CompileIQError(f"compileiq's engine refused the scores: {exc}") from None
+        finally:
+            self._pending.clear()
 
 
 def compileiq_source(version: str, variant: str, kind: str, pool: int) -> CompileIQSource:

@@ -61,6 +61,8 @@ class AcfEngine:
         source = self.candidates.source
         assert source is not None
         scores = {path.read_bytes(): loss for path, loss in self._scores(trials, loss_of).items() if path.is_file()}
+        if not any(math.isfinite(v) for v in scores.values()):
+            return 0  # nothing measured to tell (the search has not reached the control files)
         self.done += 1
         try:
             source.tell(scores)
