@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from ..model import build_flags
 from ..model.events import Log, SearchProgress, as_stream
 from ..model.records import Trial, TuneResult
 from ..results.summary import gpu_tune, harmful_effects
@@ -75,7 +76,7 @@ def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
 def contribution_line(c) -> str:
     """One row of the ablation table; a step the time box left out says "not measured", never "nanx"."""
     measured = f"{c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}]" if math.isfinite(c.speedup) else "not measured"
-    return f"    {' '.join(c.flags):<40} {measured:<28} {'kept' if c.kept else 'dropped'}: {c.reason}"
+    return f"    {' '.join(build_flags.shown(f) for f in c.flags):<40} {measured:<28} {'kept' if c.kept else 'dropped'}: {c.reason}"
 
 
 def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0,
@@ -111,7 +112,7 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     if effects:
         log(f"  flag effects over all valid trials (least squares on log {'energy' if energy else 'time'}; 95% CI):")
         for e in effects[:6]:
-            log(f"    {e.flag:<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}")
+            log(f"    {build_flags.shown(e.flag):<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}")
     if result.contributions:
         log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
         for c in result.contributions:
