@@ -83,7 +83,8 @@ function(_compileiq_apply_flags_file)
   # the compilers that can say which ISA features this host has (entries tuned with -march=native);
   # COMPILEIQ_HOST_CPU_FEATURES (for tests) simulates a host with those features instead
   set(host "")
-  foreach(lang IN ITEMS C CXX CUDA_HOST)
+  # and nvcc, whose ptxas says which advanced control files it reads (entries tuned with one)
+  foreach(lang IN ITEMS C CXX CUDA_HOST CUDA)
     if(CMAKE_${lang}_COMPILER)
       list(APPEND host --compiler "${lang}" "${CMAKE_${lang}_COMPILER}")
     endif()
@@ -118,9 +119,10 @@ endfunction()
 # on top of other CMAKE_<LANG>_FLAGS (FLAGS_SHA256) or with another compiler
 # patch version is still applied, with a status line that says so.
 # Advanced Control Files (ACF_FILES, ptxas --apply-controls, already among the FLAGS): ptxas reads only the
-# files of its own major.minor version (ACF_PTXAS). With another version, or a file that is missing or changed
-# since the tune (ACF_PROBLEM, decided by `cmake-entries`), they are left out with one status line and the
-# rest of the entry applies; applied, each file is an OBJECT_DEPENDS of the target's CUDA sources (an edited
+# files of its own major.minor version. With another version, or a file that is missing or changed since the
+# tune (ACF_PROBLEM, decided by `cmake-entries`, which asks the ptxas beside CMAKE_CUDA_COMPILER; ACF_PTXAS:
+# the tune's version, given only when that ptxas could not be asked, then compared with the CUDA compiler's
+# version here), they are left out with one status line and the rest of the entry applies; applied, each file is an OBJECT_DEPENDS of the target's CUDA sources (an edited
 # file rebuilds them: the compile line holds only its path).
 function(_compileiq_entry)
   cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO;HOST_SIDE_ONLY;HOST_HAS_FEATURES"

@@ -346,3 +346,38 @@ def test_the_engine_waits_for_a_measured_control_file_and_a_refusal_is_said_once
     for _ in range(3):
         assert engine.after(search, trials, lambda t: -0.01) == 0
     assert sum("engine stopped (the engine finished)" in line for line in lines) == 1, lines
+
+
+def test_the_apply_asks_the_ptxas_beside_this_builds_nvcc_not_nvcc(tmp_path):
+    """A toolkit whose nvcc and ptxas differ (the machine's nvcc with NVIDIA's 13.3 ptxas beside it, as on the
+    GPU machine of docs/benchmarks/acf.md): the control file applies where that ptxas is 13.3, and is left out
+    where it is another version, said with both versions (nvcc's own version does not decide)."""
+    import os
+
+    from compileiq_cmake.results.cmake_entries import cmake_entries
+    from compileiq_cmake.results.toml_io import read_entries, write_entry
+    from compileiq_cmake.tune.publish import _portable_acf
+    from test_result_file import make_entry
+
+    state = tmp_path / "state.acf"
+    state.write_bytes(b"controls")
+    flags, digests = _portable_acf((f"-Xptxas=--apply-controls={state}",), tmp_path)
+    write_entry(tmp_path / "compileiq.toml", make_entry(flags=("--use_fast_math", *flags), acf_sha256=digests,
+                                                        acf_ptxas="13.3.73"))
+    (entry,) = read_entries(tmp_path / "compileiq.toml")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+
+    def tool(name: str, version: str) -> None:
+        (bin_dir / name).write_text(f"#!/bin/sh\necho 'Cuda compilation tools, release x, V{version}'\n")
+        os.chmod(bin_dir / name, 0o755)
+
+    tool("nvcc", "13.0.88")
+    tool("ptxas", "13.3.73")
+    text = cmake_entries([entry], tmp_path, cuda_compiler=str(bin_dir / "nvcc"))
+    assert "ACF_FILES" in text and "ACF_PROBLEM" not in text and "ACF_PTXAS" not in text
+    tool("ptxas", "13.4.1")
+    text = cmake_entries([entry], tmp_path, cuda_compiler=str(bin_dir / "nvcc"))
+    assert "apply-controls" not in text.split("ACF_PROBLEM")[0] and '"--use_fast_math"' in text
+    assert "it was tuned with ptxas 13.3.73, this build's is 13.4.1" in text
+    assert 'ACF_PTXAS "13.3.73"' in cmake_entries([entry], tmp_path)  # no compiler to ask: the module compares

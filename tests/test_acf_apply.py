@@ -124,3 +124,30 @@ def test_compileiq_tune_passes_the_acf_keywords_to_the_tune_command(tmp_path):
     (tmp_path / "mine.acf").write_bytes(STAND_IN)
     rules = tune_command_rules(tmp_path, f"ACF_CANDIDATES 32 ACF_SPACE att ACF {tmp_path / 'mine.acf'}")
     assert "--acf-candidates=32" in rules and "--acf-space=att" in rules and f"--acf={tmp_path / 'mine.acf'}" in rules
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+@pytest.mark.slow
+def test_the_machines_nvcc_with_ptxas_13_3_beside_it_applies_a_13_3_control_file(tmp_path, nvcc_13_3, compiler_versions):
+    """The toolkit of docs/benchmarks/acf.md's GPU tune: the machine's nvcc, NVIDIA's 13.3 ptxas beside it. The
+    apply asks that ptxas (13.3): the control file applies although CMake reports nvcc 13.0."""
+    system = Path(shutil.which("nvcc")).resolve()
+    real = system if (system.parent / "nvcc.profile").exists() else None
+    if real is None:  # a wrapper script (this machine's /usr/local/bin/nvcc): the toolkit it runs
+        text = system.read_text(errors="replace")
+        m = re.search(r"(/\S+/bin/nvcc)", text)
+        real = Path(m.group(1)) if m else None
+    if real is None or not (real.parent / "nvcc.profile").exists():
+        pytest.skip("the system nvcc's toolkit folder was not found")
+    hybrid = tmp_path / "hybrid"
+    shutil.copytree(real.parent, hybrid / "bin", symlinks=True)
+    shutil.copy2(Path(nvcc_13_3).parent / "ptxas", hybrid / "bin" / "ptxas")
+    for d in ("nvvm", "targets", "lib64", "include", "lib"):
+        if (real.parents[1] / d).exists():
+            (hybrid / d).symlink_to(real.parents[1] / d)
+    src, acf = _project(tmp_path, compiler_versions.cuda, "13.3.73")
+    proc = _apply(src, tmp_path / "rel", f"-DCMAKE_CUDA_COMPILER={hybrid / 'bin' / 'nvcc'}")
+    assert "advanced control file" not in proc.stdout and "applied 2 tuned flags to tuned" in proc.stdout, proc.stdout
+    (cmd,) = commands_for(tmp_path / "rel", "kern.cu")
+    assert f"-Xptxas=--apply-controls={acf}" in cmd

@@ -117,7 +117,7 @@ def _main(argv: list[str] | None = None) -> int:
             trials_command(Path(args.build_dir), args.json, args.csv)
         elif args.command == "cmake-entries":
             text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent,
-                                 HostFeatures(dict(args.compiler), args.host_features))
+                                 HostFeatures(dict(args.compiler), args.host_features), dict(args.compiler).get("CUDA", ""))
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text)
