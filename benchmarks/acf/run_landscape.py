@@ -23,6 +23,23 @@ import numpy as np
 F32, I32 = np.float32, np.int32
 
 
+
+def one_round(order, funcs, grid, block, args, reps):
+    """One interleaved round: per variant in `order` a warm-up launch, then `reps` launches between CUDA
+    events; (variant, ms per launch) once the round has finished."""
+    evs = []
+    for s in order:
+        f = funcs[s]
+        f(grid, block, args)  # warm-up
+        b, e = cp.cuda.Event(), cp.cuda.Event()
+        b.record()
+        for _ in range(reps):
+            f(grid, block, args)
+        e.record()
+        evs.append((s, b, e))
+    evs[-1][2].synchronize()
+    return [(s, cp.cuda.get_elapsed_time(b, e) / reps) for s, b, e in evs]
+
 def rel_l2(a, b):
     a = cp.asarray(a, dtype=cp.float64).ravel()
     b = cp.asarray(b, dtype=cp.float64).ravel()
@@ -158,19 +175,8 @@ def main():
         while r < a.max_rounds:
             order = live[:]
             rs.shuffle(order)
-            evs = []
-            for s in order:
-                f = funcs[s]
-                f(grid, block, args)  # warm-up
-                b, e = cp.cuda.Event(), cp.cuda.Event()
-                b.record()
-                for _ in range(reps):
-                    f(grid, block, args)
-                e.record()
-                evs.append((s, b, e))
-            evs[-1][2].synchronize()
-            for s, b, e in evs:
-                rec["variants"][s]["samples_ms"].append([r, cp.cuda.get_elapsed_time(b, e) / reps])
+            for s, ms in one_round(order, funcs, grid, block, args, reps):
+                rec["variants"][s]["samples_ms"].append([r, ms])
             r += 1
             rec["rounds"] = r
             json.dump(rec, open(os.path.join(a.out, kname + ".json"), "w"))
@@ -185,19 +191,8 @@ def main():
         for cr in range(a.confirm_rounds):
             order = cset[:]
             rs.shuffle(order)
-            evs = []
-            for s in order:
-                f = funcs[s]
-                f(grid, block, args)
-                b, e = cp.cuda.Event(), cp.cuda.Event()
-                b.record()
-                for _ in range(reps):
-                    f(grid, block, args)
-                e.record()
-                evs.append((s, b, e))
-            evs[-1][2].synchronize()
-            for s, b, e in evs:
-                rec["confirm"][s].append([cr, cp.cuda.get_elapsed_time(b, e) / reps])
+            for s, ms in one_round(order, funcs, grid, block, args, reps):
+                rec["confirm"][s].append([cr, ms])
         rec["complete"] = True
         rec["smi_end"] = smi()
         json.dump(rec, open(os.path.join(a.out, kname + ".json"), "w"))
