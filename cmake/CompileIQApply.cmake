@@ -125,7 +125,7 @@ endfunction()
 # version here), they are left out with one status line and the rest of the entry applies; applied, each file is an OBJECT_DEPENDS of the target's CUDA sources (an edited
 # file rebuilds them: the compile line holds only its path).
 function(_compileiq_entry)
-  cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO;HOST_SIDE_ONLY;HOST_HAS_FEATURES"
+  cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO;HOST_SIDE_ONLY;HOST_HAS_FEATURES;HAS_SOURCES"
     "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK;ACF_PTXAS;ACF_PROBLEM"
     "HEADERS;FLAGS;HOST_SPECIFIC;HOST_LACKS;DEVICE_LINK;ACF_FILES")
   set(lang "${arg_LANGUAGE}")
@@ -307,12 +307,14 @@ reads only its own version's controls)")
       message(STATUS "compileiq: note: the advanced control file of ${target} is left out: ${arg_ACF_PROBLEM}; "
         "the rest of its flags apply")
       _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale "advanced control file left out: ${arg_ACF_PROBLEM}")
-      if(NOT arg_FLAGS AND NOT arg_DEVICE_LTO)
+      if(NOT arg_FLAGS AND NOT arg_DEVICE_LTO AND NOT arg_HAS_SOURCES)
         _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "its only flag, an advanced control file, is left out")
         return()
       endif()
     else()
       _compileiq_acf_depends("${target}" ${arg_ACF_FILES})
+      # an edited file configures again, where its sha256 is checked (the build alone would use it unchecked)
+      set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${arg_ACF_FILES})
     endif()
   endif()
   # marked applied only now, past every check that can still refuse the entry (the next entry is tried)

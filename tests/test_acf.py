@@ -381,3 +381,22 @@ def test_the_apply_asks_the_ptxas_beside_this_builds_nvcc_not_nvcc(tmp_path):
     assert "apply-controls" not in text.split("ACF_PROBLEM")[0] and '"--use_fast_math"' in text
     assert "it was tuned with ptxas 13.3.73, this build's is 13.4.1" in text
     assert 'ACF_PTXAS "13.3.73"' in cmake_entries([entry], tmp_path)  # no compiler to ask: the module compares
+
+
+def test_a_restored_trial_with_another_runs_control_file_indices_is_read_from_its_flags(tmp_path):
+    """A resumed tune samples other control files (compileiq has no seed) and an engine's later generations are
+    not in a fresh space: a restored trial is placed by its flags, never by the earlier run's indices."""
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
+    from compileiq_cmake.model.records import FlagSet
+    from compileiq_cmake.search.search import FlagSearch
+
+    got = gather(AcfRequest(candidates=3), OK, tmp_path, FakeSource)
+    space = acf_dimension(FlagSpace("nvcc", (Dimension("opt", "", ((), ("-Xptxas=-O1",))),)), list(got.files))
+    search = FlagSearch(space, budget=20, seed=1, workers=1)
+    foreign = FlagSet(choices=(("apply_controls", 9),), flags=("-Xptxas=--apply-controls=/old/run/x.acf",))
+    swapped = FlagSet(choices=(("apply_controls", 1),), flags=(got.files[2].token,))  # index 1 named file 3
+    search.tell(foreign, -0.05)
+    search.tell(swapped, -0.02)
+    asked = [search.ask() for _ in range(6)]
+    assert all(fs is not None for fs in asked)
+    assert swapped.key not in {fs.key for fs in asked}  # measured already: never asked again

@@ -107,6 +107,9 @@ def test_an_edited_acf_is_left_out_in_one_line_and_check_says_the_same(tmp_path,
     ok = _apply(src, tmp_path / "ok")
     (cmd,) = commands_for(tmp_path / "ok", "kern.cu")
     assert f"-Xptxas=--apply-controls={acf}" in cmd and "left out" not in ok.stdout
+    ninja = (tmp_path / "ok" / "build.ninja").read_text().replace("$\n", " ")  # statements on one line each
+    rerun = next(line for line in ninja.splitlines() if line.startswith("build build.ninja"))
+    assert str(acf) in rerun  # an edited control file configures again (its sha256 is checked there)
     acf.write_bytes(b"edited after the tune\n")
     proc = _apply(src, tmp_path / "edited")
     lines = [line for line in proc.stdout.splitlines() if "advanced control file" in line]

@@ -40,9 +40,9 @@ class CompileIQSource:
         ciq, compilers, ciq_types = _import()
         major_minor = ".".join(str(x) for x in version_tuple(version)[:2])
         provider_cls = compilers.PtxasSearchSpace if kind == "ptxas" else compilers.NvccSearchSpace
-        provider = provider_cls(version=major_minor, variant=variant)
         offline = os.environ.get("CIQ_SEARCH_SPACES_DIR", "")
         try:
+            provider = provider_cls(version=major_minor, variant=variant)
             provider.retrieve()
         except Exception as exc:  # noqa: BLE001 - compileiq's resolver: no space, no network, a bad folder
             how = (f"CIQ_SEARCH_SPACES_DIR={offline} holds no usable {kind} {major_minor} '{variant}' space"
@@ -57,16 +57,26 @@ class CompileIQSource:
         self.label = (f"compileiq's {kind} {major_minor} '{variant}' search space {where}, "
                       f"sha256 {str(getattr(meta, 'sha256', ''))[:12]}")
         self._types = ciq_types
-        config = ciq_types.SearchConfiguration(problem_type="min", generations=ENGINE_GENERATIONS, pool_size=max(pool, 6))
-        self._search = ciq.Search(objective_function=lambda params: 0.0, search_space=provider, search_config=config,
-                                  worker_type=ciq_types.WorkerTypes.MANUAL, disable_progress_bar=True)
+        try:
+            config = ciq_types.SearchConfiguration(problem_type="min", generations=ENGINE_GENERATIONS,
+                                                   pool_size=max(pool, 6))
+            self._search = ciq.Search(objective_function=lambda params: 0.0, search_space=provider,
+                                      search_config=config, worker_type=ciq_types.WorkerTypes.MANUAL,
+                                      disable_progress_bar=True)
+        except Exception as exc:  # noqa: BLE001 - another compileiq version's API, a broken install
+            raise AcfUnavailable(f"compileiq's search could not be set up ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); compileiq-cmake[acf] "
+                                 "expects compileiq >= 1.1") from None
         self._pending: dict[bytes, Any] = {}
 
     def sample(self, n: int) -> list[bytes]:
         """The engine's first generation (so that their measurements can be told to it), then plain samples
         of the space to make up `n`."""
         first = self.ask(n) if n > 0 else []
-        extra = [bytes.fromhex(str(h)) for h in self._search.sample(n - len(first))] if n > len(first) else []
+        try:
+            extra = [bytes.fromhex(str(h)) for h in self._search.sample(n - len(first))] if n > len(first) else []
+        except Exception as exc:  # noqa: BLE001 - the engine's sampler refused
+            raise CompileIQError(f"compileiq's sampler gave no candidates: {exc}") from None
         return first + extra
 
     def ask(self, n: int) -> list[bytes]:
@@ -78,7 +88,10 @@ class CompileIQSource:
             raise CompileIQError(f"compileiq's engine gave no candidates: {exc}") from None
         out = []
         for cand in batch:
-            data = bytes.fromhex(str(cand.params))
+            try:
+                data = bytes.fromhex(str(cand.params))
+            except ValueError:
+                continue  # not a controls file's hex: not a candidate
             self._pending[data] = cand
             out.append(data)
         return out[:n]
@@ -87,8 +100,10 @@ class CompileIQSource:
         """Losses of its pending candidates (unmeasured ones: invalid, so the engine moves on)."""
         if not self._pending:
             return
-        from compileiq.utils.validation import Score  # noqa: PLC0415
-
+        try:
+            from compileiq.utils.validation import Score  # noqa: PLC0415
+        except ImportError as exc:
+            raise CompileIQError(f"compileiq's Score type is not importable ({exc})") from None
         rows = []
         for data, cand in self._pending.items():
             loss = scores.get(data, float("inf"))

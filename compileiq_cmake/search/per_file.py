@@ -20,6 +20,7 @@ from ..measure import kernel_times
 from ..project.cmake_project import VariantTree
 from ..model.errors import CompileIQError
 from ..model.events import EventStream, Lines, as_stream
+from ..flags.acf import ACF_DIMENSION
 from ..flags.catalogue import canonical_flags
 from ..measure.runner import Runner
 from ..project.nvcc_command import output_file
@@ -155,7 +156,7 @@ def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_time
     for f in files:
         mine: list[tuple[tuple, FlagSet]] = []
         for n, d in enumerate(context.space.dimensions):
-            if d.build_mode:  # device LTO: a mode of the whole target's device link, not a file's flag
+            if d.build_mode or d.name == ACF_DIMENSION:  # device LTO, a control file: the whole target's, not a file's
                 continue
             for i, value in enumerate(d.values[1:], start=1):
                 if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):

@@ -280,9 +280,21 @@ class FlagSearch:
         self._pending.discard(flagset.key)
         self._pending_sets.pop(flagset.key, None)
         chosen = dict(flagset.choices)
+        if not self._names_its_flags(chosen, flagset.flags):
+            # a restored trial whose value indices are another run's (control files sampled again, or an engine's
+            # later generation): its values as this space has them, read from its flags
+            chosen = {n: i for n, i in zip(self._names, self._map_flags(flagset.flags)) if i}
+            flagset = FlagSet(choices=tuple(chosen.items()), flags=flagset.flags)
         self._choice_of.setdefault(flagset.key, tuple(chosen.get(n, 0) for n in self._names))
         self._losses[flagset.key] = loss
         self._explorer.tell(flagset, loss)
+
+    def _names_its_flags(self, chosen: dict[str, int], flags: tuple[str, ...]) -> bool:
+        """Whether choices index values of this space, and a control file's value (its path, which no interaction
+        rule drops) is one the flag set holds."""
+        dims = dict(zip(self._names, self._dims))
+        return all(n in dims and 0 <= i < len(dims[n].values)
+                   and all(t in flags for t in dims[n].values[i] if "--apply-controls=" in t) for n, i in chosen.items())
 
     # ---- proposals
     def _propose(self, choice: tuple[int, ...]) -> FlagSet | None:

@@ -67,13 +67,13 @@ class AcfEngine:
         try:
             source.tell(scores)
             fresh = source.ask(len(self.candidates.files))
+            files: list[AcfFile] = [store(data, self.folder, f"engine generation {self.done + 1}", source.kind)
+                                    for data in fresh]
         except CompileIQError as exc:
             self.done = self.generations
             as_stream(self.log).note(f"advanced controls: the candidate source's engine stopped ({exc}); the "
                                      "search goes on with the candidates it has")
             return 0
-        files: list[AcfFile] = [store(data, self.folder, f"engine generation {self.done + 1}", source.kind)
-                                for data in fresh]
         added = search.extend(ACF_DIMENSION, [(f.token,) for f in files])
         faster = sum(1 for v in scores.values() if v < 0)
         as_stream(self.log).info(

@@ -18,6 +18,7 @@ from dataclasses import replace
 from ..measure import kernel_times
 from ..project import file_api
 from ..measure.runner import Runner
+from ..flags.acf import ACF_DIMENSION
 from ..model import build_flags
 from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
@@ -84,16 +85,23 @@ def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:
         return setup
     focus = Focus(files, n, unmapped)
     dims, left_out = [], []
+    acf_out = ""
     for d in setup.space.dimensions:
         if d.build_mode:  # a mode of the whole target's device link: no file has it alone
             left_out.append(d.name)
+            continue
+        if d.name == ACF_DIMENSION:  # a control file is recorded and applied for the whole target, not per file
+            acf_out = (f"{ACF_DIMENSION}: not searched under the hot-file focus (a control file applies to the "
+                       "whole target; its files are tuned one by one)")
             continue
         values = tuple(tuple(build_flags.source_token(f.path, t) for f in files for t in value) for value in d.values)
         dims.append(replace(d, values=values))
     workers = min(setup.spec.workers, FOCUS_WORKERS)
     space = replace(setup.space, dimensions=tuple(dims),
                     dropped=setup.space.dropped + tuple(f"{name}: the hot-file focus tunes files, not the target's "
-                                                        "device link" for name in left_out))
+                                                        "device link" for name in left_out) + ((acf_out,) if acf_out else ()))
+    if acf_out:
+        stream.note(f"advanced controls {acf_out.split(': ', 1)[1]}", stage="focus")
     stream.info(f"hot-file focus: {target} compiles {n} CUDA files; {100 * focus.share:.0f}% of the benchmark's kernel "
                 f"time is in {', '.join(f'{f.path} {100 * f.share:.0f}%' for f in files)} (CUPTI, one run per workload "
                 f"of the project's own build): their flags are tuned (per file, scoped to {target}), and a trial "

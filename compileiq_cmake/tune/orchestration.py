@@ -10,6 +10,7 @@ import math
 import os
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -216,6 +217,8 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
             stream.info(f"bank: {bank.banked.flagset.describe()} ({bank.banked.geomean_speedup:.4f}x) validated by the "
                         "earlier run of this tune: restored", stage="search")
         search = SearchLoop(setup, executor, store, stream, started, base, budget, use.prior, bank).run()
+        if search.space is not None and search.space != setup.space:  # control files an engine added
+            setup = replace(setup, space=search.space)
         stream.stage = "finalists"
         stream.phase("validation")
         decision = Finalists(setup, executor, store, stream, base, search.trials, budget, bank.banked).run()

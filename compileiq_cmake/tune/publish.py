@@ -285,6 +285,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
     spec = setup.spec
     parts = build_flags.split(winner.flagset.flags)
     flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent, log)
+    portable = dict(zip(parts.target, flags))  # a control file's flag as the TOML names it (relative)
     bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
     answers = portability.Answers()  # the compiler asked once for all parts
     resolved = _resolve_host_specific(setup, flags, log, answers)
@@ -309,7 +310,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
             f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
     return FlagsEntry(
         untested=untested, speedup_from=winner.estimate or "deciding rounds",
-        untested_flags=_as_written(untested_flags(winner.flagset, contributions), after),
+        untested_flags=tuple(portable.get(f, f) for f in _as_written(untested_flags(winner.flagset, contributions), after)),
         target=spec.target, language=setup.project.language, arch=setup.devices.cuda_arch,
         compiler_id=setup.project.toolchain.compiler_id, compiler_version=setup.project.toolchain.version,
         flags=written, acf_sha256=acf_sha256, acf_ptxas=_acf_ptxas(setup) if acf_sha256 else "",
@@ -329,7 +330,7 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         workload_ci=tuple((round(w.ci_low, 4), round(w.ci_high, 4)) for w in winner.workloads),
         p_values=tuple(float(f"{w.p_value:.3g}") for w in winner.workloads), checks=spec.checks,
         contributions=tuple(
-            {"flags": list(c.flags), "speedup": round(c.speedup, 4), "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
+            {"flags": [portable.get(f, f) for f in c.flags], "speedup": round(c.speedup, 4), "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
              "kept": c.kept, "reason": c.reason}
             for c in contributions if math.isfinite(c.speedup)
         ),

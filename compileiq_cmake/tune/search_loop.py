@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..execute.executor import Executor
+from ..flags.space import FlagSpace
 from ..execute.pipeline import Pipeline, finished_trial, lookahead
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
@@ -55,6 +56,7 @@ class SearchOutcome:
     per_file: per_file.Plan | None
     timings: LoopTimings
     needed: float = 0.0  # the time box fitted no trial: the --time-limit one trial and its validation need
+    space: FlagSpace | None = None  # the space the search ended with (control files an engine added: tune.acf_engine)
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ class SearchLoop:
         timings = LoopTimings(time.perf_counter() - self.started, time.perf_counter() - loop_started, state.loop_trials,
                               state.overhead, tuple(state.step_seconds.items()))
         self._said(trials, timings)
-        return SearchOutcome(trials, state.per_file_plan, timings, state.needed)
+        return SearchOutcome(trials, state.per_file_plan, timings, state.needed, search.space)
 
     def _loss(self, trial: Trial) -> float:
         return loss(trial, self.base.base_of(trial), self.setup.spec.lower_is_better)
