@@ -198,7 +198,9 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     assert all(t["binary_bytes"] > 0.5 * exe for t in trials if t["status"] == "ok"), [t["binary_bytes"] for t in trials]
     html = (build / "compileiq" / "report.html").read_text()
     assert 'id="plot-tradeoffs"' in html and 'id="pareto"' in html
-    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "5", "--json")
+    # 15 rounds: beside another test process on 2 cores a round's ratio varies by ~25% (5 rounds once left the
+    # interval of a 1.33x gain reaching below 1)
+    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "15", "--json")
     doc = json.loads(proc.stdout)
     r = doc["entries"][0]["remeasure"]
     assert proc.returncode == 0 and doc["passed"] and r["benchmark"] == ["./gate_bench"], proc.stdout + proc.stderr
