@@ -24,8 +24,6 @@ Provides
   build type, CPU, arch scope, device LTO) and applied or refused; its
   advanced control file (ptxas ``--apply-controls``) applied with the rest
   or left out with one status line (another ptxas version, a changed file).
-``_compileiq_acf_depends(<target> <file>...)``
-  The control files as an ``OBJECT_DEPENDS`` of the target's CUDA sources.
 ``_compileiq_source_flags(...)``, ``_compileiq_source_flags_done(...)``
   The per-file part of an entry that applied.
 
@@ -312,7 +310,7 @@ reads only its own version's controls)")
         return()
       endif()
     else()
-      _compileiq_acf_depends("${target}" ${arg_ACF_FILES})
+      _compileiq_cuda_sources_depend("${target}" ${arg_ACF_FILES})
       # an edited file configures again, where its sha256 is checked (the build alone would use it unchecked)
       set_property(DIRECTORY "${CMAKE_SOURCE_DIR}" APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${arg_ACF_FILES})
     endif()
@@ -423,23 +421,6 @@ endfunction()
 # top-level source directory): the flags go to the file's COMPILE_OPTIONS, after the target's, seen
 # from the target's directory.  _compileiq_source_flags_done(TARGET <t> LANGUAGE <l> ARCH <arch> COUNT <n>)
 # says how many files got their own flags.
-# _compileiq_acf_depends(<target> <file>...)
-#   Each advanced control file as an OBJECT_DEPENDS of the target's CUDA sources (by their LANGUAGE property,
-#   else the .cu suffix), seen from the target's directory; sources given by generator expressions are skipped.
-function(_compileiq_acf_depends target)
-  get_target_property(sources "${target}" SOURCES)
-  get_target_property(dir "${target}" SOURCE_DIR)
-  foreach(src IN LISTS sources)
-    if(src MATCHES "\\$<")
-      continue()
-    endif()
-    get_filename_component(path "${src}" ABSOLUTE BASE_DIR "${dir}")
-    get_property(language SOURCE "${path}" TARGET_DIRECTORY "${target}" PROPERTY LANGUAGE)
-    if(language STREQUAL "CUDA" OR ("${language}" STREQUAL "" AND path MATCHES "\\.cu$"))
-      set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY OBJECT_DEPENDS ${ARGN})
-    endif()
-  endforeach()
-endfunction()
 
 function(_compileiq_source_flags)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;LANGUAGE;ARCH;CONFIG;SOURCE" "FLAGS")

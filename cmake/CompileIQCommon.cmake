@@ -20,6 +20,10 @@ Provides
 ``_compileiq_add_flags(<target> <language> <config> <flag>...)``
   Flags added to a target's compile options for one language (and
   configuration).
+``_compileiq_cuda_sources_depend(<target> <file>...)``
+  The <file>s as an ``OBJECT_DEPENDS`` of the target's CUDA sources (by CMake's
+  language, else the ``.cu`` suffix): the trial flags files nvcc reads, an
+  applied advanced control file.
 ``_compileiq_source_options(<target> <path> <condition> <flag>...)``
   Flags for one source file of a target, scoped to that target (other
   targets compiling the same file do not get them).
@@ -158,6 +162,29 @@ function(_compileiq_add_flags target lang config)
   if(options)
     target_compile_options("${target}" PRIVATE ${options})
   endif()
+endfunction()
+
+# _compileiq_cuda_sources_depend(<target> <file>...)
+#   The <file>s as an OBJECT_DEPENDS of each CUDA source of <target> (by CMake's language: a .cpp file compiled
+#   as CUDA is one, a host file is not; without one, the .cu suffix), seen from the target's directory; sources
+#   given by generator expressions are skipped. A file the compile line names only by its path (nvcc reads
+#   it) then rebuilds the objects when it changes.
+function(_compileiq_cuda_sources_depend target)
+  get_target_property(sources "${target}" SOURCES)
+  get_target_property(dir "${target}" SOURCE_DIR)
+  foreach(src IN LISTS sources)
+    if(src MATCHES "^\\$<")
+      continue()
+    endif()
+    cmake_path(ABSOLUTE_PATH src BASE_DIRECTORY "${dir}" NORMALIZE OUTPUT_VARIABLE path)
+    get_source_file_property(lang "${path}" TARGET_DIRECTORY "${target}" LANGUAGE)
+    if(NOT lang AND path MATCHES "\\.cu$")
+      set(lang CUDA)
+    endif()
+    if(lang STREQUAL "CUDA")
+      set_property(SOURCE "${path}" TARGET_DIRECTORY "${target}" APPEND PROPERTY OBJECT_DEPENDS ${ARGN})
+    endif()
+  endforeach()
 endfunction()
 
 # _compileiq_source_options(<target> <path> <condition> <flag>...)

@@ -26,7 +26,8 @@ MAX_LINES = 500
 LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "CompileIQCommon": ((), (
         "_compileiq_python_command", "_compileiq_real_target", "_compileiq_real_targets", "_compileiq_all_targets",
-        "_compileiq_consumers", "_compileiq_conditional", "_compileiq_add_flags", "_compileiq_source_options")),
+        "_compileiq_consumers", "_compileiq_conditional", "_compileiq_add_flags", "_compileiq_source_options",
+        "_compileiq_cuda_sources_depend")),
     "CompileIQArch": ((), (
         "_compileiq_unwrap_option", "_compileiq_arch_option", "_compileiq_flag_archs", "_compileiq_strip_arch_options",
         "_compileiq_cuda_archs")),
@@ -36,7 +37,7 @@ LAYERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         "_compileiq_relocatable", "_compileiq_device_lto_refusal", "_compileiq_device_lto")),
     "CompileIQApply": (("CompileIQCommon", "CompileIQArch", "CompileIQRecords", "CompileIQLTO"), (
         "_compileiq_schedule_apply", "_compileiq_apply_flags_file", "_compileiq_entry", "_compileiq_source_flags",
-        "_compileiq_source_flags_done", "_compileiq_acf_depends")),
+        "_compileiq_source_flags_done")),
     "CompileIQTests": (("CompileIQCommon",), ("compileiq_add_test",)),
     "CompileIQ": (("CompileIQCommon", "CompileIQArch", "CompileIQRecords", "CompileIQLTO", "CompileIQApply",
                    "CompileIQTests"), ("compileiq_tune", "_compileiq_write_suite", "_compileiq_check_tune_target")),

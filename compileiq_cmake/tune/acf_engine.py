@@ -9,7 +9,7 @@ each time."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -32,7 +32,6 @@ class AcfEngine:
     log: Log
     generations: int = GENERATIONS
     done: int = 0
-    told: set[str] = field(default_factory=set)  # sha256 of the files already told
 
     @staticmethod
     def of(candidates: Candidates | None, log: Log) -> "AcfEngine | None":

@@ -10,6 +10,7 @@ import shlex
 from pathlib import Path
 
 from .. import __version__
+from ..flags import acf
 from ..model.errors import UsageError
 from ..model.spec import OBJECTIVES, MetricSpec, TuneSpec
 from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS
@@ -120,11 +121,11 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--acf", action="append", default=[], metavar="FILE",
                    help="an NVIDIA Advanced Control File of your own to try as one more value of the advanced "
                    "controls dimension (ptxas >= 13.3; repeatable); a winner's file is copied beside the TOML")
-    p.add_argument("--acf-candidates", type=int, default=16, metavar="N",
+    p.add_argument("--acf-candidates", type=int, default=acf.DEFAULT_CANDIDATES, metavar="N",
                    help="CUDA, ptxas >= 13.3: N Advanced Control File candidates sampled from your compileiq's "
                    "search space (pip install 'compileiq-cmake[acf]'; offline: CIQ_SEARCH_SPACES_DIR); 0: none; "
-                   "where they cannot work, one note says why (default 16)")
-    p.add_argument("--acf-space", choices=("default", "att", "nvcc"), default="default",
+                   "where they cannot work, one note says why (default %(default)s)")
+    p.add_argument("--acf-space", choices=acf.SPACES, default="default",
                    help="compileiq's search space: default (ptxas), att (ptxas, curated for attention kernels), "
                    "nvcc (sm_100 and newer only)")
     p.add_argument("--gpus", metavar="all|0,2,...",
