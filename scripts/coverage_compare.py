@@ -31,14 +31,18 @@ def main(argv: list[str]) -> int:
     for label, report in (("before", before), ("after", after)):
         t = report["totals"]
         fns = functions(report)
-        print(f"{label}: {t['percent_covered']:.1f}% of {t['num_statements']} statements ({t['covered_lines']}); "
-              f"functions with any line run: {sum(fns.values())} of {len(fns)}")
+        print(
+            f"{label}: {t['percent_covered']:.1f}% of {t['num_statements']} statements ({t['covered_lines']}); "
+            f"functions with any line run: {sum(fns.values())} of {len(fns)}"
+        )
     fb, fa = functions(before), functions(after)
     gone = sorted(n for n, ran in fb.items() if ran and n not in fa)
     lost = sorted(n for n, ran in fb.items() if ran and n in fa and not fa[n])
     print(f"covered before, not run after: {len(lost)}" + "".join(f"\n  {n}" for n in lost))
-    print(f"covered before, no such name after (renamed, split or removed): {len(gone)}"
-          + "".join(f"\n  {n}" for n in gone))
+    print(
+        f"covered before, no such name after (renamed, split or removed): {len(gone)}"
+        + "".join(f"\n  {n}" for n in gone)
+    )
     return 0
 
 

@@ -25,8 +25,11 @@ def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subpro
     """Run `python -m compileiq_cmake ...` as a user would (a separate process). The default working
     directory is outside the repository so that the installed package is the one imported."""
     return subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", *args], cwd=cwd or tempfile.gettempdir(),
-        capture_output=True, text=True, timeout=timeout,
+        [sys.executable, "-m", "compileiq_cmake", *args],
+        cwd=cwd or tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -54,7 +57,8 @@ def configure(src: Path, build: Path, *defs: str) -> subprocess.CompletedProcess
     gen = ["-G", "Ninja"] if shutil.which("ninja") else []
     proc = subprocess.run(
         ["cmake", "-S", str(src), "-B", str(build), *gen, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", *defs],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     return proc
 
@@ -72,8 +76,10 @@ def host_suite(project: Path, tmp_path: Path, names: tuple[str, ...], each: str)
     build = tmp_path / "build"
     assert configure(project, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     suite = tmp_path / "suite.toml"
-    suite.write_text(f'[suite]\nsource_dir = "{project}"\nbuild_dir = "{build}"\njson_summary = "suite.json"\n'
-                     + "".join(f'[[target]]\nname = "{n}"\nbenchmark = "{n} --n 256"\n{each}' for n in names))
+    suite.write_text(
+        f'[suite]\nsource_dir = "{project}"\nbuild_dir = "{build}"\njson_summary = "suite.json"\n'
+        + "".join(f'[[target]]\nname = "{n}"\nbenchmark = "{n} --n 256"\n{each}' for n in names)
+    )
     return build, suite
 
 
@@ -86,12 +92,16 @@ def tune_command_rules(tmp_path: Path, keywords: str) -> str:
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp)\n"
         "find_package(compileiq_cmake CONFIG REQUIRED)\n"
-        f"compileiq_tune(app BENCHMARK app METRIC WALLTIME {keywords})\n")
+        f"compileiq_tune(app BENCHMARK app METRIC WALLTIME {keywords})\n"
+    )
     build = tmp_path / "b"
     proc = configure(src, build, f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
     assert proc.returncode == 0, proc.stderr
-    return "".join(p.read_text(errors="replace") for p in build.rglob("*") if p.is_file()
-                   and p.name in ("build.ninja", "build.make"))
+    return "".join(
+        p.read_text(errors="replace")
+        for p in build.rglob("*")
+        if p.is_file() and p.name in ("build.ninja", "build.make")
+    )
 
 
 def copy_project(name: str, dst: Path) -> Path:
@@ -129,10 +139,13 @@ def compiler_versions(tmp_path_factory) -> CompilerVersions:
     src.mkdir()
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.24)\nproject(probe LANGUAGES CXX)\n"
-        + ("enable_language(CUDA)\n" if HAVE_NVCC else ""))
+        + ("enable_language(CUDA)\n" if HAVE_NVCC else "")
+    )
     proc = configure(src, root / "build")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    return CompilerVersions(_cmake_compiler_version(root / "build", "CXX"), _cmake_compiler_version(root / "build", "CUDA"))
+    return CompilerVersions(
+        _cmake_compiler_version(root / "build", "CXX"), _cmake_compiler_version(root / "build", "CUDA")
+    )
 
 
 def compile_commands(build: Path) -> list[dict]:
@@ -168,10 +181,15 @@ def pytest_collection_modifyitems(config, items):
     test out, nor run one that needs cmake, nvcc, Ray or a browser."""
     untiered = [item.nodeid for item in items if not any(item.get_closest_marker(t) for t in TIERS)]
     if untiered:
-        raise pytest.UsageError(f"tests without a tier marker ({', '.join(TIERS)}): {', '.join(untiered[:5])}"
-                                + (f" and {len(untiered) - 5} more" if len(untiered) > 5 else ""))
-    mixed = [item.nodeid for item in items if item.get_closest_marker("unit")
-             and any(item.get_closest_marker(t) for t in TIERS[1:])]
+        raise pytest.UsageError(
+            f"tests without a tier marker ({', '.join(TIERS)}): {', '.join(untiered[:5])}"
+            + (f" and {len(untiered) - 5} more" if len(untiered) > 5 else "")
+        )
+    mixed = [
+        item.nodeid
+        for item in items
+        if item.get_closest_marker("unit") and any(item.get_closest_marker(t) for t in TIERS[1:])
+    ]
     if mixed:
         raise pytest.UsageError(f"tests marked unit and another tier: {', '.join(mixed[:5])}")
 

@@ -78,12 +78,20 @@ def test_nothing_asked_nothing_said(tmp_path):
     assert gather(AcfRequest(candidates=0), OK, tmp_path, FakeSource).notes == ()
 
 
-@pytest.mark.parametrize(("situation", "words"), [
-    (Situation("13.0.88", "90"), "ptxas 13.0.88 has no Advanced Controls (CUDA 13.3 and newer): `compileiq-cmake toolkit 13.3`"),
-    (Situation("13.3.73", "90", kind="nvcc"), "nvcc-type controls (--acf-space nvcc) run on sm_100 and newer only"),
-    (Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("80", "90-virtual")),
-     "the driver supports CUDA 13.0, older than the toolkit's 13.3.73, and the target carries no SASS for sm_90"),
-])
+@pytest.mark.parametrize(
+    ("situation", "words"),
+    [
+        (
+            Situation("13.0.88", "90"),
+            "ptxas 13.0.88 has no Advanced Controls (CUDA 13.3 and newer): `compileiq-cmake toolkit 13.3`",
+        ),
+        (Situation("13.3.73", "90", kind="nvcc"), "nvcc-type controls (--acf-space nvcc) run on sm_100 and newer only"),
+        (
+            Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("80", "90-virtual")),
+            "the driver supports CUDA 13.0, older than the toolkit's 13.3.73, and the target carries no SASS for sm_90",
+        ),
+    ],
+)
 def test_every_not_offered_line(tmp_path, situation, words):
     assert words in why_not_offered(situation)
     got = gather(AcfRequest(files=(), candidates=4), situation, tmp_path, FakeSource)
@@ -92,12 +100,15 @@ def test_every_not_offered_line(tmp_path, situation, words):
     assert not (tmp_path / "acf").exists()
 
 
-@pytest.mark.parametrize("situation", [
-    Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("90-real",)),
-    Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("all-major",)),
-    Situation("13.3.73", "90", driver_cuda=""),  # unknown driver: not refused for it
-    Situation("13.3.73", "100", kind="nvcc"),
-])
+@pytest.mark.parametrize(
+    "situation",
+    [
+        Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("90-real",)),
+        Situation("13.3.73", "90", driver_cuda="13.0", sass_archs=("all-major",)),
+        Situation("13.3.73", "90", driver_cuda=""),  # unknown driver: not refused for it
+        Situation("13.3.73", "100", kind="nvcc"),
+    ],
+)
 def test_offered_where_it_can_work(situation):
     assert why_not_offered(situation) == ""
 
@@ -113,12 +124,18 @@ def test_compileiq_not_importable_is_one_line_with_how(tmp_path, monkeypatch):
 
 def _fake_compileiq(monkeypatch, retrieve):
     """A stand-in for the compileiq package's surface the adapter uses (not its code)."""
-    provider = type("Provider", (), {"__init__": lambda self, version, variant: None, "retrieve": retrieve,
-                                     "resolution_metadata": None})
+    provider = type(
+        "Provider",
+        (),
+        {"__init__": lambda self, version, variant: None, "retrieve": retrieve, "resolution_metadata": None},
+    )
     compilers = types.SimpleNamespace(PtxasSearchSpace=provider, NvccSearchSpace=provider)
-    for name, module in (("compileiq", types.ModuleType("compileiq")), ("compileiq.ciq", types.ModuleType("ciq")),
-                         ("compileiq.search_spaces", types.SimpleNamespace(compilers=compilers)),
-                         ("compileiq.types", types.ModuleType("types"))):
+    for name, module in (
+        ("compileiq", types.ModuleType("compileiq")),
+        ("compileiq.ciq", types.ModuleType("ciq")),
+        ("compileiq.search_spaces", types.SimpleNamespace(compilers=compilers)),
+        ("compileiq.types", types.ModuleType("types")),
+    ):
         monkeypatch.setitem(sys.modules, name, module)
     sys.modules["compileiq"].types = sys.modules["compileiq.types"]
 
@@ -139,19 +156,39 @@ def test_search_space_not_found_offline_says_which_folder(tmp_path, monkeypatch)
 
 def test_bad_acf_options_are_one_line_exit_2(tmp_path):
     (tmp_path / "CMakeLists.txt").write_text("project(p)\n")
-    base = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path), "-B", str(tmp_path / "b"),
-            "--target", "t", "--bench", "true", "--metric", "WALLTIME"]
-    for extra, words in ((["--acf-candidates", "-1"], "--acf-candidates -1 is out of range"),
-                         (["--acf", str(tmp_path / "none.acf")], "is not a file"),
-                         (["--acf-space", "big"], "invalid choice")):
+    base = [
+        sys.executable,
+        "-m",
+        "compileiq_cmake",
+        "tune",
+        "-S",
+        str(tmp_path),
+        "-B",
+        str(tmp_path / "b"),
+        "--target",
+        "t",
+        "--bench",
+        "true",
+        "--metric",
+        "WALLTIME",
+    ]
+    for extra, words in (
+        (["--acf-candidates", "-1"], "--acf-candidates -1 is out of range"),
+        (["--acf", str(tmp_path / "none.acf")], "is not a file"),
+        (["--acf-space", "big"], "invalid choice"),
+    ):
         proc = subprocess.run(base + extra, capture_output=True, text=True, cwd=ROOT)
         assert proc.returncode == 2 and words in proc.stderr, proc.stderr
         assert proc.stderr.count("\n") == 1 and not (tmp_path / "b").exists()
 
 
 def test_toolkit_version_is_checked_before_anything_is_installed(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "toolkit", "13", "--prefix", str(tmp_path / "k")],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "toolkit", "13", "--prefix", str(tmp_path / "k")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "give major.minor such as 13.3" in proc.stderr
     assert not (tmp_path / "k").exists()
 
@@ -284,15 +321,24 @@ def test_what_each_control_file_changed_is_kept_from_the_screening_and_counted(t
 
     got = gather(AcfRequest(candidates=3), OK, tmp_path, FakeSource)
     a, b, c = got.files
-    rows = (ScreenRow("apply_controls", (a.token,), True, "changes the code of 1 function",
-                      (KernelDelta("k:spill", (128, 168), (204, 0), (832, 900)),)),
-            ScreenRow("apply_controls", (b.token,), False, "same device code as " + a.token),
-            ScreenRow("apply_controls", (c.token,), False, "does not compile: ptxas crashed (SIGFPE)"),
-            ScreenRow("fmad", ("--fmad=false",), True, "changes the code of 1 function"))
+    rows = (
+        ScreenRow(
+            "apply_controls",
+            (a.token,),
+            True,
+            "changes the code of 1 function",
+            (KernelDelta("k:spill", (128, 168), (204, 0), (832, 900)),),
+        ),
+        ScreenRow("apply_controls", (b.token,), False, "same device code as " + a.token),
+        ScreenRow("apply_controls", (c.token,), False, "does not compile: ptxas crashed (SIGFPE)"),
+        ScreenRow("fmad", ("--fmad=false",), True, "changes the code of 1 function"),
+    )
     screened, line = _acf_screened(got, _types.SimpleNamespace(rows=rows))
     assert screened.changed(a.sha256) == "spill: regs 128->168, spills 204->0 B, instrs 832->900"
-    assert line == ("advanced controls (ACF): 1 of 3 control files kept after screening (1 with the code of the "
-                    "project's own build or of another, 1 that ptxas refused or crashed on)")
+    assert line == (
+        "advanced controls (ACF): 1 of 3 control files kept after screening (1 with the code of the "
+        "project's own build or of another, 1 that ptxas refused or crashed on)"
+    )
 
 
 def test_control_files_that_cut_spills_are_measured_first_fewestspills_first(tmp_path):
@@ -306,9 +352,16 @@ def test_control_files_that_cut_spills_are_measured_first_fewestspills_first(tmp
     space = acf_dimension(FlagSpace("nvcc", (Dimension("opt", "", ((), ("-Xptxas=-O1",))),)), list(got.files))
     values = space.dimensions[-1].values[1:]
     after = (300, 0, 204, 100, None)  # spill bytes with each file (baseline 204); None: no change screened
-    rows = tuple(ScreenRow("apply_controls", v, True, "changes the code",
-                           (KernelDelta("k:spill", (128, 128), (204, s), (832, 830)),) if s is not None else ())
-                 for v, s in zip(values, after))
+    rows = tuple(
+        ScreenRow(
+            "apply_controls",
+            v,
+            True,
+            "changes the code",
+            (KernelDelta("k:spill", (128, 128), (204, s), (832, 830)),) if s is not None else (),
+        )
+        for v, s in zip(values, after)
+    )
     ordered, leading = spills_first(space, _types.SimpleNamespace(rows=rows))
     dim = ordered.dimensions[-1]
     assert leading == 2 and dim.leading == 2 and dim.values[1:3] == (values[1], values[3])
@@ -362,8 +415,10 @@ def test_the_apply_asks_the_ptxas_beside_this_builds_nvcc_not_nvcc(tmp_path):
     state = tmp_path / "state.acf"
     state.write_bytes(b"controls")
     flags, digests = _portable_acf((f"-Xptxas=--apply-controls={state}",), tmp_path)
-    write_entry(tmp_path / "compileiq.toml", make_entry(flags=("--use_fast_math", *flags), acf_sha256=digests,
-                                                        acf_ptxas="13.3.73"))
+    write_entry(
+        tmp_path / "compileiq.toml",
+        make_entry(flags=("--use_fast_math", *flags), acf_sha256=digests, acf_ptxas="13.3.73"),
+    )
     (entry,) = read_entries(tmp_path / "compileiq.toml")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

@@ -29,15 +29,25 @@ def _project(tmp_path: Path, compiler_version: str, acf_ptxas: str) -> tuple[Pat
     rel = f"compileiq/acf/{digest}.acf"
     (src / rel).parent.mkdir(parents=True)
     (src / rel).write_bytes(STAND_IN)
-    entry = make_entry(target="tuned", compiler_version=compiler_version, acf_ptxas=acf_ptxas,
-                       flags=("--use_fast_math", f"-Xptxas=--apply-controls={rel}"), acf_sha256=((rel, digest),))
+    entry = make_entry(
+        target="tuned",
+        compiler_version=compiler_version,
+        acf_ptxas=acf_ptxas,
+        flags=("--use_fast_math", f"-Xptxas=--apply-controls={rel}"),
+        acf_sha256=((rel, digest),),
+    )
     write_entry(src / "compileiq.toml", entry)
     return src, (src / rel).resolve()
 
 
 def _apply(src: Path, build: Path, *defs: str):
-    proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release",
-                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}", *defs)
+    proc = configure(
+        src,
+        build,
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}",
+        *defs,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -93,8 +103,10 @@ def test_an_acf_of_another_ptxas_version_is_left_out_in_one_line_and_the_rest_ap
     proc = _apply(src, tmp_path / "rel")
     lines = [line for line in proc.stdout.splitlines() if "advanced control file" in line]
     assert len(lines) == 1, proc.stdout
-    assert (f"the advanced control file of tuned is left out: it was tuned with ptxas 13.3.73, this build's is "
-            f"{compiler_versions.cuda}") in lines[0] and "the rest of its flags apply" in lines[0]
+    assert (
+        f"the advanced control file of tuned is left out: it was tuned with ptxas 13.3.73, this build's is "
+        f"{compiler_versions.cuda}"
+    ) in lines[0] and "the rest of its flags apply" in lines[0]
     assert "compileiq: applied 1 tuned flag to tuned" in proc.stdout
     (cmd,) = commands_for(tmp_path / "rel", "kern.cu")
     assert "--use_fast_math" in cmd and "apply-controls" not in cmd
@@ -132,7 +144,9 @@ def test_compileiq_tune_passes_the_acf_keywords_to_the_tune_command(tmp_path):
 @pytest.mark.cuda
 @pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 @pytest.mark.slow
-def test_the_machines_nvcc_with_ptxas_13_3_beside_it_applies_a_13_3_control_file(tmp_path, nvcc_13_3, compiler_versions):
+def test_the_machines_nvcc_with_ptxas_13_3_beside_it_applies_a_13_3_control_file(
+    tmp_path, nvcc_13_3, compiler_versions
+):
     """The toolkit of docs/benchmarks/acf.md's GPU tune: the machine's nvcc, NVIDIA's 13.3 ptxas beside it. The
     apply asks that ptxas (13.3): the control file applies although CMake reports nvcc 13.0."""
     system = Path(shutil.which("nvcc")).resolve()

@@ -60,8 +60,17 @@ def test_the_release_build_gets_what_the_tool_says_over_the_projects_own_release
     assert "-O2" in measured and _last_optimization_level(measured) == "-O3", measured
     # the entry as the tune writes it: the build type and flags hash are the module's
     toml = src / "compileiq.toml"
-    write_entry(toml, _host_entry(_gcc_version_major_minor(user) + ".0", target="rf_bench", flags=("-O3",),
-                                  build_type=decided.config, flags_sha256=decided.flags_sha256, sources_sha256=""))
+    write_entry(
+        toml,
+        _host_entry(
+            _gcc_version_major_minor(user) + ".0",
+            target="rf_bench",
+            flags=("-O3",),
+            build_type=decided.config,
+            flags_sha256=decided.flags_sha256,
+            sources_sha256="",
+        ),
+    )
     (check,) = run_check(toml, src, user)
     assert check.applies and check.flags == ["-O3"] and check.stale == [], check
     assert "-O3" in check.why, check.why
@@ -76,6 +85,9 @@ def test_the_release_build_gets_what_the_tool_says_over_the_projects_own_release
     assert configure(src, debug, "-DCMAKE_BUILD_TYPE=Debug").returncode == 0
     (refused,) = run_check(toml, src, debug)
     assert not refused.applies and "tuned for the Release build type" in refused.why, refused
-    (plain,) = [_options(e["command"]) for e in compile_commands(debug / "compileiq" / "check" / "tuned")
-                if e["file"].endswith("main.cpp")]
+    (plain,) = [
+        _options(e["command"])
+        for e in compile_commands(debug / "compileiq" / "check" / "tuned")
+        if e["file"].endswith("main.cpp")
+    ]
     assert "-O3" not in plain, plain

@@ -37,10 +37,20 @@ def test_exit_code_zero_without_pass_is_invalid(tmp_path):
 
 @pytest.mark.unit
 def test_nonzero_exit_crash_and_missing_metric_are_invalid(tmp_path):
-    assert run_benchmark(_script(tmp_path, "import sys; print('time_ms=1'); sys.exit(3)"), tmp_path, REGEX, None, 30).status is Status.RUN_FAILED
-    crash = run_benchmark(_script(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"), tmp_path, REGEX, None, 30)
+    assert (
+        run_benchmark(
+            _script(tmp_path, "import sys; print('time_ms=1'); sys.exit(3)"), tmp_path, REGEX, None, 30
+        ).status
+        is Status.RUN_FAILED
+    )
+    crash = run_benchmark(
+        _script(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"), tmp_path, REGEX, None, 30
+    )
     assert crash.status is Status.RUN_FAILED and "signal 11" in crash.reason
-    assert run_benchmark(_script(tmp_path, "print('elapsed 3 ms')"), tmp_path, REGEX, None, 30).status is Status.METRIC_MISSING
+    assert (
+        run_benchmark(_script(tmp_path, "print('elapsed 3 ms')"), tmp_path, REGEX, None, 30).status
+        is Status.METRIC_MISSING
+    )
 
 
 @pytest.mark.unit
@@ -48,11 +58,7 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
     marker = tmp_path / "child_alive"
     child = tmp_path / "child.py"
     child.write_text(f"import time\ntime.sleep(3)\nopen({str(marker)!r}, 'w').write('x')\n")
-    body = (
-        "import subprocess, sys, time\n"
-        f"subprocess.Popen([sys.executable, {str(child)!r}])\n"
-        "time.sleep(60)\n"
-    )
+    body = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(child)!r}])\ntime.sleep(60)\n"
     start = time.perf_counter()
     out = run_benchmark(_script(tmp_path, body), tmp_path, REGEX, None, timeout=1)
     assert out.status is Status.TIMEOUT and time.perf_counter() - start < 10
@@ -68,22 +74,42 @@ def test_missing_program_is_a_run_failure(tmp_path):
 
 @pytest.mark.unit
 def test_walltime_metric(tmp_path):
-    out = run_benchmark(_script(tmp_path, "import time; time.sleep(0.2)"), tmp_path, MetricSpec.parse("WALLTIME", True), None, 30)
+    out = run_benchmark(
+        _script(tmp_path, "import time; time.sleep(0.2)"), tmp_path, MetricSpec.parse("WALLTIME", True), None, 30
+    )
     assert out.status is Status.OK and 150 < out.value < 5000
 
 
 @pytest.mark.unit
 def test_gbench_and_nvbench_parsers(tmp_path):
-    report = {"benchmarks": [
-        {"name": "a", "run_type": "iteration", "real_time": 2000.0, "time_unit": "us"},
-        {"name": "b", "run_type": "iteration", "real_time": 8.0, "time_unit": "ms"},
-        {"name": "a_mean", "run_type": "aggregate", "real_time": 1.0, "time_unit": "ms"},
-    ]}
+    report = {
+        "benchmarks": [
+            {"name": "a", "run_type": "iteration", "real_time": 2000.0, "time_unit": "us"},
+            {"name": "b", "run_type": "iteration", "real_time": 8.0, "time_unit": "ms"},
+            {"name": "a_mean", "run_type": "aggregate", "real_time": 1.0, "time_unit": "ms"},
+        ]
+    }
     assert abs(parse_gbench("noise\n" + json.dumps(report)) - 4.0) < 1e-9
-    nv = {"benchmarks": [{"states": [{"summaries": [
-        {"tag": "nv/cold/time/gpu/mean", "data": [{"name": "value", "type": "float64", "value": "0.002"}]},
-        {"tag": "nv/cold/time/cpu/mean", "data": [{"name": "value", "type": "float64", "value": "9"}]},
-    ]}]}]}
+    nv = {
+        "benchmarks": [
+            {
+                "states": [
+                    {
+                        "summaries": [
+                            {
+                                "tag": "nv/cold/time/gpu/mean",
+                                "data": [{"name": "value", "type": "float64", "value": "0.002"}],
+                            },
+                            {
+                                "tag": "nv/cold/time/cpu/mean",
+                                "data": [{"name": "value", "type": "float64", "value": "9"}],
+                            },
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
     path = tmp_path / "nv.json"
     path.write_text(json.dumps(nv))
     assert abs(parse_nvbench(path) - 2.0) < 1e-9

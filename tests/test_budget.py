@@ -99,9 +99,15 @@ class _Runner:
 
     def __init__(self, medians: dict[str, float], noise: float) -> None:
         import random
+
         self.medians, self.noise, self.rng = medians, noise, random.Random(1)
-        self.spec = SimpleNamespace(workloads=[()], metric=SimpleNamespace(lower_is_better=True), lower_is_better=True, min_rounds=5,
-                                    max_rounds=30)
+        self.spec = SimpleNamespace(
+            workloads=[()],
+            metric=SimpleNamespace(lower_is_better=True),
+            lower_is_better=True,
+            min_rounds=5,
+            max_rounds=30,
+        )
 
     def run(self, tree, workload) -> RunResult:
         return RunResult(Status.OK, "", self.medians[tree] * (1 + self.rng.gauss(0, self.noise)), 0.01)
@@ -116,16 +122,18 @@ def test_a_validation_the_box_cut_is_undecided_never_rejected_and_never_stored(t
     rounds = []
     cut = lambda seconds: len(rounds.append(seconds) or rounds) < 2  # noqa: E731  (two rounds, then the box ends)
     candidate = FlagSet((("ftz", 1),), ("--ftz=true",))
-    (v,) = validate(runner, build, ("base", "cand"), FlagSet((), ()), [candidate], 0.002, 3, lambda line: None,
-                    may_continue=cut)
+    (v,) = validate(
+        runner, build, ("base", "cand"), FlagSet((), ()), [candidate], 0.002, 3, lambda line: None, may_continue=cut
+    )
     assert not v.accepted and v.reason.startswith(CUT), v.reason
     assert re.search(r"about \d+ s more \(\d+ rounds?\) would decide it", v.reason), v.reason
     store = TrialStore(tmp_path / "trials.sqlite", "spec")
     space = SimpleNamespace(baseline=lambda: FlagSet((), ()))
     rounds.clear()
     context = ValidationContext(("base", "cand"), space, 3)
-    (again,) = procedure._validated(context, build, runner, [candidate], 0.002, 3, lambda line: None, store,
-                                           may_continue=cut)
+    (again,) = procedure._validated(
+        context, build, runner, [candidate], 0.002, 3, lambda line: None, store, may_continue=cut
+    )
     assert again.reason.startswith(CUT)
     name = procedure._result_name("validation", [candidate.key], 0.002, 3)
     assert store.load_validations(name) is None, "a verdict the box cut is no decision: a rerun makes it"
@@ -161,9 +169,25 @@ def test_the_conveyor_cancels_queued_trials_and_never_measures_them():
 
 def _replay_tune(tmp_path: Path, *extra: str, landscape: Path = SAMPLE) -> list[str]:
     (tmp_path / "src").mkdir(exist_ok=True)
-    return [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "build"),
-            "--target", landscape.stem, "--replay", str(landscape), "--output", str(tmp_path / "compileiq.toml"),
-            "--seed", "2", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "compileiq_cmake",
+        "tune",
+        "-S",
+        str(tmp_path / "src"),
+        "-B",
+        str(tmp_path / "build"),
+        "--target",
+        landscape.stem,
+        "--replay",
+        str(landscape),
+        "--output",
+        str(tmp_path / "compileiq.toml"),
+        "--seed",
+        "2",
+        *extra,
+    ]
 
 
 def _until(proc: subprocess.Popen, log: Path, needle: str, seconds: float) -> str:
@@ -185,7 +209,9 @@ def test_a_banked_win_survives_a_kill_and_the_rerun_restores_it(tmp_path):
     log = tmp_path / "first.log"
     toml = tmp_path / "compileiq.toml"
     with open(log, "w") as out:
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             _until(proc, log, "bank: wrote", 240)
         finally:
@@ -208,8 +234,14 @@ def test_a_box_too_small_for_the_baselines_runs_stops_after_the_first_run_and_sa
     tune ends at once (exit 0, nothing written) with the --time-limit it would need."""
     env = {**os.environ, "COMPILEIQ_REPLAY_PACE": "3000"}
     started = time.monotonic()
-    proc = subprocess.run(_replay_tune(tmp_path, "--budget", "8", "--time-limit", "10"), cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        _replay_tune(tmp_path, "--budget", "8", "--time-limit", "10"),
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     wall = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     needed = re.search(r"stopped at once: give at least --time-limit (\d+)", proc.stdout)
@@ -224,8 +256,10 @@ def test_ctrl_c_stops_a_suite_within_seconds_and_nothing_is_written_after_it(tmp
     10 s, and the TOML is not written after the interrupt."""
     (tmp_path / "src").mkdir()
     suite = tmp_path / "suite.toml"
-    suite.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\n' + "".join(
-        f'\n[[target]]\nname = "c{i}"\nreplay = "{BLACKSCHOLES}"\nbudget = 20\n' for i in range(3)))
+    suite.write_text(
+        '[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\n'
+        + "".join(f'\n[[target]]\nname = "c{i}"\nreplay = "{BLACKSCHOLES}"\nbudget = 20\n' for i in range(3))
+    )
     env = {**os.environ, "COMPILEIQ_REPLAY_PACE": "4000"}
     argv = [sys.executable, "-m", "compileiq_cmake", "tune", "--suite", str(suite), "--seed", "4", "--suite-jobs", "2"]
     log = tmp_path / "suite.log"
@@ -233,8 +267,14 @@ def test_ctrl_c_stops_a_suite_within_seconds_and_nothing_is_written_after_it(tmp
     with open(log, "w") as out:
         # SIGINT as a terminal delivers it: a runner started in the background (a non-interactive shell's `&`)
         # hands its children SIGINT ignored, and Python then never raises KeyboardInterrupt
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        proc = subprocess.Popen(
+            argv,
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         try:
             _until(proc, log, "[c1] [  2/", 240)
             before = toml.read_bytes() if toml.exists() else None

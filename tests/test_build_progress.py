@@ -49,16 +49,26 @@ def _at(progress: BuildProgress, clock: Clock, seconds: float, text: str) -> Non
 def test_ninja_steps_with_the_time_left():
     progress, clock, said = _progress()
     _at(progress, clock, 5, "[1/126] Building CUDA object CMakeFiles/app.dir/a.cu.o\n")
-    _at(progress, clock, 30, "[44/126] Building CUDA object CMakeFiles/app.dir/b.cu.o\n"
-                             "warning: something\n[45/126] Building CXX object CMakeFiles/app.dir/c.cpp.o\n")
+    _at(
+        progress,
+        clock,
+        30,
+        "[44/126] Building CUDA object CMakeFiles/app.dir/b.cu.o\n"
+        "warning: something\n[45/126] Building CXX object CMakeFiles/app.dir/c.cpp.o\n",
+    )
     assert said == [f"{LABEL}: 45 of 126 steps, 30 s, about 54 s left"]
 
 
 @pytest.mark.unit
 def test_make_percent_with_the_time_left():
     progress, clock, said = _progress()
-    _at(progress, clock, 30, "[ 40%] Building CXX object CMakeFiles/app.dir/a.cpp.o\n"
-                             "[ 45%] Building CXX object CMakeFiles/app.dir/b.cpp.o\n")
+    _at(
+        progress,
+        clock,
+        30,
+        "[ 40%] Building CXX object CMakeFiles/app.dir/a.cpp.o\n"
+        "[ 45%] Building CXX object CMakeFiles/app.dir/b.cpp.o\n",
+    )
     assert said == [f"{LABEL}: 45% done, 30 s, about 37 s left"]
     _at(progress, clock, 150, "\x1b[32m[100%] Linking CXX executable app\x1b[0m\r\n")  # colored, CRLF
     assert said[-1] == f"{LABEL}: 100% done, 2 min 30 s"
@@ -143,8 +153,9 @@ def test_the_output_feed_gives_new_text_whole_characters(monkeypatch):
 @pytest.mark.unit
 def test_run_process_gives_the_output_as_it_grows(tmp_path):
     script = tmp_path / "steps.py"
-    script.write_text("import sys, time\nfor i in range(1, 9):\n"
-                      "    print(f'[{i}/8] step', flush=True)\n    time.sleep(0.4)\n")
+    script.write_text(
+        "import sys, time\nfor i in range(1, 9):\n    print(f'[{i}/8] step', flush=True)\n    time.sleep(0.4)\n"
+    )
     chunks: list[str] = []
     res = run_process([sys.executable, str(script)], tmp_path, 60, on_output=chunks.append)
     assert res.returncode == 0 and res.output.count("step") == 8
@@ -163,7 +174,8 @@ def _slow_project(root: Path, files: int = 8) -> tuple[Path, Path]:
     (src / "main.cpp").write_text(f"{calls}int main() {{ return {total} == {sum(range(files))} ? 0 : 1; }}\n")
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\n"
-        "file(GLOB SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)\nadd_executable(app ${SOURCES})\n")
+        "file(GLOB SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)\nadd_executable(app ${SOURCES})\n"
+    )
     launcher = root / "slow-launcher.sh"
     launcher.write_text('#!/bin/sh\nsleep 0.5\nexec "$@"\n')
     launcher.chmod(0o755)
@@ -181,15 +193,28 @@ def test_a_real_build_says_increasing_progress(tmp_path, monkeypatch, generator)
     if generator == "Ninja":
         proc = configure(src, build, f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}", "-DCMAKE_CXX_COMPILER=g++")
     else:  # conftest.configure picks Ninja where there is one
-        proc = subprocess.run(["cmake", "-S", str(src), "-B", str(build), "-G", generator,
-                               "-DCMAKE_CXX_COMPILER=g++", f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}"],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                "cmake",
+                "-S",
+                str(src),
+                "-B",
+                str(build),
+                "-G",
+                generator,
+                "-DCMAKE_CXX_COMPILER=g++",
+                f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}",
+            ],
+            capture_output=True,
+            text=True,
+        )
     assert proc.returncode == 0, proc.stderr
     monkeypatch.setattr(BuildProgress, "FIRST_AFTER", 1.0)
     monkeypatch.setattr(BuildProgress, "EVERY", 1.0)
     said: list[str] = []
-    result = VariantTree(tmp_path / "state", "worker-0", "cmake").build(("app",), jobs=1, timeout=300,
-                                                                         progress=said.append)
+    result = VariantTree(tmp_path / "state", "worker-0", "cmake").build(
+        ("app",), jobs=1, timeout=300, progress=said.append
+    )
     assert result.ok, result.log_tail
     assert len(said) >= 2, said
     assert all(line.startswith("build of app in worker-0: ") for line in said), said

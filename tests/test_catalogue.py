@@ -69,7 +69,9 @@ def test_version_and_arch_filters(monkeypatch):
 
 @pytest.mark.unit
 def test_canonical_flags_redundant_fatal_and_repair():
-    assert canonical_flags(["--use_fast_math", "--ftz=true", "--prec-div=false", "--prec-sqrt=false"]) == ("--use_fast_math",)
+    assert canonical_flags(["--use_fast_math", "--ftz=true", "--prec-div=false", "--prec-sqrt=false"]) == (
+        "--use_fast_math",
+    )
     assert canonical_flags(["--ftz=true", "--use_fast_math", "--fmad=false"]) == ("--use_fast_math", "--fmad=false")
     assert canonical_flags(["--Ofast-compile=max", "-Xptxas=-O1"]) == ("--Ofast-compile=max",)
     assert canonical_flags(["-Xptxas=-O2", "--Ofast-compile=min"]) == ("--Ofast-compile=min",)
@@ -79,7 +81,9 @@ def test_canonical_flags_redundant_fatal_and_repair():
     space = load_space("nvcc", "NVIDIA", "13.0", include=("experimental", "restrict"))
     fs = space.flagset_from_flags(list(repaired))
     assert dict(fs.choices).keys() == {"extra_device_vectorization", "restrict"}
-    assert set(fs.flags) == set(repaired), "a flag set carries its canonical flags (what reaches nvcc and the cache key)"
+    assert set(fs.flags) == set(repaired), (
+        "a flag set carries its canonical flags (what reaches nvcc and the cache key)"
+    )
     fm = load_space("nvcc", "NVIDIA", "13.0", include=("use_fast_math", "ftz"))
     fast = fm.flagset({"use_fast_math": 1, "ftz": 1})
     assert fast.flags == ("--use_fast_math",) and fast.key == fm.flagset({"use_fast_math": 1}).key
@@ -100,16 +104,25 @@ def test_adapt_to_project():
     level, _ = adapt_to_project(space, normalize(["nvcc", "-Xptxas", "-O3"]))
     assert "ofast_compile" not in _names(level) and "ptxas_opt_level" in _names(level)
     maxreg, notes = adapt_to_project(space, ["-maxrregcount=64", "-rdc=true"])
-    assert "maxrregcount" in _names(maxreg) and any("overrides" in n for n in notes) and any("relocatable" in n for n in notes)
+    assert (
+        "maxrregcount" in _names(maxreg)
+        and any("overrides" in n for n in notes)
+        and any("relocatable" in n for n in notes)
+    )
     same, notes = adapt_to_project(space, ["-O3", "--expt-relaxed-constexpr"])
     assert same == space and notes == []
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("command", [
-    ["-use_fast_math"], ["--use_fast_math"], ["-O3", "-Xptxas", "-O3", "-use_fast_math"],
-    ["--ptxas-options=-v", "-use_fast_math", "-x", "cu"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["-use_fast_math"],
+        ["--use_fast_math"],
+        ["-O3", "-Xptxas", "-O3", "-use_fast_math"],
+        ["--ptxas-options=-v", "-use_fast_math", "-x", "cu"],
+    ],
+)
 def test_adaptation_sees_fast_math_in_any_spelling(command):
     space = load_space("nvcc", "NVIDIA", "13.0")
     adapted, notes = adapt_to_project(space, normalize(["nvcc", *command]))
@@ -120,16 +133,20 @@ def test_adaptation_sees_fast_math_in_any_spelling(command):
 @pytest.mark.unit
 def test_values_the_project_already_has_are_not_tried():
     space = load_space("nvcc", "NVIDIA", "13.0")
-    adapted, notes = adapt_to_project(space, normalize(["nvcc", "-maxrregcount", "64", "--fmad", "false",
-                                                        "--ptxas-options", "-dlcm=cg,-v", "-restrict"]))
+    adapted, notes = adapt_to_project(
+        space,
+        normalize(["nvcc", "-maxrregcount", "64", "--fmad", "false", "--ptxas-options", "-dlcm=cg,-v", "-restrict"]),
+    )
     maxreg = next(d for d in adapted.dimensions if d.name == "maxrregcount")
     assert ("-maxrregcount=64",) not in maxreg.values and ("-maxrregcount=32",) in maxreg.values
     assert "fmad" not in _names(adapted) and "restrict" not in _names(adapted)
     load = next(d for d in adapted.dimensions if d.name == "load_cache")
     assert ("-Xptxas=-dlcm=cg",) not in load.values and len(load.values) > 1
-    for text in ("fmad: the project already builds with --fmad=false; not tuned",
-                 "maxrregcount: the project already builds with -maxrregcount=64; that value is not tried",
-                 "restrict: the project already builds with --restrict; not tuned"):
+    for text in (
+        "fmad: the project already builds with --fmad=false; not tuned",
+        "maxrregcount: the project already builds with -maxrregcount=64; that value is not tried",
+        "restrict: the project already builds with --restrict; not tuned",
+    ):
         assert text in notes, notes
 
 
@@ -140,8 +157,11 @@ def test_every_catalogue_spelling_reaches_cicc_or_ptxas(tmp_path: Path):
     src.write_text("__global__ void k(float* p) { p[threadIdx.x] = 1.f; }\n")
     for d in ALL.dimensions:
         for value in d.values[1:]:
-            proc = subprocess.run([NVCC, "-dryrun", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src), *value],
-                                  capture_output=True, text=True)
+            proc = subprocess.run(
+                [NVCC, "-dryrun", "-arch=sm_90", "-cubin", "-o", str(tmp_path / "k.cubin"), str(src), *value],
+                capture_output=True,
+                text=True,
+            )
             assert proc.returncode == 0, (value, proc.stderr)
             tools = "\n".join(ln for ln in proc.stderr.splitlines() if re.search(r"cicc|ptxas", ln))
             for tok in value:
@@ -156,8 +176,17 @@ def test_every_catalogue_spelling_reaches_cicc_or_ptxas(tmp_path: Path):
 @pytest.mark.cuda
 @needs_nvcc
 def test_probe_drops_rejected_and_ignored_values_and_caches(tmp_path: Path):
-    dim = Dimension(name="x", help="", values=((), ("-Xptxas=-O1",), ("-Xptxas=--register-usage-level=11",),
-                                                ("-Xptxas=-bogus",), ("-Xcicc=--Xopt,-no-such-llvm-option",)))
+    dim = Dimension(
+        name="x",
+        help="",
+        values=(
+            (),
+            ("-Xptxas=-O1",),
+            ("-Xptxas=--register-usage-level=11",),
+            ("-Xptxas=-bogus",),
+            ("-Xcicc=--Xopt,-no-such-llvm-option",),
+        ),
+    )
     space = FlagSpace(family="nvcc", dimensions=(dim,))
     cache = tmp_path / "probe.json"
     probed, notes = probe_space(space, NVCC, "90", cache)
@@ -183,15 +212,19 @@ def _sass(cubin: Path) -> str:
     if cuobjdump is None or nvdisasm is None:
         pytest.skip("cuobjdump / nvdisasm not installed (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
     env = {"PATH": f"{nvdisasm.parent}:/usr/bin:/bin"}
-    return subprocess.run([str(cuobjdump), "-sass", str(cubin)], capture_output=True, text=True, env=env, check=True).stdout
+    return subprocess.run(
+        [str(cuobjdump), "-sass", str(cubin)], capture_output=True, text=True, env=env, check=True
+    ).stdout
 
 
 @pytest.mark.cuda
 @needs_nvcc
 def test_restrict_survives_extra_device_vectorization(tmp_path: Path):
     src = tmp_path / "k.cu"
-    src.write_text("__global__ void k(const float* a, const float* b, float* c, int n) {\n"
-                   "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] * b[i]; }\n")
+    src.write_text(
+        "__global__ void k(const float* a, const float* b, float* c, int n) {\n"
+        "  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) c[i] = a[i] * b[i]; }\n"
+    )
 
     def loads(flags: tuple[str, ...]) -> set[str]:
         out = tmp_path / "k.cubin"

@@ -25,8 +25,17 @@ PAIR = PROJECTS / "check_pair"
 def _entry(build: Path, **kw):
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
-    base = dict(target="gate_bench", flags=("-O2",), build_type="Release", metric="time_ms=([0-9.]+)",
-                workloads=("--n 1000000",), sources_sha256="", baseline=(100.0,), tuned=(30.0,), speedup=3.3)
+    base = dict(
+        target="gate_bench",
+        flags=("-O2",),
+        build_type="Release",
+        metric="time_ms=([0-9.]+)",
+        workloads=("--n 1000000",),
+        sources_sha256="",
+        baseline=(100.0,),
+        tuned=(30.0,),
+        speedup=3.3,
+    )
     base.update(kw)
     return _host_entry(_gcc_version_major_minor(build), **base)
 
@@ -69,14 +78,18 @@ def test_strict_fails_on_an_entry_that_does_not_apply_or_is_stale(tmp_path):
     gate = ("check", "-S", str(src), "-B", str(build))
     write_entry(toml, _entry(build))  # applies, not stale (no sources hash recorded)
     proc = run_cli(*gate, "--strict")
-    assert proc.returncode == 0 and "gate_bench: applies" in proc.stdout and "FAIL" not in proc.stdout, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and "gate_bench: applies" in proc.stdout and "FAIL" not in proc.stdout, (
+        proc.stdout + proc.stderr
+    )
 
     write_entry(toml, _entry(build, sources_sha256="0" * 64))  # tuned on other sources
     proc = run_cli(*gate)
     assert proc.returncode == 0 and "stale: its sources changed" in proc.stdout, proc.stdout + proc.stderr
     proc = run_cli(*gate, "--strict")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "compileiq: gate_bench: FAIL (--strict): stale: its sources changed since the tune" in proc.stdout, proc.stdout
+    assert "compileiq: gate_bench: FAIL (--strict): stale: its sources changed since the tune" in proc.stdout, (
+        proc.stdout
+    )
 
     toml.unlink()
     write_entry(toml, _entry(build, build_type="Debug"))
@@ -84,10 +97,12 @@ def test_strict_fails_on_an_entry_that_does_not_apply_or_is_stale(tmp_path):
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and not doc["passed"] and doc["strict"], proc.stdout + proc.stderr
     assert doc["entries"][0]["failures"] == [
-        "does not apply: tuned for the Debug build type; this is a Release build"], doc
+        "does not apply: tuned for the Debug build type; this is a Release build"
+    ], doc
     proc = run_cli(*gate, "--strict")
-    assert proc.returncode == 1 and ("gate_bench: FAIL (--strict): does not apply: tuned for the Debug build type"
-                                     in proc.stdout), proc.stdout
+    assert proc.returncode == 1 and (
+        "gate_bench: FAIL (--strict): does not apply: tuned for the Debug build type" in proc.stdout
+    ), proc.stdout
 
 
 @pytest.mark.unit
@@ -124,8 +139,10 @@ def test_workloads_are_deduplicated_and_capped_with_a_note():
     many = make_entry(workloads=tuple(f"--n {i}" for i in range(20)) + ("--n  0",))
     chosen, note = select_workloads(many, 8)
     assert chosen == [("--n", str(i)) for i in range(8)], chosen
-    assert note == ("21 workloads, 1 of them repeats: each distinct one measured once; "
-                    "the first 8 of 20 distinct workloads measured (--max-workloads)"), note
+    assert note == (
+        "21 workloads, 1 of them repeats: each distinct one measured once; "
+        "the first 8 of 20 distinct workloads measured (--max-workloads)"
+    ), note
     assert select_workloads(make_entry(workloads=()), 8) == ([()], "")
 
 
@@ -140,11 +157,26 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
     src, build = _project(tmp_path, PAIR)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     toml = src / "compileiq.toml"
-    write_entry(toml, _entry(build, target="light", benchmark=("./pair_bench", "both"), pass_regex="PASS",
-                             workloads=("--n 4000000",)))
-    write_entry(toml, _entry(build, target="heavy", benchmark=("./pair_bench", "heavy"), pass_regex="PASS",
-                             metric="rate=([0-9.]+)", lower_is_better=False, workloads=("--n 4000000",) * 40,
-                             baseline=(300.0,) * 40, tuned=(900.0,) * 40))
+    write_entry(
+        toml,
+        _entry(
+            build, target="light", benchmark=("./pair_bench", "both"), pass_regex="PASS", workloads=("--n 4000000",)
+        ),
+    )
+    write_entry(
+        toml,
+        _entry(
+            build,
+            target="heavy",
+            benchmark=("./pair_bench", "heavy"),
+            pass_regex="PASS",
+            metric="rate=([0-9.]+)",
+            lower_is_better=False,
+            workloads=("--n 4000000",) * 40,
+            baseline=(300.0,) * 40,
+            tuned=(900.0,) * 40,
+        ),
+    )
     gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "5", "--json")
     proc = run_cli(*gate)
     doc = json.loads(proc.stdout)
@@ -152,8 +184,9 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
     assert heavy["passed"] and heavy["speedup"] > 1.5, (proc.stderr, heavy)  # -O2 against -O0: about 3x here
     assert heavy["benchmark"] == ["./pair_bench", "heavy"] and heavy["metric"] == "rate=([0-9.]+)"
     # higher is better read right: the tuned rates are higher (medians: one sample may invert on a loaded machine)
-    assert not heavy["lower_is_better"] and all(statistics.median(w["tuned"]) > statistics.median(w["plain"])
-                                                for w in heavy["workloads"])
+    assert not heavy["lower_is_better"] and all(
+        statistics.median(w["tuned"]) > statistics.median(w["plain"]) for w in heavy["workloads"]
+    )
     assert len(heavy["workloads"]) == 1 and "40 workloads, 39 of them repeats" in heavy["note"]
     assert light["benchmark"] == ["./pair_bench", "both"] and light["metric"] == "time_ms=([0-9.]+)"
     assert light["speedup"] < 1.2, light  # not heavy's gain
@@ -168,8 +201,9 @@ def test_each_entry_is_remeasured_with_its_own_benchmark_in_a_tree_of_its_own(tm
             if c["file"].endswith(("light.cpp", "heavy.cpp")):
                 assert ("-O2" in c["command"].split()) == c["file"].endswith(own), (tree, c["command"])
     # --bench (with its metric) overrides every entry's recorded one
-    proc = run_cli(*gate, "--bench", "pair_bench heavy", "--metric", "rate=([0-9.]+)", "--higher-is-better",
-                   "--rounds", "3")
+    proc = run_cli(
+        *gate, "--bench", "pair_bench heavy", "--metric", "rate=([0-9.]+)", "--higher-is-better", "--rounds", "3"
+    )
     doc = json.loads(proc.stdout)
     for e in doc["entries"]:
         assert e["remeasure"]["benchmark"] == ["pair_bench", "heavy"] and not e["remeasure"]["lower_is_better"], e
@@ -183,9 +217,27 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
 
     src, build = _project(tmp_path)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench",
-                   "--workload", "--n 1000000", "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS",
-                   "--include-flags", "opt_level", "--budget", "3")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "gate_bench",
+        "--bench",
+        "gate_bench",
+        "--workload",
+        "--n 1000000",
+        "--metric",
+        "time_ms=([0-9.]+)",
+        "--pass-regex",
+        "PASS",
+        "--include-flags",
+        "opt_level",
+        "--budget",
+        "3",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.benchmark == ("./gate_bench",) and entry.pass_regex == "PASS" and entry.verify == ()
@@ -195,12 +247,16 @@ def test_a_tune_records_its_benchmark_and_check_remeasures_with_it(tmp_path):
     assert entry.host_compiler.startswith("GNU ") and entry.host_cpu and not entry.driver_version
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
     exe = (build / "compileiq" / "worker-0" / "gate_bench").stat().st_size
-    assert all(t["binary_bytes"] > 0.5 * exe for t in trials if t["status"] == "ok"), [t["binary_bytes"] for t in trials]
+    assert all(t["binary_bytes"] > 0.5 * exe for t in trials if t["status"] == "ok"), [
+        t["binary_bytes"] for t in trials
+    ]
     html = (build / "compileiq" / "report.html").read_text()
     assert 'id="plot-tradeoffs"' in html and 'id="pareto"' in html
     # 15 rounds: beside another test process on 2 cores a round's ratio varies by ~25% (5 rounds once left the
     # interval of a 1.33x gain reaching below 1)
-    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "15", "--json")
+    proc = run_cli(
+        "check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "15", "--json"
+    )
     doc = json.loads(proc.stdout)
     r = doc["entries"][0]["remeasure"]
     assert proc.returncode == 0 and doc["passed"] and r["benchmark"] == ["./gate_bench"], proc.stdout + proc.stderr
@@ -214,9 +270,20 @@ def test_the_recorded_command_is_relative_to_the_build_tree():
     from compileiq_cmake.measure.runner import BenchCommand
 
     bench = BenchCommand(argv=(), verify=(), user_build_dir=Path("/work/build"))
-    assert bench.relative(("/work/build/bin/nbody", "--in", "/work/build/data/x.bin", "--out", "/work/build",
-                           "/work/build2/y", "/opt/tool", "mpirun", "-n", "2")) == (
-        "./bin/nbody", "--in", "./data/x.bin", "--out", ".", "/work/build2/y", "/opt/tool", "mpirun", "-n", "2")
+    assert bench.relative(
+        (
+            "/work/build/bin/nbody",
+            "--in",
+            "/work/build/data/x.bin",
+            "--out",
+            "/work/build",
+            "/work/build2/y",
+            "/opt/tool",
+            "mpirun",
+            "-n",
+            "2",
+        )
+    ) == ("./bin/nbody", "--in", "./data/x.bin", "--out", ".", "/work/build2/y", "/opt/tool", "mpirun", "-n", "2")
 
 
 @pytest.mark.unit
@@ -232,11 +299,13 @@ def test_the_recorded_benchmark_fields_are_validated(tmp_path):
     write_entry(path, entry)
     assert read_entries(path) == [entry]
     good = tomllib.loads(path.read_text())
-    for key, value, message in (("benchmark", "./bin/nbody", "benchmark must be an array"),
-                                ("benchmark", ["x"] * 300, "benchmark of 'nbody' must be a list of at most"),
-                                ("verify", [1], r"verify\[0\] must be a string"),
-                                ("pass_regex", "(PASS", "pass_regex of 'nbody' must be a regex"),
-                                ("pass_regex", True, "pass_regex must be a string")):
+    for key, value, message in (
+        ("benchmark", "./bin/nbody", "benchmark must be an array"),
+        ("benchmark", ["x"] * 300, "benchmark of 'nbody' must be a list of at most"),
+        ("verify", [1], r"verify\[0\] must be a string"),
+        ("pass_regex", "(PASS", "pass_regex of 'nbody' must be a regex"),
+        ("pass_regex", True, "pass_regex must be a string"),
+    ):
         path.write_text(tomli_w.dumps({**good, "entry": [{**good["entry"][0], key: value}]}))
         with pytest.raises(CompileIQError, match=message):
             read_entries(path)
@@ -250,16 +319,26 @@ def test_the_recorded_verify_runs_and_a_tuned_build_that_fails_it_fails_the_gate
 
     src, build = _project(tmp_path)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    write_entry(src / "compileiq.toml", _entry(build, benchmark=("./gate_bench",), pass_regex="PASS",
-                                               verify=("sh", "-c", "! grep -q -- -O2 compile_commands.json")))
-    proc = run_cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "3", "--json")
+    write_entry(
+        src / "compileiq.toml",
+        _entry(
+            build,
+            benchmark=("./gate_bench",),
+            pass_regex="PASS",
+            verify=("sh", "-c", "! grep -q -- -O2 compile_commands.json"),
+        ),
+    )
+    proc = run_cli(
+        "check", "-S", str(src), "-B", str(build), "--remeasure", "--run-recorded", "--rounds", "3", "--json"
+    )
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and not doc["passed"], proc.stdout + proc.stderr
     # --run-recorded said the VERIFY command it was going to run before running it
     said = proc.stderr.index("--run-recorded runs")
     assert "VERIFY: sh -c '! grep -q -- -O2 compile_commands.json'" in proc.stderr[said:], proc.stderr
     assert doc["entries"][0]["failures"] == [
-        "re-measured: the tuned build's benchmark fails on workload '--n 1000000': VERIFY failed (exit code 1)"], doc
+        "re-measured: the tuned build's benchmark fails on workload '--n 1000000': VERIFY failed (exit code 1)"
+    ], doc
 
 
 _PROVIDER = """\
@@ -278,12 +357,16 @@ def _with_provider(tmp_path: Path) -> tuple[Path, Path, Path]:
     """check_gate that needs a package only the user's dependency provider (a top-level include) supplies."""
     src, build = _project(tmp_path)
     with (src / "CMakeLists.txt").open("a") as fh:
-        fh.write("find_package(GateDep REQUIRED)  # from the dependency provider\n"
-                 "target_compile_definitions(gate_bench PRIVATE GATE_DEP_LEVEL=${GATE_DEP_LEVEL})\n")
+        fh.write(
+            "find_package(GateDep REQUIRED)  # from the dependency provider\n"
+            "target_compile_definitions(gate_bench PRIVATE GATE_DEP_LEVEL=${GATE_DEP_LEVEL})\n"
+        )
     provider = tmp_path / "provider.cmake"
     provider.write_text(_PROVIDER)
-    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release",
-                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={provider}").returncode == 0
+    assert (
+        configure(src, build, "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={provider}").returncode
+        == 0
+    )
     return src, build, provider
 
 
@@ -304,9 +387,27 @@ def test_check_keeps_the_users_own_top_level_includes(tmp_path):
 def test_tune_keeps_the_users_own_top_level_includes(tmp_path):
     """The tune's variant trees too (the user's includes were dropped there as well)."""
     src, build, _ = _with_provider(tmp_path)
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench --n 300000",
-                   "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--include-flags", "opt_level",
-                   "--budget", "2", "--max-rounds", "5")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "gate_bench",
+        "--bench",
+        "gate_bench --n 300000",
+        "--metric",
+        "time_ms=([0-9.]+)",
+        "--pass-regex",
+        "PASS",
+        "--include-flags",
+        "opt_level",
+        "--budget",
+        "2",
+        "--max-rounds",
+        "5",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     commands = json.loads((build / "compileiq" / "worker-0" / "compile_commands.json").read_text())
     (command,) = [c["command"] for c in commands if c["file"].endswith("main.cpp")]
@@ -325,9 +426,11 @@ def test_configure_and_build_are_stopped_after_the_build_timeout(tmp_path, monke
     # is gone" cannot pass for a step that was stopped before it ever ran
     (src / "slow.sh").write_text('[ -z "$GATE_SLOW_BUILD" ] || { touch "$GATE_MARKER"; sleep "$GATE_SLOW_BUILD"; }\n')
     with (src / "CMakeLists.txt").open("a") as fh:
-        fh.write('if(DEFINED ENV{GATE_SLOW_CONFIGURE})\n  file(WRITE "$ENV{GATE_MARKER}" "")\n'
-                 '  execute_process(COMMAND sleep $ENV{GATE_SLOW_CONFIGURE})\nendif()\n'
-                 'add_custom_target(slow_step ALL COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/slow.sh)\n')
+        fh.write(
+            'if(DEFINED ENV{GATE_SLOW_CONFIGURE})\n  file(WRITE "$ENV{GATE_MARKER}" "")\n'
+            "  execute_process(COMMAND sleep $ENV{GATE_SLOW_CONFIGURE})\nendif()\n"
+            "add_custom_target(slow_step ALL COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/slow.sh)\n"
+        )
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     write_entry(src / "compileiq.toml", _entry(build, benchmark=("./gate_bench",), pass_regex="PASS"))
     gate = ("check", "-S", str(src), "-B", str(build))
@@ -367,13 +470,34 @@ def test_the_findings_are_events_with_their_values():
     from compileiq_cmake.model.events import recording
     from compileiq_cmake.results.check import EntryCheck, check_status, checks_document, report_checks
 
-    remeasured = {"benchmark": ["./gate_bench"], "rounds": 9, "note": "", "passed": False, "speedup": 1.001,
-                  "reason": "not significantly faster than the plain build",
-                  "workloads": [{"workload": "--n 1", "speedup": 1.001, "ci": [0.99, 1.01]}]}
-    checks = [EntryCheck("gate_bench", "", ["-O2"], True, "1 tuned flag for CXX", ["its sources changed since the tune"],
-                         remeasure=remeasured),
-              EntryCheck("kern", "90", ["-O3"], False, "tuned for the Debug build type; this is a Release build",
-                         archs="sm_90 measured")]
+    remeasured = {
+        "benchmark": ["./gate_bench"],
+        "rounds": 9,
+        "note": "",
+        "passed": False,
+        "speedup": 1.001,
+        "reason": "not significantly faster than the plain build",
+        "workloads": [{"workload": "--n 1", "speedup": 1.001, "ci": [0.99, 1.01]}],
+    }
+    checks = [
+        EntryCheck(
+            "gate_bench",
+            "",
+            ["-O2"],
+            True,
+            "1 tuned flag for CXX",
+            ["its sources changed since the tune"],
+            remeasure=remeasured,
+        ),
+        EntryCheck(
+            "kern",
+            "90",
+            ["-O3"],
+            False,
+            "tuned for the Debug build type; this is a Release build",
+            archs="sm_90 measured",
+        ),
+    ]
     events, recorder = recording()
     assert report_checks(checks, events, strict=True) == 1 == check_status(checks, strict=True)
     assert all(e.stage == "check" for e in recorder)
@@ -384,10 +508,14 @@ def test_the_findings_are_events_with_their_values():
     assert stale.data == {"stale": "its sources changed since the tune", "target": "gate_bench", "arch": ""}
     (measured,) = [e for e in recorder.of("stage") if "passed" in e.data]
     assert measured.data["passed"] is False and measured.data["speedup"] == 1.001
-    assert measured.text.endswith("'--n 1' 1.0010x [0.9900..1.0100]; FAIL: not significantly faster than the plain build")
+    assert measured.text.endswith(
+        "'--n 1' 1.0010x [0.9900..1.0100]; FAIL: not significantly faster than the plain build"
+    )
     fails = [e.data["failure"] for e in recorder.of("stage") if "failure" in e.data]
-    assert fails == ["stale: its sources changed since the tune",
-                     "does not apply: tuned for the Debug build type; this is a Release build"]
+    assert fails == [
+        "stale: its sources changed since the tune",
+        "does not apply: tuned for the Debug build type; this is a Release build",
+    ]
     assert recorder.texts("info") == ["kern (sm_90): architectures: sm_90 measured"]
     # without --strict only the re-measurement fails the gate, and no FAIL (--strict) is said
     events, recorder = recording()
@@ -407,7 +535,9 @@ def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypat
     from compileiq_cmake.model.records import Status
     from compileiq_cmake.model.spec import MetricSpec
 
-    monkeypatch.setattr(check, "_benchmark_argv", lambda argv, tree, user_build: argv)  # no project: the command as it is
+    monkeypatch.setattr(
+        check, "_benchmark_argv", lambda argv, tree, user_build: argv
+    )  # no project: the command as it is
     times = {"plain": iter([10.3, 10.1, 10.35, 10.05, 10.2] * 2), "tuned": iter([5.0, 5.02, 4.98, 5.01, 5.0] * 2)}
 
     def run(argv, tree, metric, pass_regex, timeout):
@@ -420,8 +550,10 @@ def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypat
     doc = check._remeasure(entry, bench, tmp_path / "plain", tmp_path / "tuned", 5, 0.01, 10.0, 8, events, tmp_path)
     assert doc["passed"] and doc["speedup"] > 2.0, doc
     (start,) = recorder.of("info")
-    assert start.text == ("check: re-measuring nbody (sm_90): ./bench (time_ms=([0-9.]+)), 2 workloads, 5 rounds; "
-                          "3 workloads, 1 of them repeats: each distinct one measured once")
+    assert start.text == (
+        "check: re-measuring nbody (sm_90): ./bench (time_ms=([0-9.]+)), 2 workloads, 5 rounds; "
+        "3 workloads, 1 of them repeats: each distinct one measured once"
+    )
     assert start.data == {"target": "nbody", "arch": "90", "workloads": 2, "rounds": 5} and start.stage == "check"
     details = recorder.of("detail")
     assert [d.data["workload"] for d in details] == ["--n 1", "--n 2"]
@@ -461,14 +593,39 @@ def test_check_says_what_differs_from_where_the_entry_was_tuned(tmp_path):
 def test_provenance_differences_compare_what_both_know_and_the_clocks_by_their_maximum():
     from compileiq_cmake.measure.provenance import Provenance
 
-    was = Provenance(driver_version="580.1", host_compiler="GNU 12", gpu_clocks="sm 1500 of 1980 MHz, memory 3201 MHz",
-                     power_limit="700 W", ecc="on", cpu="X")
-    assert was.differences(Provenance(driver_version="580.1", host_compiler="GNU 12",
-                                      gpu_clocks="sm 1980 of 1980 MHz, memory 3201 MHz", cpu="X")) == []
-    assert was.differences(Provenance(driver_version="590.2", gpu_clocks="sm 1200 of 1600 MHz, memory 3201 MHz",
-                                      power_limit="500 W", ecc="off", cpu="X")) == [
-        "NVIDIA driver: tuned with 580.1, here 590.2", "GPU clocks: tuned with 1980 MHz, here 1600 MHz",
-        "GPU power limit: tuned with 700 W, here 500 W", "ECC: tuned with on, here off"]
+    was = Provenance(
+        driver_version="580.1",
+        host_compiler="GNU 12",
+        gpu_clocks="sm 1500 of 1980 MHz, memory 3201 MHz",
+        power_limit="700 W",
+        ecc="on",
+        cpu="X",
+    )
+    assert (
+        was.differences(
+            Provenance(
+                driver_version="580.1",
+                host_compiler="GNU 12",
+                gpu_clocks="sm 1980 of 1980 MHz, memory 3201 MHz",
+                cpu="X",
+            )
+        )
+        == []
+    )
+    assert was.differences(
+        Provenance(
+            driver_version="590.2",
+            gpu_clocks="sm 1200 of 1600 MHz, memory 3201 MHz",
+            power_limit="500 W",
+            ecc="off",
+            cpu="X",
+        )
+    ) == [
+        "NVIDIA driver: tuned with 580.1, here 590.2",
+        "GPU clocks: tuned with 1980 MHz, here 1600 MHz",
+        "GPU power limit: tuned with 700 W, here 500 W",
+        "ECC: tuned with on, here off",
+    ]
 
 
 @pytest.mark.cmake
@@ -482,19 +639,59 @@ def test_a_winner_whose_build_is_too_slow_is_kept_out_of_the_toml(tmp_path):
     launcher = tmp_path / "slow-launcher.sh"
     launcher.write_text('#!/bin/sh\ncase " $* " in *" -O2 "*) sleep 4 ;; esac\nexec "$@"\n')
     launcher.chmod(0o755)
-    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}").returncode == 0
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench",
-                   "--workload", "--n 1000000", "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS",
-                   "--include-flags", "opt_level", "--budget", "3", "--max-compile-slowdown", "2", "--no-prior")
+    assert (
+        configure(src, build, "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_CXX_COMPILER_LAUNCHER={launcher}").returncode == 0
+    )
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "gate_bench",
+        "--bench",
+        "gate_bench",
+        "--workload",
+        "--n 1000000",
+        "--metric",
+        "time_ms=([0-9.]+)",
+        "--pass-regex",
+        "PASS",
+        "--include-flags",
+        "opt_level",
+        "--budget",
+        "3",
+        "--max-compile-slowdown",
+        "2",
+        "--no-prior",
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
     slow = next(t for t in trials if t["flags"] == ["-O2"])
     fast = next(t for t in trials if t["flags"] == ["-O3"])
     assert slow["build_seconds"] > 2 * fast["build_seconds"] and slow["status"] == "ok", (slow, fast)
-    assert "-O2 kept out of the finalists: its build took" in out and "a typical build of this tune" in out and "--max-compile-slowdown 2)" in out, out[-3000:]
+    assert (
+        "-O2 kept out of the finalists: its build took" in out
+        and "a typical build of this tune" in out
+        and "--max-compile-slowdown 2)" in out
+    ), out[-3000:]
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.flags == ("-O3",)  # the faster-building winner, not -O2
-    bad = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "gate_bench", "--bench", "gate_bench",
-                  "--metric", "time_ms=([0-9.]+)", "--max-compile-slowdown", "0.5")
+    bad = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "gate_bench",
+        "--bench",
+        "gate_bench",
+        "--metric",
+        "time_ms=([0-9.]+)",
+        "--max-compile-slowdown",
+        "0.5",
+    )
     assert bad.returncode == 2 and "--max-compile-slowdown 0.5 is out of range" in bad.stderr

@@ -49,14 +49,17 @@ def _one_line_error(proc, *needles) -> str:
 
 
 @pytest.mark.cmake
-@pytest.mark.parametrize("extra,needles", [
-    (["--target", "nope"], ["unknown target 'nope'", "host_kernels"]),
-    (["--bench", "no_such_benchmark --n 3"], ["benchmark command 'no_such_benchmark' not found"]),
-    (["--metric", "elapsed=([0-9.]+)"], ["never matched", "elapsed="]),
-    (["--metric", "time_ms=[0-9.]+"], ["needs one capture group"]),
-    (["--pass-regex", "ALL GOOD"], ["does not pass with the project's own flags", "ALL GOOD"]),
-    (["--exclude-flags", "fastmath"], ["unknown flag dimension 'fastmath'"]),
-])
+@pytest.mark.parametrize(
+    "extra,needles",
+    [
+        (["--target", "nope"], ["unknown target 'nope'", "host_kernels"]),
+        (["--bench", "no_such_benchmark --n 3"], ["benchmark command 'no_such_benchmark' not found"]),
+        (["--metric", "elapsed=([0-9.]+)"], ["never matched", "elapsed="]),
+        (["--metric", "time_ms=[0-9.]+"], ["needs one capture group"]),
+        (["--pass-regex", "ALL GOOD"], ["does not pass with the project's own flags", "ALL GOOD"]),
+        (["--exclude-flags", "fastmath"], ["unknown flag dimension 'fastmath'"]),
+    ],
+)
 def test_bad_tune_input(configured, extra, needles):
     src, build = configured
     shutil.rmtree(build / "compileiq", ignore_errors=True)  # a first run (an earlier case may have left its log)
@@ -97,26 +100,45 @@ def test_help_documents_every_command():
     for word in ("tune", "show", "space", "trials", "--cmake-dir", "CMAKE_PROJECT_TOP_LEVEL_INCLUDES"):
         assert word in proc.stdout
     tune = run_cli("tune", "--help")
-    for option in ("--bench", "--metric", "--pass-regex", "--verify", "--workload", "--budget", "--time-limit",
-                   "--include-flags", "--exclude-flags", "--output", "--higher-is-better"):
+    for option in (
+        "--bench",
+        "--metric",
+        "--pass-regex",
+        "--verify",
+        "--workload",
+        "--budget",
+        "--time-limit",
+        "--include-flags",
+        "--exclude-flags",
+        "--output",
+        "--higher-is-better",
+    ):
         assert option in tune.stdout
 
 
 @pytest.mark.cmake
-@pytest.mark.parametrize("extra,needles", [
-    (["--workers", "0"], ["--workers 0 is out of range"]),
-    (["--timeout", "-1"], ["--timeout -1 is out of range", "positive number of seconds"]),
-    (["--timeout", "nan"], ["--timeout nan is out of range"]),
-    (["--time-limit", "0"], ["--time-limit 0 is out of range"]),
-    (["--warmup", "-2"], ["--warmup -2 is out of range"]),
-    (["--min-gain", "5"], ["--min-gain 5 is out of range"]),
-    (["--cuda-arch", "sm90"], ["--cuda-arch 'sm90' is not a CUDA architecture"]),
-    (["--cuda-arch", "90"], ["--cuda-arch 90 was given but target 'host_kernels' is a CXX target"]),
-    (["--include-flags", "unroll_loops", "--exclude-flags", "unroll_loops"], ["the flag space is empty", "allow more flags"]),
-    (["--compare-output", "^no such line"], ["--compare-output '^no such line' matched no line with numbers",
-                                             "nothing would be compared"]),
-    (["--compare-file", "never_written.txt"], ["did not write never_written.txt"]),
-])
+@pytest.mark.parametrize(
+    "extra,needles",
+    [
+        (["--workers", "0"], ["--workers 0 is out of range"]),
+        (["--timeout", "-1"], ["--timeout -1 is out of range", "positive number of seconds"]),
+        (["--timeout", "nan"], ["--timeout nan is out of range"]),
+        (["--time-limit", "0"], ["--time-limit 0 is out of range"]),
+        (["--warmup", "-2"], ["--warmup -2 is out of range"]),
+        (["--min-gain", "5"], ["--min-gain 5 is out of range"]),
+        (["--cuda-arch", "sm90"], ["--cuda-arch 'sm90' is not a CUDA architecture"]),
+        (["--cuda-arch", "90"], ["--cuda-arch 90 was given but target 'host_kernels' is a CXX target"]),
+        (
+            ["--include-flags", "unroll_loops", "--exclude-flags", "unroll_loops"],
+            ["the flag space is empty", "allow more flags"],
+        ),
+        (
+            ["--compare-output", "^no such line"],
+            ["--compare-output '^no such line' matched no line with numbers", "nothing would be compared"],
+        ),
+        (["--compare-file", "never_written.txt"], ["did not write never_written.txt"]),
+    ],
+)
 def test_every_option_is_checked_before_it_can_mislead(configured, extra, needles):
     """Hardening (issue 10): out-of-range numbers, a --cuda-arch a host target cannot use, a space with
     nothing left, and an output comparison that compares nothing are one line and exit 2, no output."""
@@ -136,10 +158,26 @@ def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured_alone):
     src, build = configured_alone
     toml = src / "compileiq.toml"
     import re
-    version = re.search(r'CMAKE_CXX_COMPILER_VERSION "([\d.]+)"', next((build / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")).read_text()).group(1)
-    write_entry(toml, make_entry(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=version,
-                                 flags=("-ffast-math",), compute_capability="", device="cpu", speedup=1.197,
-                                 checks=("pass_regex", "compare_output")))
+
+    version = re.search(
+        r'CMAKE_CXX_COMPILER_VERSION "([\d.]+)"',
+        next((build / "CMakeFiles").glob("*/CMakeCXXCompiler.cmake")).read_text(),
+    ).group(1)
+    write_entry(
+        toml,
+        make_entry(
+            target="host_kernels",
+            language="CXX",
+            arch="",
+            compiler_id="GNU",
+            compiler_version=version,
+            flags=("-ffast-math",),
+            compute_capability="",
+            device="cpu",
+            speedup=1.197,
+            checks=("pass_regex", "compare_output"),
+        ),
+    )
     before = toml.read_text()
     proc = _tune(src, build)
     _one_line_error(proc, "whose numerics were checked (pass_regex, compare_output)", "--replace")
@@ -149,4 +187,8 @@ def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured_alone):
 
 @pytest.mark.unit
 def test_architecture_suffixes_give_the_compute_capability():
-    assert compute_capability("90a") == "9.0" and compute_capability("100f") == "10.0" and compute_capability("75") == "7.5"
+    assert (
+        compute_capability("90a") == "9.0"
+        and compute_capability("100f") == "10.0"
+        and compute_capability("75") == "7.5"
+    )

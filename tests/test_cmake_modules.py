@@ -31,8 +31,16 @@ def _gcc_version_major_minor(build):
 
 
 def _host_entry(version, **kw):
-    base = dict(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=version,
-                flags=("-funroll-loops", "-fno-math-errno"), compute_capability="", device="cpu")
+    base = dict(
+        target="host_kernels",
+        language="CXX",
+        arch="",
+        compiler_id="GNU",
+        compiler_version=version,
+        flags=("-funroll-loops", "-fno-math-errno"),
+        compute_capability="",
+        device="cpu",
+    )
     base.update(kw)
     return make_entry(**base)
 
@@ -79,18 +87,27 @@ def test_an_entry_tuned_for_one_build_type_applies_to_that_configuration_only(tm
     lists = src / "CMakeLists.txt"
     lists.write_text(lists.read_text().replace("if(NOT CMAKE_BUILD_TYPE AND", "if(FALSE AND"))
     plain = configure(src, tmp_path / "plain", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
-    assert plain.returncode == 0 and "no CMAKE_BUILD_TYPE" in plain.stdout and "-DCMAKE_BUILD_TYPE=Release" in plain.stdout
+    assert (
+        plain.returncode == 0 and "no CMAKE_BUILD_TYPE" in plain.stdout and "-DCMAKE_BUILD_TYPE=Release" in plain.stdout
+    )
     assert "applied" not in plain.stdout.replace("not applied", "")
     (cmd,) = commands_for(tmp_path / "plain", "main.cpp")
     assert "-funroll-loops" not in cmd
     if not shutil.which("ninja"):
         import pytest
+
         pytest.skip("ninja is not installed")
     multi = tmp_path / "multi"
-    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(multi), "-G", "Ninja Multi-Config",
-                           f"-Dcompileiq_cmake_DIR={cmake_dir()}"], capture_output=True, text=True)
+    proc = subprocess.run(
+        ["cmake", "-S", str(src), "-B", str(multi), "-G", "Ninja Multi-Config", f"-Dcompileiq_cmake_DIR={cmake_dir()}"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert "applied 2 tuned flags to host_kernels (CXX GNU" in proc.stdout and "for the Release configuration" in proc.stdout
+    assert (
+        "applied 2 tuned flags to host_kernels (CXX GNU" in proc.stdout
+        and "for the Release configuration" in proc.stdout
+    )
     assert "-funroll-loops" in (multi / "CMakeFiles" / "impl-Release.ninja").read_text()
     assert "-funroll-loops" not in (multi / "CMakeFiles" / "impl-Debug.ninja").read_text()
 
@@ -132,8 +149,12 @@ def test_hostile_toml_stops_the_configure_with_one_clear_message(tmp_path):
 @pytest.mark.cmake
 def test_explicit_flags_file_that_does_not_exist_is_an_error(tmp_path):
     src = _host_project(tmp_path)
-    proc = configure(src, tmp_path / "b", f"-Dcompileiq_cmake_DIR={cmake_dir()}",
-                     f"-DCOMPILEIQ_FLAGS_FILE={tmp_path / 'missing.toml'}")
+    proc = configure(
+        src,
+        tmp_path / "b",
+        f"-Dcompileiq_cmake_DIR={cmake_dir()}",
+        f"-DCOMPILEIQ_FLAGS_FILE={tmp_path / 'missing.toml'}",
+    )
     assert proc.returncode != 0 and "missing.toml" in proc.stderr
 
 
@@ -143,7 +164,7 @@ def test_compileiq_tune_argument_errors(tmp_path):
     src.mkdir()
     (src / "main.cpp").write_text("int main() { return 0; }\n")
     for call, message in [
-        ("compileiq_tune(app METRIC \"t=([0-9]+)\")", "BENCHMARK"),
+        ('compileiq_tune(app METRIC "t=([0-9]+)")', "BENCHMARK"),
         ("compileiq_tune(app BENCHMARK app)", "METRIC"),
         ("compileiq_tune(app BENCHMARK app METRIC WALLTIME LOWER_IS_BETTER HIGHER_IS_BETTER)", "HIGHER_IS_BETTER"),
         ("compileiq_tune(app BENCHMARK app METRIC WALLTIME BUDGET many)", "BUDGET"),
@@ -179,7 +200,8 @@ def test_per_source_flags_go_to_that_file_only(tmp_path, compiler_versions):
     (src / "main.cpp").write_text("int a(); int b(); int main() { return a() + b() - 2; }\n")
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.18)\nproject(p LANGUAGES CXX)\n"
-        "add_executable(app main.cpp src/a.cpp src/b.cpp)\n")
+        "add_executable(app main.cpp src/a.cpp src/b.cpp)\n"
+    )
     version = compiler_versions.cxx_major_minor + ".0"
     toml = src / "compileiq.toml"
     parts = ({"path": "src/b.cpp", "flags": ["-O2", "-fno-math-errno"]}, {"path": "src/gone.cpp", "flags": ["-O2"]})
@@ -223,33 +245,48 @@ def test_device_lto_entry_sets_the_compile_and_the_device_link_side(tmp_path, co
     copy_project("separable", src)
     arch = "-DCMAKE_CUDA_ARCHITECTURES=90"
     version = compiler_versions.cuda
-    entry = make_entry(target="sep_bench", compiler_version=version, flags=("-maxrregcount=64",), device_lto=True,
-                       sources_sha256="")
+    entry = make_entry(
+        target="sep_bench", compiler_version=version, flags=("-maxrregcount=64",), device_lto=True, sources_sha256=""
+    )
     write_entry(src / "compileiq.toml", entry)
     apply = f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}"
     rel = tmp_path / "rel"
     proc = configure(src, rel, "-DCMAKE_BUILD_TYPE=Release", arch, apply)
     assert proc.returncode == 0, proc.stderr
-    assert ("device LTO of its CUDA code only: code=lto_90 at compile, -dlto at the device link of sep_bench"
-            in proc.stdout), proc.stdout
+    assert (
+        "device LTO of its CUDA code only: code=lto_90 at compile, -dlto at the device link of sep_bench" in proc.stdout
+    ), proc.stdout
     commands = commands_for(rel, ".cu")
-    assert len(commands) == 2 and all("code=lto_90" in c and "code=[compute_90,sm_90]" in c and "-maxrregcount=64" in c
-                                      for c in commands), commands
-    rules = (rel / "build.ninja").read_text() if (rel / "build.ninja").is_file() else \
-        "".join(p.read_text() for p in rel.rglob("*.make") if p.is_file()) + \
-        "".join(p.read_text() for p in rel.rglob("dlink.txt") if p.is_file())
+    assert len(commands) == 2 and all(
+        "code=lto_90" in c and "code=[compute_90,sm_90]" in c and "-maxrregcount=64" in c for c in commands
+    ), commands
+    rules = (
+        (rel / "build.ninja").read_text()
+        if (rel / "build.ninja").is_file()
+        else "".join(p.read_text() for p in rel.rglob("*.make") if p.is_file())
+        + "".join(p.read_text() for p in rel.rglob("dlink.txt") if p.is_file())
+    )
     dlink = [line for line in rules.splitlines() if "-dlink" in line or "cmake_device_link" in line.lower()]
     assert any("-dlto" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), dlink[:5]
     # code is generated at the device link under LTO: the ptxas-side options go there too, and the line says so
-    assert any("-maxrregcount=64" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), dlink[:5]
+    assert any("-maxrregcount=64" in line for line in rules.splitlines() if "LINK_FLAGS" in line or "-dlink" in line), (
+        dlink[:5]
+    )
     assert "-dlto at the device link of sep_bench with -maxrregcount=64" in proc.stdout
-    obj = subprocess.run(["cmake", "--build", str(rel), "--target", "CMakeFiles/sep_bench.dir/src/device_math.cu.o"],
-                         capture_output=True, text=True)
+    obj = subprocess.run(
+        ["cmake", "--build", str(rel), "--target", "CMakeFiles/sep_bench.dir/src/device_math.cu.o"],
+        capture_output=True,
+        text=True,
+    )
     assert obj.returncode == 0, obj.stdout[-2000:] + obj.stderr[-2000:]
     # not relocatable: the entry is refused with a reason
     plain = tmp_path / "plain"
     shutil.copytree(src, plain, ignore=shutil.ignore_patterns("compileiq.toml"))
-    text = (plain / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    text = (
+        (plain / "CMakeLists.txt")
+        .read_text()
+        .replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    )
     (plain / "CMakeLists.txt").write_text(text)
     write_entry(plain / "compileiq.toml", entry)
     proc = configure(plain, tmp_path / "rel-plain", "-DCMAKE_BUILD_TYPE=Release", arch, apply)
@@ -272,8 +309,11 @@ def test_one_version_source_for_the_wheel_and_the_cmake_package(tmp_path):
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES NONE)\n"
         "find_package(compileiq_cmake ${WANT} CONFIG REQUIRED)\n"
-        "message(STATUS \"found compileiq_cmake ${compileiq_cmake_VERSION}\")\n")
+        'message(STATUS "found compileiq_cmake ${compileiq_cmake_VERSION}")\n'
+    )
     ok = configure(src, tmp_path / "ok", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DWANT=0.1")
-    assert ok.returncode == 0 and f"found compileiq_cmake {compileiq_cmake.__version__}" in ok.stdout, ok.stdout + ok.stderr
+    assert ok.returncode == 0 and f"found compileiq_cmake {compileiq_cmake.__version__}" in ok.stdout, (
+        ok.stdout + ok.stderr
+    )
     newer = configure(src, tmp_path / "newer", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DWANT=1.0")
     assert newer.returncode != 0 and compileiq_cmake.__version__ in newer.stderr, newer.stderr

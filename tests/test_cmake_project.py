@@ -69,8 +69,10 @@ def test_changing_the_fragment_rebuilds_only_the_tuned_target(tmp_path):
     second = tree.build(("stencil_kernels", "stencil"), jobs=2, timeout=600)
     assert second.ok, second.log_tail
     assert "stencil.cu.o" in second.log_tail and "main.cu.o" not in second.log_tail
-    cmds = {Path(e["file"]).name: " ".join(tokens(e))  # as nvcc reads them (the trial flags file in place)
-            for e in __import__("json").loads((tree.path / "compile_commands.json").read_text())}
+    cmds = {
+        Path(e["file"]).name: " ".join(tokens(e))  # as nvcc reads them (the trial flags file in place)
+        for e in __import__("json").loads((tree.path / "compile_commands.json").read_text())
+    }
     assert "--restrict" in cmds["stencil.cu"] and "--restrict" not in cmds["main.cu"]
     assert "--expt-relaxed-constexpr" in cmds["stencil.cu"], "the project's own flags must stay"
     assert _arch_options(cmds["stencil.cu"]) == {"--generate-code=arch=compute_90,code=[sm_90]"}
@@ -101,7 +103,10 @@ def test_user_cache_is_replayed_but_tool_settings_are_not(tmp_path):
     src = tmp_path / "host_cpp"
     shutil.copytree(EXAMPLES / "host_cpp", src)
     build = tmp_path / "build"
-    assert configure(src, build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DMY_OPTION=ON", "-DCOMPILEIQ_TUNE=ON").returncode == 0
+    assert (
+        configure(src, build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DMY_OPTION=ON", "-DCOMPILEIQ_TUNE=ON").returncode
+        == 0
+    )
     assert read_cache(build)["MY_OPTION"][1] == "ON"
     settings, notes = VariantSettings.from_user_tree(src, build, "")
     assert settings.cache["CMAKE_BUILD_TYPE"] == ("STRING", "RelWithDebInfo") and not notes

@@ -25,7 +25,9 @@ ARCH = "-DCMAKE_CUDA_ARCHITECTURES=90"
 def _not_separable(tmp_path: Path, name: str) -> Path:
     src = tmp_path / name
     copy_project("separable", src)
-    text = (src / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    text = (
+        (src / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    )
     (src / "CMakeLists.txt").write_text(text)
     return src
 
@@ -38,8 +40,9 @@ def _in_subdirectory(tmp_path: Path) -> Path:
     head, _, target = text.partition("add_executable(sep_bench")
     (src / "sub").mkdir()
     body = "add_executable(sep_bench" + target
-    body = body.replace("src/", "${PROJECT_SOURCE_DIR}/src/").replace("${CMAKE_CURRENT_SOURCE_DIR}/include",
-                                                                     "${PROJECT_SOURCE_DIR}/include")
+    body = body.replace("src/", "${PROJECT_SOURCE_DIR}/src/").replace(
+        "${CMAKE_CURRENT_SOURCE_DIR}/include", "${PROJECT_SOURCE_DIR}/include"
+    )
     (src / "sub" / "CMakeLists.txt").write_text('string(APPEND CMAKE_CUDA_FLAGS " -rdc=true")\n' + body)
     (src / "CMakeLists.txt").write_text(head + "add_subdirectory(sub)\n")
     return src
@@ -76,8 +79,10 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
     tree = VariantTree(tmp_path / "state", "worker-0", shutil.which("cmake") or "cmake")
     tree.path.mkdir(parents=True)
     tree.fragment.write_text(render_fragment("sep_bench", "CUDA", "90", ()))
-    variant = (f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
-               f"-DCOMPILEIQ_VARIANT_FRAGMENT={tree.fragment}")
+    variant = (
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+        f"-DCOMPILEIQ_VARIANT_FRAGMENT={tree.fragment}",
+    )
     proc = configure(src, tree.path, *release, *variant)
     assert proc.returncode == 0, proc.stderr[-2000:]
     decided = tree.decisions()
@@ -96,8 +101,13 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
     lto = tmp_path / "lto"
     lto.mkdir()
     (lto / "compileiq_trial_flags.cmake").write_text(render_fragment("sep_bench", "CUDA", "90", ("-dlto",)))
-    proc = configure(src, lto, *release, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
-                     f"-DCOMPILEIQ_VARIANT_FRAGMENT={lto / 'compileiq_trial_flags.cmake'}")
+    proc = configure(
+        src,
+        lto,
+        *release,
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+        f"-DCOMPILEIQ_VARIANT_FRAGMENT={lto / 'compileiq_trial_flags.cmake'}",
+    )
     if offered:
         assert proc.returncode == 0, " ".join(proc.stderr.split())[-2000:]
         assert all("lto_90" in e["command"] for e in compile_commands(lto) if e["file"].endswith(".cu"))
@@ -105,9 +115,19 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
         assert proc.returncode != 0 and says in " ".join(proc.stderr.split()), proc.stderr[-2000:]
     # the apply's side: a device-LTO entry is applied exactly then, else refused with the same reason
     version = _nvcc_version(tree.path)
-    write_entry(src / "compileiq.toml", make_entry(target="sep_bench", compiler_version=version, flags=("-maxrregcount=64",),
-                                                   device_lto=True, sources_sha256=""))
-    proc = configure(src, tmp_path / "rel", *release, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
+    write_entry(
+        src / "compileiq.toml",
+        make_entry(
+            target="sep_bench",
+            compiler_version=version,
+            flags=("-maxrregcount=64",),
+            device_lto=True,
+            sources_sha256="",
+        ),
+    )
+    proc = configure(
+        src, tmp_path / "rel", *release, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}"
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     applied = "compileiq: applied 1 tuned flag to sep_bench" in proc.stdout
     assert applied is offered, proc.stdout[-2000:] + proc.stderr[-2000:]
@@ -117,18 +137,43 @@ def test_the_tune_offers_device_lto_exactly_where_the_apply_accepts_it(tmp_path,
 
 @pytest.mark.cuda
 @pytest.mark.cmake
-def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_for_its_target(tmp_path, compiler_versions):
+def test_an_entry_refused_by_a_device_lto_check_does_not_block_the_next_entry_for_its_target(
+    tmp_path, compiler_versions
+):
     """Two entries for one target (sm_90 with device LTO, sm_80 without); the target builds 80 and 90 but no
     relocatable device code: the first is refused for that reason, the second applies."""
     src = _not_separable(tmp_path, "two")
     archs = "-DCMAKE_CUDA_ARCHITECTURES=80;90"
     version = compiler_versions.cuda
-    write_entry(src / "compileiq.toml", make_entry(target="sep_bench", compiler_version=version, arch="90",
-                                                   flags=("-maxrregcount=64",), device_lto=True, sources_sha256=""))
-    write_entry(src / "compileiq.toml", make_entry(target="sep_bench", compiler_version=version, arch="80",
-                                                   compute_capability="8.0", flags=("-Xptxas=-O2",), sources_sha256=""))
-    proc = configure(src, tmp_path / "rel", "-DCMAKE_BUILD_TYPE=Release", archs,
-                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
+    write_entry(
+        src / "compileiq.toml",
+        make_entry(
+            target="sep_bench",
+            compiler_version=version,
+            arch="90",
+            flags=("-maxrregcount=64",),
+            device_lto=True,
+            sources_sha256="",
+        ),
+    )
+    write_entry(
+        src / "compileiq.toml",
+        make_entry(
+            target="sep_bench",
+            compiler_version=version,
+            arch="80",
+            compute_capability="8.0",
+            flags=("-Xptxas=-O2",),
+            sources_sha256="",
+        ),
+    )
+    proc = configure(
+        src,
+        tmp_path / "rel",
+        "-DCMAKE_BUILD_TYPE=Release",
+        archs,
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     err = " ".join(proc.stderr.split())
     assert "does not build relocatable device code" in err, err[-2000:]

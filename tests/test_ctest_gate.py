@@ -20,15 +20,27 @@ def _ctest(build: Path, *args: str) -> subprocess.CompletedProcess:
 
 def _tests(build: Path) -> dict[str, dict]:
     doc = json.loads(_ctest(build, "--show-only=json-v1").stdout)
-    return {t["name"]: {p["name"]: p["value"] for p in t.get("properties", ())} | {"command": t.get("command", [])}
-            for t in doc["tests"]}
+    return {
+        t["name"]: {p["name"]: p["value"] for p in t.get("properties", ())} | {"command": t.get("command", [])}
+        for t in doc["tests"]
+    }
 
 
 @pytest.mark.cmake
-def test_the_gate_is_registered_passes_with_nothing_applied_and_fails_an_entry_that_is_not_faster(host_example, tmp_path):
+def test_the_gate_is_registered_passes_with_nothing_applied_and_fails_an_entry_that_is_not_faster(
+    host_example, tmp_path
+):
     build = tmp_path / "build"
-    assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}",
-                     "-DCOMPILEIQ_ADD_TESTS=ON").returncode == 0
+    assert (
+        configure(
+            host_example,
+            build,
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-Dcompileiq_cmake_DIR={cmake_dir()}",
+            "-DCOMPILEIQ_ADD_TESTS=ON",
+        ).returncode
+        == 0
+    )
     listed = _ctest(build, "-N")
     assert "compileiq_check_host_kernels" in listed.stdout, listed.stdout
     test = _tests(build)["compileiq_check_host_kernels"]
@@ -42,8 +54,17 @@ def test_the_gate_is_registered_passes_with_nothing_applied_and_fails_an_entry_t
 
     from test_check import _entry  # an entry claiming a flag of no effect is 3x faster than the project's -O3 build
     from compileiq_cmake.results.toml_io import write_entry
-    write_entry(host_example / "compileiq.toml", _entry(build, target="host_kernels", flags=("-fvect-cost-model=cheap",),
-                                                         workloads=("--n 256",), metric="time_ms=([0-9.eE+-]+)"))
+
+    write_entry(
+        host_example / "compileiq.toml",
+        _entry(
+            build,
+            target="host_kernels",
+            flags=("-fvect-cost-model=cheap",),
+            workloads=("--n 256",),
+            metric="time_ms=([0-9.eE+-]+)",
+        ),
+    )
     failed = _ctest(build, "-R", "compileiq", "--output-on-failure")
     assert failed.returncode != 0, failed.stdout[-3000:]
     # not faster: "not significantly faster" or, on a loaded machine, "significantly slower"
@@ -55,16 +76,20 @@ def test_the_gate_is_registered_passes_with_nothing_applied_and_fails_an_entry_t
 def test_a_cuda_projects_gate_asks_ctest_for_one_gpu(tmp_path):
     src = tmp_path / "cu"
     (src / "src").mkdir(parents=True)
-    (src / "src" / "k.cu").write_text('#include <cstdio>\n__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n'
-                                      'int main() { std::printf("time_ms=1\\nPASS\\n"); return 0; }\n')
+    (src / "src" / "k.cu").write_text(
+        "#include <cstdio>\n__global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n"
+        'int main() { std::printf("time_ms=1\\nPASS\\n"); return 0; }\n'
+    )
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.24)\nproject(cu LANGUAGES CXX CUDA)\nadd_executable(cu_bench src/k.cu)\n"
         "find_package(compileiq_cmake CONFIG REQUIRED)\n"
         'compileiq_tune(cu_bench BENCHMARK $<TARGET_FILE:cu_bench> METRIC "time_ms=([0-9.]+)" PASS_REGEX PASS)\n'
-        'compileiq_add_test(cu_bench BENCHMARK $<TARGET_FILE:cu_bench> METRIC "time_ms=([0-9.]+)" GPUS 2 NAME cu_two)\n')
+        'compileiq_add_test(cu_bench BENCHMARK $<TARGET_FILE:cu_bench> METRIC "time_ms=([0-9.]+)" GPUS 2 NAME cu_two)\n'
+    )
     build = tmp_path / "build"
-    proc = configure(src, build, "-DCMAKE_CUDA_ARCHITECTURES=90", f"-Dcompileiq_cmake_DIR={cmake_dir()}",
-                     "-DCOMPILEIQ_ADD_TESTS=ON")
+    proc = configure(
+        src, build, "-DCMAKE_CUDA_ARCHITECTURES=90", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_ADD_TESTS=ON"
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     tests = _tests(build)
     assert set(tests) == {"compileiq_check_cu_bench", "cu_two"}, tests
@@ -80,12 +105,15 @@ def test_a_gate_in_a_nested_subdirectory_is_seen_by_ctest(tmp_path):
     src = tmp_path / "nested"
     (src / "a" / "b").mkdir(parents=True)
     (src / "a" / "b" / "main.cpp").write_text('#include <cstdio>\nint main() { std::printf("time_ms=1\\nPASS\\n"); }\n')
-    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.24)\nproject(nested LANGUAGES CXX)\n"
-                                        "find_package(compileiq_cmake CONFIG REQUIRED)\nadd_subdirectory(a)\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(nested LANGUAGES CXX)\n"
+        "find_package(compileiq_cmake CONFIG REQUIRED)\nadd_subdirectory(a)\n"
+    )
     (src / "a" / "CMakeLists.txt").write_text("add_subdirectory(b)\n")
     (src / "a" / "b" / "CMakeLists.txt").write_text(
         "add_executable(deep main.cpp)\n"
-        'compileiq_add_test(deep BENCHMARK $<TARGET_FILE:deep> METRIC "time_ms=([0-9.]+)")\n')
+        'compileiq_add_test(deep BENCHMARK $<TARGET_FILE:deep> METRIC "time_ms=([0-9.]+)")\n'
+    )
     build = tmp_path / "build"
     proc = configure(src, build, f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -20,15 +20,30 @@ from compileiq_cmake.results.toml_io import write_entry
 from conftest import HAVE_NVCC, cmake_dir, compile_commands, configure, copy_project
 from test_result_file import make_entry
 
-pytestmark = [pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed"),
-              pytest.mark.skipif(shutil.which("ninja") is None, reason="ninja is not installed")]
+pytestmark = [
+    pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed"),
+    pytest.mark.skipif(shutil.which("ninja") is None, reason="ninja is not installed"),
+]
 APPLY = "compileiq_apply.cmake"
 
 
 def _apply(src: Path, build: Path, *defs: str, generator: str = "Ninja") -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        ["cmake", "-S", str(src), "-B", str(build), "-G", generator, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-         f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / APPLY}", *defs], capture_output=True, text=True)
+        [
+            "cmake",
+            "-S",
+            str(src),
+            "-B",
+            str(build),
+            "-G",
+            generator,
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / APPLY}",
+            *defs,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
@@ -43,7 +58,9 @@ def _commands(build: Path, config: str = "") -> dict[tuple[str, str], str]:
         if config and m.group(2) != config:
             continue
         path = Path(e["file"]).resolve()
-        project = next(p for p in path.parents if (p / "CMakeLists.txt").is_file() and not (p.parent / "CMakeLists.txt").is_file())
+        project = next(
+            p for p in path.parents if (p / "CMakeLists.txt").is_file() and not (p.parent / "CMakeLists.txt").is_file()
+        )
         out[(m.group(1), path.relative_to(project).as_posix())] = e["command"]
     return out
 
@@ -59,7 +76,7 @@ def _device_links(build: Path) -> dict[str, str]:
             if not m:
                 continue
             edge = []
-            for follow in lines[i + 1:]:
+            for follow in lines[i + 1 :]:
                 if not follow.startswith(" "):
                     break
                 edge.append(follow.strip())
@@ -78,7 +95,9 @@ MIXED = dict(flags=("-Xptxas=-O1",), device_lto=True, sources=({"path": "src/ker
 @pytest.mark.cmake
 @pytest.mark.cuda
 @pytest.mark.parametrize("generator", ["Ninja", "Ninja Multi-Config"])
-def test_device_lto_is_for_cuda_code_only_and_per_file_flags_stay_on_their_target(tmp_path, compiler_versions, generator):
+def test_device_lto_is_for_cuda_code_only_and_per_file_flags_stay_on_their_target(
+    tmp_path, compiler_versions, generator
+):
     """The issue's CI case: mixed_bench (main.cpp, ref.cpp, kern.cu, helpers.cu; separable; architecture 90)
     with device_lto, a target flag and a per-file flag on kern.cu: its .cpp files have no -flto, its CUDA files
     make LTO IR (code=lto_90) beside the machine code, its device link has -dlto (and the ptxas option, which
@@ -91,15 +110,31 @@ def test_device_lto_is_for_cuda_code_only_and_per_file_flags_stay_on_their_targe
     config = "Release" if multi else ""
     types = ("-DCMAKE_CONFIGURATION_TYPES=Debug;Release",) if multi else ("-DCMAKE_BUILD_TYPE=Release",)
     plain = tmp_path / "plain"
-    proc = subprocess.run(["cmake", "-S", str(src), "-B", str(plain), "-G", generator, "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-                           arch, *types], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(src),
+            "-B",
+            str(plain),
+            "-G",
+            generator,
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+            arch,
+            *types,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     write_entry(src / "compileiq.toml", _entry(compiler_versions, "mixed_bench", **MIXED))
     rel = tmp_path / "rel"
     proc = _apply(src, rel, arch, *types, generator=generator)
     said = " ".join(proc.stdout.split())
-    assert ("device LTO of its CUDA code only: code=lto_90 at compile, -dlto at the device link of mixed_bench "
-            "with -Xptxas=-O1") in said, said[-3000:]
+    assert (
+        "device LTO of its CUDA code only: code=lto_90 at compile, -dlto at the device link of mixed_bench "
+        "with -Xptxas=-O1"
+    ) in said, said[-3000:]
     assert "1 of 1 source files of mixed_bench got their own flags: src/kern.cu" in said, said[-3000:]
     got, before = _commands(rel, config), _commands(plain, config)
     assert set(got) == set(before)
@@ -114,7 +149,9 @@ def test_device_lto_is_for_cuda_code_only_and_per_file_flags_stay_on_their_targe
     links, plain_links = _device_links(rel), _device_links(plain)
     suffix = f"/{config}" if multi else ""
     assert "-dlto" in links[f"mixed_bench{suffix}"] and "-Xptxas=-O1" in links[f"mixed_bench{suffix}"], links
-    assert links[f"kern_test{suffix}"] == plain_links[f"kern_test{suffix}"] and "-dlto" not in links[f"kern_test{suffix}"]
+    assert (
+        links[f"kern_test{suffix}"] == plain_links[f"kern_test{suffix}"] and "-dlto" not in links[f"kern_test{suffix}"]
+    )
     if multi:  # the Debug configuration is the plain one, everywhere
         assert _commands(rel, "Debug") == _commands(plain, "Debug")
         assert links["mixed_bench/Debug"] == plain_links["mixed_bench/Debug"]
@@ -129,12 +166,16 @@ def test_a_static_librarys_device_lto_reaches_the_measured_consumer_only(tmp_pat
     names no measured consumer (an older tune's) or one the project lacks is refused, saying why."""
     src = copy_project("mixed_rdc", tmp_path / "mixed_rdc")
     arch, release = "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_BUILD_TYPE=Release"
-    write_entry(src / "compileiq.toml", _entry(compiler_versions, "devlib", flags=("-maxrregcount=64",), device_lto=True,
-                                               device_link=("lib_bench_a",)))
+    write_entry(
+        src / "compileiq.toml",
+        _entry(compiler_versions, "devlib", flags=("-maxrregcount=64",), device_lto=True, device_link=("lib_bench_a",)),
+    )
     proc = _apply(src, tmp_path / "rel", arch, release)
     said = " ".join(proc.stdout.split())
-    assert ("-dlto at the device link of lib_bench_a with -maxrregcount=64 (measured there); lib_bench_b link its "
-            "machine code without device LTO") in said, said[-3000:]
+    assert (
+        "-dlto at the device link of lib_bench_a with -maxrregcount=64 (measured there); lib_bench_b link its "
+        "machine code without device LTO"
+    ) in said, said[-3000:]
     got, links = _commands(tmp_path / "rel"), _device_links(tmp_path / "rel")
     assert all("code=lto_90" in got[("devlib", f)] for f in ("src/lib/lib_kern.cu", "src/lib/lib_helpers.cu"))
     assert "-dlto" in links["lib_bench_a"] and "-maxrregcount=64" in links["lib_bench_a"], links
@@ -142,17 +183,28 @@ def test_a_static_librarys_device_lto_reaches_the_measured_consumer_only(tmp_pat
     # the variant tree: the same rule, the consumer named by the tune (the benchmark's owner)
     tree = tmp_path / "variant"
     tree.mkdir()
-    (tree / "frag.cmake").write_text(render_fragment("devlib", "CUDA", "90", ("-maxrregcount=64", "-dlto"), ("lib_bench_a",)))
-    proc = configure(src, tree, release, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
-                     f"-DCOMPILEIQ_VARIANT_FRAGMENT={tree / 'frag.cmake'}")
+    (tree / "frag.cmake").write_text(
+        render_fragment("devlib", "CUDA", "90", ("-maxrregcount=64", "-dlto"), ("lib_bench_a",))
+    )
+    proc = configure(
+        src,
+        tree,
+        release,
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+        f"-DCOMPILEIQ_VARIANT_FRAGMENT={tree / 'frag.cmake'}",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     vlinks = _device_links(tree)
     assert "-dlto" in vlinks["lib_bench_a"] and "-dlto" not in vlinks["lib_bench_b"], vlinks
     assert "code=lto_90" in _commands(tree)[("devlib", "src/lib/lib_kern.cu")]
     # refused: no consumer recorded, or one this project does not define
-    for device_link, says in (((), "names no consumer whose device link was measured"),
-                              (("gone_bench",), "measured at the device link of gone_bench, which this project does not define")):
-        write_entry(src / "compileiq.toml", _entry(compiler_versions, "devlib", device_lto=True, device_link=device_link))
+    for device_link, says in (
+        ((), "names no consumer whose device link was measured"),
+        (("gone_bench",), "measured at the device link of gone_bench, which this project does not define"),
+    ):
+        write_entry(
+            src / "compileiq.toml", _entry(compiler_versions, "devlib", device_lto=True, device_link=device_link)
+        )
         out = tmp_path / f"refused-{len(device_link)}"
         proc = _apply(src, out, arch, release)
         assert says in " ".join(proc.stderr.split()), proc.stderr[-2000:]
@@ -163,14 +215,16 @@ def test_a_static_librarys_device_lto_reaches_the_measured_consumer_only(tmp_pat
 @pytest.mark.cmake
 @pytest.mark.cuda
 @pytest.mark.parametrize("order", ["older first", "newer first"])
-def test_of_two_architectures_entries_the_newest_built_applies_whatever_the_file_order(tmp_path, compiler_versions, order):
+def test_of_two_architectures_entries_the_newest_built_applies_whatever_the_file_order(
+    tmp_path, compiler_versions, order
+):
     """Entries for sm_80 and sm_90 of one target, a build of both: the sm_90 entry applies to both (nvcc takes
     one set of flags per compile), whichever comes first in the file, and the lines say which entry went to
     which architectures; a build of sm_80 alone gets the sm_80 entry."""
     src = copy_project("mixed_rdc", tmp_path / "mixed_rdc")
     e80 = _entry(compiler_versions, "mixed_bench", arch="80", flags=("-Xptxas=-O2",))
     e90 = _entry(compiler_versions, "mixed_bench", arch="90", flags=("-Xptxas=-O1",))
-    for e in ((e80, e90) if order == "older first" else (e90, e80)):
+    for e in (e80, e90) if order == "older first" else (e90, e80):
         write_entry(src / "compileiq.toml", e)
     proc = _apply(src, tmp_path / "both", "-DCMAKE_CUDA_ARCHITECTURES=80;90", "-DCMAKE_BUILD_TYPE=Release")
     said = " ".join(proc.stdout.split())
@@ -221,8 +275,9 @@ def test_per_file_flags_change_one_file_of_one_target_on_every_layout(tmp_path, 
     has it)."""
     target, source, extra = PER_FILE_LAYOUTS[project]
     arch = "90"
-    entry = _entry(compiler_versions, target, arch=arch, flags=(),
-                   sources=({"path": source, "flags": ["-Xptxas=-dlcm=cs"]},))
+    entry = _entry(
+        compiler_versions, target, arch=arch, flags=(), sources=({"path": source, "flags": ["-Xptxas=-dlcm=cs"]},)
+    )
     plain, rel, proc = _plain_and_applied(tmp_path, project, entry, extra)
     assert f"got their own flags: {source}" in " ".join(proc.stdout.split()), proc.stdout[-2000:] + proc.stderr[-2000:]
     got, before = _commands(rel), _commands(plain)
@@ -234,7 +289,9 @@ def test_per_file_flags_change_one_file_of_one_target_on_every_layout(tmp_path, 
 @pytest.mark.cmake
 @pytest.mark.cuda
 @pytest.mark.parametrize("layout", list(LTO_LAYOUTS))
-def test_device_lto_changes_only_the_targets_cuda_code_and_one_device_link_on_every_layout(tmp_path, compiler_versions, layout):
+def test_device_lto_changes_only_the_targets_cuda_code_and_one_device_link_on_every_layout(
+    tmp_path, compiler_versions, layout
+):
     """On each relocatable layout: a device-LTO entry adds LTO IR to the tuned target's CUDA compile lines
     only (no other line of the build changes, its host files get no -flto) and -dlto to one device link: the
     target's own, or for a static library the measured consumer's."""
@@ -269,9 +326,13 @@ def test_under_an_old_policy_device_lto_is_refused_with_the_way_to_get_it(tmp_pa
     tree = tmp_path / "variant"
     tree.mkdir()
     (tree / "frag.cmake").write_text(render_fragment("hostile_kernels", "CUDA", "90", ()))
-    proc = configure(tmp_path / "hostile_cuda", tree, "-DCMAKE_BUILD_TYPE=Release",
-                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
-                     f"-DCOMPILEIQ_VARIANT_FRAGMENT={tree / 'frag.cmake'}")
+    proc = configure(
+        tmp_path / "hostile_cuda",
+        tree,
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+        f"-DCOMPILEIQ_VARIANT_FRAGMENT={tree / 'frag.cmake'}",
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "device_lto_refusal=CMake passes no link options" in (tree / "compileiq_variant_info.txt").read_text()
 
@@ -285,8 +346,10 @@ def test_the_mixed_project_builds_with_device_lto_and_the_host_link_has_no_lto(t
     src = copy_project("mixed_rdc", tmp_path / "mixed_rdc")
     defs = ("-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90", f"-DCMAKE_CUDA_COMPILER={lto_nvcc}")
     write_entry(src / "compileiq.toml", _entry(compiler_versions, "mixed_bench", flags=(), device_lto=True))
-    write_entry(src / "compileiq.toml", _entry(compiler_versions, "devlib", flags=(), device_lto=True,
-                                               device_link=("lib_bench_a",)))
+    write_entry(
+        src / "compileiq.toml",
+        _entry(compiler_versions, "devlib", flags=(), device_lto=True, device_link=("lib_bench_a",)),
+    )
     rel = tmp_path / "rel"
     _apply(src, rel, *defs)
     build = subprocess.run(["cmake", "--build", str(rel), "-v"], capture_output=True, text=True)
@@ -297,8 +360,16 @@ def test_the_mixed_project_builds_with_device_lto_and_the_host_link_has_no_lto(t
     assert any("-dlto" in line and "lib_bench_a.dir" in line for line in dlinks), dlinks
     assert not any("-dlto" in line and ("lib_bench_b.dir" in line or "kern_test.dir" in line) for line in dlinks)
     plain = tmp_path / "plain"
-    assert configure(src.parent / "mixed_rdc", plain, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90",
-                     f"-DCMAKE_CUDA_COMPILER={lto_nvcc}").returncode == 0
+    assert (
+        configure(
+            src.parent / "mixed_rdc",
+            plain,
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DCMAKE_CUDA_ARCHITECTURES=90",
+            f"-DCMAKE_CUDA_COMPILER={lto_nvcc}",
+        ).returncode
+        == 0
+    )
     assert subprocess.run(["cmake", "--build", str(plain)], capture_output=True).returncode == 0
     linked = "CMakeFiles/mixed_bench.dir/cmake_device_link.o"
     assert (rel / linked).read_bytes() != (plain / linked).read_bytes()
@@ -311,8 +382,10 @@ def test_the_device_lto_probe_says_whether_a_dlto_link_works(tmp_path, lto_nvcc)
     with an nvcc that links, and fails, with nvlink's own words, with one whose device link fails."""
     assert probe_device_lto(lto_nvcc, "90").ok
     broken = tmp_path / "nvcc"
-    broken.write_text(f'#!/bin/sh\ncase " $* " in *" -dlink "*) echo "nvlink fatal   : elfLink linker library load error" >&2; '
-                      f'exit 1;; esac\nexec "{lto_nvcc}" "$@"\n')
+    broken.write_text(
+        f'#!/bin/sh\ncase " $* " in *" -dlink "*) echo "nvlink fatal   : elfLink linker library load error" >&2; '
+        f'exit 1;; esac\nexec "{lto_nvcc}" "$@"\n'
+    )
     broken.chmod(0o755)
     outcome = probe_device_lto(str(broken), "90", tmp_path / "probe.json")
     assert not outcome.ok and "elfLink linker library load error" in outcome.message

@@ -17,14 +17,35 @@ import pytest
 from conftest import HAVE_NVCC, PROJECTS, configure, one_line_error
 
 ENERGY_SIM = PROJECTS / "energy_sim"
-TUNE = ("--target", "energy_sim", "--bench", "energy_sim", "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS",
-        "--include-flags", "fast_math", "--include-flags", "no_math_errno", "--budget", "4",
-        "--min-gain", "0.05")
+TUNE = (
+    "--target",
+    "energy_sim",
+    "--bench",
+    "energy_sim",
+    "--metric",
+    "time_ms=([0-9.]+)",
+    "--pass-regex",
+    "PASS",
+    "--include-flags",
+    "fast_math",
+    "--include-flags",
+    "no_math_errno",
+    "--budget",
+    "4",
+    "--min-gain",
+    "0.05",
+)
 
 
 def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compileiq_cmake", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=900, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, **env},
+    )
 
 
 @pytest.mark.unit
@@ -63,18 +84,21 @@ def test_a_runner_reads_the_counter_around_each_run_and_keeps_joules_beside_the_
     script = tmp_path / "bench.sh"
     script.write_text(f'#!/bin/sh\nv=$(cat {counter})\necho $((v + 2500)) > {counter}\necho "time_ms=4.0"\n')
     script.chmod(0o755)
-    spec = TuneSpec(tmp_path, tmp_path, "t", (str(script),), MetricSpec.parse("time_ms=([0-9.]+)", True),
-                    tmp_path / "o.toml")
+    spec = TuneSpec(
+        tmp_path, tmp_path, "t", (str(script),), MetricSpec.parse("time_ms=([0-9.]+)", True), tmp_path / "o.toml"
+    )
     tree = VariantTree(tmp_path, "worker-0", "cmake")
     tree.path.mkdir(parents=True)
     runner = Runner(spec, BenchCommand((str(script),), (), tmp_path / "build"), meter=SimulatedEnergy(counter))
-    m, = runner.measure(tree, repeats=3, warmup=1).measurements
+    (m,) = runner.measure(tree, repeats=3, warmup=1).measurements
     assert m.samples == (4.0, 4.0, 4.0) and m.joules == (2.5, 2.5, 2.5) and m.metric == ()
     energy = replace(runner, spec=replace(spec, objective="energy"))
-    m, = energy.measure(tree, repeats=2, warmup=0).measurements
+    (m,) = energy.measure(tree, repeats=2, warmup=0).measurements
     assert m.samples == (2.5, 2.5) and m.metric == (4.0, 4.0) and m.metric_median == 4.0
-    assert spec.lower_is_better and replace(spec, objective="energy",
-                                            metric=MetricSpec.parse("x=([0-9]+)", False)).lower_is_better
+    assert (
+        spec.lower_is_better
+        and replace(spec, objective="energy", metric=MetricSpec.parse("x=([0-9]+)", False)).lower_is_better
+    )
     broken = replace(energy, meter=SimulatedEnergy(tmp_path / "missing"))
     result = broken.measure(tree, repeats=1, warmup=0)
     assert result.status.value == "metric_missing" and "energy counter could not be read" in result.reason
@@ -95,10 +119,27 @@ def test_time_and_energy_objectives_choose_different_winners(tmp_path):
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     counter = tmp_path / "counter"
     counter.write_text("0\n")
-    env = {"COMPILEIQ_SIMULATE_GPUS": "1", "COMPILEIQ_SIMULATE_ENERGY": str(counter),
-           "COMPILEIQ_CACHE_DIR": str(tmp_path / "cache"), "COMPILEIQ_NO_LEARN": ""}
-    timed = _cli("tune", "-S", str(src), "-B", str(build), *TUNE, "--no-prior", "--output", str(tmp_path / "time.toml"),
-                 "--json-summary", str(tmp_path / "time.json"), env=env, cwd=tmp_path)
+    env = {
+        "COMPILEIQ_SIMULATE_GPUS": "1",
+        "COMPILEIQ_SIMULATE_ENERGY": str(counter),
+        "COMPILEIQ_CACHE_DIR": str(tmp_path / "cache"),
+        "COMPILEIQ_NO_LEARN": "",
+    }
+    timed = _cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        *TUNE,
+        "--no-prior",
+        "--output",
+        str(tmp_path / "time.toml"),
+        "--json-summary",
+        str(tmp_path / "time.json"),
+        env=env,
+        cwd=tmp_path,
+    )
     assert timed.returncode == 0, (timed.stdout + timed.stderr)[-3000:]
     (entry,) = read_entries(tmp_path / "time.toml")
     assert "-ffast-math" in entry.flags and entry.objective == "time", entry
@@ -109,9 +150,22 @@ def test_time_and_energy_objectives_choose_different_winners(tmp_path):
     assert 0.9 < by_flags[()]["energy_joules"] < 1.1, by_flags[()]
     assert 1.35 < by_flags[("-ffast-math",)]["energy_joules"] < 1.65
     learned = sorted((tmp_path / "cache").glob("prior/**/*.json"))  # what the time tune added to the prior data
-    energy = _cli("tune", "-S", str(src), "-B", str(build), *TUNE, "--objective", "energy",
-                  "--output", str(src / "compileiq.toml"), "--json-summary", str(tmp_path / "energy.json"), env=env,
-                  cwd=tmp_path)
+    energy = _cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        *TUNE,
+        "--objective",
+        "energy",
+        "--output",
+        str(src / "compileiq.toml"),
+        "--json-summary",
+        str(tmp_path / "energy.json"),
+        env=env,
+        cwd=tmp_path,
+    )
     out = energy.stdout + energy.stderr
     assert energy.returncode == 0, out[-3000:]
     assert "joules per run" in out, out[-3000:]
@@ -128,13 +182,36 @@ def test_time_and_energy_objectives_choose_different_winners(tmp_path):
     assert 8.5 < trial["metric_cost"] < 9.5 and 0.6 < trial["energy_joules"] < 0.8, trial
     report = (build / "compileiq" / "report.html").read_text()
     assert 'id="plot-tradeoffs"' in report and "energy gain (search)" in report
-    check = _cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--bench", "energy_sim",
-                 "--rounds", "6", "--json", env=env, cwd=tmp_path)
+    check = _cli(
+        "check",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--remeasure",
+        "--bench",
+        "energy_sim",
+        "--rounds",
+        "6",
+        "--json",
+        env=env,
+        cwd=tmp_path,
+    )
     assert check.returncode == 0, (check.stdout + check.stderr)[-3000:]
     measured = json.loads(check.stdout)["entries"][0]["remeasure"]
     assert measured["objective"] == "energy" and measured["passed"] and 1.3 < measured["speedup"] < 1.55, measured
-    plain = _cli("check", "-S", str(src), "-B", str(build), "--remeasure", "--bench", "energy_sim",
-                 env={"COMPILEIQ_SIMULATE_GPUS": "1", "COMPILEIQ_SIMULATE_ENERGY": ""}, cwd=tmp_path)
+    plain = _cli(
+        "check",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--remeasure",
+        "--bench",
+        "energy_sim",
+        env={"COMPILEIQ_SIMULATE_GPUS": "1", "COMPILEIQ_SIMULATE_ENERGY": ""},
+        cwd=tmp_path,
+    )
     assert plain.returncode != 0 and "tuned for energy per run" in plain.stderr, plain.stderr[-2000:]
 
 
@@ -147,13 +224,57 @@ def test_objective_energy_is_refused_where_no_counter_can_be_read(tmp_path):
     build = tmp_path / "build"
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("COMPILEIQ_SIMULATE")}
-    proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(build), *TUNE,
-                           "--objective", "energy"], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
-    one_line_error(proc.returncode, proc.stdout, proc.stderr, "--objective energy cannot be measured here",
-                   "CXX target's runs use the CPU", "--objective time")
-    assert not (src / "compileiq.toml").exists() and not list((build / "compileiq").glob("worker-*/CMakeFiles/energy_sim.dir/*.o"))
-    bad = subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(build), *TUNE,
-                          "--objective", "power"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(src),
+            "-B",
+            str(build),
+            *TUNE,
+            "--objective",
+            "energy",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    one_line_error(
+        proc.returncode,
+        proc.stdout,
+        proc.stderr,
+        "--objective energy cannot be measured here",
+        "CXX target's runs use the CPU",
+        "--objective time",
+    )
+    assert not (src / "compileiq.toml").exists() and not list(
+        (build / "compileiq").glob("worker-*/CMakeFiles/energy_sim.dir/*.o")
+    )
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(src),
+            "-B",
+            str(build),
+            *TUNE,
+            "--objective",
+            "power",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert bad.returncode == 2 and "--objective" in bad.stderr and "power" in bad.stderr
 
 
@@ -165,18 +286,26 @@ def test_device_code_bytes_are_the_fatbinary_sections_of_executables_objects_and
     from compileiq_cmake.execute.device_size import device_code_bytes
 
     cu = tmp_path / "k.cu"
-    cu.write_text("__global__ void k(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                  "  if (i < n) x[i] = x[i] * 2.0f + 1.0f; }\n"
-                  "int main() { k<<<1, 32>>>(nullptr, 0); return 0; }\n")
+    cu.write_text(
+        "__global__ void k(float* x, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (i < n) x[i] = x[i] * 2.0f + 1.0f; }\n"
+        "int main() { k<<<1, 32>>>(nullptr, 0); return 0; }\n"
+    )
 
     def nvcc(*args: str) -> None:
-        proc = subprocess.run(["nvcc", "-arch=sm_90", *args], cwd=tmp_path, capture_output=True, text=True,
-                              timeout=300)
+        proc = subprocess.run(["nvcc", "-arch=sm_90", *args], cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
 
     nvcc("-o", "plain", "k.cu")
-    nvcc("-gencode", "arch=compute_80,code=sm_80", "-gencode", "arch=compute_90,code=[sm_90,compute_90]", "-o", "two",
-         "k.cu")
+    nvcc(
+        "-gencode",
+        "arch=compute_80,code=sm_80",
+        "-gencode",
+        "arch=compute_90,code=[sm_90,compute_90]",
+        "-o",
+        "two",
+        "k.cu",
+    )
     nvcc("-rdc=true", "-c", "-o", "k.o", "k.cu")
     subprocess.run(["ar", "rcs", "libk.a", "k.o"], cwd=tmp_path, check=True)
     (tmp_path / "h.c").write_text("int main(void) { return 0; }\n")
@@ -188,8 +317,9 @@ def test_device_code_bytes_are_the_fatbinary_sections_of_executables_objects_and
     assert device_code_bytes([tmp_path / "plain", tmp_path / "libk.a"]) == plain + obj
     # linked with relocatable device code, an executable keeps each object's __nv_relfatbin beside its linked
     # .nv_fatbin: only the code it loads counts
-    (tmp_path / "main.cu").write_text("__global__ void k(float*, int);\nint main() { k<<<1, 32>>>(nullptr, 0); "
-                                      "return 0; }\n")
+    (tmp_path / "main.cu").write_text(
+        "__global__ void k(float*, int);\nint main() { k<<<1, 32>>>(nullptr, 0); return 0; }\n"
+    )
     (tmp_path / "k2.cu").write_text(cu.read_text().replace("int main() { k<<<1, 32>>>(nullptr, 0); return 0; }\n", ""))
     nvcc("-rdc=true", "-o", "rdc", "main.cu", "k2.cu")
     sections = subprocess.run(["readelf", "-S", "-W", str(tmp_path / "rdc")], capture_output=True, text=True).stdout

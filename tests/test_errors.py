@@ -13,8 +13,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from compileiq_cmake.model.errors import (CommandFailure, CompileIQError, MeasurementError, ProjectCommandError,
-                                          ResultFileError, UsageError, first_error_line, one_line, write_log)
+from compileiq_cmake.model.errors import (
+    CommandFailure,
+    CompileIQError,
+    MeasurementError,
+    ProjectCommandError,
+    ResultFileError,
+    UsageError,
+    first_error_line,
+    one_line,
+    write_log,
+)
 from compileiq_cmake.model.records import FlagSet, Status, Trial
 from compileiq_cmake.model.spec import MetricSpec
 from compileiq_cmake.ui import cli
@@ -25,8 +34,13 @@ NOISY = "\n".join(f"noise line {i}" for i in range(40))
 
 
 def _failure(**kw) -> CommandFailure:
-    base = dict(what="building app in the variant tree worker-0", command=("cmake", "--build", "/b/w0"),
-                exit_code=1, first_error="main.cpp:3:1: error: expected ';'", log=Path("/b/compileiq/logs/w0-build.log"))
+    base = dict(
+        what="building app in the variant tree worker-0",
+        command=("cmake", "--build", "/b/w0"),
+        exit_code=1,
+        first_error="main.cpp:3:1: error: expected ';'",
+        log=Path("/b/compileiq/logs/w0-build.log"),
+    )
     return CommandFailure(**{**base, **kw})
 
 
@@ -46,13 +60,17 @@ def test_a_project_command_error_carries_its_fields_and_says_them_on_one_line():
     exc = ProjectCommandError(_failure(), hint="fix the source")
     assert exc.command == ("cmake", "--build", "/b/w0") and exc.exit_code == 1
     assert exc.log == Path("/b/compileiq/logs/w0-build.log") and exc.first_error == "main.cpp:3:1: error: expected ';'"
-    assert str(exc) == ("building app in the variant tree worker-0 failed (exit 1): main.cpp:3:1: error: expected ';' "
-                        "(full log: /b/compileiq/logs/w0-build.log); fix the source")
+    assert str(exc) == (
+        "building app in the variant tree worker-0 failed (exit 1): main.cpp:3:1: error: expected ';' "
+        "(full log: /b/compileiq/logs/w0-build.log); fix the source"
+    )
 
 
 @pytest.mark.unit
 def test_a_multi_line_first_error_and_a_stopped_command_still_give_one_line():
-    exc = ProjectCommandError(_failure(first_error="first\n\n  second  \nthird", exit_code=None, stopped="timed out after 5 s"))
+    exc = ProjectCommandError(
+        _failure(first_error="first\n\n  second  \nthird", exit_code=None, stopped="timed out after 5 s")
+    )
     assert "\n" not in str(exc)
     assert "failed (timed out after 5 s): first | second | third (full log:" in str(exc), str(exc)
     no_log = ProjectCommandError(_failure(log=None))
@@ -68,15 +86,22 @@ def test_a_project_command_error_survives_pickling_with_its_fields():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("output,expected", [
-    ("-- Configuring\nCMake Error at extra/CMakeLists.txt:1 (message):\n  this tree cannot\n  be configured\n\n-- done",
-     "extra/CMakeLists.txt:1: this tree cannot be configured"),
-    ("[1/2] Building CXX\nFAILED: main.o\nmain.cpp:3:1: error: expected ';'\nninja: build stopped",
-     "main.cpp:3:1: error: expected ';'"),
-    ("[1/2] Building CXX\nmain.cpp:3:1: Error: bad\nmore", "main.cpp:3:1: Error: bad"),
-    ("line one\nlast words\n\n", "last words"),
-    ("", "no output"),
-])
+@pytest.mark.parametrize(
+    "output,expected",
+    [
+        (
+            "-- Configuring\nCMake Error at extra/CMakeLists.txt:1 (message):\n  this tree cannot\n  be configured\n\n-- done",
+            "extra/CMakeLists.txt:1: this tree cannot be configured",
+        ),
+        (
+            "[1/2] Building CXX\nFAILED: main.o\nmain.cpp:3:1: error: expected ';'\nninja: build stopped",
+            "main.cpp:3:1: error: expected ';'",
+        ),
+        ("[1/2] Building CXX\nmain.cpp:3:1: Error: bad\nmore", "main.cpp:3:1: Error: bad"),
+        ("line one\nlast words\n\n", "last words"),
+        ("", "no output"),
+    ],
+)
 def test_first_error_line_picks_the_telling_line(output, expected):
     assert first_error_line(output) == expected
 
@@ -86,7 +111,9 @@ def test_write_log_keeps_the_command_and_the_whole_output(tmp_path):
     path = write_log(tmp_path / "logs" / "x-build.log", ["cmake", "--build", "dir with space"], NOISY)
     assert path == tmp_path / "logs" / "x-build.log"
     text = path.read_text()
-    assert text.startswith("$ cmake --build 'dir with space'\n") and "noise line 0\n" in text and "noise line 39" in text
+    assert (
+        text.startswith("$ cmake --build 'dir with space'\n") and "noise line 0\n" in text and "noise line 39" in text
+    )
     blocked = tmp_path / "file"
     blocked.write_text("")
     assert write_log(blocked / "logs" / "x.log", ["true"], "out") is None  # no log rather than a second error
@@ -133,7 +160,9 @@ def test_a_failing_check_step_names_exit_code_first_error_and_a_log_with_all_out
 
     tree = tmp_path / "build" / "compileiq" / "check" / "tuned"
     tree.mkdir(parents=True)
-    script = f"printf '%s\\n' {' '.join(f'early{i}' for i in range(30))}; echo 'x.cpp:1: error: boom'; echo after; exit 3"
+    script = (
+        f"printf '%s\\n' {' '.join(f'early{i}' for i in range(30))}; echo 'x.cpp:1: error: boom'; echo after; exit 3"
+    )
     with pytest.raises(ProjectCommandError) as caught:
         _run_step(["sh", "-c", script], tree, f"building {tree}", timeout=60)
     exc = caught.value
@@ -159,8 +188,9 @@ def test_a_check_step_that_hangs_is_one_line_with_its_hint(tmp_path):
 
 
 def _setup(target="app"):
-    return SimpleNamespace(spec=SimpleNamespace(target=target, metric=MetricSpec.parse("t=([0-9.]+)", True),
-                                                benchmark=("app",)))
+    return SimpleNamespace(
+        spec=SimpleNamespace(target=target, metric=MetricSpec.parse("t=([0-9.]+)", True), benchmark=("app",))
+    )
 
 
 @pytest.mark.unit
@@ -171,8 +201,10 @@ def test_a_baseline_that_does_not_build_is_a_project_command_error_with_its_log(
     trial = Trial(0, FlagSet((), ()), Status.BUILD_FAILED, f"build failed: {failure.first_error}", failure=failure)
     exc = baseline_error(trial, _setup())
     assert isinstance(exc, ProjectCommandError) and exc.exit_code == 1 and exc.log == failure.log
-    assert str(exc) == ("with the project's own flags, building app in the variant tree worker-0 failed (exit 1): "
-                        "main.cpp:3:1: error: expected ';' (full log: /b/compileiq/logs/w0-build.log)")
+    assert str(exc) == (
+        "with the project's own flags, building app in the variant tree worker-0 failed (exit 1): "
+        "main.cpp:3:1: error: expected ';' (full log: /b/compileiq/logs/w0-build.log)"
+    )
     restored = baseline_error(replace(trial, failure=None), _setup())  # from the store: no log to name
     assert isinstance(restored, ProjectCommandError) and restored.log is None and "expected ';'" in str(restored)
 
@@ -181,8 +213,13 @@ def test_a_baseline_that_does_not_build_is_a_project_command_error_with_its_log(
 def test_a_baseline_without_its_metric_is_a_measurement_error_naming_the_log():
     from compileiq_cmake.tune.trial import baseline_error
 
-    failure = _failure(what="the benchmark 'app' in the variant tree worker-0", exit_code=None, first_error="done",
-                       stopped="metric 't' not found in output", log=Path("/b/compileiq/logs/worker-0-benchmark.log"))
+    failure = _failure(
+        what="the benchmark 'app' in the variant tree worker-0",
+        exit_code=None,
+        first_error="done",
+        stopped="metric 't' not found in output",
+        log=Path("/b/compileiq/logs/worker-0-benchmark.log"),
+    )
     trial = Trial(0, FlagSet((), ()), Status.METRIC_MISSING, "metric missing; last output line: done", failure=failure)
     exc = baseline_error(trial, _setup())
     assert isinstance(exc, MeasurementError) and "never matched" in str(exc)
@@ -198,9 +235,18 @@ def _runner(tmp_path: Path, body: str, verify: str = "", **spec_kw):
     script.write_text(body)
     build = tmp_path / "build"
     verify_argv = (sys.executable, "-c", verify) if verify else ()
-    spec = TuneSpec(source_dir=tmp_path, build_dir=build, target="t", benchmark=(sys.executable, str(script)),
-                    metric=MetricSpec.parse(r"time_ms=(\S+)", True), output=tmp_path / "o.toml", verify=verify_argv,
-                    repeats=1, warmup=0, **spec_kw)
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=build,
+        target="t",
+        benchmark=(sys.executable, str(script)),
+        metric=MetricSpec.parse(r"time_ms=(\S+)", True),
+        output=tmp_path / "o.toml",
+        verify=verify_argv,
+        repeats=1,
+        warmup=0,
+        **spec_kw,
+    )
     tree = VariantTree(build / "compileiq", "worker-0", "cmake")
     tree.path.mkdir(parents=True)
     return Runner(spec, BenchCommand(spec.benchmark, verify_argv, build)), tree
@@ -221,13 +267,15 @@ def test_a_failing_benchmark_run_keeps_its_whole_output_in_a_log_and_its_exit_co
     assert "step 0\n" in text and "step 49\n" in text and "error: the answer is wrong" in text
     assert str(ProjectCommandError(m.failure)) == (
         f"the benchmark '{sys.executable} {tmp_path / 'bench.py'}' in the variant tree worker-0 failed (exit 3): bye "
-        f"(full log: {log})")
+        f"(full log: {log})"
+    )
 
 
 @pytest.mark.unit
 def test_a_failing_verify_is_a_project_command_failure_with_its_log(tmp_path):
-    runner, tree = _runner(tmp_path, "print('time_ms=2.0')\n",
-                           verify="print('checking'); print('mismatch at 7'); raise SystemExit(4)")
+    runner, tree = _runner(
+        tmp_path, "print('time_ms=2.0')\n", verify="print('checking'); print('mismatch at 7'); raise SystemExit(4)"
+    )
     m = runner.measure(tree, repeats=1, warmup=0)
     assert m.status is Status.VERIFY_FAILED and m.failure.exit_code == 4
     assert m.failure.what == f"the VERIFY command '{shlex.join(m.failure.command)}' in the variant tree worker-0"
@@ -237,7 +285,9 @@ def test_a_failing_verify_is_a_project_command_failure_with_its_log(tmp_path):
 
     exc = baseline_error(trial, _setup())
     assert isinstance(exc, ProjectCommandError) and "\n" not in str(exc)
-    assert str(exc).startswith("with the project's own flags, the VERIFY command ") and "failed (exit 4): mismatch at 7" in str(exc)
+    assert str(exc).startswith(
+        "with the project's own flags, the VERIFY command "
+    ) and "failed (exit 4): mismatch at 7" in str(exc)
 
 
 @pytest.mark.unit
@@ -250,11 +300,13 @@ def test_a_benchmark_without_its_metric_names_its_log_but_no_exit_code(tmp_path)
 
 # --- real CMake: a tiny project whose configure or build fails ------------------------------------------
 
+
 def _tiny(tmp_path: Path, source: str, extra_cmake: str = "") -> tuple[Path, Path]:
     src = tmp_path / "tiny"
     src.mkdir()
-    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.24)\nproject(tiny CXX)\n"
-                                        "add_executable(app main.cpp)\n" + extra_cmake)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(tiny CXX)\nadd_executable(app main.cpp)\n" + extra_cmake
+    )
     (src / "main.cpp").write_text(source)
     build = tmp_path / "build"
     proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release")
@@ -266,9 +318,12 @@ def _tiny(tmp_path: Path, source: str, extra_cmake: str = "") -> tuple[Path, Pat
 def test_a_variant_configure_that_fails_is_a_project_command_error_with_its_log(tmp_path):
     from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
 
-    src, build = _tiny(tmp_path, "int main() { return 0; }\n",
-                       'if(COMPILEIQ_VARIANT_FRAGMENT)\n  message(STATUS "before the error")\n'
-                       '  message(FATAL_ERROR "variant trees are refused")\nendif()\n')
+    src, build = _tiny(
+        tmp_path,
+        "int main() { return 0; }\n",
+        'if(COMPILEIQ_VARIANT_FRAGMENT)\n  message(STATUS "before the error")\n'
+        '  message(FATAL_ERROR "variant trees are refused")\nendif()\n',
+    )
     settings, _ = VariantSettings.from_user_tree(src, build, "")
     tree = VariantTree(build / "compileiq", "worker-0", settings.cmake)
     with pytest.raises(ProjectCommandError) as caught:
@@ -277,10 +332,14 @@ def test_a_variant_configure_that_fails_is_a_project_command_error_with_its_log(
     log = build / "compileiq" / "logs" / "worker-0-configure.log"
     assert exc.exit_code == 1 and exc.log == log and exc.command[0] == settings.cmake and "-S" in exc.command
     assert exc.first_error == "CMakeLists.txt:6: variant trees are refused", exc.first_error
-    assert str(exc) == (f"configuring the variant tree worker-0 failed (exit 1): CMakeLists.txt:6: variant trees "
-                        f"are refused (full log: {log})")
+    assert str(exc) == (
+        f"configuring the variant tree worker-0 failed (exit 1): CMakeLists.txt:6: variant trees "
+        f"are refused (full log: {log})"
+    )
     text = log.read_text()
-    assert text.startswith(f"$ {settings.cmake} ") and "before the error" in text and "variant trees are refused" in text
+    assert (
+        text.startswith(f"$ {settings.cmake} ") and "before the error" in text and "variant trees are refused" in text
+    )
 
 
 @pytest.mark.cmake
@@ -295,7 +354,9 @@ def test_a_variant_build_that_fails_keeps_its_command_exit_code_and_full_log(tmp
     assert not result.ok and result.failure is not None
     failure = result.failure
     log = build / "compileiq" / "logs" / "worker-0-build.log"
-    assert failure.exit_code not in (0, None) and failure.log == log and failure.command[:2] == (settings.cmake, "--build")
+    assert (
+        failure.exit_code not in (0, None) and failure.log == log and failure.command[:2] == (settings.cmake, "--build")
+    )
     assert "undeclared_name_xyz" in failure.first_error and result.log_tail == failure.first_error
     assert "undeclared_name_xyz" in log.read_text() and "main.cpp" in log.read_text()
 
@@ -303,10 +364,31 @@ def test_a_variant_build_that_fails_keeps_its_command_exit_code_and_full_log(tmp
 @pytest.mark.cmake
 def test_a_tune_whose_own_build_fails_says_so_on_one_line_and_keeps_the_log(tmp_path):
     src, build = _tiny(tmp_path, "int main() { return undeclared_name_xyz; }\n")
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "app", "--bench", "app",
-                   "--metric", "WALLTIME", "--budget", "3", "--output", str(tmp_path / "compileiq.toml"))
-    line = one_line_error(proc.returncode, proc.stdout, proc.stderr, "with the project's own flags, the build of app in "
-                          "the variant tree worker-0 failed (exit ", "undeclared_name_xyz", "full log: ")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "app",
+        "--bench",
+        "app",
+        "--metric",
+        "WALLTIME",
+        "--budget",
+        "3",
+        "--output",
+        str(tmp_path / "compileiq.toml"),
+    )
+    line = one_line_error(
+        proc.returncode,
+        proc.stdout,
+        proc.stderr,
+        "with the project's own flags, the build of app in the variant tree worker-0 failed (exit ",
+        "undeclared_name_xyz",
+        "full log: ",
+    )
     log = Path(line.rsplit("full log: ", 1)[1].split(")")[0])
     assert log.is_file() and log.parent == build / "compileiq" / "logs", line
     assert "undeclared_name_xyz" in log.read_text()

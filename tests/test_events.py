@@ -33,10 +33,14 @@ def _one_of_each(events: EventStream) -> None:
     events.detail("trial 3 built in 1.2 s")
 
 
-EVERY = ["[  1/30] #0 1.0 (1.000x)", "compileiq: baseline noise: 0.5%",
-         "compileiq: note: per-file stage skipped: a replay has no kernel times",
-         "compileiq: warning: the GPU clock is not locked", "compileiq: wrote compileiq.toml",
-         "compileiq: trial 3 built in 1.2 s"]
+EVERY = [
+    "[  1/30] #0 1.0 (1.000x)",
+    "compileiq: baseline noise: 0.5%",
+    "compileiq: note: per-file stage skipped: a replay has no kernel times",
+    "compileiq: warning: the GPU clock is not locked",
+    "compileiq: wrote compileiq.toml",
+    "compileiq: trial 3 built in 1.2 s",
+]
 
 
 def test_each_kind_has_its_line_and_keeps_its_data():
@@ -57,12 +61,22 @@ def test_the_line_interface_takes_the_kind_from_the_prefix():
     events("  #   speedup  flags")
     events("")
     assert [(e.kind, e.text) for e in recorder] == [
-        ("note", "device-code fingerprints are off"), ("warning", "coarse timer"), ("info", "baseline noise: 1%"),
-        ("progress", "[  3/30] #2 INVALID build: error"), ("info", "  #   speedup  flags"), ("info", "")]
+        ("note", "device-code fingerprints are off"),
+        ("warning", "coarse timer"),
+        ("info", "baseline noise: 1%"),
+        ("progress", "[  3/30] #2 INVALID build: error"),
+        ("info", "  #   speedup  flags"),
+        ("info", ""),
+    ]
     # what goes in as a line comes out as the same line
-    assert recorder.lines() == ["compileiq: note: device-code fingerprints are off", "compileiq: warning: coarse timer",
-                                "compileiq: baseline noise: 1%", "[  3/30] #2 INVALID build: error",
-                                "  #   speedup  flags", ""]
+    assert recorder.lines() == [
+        "compileiq: note: device-code fingerprints are off",
+        "compileiq: warning: coarse timer",
+        "compileiq: baseline noise: 1%",
+        "[  3/30] #2 INVALID build: error",
+        "  #   speedup  flags",
+        "",
+    ]
 
 
 def test_as_stream_takes_a_stream_a_function_of_a_line_or_nothing():
@@ -74,11 +88,14 @@ def test_as_stream_takes_a_stream_a_function_of_a_line_or_nothing():
     as_stream(None).info("nobody hears this")  # no subscriber, no error
 
 
-@pytest.mark.parametrize("verbosity,shown", [
-    ("quiet", [EVERY[3], EVERY[4]]),
-    ("normal", EVERY[:5]),
-    ("verbose", EVERY),
-])
+@pytest.mark.parametrize(
+    "verbosity,shown",
+    [
+        ("quiet", [EVERY[3], EVERY[4]]),
+        ("normal", EVERY[:5]),
+        ("verbose", EVERY),
+    ],
+)
 def test_the_console_shows_what_its_verbosity_lets_through(verbosity, shown):
     out = io.StringIO()
     _one_of_each(EventStream(Console(verbosity, out)))
@@ -90,9 +107,15 @@ def test_the_console_refuses_an_unknown_verbosity():
         Console("loud")
 
 
-@pytest.mark.parametrize("command", [
-    ["tune", "-S", "s", "-B", "b", "--target", "t", "--metric", "WALLTIME"],
-    ["check", "-S", "s", "-B", "b"], ["report", "-B", "b"], ["space", "nvcc"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["tune", "-S", "s", "-B", "b", "--target", "t", "--metric", "WALLTIME"],
+        ["check", "-S", "s", "-B", "b"],
+        ["report", "-B", "b"],
+        ["space", "nvcc"],
+    ],
+)
 def test_quiet_and_verbose_exclude_each_other(command, capsys):
     parser = cli.build_parser()
     assert parser.parse_args(command).verbosity == "normal"
@@ -114,8 +137,22 @@ def test_tune_passes_one_stream_with_the_console_at_the_asked_verbosity(flag, sh
         _one_of_each(log)
 
     monkeypatch.setattr(cli, "run_tune", fake_run_tune)  # cli imports it at its top
-    rc = cli.main(["tune", "-S", str(tmp_path), "-B", str(tmp_path / "b"), "--target", "t", "--bench", "x",
-                   "--metric", "WALLTIME", *flag])
+    rc = cli.main(
+        [
+            "tune",
+            "-S",
+            str(tmp_path),
+            "-B",
+            str(tmp_path / "b"),
+            "--target",
+            "t",
+            "--bench",
+            "x",
+            "--metric",
+            "WALLTIME",
+            *flag,
+        ]
+    )
     assert rc == 0 and len(got) == 1 and isinstance(got[0], EventStream)
     assert capsys.readouterr().out.splitlines() == shown
 
@@ -140,10 +177,31 @@ def test_check_json_keeps_stdout_for_the_document_and_says_the_rest_on_stderr(mo
 def _replay(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
     (tmp_path / "src").mkdir(parents=True, exist_ok=True)
     return subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "build"),
-         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "8", "--output",
-         str(tmp_path / "compileiq.toml"), *flags],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"})
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(tmp_path / "src"),
+            "-B",
+            str(tmp_path / "build"),
+            "--target",
+            "sample_small",
+            "--replay",
+            str(SAMPLE),
+            "--budget",
+            "8",
+            "--output",
+            str(tmp_path / "compileiq.toml"),
+            *flags,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"},
+    )
 
 
 def test_a_quiet_replayed_tune_prints_each_stage_result_and_the_summary_keeps_the_events(tmp_path):
@@ -183,16 +241,44 @@ def test_trials_export_as_csv_one_row_per_trial_and_workload(tmp_path):
     tuned = _replay(tmp_path)
     assert tuned.returncode == 0, (tuned.stdout + tuned.stderr)[-3000:]
     build = str(tmp_path / "build")
-    out = subprocess.run([sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--csv"], cwd=tmp_path,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--csv"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     rows = list(csv.DictReader(io.StringIO(out.stdout)))
-    doc = json.loads(subprocess.run([sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--json"],
-                                    cwd=tmp_path, capture_output=True, text=True, timeout=120).stdout)
+    doc = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--json"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+    )
     trials = next(iter(doc.values()))
-    assert list(rows[0]) == ["target", "tune", "trial", "status", "flags", "workload", "median", "runs",
-                             "build_seconds", "bench_seconds", "binary_bytes", "device_bytes", "joules_median",
-                             "metric_median", "same_code_as", "gpu", "reason"]
+    assert list(rows[0]) == [
+        "target",
+        "tune",
+        "trial",
+        "status",
+        "flags",
+        "workload",
+        "median",
+        "runs",
+        "build_seconds",
+        "bench_seconds",
+        "binary_bytes",
+        "device_bytes",
+        "joules_median",
+        "metric_median",
+        "same_code_as",
+        "gpu",
+        "reason",
+    ]
     assert len(rows) == sum(max(1, len(t["measurements"])) for t in trials) and len(trials) >= 8
     for t in trials:
         mine = [r for r in rows if int(r["trial"]) == t["index"]]
@@ -200,8 +286,13 @@ def test_trials_export_as_csv_one_row_per_trial_and_workload(tmp_path):
         for r, m in zip(mine, t["measurements"]):
             assert float(r["median"]) == pytest.approx(statistics.median(m["samples"]), rel=1e-5)
             assert int(r["runs"]) == len(m["samples"])
-    both = subprocess.run([sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--csv", "--json"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    both = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "trials", "-B", build, "--csv", "--json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert both.returncode == 2 and "not allowed with" in both.stderr
 
 
@@ -210,7 +301,12 @@ def test_the_pareto_set_keeps_the_trials_no_other_beats_on_speed_and_cost():
     """Issue 39: the report marks the trials that no other beats on both speed and build seconds (or size)."""
     from compileiq_cmake.results.report import pareto
 
-    trials = [{"index": 0, "speedup": 1.0, "build_seconds": 1.0}, {"index": 1, "speedup": 1.3, "build_seconds": 2.0},
-              {"index": 2, "speedup": 1.2, "build_seconds": 3.0}, {"index": 3, "speedup": 1.5, "build_seconds": 9.0},
-              {"index": 4, "speedup": None, "build_seconds": 0.5}, {"index": 5, "speedup": 2.0, "build_seconds": 0}]
+    trials = [
+        {"index": 0, "speedup": 1.0, "build_seconds": 1.0},
+        {"index": 1, "speedup": 1.3, "build_seconds": 2.0},
+        {"index": 2, "speedup": 1.2, "build_seconds": 3.0},
+        {"index": 3, "speedup": 1.5, "build_seconds": 9.0},
+        {"index": 4, "speedup": None, "build_seconds": 0.5},
+        {"index": 5, "speedup": 2.0, "build_seconds": 0},
+    ]
     assert [t["index"] for t in pareto(trials, "build_seconds")] == [0, 1, 3]  # 2 is beaten by 1; 4 invalid; 5 unknown

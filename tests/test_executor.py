@@ -24,9 +24,15 @@ SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sa
 
 @pytest.mark.unit
 def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tmp_path):
-    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
-                    replay=str(SAMPLE))
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target="sample_small",
+        benchmark=("replay",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "compileiq.toml",
+        replay=str(SAMPLE),
+    )
     ts = replay_setup(spec, lambda line: None)
     executor = make_executor(ts.execution_plan)
     assert isinstance(executor, ReplayExecutor) and executor.name == "replay"
@@ -59,12 +65,30 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     from compileiq_cmake.model.timebox import TimeBox
     from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 
-    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
-                    replay=str(SAMPLE), workloads=(("--n", "1"), ("--n", "2")), repeats=3, workers=1)
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target="sample_small",
+        benchmark=("replay",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "compileiq.toml",
+        replay=str(SAMPLE),
+        workloads=(("--n", "1"), ("--n", "2")),
+        repeats=3,
+        workers=1,
+    )
     ts = replay_setup(spec, lambda line: None)
-    base = Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (1.0, 1.0, 1.0)),
-                                                     Measurement(("--n", "2"), (2.0, 2.0, 2.0))), 10.0, 8.0, 18.0, "")
+    base = Trial(
+        0,
+        FlagSet((), ()),
+        Status.OK,
+        "",
+        (Measurement(("--n", "1"), (1.0, 1.0, 1.0)), Measurement(("--n", "2"), (2.0, 2.0, 2.0))),
+        10.0,
+        8.0,
+        18.0,
+        "",
+    )
     # 2 workloads x (3 samples + 1 warm-up) = 8 runs in 8 s: 1 s per run, 10 s per build; the budget's one cost
     # model: 3 finalists and the baseline re-built and a warm-up round and 5 rounds, 3 ablation steps, the minimal
     # set's validation and the winner's confirmation (each: 2 builds and 1 + 5 rounds of 2 variants)
@@ -75,6 +99,7 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     bad = Trial(1, FlagSet((("restrict", 1),), ("--restrict",)), Status.BUILD_FAILED, reason, (), 10.0, 0.0, 10.0, "")
     lines: list[str] = []
     import time
+
     progress(ts, lines.append, bad, base, {"b": base, "x": bad}, time.perf_counter() - 20)
     assert " ".join(reason.split()) in lines[0] and "+ finalists ~" in lines[0], lines[0]
 
@@ -88,12 +113,30 @@ def test_the_finalists_limits_place_the_validations_looks_within_the_rounds_the_
     from compileiq_cmake.model.timebox import TimeBox
     from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 
-    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
-                    replay=str(SAMPLE), workloads=(("--n", "1"), ("--n", "2")), repeats=3, workers=1,
-                    time_limit=150.0)
-    base = Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (1.0, 1.0, 1.0)),
-                                                     Measurement(("--n", "2"), (2.0, 2.0, 2.0))), 10.0, 8.0, 18.0, "")
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target="sample_small",
+        benchmark=("replay",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "compileiq.toml",
+        replay=str(SAMPLE),
+        workloads=(("--n", "1"), ("--n", "2")),
+        repeats=3,
+        workers=1,
+        time_limit=150.0,
+    )
+    base = Trial(
+        0,
+        FlagSet((), ()),
+        Status.OK,
+        "",
+        (Measurement(("--n", "1"), (1.0, 1.0, 1.0)), Measurement(("--n", "2"), (2.0, 2.0, 2.0))),
+        10.0,
+        8.0,
+        18.0,
+        "",
+    )
     now = [0.0]
     for spent, rounds in ((60.0, (5, 5)), (40.0, (10, 10)), (140.0, (None, None))):
         now[0] = spent
@@ -120,7 +163,9 @@ def test_lookahead_keeps_the_gpus_fed_and_no_more():
     from compileiq_cmake.model.records import FlagSet, Status, Trial
 
     def t(i, build, bench, twin=None):
-        return Trial(i, FlagSet((), (f"-f{i}",)), Status.OK, build_seconds=build, bench_seconds=bench, same_code_as=twin)
+        return Trial(
+            i, FlagSet((), (f"-f{i}",)), Status.OK, build_seconds=build, bench_seconds=bench, same_code_as=twin
+        )
 
     assert lookahead([], 1, 8) == 8  # nothing measured yet: every tree
     h200 = [t(0, 9.3, 3.8), t(1, 10.1, 9.4), t(2, 10.0, 10.0), t(3, 11.0, 9.6), t(4, 10.0, 0.0, twin=1)]

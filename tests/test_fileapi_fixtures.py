@@ -131,7 +131,11 @@ def test_a_source_shared_by_targets_is_listed_in_each():
     model = _model("mixed_rdc")
     ref = (MADE_AT / "src" / "mixed_rdc" / "src" / "ref.cpp").resolve()
     assert sorted(n for n, t in model.targets.items() if ref in t.sources) == [
-        "kern_test", "lib_bench_a", "lib_bench_b", "mixed_bench"]
+        "kern_test",
+        "lib_bench_a",
+        "lib_bench_b",
+        "mixed_bench",
+    ]
     kern = (MADE_AT / "src" / "mixed_rdc" / "src" / "kern.cu").resolve()
     assert sorted(n for n, t in model.targets.items() if kern in t.sources_in("CUDA")) == ["kern_test", "mixed_bench"]
 
@@ -139,8 +143,10 @@ def test_a_source_shared_by_targets_is_listed_in_each():
 def test_unknown_target_suggests_the_closest_one():
     with pytest.raises(UsageError) as err:
         _model("mixed_rdc").target("mixed_bnch")
-    assert str(err.value) == ("unknown target 'mixed_bnch' (did you mean 'mixed_bench'?); the project defines: "
-                              "devlib, kern_test, lib_bench_a, lib_bench_b, mixed_bench")
+    assert str(err.value) == (
+        "unknown target 'mixed_bnch' (did you mean 'mixed_bench'?); the project defines: "
+        "devlib, kern_test, lib_bench_a, lib_bench_b, mixed_bench"
+    )
 
 
 # --- libs_layout: static and object libraries, renamed outputs ------------------------------------------
@@ -152,7 +158,9 @@ def test_library_types_and_renamed_artifacts():
     types = {n: t.type for n, t in model.targets.items()}
     assert types == {"kern_objects": "OBJECT_LIBRARY", "kern_static": "STATIC_LIBRARY", "libs_bench": "EXECUTABLE"}
     static = model.target("kern_static")
-    assert static.artifacts == (build / "lib" / "archive" / "libfancy_kernels.a",)  # OUTPUT_NAME, ARCHIVE_OUTPUT_DIRECTORY
+    assert static.artifacts == (
+        build / "lib" / "archive" / "libfancy_kernels.a",
+    )  # OUTPUT_NAME, ARCHIVE_OUTPUT_DIRECTORY
     assert _rel(model, static.sources_in("CUDA")) == ["src/static_kernels.cu"]
     objects = model.target("kern_objects")
     assert objects.artifacts == (build / "CMakeFiles" / "kern_objects.dir" / "src" / "object_kernels.cu.o",)
@@ -167,7 +175,10 @@ def test_target_owning_finds_a_target_by_its_artifact():
     model = _model("libs_layout")
     build = MADE_AT / "build" / "libs_layout"
     assert model.target_owning(build / "bin" / "tools" / "layout_benchmark_exe").name == "libs_bench"
-    assert model.target_owning(build / "bin" / "tools" / ".." / ".." / "lib" / "archive" / "libfancy_kernels.a").name == "kern_static"
+    assert (
+        model.target_owning(build / "bin" / "tools" / ".." / ".." / "lib" / "archive" / "libfancy_kernels.a").name
+        == "kern_static"
+    )
     assert model.target_owning(build / "libs_bench") is None  # the target's name is not its file
     assert model.target_owning(build / "layout_benchmark_exe") is None
 

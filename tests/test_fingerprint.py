@@ -82,9 +82,15 @@ def test_the_machine_code_words_count_and_the_notes_paths_and_offsets_do_not():
     the relocations' order leave it unchanged; one scheduling bit of one instruction changes it."""
     [(key, digest, count)] = parse_elf(ELF_DUMP)
     assert key == "sm_90:_Z1kv" and count == 2 and len(digest) == 64
-    same = (ELF_DUMP.replace("-O3", "-O1").replace("/home/someone", "/elsewhere").replace("780    900", "7c0    900")
-            .replace("0xc0    _Z6helperf    R_CUDA_ABS55_16_34    0x0\n0xa0    _Z1kv    R_CUDA_ABS32_LO_32    0xd0",
-                     "0xa0    _Z1kv    R_CUDA_ABS32_LO_32    0xd0\n0xc0    _Z6helperf    R_CUDA_ABS55_16_34    0x0"))
+    same = (
+        ELF_DUMP.replace("-O3", "-O1")
+        .replace("/home/someone", "/elsewhere")
+        .replace("780    900", "7c0    900")
+        .replace(
+            "0xc0    _Z6helperf    R_CUDA_ABS55_16_34    0x0\n0xa0    _Z1kv    R_CUDA_ABS32_LO_32    0xd0",
+            "0xa0    _Z1kv    R_CUDA_ABS32_LO_32    0xd0\n0xc0    _Z6helperf    R_CUDA_ABS55_16_34    0x0",
+        )
+    )
     assert same != ELF_DUMP and parse_elf(same)[0][1] == digest
     scheduled = ELF_DUMP.replace("0x000e6200", "0x000e6a00")  # another stall/barrier field, same SASS text
     assert parse_elf(scheduled)[0][1] != digest
@@ -152,8 +158,21 @@ def test_a_fat_object_is_fingerprinted_for_the_tuned_architecture_only(tmp_path:
     src = tmp_path / "k.cu"
     src.write_text(KERNEL)
     fat = tmp_path / "fat.o"
-    subprocess.run([NVCC, "-c", "-o", str(fat), str(src), "-gencode", "arch=compute_80,code=sm_80",
-                    "-gencode", "arch=compute_90,code=sm_90"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            NVCC,
+            "-c",
+            "-o",
+            str(fat),
+            str(src),
+            "-gencode",
+            "arch=compute_80,code=sm_80",
+            "-gencode",
+            "arch=compute_90,code=sm_90",
+        ],
+        check=True,
+        capture_output=True,
+    )
     every = fingerprint(fat)
     only = fingerprint(fat, arch="90")
     assert {k.name.split(":")[0] for k in every.kernels} == {"sm_80", "sm_90"}

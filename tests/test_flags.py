@@ -8,7 +8,14 @@ from compileiq_cmake.flags import load_space, validate_flags
 def test_cuda_space_has_the_documented_dimensions_and_no_debug_flags():
     space = load_space("nvcc", "NVIDIA", "13.0.88")
     names = {d.name for d in space.dimensions}
-    assert {"ptxas_opt_level", "register_usage_level", "maxrregcount", "use_fast_math", "load_cache", "restrict"} <= names
+    assert {
+        "ptxas_opt_level",
+        "register_usage_level",
+        "maxrregcount",
+        "use_fast_math",
+        "load_cache",
+        "restrict",
+    } <= names
     tokens = {tok for d in space.dimensions for v in d.values for tok in v}
     assert not any(tok in ("-G", "-g", "--device-debug") or tok.startswith("-lineinfo") for tok in tokens)
     assert all(d.values[0] == () for d in space.dimensions)
@@ -53,7 +60,9 @@ def test_flagset_rendering_and_round_trip():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("bad", ['")', "${CMAKE_COMMAND}", "-O3 -g", "-O3;-g", "--use_fast_math)\nmessage(x", "-fplugin=evil.so", 3])
+@pytest.mark.parametrize(
+    "bad", ['")', "${CMAKE_COMMAND}", "-O3 -g", "-O3;-g", "--use_fast_math)\nmessage(x", "-fplugin=evil.so", 3]
+)
 def test_flag_grammar_refuses_injection_and_unknown_flags(bad):
     with pytest.raises(CompileIQError, match="refusing flag"):
         validate_flags("gcc", [bad])

@@ -23,13 +23,15 @@ from conftest import configure, needs_nvcc
 def _project(root: Path) -> Path:
     src = root / "src"
     src.mkdir()
-    (src / "k.cu").write_text("__global__ void k(float* a) { a[threadIdx.x] = sqrtf(a[threadIdx.x]); }\n"
-                              "int main() { return 0; }\n")
+    (src / "k.cu").write_text(
+        "__global__ void k(float* a) { a[threadIdx.x] = sqrtf(a[threadIdx.x]); }\nint main() { return 0; }\n"
+    )
     (src / "h.cpp").write_text("int helper() { return 1; }\n")
     (src / "other.cu").write_text("__global__ void o(float* a) { a[0] = 1.0f; }\nint main() { return 0; }\n")
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.24)\nproject(ff LANGUAGES CXX CUDA)\n"
-        "add_executable(app k.cu h.cpp)\nadd_executable(other other.cu)\n")
+        "add_executable(app k.cu h.cpp)\nadd_executable(other other.cu)\n"
+    )
     return src
 
 

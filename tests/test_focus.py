@@ -24,6 +24,7 @@ SHARES = {7: 6_000_000, 23: 3_000_000, 41: 400_000, 50: 600_000}  # ns per kerne
 def test_the_hot_files_are_the_largest_shares_until_they_hold_most_of_the_kernel_time():
     def share(path, s):
         return FileShare(path, int(s * 1e6), s, (path,))
+
     shares = (share("a", 0.6), share("b", 0.3), share("c", 0.06), share("d", 0.04))
     assert [f.path for f in hot_files(shares)] == ["a", "b"]  # 90% held
     spread = tuple(share(f"f{i}", 0.1) for i in range(10))
@@ -41,7 +42,8 @@ def _project(root: Path) -> Path:
             f'extern "C" __global__ void k{i:02d}(float *out, const float *in, int n) {{\n'
             "  int j = blockIdx.x * blockDim.x + threadIdx.x;\n"
             f"  if (j < n) {{ float x = in[j]; for (int k = 0; k < {8 + i % 5}; ++k) x = sinf(x) * 0.9f + 0.1f; out[j] = x; }}\n"
-            "}\n")
+            "}\n"
+        )
     lines = "".join(f"11\\t{ns}\\tk{i:02d}\\n" for i, ns in SHARES.items())
     (src / "src" / "main.cu").write_text(
         "#include <chrono>\n#include <cstdio>\n#include <cstdlib>\n"
@@ -55,11 +57,13 @@ def _project(root: Path) -> Path:
         f'      std::fprintf(f, "# compileiq kernel times v1\\n{lines}");\n'
         "      std::fclose(f);\n    }\n  }\n"
         '  std::printf("time_ms=%.6f\\n%s\\n", ms, acc > 0.0 ? "PASS" : "FAIL");\n'
-        "  return 0;\n}\n")
+        "  return 0;\n}\n"
+    )
     sources = " ".join(f"src/k{i:02d}.cu" for i in range(FILES))
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.20)\nproject(many LANGUAGES CXX CUDA)\n"
-        f"add_executable(many_bench src/main.cu {sources})\n")
+        f"add_executable(many_bench src/main.cu {sources})\n"
+    )
     return src
 
 
@@ -80,15 +84,43 @@ def test_a_focus_trial_of_a_60_file_target_rebuilds_only_its_hot_files(tmp_path,
     build = src / "build"
     assert configure(src, build, "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "1")  # the tune's runs need no GPU here
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "many_bench", "--bench", "many_bench",
-                   "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--cuda-arch", "90", "--budget", "4",
-                   "--workers", "3", "--exclude-flags", "device_lto", "--max-rounds", "6", "--no-prior")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "many_bench",
+        "--bench",
+        "many_bench",
+        "--metric",
+        "time_ms=([0-9.]+)",
+        "--pass-regex",
+        "PASS",
+        "--cuda-arch",
+        "90",
+        "--budget",
+        "4",
+        "--workers",
+        "3",
+        "--exclude-flags",
+        "device_lto",
+        "--max-rounds",
+        "6",
+        "--no-prior",
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert f"static screening skipped: many_bench compiles {FILES + 1} CUDA files" in out
-    assert f"hot-file focus: many_bench compiles {FILES + 1} CUDA files; 90% of the benchmark's kernel time is in " \
-           "src/k07.cu 60%, src/k23.cu 30%" in out, out[-3000:]
-    assert f"2 trials in flight instead of 3 (--workers): a variant tree's first build compiles all {FILES + 1} files" in out
+    assert (
+        f"hot-file focus: many_bench compiles {FILES + 1} CUDA files; 90% of the benchmark's kernel time is in "
+        "src/k07.cu 60%, src/k23.cu 30%" in out
+    ), out[-3000:]
+    assert (
+        f"2 trials in flight instead of 3 (--workers): a variant tree's first build compiles all {FILES + 1} files"
+        in out
+    )
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
     searched = [t for t in trials if t["flags"]]
     assert searched and all(f.startswith(("[src/k07.cu]", "[src/k23.cu]")) for t in searched for f in t["flags"])
@@ -108,7 +140,9 @@ def test_a_focus_trial_of_a_60_file_target_rebuilds_only_its_hot_files(tmp_path,
     for name, per_build in builds.items():
         reruns = (logs / name.replace("-compiled.log", "-reconfigured.log")).read_text().split()
         assert len(reruns) == len(per_build) and reruns.count("1") <= len(hot), (name, reruns)
-        without_cmake += sum(1 for again, objects in zip(reruns[1:], per_build[1:]) if again == "0" and hot & set(objects))
+        without_cmake += sum(
+            1 for again, objects in zip(reruns[1:], per_build[1:]) if again == "0" and hot & set(objects)
+        )
     assert without_cmake >= 1, builds
 
 
@@ -125,9 +159,18 @@ def test_the_interaction_rules_apply_to_each_files_flags_under_the_focus():
     plain = {d.name: d for d in space.dimensions}
     fast = next(i for i, v in enumerate(plain["use_fast_math"].values) if v)
     ftz = next(i for i, v in enumerate(plain["ftz"].values) if v) if "ftz" in plain else None
-    focused = replace(space, dimensions=tuple(
-        replace(d, values=tuple(tuple(build_flags.source_token(p, t) for p in ("a.cu", "b.cu") for t in v)
-                                for v in d.values)) for d in space.dimensions))
+    focused = replace(
+        space,
+        dimensions=tuple(
+            replace(
+                d,
+                values=tuple(
+                    tuple(build_flags.source_token(p, t) for p in ("a.cu", "b.cu") for t in v) for v in d.values
+                ),
+            )
+            for d in space.dimensions
+        ),
+    )
     choice = {"use_fast_math": fast, **({"ftz": ftz} if ftz is not None else {})}
     target = space.flagset(choice).flags
     per_file = focused.flagset(choice).flags
@@ -153,9 +196,13 @@ def test_the_ablation_of_a_focus_winner_removes_each_dimensions_per_file_tokens_
 
     space = load_space("nvcc", "NVIDIA", "13.0.88", ("use_fast_math", "store_cache", "fmad"), (), arch="90")
     files = ("hot/a.cu", "hot/b.cu")
-    focused = replace(space, dimensions=tuple(
-        replace(d, values=tuple(tuple(build_flags.source_token(p, t) for p in files for t in v) for v in d.values))
-        for d in space.dimensions))
+    focused = replace(
+        space,
+        dimensions=tuple(
+            replace(d, values=tuple(tuple(build_flags.source_token(p, t) for p in files for t in v) for v in d.values))
+            for d in space.dimensions
+        ),
+    )
     choice = {d.name: next(i for i, v in enumerate(d.values) if v) for d in focused.dimensions}
     winner = focused.flagset(choice)
     built: list[tuple[str, ...]] = []

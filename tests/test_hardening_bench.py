@@ -79,7 +79,10 @@ def test_setsid_child_holding_stdout_does_not_outlive_the_timeout(tmp_path):
 @pytest.mark.unit
 def test_finished_benchmark_with_a_setsid_child_holding_stdout_returns_and_leaves_no_orphan(tmp_path):
     pid_path = tmp_path / "child.pid"
-    body = _detached_child(tmp_path, pid_path) + f"import time\nwhile not __import__('os').path.exists({str(pid_path)!r}): time.sleep(0.05)\nprint('time_ms=2.5')\n"
+    body = (
+        _detached_child(tmp_path, pid_path)
+        + f"import time\nwhile not __import__('os').path.exists({str(pid_path)!r}): time.sleep(0.05)\nprint('time_ms=2.5')\n"
+    )
     start = time.monotonic()
     out = run_benchmark(_script(tmp_path, body), tmp_path, REGEX, None, timeout=60)
     assert out.status is Status.OK and out.value == 2.5, out.reason
@@ -141,7 +144,9 @@ def _tune_that_dies(tmp_path: Path, bench_body: str) -> tuple[subprocess.Popen, 
 def test_benchmark_dies_with_the_tune_and_leftovers_are_killed_on_the_next_start(tmp_path):
     bench_pid, grandchild_pid = tmp_path / "bench.pid.txt", tmp_path / "grandchild.pid.txt"
     grandchild = tmp_path / "grandchild.py"
-    grandchild.write_text(f"import os, time\nopen({str(grandchild_pid)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n")
+    grandchild.write_text(
+        f"import os, time\nopen({str(grandchild_pid)!r}, 'w').write(str(os.getpid()))\ntime.sleep(60)\n"
+    )
     body = (
         "import os, subprocess, sys, time\n"
         f"subprocess.Popen([sys.executable, {str(grandchild)!r}])\n"
@@ -215,10 +220,12 @@ def test_non_finite_metric_is_invalid_with_the_reason_not_never_matched(tmp_path
 
 @pytest.mark.unit
 def test_gbench_with_a_zero_time_is_invalid(tmp_path):
-    report = {"benchmarks": [
-        {"name": "a", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms"},
-        {"name": "b", "run_type": "iteration", "real_time": 0.0, "time_unit": "ms"},
-    ]}
+    report = {
+        "benchmarks": [
+            {"name": "a", "run_type": "iteration", "real_time": 2.0, "time_unit": "ms"},
+            {"name": "b", "run_type": "iteration", "real_time": 0.0, "time_unit": "ms"},
+        ]
+    }
     assert parse_gbench(json.dumps(report)) == 0.0  # not silently the geomean of the others
     body = f"import sys\nprint({json.dumps(report)!r})\n"
     out = run_benchmark(_script(tmp_path, body), tmp_path, MetricSpec.parse("GBENCH", True), None, 30)

@@ -36,9 +36,15 @@ def _runner(tmp_path: Path, body: str, **spec_kw) -> tuple[Runner, VariantTree]:
     script = tool / "bench.py"
     script.write_text(body)
     build = tmp_path / "build"
-    spec = TuneSpec(source_dir=tmp_path, build_dir=build, target="t",
-                    benchmark=(sys.executable, str(script), str(tool / "count")),
-                    metric=MetricSpec.parse(r"time_ms=(\S+)", True), output=tmp_path / "o.toml", **spec_kw)
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=build,
+        target="t",
+        benchmark=(sys.executable, str(script), str(tool / "count")),
+        metric=MetricSpec.parse(r"time_ms=(\S+)", True),
+        output=tmp_path / "o.toml",
+        **spec_kw,
+    )
     tree = VariantTree(build / "compileiq", "trial", "cmake")
     tree.path.mkdir(parents=True)
     return Runner(spec, BenchCommand(spec.benchmark, (), build)), tree

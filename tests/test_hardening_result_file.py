@@ -16,7 +16,13 @@ import tomli_w
 
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.results.schema import MAX_FLAGS, numerics_checked
-from compileiq_cmake.results.toml_io import MAX_FILE_BYTES, check_output_writable, read_entries, replacement, write_entry
+from compileiq_cmake.results.toml_io import (
+    MAX_FILE_BYTES,
+    check_output_writable,
+    read_entries,
+    replacement,
+    write_entry,
+)
 from test_result_file import make_entry
 
 
@@ -28,6 +34,7 @@ def _write_raw(path: Path, mutate) -> None:
 
 
 # ---- (a) strict reading --------------------------------------------------------------------------------
+
 
 @pytest.mark.unit
 def test_unknown_top_level_key_is_refused_naming_key_and_file(tmp_path):
@@ -46,6 +53,7 @@ def test_flag_errors_name_the_file(tmp_path):
 
 
 # ---- (b) concurrent writers ----------------------------------------------------------------------------
+
 
 def _writer(path: str, prefix: str, n: int) -> None:
     for i in range(n):
@@ -69,12 +77,16 @@ def test_concurrent_writers_lose_no_entry(tmp_path):
 
 # ---- (c) checked before a tune -------------------------------------------------------------------------
 
+
 @pytest.mark.unit
-@pytest.mark.parametrize("content,message", [
-    ("", "schema_version"),
-    ("schema_version = 1\n[[entry]]\ntarget = \"nbo", "not valid TOML"),
-    ("schema_version = 2\n", "schema_version"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("", "schema_version"),
+        ('schema_version = 1\n[[entry]]\ntarget = "nbo', "not valid TOML"),
+        ("schema_version = 2\n", "schema_version"),
+    ],
+)
 def test_existing_file_that_is_not_a_compileiq_toml_is_caught_before_the_tune(tmp_path, content, message):
     path = tmp_path / "compileiq.toml"
     path.write_text(content)
@@ -102,6 +114,7 @@ def test_output_check_accepts_new_and_valid_files_and_refuses_unwritable_places(
 
 
 # ---- (d) a write that fails ----------------------------------------------------------------------------
+
 
 def _no_space_for(target: Path, monkeypatch) -> None:
     real = os.replace
@@ -138,12 +151,13 @@ def test_failed_write_saves_the_entry_in_the_fallback_and_says_where(tmp_path, m
 def test_stray_temporary_file_of_a_killed_writer_is_removed(tmp_path):
     path = tmp_path / "compileiq.toml"
     stray = tmp_path / ".compileiq-compileiq.toml-k1ll3d.toml"
-    stray.write_text("schema_version = 1\n[[entry]]\ntarget = \"half")
+    stray.write_text('schema_version = 1\n[[entry]]\ntarget = "half')
     write_entry(path, make_entry())
     assert not stray.exists() and len(read_entries(path)) == 1
 
 
 # ---- (e) a symlinked compileiq.toml --------------------------------------------------------------------
+
 
 @pytest.mark.unit
 def test_symlinked_file_is_written_through_the_link(tmp_path):
@@ -161,6 +175,7 @@ def test_symlinked_file_is_written_through_the_link(tmp_path):
 
 # ---- (f) caps ------------------------------------------------------------------------------------------
 
+
 @pytest.mark.unit
 def test_too_many_flags_and_too_big_files_are_refused(tmp_path):
     path = tmp_path / "compileiq.toml"
@@ -176,9 +191,17 @@ def test_too_many_flags_and_too_big_files_are_refused(tmp_path):
 
 # ---- (g) Advanced Control File paths -------------------------------------------------------------------
 
+
 @pytest.mark.unit
-@pytest.mark.parametrize("flag", ["--apply-controls=/etc/passwd", "--apply-controls=../outside/x.acf",
-                                  "--apply-controls=controls/../../x.acf", "--apply-controls="])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "--apply-controls=/etc/passwd",
+        "--apply-controls=../outside/x.acf",
+        "--apply-controls=controls/../../x.acf",
+        "--apply-controls=",
+    ],
+)
 def test_apply_controls_outside_the_source_tree_is_refused(tmp_path, flag):
     path = tmp_path / "compileiq.toml"
     _write_raw(path, lambda d: d["entry"][0].update(flags=["--use_fast_math", flag]))
@@ -189,13 +212,16 @@ def test_apply_controls_outside_the_source_tree_is_refused(tmp_path, flag):
 @pytest.mark.unit
 def test_apply_controls_relative_path_is_accepted(tmp_path):
     path = tmp_path / "compileiq.toml"
-    entry = make_entry(flags=("--use_fast_math", "--apply-controls=controls/booster.acf"),
-                       acf_sha256=(("controls/booster.acf", "ab" * 32),))
+    entry = make_entry(
+        flags=("--use_fast_math", "--apply-controls=controls/booster.acf"),
+        acf_sha256=(("controls/booster.acf", "ab" * 32),),
+    )
     write_entry(path, entry)
     assert read_entries(path) == [entry]
 
 
 # ---- 7. replacement policy -----------------------------------------------------------------------------
+
 
 @pytest.mark.unit
 def test_checks_field_round_trips_and_tells_numerics_checked(tmp_path):

@@ -9,7 +9,15 @@ import sqlite3
 import pytest
 
 from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.model.records import Contribution, FlagSet, Measurement, Status, Trial, Validation, WorkloadComparison
+from compileiq_cmake.model.records import (
+    Contribution,
+    FlagSet,
+    Measurement,
+    Status,
+    Trial,
+    Validation,
+    WorkloadComparison,
+)
 from compileiq_cmake.results.store import TrialStore
 
 
@@ -121,15 +129,25 @@ def test_validation_and_ablation_results_round_trip(tmp_path):
     store = TrialStore(db, "s")
     fs = FlagSet((("fast_math", 1),), ("--use_fast_math",))
     row = WorkloadComparison(("--n", "8"), (2.0, 2.1), (1.0, 1.1), 1.9, 1.8, 2.0, 0.001)
-    validations = [Validation(fs, (row,), 1.9, 1.8, 2.0, True), Validation(fs, (), 0.0, 0.0, 0.0, False, "re-build failed")]
-    contributions = (Contribution("fast_math", ("--use_fast_math",), 1.9, 1.8, 2.0, True, "needed"),
-                     Contribution("rdc", ("-rdc=true",), math.nan, math.nan, math.nan, True, "re-build failed; kept"))
+    validations = [
+        Validation(fs, (row,), 1.9, 1.8, 2.0, True),
+        Validation(fs, (), 0.0, 0.0, 0.0, False, "re-build failed"),
+    ]
+    contributions = (
+        Contribution("fast_math", ("--use_fast_math",), 1.9, 1.8, 2.0, True, "needed"),
+        Contribution("rdc", ("-rdc=true",), math.nan, math.nan, math.nan, True, "re-build failed; kept"),
+    )
     store.save_validations("validation", validations)
     store.save_ablation("ablation", fs, contributions)
     store.close()
     store = TrialStore(db, "s")
     assert store.load_validations("validation") == validations
     minimal, got = store.load_ablation("ablation")
-    assert minimal == fs and got[0] == contributions[0] and math.isnan(got[1].speedup) and got[1].reason == contributions[1].reason
+    assert (
+        minimal == fs
+        and got[0] == contributions[0]
+        and math.isnan(got[1].speedup)
+        and got[1].reason == contributions[1].reason
+    )
     assert store.load_validations("other") is None and store.load_ablation("other") is None
     store.close()

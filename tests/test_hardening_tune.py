@@ -21,8 +21,15 @@ def _tamper(tree) -> None:
 def test_a_benchmark_that_edits_its_variant_tree_cannot_change_what_is_measured(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    spec = TuneSpec(source_dir=host_example, build_dir=build, target="host_kernels", benchmark=("host_kernels",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=host_example / "compileiq.toml", workers=1)
+    spec = TuneSpec(
+        source_dir=host_example,
+        build_dir=build,
+        target="host_kernels",
+        benchmark=("host_kernels",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=host_example / "compileiq.toml",
+        workers=1,
+    )
     lines: list[str] = []
     ts = setup(spec, lines.append)
     tree = ts.trees[0]
@@ -53,8 +60,21 @@ def test_a_failing_variant_configure_names_the_file_and_keeps_its_log(host_examp
     (sub / "CMakeLists.txt").write_text('message(FATAL_ERROR "this tree cannot be configured")\n')
     lists = host_example / "CMakeLists.txt"
     lists.write_text(lists.read_text() + "add_subdirectory(extra)\n")
-    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                   "--bench", "host_kernels --n 64", "--metric", "WALLTIME", "--budget", "3")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 64",
+        "--metric",
+        "WALLTIME",
+        "--budget",
+        "3",
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     line = proc.stderr.strip()
     assert "extra/CMakeLists.txt:1: this tree cannot be configured" in line, line

@@ -37,9 +37,17 @@ class FakeRunner:
 
 
 def _setup(tmp_path: Path, times: dict[str, float | None]) -> tuple[FakeRunner, tuple[VariantTree, ...]]:
-    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "b", target="t", benchmark=("x",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "o.toml",
-                    workloads=(("--n", "1"), ("--n", "2")), min_rounds=3, max_rounds=15)
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "b",
+        target="t",
+        benchmark=("x",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "o.toml",
+        workloads=(("--n", "1"), ("--n", "2")),
+        min_rounds=3,
+        max_rounds=15,
+    )
     trees = tuple(VariantTree(tmp_path / "b" / "compileiq", name, "cmake") for name in times)
     return FakeRunner(spec, times), trees
 
@@ -100,7 +108,9 @@ def test_ablation_keeps_per_file_flags_through_every_step_and_drops_those_that_g
     fake, trees = _setup(tmp_path, {"t0": 1.0, "t1": 1.0})
     runner = ByFlags(fake.spec, {})
     space = FlagSpace("gcc", (Dimension("use_fast_math", "", ((), ("--use_fast_math",))),))
-    winner = FlagSet((("use_fast_math", 1),), ("--use_fast_math", "[src/gemm.cu]-Xptxas=-O1", "[src/stream.cu]-Xptxas=-O1"))
+    winner = FlagSet(
+        (("use_fast_math", 1),), ("--use_fast_math", "[src/gemm.cu]-Xptxas=-O1", "[src/stream.cu]-Xptxas=-O1")
+    )
     seen: list[tuple[str, ...]] = []
 
     def recording(tree, flagset):

@@ -48,10 +48,13 @@ def test_the_rounds_correlation_is_found_where_a_builds_noise_carries_over_and_n
     assert float(np.median(fresh)) < 0.12 and min(fresh) == 0.0  # never negative: no narrower than independent
     assert 0.4 < float(np.median(long_carried)) < 0.6  # much data: the data's own estimate, not the prior
     # what hits every variant alike (drift, a machine-wide slow phase) cancels in the paired ratios: no correlation
-    drift = [[[v * (1 + 0.003 * t) for t, v in enumerate(series)] for series in variant]
-             for variant in _variants(rng, 0.0, 12)]
-    assert rounds_correlation(drift) == pytest.approx(rounds_correlation([[[v / (1 + 0.003 * t) for t, v in
-                                                                           enumerate(s)] for s in var] for var in drift]))
+    drift = [
+        [[v * (1 + 0.003 * t) for t, v in enumerate(series)] for series in variant]
+        for variant in _variants(rng, 0.0, 12)
+    ]
+    assert rounds_correlation(drift) == pytest.approx(
+        rounds_correlation([[[v / (1 + 0.003 * t) for t, v in enumerate(s)] for s in var] for var in drift])
+    )
     assert rounds_correlation(_variants(rng, 0.9, 3)) == RHO_PRIOR  # too few rounds to tell: the prior
 
 
@@ -69,7 +72,9 @@ def test_a_few_rounds_of_one_comparison_move_the_correlation_little_from_its_pri
         rhos.append(rho)
         p_values.append(gain_test(base, cand, rho=rho).p_value)
     assert max(rhos) < RHO_PRIOR + 0.1 and min(rhos) > RHO_PRIOR - 0.1, (min(rhos), max(rhos))
-    assert float(np.mean([p < 0.003 for p in p_values])) > 0.94  # the level of a 6-round box's last look: 0.005 * 36 / 61
+    assert (
+        float(np.mean([p < 0.003 for p in p_values])) > 0.94
+    )  # the level of a 6-round box's last look: 0.005 * 36 / 61
 
 
 @pytest.mark.unit
@@ -126,8 +131,9 @@ def _tune(tmp_path, effect: dict[str, float], limits: Limits = Limits(), cold: f
     space = FlagSpace("gcc", tuple(Dimension(n, "", ((), (f"-{n}",))) for n in "abc"))
     context = ValidationContext(trees=trees, space=space, seed=fake.spec.seed)
     events, recorder = recording()
-    winner, contributions = _decide(context, runner.build, runner, [space.flagset({"a": 1, "b": 1, "c": 1})], 0.01,
-                                    events, None, limits)
+    winner, contributions = _decide(
+        context, runner.build, runner, [space.flagset({"a": 1, "b": 1, "c": 1})], 0.01, events, None, limits
+    )
     return winner, contributions, recorder
 
 
@@ -169,8 +175,10 @@ def test_flags_the_box_left_unablated_are_said_in_the_headline(tmp_path):
     assert untested_flags(winner.flagset, contributions) == ("-a", "-b", "-c")
     assert untested_flags(FlagSet((("a", 1),), ("-a",)), ()) == ()  # one flag: its own validation tested it
     assert untested_flags(FlagSet((("a", 1), ("b", 1)), ("-a", "-b")), ()) == ("-a", "-b")  # banked, never ablated
-    decided = (Contribution("a", ("-a",), 1.2, 1.1, 1.3, True, "removing it is significantly slower"),
-               Contribution("b", ("-b",), math.nan, math.nan, math.nan, True, NOT_ABLATED))
+    decided = (
+        Contribution("a", ("-a",), 1.2, 1.1, 1.3, True, "removing it is significantly slower"),
+        Contribution("b", ("-b",), math.nan, math.nan, math.nan, True, NOT_ABLATED),
+    )
     assert untested_flags(FlagSet((("a", 1), ("b", 1)), ("-a", "-b")), decided) == ("-b",)
     line = untested_line(("-b", "-c"), {"-c": (0.705, 0.69, 0.72)})
     assert line.startswith("kept untested: -b -c") and "-c at 0.705x [0.690..0.720]" in line and "nan" not in line
@@ -188,7 +196,11 @@ def test_show_says_the_untested_flags_and_where_the_numbers_come_from(tmp_path, 
     write_entry(toml, make_entry(flags=flags, untested_flags=flags[1:], speedup_from="deciding rounds"))
     _show(toml)
     out = capsys.readouterr().out
-    assert "kept untested: -Xptxas=-O1 --restrict" in out and "(the rounds that accepted it: not confirmed)" in out and "nan" not in out
+    assert (
+        "kept untested: -Xptxas=-O1 --restrict" in out
+        and "(the rounds that accepted it: not confirmed)" in out
+        and "nan" not in out
+    )
     write_entry(toml, make_entry(speedup_from="confirmation"), replace=True)
     _show(toml)
     out = capsys.readouterr().out
@@ -209,12 +221,35 @@ def test_the_report_and_the_console_say_the_untested_flags(tmp_path):
 
     (tmp_path / "src").mkdir()
     summary = tmp_path / "summary.json"
-    tune = subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path / "src"), "-B",
-                           str(tmp_path / "build"), "--target", "sample_small", "--replay",
-                           str(REPO / "benchmarks" / "landscapes" / "sample_small.json"), "--budget", "10",
-                           "--output", str(tmp_path / "c.toml"), "--json-summary", str(summary), "--seed", "1"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"})
+    tune = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(tmp_path / "src"),
+            "-B",
+            str(tmp_path / "build"),
+            "--target",
+            "sample_small",
+            "--replay",
+            str(REPO / "benchmarks" / "landscapes" / "sample_small.json"),
+            "--budget",
+            "10",
+            "--output",
+            str(tmp_path / "c.toml"),
+            "--json-summary",
+            str(summary),
+            "--seed",
+            "1",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"},
+    )
     assert tune.returncode == 0, tune.stdout[-3000:] + tune.stderr[-3000:]
     doc = json.loads(summary.read_text())
     assert doc["winner"]["numbers"] == "confirmation" and doc["winner"]["untested_line"] == ""

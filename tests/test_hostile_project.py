@@ -28,9 +28,17 @@ def test_hostile_cuda_project_is_tuned_around_its_own_flags(tmp_path):
     build = tmp_path / "build"
     proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_POLICY_VERSION_MINIMUM=3.5")
     assert proc.returncode == 0, proc.stderr
-    spec = TuneSpec(source_dir=src, build_dir=build, target="hostile_kernels", benchmark=("hostile_bench",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=src / "compileiq.toml", pass_regex="PASS",
-                    cuda_arch="90", workers=1)
+    spec = TuneSpec(
+        source_dir=src,
+        build_dir=build,
+        target="hostile_kernels",
+        benchmark=("hostile_bench",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=src / "compileiq.toml",
+        pass_regex="PASS",
+        cuda_arch="90",
+        workers=1,
+    )
     lines: list[str] = []
     ts = setup(spec, lines.append)
     names = {d.name for d in ts.space.dimensions}
@@ -43,6 +51,7 @@ def test_hostile_cuda_project_is_tuned_around_its_own_flags(tmp_path):
     for entry in ts.trees[0].compile_commands(ts.project.target.sources):
         tokens = shlex.split(entry["command"])
         archs = [t for t in tokens if t.startswith(("-arch", "--generate-code", "-gencode"))]
-        assert archs and not [t for t in archs if any(a in t for a in ("sm_75", "compute_75", "sm_80", "compute_80"))], \
-            f"hand-written architectures (top level sm_75, subdirectory sm_80) must be stripped: {archs}"
+        assert archs and not [
+            t for t in archs if any(a in t for a in ("sm_75", "compute_75", "sm_80", "compute_80"))
+        ], f"hand-written architectures (top level sm_75, subdirectory sm_80) must be stripped: {archs}"
         assert "-rdc=true" in tokens or "--relocatable-device-code=true" in tokens or "-dc" in tokens

@@ -21,9 +21,25 @@ def test_fast_math_that_breaks_the_output_is_never_chosen(tmp_path):
     shutil.copytree(TRAP, src)
     build = tmp_path / "build"
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "trap", "--bench", "trap 400000",
-                   "--metric", "time_ms=([0-9.eE+-]+)", "--pass-regex", "^PASS$",
-                   "--include-flags", "fast_math,unroll_loops", "--budget", "4")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "trap",
+        "--bench",
+        "trap 400000",
+        "--metric",
+        "time_ms=([0-9.eE+-]+)",
+        "--pass-regex",
+        "^PASS$",
+        "--include-flags",
+        "fast_math,unroll_loops",
+        "--budget",
+        "4",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     assert "INVALID pass_missing" in proc.stdout
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))

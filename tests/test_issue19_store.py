@@ -17,7 +17,9 @@ from compileiq_cmake.results.store import TrialStore
 
 def _trial(i: int) -> Trial:
     fs = FlagSet(choices=(("opt_level", i),), flags=(f"-O{i}",) if i else ())
-    return Trial(i, fs, Status.OK, "", (Measurement(("--n", "8"), (1.0 + i, 1.1 + i, 0.9 + i)),), 1.5, 0.3, 1.9, "g++ x.c")
+    return Trial(
+        i, fs, Status.OK, "", (Measurement(("--n", "8"), (1.0 + i, 1.1 + i, 0.9 + i)),), 1.5, 0.3, 1.9, "g++ x.c"
+    )
 
 
 def _keys(db, spec: str) -> set[str]:
@@ -169,6 +171,7 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
             seen.append(flagset)
             built[tree.path.name] = flagset
             return BuildResult(ok=True, seconds=0.0)
+
         return build
 
     db = tmp_path / "trials.sqlite"
@@ -208,8 +211,22 @@ def test_a_replayed_tune_runs_on_while_another_program_reads_its_store(tmp_path)
     from pathlib import Path
 
     sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
-    args = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path), "-B", str(tmp_path / "build"),
-            "--target", "sample_small", "--replay", str(sample), "--output", str(tmp_path / "compileiq.toml")]
+    args = [
+        sys.executable,
+        "-m",
+        "compileiq_cmake",
+        "tune",
+        "-S",
+        str(tmp_path),
+        "-B",
+        str(tmp_path / "build"),
+        "--target",
+        "sample_small",
+        "--replay",
+        str(sample),
+        "--output",
+        str(tmp_path / "compileiq.toml"),
+    ]
     first = subprocess.run([*args, "--budget", "6"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     db = tmp_path / "build" / "compileiq" / "trials.sqlite"

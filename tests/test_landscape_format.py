@@ -23,15 +23,32 @@ LANDSCAPES = REPO / "benchmarks" / "landscapes"
 def synthetic_doc() -> dict:
     """2 x 3 points: fast math (+20%, wrong with -dlcm=cg), load cache (cg -10%, cs same code as default)."""
     codes = [
-        {"digest": "d0", "status": "ok", "valid": True, "error": 0.0, "regs": 32, "spill": 0, "time_us": [100.0, 101.0]},
+        {
+            "digest": "d0",
+            "status": "ok",
+            "valid": True,
+            "error": 0.0,
+            "regs": 32,
+            "spill": 0,
+            "time_us": [100.0, 101.0],
+        },
         {"digest": "d1", "status": "ok", "valid": True, "error": 0.0, "time_us": [111.0, 112.0]},
         {"digest": "d2", "status": "ok", "valid": True, "error": 2e-6, "time_us": [83.0, 84.0]},
         {"digest": "d3", "status": "wrong_result", "valid": False, "error": 0.5, "time_us": [70.0, 70.5]},
-        {"digest": None, "status": "build_failed", "valid": False, "error": None, "message": "ptxas fatal: x",
-         "time_us": []},
+        {
+            "digest": None,
+            "status": "build_failed",
+            "valid": False,
+            "error": None,
+            "message": "ptxas fatal: x",
+            "time_us": [],
+        },
     ]
     return {
-        "format": "compileiq-landscape", "version": 1, "kernel": "toy", "family": "nvcc",
+        "format": "compileiq-landscape",
+        "version": 1,
+        "kernel": "toy",
+        "family": "nvcc",
         "metric": {"name": "kernel_time", "unit": "us", "higher_is_better": False},
         "meta": {"synthetic": True, "noise": {"rel_sd": 0.004, "pairs": 4}},
         "dimensions": [
@@ -97,6 +114,7 @@ def test_lookup(tmp_path):
 
     class FakeFlagSet:
         flags = ("--use_fast_math",)
+
     assert land.lookup(FakeFlagSet()).digest == "d2"
     assert land.point({"use_fast_math": 1}).digest == "d2"
     assert land.point((1, 1)).status == "wrong_result"
@@ -124,6 +142,7 @@ def _mutations():
         doc = synthetic_doc()
         fn(doc)
         return doc
+
     return {
         "wrong format": (m(lambda d: d.update(format="other")), "not a landscape file"),
         "version": (m(lambda d: d.update(version=99)), "unsupported version"),
@@ -137,17 +156,24 @@ def _mutations():
         "negative time": (m(lambda d: d["codes"][1].update(time_us=[-1.0])), "positive numbers"),
         "valid untimed": (m(lambda d: d["codes"][1].update(time_us=[])), "at least one time sample"),
         "missing digest": (m(lambda d: d["codes"][1].update(digest=None)), "lack a digest"),
-        "default value": (m(lambda d: d["dimensions"][0].update(values=[["--use_fast_math"], []])), "start with the default"),
+        "default value": (
+            m(lambda d: d["dimensions"][0].update(values=[["--use_fast_math"], []])),
+            "start with the default",
+        ),
         "token in two values": (m(lambda d: d["dimensions"][1]["values"].append(["--use_fast_math"])), "two values"),
         "no noise": (m(lambda d: d["meta"].pop("noise")), "rel_sd"),
         "negative noise": (m(lambda d: d["meta"].update(noise={"rel_sd": -0.1})), "rel_sd"),
         "dry run": (m(lambda d: d["meta"].update(dry_run=True)), "dry-run"),
         "higher is better": (m(lambda d: d["metric"].update(higher_is_better=True)), "metric"),
-        "default invalid": (m(lambda d: (d["points"].__setitem__(0, [0, 0, 3]), d.update(default_code=3))),
-                            "default point must be valid"),
+        "default invalid": (
+            m(lambda d: (d["points"].__setitem__(0, [0, 0, 3]), d.update(default_code=3))),
+            "default point must be valid",
+        ),
         "not an object": ([1, 2, 3], "top level"),
-        "trait not a bool": (m(lambda d: d["dimensions"][0].update(relaxes_numerics="yes")),
-                             "relaxes_numerics must be true or false"),
+        "trait not a bool": (
+            m(lambda d: d["dimensions"][0].update(relaxes_numerics="yes")),
+            "relaxes_numerics must be true or false",
+        ),
     }
 
 
@@ -222,8 +248,12 @@ def test_the_learning_design_has_every_single_value_the_whole_core_and_random_po
     assert changed.count(1) == sum(len(v) - 1 for _, v in dims)  # every single value
     names = [n for n, _ in dims]
     core = [d for d, n in enumerate(names) if n in rec.LEARN_CORE or n in rec.LEARN_CORE_VALUES]
-    allowed = {d: set(range(rec.LEARN_CORE[names[d]])) if names[d] in rec.LEARN_CORE else
-               {dims[d][1].index(tuple(v)) for v in rec.LEARN_CORE_VALUES[names[d]]} for d in core}
+    allowed = {
+        d: set(range(rec.LEARN_CORE[names[d]]))
+        if names[d] in rec.LEARN_CORE
+        else {dims[d][1].index(tuple(v)) for v in rec.LEARN_CORE_VALUES[names[d]]}
+        for d in core
+    }
     in_core = [p for p in points if all(c in allowed[d] if d in allowed else c == 0 for d, c in enumerate(p))]
     assert len(in_core) == math.prod(len(a) for a in allowed.values()) == 768  # the complete core sub-landscape
     outside = [p for p in points if sum(1 for d, c in enumerate(p) if c and d not in core) >= 2]
@@ -245,12 +275,15 @@ def test_recorder_sampling_keeps_singles_and_doubles():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("recorded,version", [
-    ("13.0.88", "13.0.88"),  # record.py
-    (["Build cuda_13.0.r13.0/compiler.36424714_0"], "13.0"),  # record_project.py before it stored the version
-    (["Cuda compilation tools, release 12.4, V12.4.131"], "12.4"),
-    (None, "0"),
-])
+@pytest.mark.parametrize(
+    "recorded,version",
+    [
+        ("13.0.88", "13.0.88"),  # record.py
+        (["Build cuda_13.0.r13.0/compiler.36424714_0"], "13.0"),  # record_project.py before it stored the version
+        (["Cuda compilation tools, release 12.4, V12.4.131"], "12.4"),
+        (None, "0"),
+    ],
+)
 def test_the_recording_compilers_version_reads_as_a_version_whatever_the_recorder_wrote(tmp_path, recorded, version):
     """A replayed tune writes the landscape's compiler version into its TOML entry: a replay of
     mc_rdc_learn.json (nvcc's --version line as a list) failed at that write on a suite of 24 replayed targets."""

@@ -49,7 +49,7 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom) -> list[str]:
         here = module.split(".")
         if not MODULES[module].name == "__init__.py":
             here = here[:-1]  # a module's relative imports start at its package
-        base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else []))
+        base = ".".join(here[: len(here) - node.level + 1] + ([node.module] if node.module else []))
     elif node.module and (node.module == PACKAGE or node.module.startswith(PACKAGE + ".")):
         base = node.module
     else:
@@ -78,14 +78,21 @@ def test_the_module_list_is_read():
 
 
 def test_no_module_imports_a_higher_package():
-    upward = [f"{MODULES[m].relative_to(ROOT.parent)}:{line} imports {t} ({t.split('.')[1]} is above {m.split('.')[1]})"
-              for m in MODULES for line, t in sum(_imports(m), []) if _rank(t) > _rank(m)]
+    upward = [
+        f"{MODULES[m].relative_to(ROOT.parent)}:{line} imports {t} ({t.split('.')[1]} is above {m.split('.')[1]})"
+        for m in MODULES
+        for line, t in sum(_imports(m), [])
+        if _rank(t) > _rank(m)
+    ]
     assert not upward, "\n".join(upward)
 
 
 def test_no_function_imports_a_module_of_the_package():
-    local = [f"{MODULES[m].relative_to(ROOT.parent)}:{line} imports {t} inside a function"
-             for m in MODULES for line, t in _imports(m)[1]]
+    local = [
+        f"{MODULES[m].relative_to(ROOT.parent)}:{line} imports {t} inside a function"
+        for m in MODULES
+        for line, t in _imports(m)[1]
+    ]
     assert not local, "\n".join(local)
 
 
@@ -98,7 +105,7 @@ def test_the_modules_import_each_other_without_a_cycle():
         state[module] = 1
         for t in graph.get(module, ()):
             if state.get(t) == 1:
-                cycles.append(" -> ".join(path[path.index(t):] + [module, t]) if t in path else f"{module} -> {t}")
+                cycles.append(" -> ".join(path[path.index(t) :] + [module, t]) if t in path else f"{module} -> {t}")
             elif t not in state:
                 walk(t, path + [module])
         state[module] = 2

@@ -33,8 +33,15 @@ def _runner(tmp_path: Path) -> tuple[Runner, VariantTree, VariantTree, Path]:
     script.write_text(SCRIPT)
     log = tool / "runs.log"
     build = tmp_path / "build"
-    spec = TuneSpec(source_dir=tmp_path, build_dir=build, target="t", benchmark=(sys.executable, str(script), str(log)),
-                    metric=MetricSpec.parse(r"time_ms=([0-9.eE+-]+)", True), output=tmp_path / "o.toml", pass_regex="PASS")
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=build,
+        target="t",
+        benchmark=(sys.executable, str(script), str(log)),
+        metric=MetricSpec.parse(r"time_ms=([0-9.eE+-]+)", True),
+        output=tmp_path / "o.toml",
+        pass_regex="PASS",
+    )
     trees = []
     for name in ("trial", "reference"):
         tree = VariantTree(build / "compileiq", name, "cmake")

@@ -24,8 +24,9 @@ class _CountingRunner:
     def extend(self, tree, measurements, repeats, reference):
         self.extended += 1
         m = measurements[0]
-        return SimpleNamespace(status=Status.OK, measurements=(Measurement(W, m.samples + (m.median,) * repeats),),
-                               seconds=1.0)
+        return SimpleNamespace(
+            status=Status.OK, measurements=(Measurement(W, m.samples + (m.median,) * repeats),), seconds=1.0
+        )
 
 
 def _setup():
@@ -43,7 +44,7 @@ def base_of(trial: Trial) -> Trial:
 
 @pytest.mark.unit
 def test_the_best_so_far_is_judged_on_its_own_gpus_baseline():
-    best_on_gpu1 = _trial(1, ("-a",), "1", 104.5, 104.5, 104.5)   # 0.95x of GPU 1's baseline: the best so far
+    best_on_gpu1 = _trial(1, ("-a",), "1", 104.5, 104.5, 104.5)  # 0.95x of GPU 1's baseline: the best so far
     known = {"base": BASELINES["0"], "a": best_on_gpu1}
     # 0.98x of GPU 0's baseline: 3% behind the best, more than 2 x 1% noise -> no more runs. Judged against
     # GPU 0's baseline the best would look 4.5% slower than the baseline and this trial the best of all.

@@ -38,20 +38,30 @@ def test_device_lto_is_offered_for_relocatable_device_code_only():
     lto, notes = add_device_lto_dimension(space, ["-rdc=true", "-O3"], True, "", True)
     dim = lto.dimensions[-1]
     assert dim.name == "device_lto" and dim.values == ((), ("-dlto",)) and dim.build_mode and notes
-    plain, notes = add_device_lto_dimension(space, ["-O3"], True, "sep_bench does not build relocatable device code", False)
+    plain, notes = add_device_lto_dimension(
+        space, ["-O3"], True, "sep_bench does not build relocatable device code", False
+    )
     assert plain.dimensions == space.dimensions and not notes
     assert any("does not build relocatable device code" in d for d in plain.dropped)
-    already, _ = add_device_lto_dimension(space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], True, "", True)
+    already, _ = add_device_lto_dimension(
+        space, ["-rdc=true", "-gencode=arch=compute_90,code=[lto_90]"], True, "", True
+    )
     assert already.dimensions == space.dimensions and any("already uses device LTO" in d for d in already.dropped)
     # a refusal (here: the toolkit's -dlto link probe) for a relocatable target: dropped with a note
-    old, notes = add_device_lto_dimension(space, ["-rdc=true"], True, "a device link with -dlto fails with this toolkit (nvlink fatal)", True)
+    old, notes = add_device_lto_dimension(
+        space, ["-rdc=true"], True, "a device link with -dlto fails with this toolkit (nvlink fatal)", True
+    )
     assert old.dimensions == space.dimensions and "fails with this toolkit" in notes[0]
     assert any("fails with this toolkit" in d for d in old.dropped)
     excluded, notes = add_device_lto_dimension(space, ["-rdc=true"], False, "", True)
     assert excluded.dimensions == space.dimensions and not notes
     from compileiq_cmake.flags.catalogue import device_lto_wanted
 
-    assert device_lto_wanted((), ()) and device_lto_wanted(("experimental",), ()) and device_lto_wanted(("device_lto",), ())
+    assert (
+        device_lto_wanted((), ())
+        and device_lto_wanted(("experimental",), ())
+        and device_lto_wanted(("device_lto",), ())
+    )
     assert not device_lto_wanted(("ftz",), ()) and not device_lto_wanted((), ("device_lto",))
     # --exclude-flags / --include-flags may name it (it is not in the catalogue file)
     load_space("nvcc", "NVIDIA", "13.0.88", (), ("device_lto",), arch="90")
@@ -69,13 +79,20 @@ def test_device_lto_is_among_the_first_single_changes():
 
 @pytest.mark.unit
 def test_build_flags_split_target_lto_and_per_file_tokens():
-    flags = ("--use_fast_math", "-dlto", "[src/b.cu]-Xptxas=-O1", "[src/a.cu]-maxrregcount=64", "[src/b.cu]-Xptxas=-dlcm=cs")
+    flags = (
+        "--use_fast_math",
+        "-dlto",
+        "[src/b.cu]-Xptxas=-O1",
+        "[src/a.cu]-maxrregcount=64",
+        "[src/b.cu]-Xptxas=-dlcm=cs",
+    )
     b = build_flags.split(flags)
     assert b.target == ("--use_fast_math",) and b.device_lto
     assert b.sources == (("src/a.cu", ("-maxrregcount=64",)), ("src/b.cu", ("-Xptxas=-O1", "-Xptxas=-dlcm=cs")))
     assert b.of_source("src/b.cu") == ("-Xptxas=-O1", "-Xptxas=-dlcm=cs") and b.of_source("src/c.cu") == ()
-    assert build_flags.describe(flags) == ("--use_fast_math; device LTO; src/a.cu: -maxrregcount=64; "
-                                           "src/b.cu: -Xptxas=-O1 -Xptxas=-dlcm=cs")
+    assert build_flags.describe(flags) == (
+        "--use_fast_math; device LTO; src/a.cu: -maxrregcount=64; src/b.cu: -Xptxas=-O1 -Xptxas=-dlcm=cs"
+    )
     assert build_flags.split(()).target == () and build_flags.describe(()) == "(project's own flags)"
 
 
@@ -83,8 +100,13 @@ def _variant(src: Path, tree: Path, flags: tuple[str, ...]):
     tree.mkdir(parents=True)
     fragment = tree / "compileiq_trial_flags.cmake"
     fragment.write_text(render_fragment("sep_bench", "CUDA", "90", flags))
-    proc = configure(src, tree, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
-                     f"-DCOMPILEIQ_VARIANT_FRAGMENT={fragment}", "-DCMAKE_BUILD_TYPE=Release")
+    proc = configure(
+        src,
+        tree,
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+        f"-DCOMPILEIQ_VARIANT_FRAGMENT={fragment}",
+        "-DCMAKE_BUILD_TYPE=Release",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     return {Path(e["file"]).name: e for e in compile_commands(tree)}
 
@@ -96,7 +118,7 @@ def _device_link_flags(tree: Path) -> str:
     if ninja.is_file():  # the LINK_FLAGS of the device-link edge
         at = next(i for i, line in enumerate(lines) if line.startswith("build") and "cmake_device_link.o:" in line)
         edge = []
-        for line in lines[at + 1:]:
+        for line in lines[at + 1 :]:
             if not line.startswith(" "):
                 break
             edge.append(line)
@@ -128,15 +150,24 @@ def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(
     # what was built is what would be written: the checker accepts it, and catches a per-file flag on the
     # wrong file and a missing LTO
     trees = {name: SimpleNamespace(path=tmp_path / name) for name in ("own", "trial")}
-    setup = SimpleNamespace(build_context=SimpleNamespace(source_dir=src, own_commands={  # stand-in: what the check reads
-        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()}))
+    setup = SimpleNamespace(
+        build_context=SimpleNamespace(
+            source_dir=src,
+            own_commands={  # stand-in: what the check reads
+                str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()
+            },
+        )
+    )
     entries = list(got.values())
     assert _command_problem(setup, trees["trial"], entries, FlagSet((), flags)) == ""
     wrong = ("-Xptxas=-O1", "-dlto", "[src/device_math.cu]-Xptxas=-dlcm=cs")
-    assert "not the project's own plus the trial's flags" in _command_problem(setup, trees["trial"], entries, FlagSet((), wrong))
+    assert "not the project's own plus the trial's flags" in _command_problem(
+        setup, trees["trial"], entries, FlagSet((), wrong)
+    )
     no_lto = _variant(src, tmp_path / "no-lto", ("-Xptxas=-O1", "[src/main.cu]-Xptxas=-dlcm=cs"))
     assert "does not generate LTO code" in _command_problem(
-        setup, SimpleNamespace(path=tmp_path / "no-lto"), list(no_lto.values()), FlagSet((), flags))
+        setup, SimpleNamespace(path=tmp_path / "no-lto"), list(no_lto.values()), FlagSet((), flags)
+    )
 
 
 @pytest.mark.cuda
@@ -145,14 +176,20 @@ def test_a_variant_tree_builds_device_lto_and_per_file_flags_as_the_apply_would(
 def test_device_lto_on_a_target_without_relocatable_code_fails_its_trial_build(tmp_path):
     src = tmp_path / "plain"
     copy_project("separable", src)
-    text = (src / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    text = (
+        (src / "CMakeLists.txt").read_text().replace("CUDA_SEPARABLE_COMPILATION ON", "CUDA_SEPARABLE_COMPILATION OFF")
+    )
     (src / "CMakeLists.txt").write_text(text)
     tree = tmp_path / "tree"
     tree.mkdir()
     fragment = tree / "compileiq_trial_flags.cmake"
     fragment.write_text(render_fragment("sep_bench", "CUDA", "90", ("-dlto",)))
-    proc = configure(src, tree, f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
-                     f"-DCOMPILEIQ_VARIANT_FRAGMENT={fragment}")
+    proc = configure(
+        src,
+        tree,
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_variant.cmake'}",
+        f"-DCOMPILEIQ_VARIANT_FRAGMENT={fragment}",
+    )
     assert proc.returncode != 0 and "does not build relocatable device code" in " ".join(proc.stderr.split())
 
 
@@ -168,15 +205,22 @@ def test_kernel_times_files_are_read_strictly(tmp_path):
     with pytest.raises(CompileIQError, match="lost records"):
         kernel_times.read_times(f)
     f.write_text(f"{kernel_times.HEADER}\n2\t300\t_Z1av\n1\t900\t_Z1bv\nbroken line\n")
-    assert kernel_times.read_times(f) == (kernel_times.KernelTime("_Z1bv", 1, 900), kernel_times.KernelTime("_Z1av", 2, 300))
+    assert kernel_times.read_times(f) == (
+        kernel_times.KernelTime("_Z1bv", 1, 900),
+        kernel_times.KernelTime("_Z1av", 2, 300),
+    )
     f.write_text(f"{kernel_times.HEADER}\n")
     assert kernel_times.read_times(f) == ()
 
 
 @pytest.mark.unit
 def test_kernel_time_shares_and_the_files_tuned_separately():
-    times = (kernel_times.KernelTime("a", 1, 500), kernel_times.KernelTime("b", 1, 250),
-             kernel_times.KernelTime("c", 1, 150), kernel_times.KernelTime("lib", 1, 100))
+    times = (
+        kernel_times.KernelTime("a", 1, 500),
+        kernel_times.KernelTime("b", 1, 250),
+        kernel_times.KernelTime("c", 1, 150),
+        kernel_times.KernelTime("lib", 1, 100),
+    )
     shares, unmapped = kernel_times.file_shares(times, {"x.cu": ("a",), "y.cu": ("b",), "z.cu": ("c",)})
     assert [(s.path, round(s.share, 2)) for s in shares] == [("x.cu", 0.5), ("y.cu", 0.25), ("z.cu", 0.15)]
     assert unmapped == pytest.approx(0.1)
@@ -207,8 +251,16 @@ def test_the_cupti_collector_builds_against_the_toolkit(tmp_path):
 
 def _per_file_context(tmp_path, **kw) -> PerFileContext:
     """The per-file stage's input for a CUDA target "t" with two sources, changed by `kw`."""
-    fields = dict(target="t", language="CUDA", source_dir=tmp_path, cuda_sources=(Path("a.cu"), Path("b.cu")),
-                  workloads=((),), space=_space(), nvcc="nvcc", state_dir=tmp_path / "state")
+    fields = dict(
+        target="t",
+        language="CUDA",
+        source_dir=tmp_path,
+        cuda_sources=(Path("a.cu"), Path("b.cu")),
+        workloads=((),),
+        space=_space(),
+        nvcc="nvcc",
+        state_dir=tmp_path / "state",
+    )
     return PerFileContext(**{**fields, **kw})
 
 
@@ -226,7 +278,9 @@ def test_per_file_candidates_take_turns_and_skip_what_the_global_flags_make_redu
     assert len({fs.key for fs in got}) == 6
     # static screening said which kernels each value changes: a value that changes none of a file's kernels
     # is not proposed for it
-    screened = _per_file_context(tmp_path, space=space, screen_kernels={("ptxas_opt_level", ("-Xptxas=-O1",)): frozenset({"sm_90:a"})})
+    screened = _per_file_context(
+        tmp_path, space=space, screen_kernels={("ptxas_opt_level", ("-Xptxas=-O1",)): frozenset({"sm_90:a"})}
+    )
     tried = [fs.flags[1:] for fs in candidates(screened, start, files, 40)]
     assert ("[src/a.cu]-Xptxas=-O1",) in tried and ("[src/b.cu]-Xptxas=-O1",) not in tried
     queue = Proposals(got)
@@ -245,7 +299,9 @@ def test_the_prior_ranks_the_per_file_candidates(tmp_path):
     prior = SpacePrior({(o1, 1): Prediction(-0.5, 0.05, 0.0, 5.0), (cg, cg_i): Prediction(0.2, 0.02, 0.0, 5.0)})
     start = space.flagset({"use_fast_math": 1})
     files = (kernel_times.FileShare("src/a.cu", 6, 1.0, ("a",)),)
-    ranked = [fs.flags[1:] for fs in candidates(_per_file_context(tmp_path, space=space, prior=prior), start, files, 200)]
+    ranked = [
+        fs.flags[1:] for fs in candidates(_per_file_context(tmp_path, space=space, prior=prior), start, files, 200)
+    ]
     plain = [fs.flags[1:] for fs in candidates(_per_file_context(tmp_path, space=space), start, files, 200)]
     assert ranked[0] == ("[src/a.cu]-Xptxas=-dlcm=cg",) and ranked[-1] == ("[src/a.cu]-Xptxas=-O1",)
     assert sorted(ranked) == sorted(plain) and plain[0] == ("[src/a.cu]-Xptxas=-O1",)  # today's order without one
@@ -273,8 +329,12 @@ def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
             raise AssertionError
 
     plan(base, None, None, OtherRunner.__new__(OtherRunner), {}, None, 8, events)
-    expected = ["a replay has no kernel times", "t has one CUDA translation unit (its flags are the global ones)",
-                "kernels cannot be mapped to files without cuobjdump", "per-kernel times are measured by the local executor"]
+    expected = [
+        "a replay has no kernel times",
+        "t has one CUDA translation unit (its flags are the global ones)",
+        "kernels cannot be mapped to files without cuobjdump",
+        "per-kernel times are measured by the local executor",
+    ]
     assert len(recorder.events) == len(expected) and recorder.of("note") == recorder.events, recorder.events
     for event, start in zip(recorder.events, expected):
         assert event.text == f"per-file stage skipped: {event.data['skipped']}", event
@@ -287,6 +347,7 @@ def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
 
 
 # --- the host side of CUDA targets (host_side.py) ---------------------------------------------------------
+
 
 @pytest.mark.unit
 def test_host_dimensions_are_the_host_compilers_catalogue_through_xcompiler():
@@ -323,7 +384,8 @@ class _TimedRunner:
         from compileiq_cmake.model.records import Status
 
         Path(self.env["COMPILEIQ_KERNEL_TIMES"]).write_text(
-            f"{kernel_times.HEADER}\n3\t{int(self.kernel_s * 1e9)}\t_Z1kv\n")
+            f"{kernel_times.HEADER}\n3\t{int(self.kernel_s * 1e9)}\t_Z1kv\n"
+        )
         return RunResult(Status.OK, "", 1.0, self.wall_s)
 
 
@@ -337,8 +399,15 @@ def _host_setup(tmp_path, kind="walltime", include=()):
     from compileiq_cmake.tune.tune_setup import Devices, ProjectModel, TuneSetup
 
     project = ProjectModel(target=None, language="CUDA", toolchain=SimpleNamespace(path=NVCC or "nvcc"))
-    return TuneSetup(spec=spec, state_dir=tmp_path / "state", trees=(tree,), project=project, devices=Devices(),
-                     space=_space(), bench=None)
+    return TuneSetup(
+        spec=spec,
+        state_dir=tmp_path / "state",
+        trees=(tree,),
+        project=project,
+        devices=Devices(),
+        space=_space(),
+        bench=None,
+    )
 
 
 @pytest.mark.unit
@@ -368,6 +437,7 @@ def test_host_side_joins_when_wall_time_is_host_time_and_the_metric_sees_it(tmp_
     assert host_side.with_host_side(asked, _TimedRunner(0.9, 1.0), (), said.append).space.size > asked.space.size
     said.clear()
     assert host_side.with_host_side(setup, _TimedRunner(0.05, 1.0), ("host_side",), said.append) is setup and not said
+
     # the collector cannot be built: a note, nothing added
     def no_cupti(nvcc, work):
         raise CompileIQError("the CUDA toolkit of nvcc has no CUPTI")
@@ -390,11 +460,22 @@ def test_a_host_side_flag_reaches_the_cuda_compile_line(tmp_path):
     got = _variant(src, tmp_path / "trial", ("-Xcompiler=-funroll-loops",))
     assert all("-Xcompiler=-funroll-loops" in e["command"] for e in got.values())
     trees = {name: SimpleNamespace(path=tmp_path / name) for name in ("own", "trial")}
-    setup = SimpleNamespace(build_context=SimpleNamespace(source_dir=src, own_commands={  # stand-in: what the check reads
-        str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()}))
-    assert _command_problem(setup, trees["trial"], list(got.values()), FlagSet((), ("-Xcompiler=-funroll-loops",))) == ""
-    obj = subprocess.run(["cmake", "--build", str(tmp_path / "trial"), "--target",
-                          "CMakeFiles/sep_bench.dir/src/device_math.cu.o"], capture_output=True, text=True)
+    setup = SimpleNamespace(
+        build_context=SimpleNamespace(
+            source_dir=src,
+            own_commands={  # stand-in: what the check reads
+                str(Path(e["file"]).resolve()): command_tokens(trees["own"], e) for e in own.values()
+            },
+        )
+    )
+    assert (
+        _command_problem(setup, trees["trial"], list(got.values()), FlagSet((), ("-Xcompiler=-funroll-loops",))) == ""
+    )
+    obj = subprocess.run(
+        ["cmake", "--build", str(tmp_path / "trial"), "--target", "CMakeFiles/sep_bench.dir/src/device_math.cu.o"],
+        capture_output=True,
+        text=True,
+    )
     assert obj.returncode == 0, obj.stdout[-2000:]
 
 
@@ -419,12 +500,34 @@ def test_a_per_file_landscape_is_recorded_through_the_tools_own_builds(tmp_path)
     assert configure(src, src / "build", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
     repo = Path(__file__).resolve().parents[1]
     proc = subprocess.run(
-        [sys.executable, str(repo / "benchmarks" / "landscapes" / "record_project.py"), "-S", str(src), "-B",
-         str(src / "build"), "--target", "sep_bench", "--bench", "sep_bench", "--metric", "time_ms=([0-9.]+)",
-         "--workers", "2", "--out", str(tmp_path / "land.json"), "--dry-run",
-         "--dim", "main.cu:maxrregcount=[src/main.cu]-maxrregcount=32",
-         "--dim", "device_math.cu:fast=[src/device_math.cu]--use_fast_math"],
-        capture_output=True, text=True, timeout=900, env={**os.environ, "PYTHONPATH": str(repo)})
+        [
+            sys.executable,
+            str(repo / "benchmarks" / "landscapes" / "record_project.py"),
+            "-S",
+            str(src),
+            "-B",
+            str(src / "build"),
+            "--target",
+            "sep_bench",
+            "--bench",
+            "sep_bench",
+            "--metric",
+            "time_ms=([0-9.]+)",
+            "--workers",
+            "2",
+            "--out",
+            str(tmp_path / "land.json"),
+            "--dry-run",
+            "--dim",
+            "main.cu:maxrregcount=[src/main.cu]-maxrregcount=32",
+            "--dim",
+            "device_math.cu:fast=[src/device_math.cu]--use_fast_math",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads((tmp_path / "land.dryrun.json").read_text())
     assert doc["meta"]["dry_run"] and doc["meta"]["space_size"] == 4 and len(doc["points"]) == 4
@@ -447,30 +550,61 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     from compileiq_cmake.results.toml_io import read_entries, write_entry
     from compileiq_cmake.tune.publish import _entry
 
-    flags = ("--use_fast_math", "-dlto", "[src/gemm.cu]-Xptxas=-O1", "[src/compute.cu]-maxrregcount=64",
-             "[src/gemm.cu]-Xptxas=-dlcm=cs")
-    winner = Validation(FlagSet((), flags), (WorkloadComparison(("--size", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),),
-                        1.25, 1.2, 1.3, True)
-    spec = SimpleNamespace(target="multi_bench", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
-        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), pass_regex="PASS", arch_scope="all",
-        lower_is_better=True, objective="time")
+    flags = (
+        "--use_fast_math",
+        "-dlto",
+        "[src/gemm.cu]-Xptxas=-O1",
+        "[src/compute.cu]-maxrregcount=64",
+        "[src/gemm.cu]-Xptxas=-dlcm=cs",
+    )
+    winner = Validation(
+        FlagSet((), flags),
+        (WorkloadComparison(("--size", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),),
+        1.25,
+        1.2,
+        1.3,
+        True,
+    )
+    spec = SimpleNamespace(
+        target="multi_bench",
+        output=tmp_path / "compileiq.toml",
+        metric=SimpleNamespace(label="^time_ms=([0-9.]+)", lower_is_better=True),
+        checks=("pass_regex",),
+        pass_regex="PASS",
+        arch_scope="all",
+        lower_is_better=True,
+        objective="time",
+    )
     from compileiq_cmake.tune.tune_setup import CodeIdentity, Devices, ProjectModel
 
-    setup = SimpleNamespace(spec=spec, bench=None, replay=None, tools=None,
-                            project=ProjectModel(target=None, language="CUDA", build_type="Release",
-                                                 toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"),
-                                                 device_link=("bench_exe",)),
-                            devices=Devices(cuda_arch="90", device="NVIDIA H200", compute_capability="9.0"),
-                            code=CodeIdentity(sources_sha256="ab" * 32))
+    setup = SimpleNamespace(
+        spec=spec,
+        bench=None,
+        replay=None,
+        tools=None,
+        project=ProjectModel(
+            target=None,
+            language="CUDA",
+            build_type="Release",
+            toolchain=SimpleNamespace(compiler_id="NVIDIA", version="13.0.88"),
+            device_link=("bench_exe",),
+        ),
+        devices=Devices(cuda_arch="90", device="NVIDIA H200", compute_capability="9.0"),
+        code=CodeIdentity(sources_sha256="ab" * 32),
+    )
     entry = _entry(setup, winner, (), 20, lambda line: None)
     assert entry.flags == ("--use_fast_math",) and entry.device_lto and entry.device_link == ("bench_exe",)
-    assert entry.sources == ({"path": "src/compute.cu", "flags": ["-maxrregcount=64"]},
-                             {"path": "src/gemm.cu", "flags": ["-Xptxas=-O1", "-Xptxas=-dlcm=cs"]})
+    assert entry.sources == (
+        {"path": "src/compute.cu", "flags": ["-maxrregcount=64"]},
+        {"path": "src/gemm.cu", "flags": ["-Xptxas=-O1", "-Xptxas=-dlcm=cs"]},
+    )
     write_entry(spec.output, entry)
     back = read_entries(spec.output)[0]
     assert back.device_lto and back.sources == entry.sources and back.flags == entry.flags
     text = cmake_entries([back], tmp_path)
-    assert "DEVICE_LTO" in text and text.count("_compileiq_source_flags(") == 2 and "_compileiq_source_flags_done(" in text
+    assert (
+        "DEVICE_LTO" in text and text.count("_compileiq_source_flags(") == 2 and "_compileiq_source_flags_done(" in text
+    )
     assert 'DEVICE_LINK "bench_exe"' in text and back.device_link == ("bench_exe",)
 
 
@@ -500,9 +634,33 @@ def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch)
     build = src / "build"
     assert configure(src, build, "-DCMAKE_CUDA_ARCHITECTURES=90", "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "1")  # the tune's runs need no GPU here
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "sim_bench", "--bench", "sim_bench",
-                   "--metric", "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--cuda-arch", "90", "--budget", "4",
-                   "--per-file-budget", "4", "--workers", "2", "--exclude-flags", "device_lto", "--max-rounds", "6")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "sim_bench",
+        "--bench",
+        "sim_bench",
+        "--metric",
+        "time_ms=([0-9.]+)",
+        "--pass-regex",
+        "PASS",
+        "--cuda-arch",
+        "90",
+        "--budget",
+        "4",
+        "--per-file-budget",
+        "4",
+        "--workers",
+        "2",
+        "--exclude-flags",
+        "device_lto",
+        "--max-rounds",
+        "6",
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     assert "kernel time by file (CUPTI, one run per workload, from " in out
@@ -512,7 +670,10 @@ def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch)
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
     per_file = [t for t in trials if any(f.startswith("[src/") for f in t["flags"])]
     assert len(per_file) == 4
-    assert {f.split("]")[0] for t in per_file for f in t["flags"] if f.startswith("[")} == {"[src/hot.cu", "[src/warm.cu"}
+    assert {f.split("]")[0] for t in per_file for f in t["flags"] if f.startswith("[")} == {
+        "[src/hot.cu",
+        "[src/warm.cu",
+    }
     # built as written: none was refused by the compile-command check
     assert not any("is not the project's own plus the trial's flags" in t["reason"] for t in per_file)
     assert all(t["status"] == "ok" for t in per_file), [t["reason"] for t in per_file]

@@ -15,7 +15,7 @@ from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.measure.gpu import visible_gpus
 from conftest import configure, run_cli
 
-BENCH = '''
+BENCH = """
 import fcntl, json, os, random, sys, time
 start = time.time()
 time.sleep(0.15)
@@ -28,7 +28,7 @@ with open(sys.argv[1], "a+") as fh:
     n = sum(json.loads(line)["gpu"] == gpu for line in fh.read().splitlines())  # (and a little jitter); per
     # GPU, since the GPUs measure their baselines at the same time (a global count could give one GPU a flat run)
 print("time_ms=%.4f" % (100 + float(sys.argv[2]) * ((n % 3) / 2 + random.random() / 10)))
-'''
+"""
 
 
 @pytest.mark.unit
@@ -52,15 +52,43 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"}
     import subprocess
     import time
+
     proc = subprocess.Popen(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(host_example), "-B", str(build),
-         "--target", "host_kernels", "--bench", f"{sys.executable} {script} {runs} {noise}", "--metric", "time_ms=([0-9.]+)",
-         "--budget", "7", "--workers", "2", "--include-flags", "unroll_loops,no_math_errno,opt_level",
-         "--max-repeats", "4", "--max-rounds", "8"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(host_example),
+            "-B",
+            str(build),
+            "--target",
+            "host_kernels",
+            "--bench",
+            f"{sys.executable} {script} {runs} {noise}",
+            "--metric",
+            "time_ms=([0-9.]+)",
+            "--budget",
+            "7",
+            "--workers",
+            "2",
+            "--include-flags",
+            "unroll_loops,no_math_errno,opt_level",
+            "--max-repeats",
+            "4",
+            "--max-rounds",
+            "8",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
     lines, search_end = [], None
     for line in proc.stdout:  # when the search ended: its last progress line (the finalists' runs use other trees;
-        lines.append(line)    # "validation:" is printed only after the interleaved rounds have run)
+        lines.append(line)  # "validation:" is printed only after the interleaved rounds have run)
         if search_end is None and line.startswith("[  7/7]"):
             search_end = time.time()
     proc.wait(timeout=900)
@@ -72,8 +100,12 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     for gpu in ("0", "1"):  # never two runs on one GPU at once
         spans = sorted((r["start"], r["end"]) for r in records if r["gpu"] == gpu)
         assert all(a[1] <= b[0] + 1e-3 for a, b in zip(spans, spans[1:])), f"overlapping runs on GPU {gpu}"
-    overlaps = sum(1 for a in records for b in records
-                   if a["gpu"] == "0" and b["gpu"] == "1" and a["start"] < b["end"] and b["start"] < a["end"])
+    overlaps = sum(
+        1
+        for a in records
+        for b in records
+        if a["gpu"] == "0" and b["gpu"] == "1" and a["start"] < b["end"] and b["start"] < a["end"]
+    )
     assert overlaps > 0, "the two GPUs were never used at the same time"
     db = sqlite3.connect(build / "compileiq" / "trials.sqlite")
     gpus = {row[0] for row in db.execute("SELECT gpu FROM trials WHERE same_code_as IS NULL AND idx > 0")}
@@ -81,7 +113,9 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     assert " on GPU 1" in out
     if noise > 1:  # on a noisy machine: each GPU has its own tree of the project's build, run next to its trials
         assert "measured next to runs of the project's own build on the same GPU" in out, out[-3000:]
-        trees = {(r["gpu"], os.path.basename(r["cwd"])) for r in records if search_end is not None and r["end"] < search_end}
+        trees = {
+            (r["gpu"], os.path.basename(r["cwd"])) for r in records if search_end is not None and r["end"] < search_end
+        }
         refs = {tree for gpu, tree in trees if tree in ("worker-2", "worker-3")}
         assert refs == {"worker-2", "worker-3"}, trees
         assert all(len({g for g, t in trees if t == ref}) == 1 for ref in refs), trees  # one GPU per reference tree
@@ -91,8 +125,21 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
 def test_gpus_on_a_host_target_is_refused(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                   "--bench", "host_kernels --n 64", "--metric", "WALLTIME", "--gpus", "0")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 64",
+        "--metric",
+        "WALLTIME",
+        "--gpus",
+        "0",
+    )
     assert proc.returncode == 2 and "--gpus 0 was given but target 'host_kernels' is a CXX target" in proc.stderr
 
 
@@ -111,10 +158,32 @@ def test_the_winner_is_confirmed_on_every_other_gpu(tmp_path):
     src.mkdir()
     out = tmp_path / "compileiq.toml"
     proc = subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(tmp_path / "build"),
-         "--target", "sample_small", "--replay", str(sample), "--budget", "25", "--workers", "2",
-         "--output", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"})
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(src),
+            "-B",
+            str(tmp_path / "build"),
+            "--target",
+            "sample_small",
+            "--replay",
+            str(sample),
+            "--budget",
+            "25",
+            "--workers",
+            "2",
+            "--output",
+            str(out),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"},
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-3000:]
     assert "baseline on GPU 1 (simulated GPU)" in text and "confirmed on GPU 1 (simulated GPU)" in text, text[-3000:]

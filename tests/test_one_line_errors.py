@@ -29,8 +29,22 @@ def _one_line(proc, *needles) -> str:
 def _replay_args(tmp_path, *extra):
     src = tmp_path / "src"
     src.mkdir(exist_ok=True)
-    return ["tune", "-S", str(src), "-B", str(tmp_path / "build"), "--target", "sample_small", "--replay", str(SAMPLE),
-            "--budget", "6", "--output", str(tmp_path / "compileiq.toml"), *extra]
+    return [
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(tmp_path / "build"),
+        "--target",
+        "sample_small",
+        "--replay",
+        str(SAMPLE),
+        "--budget",
+        "6",
+        "--output",
+        str(tmp_path / "compileiq.toml"),
+        *extra,
+    ]
 
 
 @contextmanager
@@ -62,8 +76,19 @@ def _read_only(directory: Path):
 def test_build_dir_that_is_a_regular_file(tmp_path, host_example):
     build = tmp_path / "build"
     build.write_text("not a directory\n")
-    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                   "--bench", "host_kernels", "--metric", "WALLTIME")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels",
+        "--metric",
+        "WALLTIME",
+    )
     _one_line(proc, f"-B {build} is not a directory")
     assert build.read_text() == "not a directory\n"
     assert not (host_example / "compileiq.toml").exists()
@@ -78,8 +103,21 @@ def test_a_read_only_build_tree(tmp_path, host_example):
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     out = tmp_path / "compileiq.toml"
     with _read_only(build):
-        proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                       "--bench", "host_kernels --n 256", "--metric", "time_ms=([0-9.eE+-]+)", "--output", str(out))
+        proc = run_cli(
+            "tune",
+            "-S",
+            str(host_example),
+            "-B",
+            str(build),
+            "--target",
+            "host_kernels",
+            "--bench",
+            "host_kernels --n 256",
+            "--metric",
+            "time_ms=([0-9.eE+-]+)",
+            "--output",
+            str(out),
+        )
         _one_line(proc, f"cannot write in the build tree {build}", "give a writable build directory (-B)")
     assert not (build / "compileiq").exists() and not out.exists()
 
@@ -143,7 +181,8 @@ def _fake_pycuda(where: Path) -> Path:
     pkg.mkdir(parents=True, exist_ok=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "driver.py").write_text(
-        "raise ImportError('libcuda.so.1: cannot open shared object file: No such file or directory')\n")
+        "raise ImportError('libcuda.so.1: cannot open shared object file: No such file or directory')\n"
+    )
     return where
 
 
@@ -157,9 +196,33 @@ def test_a_cuda_tune_without_a_gpu_says_there_is_no_gpu(cuda_project, tmp_path, 
         env["PYTHONPATH"] = str(_fake_pycuda(tmp_path / "site"))
     out = tmp_path / "compileiq.toml"
     proc = subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(build), "--target", "sim_bench",
-         "--bench", "sim_bench", "--metric", "time_ms=([0-9.]+)", "--budget", "3", "--output", str(out), *arch],
-        cwd=tempfile.gettempdir(), capture_output=True, text=True, timeout=600, env=env)
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(src),
+            "-B",
+            str(build),
+            "--target",
+            "sim_bench",
+            "--bench",
+            "sim_bench",
+            "--metric",
+            "time_ms=([0-9.]+)",
+            "--budget",
+            "3",
+            "--output",
+            str(out),
+            *arch,
+        ],
+        cwd=tempfile.gettempdir(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     line = _one_line(proc, "no GPU: ", "no GPU driver (libcuda.so.1")
     assert "pycuda" not in line
     assert not out.exists()

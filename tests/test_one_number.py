@@ -20,8 +20,14 @@ SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sa
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "compileiq_cmake", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"},
+    )
 
 
 @pytest.mark.parametrize("seed,source", [("1", "finalists"), ("3", "minimal set")])
@@ -29,9 +35,26 @@ def test_every_place_quotes_the_written_sets_validated_number(tmp_path, seed, so
     """Seed 1 writes a finalist as it was validated; seed 3's ablation drops a flag and writes the minimal set."""
     (tmp_path / "src").mkdir()
     toml, summary = tmp_path / "compileiq.toml", tmp_path / "summary.json"
-    tune = _cli(tmp_path, "tune", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "build"), "--target",
-                "sample_small", "--replay", str(SAMPLE), "--budget", "10", "--output", str(toml),
-                "--json-summary", str(summary), "--seed", seed)
+    tune = _cli(
+        tmp_path,
+        "tune",
+        "-S",
+        str(tmp_path / "src"),
+        "-B",
+        str(tmp_path / "build"),
+        "--target",
+        "sample_small",
+        "--replay",
+        str(SAMPLE),
+        "--budget",
+        "10",
+        "--output",
+        str(toml),
+        "--json-summary",
+        str(summary),
+        "--seed",
+        seed,
+    )
     assert tune.returncode == 0, (tune.stdout + tune.stderr)[-3000:]
     doc = json.loads(summary.read_text())
     winner = doc["winner"]
@@ -39,7 +62,9 @@ def test_every_place_quotes_the_written_sets_validated_number(tmp_path, seed, so
     number = winner["speedup"]
     (entry,) = tomllib.loads(toml.read_text())["entry"]
     assert entry["speedup"] == round(number, 4) and entry["flags"] == winner["flags"]
-    headline = re.search(r"^compileiq: winner \(re-measured interleaved against the baseline\): ([0-9.]+)x", tune.stdout, re.M)
+    headline = re.search(
+        r"^compileiq: winner \(re-measured interleaved against the baseline\): ([0-9.]+)x", tune.stdout, re.M
+    )
     assert headline and headline.group(1) == f"{number:.3f}", tune.stdout[-2000:]
     show = _cli(tmp_path, "show", str(toml))
     assert show.returncode == 0 and f"speedup:  {entry['speedup']:.3f}x" in show.stdout, show.stdout
@@ -67,8 +92,13 @@ def test_plot_labels_are_flags_shortened_and_empty_sections_say_why():
     assert short_label([]) == "(project's own flags)" and short_label(["--use_fast_math"]) == "--use_fast_math"
     long = short_label(["-Xptxas=-O1", "-Xptxas=--register-usage-level=8", "-maxrregcount=64", "--use_fast_math"])
     assert len(long) <= 38 and long.startswith("-Xptxas=-O1") and long.endswith("fast_math") and "..." in long
-    doc = {"trials": [{"speedup": 1.0, "flags": []}, {"speedup": None, "flags": ["-a"]}], "flag_effects": [],
-           "winner": None, "ablation": [], "finalists": []}
+    doc = {
+        "trials": [{"speedup": 1.0, "flags": []}, {"speedup": None, "flags": ["-a"]}],
+        "flag_effects": [],
+        "winner": None,
+        "ablation": [],
+        "finalists": [],
+    }
     why = empty_sections(doc)
     assert "need more valid trials" in why["effects"] and "the tune had 1" in why["effects"]
     assert "no winner to ablate" in why["ablation"] and "nothing was validated" in why["workloads"]

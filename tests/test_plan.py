@@ -7,8 +7,17 @@ import pytest
 
 from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 from compileiq_cmake.model.timebox import TimeBox
-from compileiq_cmake.tune.plan import (ROUNDS_FLOOR, WRITE_SECONDS, Costs, costs_from, finish_cost, finish_reserve,
-                                      plan_finish, plan_tune, search_wall)
+from compileiq_cmake.tune.plan import (
+    ROUNDS_FLOOR,
+    WRITE_SECONDS,
+    Costs,
+    costs_from,
+    finish_cost,
+    finish_reserve,
+    plan_finish,
+    plan_tune,
+    search_wall,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -91,8 +100,9 @@ def test_the_finalists_share_is_fixed_after_the_baseline_not_squeezed_by_each_re
     squeezed = plan_tune(600.0, elapsed=250.0, costs=slow_runs, finalists=3, min_rounds=5, flags=8)
     assert first.finish.ablation_steps >= 1 and late.finish == first.finish
     assert squeezed.finish.seconds < first.finish.seconds  # the old re-plan: a smaller finish
-    assert late.search_seconds == pytest.approx(600 - 250 - first.finish.seconds - slow_runs.run
-                                                - 0.1 * first.finish.seconds)
+    assert late.search_seconds == pytest.approx(
+        600 - 250 - first.finish.seconds - slow_runs.run - 0.1 * first.finish.seconds
+    )
     assert finish_reserve(None, 10.0) is None
 
 
@@ -135,8 +145,9 @@ def test_a_trial_costs_at_least_what_the_trials_so_far_took():
     assert Costs(build=2.0, run=1.5, observed=25.0).trial() == pytest.approx(25.0)
 
 
-def _recorded(index: int, flags: tuple[str, ...], build: float, bench: float, wall: float, samples: int,
-              paired: bool = True) -> Trial:
+def _recorded(
+    index: int, flags: tuple[str, ...], build: float, bench: float, wall: float, samples: int, paired: bool = True
+) -> Trial:
     """A trial as the host tune of tests/test_time_box.py recorded it (one workload, one warm-up)."""
     runs = Measurement((), (20.0,) * samples, reference=(50.0,) * samples if paired else ())
     return Trial(index, FlagSet(tuple((f, 1) for f in flags), flags), Status.OK, "", (runs,), build, bench, wall)

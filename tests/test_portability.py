@@ -32,9 +32,19 @@ CPP = "double f(const double* a, int n) { double s = 0; for (int i = 0; i < n; +
 
 def _native_entry(version: str, **kw):
     r = resolve(("-O3", "-march=native"), GXX, "GNU", "Test CPU 9000")
-    base = dict(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=version,
-                flags=r.flags, compute_capability="", device="cpu", tuned_cpu=r.cpu, cpu_features=r.features,
-                sources_sha256="")
+    base = dict(
+        target="host_kernels",
+        language="CXX",
+        arch="",
+        compiler_id="GNU",
+        compiler_version=version,
+        flags=r.flags,
+        compute_capability="",
+        device="cpu",
+        tuned_cpu=r.cpu,
+        cpu_features=r.features,
+        sources_sha256="",
+    )
     base.update(kw)
     return make_entry(**base)
 
@@ -77,16 +87,22 @@ def test_schema_of_the_portability_fields(tmp_path):
     """cpu_features only with tuned_cpu; resolved ISA tokens only for recorded features; arch_scope all|tuned,
     tuned only for CUDA."""
     toml = tmp_path / "c.toml"
-    host = dict(target="h", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0", compute_capability="")
-    ok = make_entry(**host, flags=("-march=znver3", "-mavx512f", "-mno-pku"), tuned_cpu="AMD", cpu_features=("avx512f",))
+    host = dict(
+        target="h", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0", compute_capability=""
+    )
+    ok = make_entry(
+        **host, flags=("-march=znver3", "-mavx512f", "-mno-pku"), tuned_cpu="AMD", cpu_features=("avx512f",)
+    )
     write_entry(toml, ok)
-    for bad in (make_entry(**host, flags=("-march=znver3",), cpu_features=("avx2",)),  # features without the CPU
-                make_entry(**host, flags=("-march=znver3",)),  # a resolved flag without a recorded CPU
-                make_entry(**host, flags=("-mavx512f",), tuned_cpu="AMD", cpu_features=("avx2",)),  # unrecorded
-                make_entry(**host, flags=("-m32; x",), tuned_cpu="AMD"),
-                make_entry(**host, flags=("-O3",), tuned_cpu="AMD", cpu_features=("AVX 2",)),  # not a feature name
-                make_entry(**host, flags=("-O3",), arch_scope="tuned"),  # tuned: CUDA only
-                make_entry(arch_scope="some")):
+    for bad in (
+        make_entry(**host, flags=("-march=znver3",), cpu_features=("avx2",)),  # features without the CPU
+        make_entry(**host, flags=("-march=znver3",)),  # a resolved flag without a recorded CPU
+        make_entry(**host, flags=("-mavx512f",), tuned_cpu="AMD", cpu_features=("avx2",)),  # unrecorded
+        make_entry(**host, flags=("-m32; x",), tuned_cpu="AMD"),
+        make_entry(**host, flags=("-O3",), tuned_cpu="AMD", cpu_features=("AVX 2",)),  # not a feature name
+        make_entry(**host, flags=("-O3",), arch_scope="tuned"),  # tuned: CUDA only
+        make_entry(arch_scope="some"),
+    ):
         with pytest.raises(CompileIQError):
             write_entry(tmp_path / "bad.toml", bad)
         assert not (tmp_path / "bad.toml").exists()
@@ -94,11 +110,20 @@ def test_schema_of_the_portability_fields(tmp_path):
 
 @pytest.mark.cmake
 def test_portable_leaves_host_specific_dimensions_out():
-    spec = TuneSpec(tempfile.gettempdir(), tempfile.gettempdir(), "t", ("x",), MetricSpec("walltime"),
-                    tempfile.gettempdir(), portable=True)
+    spec = TuneSpec(
+        tempfile.gettempdir(),
+        tempfile.gettempdir(),
+        "t",
+        ("x",),
+        MetricSpec("walltime"),
+        tempfile.gettempdir(),
+        portable=True,
+    )
     names = {d.name for d in load_space("gcc", "GNU", "12.2", (), spec.excluded_flags).dimensions}
     assert "march_native" not in names and "opt_level" in names
-    assert "march_native" in {d.name for d in load_space("gcc", "GNU", "12.2", (), replace(spec, portable=False).excluded_flags).dimensions}
+    assert "march_native" in {
+        d.name for d in load_space("gcc", "GNU", "12.2", (), replace(spec, portable=False).excluded_flags).dimensions
+    }
     host = {d.name for d in host_dimensions("GNU", "12.2", (), spec.excluded_flags)}
     assert "host_march_native" not in host and "host_opt_level" in host
     out = run_cli("space", "gcc", "--exclude-flags", "cpu_specific")
@@ -129,8 +154,9 @@ def test_configure_compares_the_isa_features_and_portable_refuses(tmp_path, comp
     (cmd,) = commands_for(tmp_path / "here", "main.cpp")
     assert march in cmd.split() and "-march=native" not in cmd
 
-    other = configure(src, tmp_path / "other", "-DCMAKE_BUILD_TYPE=Release", pkg,
-                      "-DCOMPILEIQ_HOST_CPU_FEATURES=sse3;ssse3;popcnt")
+    other = configure(
+        src, tmp_path / "other", "-DCMAKE_BUILD_TYPE=Release", pkg, "-DCOMPILEIQ_HOST_CPU_FEATURES=sse3;ssse3;popcnt"
+    )
     assert other.returncode == 0, other.stderr
     lines = [line for line in other.stdout.splitlines() if "this host lacks" in line]
     assert len(lines) == 1, other.stdout
@@ -148,13 +174,23 @@ def test_configure_compares_the_isa_features_and_portable_refuses(tmp_path, comp
 
     # check: the CPU tuned on, and whether this host has its features (here; and a simulated host)
     env = {**os.environ}
-    proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "check", "-S", str(src), "-B", str(tmp_path / "here")],
-                          capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "check", "-S", str(src), "-B", str(tmp_path / "here")],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "cpu: tuned on Test CPU 9000" in proc.stdout and "this host has its ISA features" in proc.stdout
     env["COMPILEIQ_HOST_CPU_FEATURES"] = "sse3"
-    proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "check", "-S", str(src), "-B", str(tmp_path / "here")],
-                          capture_output=True, text=True, cwd=tempfile.gettempdir(), env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "check", "-S", str(src), "-B", str(tmp_path / "here")],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "this host lacks" in proc.stdout and missing[0] in proc.stdout
 
@@ -183,25 +219,40 @@ def test_arch_scope_on_a_multi_architecture_target(tmp_path, compiler_versions):
     assert "architectures: measured: sm_90; unmeasured: sm_75, sm_80" in proc.stdout
 
     toml.unlink()
-    write_entry(toml, make_entry(arch="90", compiler_version=version, flags=("--use_fast_math",), sources_sha256="",
-                                 arch_scope="tuned"))
+    write_entry(
+        toml,
+        make_entry(
+            arch="90", compiler_version=version, flags=("--use_fast_math",), sources_sha256="", arch_scope="tuned"
+        ),
+    )
     tuned = configure(src, tmp_path / "tuned", "-DCMAKE_BUILD_TYPE=Release", pkg)
     assert tuned.returncode == 0, tuned.stderr
     assert 'arch_scope = "tuned"' in tuned.stdout and "not applied" in tuned.stdout
     assert not any("--use_fast_math" in c for c in commands_for(tmp_path / "tuned", "nbody.cu"))
     proc = run_cli("check", "-S", str(src), "-B", str(tmp_path / "tuned"))
-    assert proc.returncode == 0 and "does not apply: arch_scope tuned: measured on sm_90; the target also builds " \
-        "sm_75, sm_80 (unmeasured)" in proc.stdout, proc.stdout
+    assert (
+        proc.returncode == 0
+        and "does not apply: arch_scope tuned: measured on sm_90; the target also builds sm_75, sm_80 (unmeasured)"
+        in proc.stdout
+    ), proc.stdout
     lists = src / "CMakeLists.txt"  # the example sets its architectures itself
-    lists.write_text(lists.read_text().replace("set(CMAKE_CUDA_ARCHITECTURES 75 80 90)", "set(CMAKE_CUDA_ARCHITECTURES 90)"))
+    lists.write_text(
+        lists.read_text().replace("set(CMAKE_CUDA_ARCHITECTURES 75 80 90)", "set(CMAKE_CUDA_ARCHITECTURES 90)")
+    )
     alone = configure(src, tmp_path / "alone", "-DCMAKE_BUILD_TYPE=Release", pkg)
     assert alone.returncode == 0 and "applied 1 tuned flag to nbody" in alone.stdout, alone.stdout
     assert all("--use_fast_math" in c for c in commands_for(tmp_path / "alone", "nbody.cu"))
 
-    lists.write_text(lists.read_text().replace("set(CMAKE_CUDA_ARCHITECTURES 90)", "set(CMAKE_CUDA_ARCHITECTURES 75 80 90)"))
+    lists.write_text(
+        lists.read_text().replace("set(CMAKE_CUDA_ARCHITECTURES 90)", "set(CMAKE_CUDA_ARCHITECTURES 75 80 90)")
+    )
     toml.unlink()
-    write_entry(toml, make_entry(arch="90", compiler_version=version, flags=("-Xcompiler=-O3",), sources_sha256="",
-                                 arch_scope="tuned"))
+    write_entry(
+        toml,
+        make_entry(
+            arch="90", compiler_version=version, flags=("-Xcompiler=-O3",), sources_sha256="", arch_scope="tuned"
+        ),
+    )
     host = configure(src, tmp_path / "host", "-DCMAKE_BUILD_TYPE=Release", pkg)
     assert host.returncode == 0 and "applied 1 tuned flag to nbody" in host.stdout, host.stdout
     assert "change no device code" in host.stdout
@@ -210,8 +261,9 @@ def test_arch_scope_on_a_multi_architecture_target(tmp_path, compiler_versions):
 
 @pytest.mark.cmake
 @needs_gxx
-@pytest.mark.parametrize("flags", [("-O3", "-march=native"), ("-O3", "[src/main.cpp]-march=native")],
-                         ids=["target", "per-file"])
+@pytest.mark.parametrize(
+    "flags", [("-O3", "-march=native"), ("-O3", "[src/main.cpp]-march=native")], ids=["target", "per-file"]
+)
 def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
     """The entry a tune writes (tune._entry) for a host winner '-O3 -march=native': resolved flags, the CPU model
     of this machine and its ISA features, a log line that says so; the TOML reads back and holds no 'native'."""
@@ -221,15 +273,37 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
     from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
     from compileiq_cmake.tune.publish import _entry
 
-    winner = Validation(FlagSet((), flags),
-                        (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
-    spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
-        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=("pass_regex",), arch_scope="all", pass_regex="PASS",
-        lower_is_better=True, objective="time")
-    setup = SimpleNamespace(spec=spec, replay=None, bench=None, code=CodeIdentity(sources_sha256="ab" * 32),
-                            project=ProjectModel(target=None, language="CXX", build_type="Release", toolchain=SimpleNamespace(
-                                compiler_id="GNU", version="12.2.0", path=GXX)),
-                            devices=Devices(device=host_cpu()))
+    winner = Validation(
+        FlagSet((), flags),
+        (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),),
+        1.25,
+        1.2,
+        1.3,
+        True,
+    )
+    spec = SimpleNamespace(
+        target="host_kernels",
+        output=tmp_path / "compileiq.toml",
+        metric=SimpleNamespace(label="^time_ms=([0-9.]+)", lower_is_better=True),
+        checks=("pass_regex",),
+        arch_scope="all",
+        pass_regex="PASS",
+        lower_is_better=True,
+        objective="time",
+    )
+    setup = SimpleNamespace(
+        spec=spec,
+        replay=None,
+        bench=None,
+        code=CodeIdentity(sources_sha256="ab" * 32),
+        project=ProjectModel(
+            target=None,
+            language="CXX",
+            build_type="Release",
+            toolchain=SimpleNamespace(compiler_id="GNU", version="12.2.0", path=GXX),
+        ),
+        devices=Devices(device=host_cpu()),
+    )
     said = []
     entry = _entry(setup, winner, (), 12, said.append)
     assert entry.tuned_cpu == host_cpu() and entry.cpu_features
@@ -263,28 +337,59 @@ esac
 """)
     gxx.chmod(0o755)
     flags = ("-march=native", "[src/a.cpp]-march=native", "[src/b.cpp]-march=native")
-    winner = Validation(FlagSet((), flags),
-                        (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),), 1.25, 1.2, 1.3, True)
-    spec = SimpleNamespace(target="host_kernels", output=tmp_path / "compileiq.toml", metric=SimpleNamespace(
-        label="^time_ms=([0-9.]+)", lower_is_better=True), checks=(), arch_scope="all", pass_regex="",
-        lower_is_better=True, objective="time")
-    setup = SimpleNamespace(spec=spec, replay=None, bench=None, code=CodeIdentity(sources_sha256="ab" * 32),
-                            project=ProjectModel(target=None, language="CXX", build_type="Release", toolchain=SimpleNamespace(
-                                compiler_id="GNU", version="12.2.0", path=str(gxx))),
-                            devices=Devices(device="cpu"))
+    winner = Validation(
+        FlagSet((), flags),
+        (WorkloadComparison(("--n", "1"), (2.0, 2.0), (1.6, 1.6), 1.25, 1.2, 1.3, 1e-6),),
+        1.25,
+        1.2,
+        1.3,
+        True,
+    )
+    spec = SimpleNamespace(
+        target="host_kernels",
+        output=tmp_path / "compileiq.toml",
+        metric=SimpleNamespace(label="^time_ms=([0-9.]+)", lower_is_better=True),
+        checks=(),
+        arch_scope="all",
+        pass_regex="",
+        lower_is_better=True,
+        objective="time",
+    )
+    setup = SimpleNamespace(
+        spec=spec,
+        replay=None,
+        bench=None,
+        code=CodeIdentity(sources_sha256="ab" * 32),
+        project=ProjectModel(
+            target=None,
+            language="CXX",
+            build_type="Release",
+            toolchain=SimpleNamespace(compiler_id="GNU", version="12.2.0", path=str(gxx)),
+        ),
+        devices=Devices(device="cpu"),
+    )
     entry = _entry(setup, winner, (), 12, lambda line: None)
     assert entry.flags == ("-march=znver9", "-mavx2") and entry.cpu_features == ("avx2",)
     assert [s["flags"] for s in entry.sources] == [["-march=znver9", "-mavx2"]] * 2
     asked = [a for a in calls.read_text().splitlines() if "-dumpversion" not in a]  # (the entry's provenance)
-    assert len(asked) == 5, asked  # the target's resolution (-march=native, -march=znver9, -###, the features' two); none per part
+    assert len(asked) == 5, (
+        asked
+    )  # the target's resolution (-march=native, -march=znver9, -###, the features' two); none per part
 
 
 @pytest.mark.unit
 def test_arch_scope_tuned_is_refused_for_a_host_target():
     from compileiq_cmake.tune.setup import _check_arch_option
 
-    spec = TuneSpec(tempfile.gettempdir(), tempfile.gettempdir(), "t", ("x",), MetricSpec("walltime"),
-                    tempfile.gettempdir(), arch_scope="tuned")
+    spec = TuneSpec(
+        tempfile.gettempdir(),
+        tempfile.gettempdir(),
+        "t",
+        ("x",),
+        MetricSpec("walltime"),
+        tempfile.gettempdir(),
+        arch_scope="tuned",
+    )
     with pytest.raises(CompileIQError, match="--arch-scope tuned"):
         _check_arch_option(spec, "CXX")
     _check_arch_option(spec, "CUDA")
@@ -298,9 +403,20 @@ def test_an_old_entry_with_a_literal_march_native_is_named_and_portable_refuses_
     says it is CPU-specific and unrecorded; COMPILEIQ_PORTABLE=ON does not apply it."""
     src = tmp_path / "host_cpp"
     shutil.copytree(EXAMPLES / "host_cpp", src)
-    write_entry(src / "compileiq.toml", make_entry(
-        target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version=compiler_versions.cxx,
-        flags=("-O3", "-march=native"), compute_capability="", device="cpu", sources_sha256=""))
+    write_entry(
+        src / "compileiq.toml",
+        make_entry(
+            target="host_kernels",
+            language="CXX",
+            arch="",
+            compiler_id="GNU",
+            compiler_version=compiler_versions.cxx,
+            flags=("-O3", "-march=native"),
+            compute_capability="",
+            device="cpu",
+            sources_sha256="",
+        ),
+    )
     pkg = f"-Dcompileiq_cmake_DIR={cmake_dir()}"
     plain = configure(src, tmp_path / "plain", "-DCMAKE_BUILD_TYPE=Release", pkg)
     assert plain.returncode == 0 and "compileiq: applied" in plain.stdout

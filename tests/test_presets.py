@@ -17,8 +17,23 @@ import pytest
 from conftest import REPO, cmake_dir, configure, run_cli
 
 GATE = REPO / "tests" / "projects" / "check_gate"
-TUNE = ("--target", "gate_bench", "--bench", "gate_bench", "--workload", "--n 1000000", "--metric",
-        "time_ms=([0-9.]+)", "--pass-regex", "PASS", "--include-flags", "opt_level", "--budget", "3", "--no-prior")
+TUNE = (
+    "--target",
+    "gate_bench",
+    "--bench",
+    "gate_bench",
+    "--workload",
+    "--n 1000000",
+    "--metric",
+    "time_ms=([0-9.]+)",
+    "--pass-regex",
+    "PASS",
+    "--include-flags",
+    "opt_level",
+    "--budget",
+    "3",
+    "--no-prior",
+)
 
 
 def _run(cmd: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -38,7 +53,9 @@ def test_the_example_presets_tune_as_one_workflow_and_release_applies_and_gates(
     assert release.returncode in (0, 8), release.stdout[-3000:] + release.stderr[-2000:]  # 8: a test failed
     out = release.stdout
     assert "compileiq_check_host_kernels" in out, out[-3000:]
-    if (host_example / "compileiq.toml").is_file() and tomllib.loads((host_example / "compileiq.toml").read_text()).get("entry"):
+    if (host_example / "compileiq.toml").is_file() and tomllib.loads((host_example / "compileiq.toml").read_text()).get(
+        "entry"
+    ):
         assert "applied" in out and "tuned flag" in out, out[-3000:]
     else:
         assert "nothing applied, nothing to re-measure" in out or "has no entry" in out, out[-3000:]
@@ -75,8 +92,9 @@ def test_the_unmodified_route_tunes_and_applies_with_a_conan_toolchain_and_its_p
     configured = _run(["cmake", "--preset", "conan-release"], src)
     assert configured.returncode == 0, configured.stdout[-2000:] + configured.stderr[-2000:]
     build = src / "build" / "Release"
-    toolchain = next(line for line in (build / "CMakeCache.txt").read_text().splitlines()
-                     if line.startswith("CMAKE_TOOLCHAIN_FILE:"))
+    toolchain = next(
+        line for line in (build / "CMakeCache.txt").read_text().splitlines() if line.startswith("CMAKE_TOOLCHAIN_FILE:")
+    )
     assert toolchain.endswith("conan_toolchain.cmake")
     _tuned_and_applied(src, build, ["cmake", "--preset", "conan-release"])
     trees = list((build / "compileiq").glob("worker-*/CMakeCache.txt"))

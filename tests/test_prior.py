@@ -14,8 +14,16 @@ from compileiq_cmake.flags.features import FEATURE_NAMES, TargetFeatures, file_f
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.model.errors import CompileIQError, UsageError
 from compileiq_cmake.results.prior_store import LocalPrior
-from compileiq_cmake.search.prior import (SHIPPED, UNKNOWN, Observation, PriorModel, Prediction, SpacePrior,
-                                          space_prior, value_key)
+from compileiq_cmake.search.prior import (
+    SHIPPED,
+    UNKNOWN,
+    Observation,
+    PriorModel,
+    Prediction,
+    SpacePrior,
+    space_prior,
+    value_key,
+)
 from compileiq_cmake.search.search import FlagSearch
 
 from conftest import needs_nvcc, one_line_error, run_cli
@@ -67,9 +75,17 @@ def test_time_shares_weight_the_kernels_when_the_collector_measured_them():
 
 def _obs(i: int, mufu: float, fast: float | None, cg: float = -0.05) -> Observation:
     f = {n: 0.0 for n in FEATURE_NAMES} | {"share_mufu": mufu, "share_fp32": 0.3}
-    return Observation(id=f"k{i}", source="test", family="nvcc", arch="90", features=f,
-                       effects={value_key("nvcc", "use_fast_math", ("--use_fast_math",)): fast,
-                                value_key("nvcc", "load_cache", ("-Xptxas=-dlcm=cg",)): cg})
+    return Observation(
+        id=f"k{i}",
+        source="test",
+        family="nvcc",
+        arch="90",
+        features=f,
+        effects={
+            value_key("nvcc", "use_fast_math", ("--use_fast_math",)): fast,
+            value_key("nvcc", "load_cache", ("-Xptxas=-dlcm=cg",)): cg,
+        },
+    )
 
 
 def _model() -> PriorModel:
@@ -112,7 +128,9 @@ def test_the_model_file_is_versioned_json_and_a_bad_one_is_refused(tmp_path):
     assert doc["format"] == "compileiq-prior" and doc["version"] == 1 and len(doc["observations"]) == 17
     again = PriorModel.load(path)
     q = {n: 0.0 for n in FEATURE_NAMES} | {"share_mufu": 0.085}
-    assert again.predict_keys("nvcc", q, [FAST])[FAST].effect == pytest.approx(model.predict_keys("nvcc", q, [FAST])[FAST].effect, abs=1e-5)  # 6 decimals kept
+    assert again.predict_keys("nvcc", q, [FAST])[FAST].effect == pytest.approx(
+        model.predict_keys("nvcc", q, [FAST])[FAST].effect, abs=1e-5
+    )  # 6 decimals kept
     (tmp_path / "bad.json").write_text('{"format": "something else"}')
     with pytest.raises(CompileIQError, match="not a compileiq prior"):
         PriorModel.load(tmp_path / "bad.json")
@@ -131,10 +149,12 @@ def test_the_shipped_prior_has_at_least_thirty_recorded_kernels_and_predicts_fas
 
 
 def _space() -> FlagSpace:
-    dims = (Dimension("use_fast_math", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
-            Dimension("load_cache", "", ((), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",))),
-            Dimension("restrict", "", ((), ("--restrict",))),
-            Dimension("ptxas_opt_level", "", ((), ("-Xptxas=-O1",))))
+    dims = (
+        Dimension("use_fast_math", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
+        Dimension("load_cache", "", ((), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",))),
+        Dimension("restrict", "", ((), ("--restrict",))),
+        Dimension("ptxas_opt_level", "", ((), ("-Xptxas=-O1",))),
+    )
     return FlagSpace(family="nvcc", dimensions=dims)
 
 
@@ -161,9 +181,13 @@ def test_without_a_prior_or_with_one_that_knows_nothing_the_trial_order_is_today
 @pytest.mark.unit
 def test_the_prior_proposes_its_best_combination_first_and_tries_harmful_values_last():
     space = _space()
-    preds = {(0, 1): Prediction(0.3, 0.05, 0.0, 5.0), (1, 1): Prediction(-0.4, 0.05, 0.0, 5.0),
-             (1, 2): Prediction(0.02, 0.01, 0.0, 5.0), (2, 1): Prediction(0.0, 0.01, 0.0, 5.0),
-             (3, 1): Prediction(0.0, 0.01, 0.95, 5.0)}
+    preds = {
+        (0, 1): Prediction(0.3, 0.05, 0.0, 5.0),
+        (1, 1): Prediction(-0.4, 0.05, 0.0, 5.0),
+        (1, 2): Prediction(0.02, 0.01, 0.0, 5.0),
+        (2, 1): Prediction(0.0, 0.01, 0.0, 5.0),
+        (3, 1): Prediction(0.0, 0.01, 0.95, 5.0),
+    }
     sp = SpacePrior(preds, "prior (5 observations)", ((1, 2, 0, 0),))
     search = FlagSearch(space, 20, 7, 1, prior=sp)
     search.tell(space.baseline(), 0.0)
@@ -203,13 +227,24 @@ def test_two_first_combinations_that_build_the_same_flags_are_proposed_once():
     adds --prec-div=false, which --use_fast_math already implies, so both rules name one build. Seen on the
     H200 (slow_check): the log listed one combination twice and named the wrong rule for it."""
     prec = value_key("nvcc", "prec_div", ("--prec-div=false",))
-    obs = [Observation(id=f"k{i}", source="test", family="nvcc", arch="90",
-                       features={n: 0.0 for n in FEATURE_NAMES} | {"share_mufu": 0.1},
-                       effects={FAST: math.log(1.5) + 0.01 * (i % 2), prec: 0.04 if i % 2 else -0.02})
-           for i in range(8)]
-    space = FlagSpace(family="nvcc", dimensions=(
-        Dimension("use_fast_math", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
-        Dimension("prec_div", "", ((), ("--prec-div=false",)), relaxes_numerics=True)))
+    obs = [
+        Observation(
+            id=f"k{i}",
+            source="test",
+            family="nvcc",
+            arch="90",
+            features={n: 0.0 for n in FEATURE_NAMES} | {"share_mufu": 0.1},
+            effects={FAST: math.log(1.5) + 0.01 * (i % 2), prec: 0.04 if i % 2 else -0.02},
+        )
+        for i in range(8)
+    ]
+    space = FlagSpace(
+        family="nvcc",
+        dimensions=(
+            Dimension("use_fast_math", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
+            Dimension("prec_div", "", ((), ("--prec-div=false",)), relaxes_numerics=True),
+        ),
+    )
     sp = space_prior(PriorModel(obs), space, obs[0].features, "90")
     assert sp.of(1, 1).effect > 0 and sp.of(1, 1).effect - sp.of(1, 1).sd <= 0  # only the second rule takes it
     assert sp.first == ((1, 0),)
@@ -260,9 +295,11 @@ def test_prior_command_shows_exports_and_refuses_a_bad_import_in_one_line(tmp_pa
 @needs_nvcc
 def test_features_of_a_real_kernel_show_its_transcendentals(tmp_path):
     src = tmp_path / "k.cu"
-    src.write_text('extern "C" __global__ void k(float* o, const float* i, int n) {\n'
-                   "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
-                   "  if (t < n) o[t] = expf(i[t]) * sinf(i[t]) / (1.0f + i[t]);\n}\n")
+    src.write_text(
+        'extern "C" __global__ void k(float* o, const float* i, int n) {\n'
+        "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "  if (t < n) o[t] = expf(i[t]) * sinf(i[t]) / (1.0f + i[t]);\n}\n"
+    )
     subprocess.run(["nvcc", "-cubin", "-arch=sm_90", "-O3", str(src), "-o", str(tmp_path / "k.cubin")], check=True)
     (k,) = file_features(tmp_path / "k.cubin", arch="90")
     v = TargetFeatures(kernels=(k,)).vector()
@@ -276,13 +313,19 @@ def test_a_dimension_the_prior_never_saw_keeps_the_default_place_and_rules():
     """Issue 36: a fast-math choice under a name no observation has scored like a small gain and went behind
     values predicted slower with a large uncertainty (worse than no prior on 5 of 7 gainful kernels). It keeps
     the default order's place (approximate arithmetic first); the known values are ordered among themselves."""
-    dims = (Dimension("load_cache", "", ((), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",))),
-            Dimension("restrict", "", ((), ("--restrict",))),
-            Dimension("fast_math_user", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
-            Dimension("ptxas_opt_level", "", ((), ("-Xptxas=-O1",))))
+    dims = (
+        Dimension("load_cache", "", ((), ("-Xptxas=-dlcm=cg",), ("-Xptxas=-dlcm=cs",))),
+        Dimension("restrict", "", ((), ("--restrict",))),
+        Dimension("fast_math_user", "", ((), ("--use_fast_math",)), relaxes_numerics=True),
+        Dimension("ptxas_opt_level", "", ((), ("-Xptxas=-O1",))),
+    )
     space = FlagSpace(family="nvcc", dimensions=dims)
-    uncertain = {(0, 1): Prediction(-0.01, 0.1, 0.0, 2.0), (0, 2): Prediction(-0.01, 0.1, 0.0, 2.0),
-                 (1, 1): Prediction(0.03, 0.01, 0.0, 5.0), (3, 1): Prediction(-0.3, 0.02, 0.0, 5.0)}
+    uncertain = {
+        (0, 1): Prediction(-0.01, 0.1, 0.0, 2.0),
+        (0, 2): Prediction(-0.01, 0.1, 0.0, 2.0),
+        (1, 1): Prediction(0.03, 0.01, 0.0, 5.0),
+        (3, 1): Prediction(-0.3, 0.02, 0.0, 5.0),
+    }
     sp = SpacePrior(uncertain, "prior (5 observations)")
     assert UNKNOWN.score < uncertain[(0, 1)].score  # what put it behind them before
     with_prior = _asks(FlagSearch(space, 20, 7, 1, prior=sp), 5)
@@ -304,8 +347,10 @@ def test_a_dimension_the_prior_never_saw_keeps_the_default_place_and_rules():
 @pytest.mark.unit
 def test_observations_of_the_tuned_architecture_weigh_more_than_others():
     base = {n: 0.0 for n in FEATURE_NAMES}
-    obs = [Observation(f"k{i}", "t", "nvcc", arch, base, {FAST: effect})
-           for i, (arch, effect) in enumerate([("90", 0.2)] * 3 + [("80", -0.2)] * 3)]
+    obs = [
+        Observation(f"k{i}", "t", "nvcc", arch, base, {FAST: effect})
+        for i, (arch, effect) in enumerate([("90", 0.2)] * 3 + [("80", -0.2)] * 3)
+    ]
     model = PriorModel(obs)
     on_90 = model.predict_keys("nvcc", base, [FAST], arch="90")[FAST].effect
     on_80 = model.predict_keys("nvcc", base, [FAST], arch="80")[FAST].effect

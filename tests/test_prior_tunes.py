@@ -17,10 +17,34 @@ def _tune(src, tmp_path, name: str, *extra: str, budget: int = 4):
     build = tmp_path / name
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     summary = tmp_path / f"{name}.json"
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "host_kernels", "--bench",
-                   "host_kernels --n 512", "--metric", METRIC, "--pass-regex", "PASS", "--budget", str(budget), "--seed", "2",
-                   "--workers", "1", "--max-rounds", "5", "--output", str(tmp_path / f"{name}.toml"),
-                   "--json-summary", str(summary), *extra)
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 512",
+        "--metric",
+        METRIC,
+        "--pass-regex",
+        "PASS",
+        "--budget",
+        str(budget),
+        "--seed",
+        "2",
+        "--workers",
+        "1",
+        "--max-rounds",
+        "5",
+        "--output",
+        str(tmp_path / f"{name}.toml"),
+        "--json-summary",
+        str(summary),
+        *extra,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
     order = [tuple(t["flags"]) for t in sorted(trials, key=lambda t: t["index"])]

@@ -113,9 +113,17 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
         raise CompileIQError("a setup step after the baselines failed")
 
     monkeypatch.setattr(baseline_stage, "reference_trees", broken)
-    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "build", target="sample_small", benchmark=("replay",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "compileiq.toml",
-                    replay=str(sample), workers=2, budget=5)
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target="sample_small",
+        benchmark=("replay",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "compileiq.toml",
+        replay=str(sample),
+        workers=2,
+        budget=5,
+    )
     before = {t.ident for t in threading.enumerate()}
     lines: list[str] = []
     # the error is held (as a caller that reports it does): its traceback keeps the tune's frames alive,
@@ -192,8 +200,9 @@ def _assert_daemon_killed(tmp_path: Path, shell: str, value: float, what: str) -
     """Run the daemonizing benchmark with `shell` ({tag}: the sleeper's tag): its metric counts and no sleeper
     of that tag is left afterwards."""
     tag = _tag()
-    out = run_benchmark(_daemon_bench(tmp_path, tag, shell.format(tag=tag), str(value)), tmp_path, REGEX, None,
-                        timeout=60)
+    out = run_benchmark(
+        _daemon_bench(tmp_path, tag, shell.format(tag=tag), str(value)), tmp_path, REGEX, None, timeout=60
+    )
     assert out.status is Status.OK and out.value == value, (what, out.reason)
     assert not _no_sleeper_left(tag), f"{what}: the daemon outlived the benchmark"
 
@@ -235,8 +244,12 @@ def test_a_daemon_with_its_output_elsewhere_is_killed_by_the_recorded_tree(tmp_p
     _no_cgroup(monkeypatch)
     if not lists_children:
         monkeypatch.setattr(process_tree, "_children_files", lambda: False)
-    _assert_daemon_killed(tmp_path, "setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 "
-                          "& sleep 3", 2.5, "tree")
+    _assert_daemon_killed(
+        tmp_path,
+        "setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & sleep 3",
+        2.5,
+        "tree",
+    )
 
 
 @pytest.mark.unit
@@ -245,8 +258,12 @@ def test_a_fully_detached_daemon_is_killed_through_the_runs_cgroup(tmp_path):
     at once, in another session, without the environment and without the output, is still found."""
     if not _cgroup_allowed():
         pytest.skip("this process may not make a cgroup here (the recorded tree is the fallback)")
-    _assert_daemon_killed(tmp_path, "( setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null "
-                          "2>&1 & )", 3.5, "cgroup")
+    _assert_daemon_killed(
+        tmp_path,
+        "( setsid env -i /bin/sh -c 'cd /; exec /bin/sleep {tag}' </dev/null >/dev/null 2>&1 & )",
+        3.5,
+        "cgroup",
+    )
 
 
 @pytest.mark.cmake
@@ -265,7 +282,8 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.20)\nproject(hangs LANGUAGES NONE)\n"
         "add_custom_command(OUTPUT gen.txt COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hang.sh " + str(pid_file) + ")\n"
-        "add_custom_target(gen ALL DEPENDS gen.txt)\n")
+        "add_custom_target(gen ALL DEPENDS gen.txt)\n"
+    )
     tree = VariantTree(tmp_path / "state", "worker-0", shutil.which("cmake") or "cmake")
     assert configure(src, tree.path).returncode == 0
     start = time.monotonic()
@@ -274,11 +292,16 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
     assert time.monotonic() - start < 60
     compiler = int(pid_file.read_text())
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and Path(f"/proc/{compiler}").exists() \
-            and Path(f"/proc/{compiler}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+    while (
+        time.monotonic() < deadline
+        and Path(f"/proc/{compiler}").exists()
+        and Path(f"/proc/{compiler}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    ):
         time.sleep(0.1)
-    alive = Path(f"/proc/{compiler}").exists() and \
-        Path(f"/proc/{compiler}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    alive = (
+        Path(f"/proc/{compiler}").exists()
+        and Path(f"/proc/{compiler}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    )
     if alive:
         os.kill(compiler, signal.SIGKILL)
     assert not alive, "the hanging compile step outlived the build's timeout"
@@ -295,9 +318,11 @@ def test_the_runner_kills_the_rest_of_its_session_another_process_group_included
     monkeypatch.setattr(processes.Descendants, "poll", lambda self: None)
     monkeypatch.setattr(processes.Descendants, "kill", lambda self: 0)
     tag = _tag()
-    body = ("import subprocess\n"
-            f"subprocess.Popen(['env', '-i', '/bin/sleep', '{tag}'], process_group=0, stdin=subprocess.DEVNULL, "
-            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n")
+    body = (
+        "import subprocess\n"
+        f"subprocess.Popen(['env', '-i', '/bin/sleep', '{tag}'], process_group=0, stdin=subprocess.DEVNULL, "
+        "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+    )
     res = processes.run_process(_script(tmp_path, body, "leaves_a_group.py"), tmp_path, 60)
     assert res.returncode == 0 and res.ended, res.output
     assert not _no_sleeper_left(tag, within=0.5), "a process group of the run's session outlived it"
@@ -315,14 +340,18 @@ def test_a_variant_configure_that_hangs_is_stopped_after_its_timeout(tmp_path):
 
     src, tag = tmp_path / "hangs", _tag()
     src.mkdir()
-    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.20)\nproject(hangs LANGUAGES NONE)\n"
-                                        "if(COMPILEIQ_VARIANT_FRAGMENT)\n"
-                                        f"  execute_process(COMMAND sleep {tag})\nendif()\n")
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(hangs LANGUAGES NONE)\n"
+        "if(COMPILEIQ_VARIANT_FRAGMENT)\n"
+        f"  execute_process(COMMAND sleep {tag})\nendif()\n"
+    )
     assert configure(src, tmp_path / "build").returncode == 0
     settings, _ = VariantSettings.from_user_tree(src, tmp_path / "build", "")
     tree = VariantTree(tmp_path / "build" / "compileiq", "worker-0", shutil.which("cmake") or "cmake")
     start = time.monotonic()
-    with pytest.raises(CompileIQError, match=r"configuring the variant tree worker-0 failed \(timed out after 3 s\).*full log"):
+    with pytest.raises(
+        CompileIQError, match=r"configuring the variant tree worker-0 failed \(timed out after 3 s\).*full log"
+    ):
         tree.configure(settings, "all", "", timeout=3)
     assert time.monotonic() - start < 30
     assert not _no_sleeper_left(tag, within=5), "the configure's sleep outlived its timeout"

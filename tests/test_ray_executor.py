@@ -31,8 +31,9 @@ SMALL_STORE = 80 * 1024 * 1024  # object store per node: the tests move flag set
 def cluster():
     c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0, "object_store_memory": SMALL_STORE})
     for accelerator in ("SIM_SM90", "SIM_SM90", "SIM_SM80"):
-        c.add_node(num_cpus=1, num_gpus=1, resources={f"accelerator_type:{accelerator}": 1},
-                   object_store_memory=SMALL_STORE)
+        c.add_node(
+            num_cpus=1, num_gpus=1, resources={f"accelerator_type:{accelerator}": 1}, object_store_memory=SMALL_STORE
+        )
     c.wait_for_nodes()
     yield c
     c.shutdown()
@@ -40,9 +41,14 @@ def cluster():
 
 def _tune(cluster, *args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
     env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"}
-    return subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", *args, "--executor", "ray",
-                           "--ray-address", cluster.address], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "compileiq_cmake", "tune", *args, "--executor", "ray", "--ray-address", cluster.address],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 @pytest.mark.cmake
@@ -51,12 +57,31 @@ def test_each_gpu_type_gets_its_own_entry(cluster, tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     out = tmp_path / "compileiq.toml"
-    proc = _tune(cluster, "-S", str(src), "-B", str(tmp_path / "build"), "--target", "sample_small",
-                 "--replay", str(LANDSCAPE), "--budget", "10", "--workers", "2", "--output", str(out), cwd=tmp_path)
+    proc = _tune(
+        cluster,
+        "-S",
+        str(src),
+        "-B",
+        str(tmp_path / "build"),
+        "--target",
+        "sample_small",
+        "--replay",
+        str(LANDSCAPE),
+        "--budget",
+        "10",
+        "--workers",
+        "2",
+        "--output",
+        str(out),
+        cwd=tmp_path,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]
     assert "4 nodes" in text and "3 GPUs" in text, text[:2000]
-    assert "GPU type 1 of 2: 2 x simulated SIM_SM90 (sm_90" in text and "GPU type 2 of 2: 1 x simulated SIM_SM80 (sm_80" in text
+    assert (
+        "GPU type 1 of 2: 2 x simulated SIM_SM90 (sm_90" in text
+        and "GPU type 2 of 2: 1 x simulated SIM_SM80 (sm_80" in text
+    )
     assert "every node of the cluster sees" in text
     entries = read_entries(out)
     assert sorted(e.arch for e in entries) == ["80", "90"], [e.arch for e in entries]
@@ -68,7 +93,7 @@ def test_each_gpu_type_gets_its_own_entry(cluster, tmp_path):
     assert text.count("each trial is compared with the baseline of the GPU it ran on") == 1
 
 
-BENCH = '''
+BENCH = """
 import fcntl, json, os, signal, sys, time
 start = time.time()
 time.sleep(0.2)
@@ -82,23 +107,40 @@ if n == int(sys.argv[2]):  # once: the GPU worker running this benchmark dies (a
     os.kill(os.getppid(), signal.SIGKILL)
     time.sleep(5)
 print("time_ms=%.4f" % (100 + (n % 3) * 0.01))
-'''
+"""
 
 
 @pytest.mark.cmake
 @pytest.mark.ray
 @pytest.mark.slow
-def test_host_target_builds_on_the_nodes_runs_on_the_gpu_workers_and_survives_a_killed_worker(cluster, host_example,
-                                                                                             tmp_path):
+def test_host_target_builds_on_the_nodes_runs_on_the_gpu_workers_and_survives_a_killed_worker(
+    cluster, host_example, tmp_path
+):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     script, runs = tmp_path / "bench.py", tmp_path / "runs.jsonl"
     script.write_text(BENCH)
     kill_at = 12  # after both baselines (4 runs each): inside the search loop
-    proc = _tune(cluster, "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                 "--bench", f"{sys.executable} {script} {runs} {kill_at}", "--metric", "time_ms=([0-9.]+)",
-                 "--budget", "6", "--workers", "2", "--include-flags", "unroll_loops,no_math_errno,opt_level",
-                 cwd=tmp_path)
+    proc = _tune(
+        cluster,
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        f"{sys.executable} {script} {runs} {kill_at}",
+        "--metric",
+        "time_ms=([0-9.]+)",
+        "--budget",
+        "6",
+        "--workers",
+        "2",
+        "--include-flags",
+        "unroll_loops,no_math_errno,opt_level",
+        cwd=tmp_path,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]
     assert "re-queued" in text, text[-4000:]
@@ -111,8 +153,10 @@ def test_host_target_builds_on_the_nodes_runs_on_the_gpu_workers_and_survives_a_
         spans = sorted((r["start"], r["end"]) for r in records if r["worker"] == w)
         assert all(a[1] <= b[0] + 1e-3 for a, b in zip(spans, spans[1:])), f"overlapping runs on {w}"
     killed = records[kill_at]
-    later = [r for r in records[kill_at + 1:] if r["worker"] == killed["worker"]]
-    assert later and all(r["pid"] != killed["pid"] for r in later), text[-3000:]  # the worker was restarted by Ray and used again
+    later = [r for r in records[kill_at + 1 :] if r["worker"] == killed["worker"]]
+    assert later and all(r["pid"] != killed["pid"] for r in later), text[
+        -3000:
+    ]  # the worker was restarted by Ray and used again
     db = sqlite3.connect(build / "compileiq" / "trials.sqlite")
     rows = list(db.execute("SELECT idx, gpu, status FROM trials"))
     assert len(rows) == 6 and {r[0] for r in rows} == set(range(6)), rows  # nothing lost, the budget spent
@@ -123,12 +167,25 @@ def test_host_target_builds_on_the_nodes_runs_on_the_gpu_workers_and_survives_a_
 @pytest.mark.cmake
 @pytest.mark.ray
 def test_bad_input_is_refused_before_a_cluster_is_joined(host_example, tmp_path):
-    base = ("tune", "-S", str(host_example), "-B", str(tmp_path / "b"), "--target", "host_kernels", "--bench", "x",
-            "--metric", "WALLTIME")
-    for extra, message in ((("--ray-address", "auto"), "--ray-address auto was given without --executor ray"),
-                           (("--executor", "ray", "--gpus", "0"), "with --executor ray the cluster's GPUs are used"),
-                           (("--executor", "ray", "--cuda-arch", "80"), "leave --cuda-arch out"),
-                           (("--executor", "ray", "--budget", "1"), "--budget 1 is too small")):
+    base = (
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(tmp_path / "b"),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "x",
+        "--metric",
+        "WALLTIME",
+    )
+    for extra, message in (
+        (("--ray-address", "auto"), "--ray-address auto was given without --executor ray"),
+        (("--executor", "ray", "--gpus", "0"), "with --executor ray the cluster's GPUs are used"),
+        (("--executor", "ray", "--cuda-arch", "80"), "leave --cuda-arch out"),
+        (("--executor", "ray", "--budget", "1"), "--budget 1 is too small"),
+    ):
         proc = run_cli(*base, *extra)
         assert proc.returncode == 2 and message in proc.stderr, (extra, proc.stderr)
         assert "Ray cluster" not in proc.stdout
@@ -165,12 +222,33 @@ def test_a_suite_on_the_cluster_shares_one_set_of_gpu_workers_between_its_target
     (tmp_path / "src").mkdir()
     body = "".join(f'\n[[target]]\nname = "t{i}"\nreplay = "{LANDSCAPE}"\nbudget = 4\n' for i in range(3))
     suite = tmp_path / "suite.toml"
-    suite.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\n'
-                     'json_summary = "suite.json"\n' + body)
+    suite.write_text(
+        '[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\njson_summary = "suite.json"\n' + body
+    )
     env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": "1"}
-    proc = subprocess.run([sys.executable, "-m", "compileiq_cmake", "tune", "--suite", str(suite), "--seed", "3",
-                           "--executor", "ray", "--ray-address", cluster.address, "--suite-jobs", "3"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "--suite",
+            str(suite),
+            "--seed",
+            "3",
+            "--executor",
+            "ray",
+            "--ray-address",
+            cluster.address,
+            "--suite-jobs",
+            "3",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]
     doc = json.loads((tmp_path / "suite.json").read_text())
@@ -203,7 +281,8 @@ def test_a_suite_of_real_targets_on_the_cluster_keeps_its_shared_setup(cluster, 
     pool = build / "compileiq" / "suite" / "trees"
     configured = [p.name for p in pool.iterdir() if (p / "CMakeCache.txt").is_file()]
     assert doc["scheduling"]["trees"]["configures"] == len(configured), (doc["scheduling"], configured)
-    assert all(t["status"] in ("tuned", "no gain") and t["trials"] >= 1 and t["device_seconds"] > 0
-               for t in doc["targets"]), doc["targets"]
+    assert all(
+        t["status"] in ("tuned", "no gain") and t["trials"] >= 1 and t["device_seconds"] > 0 for t in doc["targets"]
+    ), doc["targets"]
     assert "[host_kernels] " in text and "[host_other] " in text
     assert "the suite's baselines: 2 targets and their benchmarks built once" in text, text[-4000:]

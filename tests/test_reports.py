@@ -16,10 +16,41 @@ import pytest
 from conftest import run_cli
 
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
-KEYS = {"prior", "schema", "tool_version", "target", "language", "arch", "device", "compute_capability", "compiler",
-        "build_type", "source_dir", "build_dir", "date", "executor", "gpus", "replay", "settings", "metric",
-        "workloads", "baseline", "min_gain", "winner", "finalists", "confirmations", "ablation", "flag_effects",
-        "trials", "notes", "toml", "timings", "per_file", "events", "objective"}
+KEYS = {
+    "prior",
+    "schema",
+    "tool_version",
+    "target",
+    "language",
+    "arch",
+    "device",
+    "compute_capability",
+    "compiler",
+    "build_type",
+    "source_dir",
+    "build_dir",
+    "date",
+    "executor",
+    "gpus",
+    "replay",
+    "settings",
+    "metric",
+    "workloads",
+    "baseline",
+    "min_gain",
+    "winner",
+    "finalists",
+    "confirmations",
+    "ablation",
+    "flag_effects",
+    "trials",
+    "notes",
+    "toml",
+    "timings",
+    "per_file",
+    "events",
+    "objective",
+}
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +59,34 @@ def replayed(tmp_path_factory):
     root = tmp_path_factory.mktemp("replayed")
     (root / "src").mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(root / "src"), "-B", str(root / "build"),
-         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "20", "--workers", "2",
-         "--output", str(root / "compileiq.toml"), "--json-summary", str(root / "summary.json")],
-        cwd=root, capture_output=True, text=True, timeout=300, env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"})
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(root / "src"),
+            "-B",
+            str(root / "build"),
+            "--target",
+            "sample_small",
+            "--replay",
+            str(SAMPLE),
+            "--budget",
+            "20",
+            "--workers",
+            "2",
+            "--output",
+            str(root / "compileiq.toml"),
+            "--json-summary",
+            str(root / "summary.json"),
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "COMPILEIQ_SIMULATE_GPUS": "2"},
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     return root, proc.stdout
 
@@ -41,7 +96,9 @@ def test_summary_document(replayed):
     root, out = replayed
     doc = json.loads((root / "summary.json").read_text())
     assert set(doc) == KEYS and doc["schema"] == "compileiq-summary/1"
-    assert doc["target"] == "sample_small" and doc["arch"] == "90" and doc["replay"] is True and doc["gpus"] == ["0", "1"]
+    assert (
+        doc["target"] == "sample_small" and doc["arch"] == "90" and doc["replay"] is True and doc["gpus"] == ["0", "1"]
+    )
     assert len(doc["trials"]) == 20 and [t["index"] for t in doc["trials"]] == list(range(20))
     w = doc["winner"]
     assert w["flags"] and w["ci"][0] <= w["speedup"] <= w["ci"][1] and w["workloads"][0]["p_value"] < 0.05
@@ -67,7 +124,9 @@ def test_summary_document(replayed):
 def test_final_table_says_which_statistic_each_column_is(replayed):
     _, out = replayed
     assert "median wall time (s) per workload" in out
-    assert "speedup: geometric mean over the workloads of the project's own build's median divided by the trial's" in out
+    assert (
+        "speedup: geometric mean over the workloads of the project's own build's median divided by the trial's" in out
+    )
 
 
 @pytest.mark.cmake
@@ -123,8 +182,14 @@ def test_report_renders_in_headless_chromium(replayed, tmp_path):
     root, _ = replayed
     html = root / "build" / "compileiq" / "report.html"
     doc = json.loads((root / "summary.json").read_text())
-    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              f"--user-data-dir={tmp_path / 'profile'}"]
+    common = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
     dom = subprocess.run([*common, "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = dom.stdout
@@ -134,10 +199,15 @@ def test_report_renders_in_headless_chromium(replayed, tmp_path):
     for table in ("context", "finalists", "ablation", "effects", "resources", "invalid", "trials"):
         assert f'id="{table}"' in page, table
     shot = tmp_path / "shot.png"
-    run = subprocess.run([*common, f"--screenshot={shot}", "--window-size=1200,1600", html.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [*common, f"--screenshot={shot}", "--window-size=1200,1600", html.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     import matplotlib.image as mpimg  # a well-kept PNG reader (matplotlib is a dependency)
+
     pixels = mpimg.imread(shot)
     assert pixels.std() > 0.05, "the screenshot is blank"
     # the convergence plot's blue line and orange points drew colour (not only black text on white)
@@ -149,8 +219,13 @@ def test_report_renders_in_headless_chromium(replayed, tmp_path):
 @pytest.mark.unit
 def test_trials_json_into_a_closed_pipe_is_quiet(replayed):
     root, _ = replayed
-    proc = subprocess.run(f"{sys.executable} -m compileiq_cmake trials -B {root / 'build'} --json | head -c 100",
-                          shell=True, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        f"{sys.executable} -m compileiq_cmake trials -B {root / 'build'} --json | head -c 100",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
 
@@ -162,9 +237,18 @@ def _gate_toml(path: Path, build: Path, sources_sha256: str = "") -> None:
 
     from compileiq_cmake.results.toml_io import write_entry
 
-    entry = _host_entry(_gcc_version_major_minor(build), target="gate_bench", flags=("-O2",), build_type="Release",
-                        metric="time_ms=([0-9.]+)", workloads=("--n 3000000",), sources_sha256=sources_sha256,
-                         baseline=(100.0,), tuned=(30.0,), speedup=3.3)
+    entry = _host_entry(
+        _gcc_version_major_minor(build),
+        target="gate_bench",
+        flags=("-O2",),
+        build_type="Release",
+        metric="time_ms=([0-9.]+)",
+        workloads=("--n 3000000",),
+        sources_sha256=sources_sha256,
+        baseline=(100.0,),
+        tuned=(30.0,),
+        speedup=3.3,
+    )
     write_entry(path, entry)
 
 
@@ -191,12 +275,18 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
     assert r["passed"] and r["speedup"] > 1.2 and r["ci"][0] > 1.0, r  # about 1.9x here (-O2 against -O0)
     # the next revision: the loop's work is gone (a sleep dominates), so -O2 buys nothing any more
     main = src / "src" / "main.cpp"
-    main.write_text(main.read_text().replace(
-        "    for (long i = 0; i < n; ++i) s += (i % 7) * 0.5 + rep;  // REVISION: work",
-        "    s += rep;\n  { volatile long k = 0; while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(60)) ++k; }"))
+    main.write_text(
+        main.read_text().replace(
+            "    for (long i = 0; i < n; ++i) s += (i % 7) * 0.5 + rep;  // REVISION: work",
+            "    s += rep;\n  { volatile long k = 0; while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(60)) ++k; }",
+        )
+    )
     proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "5")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "FAIL: not significantly faster than the plain build" in proc.stdout or "FAIL: significantly slower" in proc.stdout
+    assert (
+        "FAIL: not significantly faster than the plain build" in proc.stdout
+        or "FAIL: significantly slower" in proc.stdout
+    )
     # the entry records no benchmark (a file of an older version) and no --bench is given: one line, exit 2
     proc = run_cli(*gate, "--remeasure", "--run-recorded")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
@@ -206,10 +296,15 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
     text = toml.read_text().replace('build_type = "Release"', 'build_type = "Debug"')
     toml.write_text(text)
     proc = run_cli(*gate)
-    assert proc.returncode == 0 and "does not apply: tuned for the Debug build type; this is a Release build" in proc.stdout, proc.stdout
+    assert (
+        proc.returncode == 0
+        and "does not apply: tuned for the Debug build type; this is a Release build" in proc.stdout
+    ), proc.stdout
     # bad input: one line, exit 2
-    for args, message in ((("check", "-S", str(src), "-B", str(tmp_path / "nowhere")), "is not a configured build tree"),
-                          (("check", str(tmp_path / "none.toml"), "-S", str(src), "-B", str(build)), "does not exist")):
+    for args, message in (
+        (("check", "-S", str(src), "-B", str(tmp_path / "nowhere")), "is not a configured build tree"),
+        (("check", str(tmp_path / "none.toml"), "-S", str(src), "-B", str(build)), "does not exist"),
+    ):
         proc = run_cli(*args)
         assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, (args, proc.stderr)
 
@@ -228,20 +323,49 @@ def test_check_gate_on_the_host_example(tmp_path):
     shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "host_cpp", src)
     build = tmp_path / "build"
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    write_entry(src / "compileiq.toml", _host_entry(_gcc_version_major_minor(build), flags=("-march=native", "-ffast-math"),
-                                                    build_type="Release", metric="time_ms=([0-9.eE+-]+)",
-                                                    workloads=("--n 768",), baseline=(3.2,), tuned=(0.3,), speedup=10.0,
-                                                    sources_sha256=""))
+    write_entry(
+        src / "compileiq.toml",
+        _host_entry(
+            _gcc_version_major_minor(build),
+            flags=("-march=native", "-ffast-math"),
+            build_type="Release",
+            metric="time_ms=([0-9.eE+-]+)",
+            workloads=("--n 768",),
+            baseline=(3.2,),
+            tuned=(0.3,),
+            speedup=10.0,
+            sources_sha256="",
+        ),
+    )
     # a 50% floor: the O0 revision leaves the flags a residue that depends on the CPU (seen 1.0137x here and
     # 1.096x on CI's machine: -ffast-math still inlines sqrtf at -O0), which a smaller floor counts as a pass;
     # the tuned flags are worth ~10x where they work
-    gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--bench", "host_kernels", "--pass-regex", "PASS",
-            "--rounds", "5", "--min-gain", "0.5", "--json")
+    gate = (
+        "check",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--remeasure",
+        "--bench",
+        "host_kernels",
+        "--pass-regex",
+        "PASS",
+        "--rounds",
+        "5",
+        "--min-gain",
+        "0.5",
+        "--json",
+    )
     proc = run_cli(*gate)
     doc = json.loads(proc.stdout)
-    assert proc.returncode == 0 and doc["passed"] and doc["entries"][0]["remeasure"]["speedup"] > 1.5, proc.stdout + proc.stderr
+    assert proc.returncode == 0 and doc["passed"] and doc["entries"][0]["remeasure"]["speedup"] > 1.5, (
+        proc.stdout + proc.stderr
+    )
     main = src / "src" / "main.cpp"
-    main.write_text('#pragma GCC optimize("O0")  // the next revision: this file is built unoptimized\n' + main.read_text())
+    main.write_text(
+        '#pragma GCC optimize("O0")  // the next revision: this file is built unoptimized\n' + main.read_text()
+    )
     proc = run_cli(*gate)
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and not doc["passed"], proc.stdout + proc.stderr
@@ -271,11 +395,17 @@ def test_the_report_shows_where_the_kernel_time_goes(replayed, tmp_path):
 
     root, _ = replayed
     doc = json.loads((root / "summary.json").read_text())
-    doc["per_file"] = {"start": ["--use_fast_math"], "unmapped_share": 0.02, "proposals": 8,
-                       "files": [{"path": "src/stream.cu", "share": 0.43, "kernels": ["a", "b"], "tuned": True},
-                                 {"path": "src/reduce.cu", "share": 0.08, "kernels": ["c"], "tuned": False}]}
+    doc["per_file"] = {
+        "start": ["--use_fast_math"],
+        "unmapped_share": 0.02,
+        "proposals": 8,
+        "files": [
+            {"path": "src/stream.cu", "share": 0.43, "kernels": ["a", "b"], "tuned": True},
+            {"path": "src/reduce.cu", "share": 0.08, "kernels": ["c"], "tuned": False},
+        ],
+    }
     html = render(doc)
-    assert 'id="per-file"' in html and "src/stream.cu</code></td><td class=\"num\">43.0%" in html
+    assert 'id="per-file"' in html and 'src/stream.cu</code></td><td class="num">43.0%' in html
     assert "tuned separately" in html and "2.0% in kernels of no file of the target" in html
     assert 'id="per-file"' not in render({**doc, "per_file": None})
 
@@ -288,31 +418,70 @@ def test_two_tunes_of_one_target_get_a_report_each_and_o_names_the_single_one(re
     build = tmp_path / "build"
     shutil.copytree(root / "build", build)
     proc = subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(root / "src"), "-B", str(build),
-         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "8", "--workers", "2", "--repeats", "4",
-         "--output", str(tmp_path / "second.toml")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(root / "src"),
+            "-B",
+            str(build),
+            "--target",
+            "sample_small",
+            "--replay",
+            str(SAMPLE),
+            "--budget",
+            "8",
+            "--workers",
+            "2",
+            "--repeats",
+            "4",
+            "--output",
+            str(tmp_path / "second.toml"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     docs = json.loads(run_cli("report", "-B", str(build), "--json").stdout)
     assert len(docs) == 2 and {d["target"] for d in docs} == {"sample_small"} and {d["arch"] for d in docs} == {"90"}
     mine = tmp_path / "out" / "my.html"
     proc = run_cli("report", "-B", str(build), "-o", str(mine))
     assert proc.returncode == 0, proc.stderr
-    assert "2 tunes stored" in proc.stdout and "one report per tune, named <name>-<target>-<sm_ARCH or compiler>" in proc.stdout
-    written = [Path(line.split("report: ", 1)[1]) for line in proc.stdout.splitlines()
-               if line.startswith("compileiq: report: /")]
+    assert (
+        "2 tunes stored" in proc.stdout
+        and "one report per tune, named <name>-<target>-<sm_ARCH or compiler>" in proc.stdout
+    )
+    written = [
+        Path(line.split("report: ", 1)[1])
+        for line in proc.stdout.splitlines()
+        if line.startswith("compileiq: report: /")
+    ]
     assert len(written) == 2 and len(set(written)) == 2, proc.stdout
     assert all(p.parent == mine.parent and p.name.startswith("my-sample_small-sm_90-") and p.is_file() for p in written)
-    assert sorted(p.name for p in mine.parent.iterdir()) == sorted(p.name for p in written)  # nothing else, nothing lost
+    assert sorted(p.name for p in mine.parent.iterdir()) == sorted(
+        p.name for p in written
+    )  # nothing else, nothing lost
     texts = [p.read_text() for p in written]
-    assert sorted(("3..9 runs per workload" in x, "4..9 runs per workload" in x) for x in texts) == [(False, True), (True, False)]  # each its own tune
+    assert sorted(("3..9 runs per workload" in x, "4..9 runs per workload" in x) for x in texts) == [
+        (False, True),
+        (True, False),
+    ]  # each its own tune
     # the same command again names the same files (no numbering drift), and a tree of one tune writes -o itself
     again = run_cli("report", "-B", str(build), "-o", str(mine))
-    assert [Path(line.split("report: ", 1)[1]) for line in again.stdout.splitlines()
-            if line.startswith("compileiq: report: /")] == written
+    assert [
+        Path(line.split("report: ", 1)[1])
+        for line in again.stdout.splitlines()
+        if line.startswith("compileiq: report: /")
+    ] == written
     single = tmp_path / "single.html"
     proc = run_cli("report", "-B", str(root / "build"), "-o", str(single))
-    assert proc.returncode == 0 and proc.stdout.strip() == f"compileiq: report: {single}" and single.is_file(), proc.stdout
+    assert proc.returncode == 0 and proc.stdout.strip() == f"compileiq: report: {single}" and single.is_file(), (
+        proc.stdout
+    )
 
 
 @pytest.mark.unit
@@ -326,10 +495,26 @@ def test_report_names_tell_apart_tunes_that_share_everything():
 
     out = Path("/r/report.html")
     assert report_paths([doc("a", "90")], out) == [out]
-    names = [p.name for p in report_paths([doc("a", "90"), doc("a", "90"), doc("a", "80"), doc("b", None, "GNU 12.2.0"),
-                                           doc("a", "90", build_type="Debug")], out)]
-    assert names == ["report-a-sm_90-Release.html", "report-a-sm_90-Release-2.html", "report-a-sm_80.html",
-                     "report-b-GNU.html", "report-a-sm_90-Debug.html"]
+    names = [
+        p.name
+        for p in report_paths(
+            [
+                doc("a", "90"),
+                doc("a", "90"),
+                doc("a", "80"),
+                doc("b", None, "GNU 12.2.0"),
+                doc("a", "90", build_type="Debug"),
+            ],
+            out,
+        )
+    ]
+    assert names == [
+        "report-a-sm_90-Release.html",
+        "report-a-sm_90-Release-2.html",
+        "report-a-sm_80.html",
+        "report-b-GNU.html",
+        "report-a-sm_90-Debug.html",
+    ]
     names = [p.name for p in report_paths([doc("a", "90"), doc("a", "90", date="2026-12-01T08:00:00+00:00")], out)]
     assert names == ["report-a-sm_90-2026-12-01T070000Z.html", "report-a-sm_90-2026-12-01T080000Z.html"]
 
@@ -342,9 +527,16 @@ def test_a_contribution_with_an_open_interval_does_not_break_the_report(replayed
 
     root, _ = replayed
     doc = json.loads((root / "summary.json").read_text())
-    doc["ablation"] = list(doc["ablation"]) + [{"dimension": "use_fast_math", "flags": ["--use_fast_math"],
-                                                "speedup": 2.7, "ci": [0.0, None], "kept": True,
-                                                "reason": "not decided within the time limit; kept"}]
+    doc["ablation"] = list(doc["ablation"]) + [
+        {
+            "dimension": "use_fast_math",
+            "flags": ["--use_fast_math"],
+            "speedup": 2.7,
+            "ci": [0.0, None],
+            "kept": True,
+            "reason": "not decided within the time limit; kept",
+        }
+    ]
     out = tmp_path / "r.html"
     assert write_report(out, doc) == "" and out.is_file()
 
@@ -357,14 +549,42 @@ def test_the_report_shows_the_priors_predictions_next_to_what_the_tune_measured(
     root, _ = replayed
     doc = json.loads((root / "summary.json").read_text())
     assert doc["prior"] is None and 'id="empty-prior"' in render(doc)
-    doc["prior"] = {"source": "prior (33 observations of nvcc flags)", "first": [["--use_fast_math"]],
-                    "values": [{"dimension": "use_fast_math", "value": "--use_fast_math", "known": True,
-                                "predicted": 0.3, "sd": 0.05, "p_invalid": 0.1, "measured": 0.25,
-                                "measured_invalid": False},
-                               {"dimension": "fmad", "value": "--fmad=false", "known": True, "predicted": -0.05,
-                                "sd": 0.02, "p_invalid": 0.0, "measured": None, "measured_invalid": True},
-                               {"dimension": "restrict", "value": "--restrict", "known": False, "predicted": 0.0,
-                                "sd": 0.05, "p_invalid": 0.1, "measured": None, "measured_invalid": False}]}
+    doc["prior"] = {
+        "source": "prior (33 observations of nvcc flags)",
+        "first": [["--use_fast_math"]],
+        "values": [
+            {
+                "dimension": "use_fast_math",
+                "value": "--use_fast_math",
+                "known": True,
+                "predicted": 0.3,
+                "sd": 0.05,
+                "p_invalid": 0.1,
+                "measured": 0.25,
+                "measured_invalid": False,
+            },
+            {
+                "dimension": "fmad",
+                "value": "--fmad=false",
+                "known": True,
+                "predicted": -0.05,
+                "sd": 0.02,
+                "p_invalid": 0.0,
+                "measured": None,
+                "measured_invalid": True,
+            },
+            {
+                "dimension": "restrict",
+                "value": "--restrict",
+                "known": False,
+                "predicted": 0.0,
+                "sd": 0.05,
+                "p_invalid": 0.1,
+                "measured": None,
+                "measured_invalid": False,
+            },
+        ],
+    }
     html = render(doc)
     assert 'id="prior"' in html and "prior (33 observations of nvcc flags)" in html
     assert "+30.0% &plusmn; 5.0%" in html and "+25.0%" in html and ">invalid<" in html
@@ -383,15 +603,25 @@ def test_the_suite_report_renders_in_headless_chromium(tmp_path, monkeypatch):
     landscapes = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes"
     (tmp_path / "src").mkdir()
     suite = tmp_path / "suite.toml"
-    suite.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\njson_summary = "suite.json"\n'
-                     + "".join(f'\n[[target]]\nname = "{n}"\nreplay = "{landscapes / f}"\nbudget = 5\n'
-                               for n, f in (("bs", "blackscholes.json"), ("small", "sample_small.json"))))
+    suite.write_text(
+        '[suite]\nsource_dir = "src"\nbuild_dir = "build"\njson_summary = "suite.json"\n'
+        + "".join(
+            f'\n[[target]]\nname = "{n}"\nreplay = "{landscapes / f}"\nbudget = 5\n'
+            for n, f in (("bs", "blackscholes.json"), ("small", "sample_small.json"))
+        )
+    )
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
     proc = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "2", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     html = tmp_path / "build" / "compileiq" / "suite-report.html"
-    common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-              f"--user-data-dir={tmp_path / 'profile'}"]
+    common = [
+        browser,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
     dom = subprocess.run([*common, "--dump-dom", html.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = dom.stdout
@@ -399,8 +629,12 @@ def test_the_suite_report_renders_in_headless_chromium(tmp_path, monkeypatch):
     assert "<code>bs</code>" in page and "<code>small</code>" in page and "gpu:0" in page and "gpu:1" in page
     assert "2 targets at a time" in page
     shot = tmp_path / "shot.png"
-    run = subprocess.run([*common, f"--screenshot={shot}", "--window-size=1100,900", html.as_uri()],
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [*common, f"--screenshot={shot}", "--window-size=1100,900", html.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.returncode == 0 and shot.is_file(), run.stderr[-2000:]
     import matplotlib.image as mpimg
 

@@ -12,11 +12,25 @@ from compileiq_cmake.results.toml_io import read_entries, write_entry
 
 def make_entry(**kw) -> FlagsEntry:
     base = dict(
-        target="nbody", language="CUDA", arch="90", compiler_id="NVIDIA", compiler_version="13.0.88",
-        flags=("--use_fast_math", "-Xptxas=-O1"), build_type="Release", device="NVIDIA H200 (132 SMs)",
-        compute_capability="9.0", metric="time_ms=([0-9.]+)", lower_is_better=True,
-        workloads=("--n 16384", "--n 32768"), baseline=(2.0, 8.0), tuned=(1.5, 6.0), speedup=1.3333,
-        trials=30, date="2026-11-29T18:00:00+00:00", tool_version="0.1.0", sources_sha256="ab" * 32,
+        target="nbody",
+        language="CUDA",
+        arch="90",
+        compiler_id="NVIDIA",
+        compiler_version="13.0.88",
+        flags=("--use_fast_math", "-Xptxas=-O1"),
+        build_type="Release",
+        device="NVIDIA H200 (132 SMs)",
+        compute_capability="9.0",
+        metric="time_ms=([0-9.]+)",
+        lower_is_better=True,
+        workloads=("--n 16384", "--n 32768"),
+        baseline=(2.0, 8.0),
+        tuned=(1.5, 6.0),
+        speedup=1.3333,
+        trials=30,
+        date="2026-11-29T18:00:00+00:00",
+        tool_version="0.1.0",
+        sources_sha256="ab" * 32,
     )
     base.update(kw)
     return FlagsEntry(**base)
@@ -28,8 +42,15 @@ def test_round_trip_and_merge(tmp_path):
     first = make_entry()
     write_entry(path, first)
     assert read_entries(path) == [first]
-    host = make_entry(target="host_kernels", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0",
-                      flags=("-O3", "-march=native"), compute_capability="")
+    host = make_entry(
+        target="host_kernels",
+        language="CXX",
+        arch="",
+        compiler_id="GNU",
+        compiler_version="12.2.0",
+        flags=("-O3", "-march=native"),
+        compute_capability="",
+    )
     write_entry(path, host)
     newer = replace(first, flags=("--restrict",), speedup=1.05)
     write_entry(path, newer)
@@ -40,26 +61,30 @@ def test_round_trip_and_merge(tmp_path):
 @pytest.mark.unit
 def test_control_characters_survive(tmp_path):
     path = tmp_path / "c.toml"
-    entry = make_entry(device="GPU \x1b[1m\"quoted\"\ttab", metric="t=([0-9]+)\\s")
+    entry = make_entry(device='GPU \x1b[1m"quoted"\ttab', metric="t=([0-9]+)\\s")
     write_entry(path, entry)
     assert read_entries(path)[0].device == entry.device
     assert tomllib.loads(path.read_text())["entry"][0]["metric"] == "t=([0-9]+)\\s"
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("field,value,message", [
-    ("flags", ['--use_fast_math")\nexecute_process(COMMAND rm -rf /)\n#'], "refusing flag"),
-    ("flags", ["${EVIL}"], "refusing flag"),
-    ("flags", ["-Xptxas=-O9"], "not a known nvcc flag"),
-    ("target", 'nbody")', "refusing target"),
-    ("arch", "90;sm_70", "refusing arch"),
-    ("build_type", "Release>,$<1:-evil", "refusing build_type"),
-])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("flags", ['--use_fast_math")\nexecute_process(COMMAND rm -rf /)\n#'], "refusing flag"),
+        ("flags", ["${EVIL}"], "refusing flag"),
+        ("flags", ["-Xptxas=-O9"], "not a known nvcc flag"),
+        ("target", 'nbody")', "refusing target"),
+        ("arch", "90;sm_70", "refusing arch"),
+        ("build_type", "Release>,$<1:-evil", "refusing build_type"),
+    ],
+)
 def test_hostile_toml_is_refused(tmp_path, field, value, message):
     path = tmp_path / "compileiq.toml"
     write_entry(path, make_entry())
     text = path.read_text()
     import tomli_w
+
     data = tomllib.loads(text)
     data["entry"][0][field] = value
     path.write_text(tomli_w.dumps(data))
@@ -81,10 +106,12 @@ def test_malformed_toml_is_one_clear_error(tmp_path):
 @pytest.mark.unit
 def test_cmake_entries_quote_everything_and_skip_replays():
     text = cmake_entries([make_entry(), make_entry(target="other", replay=True)])
-    assert ('_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 '
-            'COMPILER_VERSION_FULL "13.0.88" SOURCES_SHA256 "' + "ab" * 32 + '" DATE "2026-11-29T18:00:00+00:00" '
-            'CONFIG "Release" FLAGS "--use_fast_math" "-Xptxas=-O1")') in text
-    assert "_compileiq_entry(TARGET \"other\"" not in text and "replay" in text
+    assert (
+        '_compileiq_entry(TARGET "nbody" LANGUAGE CUDA ARCH "90" COMPILER_ID NVIDIA COMPILER_VERSION 13.0 '
+        'COMPILER_VERSION_FULL "13.0.88" SOURCES_SHA256 "' + "ab" * 32 + '" DATE "2026-11-29T18:00:00+00:00" '
+        'CONFIG "Release" FLAGS "--use_fast_math" "-Xptxas=-O1")'
+    ) in text
+    assert '_compileiq_entry(TARGET "other"' not in text and "replay" in text
 
 
 @pytest.mark.unit
@@ -121,6 +148,7 @@ def test_apply_controls_file_is_copied_beside_the_toml_with_its_sha256_and_check
     bad = toml.read_text().replace(digest, "0" * 64, 1)
     toml.write_text(bad)
     from compileiq_cmake.model.errors import CompileIQError
+
     with pytest.raises(CompileIQError, match="acf_sha256"):
         read_entries(toml)
 
@@ -135,12 +163,14 @@ def test_per_source_part_round_trips_and_bad_parts_are_refused(tmp_path):
     write_entry(toml, make_entry(sources=parts))
     (e,) = read_entries(toml)
     assert e.sources == parts
-    for bad, message in (({"path": "../x.cu", "flags": ["-maxrregcount=64"]}, "without '..'"),
-                         ({"path": "/abs/x.cu", "flags": ["-maxrregcount=64"]}, "relative to the source directory"),
-                         ({"path": "a b.cu", "flags": ["-maxrregcount=64"]}, "refusing source path"),
-                         ({"path": "a.cu", "flags": []}, "non-empty list"),
-                         ({"path": "a.cu", "flags": ["-maxrregcount=64"], "why": 1}, "sources\\[0\\] has unknown key 'why'"),
-                         ({"path": "a.cu", "flags": ["--no-such-flag"]}, "source 'a.cu'")):
+    for bad, message in (
+        ({"path": "../x.cu", "flags": ["-maxrregcount=64"]}, "without '..'"),
+        ({"path": "/abs/x.cu", "flags": ["-maxrregcount=64"]}, "relative to the source directory"),
+        ({"path": "a b.cu", "flags": ["-maxrregcount=64"]}, "refusing source path"),
+        ({"path": "a.cu", "flags": []}, "non-empty list"),
+        ({"path": "a.cu", "flags": ["-maxrregcount=64"], "why": 1}, "sources\\[0\\] has unknown key 'why'"),
+        ({"path": "a.cu", "flags": ["--no-such-flag"]}, "source 'a.cu'"),
+    ):
         text = toml.read_text()
         doc = tomllib.loads(text)
         doc["entry"][0]["sources"] = [bad]

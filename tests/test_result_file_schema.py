@@ -63,7 +63,10 @@ BAD = [
     (_set("speedup_ci", [1.0]), ["speedup_ci must be an array of 2 values"]),
     (_set("workload_ci", [[1.0, "a"]]), ["workload_ci[0][1] must be a number at least 0"]),
     (_set("contributions", ["fast"]), ["contributions[0] must be a table"]),
-    (_contribution(why="because"), ["contributions[0] has unknown key 'why'", "(known: flags, speedup, ci, kept, reason)"]),
+    (
+        _contribution(why="because"),
+        ["contributions[0] has unknown key 'why'", "(known: flags, speedup, ci, kept, reason)"],
+    ),
     (_contribution(speedup="big"), ["contributions[0]: speedup must be a finite number above 0, not 'big'"]),
     (lambda d: d["entry"][0]["contributions"][0].pop("kept"), ["contributions[0] lacks kept"]),
     (lambda d: d.update(schema_version=True), ["schema_version must be 1", "it is True"]),
@@ -131,8 +134,14 @@ def test_a_typo_is_named_as_an_unknown_key_with_the_key_it_resembles(tmp_path):
 @pytest.mark.cmake
 def test_a_valid_file_with_every_kind_of_field_round_trips_and_shows(tmp_path):
     path = tmp_path / "compileiq.toml"
-    entry = make_entry(contributions=(CONTRIBUTION,), speedup_ci=(1.1, float("inf")), p_values=(0.0, 1.0),
-                       workload_speedups=(1.2, 1.3), workload_ci=((1.0, 1.4), (1.1, 1.5)), trials=1)
+    entry = make_entry(
+        contributions=(CONTRIBUTION,),
+        speedup_ci=(1.1, float("inf")),
+        p_values=(0.0, 1.0),
+        workload_speedups=(1.2, 1.3),
+        workload_ci=((1.0, 1.4), (1.1, 1.5)),
+        trials=1,
+    )
     write_entry(path, entry)
     assert read_entries(path) == [entry]
     proc = run_cli("show", str(path))
@@ -152,11 +161,14 @@ def _deep(depth: int) -> str:
 
 
 @pytest.mark.cmake
-@pytest.mark.parametrize("text", [
-    f"schema_version = 1\nx = {_deep(500)}\n",
-    "schema_version = 1\n[[entry]]\nflags = " + _deep(500) + "\n",
-    "schema_version = 1\nx = " + "{a = " * 500 + "1" + "}" * 500 + "\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"schema_version = 1\nx = {_deep(500)}\n",
+        "schema_version = 1\n[[entry]]\nflags = " + _deep(500) + "\n",
+        "schema_version = 1\nx = " + "{a = " * 500 + "1" + "}" * 500 + "\n",
+    ],
+)
 def test_deeply_nested_arrays_are_one_line_not_a_recursion_traceback(tmp_path, text):
     path = tmp_path / "compileiq.toml"
     path.write_text(text)
@@ -176,7 +188,9 @@ def test_configure_with_a_deeply_nested_file_fails_with_one_line(tmp_path):
     proc = configure(src, tmp_path / "build", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={cmake_dir()}")
     text = proc.stdout + proc.stderr
     assert proc.returncode != 0, text
-    assert "nests arrays or tables too deeply" in text and "Traceback" not in text and "RecursionError" not in text, text
+    assert "nests arrays or tables too deeply" in text and "Traceback" not in text and "RecursionError" not in text, (
+        text
+    )
     assert not (tmp_path / "build" / "compileiq" / "entries.cmake").exists()
 
 

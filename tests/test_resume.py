@@ -27,12 +27,37 @@ def _count(db) -> int:
 def test_killed_tune_resumes_without_repeating_or_losing_trials(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    args = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(host_example), "-B", str(build),
-            "--target", "host_kernels", "--bench", "host_kernels --n 512", "--metric", "time_ms=([0-9.eE+-]+)",
-            "--pass-regex", "PASS", "--budget", "8", "--seed", "5"]
+    args = [
+        sys.executable,
+        "-m",
+        "compileiq_cmake",
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 512",
+        "--metric",
+        "time_ms=([0-9.eE+-]+)",
+        "--pass-regex",
+        "PASS",
+        "--budget",
+        "8",
+        "--seed",
+        "5",
+    ]
     db = build / "compileiq" / "trials.sqlite"
-    proc = subprocess.Popen(args, cwd=tempfile.gettempdir(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        args,
+        cwd=tempfile.gettempdir(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.time() + 300
     while _count(db) < 3 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)

@@ -32,21 +32,47 @@ class FakeProject:
 
     def __init__(self, tree: str = "/build/compileiq/worker-0") -> None:
         self.tree = tree
-        self.files = {"/src/a.cu": "a1", "/src/b.cu": "b1", "/src/main.cpp": "m1", "/src/a.h": "ah1",
-                      "/src/common.h": "c1"}
-        self.includes = {"/src/a.cu": ["/src/a.h", "/src/common.h"], "/src/b.cu": ["/src/common.h"],
-                         "/src/main.cpp": ["/src/common.h"]}
+        self.files = {
+            "/src/a.cu": "a1",
+            "/src/b.cu": "b1",
+            "/src/main.cpp": "m1",
+            "/src/a.h": "ah1",
+            "/src/common.h": "c1",
+        }
+        self.includes = {
+            "/src/a.cu": ["/src/a.h", "/src/common.h"],
+            "/src/b.cu": ["/src/common.h"],
+            "/src/main.cpp": ["/src/common.h"],
+        }
         self.kernels = {"/src/a.cu": ["_Z5k_divPf"], "/src/b.cu": ["_Z5k_mulPf"], "/src/main.cpp": []}
         self.compiled: list[tuple[str, tuple[str, ...]]] = []
         self.lock = threading.Lock()
         self.delay = 0.0
 
     def entries(self) -> list[dict]:
-        return [{"directory": self.tree, "file": f,
-                 "arguments": ["/usr/bin/nvcc", f"-I{self.tree}/generated", "-O3", "-x", "cu", "-MD", "-MT",
-                               f"CMakeFiles/app.dir{f}.o", "-MF", f"CMakeFiles/app.dir{f}.o.d", "-c", f, "-o",
-                               f"CMakeFiles/app.dir{f}.o"]}
-                for f in ("/src/main.cpp", "/src/a.cu", "/src/b.cu")]
+        return [
+            {
+                "directory": self.tree,
+                "file": f,
+                "arguments": [
+                    "/usr/bin/nvcc",
+                    f"-I{self.tree}/generated",
+                    "-O3",
+                    "-x",
+                    "cu",
+                    "-MD",
+                    "-MT",
+                    f"CMakeFiles/app.dir{f}.o",
+                    "-MF",
+                    f"CMakeFiles/app.dir{f}.o.d",
+                    "-c",
+                    f,
+                    "-o",
+                    f"CMakeFiles/app.dir{f}.o",
+                ],
+            }
+            for f in ("/src/main.cpp", "/src/a.cu", "/src/b.cu")
+        ]
 
     def _code(self, kernel: str, flags: tuple[str, ...]) -> str:
         flag = flags[0] if flags else ""
@@ -64,9 +90,18 @@ class FakeProject:
             self.compiled.append((entry["file"], flags))
         if flags == ("-Xptxas=-dscm=cs",):
             return Outcome(None, "error: unsupported cache operator")
-        return Outcome(DeviceFingerprint.of([
-            KernelFingerprint(name=f"sm_90:{k}", sass_sha256=hashlib.sha256(self._code(k, flags).encode()).hexdigest(),
-                              registers=16 + len(flags)) for k in self.kernels[entry["file"]]]))
+        return Outcome(
+            DeviceFingerprint.of(
+                [
+                    KernelFingerprint(
+                        name=f"sm_90:{k}",
+                        sass_sha256=hashlib.sha256(self._code(k, flags).encode()).hexdigest(),
+                        registers=16 + len(flags),
+                    )
+                    for k in self.kernels[entry["file"]]
+                ]
+            )
+        )
 
     def inputs(self, entry: dict) -> str:
         f = entry["file"]
@@ -127,8 +162,13 @@ def test_a_second_screening_compiles_nothing_and_a_header_edit_recompiles_exactl
     assert _screen(project, cache).compiles == 3 + 2 * N_VALUES
     # a different compiler version is a different key
     project.compiled.clear()
-    other = screen(SPACE, project.entries(), "90", cache=cache,
-                   tools=ScreenTools(project.compile, project.inputs, version="13.1.0"))
+    other = screen(
+        SPACE,
+        project.entries(),
+        "90",
+        cache=cache,
+        tools=ScreenTools(project.compile, project.inputs, version="13.1.0"),
+    )
     assert other.compiles == 3 + 2 * N_VALUES
 
 
@@ -138,7 +178,9 @@ def test_the_cache_key_ignores_the_tree_and_output_paths_but_not_the_flags(tmp_p
     other_tree = FakeProject("/elsewhere/other-build/compileiq/worker-3")
     assert _screen(other_tree, cache).compiles == 0  # same code, another tree (its -I, -o, -MF paths differ)
     key = lambda cmd: outcome_key(cmd, "/t", "13.0.88", "x")
-    assert key(["nvcc", "-I/t/gen", "-O3", "k.cu"]) == outcome_key(["nvcc", "-I/u/gen", "-O3", "k.cu"], "/u", "13.0.88", "x")
+    assert key(["nvcc", "-I/t/gen", "-O3", "k.cu"]) == outcome_key(
+        ["nvcc", "-I/u/gen", "-O3", "k.cu"], "/u", "13.0.88", "x"
+    )
     assert key(["nvcc", "-O3", "k.cu"]) != key(["nvcc", "-O2", "k.cu"])
     assert key(["nvcc", "-O3", "k.cu"]) != outcome_key(["nvcc", "-O3", "k.cu"], "/t", "13.0.88", "y")
 
@@ -162,8 +204,10 @@ def test_the_time_share_cut_leaves_values_unscreened_and_says_so(tmp_path: Path)
     assert all(r.kept and r.reason == NOT_SCREENED and not r.screened for r in none.rows)
     assert none.space.size == SPACE.size  # every value is searched
     [line] = [n for n in none.notes if "time share" in n]
-    assert line == (f"note: static screening stopped at its time share (0.0 s, 10% of --time-limit 0 s): "
-                    f"{N_VALUES} flag values not screened are searched unscreened")
+    assert line == (
+        f"note: static screening stopped at its time share (0.0 s, 10% of --time-limit 0 s): "
+        f"{N_VALUES} flag values not screened are searched unscreened"
+    )
     # a cut half-way: b.cu (hot) done, a.cu (cold) not; values that changed b.cu are kept on that evidence
     cache = ScreenCache.in_dir(tmp_path / "cache")
     project.delay = 0.05
@@ -197,8 +241,10 @@ for i in range(150):
 def test_the_cache_survives_two_concurrent_writers(tmp_path: Path):
     path = tmp_path / "cache" / "screen.sqlite"
     ScreenCache(path)
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name], stderr=subprocess.PIPE, text=True)
-             for name in ("one", "two")]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name], stderr=subprocess.PIPE, text=True)
+        for name in ("one", "two")
+    ]
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err
@@ -222,6 +268,7 @@ def test_the_user_cache_directory(monkeypatch, tmp_path: Path):
     # an unreadable record (another version's) is not an answer: compiled again
     cache = ScreenCache(tmp_path / "c.sqlite")
     import sqlite3
+
     with sqlite3.connect(cache.path) as db:
         db.execute("INSERT INTO outcome VALUES ('k', '{\"kernels\": [[1]]}')")
     assert cache.get_many(["k"]) == {}
@@ -235,8 +282,10 @@ def test_a_unit_whose_includes_cannot_be_listed_is_compiled_every_time_and_said(
     first = screen(SPACE, project.entries(), "90", cache=cache, tools=tools)
     second = screen(SPACE, project.entries(), "90", cache=cache, tools=tools)
     assert first.compiles == 3 + 2 * N_VALUES and second.compiles == 1 + N_VALUES  # b.cu's, never stored
-    assert ("note: the screening cache leaves out 1 file whose includes could not be listed (the compiler's -M "
-            "scan failed): b.cu") in second.notes
+    assert (
+        "note: the screening cache leaves out 1 file whose includes could not be listed (the compiler's -M "
+        "scan failed): b.cu"
+    ) in second.notes
 
 
 def test_a_units_dependency_scan_is_remembered_until_one_of_its_files_changes(tmp_path: Path):

@@ -108,8 +108,12 @@ def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bo
     below, is off here so that every multi-flag proposal of the single-flag phase is a draw.)"""
     from compileiq_cmake.search.search import BIG_MAX
 
-    space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
-                                                     "vect_cost_model", "ipa_pta"))
+    space = load_space(
+        "gcc",
+        "GNU",
+        "12.2",
+        include=("fast_math", "unroll_loops", "march_native", "opt_level", "vect_cost_model", "ipa_pta"),
+    )
     singles = sum(len(d.values) - 1 for d in space.dimensions)
     checked = 0
     for seed in range(10):
@@ -119,11 +123,11 @@ def test_a_big_mover_is_kept_while_the_other_dimensions_are_drawn_at_random_a_bo
             if at > singles - 3:
                 continue  # fast math came last among the singles: nothing left to interrupt
             draws = [fs for fs in sequence if "-ffast-math" in fs.flags and len(fs.choices) >= 2]
-            early = [fs for fs in sequence[at + 1:at + 3] if len(fs.choices) >= 2]
+            early = [fs for fs in sequence[at + 1 : at + 3] if len(fs.choices) >= 2]
             if interrupted:
                 checked += 1
-                assert early and "-ffast-math" in early[0].flags, [fs.flags for fs in sequence[:at + 3]]
-                assert len([fs for fs in sequence[:singles + BIG_MAX] if len(fs.choices) >= 2]) <= BIG_MAX
+                assert early and "-ffast-math" in early[0].flags, [fs.flags for fs in sequence[: at + 3]]
+                assert len([fs for fs in sequence[: singles + BIG_MAX] if len(fs.choices) >= 2]) <= BIG_MAX
             else:
                 assert not early and all(len(fs.choices) == 1 for fs in sequence[:singles])
             assert draws
@@ -137,21 +141,25 @@ def test_after_a_big_mover_the_remaining_singles_are_measured_on_top_of_it():
     the big-mover rule still come every 2nd proposal."""
     from compileiq_cmake.search.search import BIG_MAX
 
-    space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
-                                                     "vect_cost_model", "ipa_pta"))
+    space = load_space(
+        "gcc",
+        "GNU",
+        "12.2",
+        include=("fast_math", "unroll_loops", "march_native", "opt_level", "vect_cost_model", "ipa_pta"),
+    )
     singles = sum(len(d.values) - 1 for d in space.dimensions)
     pivoted = 0
     for seed in range(10):
         sequence = _big_mover_run(space, seed)
         at = next(i for i, fs in enumerate(sequence) if fs.flags == ("-ffast-math",))
         assert all(len(fs.choices) == 1 for fs in sequence[:at]), "alone until the big mover is measured"
-        after = sequence[at + 1:singles + BIG_MAX]
+        after = sequence[at + 1 : singles + BIG_MAX]
         on_top = [fs for fs in after if "-ffast-math" in fs.flags and len(fs.choices) == 2]
         alone = [fs for fs in after if "-ffast-math" not in fs.flags]
         assert not alone, [fs.flags for fs in alone]
         pivoted += len(on_top)
         plain = _big_mover_run(space, seed, pivot=False)
-        assert [fs.flags for fs in plain[:at + 1]] == [fs.flags for fs in sequence[:at + 1]]
+        assert [fs.flags for fs in plain[: at + 1]] == [fs.flags for fs in sequence[: at + 1]]
     assert pivoted >= 10
 
 
@@ -159,8 +167,12 @@ def test_after_a_big_mover_the_remaining_singles_are_measured_on_top_of_it():
 def test_values_that_relax_numerics_are_measured_first():
     """numerics_first (default): the single-flag phase starts with the catalogue's relaxes_numerics values
     (gcc: -ffast-math), in a seeded order within each part; numerics_first=False keeps one seeded order."""
-    space = load_space("gcc", "GNU", "12.2", include=("fast_math", "unroll_loops", "march_native", "opt_level",
-                                                     "vect_cost_model", "ipa_pta"))
+    space = load_space(
+        "gcc",
+        "GNU",
+        "12.2",
+        include=("fast_math", "unroll_loops", "march_native", "opt_level", "vect_cost_model", "ipa_pta"),
+    )
     assert [d.name for d in space.dimensions if d.relaxes_numerics] == ["fast_math"]
     positions = {True: [], False: []}
     for seed in range(12):

@@ -86,9 +86,28 @@ def test_replay_tune_cli_labels_and_writes_a_replay_entry(tmp_path):
     src.mkdir()
     out = tmp_path / "compileiq.toml"
     proc = subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(tmp_path / "build"),
-         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "25", "--output", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(src),
+            "-B",
+            str(tmp_path / "build"),
+            "--target",
+            "sample_small",
+            "--replay",
+            str(SAMPLE),
+            "--budget",
+            "25",
+            "--output",
+            str(out),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     text = proc.stdout + proc.stderr
@@ -108,8 +127,24 @@ def test_a_rerun_restores_validation_and_ablation_instead_of_measuring_again(tmp
     src = tmp_path / "src"
     src.mkdir()
     out = tmp_path / "compileiq.toml"
-    args = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(tmp_path / "build"),
-            "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "25", "--output", str(out)]
+    args = [
+        sys.executable,
+        "-m",
+        "compileiq_cmake",
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(tmp_path / "build"),
+        "--target",
+        "sample_small",
+        "--replay",
+        str(SAMPLE),
+        "--budget",
+        "25",
+        "--output",
+        str(out),
+    ]
     first = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     assert "restored from the trial store" not in first.stdout and "interleaved rounds" in first.stdout
@@ -130,10 +165,31 @@ def test_a_tune_that_measured_no_flag_set_says_so_and_what_time_it_needs(tmp_pat
     the project's own build."""
     (tmp_path / "src").mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(tmp_path / "src"), "-B", str(tmp_path / "build"),
-         "--target", "sample_small", "--replay", str(SAMPLE), "--budget", "8", "--time-limit", "0.001",
-         "--output", str(tmp_path / "compileiq.toml")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(tmp_path / "src"),
+            "-B",
+            str(tmp_path / "build"),
+            "--target",
+            "sample_small",
+            "--replay",
+            str(SAMPLE),
+            "--budget",
+            "8",
+            "--time-limit",
+            "0.001",
+            "--output",
+            str(tmp_path / "compileiq.toml"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "no flag set beat" not in proc.stdout, proc.stdout
     line = next(ln for ln in proc.stdout.splitlines() if "no flag set was measured" in ln)

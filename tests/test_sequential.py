@@ -19,8 +19,15 @@ WORKLOADS = (("--n", "1"), ("--n", "2"))
 
 
 def _spec(tmp_path) -> TuneSpec:
-    return TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "b", target="t", benchmark=("x",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "o.toml", workloads=WORKLOADS)
+    return TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "b",
+        target="t",
+        benchmark=("x",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "o.toml",
+        workloads=WORKLOADS,
+    )
 
 
 def _drive(test: SequentialGainTest, data: dict[str, np.ndarray], max_rounds: int) -> tuple[dict, int]:
@@ -28,7 +35,9 @@ def _drive(test: SequentialGainTest, data: dict[str, np.ndarray], max_rounds: in
     returns the verdicts and the rounds used."""
     rounds = 0
     for rounds in range(1, max_rounds + 1):
-        samples = {label: {w: list(values[i, :rounds]) for i, w in enumerate(WORKLOADS)} for label, values in data.items()}
+        samples = {
+            label: {w: list(values[i, :rounds]) for i, w in enumerate(WORKLOADS)} for label, values in data.items()
+        }
         if rounds in test.schedule and test.look(samples):
             break
     test.close(samples, rounds)
@@ -65,8 +74,11 @@ def test_a_true_gain_is_accepted_at_an_early_look_and_a_slower_candidate_rejecte
     spec = _spec(tmp_path)
     rng = np.random.default_rng(5)
     test = SequentialGainTest.planned(spec, ("fast", "slow"), 0.01, 5, 30, 0.005)
-    data = {"baseline": _noise(rng, "gaussian", 30), "fast": _noise(rng, "gaussian", 30) / 1.5,
-            "slow": _noise(rng, "gaussian", 30) * 1.1}
+    data = {
+        "baseline": _noise(rng, "gaussian", 30),
+        "fast": _noise(rng, "gaussian", 30) / 1.5,
+        "slow": _noise(rng, "gaussian", 30) * 1.1,
+    }
     verdicts, rounds = _drive(test, data, 30)
     assert test.schedule == (5, 8, 12, 18, 27, 30)
     # the first look spends 1.1% of the budget (a 1.5x gain at 1% noise: p = 3e-5 after 5 rounds, adjusted 0.0026

@@ -8,7 +8,14 @@ import math
 import random
 
 from compileiq_cmake.decide.stats import (
-    coarse_metric_warning, compare, compare_paired, flag_effects, geomean_comparison, median_ci, printed_step, quantum,
+    coarse_metric_warning,
+    compare,
+    compare_paired,
+    flag_effects,
+    geomean_comparison,
+    median_ci,
+    printed_step,
+    quantum,
 )
 
 
@@ -57,7 +64,9 @@ def test_small_real_effects_count_and_large_noisy_ones_do_not():
     rng = random.Random(3)
     tiny = compare(_samples(rng, 100, 0.0001, 8), _samples(rng, 99.6, 0.0001, 8))
     assert tiny.p_value < 1e-6 and 1.0035 < tiny.ci.low and tiny.faster(0.003)
-    noisy_calls = sum(compare(_samples(rng, 100, 0.15, 5), _samples(rng, 100, 0.15, 5)).faster(0.01) for _ in range(500))
+    noisy_calls = sum(
+        compare(_samples(rng, 100, 0.15, 5), _samples(rng, 100, 0.15, 5)).faster(0.01) for _ in range(500)
+    )
     assert noisy_calls / 500 < 0.05
     # an observed 10% gain among runs that spread +-15% is not a decision
     base = [100.0 * (1 + d) for d in (-0.15, -0.07, 0.0, 0.07, 0.15)]
@@ -96,8 +105,10 @@ def test_quantized_metric_is_detected():
 @pytest.mark.unit
 def test_geomean_of_workloads():
     rng = random.Random(5)
-    comps = [compare(_samples(rng, 100, 0.005, 10), _samples(rng, 80, 0.005, 10)),
-             compare(_samples(rng, 50, 0.005, 10), _samples(rng, 50, 0.005, 10))]
+    comps = [
+        compare(_samples(rng, 100, 0.005, 10), _samples(rng, 80, 0.005, 10)),
+        compare(_samples(rng, 50, 0.005, 10), _samples(rng, 50, 0.005, 10)),
+    ]
     geo, ci = geomean_comparison(comps)
     assert abs(geo - math.sqrt(1.25)) < 0.01 and ci.low < geo < ci.high
 

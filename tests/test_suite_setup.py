@@ -48,11 +48,15 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
     src = _collection(tmp_path)
     build = tmp_path / "build"
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90").returncode == 0
-    pool = TreePool(build / "compileiq" / "suite" / "trees", ("a", "b", "c"),
-                    {"a": ("a", False), "b": ("b", False), "c": ("c", False)})
+    pool = TreePool(
+        build / "compileiq" / "suite" / "trees",
+        ("a", "b", "c"),
+        {"a": ("a", False), "b": ("b", False), "c": ("c", False)},
+    )
     settings, _ = VariantSettings.from_user_tree(src, build, "", "")
     _, model, _ = pool.own_build(settings, "a", src, build, tmp_path / "logs")
     from dataclasses import replace
+
     settings = replace(settings, cuda_arch="90")
     pool.begin("a")
     base, made = pool.baselines(settings, "a", "CUDA", model, tmp_path / "logs")
@@ -90,8 +94,16 @@ def test_one_build_holds_every_targets_baseline_and_the_screening_runs_ahead_int
     entries = tree.compile_commands((src / "b.cu",), "b")
     own = prepare_cuda_space(space, entries, nvcc, "90", build, "b", jobs=2, decisions=tree.decisions("b"))
     assert own.screen is not None and own.screen.compiles == 0 and own.screen.cache_hits > 0, own.screen.summary()
-    cold = prepare_cuda_space(space, tree.compile_commands((src / "a.cu",), "a"), nvcc, "90", build, "a", jobs=2,
-                              decisions=tree.decisions("a"))
+    cold = prepare_cuda_space(
+        space,
+        tree.compile_commands((src / "a.cu",), "a"),
+        nvcc,
+        "90",
+        build,
+        "a",
+        jobs=2,
+        decisions=tree.decisions("a"),
+    )
     assert cold.screen.compiles > 0  # a began before the screening ahead started: left to its own screening
 
 
@@ -133,10 +145,12 @@ def test_the_screening_ahead_runs_its_compiles_at_a_lower_priority_than_the_tria
 
     cuda = SimpleNamespace(primary_language="CUDA", sources_in=lambda lang: (Path("x.cu"),))
     monkeypatch.setattr(suite_screen, "prepare_cuda_space", fake_prepare)
-    monkeypatch.setattr(suite_screen.file_api, "read_codemodel",
-                        lambda path: SimpleNamespace(targets={"a": cuda, "b": cuda, "c": cuda}))
-    base = SimpleNamespace(path=Path("."), compile_commands=lambda sources, name: [{"file": "x.cu"}],
-                           decisions=lambda name: None)
+    monkeypatch.setattr(
+        suite_screen.file_api, "read_codemodel", lambda path: SimpleNamespace(targets={"a": cuda, "b": cuda, "c": cuda})
+    )
+    base = SimpleNamespace(
+        path=Path("."), compile_commands=lambda sources, name: [{"file": "x.cu"}], decisions=lambda name: None
+    )
     before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     ahead = suite_screen.ScreenAhead(base, ("a", "b", "c"), None, "nvcc", "90", Path("."), lambda n: n == "a", None, 2)
     ahead.start()
@@ -178,9 +192,13 @@ def test_a_target_that_does_not_build_leaves_the_others_in_the_one_baseline_buil
     (src / "CMakeLists.txt").write_text(lists)
     build = tmp_path / "build"
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    pool = TreePool(build / "compileiq" / "suite" / "trees", ("a", "broken", "b"),
-                    {"a": ("a", False), "broken": ("broken", False), "b": ("b", False)})
+    pool = TreePool(
+        build / "compileiq" / "suite" / "trees",
+        ("a", "broken", "b"),
+        {"a": ("a", False), "broken": ("broken", False), "b": ("b", False)},
+    )
     from compileiq_cmake.execute.build import CoreShare
+
     pool.cores = CoreShare(1)  # one step at a time, in order: without keep-going b would never be built
     settings, _ = VariantSettings.from_user_tree(src, build, "", "")
     _, model, _ = pool.own_build(settings, "a", src, build, tmp_path / "logs")

@@ -44,7 +44,9 @@ def test_trials_without_flags_and_failed_builds_are_not_counted(tmp_path: Path) 
         doc = dict(zip(cols, row))
         for key, flags, seconds in (("x-own", "", 99.0), ("x-fail", "-O3", 0.0), ("x-new", '["-O3"]', 77.0)):
             doc.update(key=key, flags=flags, build_seconds=seconds)
-            db.execute(f"INSERT INTO trials ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", list(doc.values()))
+            db.execute(
+                f"INSERT INTO trials ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", list(doc.values())
+            )
     after = table.trial_builds(folder)
     assert sorted(after) == sorted(before + [77.0])
     summary = json.loads((folder / "suite.json").read_text())

@@ -27,9 +27,29 @@ def _tune(root: Path, limit: float, build_type: str = "Release", project: str = 
     build = root / "build"
     assert configure(src, build, f"-DCMAKE_BUILD_TYPE={build_type}").returncode == 0
     started = time.monotonic()
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", project, "--bench", project,
-                   "--metric", r"time_ms=([0-9.eE+-]+)", "--pass-regex", "PASS", "--budget", "40",
-                   "--time-limit", f"{limit:g}", "--workers", "1", "--output", str(root / "compileiq.toml"))
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        project,
+        "--bench",
+        project,
+        "--metric",
+        r"time_ms=([0-9.eE+-]+)",
+        "--pass-regex",
+        "PASS",
+        "--budget",
+        "40",
+        "--time-limit",
+        f"{limit:g}",
+        "--workers",
+        "1",
+        "--output",
+        str(root / "compileiq.toml"),
+    )
     wall = time.monotonic() - started
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     return wall, proc.stdout, root / "compileiq.toml"
@@ -63,5 +83,9 @@ def test_a_tune_keeps_its_time_limit_and_says_what_it_left_out(tmp_path):
             assert "left for the finalists" in out or "no significant improvement" in out, out[-3000:]
     # the larger box searched at least as much, unless it spent its time validating an obvious win at once
     # (the bank: a -ffast-math trial of ~1.9x on this project, which a 40 s box has no room to validate)
-    more = len(re.findall(r"^\[\s*\d+/\d+\] #", done[65.0][1], re.M)) >= len(re.findall(r"^\[\s*\d+/\d+\] #", done[40.0][1], re.M))
-    assert more or re.search(r"^compileiq: bank: (accepted|rejected|undecided) ", done[65.0][1], re.M), done[65.0][1][-3000:]
+    more = len(re.findall(r"^\[\s*\d+/\d+\] #", done[65.0][1], re.M)) >= len(
+        re.findall(r"^\[\s*\d+/\d+\] #", done[40.0][1], re.M)
+    )
+    assert more or re.search(r"^compileiq: bank: (accepted|rejected|undecided) ", done[65.0][1], re.M), done[65.0][1][
+        -3000:
+    ]

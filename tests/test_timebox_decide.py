@@ -40,8 +40,16 @@ class ByFlags:
 
 
 def _world(tmp_path: Path):
-    spec = TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "b", target="t", benchmark=("x",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "o.toml", min_rounds=3, max_rounds=15)
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "b",
+        target="t",
+        benchmark=("x",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "o.toml",
+        min_rounds=3,
+        max_rounds=15,
+    )
     trees = tuple(VariantTree(tmp_path / "b" / "compileiq", name, "cmake") for name in ("t0", "t1"))
     built: dict[str, FlagSet] = {}
     builds: list[tuple[str, ...]] = []
@@ -83,8 +91,9 @@ def test_with_room_for_fewer_steps_than_flags_the_first_step_keeps_only_the_most
     expected to matter most; here it is enough, and the rest were not needed."""
     runner, build, builds, trees, space, winner = _world(tmp_path)
     expected = {"fa": 1.02, "fb": 1.03, "fc": 1.04, "fd": 1.25}  # every one above min_gain: no group of its own
-    minimal, contributions = ablate(runner, build, trees, space, winner, 0.01, 0, lambda _: None, expected=expected,
-                                    steps=1)
+    minimal, contributions = ablate(
+        runner, build, trees, space, winner, 0.01, 0, lambda _: None, expected=expected, steps=1
+    )
     assert [c.dimension for c in contributions] == ["fa+fb+fc", "fd"] and minimal.flags == ("-fd",)
     assert [c.kept for c in contributions] == [False, True]
     everyone = ablate(runner, build, trees, space, winner, 0.01, 0, lambda _: None, expected=expected, steps=4)
@@ -96,8 +105,18 @@ def test_the_time_box_stops_ablation_and_keeps_the_untested_flags(tmp_path):
     allowed = iter([True])  # one step fits
     stored: dict[str, object] = {}
     lines: list[str] = []
-    minimal, contributions = ablate(runner, build, trees, space, winner, 0.01, 0, lines.append,
-                                    on_step=stored.__setitem__, may_start=lambda: next(allowed, False))
+    minimal, contributions = ablate(
+        runner,
+        build,
+        trees,
+        space,
+        winner,
+        0.01,
+        0,
+        lines.append,
+        on_step=stored.__setitem__,
+        may_start=lambda: next(allowed, False),
+    )
     assert [c.kept for c in contributions] == [False, True, True, True]  # fa dropped; the rest untested, kept
     assert all("not ablated: the time limit" in c.reason for c in contributions[1:])
     assert minimal.flags == ("-fb", "-fc", "-fd")
@@ -108,13 +127,24 @@ def test_validation_rounds_stop_at_the_box_and_an_undecided_step_is_kept_and_not
     runner, build, builds, trees, space, winner = _world(tmp_path)
     build(trees[0], FlagSet((), ()))
     build(trees[1], FlagSet((("fd", 1),), ("-fd",)))
-    inter = interleave(runner, {"a": trees[0], "b": trees[1]}, 5, 15, 0, lambda s: False,
-                       may_continue=lambda seconds: False)
+    inter = interleave(
+        runner, {"a": trees[0], "b": trees[1]}, 5, 15, 0, lambda s: False, may_continue=lambda seconds: False
+    )
     assert inter.rounds == 1 and inter.cut_short
     stored: dict[str, object] = {}
     only_fd = space.flagset({"fd": 1})
-    minimal, contributions = ablate(runner, build, trees, space, only_fd, 0.01, 0, lambda _: None,
-                                    on_step=stored.__setitem__, may_continue=lambda seconds: False)
+    minimal, contributions = ablate(
+        runner,
+        build,
+        trees,
+        space,
+        only_fd,
+        0.01,
+        0,
+        lambda _: None,
+        on_step=stored.__setitem__,
+        may_continue=lambda seconds: False,
+    )
     assert contributions[0].kept and contributions[0].reason == UNDECIDED
     assert not stored and minimal == only_fd
 

@@ -42,16 +42,27 @@ class Trap:
         return "\n".join(self.lines)
 
 
-def _setup(tmp_path: Path, project: str, target: str, bench: str, include: tuple[str, ...], *defs: str,
-           screen: bool = True) -> Trap:
+def _setup(
+    tmp_path: Path, project: str, target: str, bench: str, include: tuple[str, ...], *defs: str, screen: bool = True
+) -> Trap:
     src = tmp_path / project
     copy_project(project, src)
     build = tmp_path / "build"
     proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release", *defs)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    spec = TuneSpec(source_dir=src, build_dir=build, target=target, benchmark=(bench,),
-                    metric=MetricSpec.parse(METRIC, True), output=src / "compileiq.toml", pass_regex="PASS",
-                    cuda_arch="90", workers=1, include_flags=include, screen=screen)
+    spec = TuneSpec(
+        source_dir=src,
+        build_dir=build,
+        target=target,
+        benchmark=(bench,),
+        metric=MetricSpec.parse(METRIC, True),
+        output=src / "compileiq.toml",
+        pass_regex="PASS",
+        cuda_arch="90",
+        workers=1,
+        include_flags=include,
+        screen=screen,
+    )
     lines: list[str] = []
     return Trap(src, build, setup(spec, lines.append), lines)
 
@@ -84,16 +95,34 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
     check that every CUDA source of the target gets the flags; returns the configure's output."""
     ts = trap.setup
     entry = FlagsEntry(
-        target=ts.spec.target, language="CUDA", arch="90", compiler_id="NVIDIA", compiler_version=ts.project.toolchain.version,
-        flags=flags, build_type="Release", device="test", compute_capability="9.0", metric=METRIC,
-        lower_is_better=True, workloads=("",), baseline=(2.0,), tuned=(1.0,), speedup=2.0, trials=3,
-        date="2026-11-30T12:00:00+00:00", tool_version="test", sources_sha256=ts.code.sources_sha256, headers=ts.code.headers,
+        target=ts.spec.target,
+        language="CUDA",
+        arch="90",
+        compiler_id="NVIDIA",
+        compiler_version=ts.project.toolchain.version,
+        flags=flags,
+        build_type="Release",
+        device="test",
+        compute_capability="9.0",
+        metric=METRIC,
+        lower_is_better=True,
+        workloads=("",),
+        baseline=(2.0,),
+        tuned=(1.0,),
+        speedup=2.0,
+        trials=3,
+        date="2026-11-30T12:00:00+00:00",
+        tool_version="test",
+        sources_sha256=ts.code.sources_sha256,
+        headers=ts.code.headers,
         flags_sha256=ts.code.flags_sha256,
     )
     write_entry(trap.src / "compileiq.toml", entry)
     rel = tmp_path / name
     apply_module = cmake_dir() / "compileiq_apply.cmake"
-    proc = configure(trap.src, rel, "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={apply_module}", *defs)
+    proc = configure(
+        trap.src, rel, "-DCMAKE_BUILD_TYPE=Release", f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={apply_module}", *defs
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert f"applied {plural(len(flags), 'tuned flag')} to {ts.spec.target}" in out, out
@@ -109,10 +138,17 @@ def _apply(trap: Trap, tmp_path: Path, flags: tuple[str, ...], *defs: str, name:
 def test_kernels_in_cpp_files_marked_cuda(tmp_path):
     """.cpp files marked LANGUAGE CUDA, -use_fast_math in a Release generator expression, -Xptxas -O3 as
     two tokens inside SHELL: in a generator expression."""
-    trap = _setup(tmp_path, "cpp_cuda", "cpp_bench", "cpp_bench",
-                  ("use_fast_math", "prec_div", "ofast_compile", "ptxas_opt_level", "store_cache"))
+    trap = _setup(
+        tmp_path,
+        "cpp_cuda",
+        "cpp_bench",
+        "cpp_bench",
+        ("use_fast_math", "prec_div", "ofast_compile", "ptxas_opt_level", "store_cache"),
+    )
     ts = trap.setup
-    assert len(ts.project.target.sources_in("CUDA")) == 3 and all(p.suffix == ".cpp" for p in ts.project.target.sources_in("CUDA"))
+    assert len(ts.project.target.sources_in("CUDA")) == 3 and all(
+        p.suffix == ".cpp" for p in ts.project.target.sources_in("CUDA")
+    )
     names = {d.name for d in ts.space.dimensions}
     assert not names & {"use_fast_math", "prec_div", "ofast_compile"}, names
     assert "use_fast_math: the project already builds with --use_fast_math" in trap.log
@@ -131,8 +167,14 @@ def test_kernels_in_cpp_files_marked_cuda(tmp_path):
 @pytest.mark.slow
 def test_architecture_set_by_hand_with_cmp0104_old(tmp_path):
     """CMP0104 OLD, -arch=sm_90 -maxrregcount 64 in CMAKE_CUDA_FLAGS, no CUDA_ARCHITECTURES."""
-    trap = _setup(tmp_path, "arch_by_hand", "handarch_bench", "handarch_bench",
-                  ("maxrregcount", "use_fast_math", "store_cache"), "-DCMAKE_POLICY_VERSION_MINIMUM=3.5")
+    trap = _setup(
+        tmp_path,
+        "arch_by_hand",
+        "handarch_bench",
+        "handarch_bench",
+        ("maxrregcount", "use_fast_math", "store_cache"),
+        "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
+    )
     assert "the project's own build of handarch_bench targets sm_90 (-arch=sm_90); tuning for sm_90" in trap.log
     assert "maxrregcount: the project already builds with -maxrregcount=64; that value is not tried" in trap.log
     maxreg = next(d for d in trap.setup.space.dimensions if d.name == "maxrregcount")
@@ -144,15 +186,25 @@ def test_architecture_set_by_hand_with_cmp0104_old(tmp_path):
     # another architecture by hand: not applied, and the message names what this build targets
     lists = trap.src / "CMakeLists.txt"
     lists.write_text(lists.read_text().replace("-arch=sm_90", "-arch=sm_80"))
-    other = configure(trap.src, tmp_path / "sm80", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
-                      f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
+    other = configure(
+        trap.src,
+        tmp_path / "sm80",
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}",
+    )
     text = " ".join((other.stdout + other.stderr).split())
     assert other.returncode == 0 and "but this build targets sm_80 with NVIDIA" in text and "not applied" in text, text
     # the architecture only in the cache, as two tokens (-DCMAKE_CUDA_FLAGS="-arch sm_90"): applied
     lists.write_text(lists.read_text().replace(" -arch=sm_80", ""))
-    cached = configure(trap.src, tmp_path / "cached", "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
-                       "-DCMAKE_CUDA_FLAGS=-arch sm_90",
-                       f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
+    cached = configure(
+        trap.src,
+        tmp_path / "cached",
+        "-DCMAKE_BUILD_TYPE=Release",
+        "-DCMAKE_POLICY_VERSION_MINIMUM=3.5",
+        "-DCMAKE_CUDA_FLAGS=-arch sm_90",
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}",
+    )
     text = " ".join((cached.stdout + cached.stderr).split())
     assert "(CUDA sm_90 entry, for sm_90; architecture from -arch sm_90 in CMAKE_CUDA_FLAGS)" in text, text
     assert "other sources" not in text, "editing CMakeLists.txt changes no source file of the target"
@@ -173,18 +225,29 @@ def test_static_and_object_libraries_with_custom_output_names(tmp_path):
     _variant_build_carries(trap, ("--use_fast_math",))
     _apply(trap, tmp_path, ("--use_fast_math",), SM90)
     # the OBJECT library is a target of its own: same treatment (screening off to keep this test short)
-    objects = _setup(tmp_path / "obj", "libs_layout", "kern_objects", "libs_bench", ("use_fast_math",), SM90, screen=False)
+    objects = _setup(
+        tmp_path / "obj", "libs_layout", "kern_objects", "libs_bench", ("use_fast_math",), SM90, screen=False
+    )
     assert "static screening is off" in objects.log
     _variant_build_carries(objects, ("--use_fast_math",))
     # the executable's CUDA is its own main.cu; a host-only executable whose CUDA lives in libraries gets a note
     lists = objects.src / "CMakeLists.txt"
-    lists.write_text(lists.read_text() + "add_executable(host_only host_only.cpp)\n"
-                     "target_link_libraries(host_only PRIVATE kern_static)\n")
+    lists.write_text(
+        lists.read_text() + "add_executable(host_only host_only.cpp)\n"
+        "target_link_libraries(host_only PRIVATE kern_static)\n"
+    )
     (objects.src / "host_only.cpp").write_text("int main() { return 0; }\n")
     build = tmp_path / "host-build"
     assert configure(objects.src, build, "-DCMAKE_BUILD_TYPE=Release", SM90).returncode == 0
-    spec = TuneSpec(source_dir=objects.src, build_dir=build, target="host_only", benchmark=("host_only",),
-                    metric=MetricSpec.parse("WALLTIME", True), output=objects.src / "compileiq.toml", workers=1)
+    spec = TuneSpec(
+        source_dir=objects.src,
+        build_dir=build,
+        target="host_only",
+        benchmark=("host_only",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=objects.src / "compileiq.toml",
+        workers=1,
+    )
     lines: list[str] = []
     setup(spec, lines.append)
     assert any("host_only has no CUDA sources of its own; its CUDA code is in kern_static" in ln for ln in lines), lines
@@ -282,7 +345,6 @@ def test_cuda_enabled_in_a_subdirectory_building_a_shared_library(tmp_path):
     _apply(trap, tmp_path, ("--use_fast_math",), SM90)
     from conftest import run_cli
 
-    proc = run_cli("space", "-S", str(trap.src), "-B", str(trap.build), "--target", "backend",
-                   "--cuda-arch", "90")
+    proc = run_cli("space", "-S", str(trap.src), "-B", str(trap.build), "--target", "backend", "--cuda-arch", "90")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "backend (CUDA sm_90, NVIDIA" in proc.stdout, proc.stdout

@@ -28,8 +28,19 @@ HOSTILE_REGEX = "(a|aa)+$"  # catastrophic backtracking on a line of a's ending 
 def _host_entry_text(tmp_path: Path, name: str = "compileiq.toml", **fields) -> Path:
     """A TOML holding one host entry with `fields` replaced (written as a hostile file would be, not by the tool)."""
     path = tmp_path / name
-    write_entry(path, make_entry(target="app", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0",
-                                 flags=("-O2",), compute_capability="", device="a CPU"))
+    write_entry(
+        path,
+        make_entry(
+            target="app",
+            language="CXX",
+            arch="",
+            compiler_id="GNU",
+            compiler_version="12.2.0",
+            flags=("-O2",),
+            compute_capability="",
+            device="a CPU",
+        ),
+    )
     doc = tomllib.loads(path.read_text())
     doc["entry"][0].update(fields)
     path.write_text(tomli_w.dumps(doc))
@@ -37,18 +48,26 @@ def _host_entry_text(tmp_path: Path, name: str = "compileiq.toml", **fields) -> 
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("flags, features", [
-    (["-march=x86-64", "-m32"], ["32"]),                                  # the ABI, through an "ISA feature"
-    (["-march=x86-64", "-mno-red-zone"], []),                            # -mno-<anything> was accepted
-    (["-march=x86-64", "-mgeneral-regs-only"], ["general-regs-only"]),   # a code-generation switch as a feature
-])
+@pytest.mark.parametrize(
+    "flags, features",
+    [
+        (["-march=x86-64", "-m32"], ["32"]),  # the ABI, through an "ISA feature"
+        (["-march=x86-64", "-mno-red-zone"], []),  # -mno-<anything> was accepted
+        (["-march=x86-64", "-mgeneral-regs-only"], ["general-regs-only"]),  # a code-generation switch as a feature
+    ],
+)
 def test_cpu_records_cannot_put_a_switch_outside_the_grammar_on_the_compile_line(tmp_path, flags, features):
     path = _host_entry_text(tmp_path, flags=flags, tuned_cpu="Some CPU", cpu_features=features)
     with pytest.raises(ResultFileError):
         read_entries(path)
     # what a resolution really writes still reads
-    path = _host_entry_text(tmp_path, "good.toml", flags=["-march=skylake", "-mavx2", "-mno-avx512f"], tuned_cpu="Some CPU",
-                            cpu_features=["avx2"])
+    path = _host_entry_text(
+        tmp_path,
+        "good.toml",
+        flags=["-march=skylake", "-mavx2", "-mno-avx512f"],
+        tuned_cpu="Some CPU",
+        cpu_features=["avx2"],
+    )
     assert read_entries(path)[0].flags == ("-march=skylake", "-mavx2", "-mno-avx512f")
 
 
@@ -79,8 +98,12 @@ def test_show_and_configure_refuse_such_a_file_in_one_line(tmp_path):
     proc = run_cli("show", str(path))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "refusing cpu_features" in proc.stderr, proc.stderr
     shutil.copyfile(path, src / "compileiq.toml")
-    proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release",
-                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}")
+    proc = configure(
+        src,
+        build,
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}",
+    )
     assert proc.returncode != 0 and "refusing cpu_features" in " ".join(proc.stderr.split()), proc.stderr[-2000:]
     assert not any("-m32" in line for line in proc.stdout.splitlines() if "applied" in line)
 
@@ -95,17 +118,25 @@ def test_check_runs_nothing_the_toml_says_unless_told_and_its_regexes_are_bounde
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     mark = tmp_path / "ran"
     hostile = ("sh", "-c", f"touch {mark}; printf 'time_ms=1\\n'; printf 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\\n'")
-    write_entry(src / "compileiq.toml", _entry(build, benchmark=hostile, verify=("sh", "-c", f"touch {mark}.verify"),
-                                               pass_regex=HOSTILE_REGEX))
+    write_entry(
+        src / "compileiq.toml",
+        _entry(build, benchmark=hostile, verify=("sh", "-c", f"touch {mark}.verify"), pass_regex=HOSTILE_REGEX),
+    )
     gate = ("check", "-S", str(src), "-B", str(build), "--remeasure", "--rounds", "3")
     proc = run_cli(*gate)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--run-recorded" in proc.stderr, proc.stderr
     assert not mark.exists() and not Path(f"{mark}.verify").exists()
     started = time.monotonic()
-    proc = run_cli(*gate, "--bench", "sh -c 'printf \"time_ms=5\\n\"; printf \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\\n\"'",
-                   timeout=600)
+    proc = run_cli(
+        *gate,
+        "--bench",
+        'sh -c \'printf "time_ms=5\\n"; printf "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!\\n"\'',
+        timeout=600,
+    )
     # the plain build's runs fail PASS by the time limit: the check ends with that reason
-    assert proc.returncode == 2 and "ran past its 2 s limit" in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert proc.returncode == 2 and "ran past its 2 s limit" in proc.stdout + proc.stderr, (
+        proc.stdout[-2000:] + proc.stderr[-2000:]
+    )
     assert time.monotonic() - started < 300
     assert not mark.exists() and not Path(f"{mark}.verify").exists()
     proc = run_cli(*gate, "--run-recorded", "--pass-regex", "time_ms", timeout=600)
@@ -155,16 +186,32 @@ def test_outputs_never_destroy_inputs_or_state(tmp_path):
     toml = tmp_path / "compileiq.toml"
 
     def spec(**kw):
-        return TuneSpec(source_dir=tmp_path, build_dir=build, target="t", benchmark=("true",),
-                        metric=MetricSpec.parse("WALLTIME", True), output=toml, **kw)
+        return TuneSpec(
+            source_dir=tmp_path,
+            build_dir=build,
+            target="t",
+            benchmark=("true",),
+            metric=MetricSpec.parse("WALLTIME", True),
+            output=toml,
+            **kw,
+        )
 
-    for summary, says in ((toml, "is the --output TOML"), (store, "the tool's own state folder"),
-                          (tmp_path / "CMakeLists.txt", "is not a JSON document")):
+    for summary, says in (
+        (toml, "is the --output TOML"),
+        (store, "the tool's own state folder"),
+        (tmp_path / "CMakeLists.txt", "is not a JSON document"),
+    ):
         with pytest.raises(UsageError, match=says):
             spec(json_summary=str(summary)).validate()
     with pytest.raises(UsageError, match="state folder"):
-        TuneSpec(source_dir=tmp_path, build_dir=build, target="t", benchmark=("true",),
-                 metric=MetricSpec.parse("WALLTIME", True), output=build / "compileiq" / "x.toml").validate()
+        TuneSpec(
+            source_dir=tmp_path,
+            build_dir=build,
+            target="t",
+            benchmark=("true",),
+            metric=MetricSpec.parse("WALLTIME", True),
+            output=build / "compileiq" / "x.toml",
+        ).validate()
     (tmp_path / "old.json").write_text('{"schema": "compileiq-summary/1"}')
     spec(json_summary=str(tmp_path / "old.json")).validate()  # a summary of an earlier tune is replaced
     toml.write_text("schema_version = 1\n")
@@ -188,8 +235,9 @@ def test_a_misspelt_config_is_refused_and_another_build_types_entry_is_not_repla
 
     build = tmp_path / "build"
     build.mkdir()
-    (build / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\nCMAKE_BUILD_TYPE:STRING=Release\n"
-                                          "CMAKE_CXX_FLAGS_PROFILE:STRING=-O2 -pg\n")
+    (build / "CMakeCache.txt").write_text(
+        "CMAKE_GENERATOR:INTERNAL=Ninja\nCMAKE_BUILD_TYPE:STRING=Release\nCMAKE_CXX_FLAGS_PROFILE:STRING=-O2 -pg\n"
+    )
     with pytest.raises(UsageError, match=r"--config 'Relase' is not a configuration .*did you mean 'Release'\?"):
         VariantSettings.from_user_tree(tmp_path, build, "", "Relase")
     for ok in ("Release", "debug", "PROFILE"):
@@ -218,9 +266,20 @@ def test_code_of_the_source_tree_is_not_imported_by_the_driver(tmp_path):
     (src / "compileiq_cmake" / "__init__.py").write_text(f"open({str(mark)!r} + '-package', 'w').close()\n")
     (src / "compileiq_cmake" / "__main__.py").write_text("raise SystemExit(3)\n")
     write_entry(src / "compileiq.toml", _entry(build))
-    proc = subprocess.run(["cmake", "-S", ".", "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-                           f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}"],
-                          cwd=src, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            ".",
+            "-B",
+            str(build),
+            "-DCMAKE_BUILD_TYPE=Release",
+            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir() / 'compileiq_apply.cmake'}",
+        ],
+        cwd=src,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "compileiq: applied 1 tuned flag to gate_bench" in proc.stdout, proc.stdout[-2000:]
     assert not list(tmp_path.glob("imported-*"))
@@ -238,7 +297,8 @@ def test_a_line_break_in_a_compileiq_tune_argument_is_refused(tmp_path):
     (src / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(p LANGUAGES CXX)\nadd_executable(app main.cpp)\n"
         "find_package(compileiq_cmake CONFIG REQUIRED)\n"
-        'compileiq_tune(app BENCHMARK app METRIC "t=([0-9]+)\\n--budget=2")\n')
+        'compileiq_tune(app BENCHMARK app METRIC "t=([0-9]+)\\n--budget=2")\n'
+    )
     proc = configure(src, tmp_path / "b", f"-Dcompileiq_cmake_DIR={cmake_dir()}", "-DCOMPILEIQ_TUNE=ON")
     assert proc.returncode != 0 and "contains a line break" in " ".join(proc.stderr.split()), proc.stderr[-2000:]
     assert not (tmp_path / "b" / "compileiq_suite.args").exists()
@@ -255,20 +315,29 @@ def _prior_file(tmp_path: Path, observations: list[dict], name: str = "p.json") 
 
 
 def _observation(id_: str = "a", **kw) -> dict:
-    base = {"id": id_, "source": "team", "family": "nvcc", "arch": "90", "features": {"regs": 32.0},
-            "effects": {"ftz:--ftz=true": 0.05}}
+    base = {
+        "id": id_,
+        "source": "team",
+        "family": "nvcc",
+        "arch": "90",
+        "features": {"regs": 32.0},
+        "effects": {"ftz:--ftz=true": 0.05},
+    }
     base.update(kw)
     return base
 
 
 @pytest.mark.unit
-@pytest.mark.parametrize("observations, bare, says", [
-    ([_observation(effects={"ftz:--ftz=true": "Infinity"})], True, "Infinity is not a number JSON allows"),
-    ([_observation(features={"regs": "NaN"})], False, "not a finite number"),  # a string that float() reads
-    ([_observation("x"), _observation("x")], False, "appears 2 times"),
-    ([_observation("a\x00b")], False, "control characters"),
-    ([_observation("a\x1b[31m")], False, "control characters"),
-])
+@pytest.mark.parametrize(
+    "observations, bare, says",
+    [
+        ([_observation(effects={"ftz:--ftz=true": "Infinity"})], True, "Infinity is not a number JSON allows"),
+        ([_observation(features={"regs": "NaN"})], False, "not a finite number"),  # a string that float() reads
+        ([_observation("x"), _observation("x")], False, "appears 2 times"),
+        ([_observation("a\x00b")], False, "control characters"),
+        ([_observation("a\x1b[31m")], False, "control characters"),
+    ],
+)
 def test_an_imported_prior_is_refused_when_it_would_poison_or_forge(tmp_path, observations, bare, says):
     """NaN/Infinity were imported and used (a +171.8% prediction from Inf); two observations with one id kept
     one of them while the line said both were added; a NUL or an escape sequence reached the terminal."""
@@ -327,8 +396,21 @@ def test_damaged_rows_of_a_valid_trial_store_are_left_out_not_a_traceback(tmp_pa
     path.parent.mkdir(parents=True)
     store = TrialStore(path, "spec")
     for i in range(4):
-        store.save(Trial(i, FlagSet((), (f"-O{i}",)), Status.OK, "", (Measurement(("--n", "1"), (1.0 + i,)),),
-                         1.0, 1.0, 2.0, "cc", "", None))
+        store.save(
+            Trial(
+                i,
+                FlagSet((), (f"-O{i}",)),
+                Status.OK,
+                "",
+                (Measurement(("--n", "1"), (1.0 + i,)),),
+                1.0,
+                1.0,
+                2.0,
+                "cc",
+                "",
+                None,
+            )
+        )
     store.close()
     db = sqlite3.connect(path)
     db.execute("UPDATE trials SET status = 'bogus' WHERE idx = 1")
@@ -365,8 +447,15 @@ def test_portable_with_a_pass_regex_does_not_claim_nothing_checks_the_results(tm
     from compileiq_cmake.tune.setup import unchecked_note
 
     def spec(**kw):
-        return TuneSpec(source_dir=tmp_path, build_dir=tmp_path / "b", target="t", benchmark=("true",),
-                        metric=MetricSpec.parse("WALLTIME", True), output=tmp_path / "c.toml", **kw)
+        return TuneSpec(
+            source_dir=tmp_path,
+            build_dir=tmp_path / "b",
+            target="t",
+            benchmark=("true",),
+            metric=MetricSpec.parse("WALLTIME", True),
+            output=tmp_path / "c.toml",
+            **kw,
+        )
 
     assert unchecked_note(spec(portable=True, pass_regex="PASS")) == ""
     assert "cpu_specific" in spec(portable=True, pass_regex="PASS").excluded_flags
@@ -404,9 +493,18 @@ def test_the_apply_asks_its_compiler_what_the_entrys_flags_need_independent_of_d
     lacks = 'case " $* " in *" -march=native "*) on="sse2 avx avx2 fma bmi2";; esac' if host_lacks else ""
     gcc.write_text(_FAKE_GCC.replace("__HOST_LACKS__", lacks))
     gcc.chmod(0o755)
-    entry = make_entry(target="app", language="CXX", arch="", compiler_id="GNU", compiler_version="12.2.0",
-                       flags=("-O2", "-march=skylake-avx512"), compute_capability="", device="a CPU",
-                       tuned_cpu="Intel Xeon", cpu_features=("avx", "avx2", "avx512f", "bmi2", "fma"))
+    entry = make_entry(
+        target="app",
+        language="CXX",
+        arch="",
+        compiler_id="GNU",
+        compiler_version="12.2.0",
+        flags=("-O2", "-march=skylake-avx512"),
+        compute_capability="",
+        device="a CPU",
+        tuned_cpu="Intel Xeon",
+        cpu_features=("avx", "avx2", "avx512f", "bmi2", "fma"),
+    )
     text = cmake_entries([entry], tmp_path, HostFeatures({"CXX": str(gcc)}))
     if host_lacks:
         assert "HOST_LACKS avx512f" in text and "avx2" not in text.split("HOST_LACKS")[1].split("FLAGS")[0], text
@@ -424,7 +522,12 @@ def test_a_suite_that_tuned_nothing_or_lost_a_target_says_so_in_its_exit_status(
     said: list[str] = []
     events = EventStream()
     events.subscribe(lambda e: said.append(e.text))
-    assert suite_status([TargetOutcome("a", "tuned"), TargetOutcome("b", "no gain"), TargetOutcome("c", "skipped")], events) == 0
+    assert (
+        suite_status(
+            [TargetOutcome("a", "tuned"), TargetOutcome("b", "no gain"), TargetOutcome("c", "skipped")], events
+        )
+        == 0
+    )
     assert suite_status([TargetOutcome("a", "tuned"), TargetOutcome("typo", "failed", "unknown target")], events) == 1
     assert suite_status([TargetOutcome("a", "skipped"), TargetOutcome("b", "skipped")], events) == 1
     assert any("typo" in s for s in said) and any("no target was tuned" in s for s in said)
@@ -438,11 +541,19 @@ def test_validation_rounds_are_not_silent():
     from compileiq_cmake.measure.runner import RunResult
     from compileiq_cmake.model.records import Status
 
-    runner = SimpleNamespace(spec=SimpleNamespace(workloads=(("--n", "1"),)),
-                             run=lambda tree, workload: RunResult(Status.OK, "", 1.0))
+    runner = SimpleNamespace(
+        spec=SimpleNamespace(workloads=(("--n", "1"),)), run=lambda tree, workload: RunResult(Status.OK, "", 1.0)
+    )
     seen: list[int] = []
-    out = interleave(runner, {"baseline": None, "c0": None}, 3, 6, 1, lambda live: False,
-                     progress=lambda rounds, seconds: seen.append(rounds))
+    out = interleave(
+        runner,
+        {"baseline": None, "c0": None},
+        3,
+        6,
+        1,
+        lambda live: False,
+        progress=lambda rounds, seconds: seen.append(rounds),
+    )
     assert out.rounds == 6 and seen == [1, 2, 3, 4, 5, 6]
 
 
@@ -460,16 +571,36 @@ def test_what_a_person_reads_holds_no_control_characters_and_options_are_not_gue
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\\x1b[2J" in out
-    for argv, says in ((["tune", "-S", ".", "-B", "b", "--target", "t", "--bugdet", "3"], "did you mean --budget?"),
-                       (["tune", "-S", ".", "-B", "b", "--target", "t", "--bench", "prog", "--n", "100"],
-                        "go inside the quotes of --bench")):
+    for argv, says in (
+        (["tune", "-S", ".", "-B", "b", "--target", "t", "--bugdet", "3"], "did you mean --budget?"),
+        (
+            ["tune", "-S", ".", "-B", "b", "--target", "t", "--bench", "prog", "--n", "100"],
+            "go inside the quotes of --bench",
+        ),
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(argv)
         err = capsys.readouterr().err
         assert exit_.value.code == 2 and err.count("\n") == 1 and says in err, err
     (tmp_path / "file").write_text("")
-    assert main(["tune", "-S", str(tmp_path / "file"), "-B", str(tmp_path / "b"), "--target", "t",
-                 "--bench", "true", "--metric", "WALLTIME"]) == 2
+    assert (
+        main(
+            [
+                "tune",
+                "-S",
+                str(tmp_path / "file"),
+                "-B",
+                str(tmp_path / "b"),
+                "--target",
+                "t",
+                "--bench",
+                "true",
+                "--metric",
+                "WALLTIME",
+            ]
+        )
+        == 2
+    )
     assert "is a file, not a directory" in capsys.readouterr().err
     with pytest.raises(CompileIQError, match="from 1 to 64"):
         visible_gpus(environ={"COMPILEIQ_SIMULATE_GPUS": "100000"})
@@ -480,8 +611,12 @@ def test_check_refuses_a_toml_with_a_switch_outside_the_grammar(tmp_path):
     """The third reader of the file: `check` stops at the file, in one line, before configuring anything."""
     src, build = _project(tmp_path)
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    path = _host_entry_text(tmp_path, flags=["-march=x86-64", "-mgeneral-regs-only"], tuned_cpu="Some CPU",
-                            cpu_features=["general-regs-only"])
+    path = _host_entry_text(
+        tmp_path,
+        flags=["-march=x86-64", "-mgeneral-regs-only"],
+        tuned_cpu="Some CPU",
+        cpu_features=["general-regs-only"],
+    )
     proc = run_cli("check", str(path), "-S", str(src), "-B", str(build))
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "-mgeneral-regs-only" in proc.stderr, proc.stderr
     assert not (build / "compileiq" / "check").exists()
@@ -509,7 +644,9 @@ def test_trials_reads_the_cmake_routes_suite_stores_and_names_targets(tmp_path):
     path = tmp_path / "build" / "compileiq" / "suite" / "nbody" / "trials.sqlite"
     path.parent.mkdir(parents=True)
     store = TrialStore(path, "abcdef0123456789")
-    store.save(Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (2.0,)),), 1.0, 1.0, 2.0, "cc", "", None))
+    store.save(
+        Trial(0, FlagSet((), ()), Status.OK, "", (Measurement(("--n", "1"), (2.0,)),), 1.0, 1.0, 2.0, "cc", "", None)
+    )
     store.save_result("summary", {"target": "nbody"})
     store.close()
     proc = run_cli("trials", "-B", str(tmp_path / "build"))
@@ -526,8 +663,11 @@ def test_numbers_a_person_reads_are_rounded_and_never_nan():
     from compileiq_cmake.tune.lines import contribution_line
 
     assert seconds(269.998) == "270 s" and seconds(2.5) == "2.5 s" and seconds(0.25) == "0.25 s"
-    row = contribution_line(Contribution("ptxas_opt_level", ("-Xptxas=-O1",), math.nan, math.nan, math.nan, True,
-                                         "not ablated: the time limit"))
+    row = contribution_line(
+        Contribution(
+            "ptxas_opt_level", ("-Xptxas=-O1",), math.nan, math.nan, math.nan, True, "not ablated: the time limit"
+        )
+    )
     assert "nan" not in row.replace("not ablated", "") and "not measured" in row, row
     measured = contribution_line(Contribution("ftz", ("--ftz=true",), 1.0123, 1.001, 1.02, True, "kept"))
     assert "1.0123x [1.0010..1.0200]" in measured

@@ -25,8 +25,25 @@ def _project(tmp_path, name):
 @pytest.mark.cmake
 def test_a_a_tune_of_a_sleeping_program_reports_no_improvement_and_writes_nothing(tmp_path):
     src, build = _project(tmp_path, "sleeper")
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "sleeper", "--bench", "sleeper",
-                   "--metric", METRIC, "--pass-regex", "PASS", "--budget", "6", "--seed", "1")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "sleeper",
+        "--bench",
+        "sleeper",
+        "--metric",
+        METRIC,
+        "--pass-regex",
+        "PASS",
+        "--budget",
+        "6",
+        "--seed",
+        "1",
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
     assert "no significant improvement" in proc.stdout
     assert not (src / "compileiq.toml").exists()
@@ -40,9 +57,31 @@ def test_paired_runs_cancel_drift_that_would_hide_a_20_percent_gain(tmp_path):
     src, build = _project(tmp_path, "drifter")
     counter = tmp_path / "runs.txt"
     out = tmp_path / "drift.toml"
-    proc = run_cli("tune", "-S", str(src), "-B", str(build), "--target", "drifter", "--bench", f"drifter {counter}",
-                   "--metric", METRIC, "--pass-regex", "PASS", "--include-flags", "no_math_errno,opt_level",
-                   "--budget", "4", "--seed", "2", "--workers", "1", "--output", str(out))
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "drifter",
+        "--bench",
+        f"drifter {counter}",
+        "--metric",
+        METRIC,
+        "--pass-regex",
+        "PASS",
+        "--include-flags",
+        "no_math_errno,opt_level",
+        "--budget",
+        "4",
+        "--seed",
+        "2",
+        "--workers",
+        "1",
+        "--output",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "measured next to runs of the project's own build" in proc.stdout, proc.stdout
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
@@ -52,14 +91,36 @@ def test_paired_runs_cancel_drift_that_would_hide_a_20_percent_gain(tmp_path):
     # the gain's flag is found and validated at its true size; whether the ablation also keeps -O2 (one step's
     # own 5% test against a 3x drift: 1.0245x [1.002..1.0475] once the search stopped extra runs of a trial
     # whose place was clear, issue 33) is the ablation's per-step error control (the statistics issue)
-    assert "-fno-math-errno" in entry.flags and set(entry.flags) <= {"-fno-math-errno", "-O2", "-O3"}, proc.stdout[-3000:]
+    assert "-fno-math-errno" in entry.flags and set(entry.flags) <= {"-fno-math-errno", "-O2", "-O3"}, proc.stdout[
+        -3000:
+    ]
     assert 1.2 < entry.speedup_ci[1] and entry.speedup_ci[0] < 1.3 and 1.15 < entry.speedup < 1.35, entry
 
 
 def _tune_reassoc(src, build, rtol, output):
-    return run_cli("tune", "-S", str(src), "-B", str(build), "--target", "reassoc", "--bench", "reassoc 262144",
-                   "--metric", METRIC, "--compare-output", "^checksum=", "--rtol", rtol,
-                   "--include-flags", "fast_math,march_native", "--budget", "4", "--output", str(output))
+    return run_cli(
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "reassoc",
+        "--bench",
+        "reassoc 262144",
+        "--metric",
+        METRIC,
+        "--compare-output",
+        "^checksum=",
+        "--rtol",
+        rtol,
+        "--include-flags",
+        "fast_math,march_native",
+        "--budget",
+        "4",
+        "--output",
+        str(output),
+    )
 
 
 @pytest.mark.cmake

@@ -25,9 +25,18 @@ def test_cuda_trials_get_fingerprints_and_same_code_is_recognised(tmp_path):
     shutil.copytree(EXAMPLES / "cuda_nbody", src)
     build = tmp_path / "build"
     assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    spec = TuneSpec(source_dir=src, build_dir=build, target="nbody", benchmark=("nbody", "--n", "1024"),
-                    metric=MetricSpec.parse("time_ms=([0-9.]+)", True), output=src / "compileiq.toml",
-                    pass_regex="PASS", cuda_arch="90", screen=False, workers=1)
+    spec = TuneSpec(
+        source_dir=src,
+        build_dir=build,
+        target="nbody",
+        benchmark=("nbody", "--n", "1024"),
+        metric=MetricSpec.parse("time_ms=([0-9.]+)", True),
+        output=src / "compileiq.toml",
+        pass_regex="PASS",
+        cuda_arch="90",
+        screen=False,
+        workers=1,
+    )
     lines: list[str] = []
     ts = setup(spec, lines.append)
     assert ts.project.language == "CUDA" and ts.devices.cuda_arch == "90" and ts.project.artifacts

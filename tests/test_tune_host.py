@@ -31,11 +31,13 @@ def _assert_applied(src, release, flags):
 @pytest.mark.cmake
 def test_opt_in_route_tunes_writes_toml_and_a_plain_configure_applies_it(host_example, tmp_path):
     build = tmp_path / "build"
-    proc = configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON",
-                     f"-Dcompileiq_cmake_DIR={cmake_dir()}")
+    proc = configure(
+        host_example, build, "-DCMAKE_BUILD_TYPE=Release", "-DCOMPILEIQ_TUNE=ON", f"-Dcompileiq_cmake_DIR={cmake_dir()}"
+    )
     assert proc.returncode == 0, proc.stderr
-    tune = subprocess.run(["cmake", "--build", str(build), "--target", "compileiq_tune"],
-                          capture_output=True, text=True, timeout=900)
+    tune = subprocess.run(
+        ["cmake", "--build", str(build), "--target", "compileiq_tune"], capture_output=True, text=True, timeout=900
+    )
     assert tune.returncode == 0, tune.stdout[-3000:] + tune.stderr[-3000:]
     assert "[ 12/12]" in tune.stdout, "the example's BUDGET 12 must be used"
     (entry,) = read_entries(host_example / "compileiq.toml")
@@ -58,9 +60,27 @@ def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
     out = tmp_path / "flags" / "tuned.toml"
-    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                   "--bench", "host_kernels --n 768", "--metric", METRIC, "--pass-regex", "PASS",
-                   "--budget", "8", "--seed", "3", "--output", str(out))
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 768",
+        "--metric",
+        METRIC,
+        "--pass-regex",
+        "PASS",
+        "--budget",
+        "8",
+        "--seed",
+        "3",
+        "--output",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "[  8/8]" in proc.stdout and "compileiq: validation:" in proc.stdout and "driver overhead" in proc.stdout
     assert not (host_example / "compileiq.toml").exists()
@@ -68,9 +88,13 @@ def test_unmodified_route_and_top_level_include_apply(host_example, tmp_path):
     data = tomllib.loads(out.read_text())
     flags = data["entry"][0]["flags"]
     release = tmp_path / "release"
-    proc = configure(host_example, release, "-DCMAKE_BUILD_TYPE=Release",
-                     f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
-                     f"-DCOMPILEIQ_FLAGS_FILE={out}")
+    proc = configure(
+        host_example,
+        release,
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
+        f"-DCOMPILEIQ_FLAGS_FILE={out}",
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"compileiq: applied {plural(len(flags), 'tuned flag')} to host_kernels" in proc.stdout
     (command,) = commands_for(release, "main.cpp")
@@ -84,9 +108,27 @@ def test_no_significant_gain_writes_no_flags(host_example, tmp_path):
     """Only flags that cannot change this program's speed: nothing may be written."""
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                   "--bench", "host_kernels --n 512", "--metric", METRIC, "--pass-regex", "PASS",
-                   "--include-flags", "no_semantic_interposition", "--budget", "4", "--min-gain", "0.5")
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 512",
+        "--metric",
+        METRIC,
+        "--pass-regex",
+        "PASS",
+        "--include-flags",
+        "no_semantic_interposition",
+        "--budget",
+        "4",
+        "--min-gain",
+        "0.5",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "no flag set beat the project's own build" in proc.stdout
     assert not (host_example / "compileiq.toml").exists()
@@ -100,13 +142,32 @@ def test_multi_config_generator_tunes_the_release_configuration_and_applies_it_t
     if not shutil.which("ninja"):
         pytest.skip("ninja is not installed")
     build = tmp_path / "build"
-    proc = subprocess.run(["cmake", "-S", str(host_example), "-B", str(build), "-G", "Ninja Multi-Config"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["cmake", "-S", str(host_example), "-B", str(build), "-G", "Ninja Multi-Config"], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "multi.toml"
-    proc = run_cli("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-                   "--bench", "host_kernels --n 768", "--metric", METRIC, "--pass-regex", "PASS",
-                   "--include-flags", "no_math_errno,ipa_pta", "--budget", "3", "--output", str(out))
+    proc = run_cli(
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 768",
+        "--metric",
+        METRIC,
+        "--pass-regex",
+        "PASS",
+        "--include-flags",
+        "no_math_errno,ipa_pta",
+        "--budget",
+        "3",
+        "--output",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "tuning the Release configuration" in proc.stdout
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
@@ -115,9 +176,21 @@ def test_multi_config_generator_tunes_the_release_configuration_and_applies_it_t
     (entry,) = read_entries(out)
     assert entry.build_type == "Release" and "-fno-math-errno" in entry.flags
     release = tmp_path / "release"
-    proc = subprocess.run(["cmake", "-S", str(host_example), "-B", str(release), "-G", "Ninja Multi-Config",
-                           f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
-                           f"-DCOMPILEIQ_FLAGS_FILE={out}"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            "cmake",
+            "-S",
+            str(host_example),
+            "-B",
+            str(release),
+            "-G",
+            "Ninja Multi-Config",
+            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={cmake_dir()}/compileiq_apply.cmake",
+            f"-DCOMPILEIQ_FLAGS_FILE={out}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "for the Release configuration" in proc.stdout
     assert "-fno-math-errno" in (release / "CMakeFiles" / "impl-Release.ninja").read_text()
@@ -131,16 +204,37 @@ def test_host_tune_speaks_of_no_gpu_and_a_resume_counts_restored_trials_apart(ho
     restored trials apart from those measured now."""
     build = tmp_path / "build"
     assert configure(host_example, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
-    tune = ("tune", "-S", str(host_example), "-B", str(build), "--target", "host_kernels",
-            "--bench", "host_kernels --n 512", "--metric", METRIC, "--pass-regex", "PASS", "--seed", "3",
-            "--workers", "1", "--output", str(tmp_path / "out.toml"))
+    tune = (
+        "tune",
+        "-S",
+        str(host_example),
+        "-B",
+        str(build),
+        "--target",
+        "host_kernels",
+        "--bench",
+        "host_kernels --n 512",
+        "--metric",
+        METRIC,
+        "--pass-regex",
+        "PASS",
+        "--seed",
+        "3",
+        "--workers",
+        "1",
+        "--output",
+        str(tmp_path / "out.toml"),
+    )
     proc = run_cli(*tune, "--budget", "4")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
     assert "[  4/4]" in proc.stdout and "in flight: building" in proc.stdout
-    assert "GPU" not in proc.stdout and "thermal" not in proc.stdout, \
-        [line for line in proc.stdout.splitlines() if "GPU" in line or "thermal" in line]
+    assert "GPU" not in proc.stdout and "thermal" not in proc.stdout, [
+        line for line in proc.stdout.splitlines() if "GPU" in line or "thermal" in line
+    ]
     assert "search phase: 4 trials in " in proc.stdout and "restored" not in proc.stdout
-    html = re.sub(r'src="data:image/[^"]*"', "", (build / "compileiq" / "report.html").read_text())  # not in base64 PNGs
+    html = re.sub(
+        r'src="data:image/[^"]*"', "", (build / "compileiq" / "report.html").read_text()
+    )  # not in base64 PNGs
     assert "GPU" not in html and "thermal" not in html and "throttling" not in html and 'id="resources"' not in html
     assert "<th>host CPU</th>" in html and "1 worker," in html and 'id="trials"' in html
     proc = run_cli(*tune, "--budget", "6")

@@ -24,8 +24,11 @@ def test_help_names_the_release_build_type():
 @pytest.mark.cmake
 def test_every_numeric_tune_option_says_its_default():
     tune = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices["tune"]
-    silent = [a.option_strings[0] for a in tune._actions
-              if a.type in (int, float) and a.default is not None and "default" not in (a.help or "")]
+    silent = [
+        a.option_strings[0]
+        for a in tune._actions
+        if a.type in (int, float) and a.default is not None and "default" not in (a.help or "")
+    ]
     assert silent == []
     text = run_cli("tune", "--help").stdout.replace("\n", " ")
     for shown in ("(default 3)", "(default 9)", "(default 120.0)", "default 30)", "(default 0)"):
@@ -57,5 +60,7 @@ def test_plural_counts():
 def test_counts_in_messages_are_in_their_right_number():
     from compileiq_cmake.measure.numerics import numerics_changed
 
-    assert "numerics changed: 1 number in the output, the baseline's had 2" in numerics_changed((1.0, 2.0), (1.0,), 1e-3, 0.0)
+    assert "numerics changed: 1 number in the output, the baseline's had 2" in numerics_changed(
+        (1.0, 2.0), (1.0,), 1e-3, 0.0
+    )
     assert "in 1 of 1 number" in numerics_changed((1.0,), (2.0,), 1e-3, 0.0)

@@ -35,8 +35,21 @@ def replay(tmp_path):
     src.mkdir()
     out = tmp_path / "compileiq.toml"
     build = tmp_path / "build"
-    args = ["tune", "-S", str(src), "-B", str(build), "--target", "sample_small", "--replay", str(SAMPLE),
-            "--budget", "8", "--output", str(out)]
+    args = [
+        "tune",
+        "-S",
+        str(src),
+        "-B",
+        str(build),
+        "--target",
+        "sample_small",
+        "--replay",
+        str(SAMPLE),
+        "--budget",
+        "8",
+        "--output",
+        str(out),
+    ]
     return out, build, args
 
 

@@ -19,12 +19,22 @@ from .stats import geomean_comparison
 from .validation import NOT_ABLATED, UNDECIDED, Log
 
 
-def ablate(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagSpace, winner: FlagSet,
-           min_gain: float, seed: int, log: Log, restored: dict[str, Contribution] | None = None,
-           on_step: Callable[[str, Contribution], None] | None = None, expected: dict[str, float] | None = None,
-           may_start: Callable[[], bool] | None = None,
-           may_continue: Callable[[float], bool] | None = None,
-           steps: int | None = None) -> tuple[FlagSet, tuple[Contribution, ...]]:
+def ablate(
+    runner: Measures,
+    build: Build,
+    trees: tuple[Tree, ...],
+    space: FlagSpace,
+    winner: FlagSet,
+    min_gain: float,
+    seed: int,
+    log: Log,
+    restored: dict[str, Contribution] | None = None,
+    on_step: Callable[[str, Contribution], None] | None = None,
+    expected: dict[str, float] | None = None,
+    may_start: Callable[[], bool] | None = None,
+    may_continue: Callable[[float], bool] | None = None,
+    steps: int | None = None,
+) -> tuple[FlagSet, tuple[Contribution, ...]]:
     """Remove the winner's non-default dimensions, then each file's own flags (the per-file stage's
     `[path]flag` tokens, one file at a time); a removal that costs nothing significant is kept (the flags are
     dropped). Returns the minimal flag set and each removal's contribution ("per-file <path>" for files).
@@ -50,7 +60,7 @@ def ablate(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagS
     if steps is not None and steps < len(dims) and len(dims) > 2 and len(useless) < len(dims) - 1:
         useless = dims[:-1]  # too little time for one step per dimension: all but the most expected at once
     files = [path for path, _ in _own_sources(space, winner)]
-    queue: list[tuple[tuple[str, ...], str | None]] = ([(tuple(useless), None)] if len(useless) > 1 else [])
+    queue: list[tuple[tuple[str, ...], str | None]] = [(tuple(useless), None)] if len(useless) > 1 else []
     queue += [((d,), None) for d in dims if len(useless) <= 1 or d not in useless]
     queue += [((f"per-file {path}",), path) for path in files]
     while queue:
@@ -58,23 +68,33 @@ def ablate(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagS
         if may_start is not None and not may_start():
             for rest, _ in [(group, path), *queue]:
                 for dim in rest:
-                    contributions.append(Contribution(dim, _flags_of(space, current, dim), math.nan, math.nan,
-                                                      math.nan, True, NOT_ABLATED))
+                    contributions.append(
+                        Contribution(
+                            dim, _flags_of(space, current, dim), math.nan, math.nan, math.nan, True, NOT_ABLATED
+                        )
+                    )
             untested = sum(len(g) for g, _ in [(group, path), *queue])
-            log.info(f"ablation: time limit reached; {plural(untested, 'dimension')} not ablated (kept)",
-                     stage="finalists", untested=untested)
+            log.info(
+                f"ablation: time limit reached; {plural(untested, 'dimension')} not ablated (kept)",
+                stage="finalists",
+                untested=untested,
+            )
             break
         step = f"{'+'.join(group)} from {current.key}"
         kept = (restored or {}).get(step)
         # each decided step is stored before it is announced: a kill after its line never measures it again
         save = None if on_step is None else (lambda c, step=step: on_step(step, c))
-        contribution, without = _ablation_step(runner, build, trees, space, current, group, path, min_gain, seed, log,
-                                               kept, may_continue, save)
+        contribution, without = _ablation_step(
+            runner, build, trees, space, current, group, path, min_gain, seed, log, kept, may_continue, save
+        )
         if len(group) > 1 and contribution.kept:  # the group matters: its halves, each on its own
             half = len(group) // 2
             queue[:0] = [(group[:half], None), (group[half:], None)]
-            log.info(f"ablation: removing {' '.join(contribution.flags)} together costs speed: split",
-                     stage="finalists", flags=list(contribution.flags))
+            log.info(
+                f"ablation: removing {' '.join(contribution.flags)} together costs speed: split",
+                stage="finalists",
+                flags=list(contribution.flags),
+            )
             continue
         contributions.append(contribution)
         if not contribution.kept:
@@ -85,7 +105,7 @@ def ablate(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagS
 def _flags_of(space: FlagSpace, current: FlagSet, dim: str) -> tuple[str, ...]:
     """The flags a dimension (or "per-file <path>") adds to `current`."""
     if dim.startswith("per-file "):
-        path = dim[len("per-file "):]
+        path = dim[len("per-file ") :]
         return tuple(build_flags.source_token(p, f) for p, fs in _own_sources(space, current) if p == path for f in fs)
     choice = dict(current.choices)
     return space.flagset({dim: choice[dim]}).flags if dim in choice else ()
@@ -99,11 +119,21 @@ def _own_sources(space: FlagSpace, current: FlagSet) -> tuple[tuple[str, tuple[s
     return build_flags.split(tuple(t for t in current.flags if t not in given)).sources
 
 
-def _ablation_step(runner: Measures, build: Build, trees: tuple[Tree, ...], space: FlagSpace, current: FlagSet,
-                   group: tuple[str, ...], path: str | None, min_gain: float, seed: int, log: EventStream,
-                   restored: Contribution | None,
-                   may_continue: Callable[[float], bool] | None = None,
-                   save: Callable[[Contribution], None] | None = None) -> tuple[Contribution, FlagSet]:
+def _ablation_step(
+    runner: Measures,
+    build: Build,
+    trees: tuple[Tree, ...],
+    space: FlagSpace,
+    current: FlagSet,
+    group: tuple[str, ...],
+    path: str | None,
+    min_gain: float,
+    seed: int,
+    log: EventStream,
+    restored: Contribution | None,
+    may_continue: Callable[[float], bool] | None = None,
+    save: Callable[[Contribution], None] | None = None,
+) -> tuple[Contribution, FlagSet]:
     """One step of `ablate`: removing the dimensions of `group` (`path`: that file's own flags) from `current`;
     its contribution (kept or not) and the flag set without it. `restored`: the step's outcome from the
     trial store. `save`: called with a measured, decided contribution before it is logged (an undecided one
@@ -124,20 +154,29 @@ def _ablation_step(runner: Measures, build: Build, trees: tuple[Tree, ...], spac
     else:
         flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
     base = space.flagset(choice)
-    without = FlagSet(base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own
-                                                       if p != path for f in fs))
+    without = FlagSet(
+        base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own if p != path for f in fs)
+    )
     if restored is not None:
-        log.info(f"ablation: {' '.join(flags)}: restored from the trial store -> "
-                 f"{'kept' if restored.kept else 'dropped'}", stage="finalists", flags=list(flags), kept=restored.kept,
-                 restored=True)
+        log.info(
+            f"ablation: {' '.join(flags)}: restored from the trial store -> {'kept' if restored.kept else 'dropped'}",
+            stage="finalists",
+            flags=list(flags),
+            kept=restored.kept,
+            restored=True,
+        )
         return restored, without
     builds = [build(trees[0], current), build(trees[1], without)]
     if not builds[0].ok or not builds[1].ok:
         return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "re-build failed; kept")), without
     if builds[0].fingerprint and builds[0].fingerprint == builds[1].fingerprint:
         same = saved(Contribution(dim, flags, 1.0, 1.0, 1.0, False, "same device code without it"))
-        log.info(f"ablation: {' '.join(flags)}: same device code without it -> dropped", stage="finalists",
-                 flags=list(flags), kept=False)
+        log.info(
+            f"ablation: {' '.join(flags)}: same device code without it -> dropped",
+            stage="finalists",
+            flags=list(flags),
+            kept=False,
+        )
         return same, without
     variants = {"with": trees[0], "without": trees[1]}
 
@@ -147,25 +186,53 @@ def _ablation_step(runner: Measures, build: Build, trees: tuple[Tree, ...], spac
     def decided(comps) -> bool:
         return all(c.decided(min_gain) or c.slower() or c.faster(min_gain) for c in comps)
 
-    inter = interleave(runner, variants, runner.spec.min_rounds, runner.spec.max_rounds, seed,
-                       lambda samples: decided(keeping(samples)), required=("with", "without"), may_continue=may_continue)
+    inter = interleave(
+        runner,
+        variants,
+        runner.spec.min_rounds,
+        runner.spec.max_rounds,
+        seed,
+        lambda samples: decided(keeping(samples)),
+        required=("with", "without"),
+        may_continue=may_continue,
+    )
     if "without" in inter.failures:
-        return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True,
-                                  f"without it the benchmark fails ({inter.failures['without']}); kept")), without
+        return saved(
+            Contribution(
+                dim,
+                flags,
+                math.nan,
+                math.nan,
+                math.nan,
+                True,
+                f"without it the benchmark fails ({inter.failures['without']}); kept",
+            )
+        ), without
     if "with" in inter.failures:
         return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept")), without
     comps = keeping(inter.samples)
     geo, ci = geomean_comparison(comps)
     if inter.cut_short and not decided(comps):
-        log.info(f"ablation: {' '.join(flags)}: not decided within the time limit -> kept", stage="finalists",
-                 flags=list(flags), kept=True, undecided=True)
+        log.info(
+            f"ablation: {' '.join(flags)}: not decided within the time limit -> kept",
+            stage="finalists",
+            flags=list(flags),
+            kept=True,
+            undecided=True,
+        )
         return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED), without
     # kept when removing it is significantly slower by at least min_gain on some workload: the rule that ends
     # the step's rounds (it used to keep any significant difference, however small, against its own stop rule)
     needed = any(c.faster(min_gain) for c in comps)
     reason = "removing it is significantly slower" if needed else "removing it costs nothing significant"
     contribution = saved(Contribution(dim, flags, geo, ci.low, ci.high, needed, reason))
-    log.info(f"ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
-             f"-> {'kept' if needed else 'dropped'}", stage="finalists", flags=list(flags), kept=needed, speedup=geo,
-             ci=(ci.low, ci.high))
+    log.info(
+        f"ablation: {' '.join(flags)}: keeping it gives {geo:.4f}x (95% CI {ci.low:.4f}..{ci.high:.4f}) "
+        f"-> {'kept' if needed else 'dropped'}",
+        stage="finalists",
+        flags=list(flags),
+        kept=needed,
+        speedup=geo,
+        ci=(ci.low, ci.high),
+    )
     return contribution, without

@@ -59,10 +59,17 @@ def _result_name(kind: str, *parts: object) -> str:
     return kind + ":" + hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
-def validate_and_ablate(context: ValidationContext, build: Build, runner: Measures,
-                        finalists: list[FlagSet], min_gain: float, log: Log, store=None,
-                        confirm_on: tuple[Measures, ...] = (),
-                        limits: Limits = NO_LIMITS) -> tuple[Validation | None, tuple[Contribution, ...]]:
+def validate_and_ablate(
+    context: ValidationContext,
+    build: Build,
+    runner: Measures,
+    finalists: list[FlagSet],
+    min_gain: float,
+    log: Log,
+    store=None,
+    confirm_on: tuple[Measures, ...] = (),
+    limits: Limits = NO_LIMITS,
+) -> tuple[Validation | None, tuple[Contribution, ...]]:
     """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
     then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
     winner that is not is not written. Each outcome is kept in the trial store as soon as it is decided, so
@@ -76,58 +83,130 @@ def validate_and_ablate(context: ValidationContext, build: Build, runner: Measur
     confirmations = []
     for other in confirm_on if winner is not None else ():
         where = other.gpu.describe() if other.gpu is not None else "another GPU"
-        (check,) = _validated(context, build, other, [winner.flagset], min_gain, context.seed + 3, log, store,
-                              other.gpu.device if other.gpu is not None else "", limits.min_rounds, limits.final_continue)
+        (check,) = _validated(
+            context,
+            build,
+            other,
+            [winner.flagset],
+            min_gain,
+            context.seed + 3,
+            log,
+            store,
+            other.gpu.device if other.gpu is not None else "",
+            limits.min_rounds,
+            limits.final_continue,
+        )
         confirmations.append(check)
         if store is not None:
             store.save_validations("confirmations", confirmations)
         if not check.accepted:
-            log.info(f"{winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
-                     f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}",
-                     stage="finalists", gpu=where, confirmed=False, speedup=check.geomean_speedup)
+            log.info(
+                f"{winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
+                f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}",
+                stage="finalists",
+                gpu=where,
+                confirmed=False,
+                speedup=check.geomean_speedup,
+            )
             return None, ()
-        log.info(f"confirmed on {where}: {check.geomean_speedup:.4f}x "
-                 f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]", stage="finalists", gpu=where,
-                 confirmed=True, speedup=check.geomean_speedup)
+        log.info(
+            f"confirmed on {where}: {check.geomean_speedup:.4f}x "
+            f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]",
+            stage="finalists",
+            gpu=where,
+            confirmed=True,
+            speedup=check.geomean_speedup,
+        )
     return winner, contributions
 
 
-def _validated(context: ValidationContext, build, runner: Measures, candidates: list[FlagSet], min_gain: float, seed: int,
-               log: Log, store, gpu: str = "", min_rounds: int | None = None,
-               may_continue: Callable[[float], bool] | None = None, max_rounds: int | None = None) -> list[Validation]:
+def _validated(
+    context: ValidationContext,
+    build,
+    runner: Measures,
+    candidates: list[FlagSet],
+    min_gain: float,
+    seed: int,
+    log: Log,
+    store,
+    gpu: str = "",
+    min_rounds: int | None = None,
+    may_continue: Callable[[float], bool] | None = None,
+    max_rounds: int | None = None,
+) -> list[Validation]:
     name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
-        log.info(f"validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store",
-                 stage="finalists", restored=True)
+        log.info(
+            f"validation of {', '.join(c.describe() for c in candidates)}: restored from the trial store",
+            stage="finalists",
+            restored=True,
+        )
         return kept
-    results = validate(runner, build, context.trees, context.space.baseline(), candidates, min_gain, seed, log,
-                       min_rounds=min_rounds, may_continue=may_continue, max_rounds=max_rounds)
+    results = validate(
+        runner,
+        build,
+        context.trees,
+        context.space.baseline(),
+        candidates,
+        min_gain,
+        seed,
+        log,
+        min_rounds=min_rounds,
+        may_continue=may_continue,
+        max_rounds=max_rounds,
+    )
     if store is not None and not undecided(results):  # a verdict the box cut is no decision: a rerun makes it
         store.save_validations(name, results)
     return results
 
 
-def _decide(context: ValidationContext, build, runner: Measures, finalists: list[FlagSet], min_gain: float, log: Log,
-            store, limits: Limits = NO_LIMITS) -> tuple[Validation | None, tuple[Contribution, ...]]:
+def _decide(
+    context: ValidationContext,
+    build,
+    runner: Measures,
+    finalists: list[FlagSet],
+    min_gain: float,
+    log: Log,
+    store,
+    limits: Limits = NO_LIMITS,
+) -> tuple[Validation | None, tuple[Contribution, ...]]:
     if not finalists:
         return None, ()
 
-    def validated(candidates: list[FlagSet], seed: int,
-                  may_continue: Callable[[float], bool] | None) -> list[Validation]:
-        return _validated(context, build, runner, candidates, min_gain, seed, log, store, "", limits.min_rounds,
-                          may_continue, limits.max_rounds)
+    def validated(
+        candidates: list[FlagSet], seed: int, may_continue: Callable[[float], bool] | None
+    ) -> list[Validation]:
+        return _validated(
+            context,
+            build,
+            runner,
+            candidates,
+            min_gain,
+            seed,
+            log,
+            store,
+            "",
+            limits.min_rounds,
+            may_continue,
+            limits.max_rounds,
+        )
 
     results = validated(finalists, context.seed, limits.validation_continue)
     if store is not None:  # the last tune's finalists, for its summary and report
         store.save_validations("finalists", results)
     for v in results:
         per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
-        log.info(f"  {verdict(v)} {v.flagset.describe()}: "
-                 f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
-                 f"{'; ' + v.reason.removeprefix(CUT) if v.reason else ''}", stage="finalists",
-                 flags=v.flagset.describe(), accepted=v.accepted, undecided=v.reason.startswith(CUT),
-                 speedup=v.geomean_speedup)
+        log.info(
+            f"  {verdict(v)} {v.flagset.describe()}: "
+            f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
+            f"{'; ' + v.reason.removeprefix(CUT) if v.reason else ''}",
+            stage="finalists",
+            flags=v.flagset.describe(),
+            accepted=v.accepted,
+            undecided=v.reason.startswith(CUT),
+            speedup=v.geomean_speedup,
+        )
     accepted = sorted((v for v in results if v.accepted), key=lambda v: -v.geomean_speedup)
     if not accepted:
         return None, ()
@@ -144,20 +223,41 @@ def _decide(context: ValidationContext, build, runner: Measures, finalists: list
             steps = store.load_ablation_steps(name)
             on_step = lambda step, c: store.save_ablation_step(name, step, c)  # noqa: E731
         if steps:
-            log.info(f"ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store",
-                     stage="finalists", restored_steps=len(steps))
-        minimal, contributions = ablate(runner, build, context.trees, context.space, best.flagset, min_gain, context.seed + 1,
-                                        log, steps, on_step, expected=limits.expected, may_start=limits.ablation_start,
-                                        may_continue=limits.ablation_continue, steps=limits.ablation_steps)
+            log.info(
+                f"ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store",
+                stage="finalists",
+                restored_steps=len(steps),
+            )
+        minimal, contributions = ablate(
+            runner,
+            build,
+            context.trees,
+            context.space,
+            best.flagset,
+            min_gain,
+            context.seed + 1,
+            log,
+            steps,
+            on_step,
+            expected=limits.expected,
+            may_start=limits.ablation_start,
+            may_continue=limits.ablation_continue,
+            steps=limits.ablation_steps,
+        )
         whole = not any(c.reason in (UNDECIDED, NOT_ABLATED) for c in contributions)
         if store is not None and whole:  # one the time box cut is not kept whole: a rerun goes on from its steps
             store.save_ablation(name, minimal, contributions)
     winner = best
     if minimal != best.flagset:
         (final,) = validated([minimal], context.seed + 2, limits.final_continue)
-        log.info(f"minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
-                 f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}",
-                 stage="finalists", flags=minimal.describe(), accepted=final.accepted, speedup=final.geomean_speedup)
+        log.info(
+            f"minimal flag set {minimal.describe()}: {final.geomean_speedup:.4f}x "
+            f"[{final.geomean_ci_low:.4f}..{final.geomean_ci_high:.4f}]{'; ' + final.reason if final.reason else ''}",
+            stage="finalists",
+            flags=minimal.describe(),
+            accepted=final.accepted,
+            speedup=final.geomean_speedup,
+        )
         if final.accepted:
             winner = final
         else:
@@ -167,8 +267,9 @@ def _decide(context: ValidationContext, build, runner: Measures, finalists: list
     return confirmed, contributions if confirmed is not None else ()
 
 
-def _confirmed(context: ValidationContext, build, runner: Measures, winner: Validation, log: EventStream, store,
-               limits: Limits) -> Validation | None:
+def _confirmed(
+    context: ValidationContext, build, runner: Measures, winner: Validation, log: EventStream, store, limits: Limits
+) -> Validation | None:
     """The winner's numbers from fresh rounds: the rounds that accepted it stopped at the look that
     accepted it and it was picked as the best of the finalists, so their speed-up is a little high and their
     interval too narrow (docs/benchmarks/statistics.md). The confirmation re-builds the winner and the
@@ -183,10 +284,15 @@ def _confirmed(context: ValidationContext, build, runner: Measures, winner: Vali
     rounds = max(ROUNDS_FLOOR, limits.min_rounds or runner.spec.min_rounds)
     may = limits.confirm_continue
     if may is not None and not may(0.0):
-        log.info("confirmation: no time left; the numbers written are the deciding rounds' (a little optimistic)",
-                 stage="finalists", confirmed=False)
+        log.info(
+            "confirmation: no time left; the numbers written are the deciding rounds' (a little optimistic)",
+            stage="finalists",
+            confirmed=False,
+        )
         return winner
-    outcome = confirm(runner, build, context.trees, context.space.baseline(), winner, rounds, context.seed + 4, log, may)
+    outcome = confirm(
+        runner, build, context.trees, context.space.baseline(), winner, rounds, context.seed + 4, log, may
+    )
     if outcome is None:
         return winner
     if store is not None:

@@ -22,11 +22,19 @@ class Interleaved:
     cut_short: bool = False  # the time box ended the rounds before the comparison was decided
 
 
-def interleave(runner: Measures, variants: dict[str, Tree], min_rounds: int, max_rounds: int, seed: int,
-               decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
-               required: tuple[str, ...] = (), may_continue: Callable[[float], bool] | None = None,
-               at: tuple[int, ...] | None = None,
-               progress: Callable[[int, float], None] | None = None, warmup: int = WARMUP) -> Interleaved:
+def interleave(
+    runner: Measures,
+    variants: dict[str, Tree],
+    min_rounds: int,
+    max_rounds: int,
+    seed: int,
+    decided: Callable[[dict[str, dict[Workload, list[float]]]], bool],
+    required: tuple[str, ...] = (),
+    may_continue: Callable[[float], bool] | None = None,
+    at: tuple[int, ...] | None = None,
+    progress: Callable[[int, float], None] | None = None,
+    warmup: int = WARMUP,
+) -> Interleaved:
     """Rounds of: for each workload, every variant once, in a fresh random order, after `warmup` rounds whose
     values are discarded (each variant was just re-built: its first run pays cold starts, e.g. the PTX JIT
     or the page cache, that later runs do not; a warm-up run that fails counts). A variant whose run fails
@@ -61,8 +69,13 @@ def interleave(runner: Measures, variants: dict[str, Tree], min_rounds: int, max
     return Interleaved(samples, failures, rounds, cut_short)
 
 
-def _round(runner: Measures, variants: dict[str, Tree], rng: random.Random, failures: dict[str, str],
-           samples: dict[str, dict[Workload, list[float]]] | None) -> None:
+def _round(
+    runner: Measures,
+    variants: dict[str, Tree],
+    rng: random.Random,
+    failures: dict[str, str],
+    samples: dict[str, dict[Workload, list[float]]] | None,
+) -> None:
     """One round: for each workload, every variant still in once, in a fresh random order; a failed run puts
     its variant out (`failures`), a good one's value goes to `samples` (None: a warm-up round, thrown away)."""
     for workload in runner.spec.workloads:

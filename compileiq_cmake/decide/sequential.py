@@ -15,14 +15,27 @@ from dataclasses import dataclass, field
 from ..model.records import FlagSet, Validation, WorkloadComparison
 from ..model.spec import TuneSpec
 from .ports import Workload
-from .stats import (EFFECT_FLOOR, FALSE_ACCEPTANCE, TAIL_SAFETY, Comparison, GainTest, compare_paired, gain_test,
-                    geomean_comparison, holm, look_weights, looks, rounds_correlation)
+from .stats import (
+    EFFECT_FLOOR,
+    FALSE_ACCEPTANCE,
+    TAIL_SAFETY,
+    Comparison,
+    GainTest,
+    compare_paired,
+    gain_test,
+    geomean_comparison,
+    holm,
+    look_weights,
+    looks,
+    rounds_correlation,
+)
 
 Samples = dict[str, dict[Workload, list[float]]]
 
 
-def comparisons(spec: TuneSpec, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
-                rho: float = 0.0) -> list[Comparison]:
+def comparisons(
+    spec: TuneSpec, base: dict[Workload, list[float]], cand: dict[Workload, list[float]], rho: float = 0.0
+) -> list[Comparison]:
     """Each workload's paired comparison of `cand` with `base` (the rounds' correlation `rho` allowed for)."""
     return [compare_paired(base[w], cand[w], spec.lower_is_better, rho=rho) for w in spec.workloads]
 
@@ -32,11 +45,14 @@ def rounds_rho(spec: TuneSpec, samples: Samples) -> float:
     return rounds_correlation([[s[w] for w in spec.workloads] for s in samples.values()])
 
 
-def workload_rows(spec: TuneSpec, base: dict[Workload, list[float]], cand: dict[Workload, list[float]],
-                  comps: list[Comparison]) -> tuple[WorkloadComparison, ...]:
+def workload_rows(
+    spec: TuneSpec, base: dict[Workload, list[float]], cand: dict[Workload, list[float]], comps: list[Comparison]
+) -> tuple[WorkloadComparison, ...]:
     """Each workload's values and comparison, as a Validation records them."""
-    return tuple(WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
-                 for w, c in zip(spec.workloads, comps))
+    return tuple(
+        WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
+        for w, c in zip(spec.workloads, comps)
+    )
 
 
 def _out_of_reach(comps: list[Comparison], ci_high: float, min_gain: float) -> bool:
@@ -70,11 +86,13 @@ class SequentialGainTest:
     rounds: int = 0  # rounds seen by the last look or close
 
     @classmethod
-    def planned(cls, spec: TuneSpec, labels: tuple[str, ...], min_gain: float, min_rounds: int, max_rounds: int,
-                alpha: float) -> SequentialGainTest:
+    def planned(
+        cls, spec: TuneSpec, labels: tuple[str, ...], min_gain: float, min_rounds: int, max_rounds: int, alpha: float
+    ) -> SequentialGainTest:
         """The test with its looks fixed before the first round: `looks(min_rounds, max_rounds)`."""
-        return cls(spec, labels, min_gain, looks(min_rounds, max_rounds), alpha,
-                   adjusted={label: 1.0 for label in labels})
+        return cls(
+            spec, labels, min_gain, looks(min_rounds, max_rounds), alpha, adjusted={label: 1.0 for label in labels}
+        )
 
     @property
     def weights(self) -> dict[int, float]:
@@ -84,9 +102,12 @@ class SequentialGainTest:
         self.rho = rounds_rho(self.spec, samples)
         for label in self.adjusted:
             if label in samples:
-                test = gain_test([samples["baseline"][w] for w in self.spec.workloads],
-                                 [samples[label][w] for w in self.spec.workloads], self.spec.lower_is_better,
-                                 self.rho)
+                test = gain_test(
+                    [samples["baseline"][w] for w in self.spec.workloads],
+                    [samples[label][w] for w in self.spec.workloads],
+                    self.spec.lower_is_better,
+                    self.rho,
+                )
                 self.tests[label] = test
                 self.adjusted[label] = min(self.adjusted[label], test.p_value / weight)
 
@@ -126,12 +147,22 @@ class SequentialGainTest:
         "not faster" at alpha (from the looks' adjusted p-values), the gain is at least min_gain and its effect
         at least EFFECT_FLOOR, and no workload is significantly slower; the reason otherwise."""
         significant = dict(zip(self.labels, holm([self.adjusted.get(label, 1.0) for label in self.labels], self.alpha)))
-        return {label: self._verdict(fs, samples["baseline"], samples[label], significant[label],
-                                     self.adjusted.get(label, 1.0), self.tests.get(label, GainTest(1.0, 0.0, 0)))
-                for label, fs in flagsets.items() if label in samples}
+        return {
+            label: self._verdict(
+                fs,
+                samples["baseline"],
+                samples[label],
+                significant[label],
+                self.adjusted.get(label, 1.0),
+                self.tests.get(label, GainTest(1.0, 0.0, 0)),
+            )
+            for label, fs in flagsets.items()
+            if label in samples
+        }
 
-    def _verdict(self, flagset: FlagSet, base, cand, significant: bool, p_adjusted: float,
-                 test: GainTest) -> Validation:
+    def _verdict(
+        self, flagset: FlagSet, base, cand, significant: bool, p_adjusted: float, test: GainTest
+    ) -> Validation:
         spec, min_gain = self.spec, self.min_gain
         comps = comparisons(spec, base, cand, self.rho)
         geo, geo_ci = geomean_comparison(comps)
@@ -142,9 +173,11 @@ class SequentialGainTest:
         elif geo < 1.0 + min_gain:
             reason = f"gain {100 * (geo - 1):+.2f}% is below the minimum {100 * min_gain:.2f}%"
         elif not significant:
-            reason = (f"gain {100 * (geo - 1):+.2f}% is not significant at the {100 * FALSE_ACCEPTANCE:g}% "
-                      f"false-acceptance rate (adjusted p={min(1.0, p_adjusted):.2g} for the looks and the finalists; "
-                      f"95% CI {geo_ci.low:.4f}..{geo_ci.high:.4f})")
+            reason = (
+                f"gain {100 * (geo - 1):+.2f}% is not significant at the {100 * FALSE_ACCEPTANCE:g}% "
+                f"false-acceptance rate (adjusted p={min(1.0, p_adjusted):.2g} for the looks and the finalists; "
+                f"95% CI {geo_ci.low:.4f}..{geo_ci.high:.4f})"
+            )
         elif test.effect < EFFECT_FLOOR:
             reason = f"effect size d={test.effect:.2f} is below {EFFECT_FLOOR:g} (the gain is small next to the noise)"
         else:

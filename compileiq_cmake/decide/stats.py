@@ -81,7 +81,7 @@ def printed_step(values: list[float]) -> float:
     if places >= 15:
         return 0.0
     if places > 0:
-        return 10.0 ** -places
+        return 10.0**-places
     step = 1.0
     while step < 1e15 and all(math.fmod(x, step * 10) == 0 for x in values):
         step *= 10
@@ -139,14 +139,18 @@ def compare(baseline, candidate, lower_is_better: bool = True, confidence: float
     vb = lb.var(ddof=1) / len(lb) if len(lb) > 1 else 0.0
     vc = lc.var(ddof=1) / len(lc) if len(lc) > 1 else 0.0
     se = math.sqrt(vb + vc)
-    dof = (vb + vc) ** 2 / (
-        (vb**2 / (len(lb) - 1) if len(lb) > 1 else 0.0) + (vc**2 / (len(lc) - 1) if len(lc) > 1 else 0.0)
-    ) if se > 0.0 else 1.0
+    dof = (
+        (vb + vc) ** 2
+        / ((vb**2 / (len(lb) - 1) if len(lb) > 1 else 0.0) + (vc**2 / (len(lc) - 1) if len(lc) > 1 else 0.0))
+        if se > 0.0
+        else 1.0
+    )
     return _t_comparison(diff, se, dof, len(lb), len(lc), confidence, quantum(baseline, candidate))
 
 
-def _t_comparison(diff: float, se: float, dof: float, n_baseline: int, n_candidate: int,
-                  confidence: float, step: float = 0.0) -> Comparison:
+def _t_comparison(
+    diff: float, se: float, dof: float, n_baseline: int, n_candidate: int, confidence: float, step: float = 0.0
+) -> Comparison:
     """Speedup exp(diff) with its t interval and two-sided p-value (mean log difference, its standard
     error and degrees of freedom). `step`: the metric's printed resolution (relative, see quantum): rounding
     to it can shift every value of a side alike, so the difference is known only to within one step. The
@@ -155,16 +159,24 @@ def _t_comparison(diff: float, se: float, dof: float, n_baseline: int, n_candida
     beyond = max(0.0, abs(diff) - step)
     if se == 0.0:  # every value of each side printed alike (or identical differences): rounding is the noise
         p = 1.0 if beyond == 0.0 else 0.0
-        return Comparison(math.exp(diff), Interval(math.exp(diff - step), math.exp(diff + step)), p,
-                          n_baseline, n_candidate, step)
+        return Comparison(
+            math.exp(diff), Interval(math.exp(diff - step), math.exp(diff + step)), p, n_baseline, n_candidate, step
+        )
     p = float(2 * _scipy_stats().t.sf(beyond / se, dof))
     q = float(_scipy_stats().t.ppf(0.5 + confidence / 2, dof))
-    return Comparison(math.exp(diff), Interval(math.exp(diff - q * se - step), math.exp(diff + q * se + step)), p,
-                      n_baseline, n_candidate, step)
+    return Comparison(
+        math.exp(diff),
+        Interval(math.exp(diff - q * se - step), math.exp(diff + q * se + step)),
+        p,
+        n_baseline,
+        n_candidate,
+        step,
+    )
 
 
-def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95,
-                   rho: float = 0.0) -> Comparison:
+def compare_paired(
+    baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95, rho: float = 0.0
+) -> Comparison:
     """Paired t-test and interval on per-round log ratios (baseline[i] and candidate[i] measured in the
     same interleaved round): drift between rounds cancels. `rho`: the rounds' serial correlation
     (rounds_correlation); the variance and degrees of freedom are those of correlated rounds
@@ -176,8 +188,15 @@ def compare_paired(baseline, candidate, lower_is_better: bool = True, confidence
         d = -d
     n = len(d)
     factor, dof = correlated_rounds(rho, n)
-    return _t_comparison(float(d.mean()), float(d.std(ddof=1)) * math.sqrt(factor / n), dof, n, n, confidence,
-                         quantum(baseline, candidate))
+    return _t_comparison(
+        float(d.mean()),
+        float(d.std(ddof=1)) * math.sqrt(factor / n),
+        dof,
+        n,
+        n,
+        confidence,
+        quantum(baseline, candidate),
+    )
 
 
 RHO_CAP = 0.8  # the largest serial correlation the variance is corrected for (beyond it: as at the cap)
@@ -287,8 +306,9 @@ class GainTest:
     rho: float = 0.0  # the rounds' serial correlation the test allowed for
 
 
-def gain_test(base: list[list[float]], cand: list[list[float]], lower_is_better: bool = True,
-              rho: float = 0.0) -> GainTest:
+def gain_test(
+    base: list[list[float]], cand: list[list[float]], lower_is_better: bool = True, rho: float = 0.0
+) -> GainTest:
     """`base[w]` and `cand[w]`: workload w's values, round by round (paired). Rounds with a value on every
     workload count. `rho`: the rounds' serial correlation (rounds_correlation): the test's variance and
     degrees of freedom are those of correlated rounds (correlated_rounds)."""
@@ -324,9 +344,11 @@ def coarse_metric_warning(samples, min_effect: float) -> str | None:
     comparisons widen by (quantum), so the warning and the decision never disagree."""
     step = quantum(samples)
     if step and step > min_effect / 2 and len(set(samples)) <= max(2, len(samples) // 3):
-        return (f"the metric is printed with a resolution of {100 * step:.2g}% of its value, too coarse to see "
-                f"the {100 * min_effect:.2g}% differences being sought (a difference of one step is never significant); "
-                "print more digits (e.g. %.6e), point --metric at a finer line, or give a longer workload")
+        return (
+            f"the metric is printed with a resolution of {100 * step:.2g}% of its value, too coarse to see "
+            f"the {100 * min_effect:.2g}% differences being sought (a difference of one step is never significant); "
+            "print more digits (e.g. %.6e), point --metric at a finer line, or give a longer workload"
+        )
     return None
 
 
@@ -356,6 +378,12 @@ def flag_effects(rows: list[tuple[tuple[str, ...], float]], confidence: float = 
     out = []
     for i, f in enumerate(flags, start=1):
         se = math.sqrt(max(cov[i, i], 0.0))
-        out.append(FlagEffect(f, math.exp(-beta[i]), Interval(math.exp(-beta[i] - q * se), math.exp(-beta[i] + q * se)),
-                              sum(f in fs for fs, _ in rows)))
+        out.append(
+            FlagEffect(
+                f,
+                math.exp(-beta[i]),
+                Interval(math.exp(-beta[i] - q * se), math.exp(-beta[i] + q * se)),
+                sum(f in fs for fs, _ in rows),
+            )
+        )
     return sorted(out, key=lambda e: -abs(math.log(e.speedup)))

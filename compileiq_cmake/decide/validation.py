@@ -25,10 +25,20 @@ CUT = "undecided: "  # a validation verdict the time box cut before it was decid
 NOT_ABLATED = "not ablated: the time limit was reached; kept"
 
 
-def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: FlagSet,
-             candidates: list[FlagSet], min_gain: float, seed: int, log: Log, min_rounds: int | None = None,
-             may_continue: Callable[[float], bool] | None = None,
-             alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY, max_rounds: int | None = None) -> list[Validation]:
+def validate(
+    runner: Measures,
+    build: Build,
+    trees: tuple[Tree, ...],
+    baseline: FlagSet,
+    candidates: list[FlagSet],
+    min_gain: float,
+    seed: int,
+    log: Log,
+    min_rounds: int | None = None,
+    may_continue: Callable[[float], bool] | None = None,
+    alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY,
+    max_rounds: int | None = None,
+) -> list[Validation]:
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
     workload, and compare each candidate with the baseline by the sequential gain test (sequential.py: its
     looks, their shares of `alpha`, Holm, the rules of a verdict). `min_rounds` (default the spec's): fewer
@@ -47,38 +57,68 @@ def validate(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: 
     labels = tuple(f"c{i}" for i in range(len(candidates)))
     test = SequentialGainTest.planned(spec, labels, min_gain, min_rounds, top, alpha)
     clock = time.perf_counter()
-    inter = interleave(runner, {label: tree for label, (tree, _) in placed.items() if builds[label].ok}, min_rounds,
-                       top, seed, test.look, required=("baseline",), may_continue=may_continue, at=test.schedule,
-                       progress=_progress(log, spec.max_rounds, test.schedule))
+    inter = interleave(
+        runner,
+        {label: tree for label, (tree, _) in placed.items() if builds[label].ok},
+        min_rounds,
+        top,
+        seed,
+        test.look,
+        required=("baseline",),
+        may_continue=may_continue,
+        at=test.schedule,
+        progress=_progress(log, spec.max_rounds, test.schedule),
+    )
     per_round = (time.perf_counter() - clock) / max(1, inter.rounds)
     live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
     if "baseline" in live:
         test.close(live, inter.rounds)
-    log.info(f"validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
-             + (" (the time limit ended the rounds)" if inter.cut_short else ""),
-             stage="finalists", candidates=len(candidates), rounds=inter.rounds, cut_short=inter.cut_short,
-             looks=[n for n in test.schedule if n <= inter.rounds])
+    log.info(
+        f"validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
+        + (" (the time limit ended the rounds)" if inter.cut_short else ""),
+        stage="finalists",
+        candidates=len(candidates),
+        rounds=inter.rounds,
+        cut_short=inter.cut_short,
+        looks=[n for n in test.schedule if n <= inter.rounds],
+    )
     if test.rho > RHO_PRIOR + 0.05:  # these rounds moved it: said (the prior's own allowance is docs/statistics.md's)
-        log.info(f"validation: a build's runs are correlated from round to round (lag-1 r={test.rho:.2f}: the prior's "
-                 f"{RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "
-                 f"{correlated_rounds(test.rho, inter.rounds)[0]:.2g} times that of independent rounds",
-                 stage="finalists", rho=round(test.rho, 3))
-    measured = test.verdicts(live, {label: fs for label, fs in zip(labels, candidates) if label in live}) \
-        if "baseline" in live else {}
+        log.info(
+            f"validation: a build's runs are correlated from round to round (lag-1 r={test.rho:.2f}: the prior's "
+            f"{RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "
+            f"{correlated_rounds(test.rho, inter.rounds)[0]:.2g} times that of independent rounds",
+            stage="finalists",
+            rho=round(test.rho, 3),
+        )
+    measured = (
+        test.verdicts(live, {label: fs for label, fs in zip(labels, candidates) if label in live})
+        if "baseline" in live
+        else {}
+    )
     results = []
     for label, fs in zip(labels, candidates):
         if not builds[label].ok:
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, f"re-build failed: {builds[label].log_tail}"))
         elif "baseline" in inter.failures:
-            results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, f"the baseline failed: {inter.failures['baseline']}"))
+            results.append(
+                Validation(fs, (), 0.0, 0.0, 0.0, False, f"the baseline failed: {inter.failures['baseline']}")
+            )
         elif label in inter.failures:
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, inter.failures[label]))
         elif inter.cut_short and not measured[label].accepted and not hopeless(spec, live, label, min_gain, test.rho):
-            need = (test.next_look(inter.rounds) if inter.rounds < test.schedule[-1] else spec.max_rounds) - inter.rounds
-            results.append(replace(measured[label], reason=(
-                f"{CUT}the time box ended the validation after {plural(inter.rounds, 'round')} "
-                f"({measured[label].reason or 'not decided'}); about {math.ceil(need * per_round)} s more "
-                f"({plural(need, 'round')}) would decide it")))
+            need = (
+                test.next_look(inter.rounds) if inter.rounds < test.schedule[-1] else spec.max_rounds
+            ) - inter.rounds
+            results.append(
+                replace(
+                    measured[label],
+                    reason=(
+                        f"{CUT}the time box ended the validation after {plural(inter.rounds, 'round')} "
+                        f"({measured[label].reason or 'not decided'}); about {math.ceil(need * per_round)} s more "
+                        f"({plural(need, 'round')}) would decide it"
+                    ),
+                )
+            )
         else:
             results.append(measured[label])
     return results
@@ -91,9 +131,13 @@ def _progress(log: EventStream, max_rounds: int, schedule: tuple[int, ...]) -> C
     def progress(rounds: int, seconds: float) -> None:
         if time.perf_counter() - last_said[0] >= 5.0:
             last_said[0] = time.perf_counter()
-            log.info(f"validation: round {rounds} of at most {max_rounds} done ({seconds:.0f} s; the verdicts "
-                     f"are looked at after rounds {', '.join(str(n) for n in schedule if n >= rounds)})",
-                     stage="finalists", round=rounds, seconds=round(seconds, 1))
+            log.info(
+                f"validation: round {rounds} of at most {max_rounds} done ({seconds:.0f} s; the verdicts "
+                f"are looked at after rounds {', '.join(str(n) for n in schedule if n >= rounds)})",
+                stage="finalists",
+                round=rounds,
+                seconds=round(seconds, 1),
+            )
 
     return progress
 
@@ -111,9 +155,17 @@ def untested_flags(winner: FlagSet, contributions: tuple[Contribution, ...]) -> 
 ROUNDS_FLOOR = 3  # the fewest rounds whose numbers are written as a confirmation
 
 
-def confirm(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: FlagSet, winner: Validation,
-            rounds: int, seed: int, log: EventStream, may_continue: Callable[[float], bool] | None = None
-            ) -> Validation | None:
+def confirm(
+    runner: Measures,
+    build: Build,
+    trees: tuple[Tree, ...],
+    baseline: FlagSet,
+    winner: Validation,
+    rounds: int,
+    seed: int,
+    log: EventStream,
+    may_continue: Callable[[float], bool] | None = None,
+) -> Validation | None:
     """The winner re-built beside the baseline and measured for exactly `rounds` interleaved rounds (after the
     warm-up): its speed-up and intervals from rounds that decided nothing (no look stopped them, nothing was
     picked from them), so they cover the truth as often as they say. The winner with those numbers
@@ -122,20 +174,40 @@ def confirm(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: F
     or measured, or the box allowed fewer than ROUNDS_FLOOR rounds: the deciding rounds' numbers stay."""
     builds = [build(trees[0], baseline), build(trees[1], winner.flagset)]
     if not builds[1].ok:
-        return replace(winner, accepted=False, reason=f"confirmation: the winner failed to re-build: {builds[1].log_tail}",
-                       estimate="confirmation")
+        return replace(
+            winner,
+            accepted=False,
+            reason=f"confirmation: the winner failed to re-build: {builds[1].log_tail}",
+            estimate="confirmation",
+        )
     if not builds[0].ok:
-        log.info("confirmation: the baseline failed to re-build; the numbers written are the deciding rounds'",
-                 stage="finalists", confirmed=False)
+        log.info(
+            "confirmation: the baseline failed to re-build; the numbers written are the deciding rounds'",
+            stage="finalists",
+            confirmed=False,
+        )
         return None
-    inter = interleave(runner, {"baseline": trees[0], "winner": trees[1]}, rounds, rounds, seed, lambda _: False,
-                       required=("baseline", "winner"), may_continue=may_continue)
+    inter = interleave(
+        runner,
+        {"baseline": trees[0], "winner": trees[1]},
+        rounds,
+        rounds,
+        seed,
+        lambda _: False,
+        required=("baseline", "winner"),
+        may_continue=may_continue,
+    )
     if "winner" in inter.failures:
-        return replace(winner, accepted=False, reason=f"confirmation: {inter.failures['winner']}", estimate="confirmation")
+        return replace(
+            winner, accepted=False, reason=f"confirmation: {inter.failures['winner']}", estimate="confirmation"
+        )
     if "baseline" in inter.failures or inter.rounds < ROUNDS_FLOOR:
         why = inter.failures.get("baseline") or f"the time limit ended it after {plural(inter.rounds, 'round')}"
-        log.info(f"confirmation: {why}; the numbers written are the deciding rounds' (a little optimistic)",
-                 stage="finalists", confirmed=False)
+        log.info(
+            f"confirmation: {why}; the numbers written are the deciding rounds' (a little optimistic)",
+            stage="finalists",
+            confirmed=False,
+        )
         return None
     base, cand = inter.samples["baseline"], inter.samples["winner"]
     # a few rounds of two variants tell little of the correlation: the validation's (more variants and rounds) is
@@ -145,12 +217,27 @@ def confirm(runner: Measures, build: Build, trees: tuple[Tree, ...], baseline: F
     geo, ci = geomean_comparison(comps)
     rows = workload_rows(runner.spec, base, cand, comps)
     slower = ci.high < 1.0
-    log.info(f"confirmation of {winner.flagset.describe()} ({plural(inter.rounds, 'round')} used for nothing else): "
-             f"{geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
-             + ("; significantly slower than the baseline: not written" if slower else ""),
-             stage="finalists", confirmed=not slower, speedup=geo, ci=(ci.low, ci.high), rounds=inter.rounds)
-    return Validation(winner.flagset, rows, geo, ci.low, ci.high, not slower,
-                      "confirmation: significantly slower than the baseline" if slower else "", "confirmation", rho)
+    log.info(
+        f"confirmation of {winner.flagset.describe()} ({plural(inter.rounds, 'round')} used for nothing else): "
+        f"{geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
+        + ("; significantly slower than the baseline: not written" if slower else ""),
+        stage="finalists",
+        confirmed=not slower,
+        speedup=geo,
+        ci=(ci.low, ci.high),
+        rounds=inter.rounds,
+    )
+    return Validation(
+        winner.flagset,
+        rows,
+        geo,
+        ci.low,
+        ci.high,
+        not slower,
+        "confirmation: significantly slower than the baseline" if slower else "",
+        "confirmation",
+        rho,
+    )
 
 
 def verdict(v: Validation) -> str:
@@ -161,5 +248,3 @@ def verdict(v: Validation) -> str:
 def undecided(results: list[Validation]) -> bool:
     """Whether the box cut any verdict of a validation (then it is not stored: a rerun decides it)."""
     return any(v.reason.startswith(CUT) for v in results)
-
-

@@ -128,8 +128,10 @@ def not_compiled_again(tree: VariantTree, entries: list[dict]) -> str:
         newest = max(read, key=lambda f: (f.stat().st_mtime_ns, f != tree.flags_file))
         path = out if out.is_absolute() else Path(entry.get("directory") or tree.path) / out
         if not path.is_file() or path.stat().st_mtime_ns < newest.stat().st_mtime_ns:
-            return (f"{Path(entry['file']).name} was not compiled again after the trial's flags changed (its object "
-                    f"is older than {newest.name}); its build would measure an earlier trial's flags")
+            return (
+                f"{Path(entry['file']).name} was not compiled again after the trial's flags changed (its object "
+                f"is older than {newest.name}); its build would measure an earlier trial's flags"
+            )
     return ""
 
 
@@ -138,13 +140,20 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     written, or a good one with its compile command and (CUDA) its device code's fingerprint and kernels."""
     clock = time.perf_counter()
     if tree.restore_cache() and log is not None:
-        as_stream(log).warning(f"CMakeCache.txt of {tree.path.name} was changed by something else since the last "
-            "build (the benchmark?); restored before building the next trial")
+        as_stream(log).warning(
+            f"CMakeCache.txt of {tree.path.name} was changed by something else since the last "
+            "build (the benchmark?); restored before building the next trial"
+        )
     tree.write_flags(context.target, context.language, context.cuda_arch, flagset.flags, context.device_link)
     steps = [("prepare", time.perf_counter() - clock)]
     with (context.cores or CoreShare()).claim(context.trees) as jobs:  # (a fresh share: alone, every core)
-        result = tree.build(context.build_targets, jobs=jobs, timeout=max(600.0, context.timeout), stop=context.stop,
-                            progress=as_stream(log).info if log is not None else None)  # long builds: objects done, ETA
+        result = tree.build(
+            context.build_targets,
+            jobs=jobs,
+            timeout=max(600.0, context.timeout),
+            stop=context.stop,
+            progress=as_stream(log).info if log is not None else None,
+        )  # long builds: objects done, ETA
     if not result.ok:
         return replace(result, steps=tuple(steps))
     clock = time.perf_counter()
@@ -168,14 +177,23 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
             marks = [*host, *([build_flags.DEVICE_LTO] if wanted.device_lto else [])]
             if marks:
                 digest = hashlib.sha256("\0".join([digest, *marks]).encode()).hexdigest()
-            kernels = tuple(KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
-                            for k in code.kernels)
+            kernels = tuple(
+                KernelResources(k.name, k.registers, k.spill_bytes, k.shared_bytes, k.instructions)
+                for k in code.kernels
+            )
     steps.append(("fingerprint", time.perf_counter() - clock))
     files = [tree.path / rel for rel in context.artifacts if (tree.path / rel).is_file()]
     size = sum(f.stat().st_size for f in files)
     device = device_code_bytes(files) if context.language == "CUDA" else 0
-    return replace(result, compile_command=command, fingerprint=digest, kernels=kernels, steps=tuple(steps),
-                   binary_bytes=size, device_bytes=device)
+    return replace(
+        result,
+        compile_command=command,
+        fingerprint=digest,
+        kernels=kernels,
+        steps=tuple(steps),
+        binary_bytes=size,
+        device_bytes=device,
+    )
 
 
 def device_code(context: BuildContext, tree: VariantTree, device_lto: bool = False) -> DeviceFingerprint:

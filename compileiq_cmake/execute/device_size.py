@@ -21,9 +21,9 @@ def _elf_fatbin(data: bytes) -> int:
     relocatable device code it also keeps each object's `__nv_relfatbin`, which is never loaded)."""
     if len(data) < 64 or data[:4] != _ELF_MAGIC or data[4] != 2 or data[5] != 1:
         return 0
-    e_type, = struct.unpack_from("<H", data, 0x10)
+    (e_type,) = struct.unpack_from("<H", data, 0x10)
     counted = FATBIN_SECTIONS if e_type == _ET_REL else FATBIN_SECTIONS[:1]
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     if not shoff or shentsize < 64 or shstrndx >= shnum or shoff + shnum * shentsize > len(data):
         return 0
@@ -33,12 +33,12 @@ def _elf_fatbin(data: bytes) -> int:
         return name, kind, offset, size
 
     _, _, names_at, names_size = header(shstrndx)
-    names = data[names_at:names_at + names_size]
+    names = data[names_at : names_at + names_size]
     total = 0
     for i in range(shnum):
         name, kind, _, size = header(i)
         end = names.find(b"\0", name)
-        if kind != _SHT_NOBITS and names[name:end if end >= 0 else None] in counted:
+        if kind != _SHT_NOBITS and names[name : end if end >= 0 else None] in counted:
             total += size
     return total
 
@@ -47,11 +47,11 @@ def _archive_fatbin(data: bytes) -> int:
     """The fatbinary bytes of every member of a static library (ar archive)."""
     total, at = 0, len(_AR_MAGIC)
     while at + 60 <= len(data):
-        size_field = data[at + 48:at + 58].strip()
+        size_field = data[at + 48 : at + 58].strip()
         if not size_field.isdigit():
             break
         size = int(size_field)
-        total += _elf_fatbin(data[at + 60:at + 60 + size])
+        total += _elf_fatbin(data[at + 60 : at + 60 + size])
         at += 60 + size + (size & 1)
     return total
 

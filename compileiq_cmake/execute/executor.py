@@ -76,8 +76,13 @@ class LocalExecutor:
     def __getstate__(self) -> dict:
         """What a build task on another node needs (Ray): the context and a runner without this process's GPU
         handles."""
-        return {"context": self.context, "runner": replace(self.runner, monitor=None), "gpus": (),
-                "state_dir": self.state_dir, "name": self.name}
+        return {
+            "context": self.context,
+            "runner": replace(self.runner, monitor=None),
+            "gpus": (),
+            "state_dir": self.state_dir,
+            "name": self.name,
+        }
 
 
 @dataclass
@@ -99,7 +104,12 @@ class ReplayExecutor:
 def local_gpu_runners(gpus: tuple[GpuSlot, ...], state_dir: Path | None, runner: Runner) -> dict[str, Runner]:
     """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
     bus id); with one, the one runner on it; with none, none."""
-    return {g.device: runner.on_gpu(g, state_dir / f"bench-gpu{g.device}.pid",
-                                    GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor,
-                                    runner.meter.for_gpu(g) if runner.meter is not None else None)
-            for g in gpus}
+    return {
+        g.device: runner.on_gpu(
+            g,
+            state_dir / f"bench-gpu{g.device}.pid",
+            GpuMonitor(g.ordinal, g.pci_bus_id) if g.pci_bus_id else runner.monitor,
+            runner.meter.for_gpu(g) if runner.meter is not None else None,
+        )
+        for g in gpus
+    }

@@ -14,8 +14,13 @@ from ..model.timebox import Stop
 from .shared import Lease, SharedExecutor
 
 
-def make_executor(plan: ExecutionPlan, pid_file: Path | None = None, cluster: ClusterPlacement | None = None,
-                  lease: Lease | None = None, stop: Stop | None = None) -> Executor:
+def make_executor(
+    plan: ExecutionPlan,
+    pid_file: Path | None = None,
+    cluster: ClusterPlacement | None = None,
+    lease: Lease | None = None,
+    stop: Stop | None = None,
+) -> Executor:
     """The executor of a plan: its replay runner when it replays, else the local trees; on `cluster`, that
     one's builds run as Ray tasks and the runs on the group's GPU workers; with a `lease` (a suite's targets
     in flight together), its builds and runs take the suite's shared slots. `stop`: the tune's stop token
@@ -25,9 +30,12 @@ def make_executor(plan: ExecutionPlan, pid_file: Path | None = None, cluster: Cl
         inner: Executor = ReplayExecutor(replace(plan.replay, stop=stop), plan.gpus, plan.state_dir)
     else:
         context = replace(plan.build, stop=stop) if plan.build is not None else None
-        inner = LocalExecutor(context, Runner(plan.spec, plan.bench, plan.monitor, pid_file=pid_file, stop=stop,
-                                                  meter=plan.meter),
-                              plan.gpus, plan.state_dir)
+        inner = LocalExecutor(
+            context,
+            Runner(plan.spec, plan.bench, plan.monitor, pid_file=pid_file, stop=stop, meter=plan.meter),
+            plan.gpus,
+            plan.state_dir,
+        )
     if cluster is not None:
         inner = cluster.cluster.executor(plan, cluster.group, inner)
     return SharedExecutor(inner, lease) if lease is not None else inner

@@ -44,8 +44,11 @@ class InFlight:
         with self.lock:
             # "": the runner of a host (CPU) tune, or the process's own GPU: no GPU named
             gpus = " ".join(f"GPU {g}:{n}" if g else f"running {n}" for g, n in sorted(self.on_gpu.items()))
-            parts = [f"building {self.building}"] + ([f"waiting {self.waiting}"] if self.waiting else []) \
+            parts = (
+                [f"building {self.building}"]
+                + ([f"waiting {self.waiting}"] if self.waiting else [])
                 + ([gpus] if gpus else [])
+            )
         return "in flight: " + ", ".join(parts)
 
 
@@ -80,8 +83,15 @@ class Pipeline:
     `runners`, taken while free: never two measurements on one GPU); `known` are the finished trials when the
     trial was submitted. Finished trials come back from `next()` in submission order."""
 
-    def __init__(self, trees: tuple[VariantTree, ...], build: Callable[[VariantTree, FlagSet, Log | None], BuildResult],
-                 runners: list[Runner], measure: Callable[..., Trial], log: Log, stop: Stop | None = None) -> None:
+    def __init__(
+        self,
+        trees: tuple[VariantTree, ...],
+        build: Callable[[VariantTree, FlagSet, Log | None], BuildResult],
+        runners: list[Runner],
+        measure: Callable[..., Trial],
+        log: Log,
+        stop: Stop | None = None,
+    ) -> None:
         self._stop = stop  # the tune's: set when the conveyor is left by an exception (Ctrl-C), so nothing runs on
         self._free_trees = deque(trees)
         self._build = build
@@ -103,7 +113,9 @@ class Pipeline:
         if kind is not None:  # an interrupt or an error: what is queued is dropped, what runs is stopped
             self.cancel(0)
             if self._stop is not None:
-                self._stop.cancel("interrupted" if issubclass(kind, KeyboardInterrupt) else f"cancelled: {kind.__name__}")
+                self._stop.cancel(
+                    "interrupted" if issubclass(kind, KeyboardInterrupt) else f"cancelled: {kind.__name__}"
+                )
         self._threads.shutdown(wait=True)
 
     def cancel(self, keep: int) -> int:
@@ -148,7 +160,9 @@ class Pipeline:
         try:
             build = self._build(job.tree, job.flagset, self._log)
         except WorkerLost as exc:
-            build = BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=f"the build's worker was lost: {exc}")
+            build = BuildResult(
+                ok=False, seconds=time.perf_counter() - start, log_tail=f"the build's worker was lost: {exc}"
+            )
         except BaseException as exc:
             job.built.set_exception(exc)
             job.measured.set_exception(exc)
@@ -174,7 +188,9 @@ class Pipeline:
                 return self._cancelled(job, build, start)
             if twin is not None:
                 job.measured.set_result(None)
-                return Finished(job.index, job.flagset, twin, build, twin, time.perf_counter() - start - build.seconds - waited)
+                return Finished(
+                    job.index, job.flagset, twin, build, twin, time.perf_counter() - start - build.seconds - waited
+                )
             if build.ok:
                 trial, gpu_wait = self._measure_on_free_gpu(job, build, known)
                 waited += gpu_wait
@@ -192,8 +208,14 @@ class Pipeline:
         return Finished(job.index, job.flagset, trial, build, None, max(0.0, driver))
 
     def _cancelled(self, job: _Job, build: BuildResult, start: float) -> Finished:
-        trial = Trial(job.index, job.flagset, Status.CANCELLED, "cancelled: the plan had no room left for it",
-                      build_seconds=build.seconds, wall_seconds=time.perf_counter() - start)
+        trial = Trial(
+            job.index,
+            job.flagset,
+            Status.CANCELLED,
+            "cancelled: the plan had no room left for it",
+            build_seconds=build.seconds,
+            wall_seconds=time.perf_counter() - start,
+        )
         return Finished(job.index, job.flagset, trial, build, None, 0.0)
 
     def _free_runner(self, job: _Job) -> Runner | None | bool:
@@ -210,7 +232,9 @@ class Pipeline:
                 return False
             return runner
 
-    def _measure_on_free_gpu(self, job: _Job, build: BuildResult, known: dict[str, Trial]) -> tuple[Trial | None, float]:
+    def _measure_on_free_gpu(
+        self, job: _Job, build: BuildResult, known: dict[str, Trial]
+    ) -> tuple[Trial | None, float]:
         waited = 0.0
         for attempt in range(RETRIES + 1):
             with self.in_flight.lock:
@@ -227,8 +251,10 @@ class Pipeline:
                 self._free_runners.put(None)
                 with self.in_flight.lock:
                     self.in_flight.waiting -= 1
-                raise CompileIQError(f"trial #{job.index}: every GPU's worker was lost ({', '.join(self._lost_gpus)}) "
-                                     "and none came back; the cluster is not usable")
+                raise CompileIQError(
+                    f"trial #{job.index}: every GPU's worker was lost ({', '.join(self._lost_gpus)}) "
+                    "and none came back; the cluster is not usable"
+                )
             gpu = runner.gpu.device if runner.gpu is not None else ""
             with self.in_flight.lock:
                 self.in_flight.waiting -= 1
@@ -239,8 +265,9 @@ class Pipeline:
             except WorkerLost as exc:
                 lost = True
                 if attempt == RETRIES:
-                    raise CompileIQError(f"trial #{job.index} lost its worker {RETRIES + 1} times ({exc}); "
-                                         "the cluster is not usable") from None
+                    raise CompileIQError(
+                        f"trial #{job.index} lost its worker {RETRIES + 1} times ({exc}); the cluster is not usable"
+                    ) from None
                 as_stream(self._log).info(f"trial #{job.index}: worker lost on GPU {gpu} ({exc}); re-queued")
             finally:
                 with self.in_flight.lock:
@@ -286,7 +313,17 @@ def finished_trial(finished: Finished) -> Trial:
     twin, build = finished.twin, finished.build
     if twin is None:
         return finished.trial
-    return replace(twin, index=finished.index, flagset=finished.flagset, build_seconds=build.seconds, bench_seconds=0.0,
-                   wall_seconds=build.seconds, compile_command=build.compile_command, same_code_as=twin.index,
-                   reason=twin.reason or f"same device code as #{twin.index}", kernels=build.kernels,
-                   binary_bytes=build.binary_bytes, device_bytes=build.device_bytes)
+    return replace(
+        twin,
+        index=finished.index,
+        flagset=finished.flagset,
+        build_seconds=build.seconds,
+        bench_seconds=0.0,
+        wall_seconds=build.seconds,
+        compile_command=build.compile_command,
+        same_code_as=twin.index,
+        reason=twin.reason or f"same device code as #{twin.index}",
+        kernels=build.kernels,
+        binary_bytes=build.binary_bytes,
+        device_bytes=build.device_bytes,
+    )

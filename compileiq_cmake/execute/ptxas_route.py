@@ -53,10 +53,38 @@ KEEP_MARK = "<compileiq-keep>"
 LOG_NAME = "ptxas-route.log"
 _ROUTED_STEPS = ("ptxas ", "fatbinary ")
 # device code that is linked later (relocatable, LTO IR) or a compile that is not one object of one source
-_NOT_ROUTED = {"-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c", "-dw", "--device-w", "-dlink",
-               "--device-link", "-lib", "--lib", "-E", "--preprocess", "-M", "--generate-dependencies", "-ptx",
-               "--ptx", "-cubin", "--cubin", "-fatbin", "--fatbin", "-dlto", "--dlink-time-opt", "-keep", "--keep",
-               "-keep-dir", "--keep-dir", "-save-temps", "--save-temps", "-dryrun", "--dryrun"}
+_NOT_ROUTED = {
+    "-rdc=true",
+    "--relocatable-device-code=true",
+    "-dc",
+    "--device-c",
+    "-dw",
+    "--device-w",
+    "-dlink",
+    "--device-link",
+    "-lib",
+    "--lib",
+    "-E",
+    "--preprocess",
+    "-M",
+    "--generate-dependencies",
+    "-ptx",
+    "--ptx",
+    "-cubin",
+    "--cubin",
+    "-fatbin",
+    "--fatbin",
+    "-dlto",
+    "--dlink-time-opt",
+    "-keep",
+    "--keep",
+    "-keep-dir",
+    "--keep-dir",
+    "-save-temps",
+    "--save-temps",
+    "-dryrun",
+    "--dryrun",
+}
 
 
 def _value(args: list[str], *names: str) -> str | None:
@@ -67,7 +95,7 @@ def _value(args: list[str], *names: str) -> str | None:
             if arg == name and i + 1 < len(args):
                 found = args[i + 1]
             elif arg.startswith(name + "="):
-                found = arg[len(name) + 1:]
+                found = arg[len(name) + 1 :]
     return found
 
 
@@ -157,7 +185,7 @@ def _tool_path(lines: list[str]) -> str:
     """PATH for the routed steps: the folders nvcc puts first (its -dryrun's PATH= line), then ours."""
     for line in lines:
         if line.startswith("PATH="):
-            return line[len("PATH="):]
+            return line[len("PATH=") :]
     return os.environ.get("PATH", "")
 
 
@@ -249,11 +277,13 @@ class Memo:
     def prune(self) -> None:
         """At most MAX_ENTRIES entries of at most MAX_BYTES together (the least recently used out first; the
         newest always stays) and no folder of an abandoned write."""
+
         def mtime(p: Path) -> int:
             try:
                 return p.stat().st_mtime_ns
             except OSError:
                 return 0
+
         try:
             folders = [p for p in self.root.iterdir() if p.is_dir()]
         except OSError:
@@ -317,8 +347,12 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
             stream.write(text)
         printed = printed or bool(proc.stdout or proc.stderr)
     temp = obj.with_name(obj.name + ".ciq-tmp")
-    proc = subprocess.run([objcopy, f"--update-section=.nv_fatbin={fatbin}", str(host), str(temp)],
-                          cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(
+        [objcopy, f"--update-section=.nv_fatbin={fatbin}", str(host), str(temp)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         temp.unlink(missing_ok=True)
         return f"miss objcopy failed: {proc.stderr.strip()[:200]}"
@@ -339,8 +373,7 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
     return served
 
 
-def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path,
-             quiet: bool) -> None:
+def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path, quiet: bool) -> None:
     """Remember a compile that ran whole with its intermediate files kept (PTX, host object, dependency file;
     the fatbin it embeds when the compile printed nothing, `quiet`: a compile served with it prints nothing).
     Written whole in a folder of its own with a nonce, then renamed into place: a tree that reads the entry
@@ -349,8 +382,12 @@ def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile
     if not ptx or not (cwd / depfile).is_file():  # (served whole by sccache without its files; no dependencies)
         return
     text = (cwd / depfile).read_text()
-    doc = {"steps": memo.shared_steps(steps), "depfile": memo.shared(text), "nonce": os.urandom(8).hex(),
-           "deps": {memo.shared(p): digest for p, digest in _digests(depfile_paths(text), cwd).items()}}
+    doc = {
+        "steps": memo.shared_steps(steps),
+        "depfile": memo.shared(text),
+        "nonce": os.urandom(8).hex(),
+        "deps": {memo.shared(p): digest for p, digest in _digests(depfile_paths(text), cwd).items()},
+    }
     entry = memo.entry(steps)
     memo.root.mkdir(parents=True, exist_ok=True)
     temp = Path(tempfile.mkdtemp(prefix=".new-", dir=memo.root))
@@ -361,8 +398,9 @@ def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile
         objcopy = shutil.which("objcopy")
         if quiet and routed and objcopy is not None:  # the fatbin the object embeds, as it embeds it
             code = memo.device_code(temp, doc, routed)
-            done = subprocess.run([objcopy, "-O", "binary", "--only-section=.nv_fatbin", str(obj), str(code)],
-                                  capture_output=True)
+            done = subprocess.run(
+                [objcopy, "-O", "binary", "--only-section=.nv_fatbin", str(obj), str(code)], capture_output=True
+            )
             if done.returncode != 0 or not code.is_file() or code.stat().st_size == 0:
                 code.unlink(missing_ok=True)
         (temp / "state.json").write_text(json.dumps(doc))
@@ -401,8 +439,9 @@ def main(argv: list[str]) -> int:
     except OSError:  # no room for nvcc's files: the compile as it was asked
         os.execvp(sccache, [sccache, *args])
     # its output in one stream, in the order it came (as the build tool shows a compile's output)
-    proc = subprocess.run([sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.run(
+        [sccache, *args, "--keep", f"--keep-dir={memo.keep}"], cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     sys.stdout.flush()
     sys.stdout.buffer.write(proc.stdout)
     sys.stdout.flush()

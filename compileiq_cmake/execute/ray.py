@@ -100,8 +100,9 @@ class GpuWorker:
         if meter is not None and not simulated:  # the GPU this worker's CUDA_VISIBLE_DEVICES names, by PCI bus id
             seen = visible_gpus(None)
             meter = meter.for_gpu(seen[0]) if seen else None
-        self.runner = replace(runner, gpu=here, pid_file=pid_file, monitor=None if simulated else GpuMonitor(),
-                              meter=meter)
+        self.runner = replace(
+            runner, gpu=here, pid_file=pid_file, monitor=None if simulated else GpuMonitor(), meter=meter
+        )
 
     def info(self) -> tuple[str, str, str, str, tuple[int, int], int]:
         """(node id, host name, CUDA_VISIBLE_DEVICES, GPU name, compute capability, SM count)."""
@@ -115,8 +116,9 @@ class GpuWorker:
 
     def run(self, tree: VariantTree, workload: Workload, reference: dict, runner: Runner | None = None) -> RunResult:
         """One run with the tune's runner; `runner`: another tune's (a suite's targets share the workers)."""
-        if runner is not None and (self.runner is None or runner.spec != self.runner.spec
-                                   or runner.bench != self.runner.bench):
+        if runner is not None and (
+            self.runner is None or runner.spec != self.runner.spec or runner.bench != self.runner.bench
+        ):
             self._adopt(runner)
         self.runner.reference = reference
         return self.runner.run(tree, workload)
@@ -213,9 +215,11 @@ def _reachable(address: str | None) -> None:
     try:
         socket.create_connection((m.group(1), int(m.group(2))), timeout=CONNECT_SECONDS).close()
     except (OSError, ValueError) as exc:
-        raise UsageError(f"--ray-address {address}: nothing answers there within {CONNECT_SECONDS:g} s "
-                         f"({getattr(exc, 'strerror', None) or exc}); start the head with 'ray start --head' and "
-                         "give its address") from None
+        raise UsageError(
+            f"--ray-address {address}: nothing answers there within {CONNECT_SECONDS:g} s "
+            f"({getattr(exc, 'strerror', None) or exc}); start the head with 'ray start --head' and "
+            "give its address"
+        ) from None
 
 
 class RayCluster:
@@ -228,16 +232,25 @@ class RayCluster:
         env = {k: v for k, v in os.environ.items() if k in (SIMULATE_VARIABLE,)}
         env.update({k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "TORCH_SYMM", "NVSHMEM_"))})
         try:
-            ray.init(address=address, runtime_env={"env_vars": env} if env else None, log_to_driver=False,
-                     logging_level="ERROR", include_dashboard=False)
+            ray.init(
+                address=address,
+                runtime_env={"env_vars": env} if env else None,
+                log_to_driver=False,
+                logging_level="ERROR",
+                include_dashboard=False,
+            )
         except (ConnectionError, RuntimeError, ValueError) as exc:
-            raise CompileIQError(f"cannot connect to the Ray cluster at {address or '(a new local one)'}: "
-                                 f"{str(exc).splitlines()[0]}; start it with 'ray start --head' or give --ray-address")
+            raise CompileIQError(
+                f"cannot connect to the Ray cluster at {address or '(a new local one)'}: "
+                f"{str(exc).splitlines()[0]}; start it with 'ray start --head' or give --ray-address"
+            )
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         self.nodes = nodes
-        as_stream(log).info(f"Ray cluster{' at ' + address if address else ''}: {plural(len(nodes), 'node')}, "
+        as_stream(log).info(
+            f"Ray cluster{' at ' + address if address else ''}: {plural(len(nodes), 'node')}, "
             f"{plural(int(sum(n['Resources'].get('CPU', 0) for n in nodes)), 'CPU')}, "
-            f"{plural(int(sum(n['Resources'].get('GPU', 0) for n in nodes)), 'GPU')}")
+            f"{plural(int(sum(n['Resources'].get('GPU', 0) for n in nodes)), 'GPU')}"
+        )
         self._workers: list = []
         self.share_workers = False  # a suite: one set of GPU workers per group serves every target's tune
         self._group_workers: dict[str, list] = {}
@@ -260,8 +273,9 @@ class RayCluster:
     def _worker_class(self, accelerator: str, restarts: int):
         ray = _ray()
         resources = {ACCELERATOR_PREFIX + accelerator: 0.001} if accelerator else {}
-        return ray.remote(num_gpus=1, num_cpus=0, resources=resources, max_restarts=restarts,
-                          max_task_retries=0)(GpuWorker)
+        return ray.remote(num_gpus=1, num_cpus=0, resources=resources, max_restarts=restarts, max_task_retries=0)(
+            GpuWorker
+        )
 
     def gpu_groups(self) -> list[GpuGroup]:
         """Every accelerator type of the cluster with its GPUs (a probe worker on one GPU of each type says
@@ -279,19 +293,26 @@ class RayCluster:
             gpus = int(n["Resources"].get("GPU", 0))
             if not gpus:
                 continue
-            types = [k[len(ACCELERATOR_PREFIX):] for k in n["Resources"] if k.startswith(ACCELERATOR_PREFIX)]
+            types = [k[len(ACCELERATOR_PREFIX) :] for k in n["Resources"] if k.startswith(ACCELERATOR_PREFIX)]
             by_type.setdefault(types[0] if types else "", []).append((n["NodeID"], gpus))
         if not by_type:
-            raise CompileIQError("the Ray cluster has no GPU: start its nodes with GPUs (ray start --num-gpus N) "
-                                 "or tune on a machine with one (leave --executor ray out)")
+            raise CompileIQError(
+                "the Ray cluster has no GPU: start its nodes with GPUs (ray start --num-gpus N) "
+                "or tune on a machine with one (leave --executor ray out)"
+            )
         groups = []
         for accelerator, nodes in sorted(by_type.items(), key=lambda kv: (-sum(n for _, n in kv[1]), kv[0])):
-            probe = self._worker_class(accelerator, 0).options(scheduling_strategy=self._affinity(nodes[0][0])).remote(accelerator)
+            probe = (
+                self._worker_class(accelerator, 0)
+                .options(scheduling_strategy=self._affinity(nodes[0][0]))
+                .remote(accelerator)
+            )
             try:
                 _, _, _, name, cc, sms = ray.get(probe.info.remote(), timeout=600)
             except Exception as exc:
-                raise CompileIQError(f"a GPU worker of type {accelerator or 'GPU'} failed to start: "
-                                     f"{str(exc).splitlines()[-1]}") from None
+                raise CompileIQError(
+                    f"a GPU worker of type {accelerator or 'GPU'} failed to start: {str(exc).splitlines()[-1]}"
+                ) from None
             finally:
                 ray.kill(probe)
             groups.append(GpuGroup(accelerator, tuple(nodes), name, f"{cc[0]}{cc[1]}", sms))
@@ -308,16 +329,24 @@ class RayCluster:
         token_file.write_text(token)
         try:
             task = ray.remote(num_cpus=0)(_check_node)
-            answers = ray.get([task.options(scheduling_strategy=self._affinity(n["NodeID"])).remote(
-                str(token_file), token, tools) for n in self.nodes])
+            answers = ray.get(
+                [
+                    task.options(scheduling_strategy=self._affinity(n["NodeID"])).remote(str(token_file), token, tools)
+                    for n in self.nodes
+                ]
+            )
         finally:
             token_file.unlink(missing_ok=True)
         problems = [f"{host}: {why}" for host, why in answers if why]
         if problems:
-            raise CompileIQError("--executor ray needs the build directory on a filesystem that every node mounts at "
-                                 f"the same path, and the toolchain on every node: {'; '.join(problems)}")
-        as_stream(self.log).info(f"every node of the cluster sees {state_dir.parent} (shared directory; binaries are not "
-                 "copied through Ray's object store)")
+            raise CompileIQError(
+                "--executor ray needs the build directory on a filesystem that every node mounts at "
+                f"the same path, and the toolchain on every node: {'; '.join(problems)}"
+            )
+        as_stream(self.log).info(
+            f"every node of the cluster sees {state_dir.parent} (shared directory; binaries are not "
+            "copied through Ray's object store)"
+        )
 
     def executor(self, plan: ExecutionPlan, group: GpuGroup, inner: Executor) -> RayExecutor:
         """The executor of one group's tune: one GPU worker per GPU of the group, each with the tune's runner
@@ -332,15 +361,28 @@ class RayCluster:
             workers = []
             for node, count in group.nodes:
                 for _ in range(count):
-                    workers.append(self._worker_class(group.accelerator, -1).options(
-                        scheduling_strategy=self._affinity(node)).remote(group.accelerator, base))
+                    workers.append(
+                        self._worker_class(group.accelerator, -1)
+                        .options(scheduling_strategy=self._affinity(node))
+                        .remote(group.accelerator, base)
+                    )
             self._workers.extend(workers)
             _ray().get([w.pid.remote() for w in workers], timeout=600)
             if self.share_workers:
                 self._group_workers[group.accelerator] = workers
-        runners = {slot.device: RayRunner(plan.spec, plan.bench, None, inner.runner.reference, None, slot, worker=w,
-                                          base=base if self.share_workers else None)
-                   for slot, w in zip(plan.gpus, workers)}
+        runners = {
+            slot.device: RayRunner(
+                plan.spec,
+                plan.bench,
+                None,
+                inner.runner.reference,
+                None,
+                slot,
+                worker=w,
+                base=base if self.share_workers else None,
+            )
+            for slot, w in zip(plan.gpus, workers)
+        }
         first = next(iter(runners.values()))
         return RayExecutor(inner, first, runners)
 

@@ -46,10 +46,18 @@ class ReplayRunner(Runner):
             return BuildResult(ok=False, seconds=0.0, log_tail=f"replay: recorded build failure: {point.code.message}")
         kernels = ()
         if point.code.registers is not None:
-            kernels = (KernelResources(self.landscape.kernel or "kernel", point.code.registers,
-                                       point.code.spill_bytes or 0, 0, 0),)
-        return BuildResult(ok=True, seconds=0.0, compile_command="(replay) " + " ".join(flagset.flags),
-                           fingerprint=point.digest or "", kernels=kernels)
+            kernels = (
+                KernelResources(
+                    self.landscape.kernel or "kernel", point.code.registers, point.code.spill_bytes or 0, 0, 0
+                ),
+            )
+        return BuildResult(
+            ok=True,
+            seconds=0.0,
+            compile_command="(replay) " + " ".join(flagset.flags),
+            fingerprint=point.digest or "",
+            kernels=kernels,
+        )
 
     def run(self, tree: VariantTree, workload: Workload) -> RunResult:
         with self.holding():
@@ -62,8 +70,11 @@ class ReplayRunner(Runner):
         if point is None or not point.time_us:
             return RunResult(Status.RUN_FAILED, "replay: no recorded time for these flags")
         if not point.valid:
-            return RunResult(Status.NUMERICS_CHANGED, f"replay: recorded as {point.status}"
-                             + (f" (rel. error {point.code.error:.1e})" if point.code.error is not None else ""))
+            return RunResult(
+                Status.NUMERICS_CHANGED,
+                f"replay: recorded as {point.status}"
+                + (f" (rel. error {point.code.error:.1e})" if point.code.error is not None else ""),
+            )
         value = point.code.median_us * math.exp(self._rng.gauss(0.0, self.landscape.noise)) / 1000.0
         if self.pace > 0:
             if self.stop is not None:

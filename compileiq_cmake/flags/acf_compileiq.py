@@ -27,8 +27,10 @@ def _import() -> Any:
         from compileiq.search_spaces import compilers  # noqa: PLC0415
         from compileiq import types as ciq_types  # noqa: PLC0415
     except ImportError as exc:
-        raise AcfUnavailable(f"compileiq is not importable ({exc.msg if hasattr(exc, 'msg') else exc}): "
-                             "pip install 'compileiq-cmake[acf]' (NVIDIA CompileIQ, under NVIDIA's licence)") from None
+        raise AcfUnavailable(
+            f"compileiq is not importable ({exc.msg if hasattr(exc, 'msg') else exc}): "
+            "pip install 'compileiq-cmake[acf]' (NVIDIA CompileIQ, under NVIDIA's licence)"
+        ) from None
     return ciq, compilers, ciq_types
 
 
@@ -45,28 +47,45 @@ class CompileIQSource:
             provider = provider_cls(version=major_minor, variant=variant)
             provider.retrieve()
         except Exception as exc:  # noqa: BLE001 - compileiq's resolver: no space, no network, a bad folder
-            how = (f"CIQ_SEARCH_SPACES_DIR={offline} holds no usable {kind} {major_minor} '{variant}' space"
-                   if offline else "compileiq could not download it (no network?); offline, point "
-                   "CIQ_SEARCH_SPACES_DIR at a folder with its manifest.json and the .bin files")
-            raise AcfUnavailable(f"no CompileIQ search space for {kind} {major_minor} ({variant}): "
-                                 f"{str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__}; {how}") from None
+            how = (
+                f"CIQ_SEARCH_SPACES_DIR={offline} holds no usable {kind} {major_minor} '{variant}' space"
+                if offline
+                else "compileiq could not download it (no network?); offline, point "
+                "CIQ_SEARCH_SPACES_DIR at a folder with its manifest.json and the .bin files"
+            )
+            raise AcfUnavailable(
+                f"no CompileIQ search space for {kind} {major_minor} ({variant}): "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__}; {how}"
+            ) from None
         meta = provider.resolution_metadata
-        where = (f"from {offline} (CIQ_SEARCH_SPACES_DIR)" if getattr(meta, "source", "") == "CIQ_SEARCH_SPACES_DIR"
-                 else f"from compileiq's releases (tag {getattr(meta, 'resolved_tag', '?')}, cached by compileiq)")
+        where = (
+            f"from {offline} (CIQ_SEARCH_SPACES_DIR)"
+            if getattr(meta, "source", "") == "CIQ_SEARCH_SPACES_DIR"
+            else f"from compileiq's releases (tag {getattr(meta, 'resolved_tag', '?')}, cached by compileiq)"
+        )
         self.kind = kind
-        self.label = (f"compileiq's {kind} {major_minor} '{variant}' search space {where}, "
-                      f"sha256 {str(getattr(meta, 'sha256', ''))[:12]}")
+        self.label = (
+            f"compileiq's {kind} {major_minor} '{variant}' search space {where}, "
+            f"sha256 {str(getattr(meta, 'sha256', ''))[:12]}"
+        )
         self._types = ciq_types
         try:
-            config = ciq_types.SearchConfiguration(problem_type="min", generations=ENGINE_GENERATIONS,
-                                                   pool_size=max(pool, 6))
-            self._search = ciq.Search(objective_function=lambda params: 0.0, search_space=provider,
-                                      search_config=config, worker_type=ciq_types.WorkerTypes.MANUAL,
-                                      disable_progress_bar=True)
+            config = ciq_types.SearchConfiguration(
+                problem_type="min", generations=ENGINE_GENERATIONS, pool_size=max(pool, 6)
+            )
+            self._search = ciq.Search(
+                objective_function=lambda params: 0.0,
+                search_space=provider,
+                search_config=config,
+                worker_type=ciq_types.WorkerTypes.MANUAL,
+                disable_progress_bar=True,
+            )
         except Exception as exc:  # noqa: BLE001 - another compileiq version's API, a broken install
-            raise AcfUnavailable(f"compileiq's search could not be set up ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); compileiq-cmake[acf] "
-                                 "expects compileiq >= 1.1") from None
+            raise AcfUnavailable(
+                f"compileiq's search could not be set up ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:160] if str(exc) else ''}); compileiq-cmake[acf] "
+                "expects compileiq >= 1.1"
+            ) from None
         self._pending: dict[bytes, Any] = {}
 
     def sample(self, n: int) -> list[bytes]:
@@ -107,8 +126,13 @@ class CompileIQSource:
         rows = []
         for data, cand in self._pending.items():
             loss = scores.get(data, float("inf"))
-            rows.append(Score(score=loss if loss == loss and loss != float("inf") else 1e9,
-                              param_id=cand.param_id, num_objectives=1))
+            rows.append(
+                Score(
+                    score=loss if loss == loss and loss != float("inf") else 1e9,
+                    param_id=cand.param_id,
+                    num_objectives=1,
+                )
+            )
         try:
             self._search.tell(rows)
         except Exception as exc:  # noqa: BLE001 - the engine refused the scores: said by the caller

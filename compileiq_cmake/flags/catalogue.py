@@ -10,8 +10,17 @@ from pathlib import Path
 
 from ..model.errors import CompileIQError
 from .acf import ACF_DIMENSION
-from .space import (HOST_GROUP, HOST_SHARE, Dimension, FlagSpace, Rule, _read_family, _version_tuple,  # noqa: F401 (Rule, rules, canonical_flags: named here too)
-                    canonical_flags, rules)
+from .space import (
+    HOST_GROUP,
+    HOST_SHARE,
+    Dimension,
+    FlagSpace,
+    Rule,
+    _read_family,
+    _version_tuple,  # noqa: F401 (Rule, rules, canonical_flags: named here too)
+    canonical_flags,
+    rules,
+)
 
 
 def split_command(command: str | list[str]) -> list[str]:
@@ -71,24 +80,34 @@ def adapt_to_project(space: FlagSpace, project_flags: list[str]) -> tuple[FlagSp
     ptxas = _ptxas_options(flags)
     fast = _has(flags, r"--use_fast_math")
     if fast:
-        space, n = _drop_dims(space, {"use_fast_math", "ftz", "prec_div", "prec_sqrt"},
-                              f"the project already builds with {fast}")
+        space, n = _drop_dims(
+            space, {"use_fast_math", "ftz", "prec_div", "prec_sqrt"}, f"the project already builds with {fast}"
+        )
         notes += n
     debug = _has(flags, r"-G")
     if debug:
-        space, n = _drop_dims(space, {"ptxas_opt_level", "ofast_compile"},
-                              f"the project builds with {debug} (ptxas: optimized debugging is fatal)")
+        space, n = _drop_dims(
+            space,
+            {"ptxas_opt_level", "ofast_compile"},
+            f"the project builds with {debug} (ptxas: optimized debugging is fatal)",
+        )
         notes += n
     ofc = _has(flags, r"--Ofast-compile=.*")
     level = _has(ptxas, r"-O\d", r"--opt-level=?\d")
     if ofc or level:
         names = {"ofast_compile", "ptxas_opt_level"} if ofc else {"ofast_compile"}
-        space, n = _drop_dims(space, names, f"the project sets {ofc or '-Xptxas=' + str(level)} (with --Ofast-compile fatal in ptxas)")
+        space, n = _drop_dims(
+            space, names, f"the project sets {ofc or '-Xptxas=' + str(level)} (with --Ofast-compile fatal in ptxas)"
+        )
         notes += n
     dlto = _has(flags, r"-dlto", r"-gencode=.*code=.*lto_\d+.*")
     if dlto:
-        ptxas_dims = {d.name for d in space.dimensions if all(t.startswith("-Xptxas=") for v in d.values[1:] for t in v)}
-        space, n = _drop_dims(space, ptxas_dims, f"the project builds with {dlto}: compile-step -Xptxas options are dropped")
+        ptxas_dims = {
+            d.name for d in space.dimensions if all(t.startswith("-Xptxas=") for v in d.values[1:] for t in v)
+        }
+        space, n = _drop_dims(
+            space, ptxas_dims, f"the project builds with {dlto}: compile-step -Xptxas options are dropped"
+        )
         notes += n
         if any(d.name in ("use_fast_math", "ftz") for d in space.dimensions):
             notes.append("-dlto: fast-math's FTZ is lost at the device link unless it gets -Xnvlink --Xnvvm=-ftz=1")
@@ -112,8 +131,9 @@ def device_lto_wanted(include: tuple[str, ...], exclude: tuple[str, ...]) -> boo
     return DEVICE_LTO_DIMENSION not in exclude and (not selective or DEVICE_LTO_DIMENSION in selective)
 
 
-def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], wanted: bool, refusal: str,
-                             relocatable: bool) -> tuple[FlagSpace, list[str]]:
+def add_device_lto_dimension(
+    space: FlagSpace, project_flags: list[str], wanted: bool, refusal: str, relocatable: bool
+) -> tuple[FlagSpace, list[str]]:
     """Device link-time optimization (the token -dlto, build_flags) as a dimension of its own, offered only
     where the apply accepts it and the target does not use device LTO already. It is a build mode, not a
     compile flag: it is not screened (the objects' machine code is the same; the IR beside it is what the
@@ -128,21 +148,38 @@ def add_device_lto_dimension(space: FlagSpace, project_flags: list[str], wanted:
         return replace(space, dropped=(*space.dropped, "device_lto: the project already uses device LTO")), []
     if refusal:
         dropped = f"device_lto: {refusal}"
-        return replace(space, dropped=(*space.dropped, dropped)), [f"note: device_lto not offered: {refusal}"] if relocatable else []
-    dim = Dimension(DEVICE_LTO_DIMENSION, "device link-time optimization of the relocatable CUDA code (its "
-                    "CUDA sources also compiled to LTO IR, code=lto_XX; -dlto, -Xptxas options and -maxrregcount "
-                    "at the device link; host languages untouched)", ((), ("-dlto",)), build_mode=True)
-    return (replace(space, dimensions=(*space.dimensions, dim)),
-            ["device_lto: the target builds relocatable device code (CUDA_SEPARABLE_COMPILATION): device link-time optimization "
-             "is searched as a dimension of its own"])
+        return replace(space, dropped=(*space.dropped, dropped)), [
+            f"note: device_lto not offered: {refusal}"
+        ] if relocatable else []
+    dim = Dimension(
+        DEVICE_LTO_DIMENSION,
+        "device link-time optimization of the relocatable CUDA code (its "
+        "CUDA sources also compiled to LTO IR, code=lto_XX; -dlto, -Xptxas options and -maxrregcount "
+        "at the device link; host languages untouched)",
+        ((), ("-dlto",)),
+        build_mode=True,
+    )
+    return (
+        replace(space, dimensions=(*space.dimensions, dim)),
+        [
+            "device_lto: the target builds relocatable device code (CUDA_SEPARABLE_COMPILATION): device link-time optimization "
+            "is searched as a dimension of its own"
+        ],
+    )
 
 
 def drop_device_lto(space: FlagSpace, why: str) -> tuple[FlagSpace, list[str]]:
     """The space without the device_lto dimension (if it has one), and the note that says why."""
     if not any(d.name == DEVICE_LTO_DIMENSION for d in space.dimensions):
         return space, []
-    return (replace(space, dimensions=tuple(d for d in space.dimensions if d.name != DEVICE_LTO_DIMENSION),
-                    dropped=(*space.dropped, f"device_lto: {why}")), [f"note: device_lto not offered: {why}"])
+    return (
+        replace(
+            space,
+            dimensions=tuple(d for d in space.dimensions if d.name != DEVICE_LTO_DIMENSION),
+            dropped=(*space.dropped, f"device_lto: {why}"),
+        ),
+        [f"note: device_lto not offered: {why}"],
+    )
 
 
 def applies_when(family: str) -> dict[str, str]:
@@ -155,7 +192,10 @@ def applies_when(family: str) -> dict[str, str]:
         compilers = d.get("compilers")
         if compilers and compilers != data["compilers"]:
             when.append(" / ".join(compilers) + " only")
-        versions = [f">= {d['min_version']}" if "min_version" in d else "", f"<= {d['max_version']}" if "max_version" in d else ""]
+        versions = [
+            f">= {d['min_version']}" if "min_version" in d else "",
+            f"<= {d['max_version']}" if "max_version" in d else "",
+        ]
         if any(versions):
             when.append(f"{family} " + ", ".join(v for v in versions if v))
         if d.get("archs"):
@@ -169,13 +209,22 @@ def added_dimensions(family: str) -> tuple[tuple[str, str, str], ...]:
     if family != "nvcc":
         return ()
     return (
-        (DEVICE_LTO_DIMENSION, "default | -dlto (CUDA INTERPROCEDURAL_OPTIMIZATION)",
-         "only for relocatable device code (CUDA_SEPARABLE_COMPILATION / -rdc=true) that does not use device LTO "
-         "already, CMake >= 3.25 (cmake/CompileIQ.cmake decides)"),
-        (ACF_DIMENSION, "default | -Xptxas=--apply-controls=FILE (NVIDIA Advanced Control Files)",
-         "ptxas >= 13.3 with candidates from the user's compileiq (--acf-candidates N, --acf-space) or --acf FILE; "
-         "where they cannot work, one note says why"),
-        (f"{HOST_GROUP} (host_<name>)", "the gcc space's dimensions, passed as -Xcompiler=<flag>",
-         f"only when host code takes at least {100 * HOST_SHARE:.0f}% of a WALLTIME run, or named in --include-flags "
-         f"({HOST_GROUP} or host_<name>)"),
+        (
+            DEVICE_LTO_DIMENSION,
+            "default | -dlto (CUDA INTERPROCEDURAL_OPTIMIZATION)",
+            "only for relocatable device code (CUDA_SEPARABLE_COMPILATION / -rdc=true) that does not use device LTO "
+            "already, CMake >= 3.25 (cmake/CompileIQ.cmake decides)",
+        ),
+        (
+            ACF_DIMENSION,
+            "default | -Xptxas=--apply-controls=FILE (NVIDIA Advanced Control Files)",
+            "ptxas >= 13.3 with candidates from the user's compileiq (--acf-candidates N, --acf-space) or --acf FILE; "
+            "where they cannot work, one note says why",
+        ),
+        (
+            f"{HOST_GROUP} (host_<name>)",
+            "the gcc space's dimensions, passed as -Xcompiler=<flag>",
+            f"only when host code takes at least {100 * HOST_SHARE:.0f}% of a WALLTIME run, or named in --include-flags "
+            f"({HOST_GROUP} or host_<name>)",
+        ),
     )

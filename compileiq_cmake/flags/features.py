@@ -25,14 +25,53 @@ from .screen_compile import COMPILE_TIMEOUT, cubin_command
 # SASS opcode (the mnemonic before its first ".") -> instruction class. Unlisted opcodes (moves, predicates,
 # constants, uniform datapath, NOPs, exits) count towards the total only.
 _CLASSES: dict[str, tuple[str, ...]] = {
-    "fp32": ("FADD", "FMUL", "FFMA", "FMNMX", "FSET", "FSETP", "FSEL", "FCHK", "FSWZADD", "FADD32I", "FMUL32I",
-             "FFMA32I"),
+    "fp32": (
+        "FADD",
+        "FMUL",
+        "FFMA",
+        "FMNMX",
+        "FSET",
+        "FSETP",
+        "FSEL",
+        "FCHK",
+        "FSWZADD",
+        "FADD32I",
+        "FMUL32I",
+        "FFMA32I",
+    ),
     "fp64": ("DADD", "DMUL", "DFMA", "DSETP", "DMNMX", "DSET"),
     "fp16": ("HADD2", "HMUL2", "HFMA2", "HSET2", "HSETP2", "HMNMX2", "HADD2_32I", "HMUL2_32I", "HFMA2_32I"),
     "mufu": ("MUFU",),
-    "int": ("IADD3", "IMAD", "IMUL", "LOP3", "SHF", "SHL", "SHR", "ISETP", "IMNMX", "LEA", "IABS", "POPC", "FLO",
-            "BREV", "PRMT", "SEL", "SGXT", "BMSK", "IDP", "VIADD", "VIMNMX", "IADD", "LOP", "IMAD32I",
-            "IADD32I", "LOP32I", "VIADDMNMX", "VIMNMX3"),
+    "int": (
+        "IADD3",
+        "IMAD",
+        "IMUL",
+        "LOP3",
+        "SHF",
+        "SHL",
+        "SHR",
+        "ISETP",
+        "IMNMX",
+        "LEA",
+        "IABS",
+        "POPC",
+        "FLO",
+        "BREV",
+        "PRMT",
+        "SEL",
+        "SGXT",
+        "BMSK",
+        "IDP",
+        "VIADD",
+        "VIMNMX",
+        "IADD",
+        "LOP",
+        "IMAD32I",
+        "IADD32I",
+        "LOP32I",
+        "VIADDMNMX",
+        "VIMNMX3",
+    ),
     "conv": ("F2F", "F2I", "I2F", "I2FP", "F2FP", "F2IP", "FRND", "I2I", "I2IP"),
     "ld_global": ("LDG", "LD"),
     "st_global": ("STG", "ST"),
@@ -55,8 +94,17 @@ _FOREIGN_CALL = re.compile(r"CALL\.ABS|CALL\.REL(?!\.NOINC 0x)")
 
 # The model's input, in this order (TargetFeatures.vector). Shares are of all instructions.
 FEATURE_NAMES = (
-    *(f"share_{c}" for c in CLASS_NAMES), "share_fma", "log2_instructions", "registers", "spills",
-    "shared_kib", "occupancy", "log2_kernels", "log2_units", "relocatable", "cross_unit_calls",
+    *(f"share_{c}" for c in CLASS_NAMES),
+    "share_fma",
+    "log2_instructions",
+    "registers",
+    "spills",
+    "shared_kib",
+    "occupancy",
+    "log2_kernels",
+    "log2_units",
+    "relocatable",
+    "cross_unit_calls",
 )
 
 
@@ -125,7 +173,7 @@ class TargetFeatures:
     def top(self, n: int = 5) -> list[tuple[str, float]]:
         """The `n` largest instruction-class shares, for people (space --target)."""
         v = self.vector()
-        shares = sorted(((k[len("share_"):], v[k]) for k in v if k.startswith("share_")), key=lambda kv: -kv[1])
+        shares = sorted(((k[len("share_") :], v[k]) for k in v if k.startswith("share_")), key=lambda kv: -kv[1])
         return shares[:n]
 
 
@@ -168,9 +216,17 @@ def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:
     for key, c in counts.items():
         res = resources.get(key) or bare.get(key.split(":", 1)[-1], {})
         mix = {k: v for k, v in c.items() if k != "_all"}
-        out.append(KernelFeatures(name=key, instructions=c["_all"], mix=mix, registers=res.get("REG", 0),
-                                  spill_bytes=res.get("STACK", 0) + res.get("LOCAL", 0),
-                                  shared_bytes=res.get("SHARED", 0), calls_out=calls[key]))
+        out.append(
+            KernelFeatures(
+                name=key,
+                instructions=c["_all"],
+                mix=mix,
+                registers=res.get("REG", 0),
+                spill_bytes=res.get("STACK", 0) + res.get("LOCAL", 0),
+                shared_bytes=res.get("SHARED", 0),
+                calls_out=calls[key],
+            )
+        )
     return out
 
 
@@ -186,19 +242,27 @@ def file_features(path: Path, nvcc_path: str | None = None, arch: str = "") -> l
     return parse_sass(dump, "") if dump else []
 
 
-def command_features(entries: list[dict], cuda_arch: str, nvcc_path: str | None = None, relocatable: bool = False,
-                     jobs: int = 4) -> TargetFeatures:
+def command_features(
+    entries: list[dict], cuda_arch: str, nvcc_path: str | None = None, relocatable: bool = False, jobs: int = 4
+) -> TargetFeatures:
     """The features of a target from its compile commands (compile_commands.json entries): each unit built
     once more to a cubin with the project's own flags, as screening builds it (space --target, no build of
     the target needed). A unit that fails to compile is left out."""
     with tempfile.TemporaryDirectory(prefix="compileiq-features-") as tmp:
+
         def one(item: tuple[int, dict]) -> list[KernelFeatures]:
             n, entry = item
             out = Path(tmp) / f"u{n}.cubin"
             cmd = cubin_command(tokens(entry), out, cuda_arch, ())
             try:
-                proc = subprocess.run(cmd, cwd=entry.get("directory") or None, capture_output=True, text=True,
-                                      timeout=COMPILE_TIMEOUT, check=False)
+                proc = subprocess.run(
+                    cmd,
+                    cwd=entry.get("directory") or None,
+                    capture_output=True,
+                    text=True,
+                    timeout=COMPILE_TIMEOUT,
+                    check=False,
+                )
             except (OSError, subprocess.TimeoutExpired):
                 return []
             return file_features(out, nvcc_path, cuda_arch) if proc.returncode == 0 and out.is_file() else []
@@ -206,15 +270,18 @@ def command_features(entries: list[dict], cuda_arch: str, nvcc_path: str | None 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             per_unit = list(pool.map(one, enumerate(entries)))
     kernels = tuple(k for found in per_unit for k in found)
-    return TargetFeatures(kernels=kernels, units=sum(1 for f in per_unit if f) or 1, relocatable=relocatable,
-                          arch=cuda_arch)
+    return TargetFeatures(
+        kernels=kernels, units=sum(1 for f in per_unit if f) or 1, relocatable=relocatable, arch=cuda_arch
+    )
 
 
-def target_features(objects: list[Path], *, nvcc_path: str | None = None, arch: str = "90",
-                    relocatable: bool = False, jobs: int = 4) -> TargetFeatures:
+def target_features(
+    objects: list[Path], *, nvcc_path: str | None = None, arch: str = "90", relocatable: bool = False, jobs: int = 4
+) -> TargetFeatures:
     """The features of a target from its objects (the baseline build's), one cuobjdump per object."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         per_file = list(pool.map(lambda p: file_features(p, nvcc_path, arch), objects))
     kernels = tuple(k for found in per_file for k in found)
-    return TargetFeatures(kernels=kernels, units=sum(1 for found in per_file if found) or 1,
-                          relocatable=relocatable, arch=arch)
+    return TargetFeatures(
+        kernels=kernels, units=sum(1 for found in per_file if found) or 1, relocatable=relocatable, arch=arch
+    )

@@ -77,8 +77,11 @@ def _candidates(tool: str, nvcc_path: str | None) -> list[Path]:
             files = importlib.metadata.distribution(dist).files or []
         except importlib.metadata.PackageNotFoundError:
             continue
-        out.extend(Path(importlib.metadata.distribution(dist).locate_file(f)) for f in files
-                   if f.name == tool and f.parent.name == "bin")
+        out.extend(
+            Path(importlib.metadata.distribution(dist).locate_file(f))
+            for f in files
+            if f.name == tool and f.parent.name == "bin"
+        )
     roots = [*sys.path, *site.getsitepackages(), site.getusersitepackages()]
     for root in roots:
         base = Path(root) / "nvidia"
@@ -98,20 +101,21 @@ def find_tool(tool: str, nvcc_path: str | None = None) -> Path | None:
 def find_cuobjdump(nvcc_path: str | None = None) -> Path:
     found = find_tool("cuobjdump", nvcc_path)
     if found is None:
-        raise CompileIQError(
-            "cuobjdump not found (the CUDA toolkit lacks it); pip install nvidia-cuda-cuobjdump"
-        )
+        raise CompileIQError("cuobjdump not found (the CUDA toolkit lacks it); pip install nvidia-cuda-cuobjdump")
     return found
 
 
 def run_cuobjdump(cuobjdump: Path, option: str, path: Path) -> str | None:
-    proc = subprocess.run([str(cuobjdump), *option.split(), str(path)], capture_output=True, text=True,
-                          check=False, timeout=600)
+    proc = subprocess.run(
+        [str(cuobjdump), *option.split(), str(path)], capture_output=True, text=True, check=False, timeout=600
+    )
     if proc.returncode != 0:
         message = (proc.stderr or proc.stdout).strip()
         if _NO_DEVICE_CODE.search(message) and path.is_file():
             return None
-        raise CompileIQError(f"cuobjdump {option} {path} failed: {message.splitlines()[0] if message else proc.returncode}")
+        raise CompileIQError(
+            f"cuobjdump {option} {path} failed: {message.splitlines()[0] if message else proc.returncode}"
+        )
     return proc.stdout
 
 
@@ -124,7 +128,7 @@ def _section_name(line: str) -> str | None:
     """The section a line of `cuobjdump -elf` opens (".text._Z1kv"), or None for any other line."""
     if not line.startswith("."):
         return None
-    name = line[len(".section "):] if line.startswith(".section ") else line
+    name = line[len(".section ") :] if line.startswith(".section ") else line
     return name.split("\t", 1)[0].split(" ", 1)[0].strip() or None
 
 
@@ -142,9 +146,9 @@ def parse_elf(text: str) -> list[tuple[str, str, int]]:
 
     def close_section() -> None:
         if section is not None and section.startswith(".text."):
-            texts[section[len(".text."):]] = [ln for ln in lines if ln]
+            texts[section[len(".text.") :]] = [ln for ln in lines if ln]
         elif section is not None and section.startswith(".rela.text."):
-            relas[section[len(".rela.text."):]] = sorted(ln for ln in lines if ln)  # listed in no fixed order
+            relas[section[len(".rela.text.") :]] = sorted(ln for ln in lines if ln)  # listed in no fixed order
 
     def close_elf() -> None:
         close_section()
@@ -220,10 +224,17 @@ def fingerprint(path: Path | str, nvcc_path: str | None = None, arch: str = "") 
     kernels = []
     for key, digest, count in functions:
         res = resources.get(key, {})
-        kernels.append(KernelFingerprint(
-            name=key, sass_sha256=digest, registers=res.get("REG", 0), stack_bytes=res.get("STACK", 0),
-            local_bytes=res.get("LOCAL", 0), shared_bytes=res.get("SHARED", 0), instructions=count,
-        ))
+        kernels.append(
+            KernelFingerprint(
+                name=key,
+                sass_sha256=digest,
+                registers=res.get("REG", 0),
+                stack_bytes=res.get("STACK", 0),
+                local_bytes=res.get("LOCAL", 0),
+                shared_bytes=res.get("SHARED", 0),
+                instructions=count,
+            )
+        )
     return DeviceFingerprint.of(kernels)
 
 

@@ -28,14 +28,16 @@ _CPU_NAME = r"[A-Za-z0-9][A-Za-z0-9_.+\-]*"
 _FEATURE = r"(?:[a-z]|3dnow)[a-z0-9_.\-]*"  # an ISA extension's switch name (avx2, sse4.2, avx512f, 3dnow)
 # -m<name> switches that change the ABI or the code model, not the instruction set: never written by a
 # resolution, so never accepted as one (a TOML naming them as "ISA features" would slip them onto the line)
-_NOT_ISA = re.compile(r"^(red-zone|general-regs-only|soft-float|hard-float|fp-ret-in-387|80387|387|ieee-fp|"
-                      r"long-double-\w+|stackrealign|rtd|regparm.*|sseregparm|align-.*|accumulate-outgoing-args|"
-                      r"push-args|ms-bitfields|cmodel.*|abi.*|pc\d+|fpmath.*|tls-.*|stack-.*|indirect-.*|"
-                      r"function-return.*|omit-leaf-frame-pointer|vzeroupper|direct-extern-access|fentry.*|"
-                      r"record-mcount|nop-mcount|mcount.*|large-data-threshold.*|force-drap|inline-.*|"
-                      r"memcpy-strategy.*|memset-strategy.*|branch-cost.*|dump-tune-features|tune-ctrl.*|"
-                      r"no-.*|x32|lp64|ilp32|fp16-format.*|float-abi.*|unaligned-access|strict-align|"
-                      r"harden-sls.*|cet-switch|manual-endbr|needed|noreturn-no-callee-saved-registers)$")
+_NOT_ISA = re.compile(
+    r"^(red-zone|general-regs-only|soft-float|hard-float|fp-ret-in-387|80387|387|ieee-fp|"
+    r"long-double-\w+|stackrealign|rtd|regparm.*|sseregparm|align-.*|accumulate-outgoing-args|"
+    r"push-args|ms-bitfields|cmodel.*|abi.*|pc\d+|fpmath.*|tls-.*|stack-.*|indirect-.*|"
+    r"function-return.*|omit-leaf-frame-pointer|vzeroupper|direct-extern-access|fentry.*|"
+    r"record-mcount|nop-mcount|mcount.*|large-data-threshold.*|force-drap|inline-.*|"
+    r"memcpy-strategy.*|memset-strategy.*|branch-cost.*|dump-tune-features|tune-ctrl.*|"
+    r"no-.*|x32|lp64|ilp32|fp16-format.*|float-abi.*|unaligned-access|strict-align|"
+    r"harden-sls.*|cet-switch|manual-endbr|needed|noreturn-no-callee-saved-registers)$"
+)
 CACHE_PARAMS = ("l1-cache-size", "l1-cache-line-size", "l2-cache-size")
 # The tokens a resolution writes (validated against the entry's record by results/schema.py)
 RESOLVED_CPU = re.compile(rf"^-m(arch|tune|cpu)=({_CPU_NAME})$")
@@ -46,7 +48,7 @@ _T = TypeVar("_T")
 
 
 def _core(flag: str) -> str:
-    return flag[len(HOST_PREFIX):] if flag.startswith(HOST_PREFIX) else flag
+    return flag[len(HOST_PREFIX) :] if flag.startswith(HOST_PREFIX) else flag
 
 
 def is_native(flag: str) -> bool:
@@ -163,7 +165,9 @@ def _resolve_one(kind: str, compiler: str, compiler_id: str) -> list[str]:
         if kind == "tune":
             return [option + name]
         named = clang_target(_cc1_tokens(compiler, [option + name]))[2]
-        return [option + name] + [f"-m{f}" for f in sorted(native - named)] + [f"-mno-{f}" for f in sorted(named - native)]
+        return (
+            [option + name] + [f"-m{f}" for f in sorted(native - named)] + [f"-mno-{f}" for f in sorted(named - native)]
+        )
     values, native = gcc_target_options(compiler, [f"{option}native"])
     name = values.get(option, "")
     if not name or name == "native" or not re.fullmatch(_CPU_NAME, name):
@@ -171,7 +175,9 @@ def _resolve_one(kind: str, compiler: str, compiler_id: str) -> list[str]:
     if kind == "tune":
         return [option + name]
     named_values, named = gcc_target_options(compiler, [option + name])
-    tokens = [option + name] + [f"-m{f}" for f in sorted(native - named)] + [f"-mno-{f}" for f in sorted(named - native)]
+    tokens = (
+        [option + name] + [f"-m{f}" for f in sorted(native - named)] + [f"-mno-{f}" for f in sorted(named - native)]
+    )
     tune = values.get("-mtune=", "")
     if kind == "arch" and tune and tune != named_values.get("-mtune=") and re.fullmatch(_CPU_NAME, tune):
         # a CPU the compiler does not know by name: -march=native tunes for "generic", -march=<name> for <name>
@@ -184,8 +190,9 @@ def _resolve_one(kind: str, compiler: str, compiler_id: str) -> list[str]:
     return tokens
 
 
-def resolve(flags: tuple[str, ...], compiler: str, compiler_id: str, cpu: str,
-            answers: Answers | None = None) -> Resolution | None:
+def resolve(
+    flags: tuple[str, ...], compiler: str, compiler_id: str, cpu: str, answers: Answers | None = None
+) -> Resolution | None:
     """None when no flag is host-specific; else the flags with each native one resolved (kept as it is, with a
     note, when the compiler cannot say), the CPU model and the ISA features the flags need. `answers`: what the
     compiler said to earlier calls (each question asked once)."""
@@ -201,7 +208,10 @@ def resolve(flags: tuple[str, ...], compiler: str, compiler_id: str, cpu: str,
         prefix = HOST_PREFIX if flag.startswith(HOST_PREFIX) else ""
         kind = _NATIVE.match(_core(flag)).group(1)
         try:
-            out.extend(prefix + t for t in answers.ask(("native", compiler, kind), lambda: _resolve_one(kind, compiler, compiler_id)))
+            out.extend(
+                prefix + t
+                for t in answers.ask(("native", compiler, kind), lambda: _resolve_one(kind, compiler, compiler_id))
+            )
         except CompileIQError as exc:
             notes.append(f"{flag} kept as it is ({exc})")
             out.append(flag)
@@ -231,7 +241,7 @@ def host_specific(flags: tuple[str, ...] | list[str]) -> list[str]:
 
 
 def compiler_kind(compiler: str) -> str:
-    """"Clang" or "GNU", from the compiler's --version."""
+    """ "Clang" or "GNU", from the compiler's --version."""
     return "Clang" if "clang" in _run(compiler, ["--version"]).lower() else "GNU"
 
 
@@ -259,12 +269,15 @@ class HostFeatures:
         import shutil
 
         return self.compilers.get("CUDA_HOST" if entry.language == "CUDA" else entry.language) or (
-            shutil.which("g++") or shutil.which("c++") or "" if entry.language == "CUDA" else "")
+            shutil.which("g++") or shutil.which("c++") or "" if entry.language == "CUDA" else ""
+        )
 
     def __call__(self, entry) -> tuple[frozenset[str] | None, str]:
         if self._simulated():
-            return (frozenset(x for x in re.split(r"[;,\s]+", self.override) if x),
-                    "COMPILEIQ_HOST_CPU_FEATURES: a simulated host")
+            return (
+                frozenset(x for x in re.split(r"[;,\s]+", self.override) if x),
+                "COMPILEIQ_HOST_CPU_FEATURES: a simulated host",
+            )
         compiler = self._compiler(entry)
         if not compiler:
             return None, f"no {entry.language} compiler to ask"
@@ -284,11 +297,16 @@ class HostFeatures:
         if self._simulated():
             return frozenset(entry.cpu_features)
         compiler = self._compiler(entry)
-        flags = [_core(f) for f in [*entry.flags, *(x for p in entry.sources for x in p["flags"])]
-                 if RESOLVED_CPU.match(_core(f)) or RESOLVED_ISA.match(_core(f))]
+        flags = [
+            _core(f)
+            for f in [*entry.flags, *(x for p in entry.sources for x in p["flags"])]
+            if RESOLVED_CPU.match(_core(f)) or RESOLVED_ISA.match(_core(f))
+        ]
         if not compiler or not flags:
             return frozenset(entry.cpu_features)
         try:
-            return enabled_switches(compiler, compiler_kind(compiler), [f for f in flags if not f.startswith("-mtune=")])
+            return enabled_switches(
+                compiler, compiler_kind(compiler), [f for f in flags if not f.startswith("-mtune=")]
+            )
         except CompileIQError:
             return frozenset(entry.cpu_features)

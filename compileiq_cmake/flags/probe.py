@@ -31,7 +31,9 @@ __global__ void probe_kernel(const float* a, const float* b, float* c, int n, in
   if (i < n) c[i] = acc;
 }
 """
-_IGNORED = re.compile(r"(?i)unknown|unrecogni[sz]ed|ignor|not supported|invalid|out of valid range|did you mean|conflicting")
+_IGNORED = re.compile(
+    r"(?i)unknown|unrecogni[sz]ed|ignor|not supported|invalid|out of valid range|did you mean|conflicting"
+)
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,7 @@ class ProbeOutcome:
 
 
 def nvcc_version(nvcc_path: str) -> str:
-    """"13.0.88" from `nvcc --version`."""
+    """ "13.0.88" from `nvcc --version`."""
     try:
         out = subprocess.run([nvcc_path, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
     except OSError as exc:
@@ -57,8 +59,9 @@ def ptxas_version(nvcc_path: str) -> str:
     Control Files are made for. nvcc's own version when that ptxas cannot be asked."""
     for ptxas in (Path(nvcc_path).parent / "ptxas", Path(nvcc_path).resolve().parent / "ptxas"):
         try:
-            out = subprocess.run([str(ptxas), "--version"], capture_output=True, text=True, timeout=60,
-                                 check=False).stdout
+            out = subprocess.run(
+                [str(ptxas), "--version"], capture_output=True, text=True, timeout=60, check=False
+            ).stdout
         except OSError:
             continue
         m = re.search(r"V(\d+\.\d+\.\d+)", out)
@@ -103,12 +106,18 @@ def _store_cache(path: Path | None, key: str, nvcc: str, version: str, results: 
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"key": key, "nvcc": nvcc, "version": version, "results": results}, indent=1, sort_keys=True))
+    tmp.write_text(
+        json.dumps({"key": key, "nvcc": nvcc, "version": version, "results": results}, indent=1, sort_keys=True)
+    )
     os.replace(tmp, path)
 
 
 def probe_values(
-    values: list[tuple[str, ...]], nvcc_path: str, arch: str, cache_path: Path | None = None, jobs: int | None = None,
+    values: list[tuple[str, ...]],
+    nvcc_path: str,
+    arch: str,
+    cache_path: Path | None = None,
+    jobs: int | None = None,
 ) -> dict[tuple[str, ...], ProbeOutcome]:
     """ProbeOutcome per flag value (tuple of tokens), compiled against the probe kernel for sm_<arch>."""
     nvcc = str(Path(nvcc_path).resolve())
@@ -129,9 +138,15 @@ def probe_values(
             src.write_text(PROBE_KERNEL)
             rc, base_lines = _compile(nvcc, arch, src, Path(tmp) / "base.cubin", ())
             if rc != 0:
-                raise CompileIQError(f"nvcc cannot compile a probe kernel for sm_{arch}: {base_lines[0] if base_lines else rc}")
+                raise CompileIQError(
+                    f"nvcc cannot compile a probe kernel for sm_{arch}: {base_lines[0] if base_lines else rc}"
+                )
             with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
-                runs = list(pool.map(lambda iv: _compile(nvcc, arch, src, Path(tmp) / f"v{iv[0]}.cubin", iv[1]), enumerate(todo)))
+                runs = list(
+                    pool.map(
+                        lambda iv: _compile(nvcc, arch, src, Path(tmp) / f"v{iv[0]}.cubin", iv[1]), enumerate(todo)
+                    )
+                )
         for v, (rc, lines) in zip(todo, runs):
             out[v] = _outcome(rc, lines, set(base_lines))
             cached[f"sm_{arch}|" + " ".join(v)] = {"ok": out[v].ok, "message": out[v].message}
@@ -156,9 +171,19 @@ def probe_device_lto(nvcc_path: str, arch: str, cache_path: Path | None = None) 
     with tempfile.TemporaryDirectory(prefix="compileiq-probe-") as tmp:
         src, obj, linked = Path(tmp) / "probe.cu", Path(tmp) / "probe.o", Path(tmp) / "dlink.o"
         src.write_text(PROBE_KERNEL)
-        steps = ([nvcc, "-rdc=true", f"--generate-code=arch=compute_{arch},code=[compute_{arch},sm_{arch}]",
-                  f"--generate-code=arch=compute_{arch},code=lto_{arch}", "-c", str(src), "-o", str(obj)],
-                 [nvcc, "-dlink", "-dlto", f"-arch=sm_{arch}", str(obj), "-o", str(linked)])
+        steps = (
+            [
+                nvcc,
+                "-rdc=true",
+                f"--generate-code=arch=compute_{arch},code=[compute_{arch},sm_{arch}]",
+                f"--generate-code=arch=compute_{arch},code=lto_{arch}",
+                "-c",
+                str(src),
+                "-o",
+                str(obj),
+            ],
+            [nvcc, "-dlink", "-dlto", f"-arch=sm_{arch}", str(obj), "-o", str(linked)],
+        )
         outcome = ProbeOutcome(ok=True)
         for cmd in steps:
             try:
@@ -168,7 +193,9 @@ def probe_device_lto(nvcc_path: str, arch: str, cache_path: Path | None = None) 
                 break
             if proc.returncode != 0:
                 lines = [ln.strip() for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-                outcome = ProbeOutcome(ok=False, message=(lines[-1] if lines else f"exit status {proc.returncode}")[:300])
+                outcome = ProbeOutcome(
+                    ok=False, message=(lines[-1] if lines else f"exit status {proc.returncode}")[:300]
+                )
                 break
     cached[name] = {"ok": outcome.ok, "message": outcome.message}
     _store_cache(cache_path, key, nvcc, version, cached)
@@ -176,7 +203,11 @@ def probe_device_lto(nvcc_path: str, arch: str, cache_path: Path | None = None) 
 
 
 def probe_space(
-    space: FlagSpace, nvcc_path: str, arch: str, cache_path: Path | None = None, jobs: int | None = None,
+    space: FlagSpace,
+    nvcc_path: str,
+    arch: str,
+    cache_path: Path | None = None,
+    jobs: int | None = None,
 ) -> tuple[FlagSpace, list[str]]:
     """The space without the values the installed nvcc rejects or ignores (dimensions left with no value
     removed), and one note per dropped value: "dropped <flag>: <first stderr line>"."""

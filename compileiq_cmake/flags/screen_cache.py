@@ -40,8 +40,14 @@ class Outcome:
     transient: bool = False  # a failure of this run (timeout, no compiler), not of the code: never stored
 
     def to_json(self) -> str:
-        kernels = [[k.name, k.sass_sha256, k.registers, k.stack_bytes, k.local_bytes, k.shared_bytes, k.instructions]
-                   for k in self.fingerprint.kernels] if self.fingerprint is not None else None
+        kernels = (
+            [
+                [k.name, k.sass_sha256, k.registers, k.stack_bytes, k.local_bytes, k.shared_bytes, k.instructions]
+                for k in self.fingerprint.kernels
+            ]
+            if self.fingerprint is not None
+            else None
+        )
         return json.dumps({"kernels": kernels, "error": self.error}, separators=(",", ":"))
 
     @staticmethod
@@ -49,10 +55,22 @@ class Outcome:
         data = json.loads(text)
         if data.get("kernels") is None:
             return Outcome(fingerprint=None, error=str(data.get("error", "")))
-        return Outcome(fingerprint=DeviceFingerprint.of([
-            KernelFingerprint(name=k[0], sass_sha256=k[1], registers=int(k[2]), stack_bytes=int(k[3]),
-                              local_bytes=int(k[4]), shared_bytes=int(k[5]), instructions=int(k[6]))
-            for k in data["kernels"]]))
+        return Outcome(
+            fingerprint=DeviceFingerprint.of(
+                [
+                    KernelFingerprint(
+                        name=k[0],
+                        sass_sha256=k[1],
+                        registers=int(k[2]),
+                        stack_bytes=int(k[3]),
+                        local_bytes=int(k[4]),
+                        shared_bytes=int(k[5]),
+                        instructions=int(k[6]),
+                    )
+                    for k in data["kernels"]
+                ]
+            )
+        )
 
 
 def outcome_key(command: list[str], directory: str, compiler_version: str, inputs_sha256: str) -> str:
@@ -94,8 +112,14 @@ class InputHasher:
     def _scan(self, entry: dict) -> list[str] | None:
         cwd = entry.get("directory") or "."
         try:
-            proc = subprocess.run(depscan.scan_command(tokens(entry)), cwd=cwd, capture_output=True, text=True,
-                                  timeout=self.timeout, check=False)
+            proc = subprocess.run(
+                depscan.scan_command(tokens(entry)),
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired):
             return None
         if proc.returncode != 0:
@@ -166,7 +190,7 @@ class ScreenCache:
         db = self._connect()
         try:
             for i in range(0, len(wanted), 500):
-                chunk = wanted[i:i + 500]
+                chunk = wanted[i : i + 500]
                 rows = db.execute(f"SELECT key, value FROM outcome WHERE key IN ({','.join('?' * len(chunk))})", chunk)
                 for key, value in rows:
                     try:
@@ -183,8 +207,10 @@ class ScreenCache:
         db = self._connect()
         try:
             with db:  # one transaction: all of these records or none
-                db.executemany("INSERT OR REPLACE INTO outcome (key, value) VALUES (?, ?)",
-                               [(k, o.to_json()) for k, o in outcomes.items()])
+                db.executemany(
+                    "INSERT OR REPLACE INTO outcome (key, value) VALUES (?, ?)",
+                    [(k, o.to_json()) for k, o in outcomes.items()],
+                )
         finally:
             db.close()
 

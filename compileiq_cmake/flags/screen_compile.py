@@ -24,10 +24,33 @@ from .screen_cache import InputHasher, Outcome, ScreenCache, outcome_key
 COMPILE_TIMEOUT = 900  # seconds, one unit's compile (without a time limit)
 _OUT = "<out>.cubin"  # the output path written into cache keys
 # options that take the next token as their value when written without '='
-_WITH_VALUE = {"-o", "--output-file", "-MT", "-MF", "-MQ", "--dependency-output", "-arch", "--gpu-architecture",
-               "-gencode", "--generate-code", "-code", "--gpu-code"}
-_DROP_ALONE = {"-c", "--compile", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies-with-compile",
-               "--generate-nonsystem-dependencies-with-compile", "-dlto", "--dlink-time-opt"}
+_WITH_VALUE = {
+    "-o",
+    "--output-file",
+    "-MT",
+    "-MF",
+    "-MQ",
+    "--dependency-output",
+    "-arch",
+    "--gpu-architecture",
+    "-gencode",
+    "--generate-code",
+    "-code",
+    "--gpu-code",
+}
+_DROP_ALONE = {
+    "-c",
+    "--compile",
+    "-MD",
+    "-MMD",
+    "-MP",
+    "-M",
+    "-MM",
+    "--generate-dependencies-with-compile",
+    "--generate-nonsystem-dependencies-with-compile",
+    "-dlto",
+    "--dlink-time-opt",
+}
 _ARCH_OPTS = ("-arch", "--gpu-architecture", "-gencode", "--generate-code", "-code", "--gpu-code")
 _OUTPUT_OPTS = ("-o", "--output-file", "-MT", "-MF", "-MQ", "--dependency-output")
 
@@ -67,7 +90,9 @@ def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[st
     if not cuda_arch:
         real = {a for a in archs}
         if len(real) != 1:
-            raise CompileIQError(f"cannot tell which CUDA architecture to screen for ({sorted(real) or 'none'}); give --cuda-arch")
+            raise CompileIQError(
+                f"cannot tell which CUDA architecture to screen for ({sorted(real) or 'none'}); give --cuda-arch"
+            )
         cuda_arch = real.pop()
     return [*kept, f"-arch=sm_{cuda_arch}", "-cubin", "-o", str(out), *flags]
 
@@ -80,8 +105,9 @@ def _first_error(text: str) -> str:
     return lines[0][:300] if lines else "compile failed"
 
 
-def _compile(entry: dict, out: Path, cuda_arch: str, flags: tuple[str, ...], nvcc: str | None,
-             deadline: float | None) -> Outcome | None:
+def _compile(
+    entry: dict, out: Path, cuda_arch: str, flags: tuple[str, ...], nvcc: str | None, deadline: float | None
+) -> Outcome | None:
     """One unit compiled to a cubin with `flags` and fingerprinted; None when `deadline` (perf_counter) came
     first (before the compile, or during it: the compile is stopped)."""
     left = None if deadline is None else deadline - time.perf_counter()
@@ -89,8 +115,14 @@ def _compile(entry: dict, out: Path, cuda_arch: str, flags: tuple[str, ...], nvc
         return None
     cmd = cubin_command(tokens(entry), out, cuda_arch, flags)
     try:
-        proc = subprocess.run(cmd, cwd=entry.get("directory") or None, capture_output=True, text=True,
-                              timeout=COMPILE_TIMEOUT if left is None else min(COMPILE_TIMEOUT, left), check=False)
+        proc = subprocess.run(
+            cmd,
+            cwd=entry.get("directory") or None,
+            capture_output=True,
+            text=True,
+            timeout=COMPILE_TIMEOUT if left is None else min(COMPILE_TIMEOUT, left),
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         if left is not None and left < COMPILE_TIMEOUT:
             return None
@@ -123,8 +155,9 @@ def nvcc_tools(nvcc: str, cuda_arch: str, work: Path, cache: ScreenCache | None)
     numbers = itertools.count()
     hasher = InputHasher(cache)
     return ScreenTools(
-        compile=lambda entry, flags, deadline: _compile(entry, work / f"c{next(numbers)}.cubin", cuda_arch, flags,
-                                                        nvcc, deadline),
+        compile=lambda entry, flags, deadline: _compile(
+            entry, work / f"c{next(numbers)}.cubin", cuda_arch, flags, nvcc, deadline
+        ),
         inputs=hasher.digest if with_inputs else (lambda entry: None),
         version=nvcc_version(nvcc) if with_inputs else "",
     )
@@ -137,15 +170,25 @@ def _unit_name(entry: dict) -> str:
 class _Cells:
     """The outcomes of (unit, flag set) cells: looked up in the cache, else compiled in parallel; counts both."""
 
-    def __init__(self, entries: list[dict], flagsets: list[tuple[str, ...]], cuda_arch: str, tools: ScreenTools,
-                 cache: ScreenCache | None, pool: ThreadPoolExecutor, deadline: float | None) -> None:
+    def __init__(
+        self,
+        entries: list[dict],
+        flagsets: list[tuple[str, ...]],
+        cuda_arch: str,
+        tools: ScreenTools,
+        cache: ScreenCache | None,
+        pool: ThreadPoolExecutor,
+        deadline: float | None,
+    ) -> None:
         self.entries, self.flagsets, self.tools, self.cache, self.pool = entries, flagsets, tools, cache, pool
         self.cuda_arch, self.deadline = cuda_arch, deadline
         self.outcomes: dict[tuple[int, int], Outcome] = {}
         self.compiles = 0
         self.hits = 0
         self.problem = ""  # why the cache could not be used, once
-        self.digests: list[str | None] = list(pool.map(tools.inputs, entries)) if cache is not None else [None] * len(entries)
+        self.digests: list[str | None] = (
+            list(pool.map(tools.inputs, entries)) if cache is not None else [None] * len(entries)
+        )
 
     def _key(self, cell: tuple[int, int]) -> str | None:
         i, j = cell
@@ -172,8 +215,10 @@ class _Cells:
                 self.hits += 1
             else:
                 todo.append(cell)
-        futures = [(cell, self.pool.submit(self.tools.compile, self.entries[cell[0]], self.flagsets[cell[1]],
-                                           self.deadline)) for cell in todo]
+        futures = [
+            (cell, self.pool.submit(self.tools.compile, self.entries[cell[0]], self.flagsets[cell[1]], self.deadline))
+            for cell in todo
+        ]
         new: dict[str, Outcome] = {}
         for cell, future in futures:
             outcome = future.result()

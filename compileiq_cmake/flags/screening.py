@@ -43,6 +43,8 @@ NOT_SCREENED = "not screened: the screening's time share ran out"
 # The share of --time-limit static screening may take at most: a tune of a 100 s limit screens for 10 s,
 # then searches the values not screened as they are (a warm screening cache makes most screens take ~0 s).
 SCREEN_SHARE = 0.10
+
+
 @dataclass(frozen=True)
 class KernelDelta:
     kernel: str
@@ -90,10 +92,12 @@ class ScreenResult:
         return self.space.size
 
     def summary(self) -> str:
-        """"12 compiles, 30 cache hits, 3.1 s; 19 files screened, 1 without kernels skipped"."""
-        return (f"{plural(self.compiles, 'compile')}, {plural(self.cache_hits, 'cache hit')}, {self.seconds:.1f} s; "
-                f"{plural(len(self.screened_files), 'file')} screened, {len(self.no_kernel_files)} without kernels skipped"
-                + (f", {plural(self.unscreened, 'value')} not screened" if self.unscreened else ""))
+        """ "12 compiles, 30 cache hits, 3.1 s; 19 files screened, 1 without kernels skipped"."""
+        return (
+            f"{plural(self.compiles, 'compile')}, {plural(self.cache_hits, 'cache hit')}, {self.seconds:.1f} s; "
+            f"{plural(len(self.screened_files), 'file')} screened, {len(self.no_kernel_files)} without kernels skipped"
+            + (f", {plural(self.unscreened, 'value')} not screened" if self.unscreened else "")
+        )
 
 
 def _deltas(base: DeviceFingerprint, new: DeviceFingerprint) -> tuple[KernelDelta, ...]:
@@ -103,8 +107,14 @@ def _deltas(base: DeviceFingerprint, new: DeviceFingerprint) -> tuple[KernelDelt
     for name in names:
         b, n = base.kernel(name) or empty, new.kernel(name) or empty
         if b.sass_sha256 != n.sass_sha256:
-            out.append(KernelDelta(kernel=name, registers=(b.registers, n.registers),
-                                   spill_bytes=(b.spill_bytes, n.spill_bytes), instructions=(b.instructions, n.instructions)))
+            out.append(
+                KernelDelta(
+                    kernel=name,
+                    registers=(b.registers, n.registers),
+                    spill_bytes=(b.spill_bytes, n.spill_bytes),
+                    instructions=(b.instructions, n.instructions),
+                )
+            )
     return tuple(out)
 
 
@@ -114,9 +124,16 @@ def _driver_name(fingerprint_name: str) -> str:
 
 
 def screen(
-    space: FlagSpace, compile_commands: list[dict], cuda_arch: str, jobs: int | None = None, cache_dir: Path | None = None,
-    cache: ScreenCache | None = None, kernel_ns: dict[str, int] | None = None, seconds: float | None = None,
-    tools: ScreenTools | None = None, seconds_label: str = "",
+    space: FlagSpace,
+    compile_commands: list[dict],
+    cuda_arch: str,
+    jobs: int | None = None,
+    cache_dir: Path | None = None,
+    cache: ScreenCache | None = None,
+    kernel_ns: dict[str, int] | None = None,
+    seconds: float | None = None,
+    tools: ScreenTools | None = None,
+    seconds_label: str = "",
 ) -> ScreenResult:
     """Screen every single flag value of `space` against the project's own build of the target's CUDA sources
     (`compile_commands`: their entries, whatever the files' suffixes). First each unit's own build: a unit
@@ -130,15 +147,32 @@ def screen(
     if not entries:
         raise CompileIQError("the target has no CUDA compile commands in compile_commands.json; nothing to screen")
     values = [(d.name, v) for d in space.dimensions for v in d.values[1:]]
-    units = _compile_all(entries, [(), *(canonical_flags(v) for _, v in values)], cuda_arch, jobs, cache_dir, cache,
-                         kernel_ns, None if seconds is None else started + max(0.0, seconds), tools)
+    units = _compile_all(
+        entries,
+        [(), *(canonical_flags(v) for _, v in values)],
+        cuda_arch,
+        jobs,
+        cache_dir,
+        cache,
+        kernel_ns,
+        None if seconds is None else started + max(0.0, seconds),
+        tools,
+    )
     rows, unscreened = _rows(values, units)
     notes = _notes(entries, units, unscreened, f"{seconds or 0.0:.1f} s{seconds_label}", cache is not None)
-    return ScreenResult(space=_screened_space(space, rows), rows=tuple(rows), seconds=time.perf_counter() - started,
-                        baseline=units.baseline, compiles=units.cells.compiles, points_before=space.size,
-                        cache_hits=units.cells.hits, screened_files=tuple(_unit_name(entries[i]) for i in units.known),
-                        no_kernel_files=tuple(_unit_name(entries[i]) for i in units.no_kernels),
-                        unscreened=unscreened, notes=tuple(notes))
+    return ScreenResult(
+        space=_screened_space(space, rows),
+        rows=tuple(rows),
+        seconds=time.perf_counter() - started,
+        baseline=units.baseline,
+        compiles=units.cells.compiles,
+        points_before=space.size,
+        cache_hits=units.cells.hits,
+        screened_files=tuple(_unit_name(entries[i]) for i in units.known),
+        no_kernel_files=tuple(_unit_name(entries[i]) for i in units.no_kernels),
+        unscreened=unscreened,
+        notes=tuple(notes),
+    )
 
 
 @dataclass(frozen=True)
@@ -154,9 +188,17 @@ class _Units:
     baseline: DeviceFingerprint
 
 
-def _compile_all(entries: list[dict], flagsets: list[tuple[str, ...]], cuda_arch: str, jobs: int | None,
-                 cache_dir: Path | None, cache: ScreenCache | None, kernel_ns: dict[str, int] | None,
-                 deadline: float | None, tools: ScreenTools | None) -> _Units:
+def _compile_all(
+    entries: list[dict],
+    flagsets: list[tuple[str, ...]],
+    cuda_arch: str,
+    jobs: int | None,
+    cache_dir: Path | None,
+    cache: ScreenCache | None,
+    kernel_ns: dict[str, int] | None,
+    deadline: float | None,
+    tools: ScreenTools | None,
+) -> _Units:
     """Each unit's own build, then every flag set on the units with kernels (the most kernel time first)."""
     if cache_dir is not None:
         cache_dir.mkdir(parents=True, exist_ok=True)
@@ -169,13 +211,21 @@ def _compile_all(entries: list[dict], flagsets: list[tuple[str, ...]], cuda_arch
             for i in range(len(entries)):
                 base = cells.outcomes.get((i, 0))
                 if base is not None and base.fingerprint is None:
-                    raise CompileIQError(f"the project's own nvcc command fails when rebuilt to a cubin "
-                                         f"({_unit_name(entries[i])}): {base.error}")
+                    raise CompileIQError(
+                        f"the project's own nvcc command fails when rebuilt to a cubin "
+                        f"({_unit_name(entries[i])}): {base.error}"
+                    )
             # a unit the deadline left unknown counts as one with kernels (its values stay unscreened)
-            no_kernels = [i for i in range(len(entries))
-                          if (i, 0) in cells.outcomes and not cells.outcomes[(i, 0)].fingerprint.kernels]
-            ns = {i: sum(kernel_ns.get(name, 0) for name in {_driver_name(k.name) for k in o.fingerprint.kernels})
-                  for (i, j), o in cells.outcomes.items() if j == 0 and kernel_ns}
+            no_kernels = [
+                i
+                for i in range(len(entries))
+                if (i, 0) in cells.outcomes and not cells.outcomes[(i, 0)].fingerprint.kernels
+            ]
+            ns = {
+                i: sum(kernel_ns.get(name, 0) for name in {_driver_name(k.name) for k in o.fingerprint.kernels})
+                for (i, j), o in cells.outcomes.items()
+                if j == 0 and kernel_ns
+            }
             units = sorted((i for i in range(len(entries)) if i not in no_kernels), key=lambda i: -ns.get(i, 0))
             cells.run([(i, j) for i in units for j in range(1, len(flagsets))])
     finally:
@@ -204,23 +254,48 @@ def _rows(values: list[tuple[str, tuple[str, ...]]], found: _Units) -> tuple[lis
         if len(have) < len(units):  # the deadline came first on some unit
             effects = _deltas(DeviceFingerprint.combine([outcomes[(i, 0)].fingerprint for i in have]), fp)
             if effects:
-                rows.append(ScreenRow(dimension=dim, value=value, kept=True, effects=effects, screened=False, reason=(
-                    f"changes the code of {plural(len(effects), 'function')} (screened on {len(have)} of "
-                    f"{plural(len(units), 'file')})")))
+                rows.append(
+                    ScreenRow(
+                        dimension=dim,
+                        value=value,
+                        kept=True,
+                        effects=effects,
+                        screened=False,
+                        reason=(
+                            f"changes the code of {plural(len(effects), 'function')} (screened on {len(have)} of "
+                            f"{plural(len(units), 'file')})"
+                        ),
+                    )
+                )
             else:
                 unscreened += 1
                 rows.append(ScreenRow(dimension=dim, value=value, kept=True, reason=NOT_SCREENED, screened=False))
         elif fp.digest == baseline.digest:
             rows.append(ScreenRow(dimension=dim, value=value, kept=False, reason=SAME_AS_BASELINE, digest=fp.digest))
         elif (dim, fp.digest) in seen:
-            rows.append(ScreenRow(dimension=dim, value=value, kept=False, digest=fp.digest,
-                                  reason=f"same device code as {' '.join(seen[(dim, fp.digest)])}",
-                                  effects=_deltas(baseline, fp)))
+            rows.append(
+                ScreenRow(
+                    dimension=dim,
+                    value=value,
+                    kept=False,
+                    digest=fp.digest,
+                    reason=f"same device code as {' '.join(seen[(dim, fp.digest)])}",
+                    effects=_deltas(baseline, fp),
+                )
+            )
         else:
             seen[(dim, fp.digest)] = value
             effects = _deltas(baseline, fp)
-            rows.append(ScreenRow(dimension=dim, value=value, kept=True, digest=fp.digest, effects=effects,
-                                  reason=f"changes the code of {plural(len(effects), 'function')}"))
+            rows.append(
+                ScreenRow(
+                    dimension=dim,
+                    value=value,
+                    kept=True,
+                    digest=fp.digest,
+                    effects=effects,
+                    reason=f"changes the code of {plural(len(effects), 'function')}",
+                )
+            )
     return rows, unscreened
 
 
@@ -243,18 +318,26 @@ def _notes(entries: list[dict], found: _Units, unscreened: int, share: str, cach
     notes = []
     if found.no_kernels:
         names = [_unit_name(entries[i]) for i in found.no_kernels]
-        notes.append(f"note: static screening: {plural(len(names), 'file')} of {len(entries)} define no kernel and "
-                     f"are not screened: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}")
+        notes.append(
+            f"note: static screening: {plural(len(names), 'file')} of {len(entries)} define no kernel and "
+            f"are not screened: {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"
+        )
     if ns and units and ns.get(units[0], 0) > 0:
-        notes.append(f"note: static screening: files with the most recorded kernel time first "
-                     f"({', '.join(_unit_name(entries[i]) for i in units[:3])}{' ...' if len(units) > 3 else ''})")
+        notes.append(
+            f"note: static screening: files with the most recorded kernel time first "
+            f"({', '.join(_unit_name(entries[i]) for i in units[:3])}{' ...' if len(units) > 3 else ''})"
+        )
     if unscreened:
-        notes.append(f"note: static screening stopped at its time share ({share}): "
-                     f"{plural(unscreened, 'flag value')} not screened {'is' if unscreened == 1 else 'are'} searched unscreened")
+        notes.append(
+            f"note: static screening stopped at its time share ({share}): "
+            f"{plural(unscreened, 'flag value')} not screened {'is' if unscreened == 1 else 'are'} searched unscreened"
+        )
     unscanned = [_unit_name(entries[i]) for i, d in enumerate(cells.digests) if d is None] if cached else []
     if unscanned:
-        notes.append(f"note: the screening cache leaves out {plural(len(unscanned), 'file')} whose includes could not be "
-                     f"listed (the compiler's -M scan failed): {', '.join(unscanned[:3])}{' ...' if len(unscanned) > 3 else ''}")
+        notes.append(
+            f"note: the screening cache leaves out {plural(len(unscanned), 'file')} whose includes could not be "
+            f"listed (the compiler's -M scan failed): {', '.join(unscanned[:3])}{' ...' if len(unscanned) > 3 else ''}"
+        )
     if cells.problem:
         notes.append(f"note: the screening cache could not be used ({cells.problem}); outcomes are not kept")
     return notes
@@ -268,10 +351,14 @@ def spills_first(space: FlagSpace, result: ScreenResult) -> tuple[FlagSpace, int
     at = next((n for n, d in enumerate(dims) if d.name == ACF_DIMENSION), None)
     if at is None:
         return space, 0
-    spills = {r.value: (sum(e.spill_bytes[1] for e in r.effects), sum(e.spill_bytes[0] for e in r.effects))
-              for r in result.rows if r.dimension == ACF_DIMENSION and r.kept and r.effects}
-    cut = sorted((v for v in dims[at].values[1:] if v in spills and spills[v][0] < spills[v][1]),
-                 key=lambda v: spills[v][0])
+    spills = {
+        r.value: (sum(e.spill_bytes[1] for e in r.effects), sum(e.spill_bytes[0] for e in r.effects))
+        for r in result.rows
+        if r.dimension == ACF_DIMENSION and r.kept and r.effects
+    }
+    cut = sorted(
+        (v for v in dims[at].values[1:] if v in spills and spills[v][0] < spills[v][1]), key=lambda v: spills[v][0]
+    )
     rest = [v for v in dims[at].values[1:] if v not in cut]
     dims[at] = replace(dims[at], values=((), *cut, *rest), leading=len(cut))
     return replace(space, dimensions=tuple(dims)), len(cut)
@@ -282,14 +369,21 @@ def _acf_screened(candidates: Candidates, result: ScreenResult) -> tuple[Candida
     of the kernels it changes, for the report) and one line counting them."""
     rows = [r for r in result.rows if r.dimension == ACF_DIMENSION]
     kept = [r for r in rows if r.kept]
-    changes = tuple((Path(acf_path(r.value[0]) or "").stem, "; ".join(e.describe() for e in r.effects[:3])
-                     + (f"; and {len(r.effects) - 3} more kernels" if len(r.effects) > 3 else ""))
-                    for r in kept if r.value)
+    changes = tuple(
+        (
+            Path(acf_path(r.value[0]) or "").stem,
+            "; ".join(e.describe() for e in r.effects[:3])
+            + (f"; and {len(r.effects) - 3} more kernels" if len(r.effects) > 3 else ""),
+        )
+        for r in kept
+        if r.value
+    )
     failed = sum(1 for r in rows if r.reason.startswith("does not compile"))
     same = sum(1 for r in rows if not r.kept and not r.reason.startswith("does not compile"))
     return replace(candidates, changes=changes), (
         f"advanced controls (ACF): {len(kept)} of {len(rows)} control files kept after screening ({same} with the "
-        f"code of the project's own build or of another, {failed} that ptxas refused or crashed on)")
+        f"code of the project's own build or of another, {failed} that ptxas refused or crashed on)"
+    )
 
 
 @dataclass(frozen=True)
@@ -305,11 +399,23 @@ class CudaSpace:
 
 
 def prepare_cuda_space(
-    space: FlagSpace, entries: list[dict], nvcc_path: str, cuda_arch: str, build_dir: Path, target: str,
-    acf: AcfRequest | None = None, run_screen: bool = True, jobs: int | None = None,
-    device_lto: bool = False, decisions: ApplyDecisions | None = None, time_limit: float | None = None,
-    kernel_ns: dict[str, int] | None = None, cache_dir: Path | None = None, screen_off: str = "",
-    driver_cuda: str = "", open_source: SourceFactory = compileiq_source,
+    space: FlagSpace,
+    entries: list[dict],
+    nvcc_path: str,
+    cuda_arch: str,
+    build_dir: Path,
+    target: str,
+    acf: AcfRequest | None = None,
+    run_screen: bool = True,
+    jobs: int | None = None,
+    device_lto: bool = False,
+    decisions: ApplyDecisions | None = None,
+    time_limit: float | None = None,
+    kernel_ns: dict[str, int] | None = None,
+    cache_dir: Path | None = None,
+    screen_off: str = "",
+    driver_cuda: str = "",
+    open_source: SourceFactory = compileiq_source,
 ) -> CudaSpace:
     """`entries`: the compile commands of the target's CUDA sources (by CMake's language, not by suffix).
     `device_lto`: whether the device_lto dimension may be offered; `decisions`: the CMake module's own decisions
@@ -329,13 +435,20 @@ def prepare_cuda_space(
         space, adapt_notes = adapt_to_project(space, project_flags(entries))
         notes += adapt_notes
     else:
-        notes.append(f"note: no CUDA compile command of {target} in compile_commands.json: its own nvcc flags were not "
-                     "read (adaptation skipped) and static screening is skipped")
+        notes.append(
+            f"note: no CUDA compile command of {target} in compile_commands.json: its own nvcc flags were not "
+            "read (adaptation skipped) and static screening is skipped"
+        )
     candidates = None
     if acf is not None:
         decided_archs = decisions.cuda_archs if decisions is not None else ()
-        situation = Situation(ptxas_version=ptxas_version(nvcc_path), arch=cuda_arch, kind=acf.kind,
-                              driver_cuda=driver_cuda, sass_archs=decided_archs)
+        situation = Situation(
+            ptxas_version=ptxas_version(nvcc_path),
+            arch=cuda_arch,
+            kind=acf.kind,
+            driver_cuda=driver_cuda,
+            sass_archs=decided_archs,
+        )
         candidates = gather(acf, situation, build_dir / "compileiq" / "acf", open_source)
         space = acf_dimension(space, list(candidates.files))
         notes += candidates.notes
@@ -353,9 +466,17 @@ def prepare_cuda_space(
             notes.append(f"note: the screening cache could not be opened ({exc}); every value is compiled")
         seconds = None if time_limit is None else SCREEN_SHARE * time_limit
         try:
-            result = screen(space, entries, cuda_arch, jobs=jobs or os.cpu_count(), cache_dir=build_dir / "compileiq",
-                            cache=cache, kernel_ns=kernel_ns, seconds=seconds,
-                            seconds_label=f", {SCREEN_SHARE:.0%} of --time-limit {time_limit:g} s" if time_limit else "")
+            result = screen(
+                space,
+                entries,
+                cuda_arch,
+                jobs=jobs or os.cpu_count(),
+                cache_dir=build_dir / "compileiq",
+                cache=cache,
+                kernel_ns=kernel_ns,
+                seconds=seconds,
+                seconds_label=f", {SCREEN_SHARE:.0%} of --time-limit {time_limit:g} s" if time_limit else "",
+            )
         except CompileIQError as exc:
             notes.append(f"note: static screening skipped: {exc}")
         else:
@@ -372,8 +493,9 @@ def prepare_cuda_space(
             linked = probe_device_lto(nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path))
             if not linked.ok:
                 refusal = f"a device link with -dlto fails with this toolkit ({linked.message})"
-        space, lto_notes = add_device_lto_dimension(space, project_flags(entries), device_lto, refusal,
-                                                    decided.relocatable)
+        space, lto_notes = add_device_lto_dimension(
+            space, project_flags(entries), device_lto, refusal, decided.relocatable
+        )
         notes += lto_notes
     return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds, acf=candidates)
 
@@ -394,8 +516,14 @@ class TargetScreen:
 
 
 def screen_target(
-    source_dir: Path, build_dir: Path, target: str, cuda_arch: str = "", include: tuple[str, ...] = (),
-    exclude: tuple[str, ...] = (), jobs: int | None = None, gpu_arch: Callable[[], str] | None = None,
+    source_dir: Path,
+    build_dir: Path,
+    target: str,
+    cuda_arch: str = "",
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    jobs: int | None = None,
+    gpu_arch: Callable[[], str] | None = None,
 ) -> TargetScreen:
     """Configure the variant tree <build>/compileiq/worker-0 as tune does (under the tune lock), then
     catalogue -> probe -> project adaptation -> screening of the target's CUDA sources. `gpu_arch`: the
@@ -419,14 +547,32 @@ def screen_target(
         if not commands:
             raise CompileIQError(f"no compile command of a CUDA source of '{target}' in compile_commands.json")
         space = load_space("nvcc", toolchain.compiler_id, toolchain.version, include, exclude, arch=cuda_arch)
-        prepared = prepare_cuda_space(space, commands, toolchain.path, cuda_arch, build_dir, target, jobs=jobs,
-                                      device_lto=device_lto_wanted(include, exclude), decisions=tree.decisions())
+        prepared = prepare_cuda_space(
+            space,
+            commands,
+            toolchain.path,
+            cuda_arch,
+            build_dir,
+            target,
+            jobs=jobs,
+            device_lto=device_lto_wanted(include, exclude),
+            decisions=tree.decisions(),
+        )
     if prepared.screen is None:
-        raise CompileIQError(next((n.removeprefix("note: ") for n in prepared.notes if "screening" in n),
-                                  "static screening did not run"))
-    return TargetScreen(target=target, cuda_arch=cuda_arch, compiler=f"{toolchain.compiler_id} {toolchain.version}",
-                        result=prepared.screen, notes=tuple(notes) + prepared.notes, probe_seconds=prepared.probe_seconds,
-                        commands=tuple(commands), nvcc=toolchain.path, relocatable=tree.decisions().relocatable)
+        raise CompileIQError(
+            next((n.removeprefix("note: ") for n in prepared.notes if "screening" in n), "static screening did not run")
+        )
+    return TargetScreen(
+        target=target,
+        cuda_arch=cuda_arch,
+        compiler=f"{toolchain.compiler_id} {toolchain.version}",
+        result=prepared.screen,
+        notes=tuple(notes) + prepared.notes,
+        probe_seconds=prepared.probe_seconds,
+        commands=tuple(commands),
+        nvcc=toolchain.path,
+        relocatable=tree.decisions().relocatable,
+    )
 
 
 def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:
@@ -445,7 +591,9 @@ def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:
     for row in r.rows:
         state = "kept   " if row.kept else "dropped"
         effects = "; ".join(e.describe() for e in row.effects)
-        lines.append(f"  {state} {row.dimension:<22} {' '.join(row.value):<36} {row.reason}{'  [' + effects + ']' if effects and row.kept else ''}")
+        lines.append(
+            f"  {state} {row.dimension:<22} {' '.join(row.value):<36} {row.reason}{'  [' + effects + ']' if effects and row.kept else ''}"
+        )
     for note in ts.notes if notes else ():
         lines.append(f"  note: {note.removeprefix('note: ')}")
     return lines

@@ -17,7 +17,9 @@ from ..model.records import FlagSet
 
 _DATA_DIR = Path(__file__).resolve().parent
 _SAFE_TOKEN = re.compile(r"^--?[A-Za-z0-9_][A-Za-z0-9_=.,+:\-]*$")
-_ACF_TOKEN = re.compile(r"^(-Xptxas=)?--apply-controls=/[A-Za-z0-9_.+/\-]+$")  # an Advanced Control File (absolute path)
+_ACF_TOKEN = re.compile(
+    r"^(-Xptxas=)?--apply-controls=/[A-Za-z0-9_.+/\-]+$"
+)  # an Advanced Control File (absolute path)
 UNSAFE_GROUP = "unsafe_numerics"
 EXPERIMENTAL_GROUP = "experimental"
 HOST_SPECIFIC_GROUP = "cpu_specific"  # flags whose code runs only on CPUs like the tuning host's (-march=native)
@@ -92,8 +94,11 @@ class FlagSpace:
                     for tok in value:
                         remaining.remove(tok)
                     break
-        remaining = [tok for tok in remaining  # added by canonical_flags (to a file's flags too)
-                     if build_flags.parse_token(tok)[1] not in rule_tokens(self.family)]
+        remaining = [
+            tok
+            for tok in remaining  # added by canonical_flags (to a file's flags too)
+            if build_flags.parse_token(tok)[1] not in rule_tokens(self.family)
+        ]
         if remaining:
             raise CompileIQError(f"flags {remaining} are not part of the {self.family} flag space")
         return self.flagset(choice)
@@ -155,8 +160,15 @@ def _rules(family: str) -> tuple[Rule, ...]:
     for r in _read_family(family).get("rule", ()):
         if r["kind"] not in ("drop", "repair"):
             raise ValueError(f"{family}.toml: unknown rule kind {r['kind']!r}")
-        out.append(Rule(kind=r["kind"], when=tuple(r["when"]), drop=tuple(r.get("drop", ())),
-                        add=tuple(r.get("add", ())), reason=r.get("reason", "")))
+        out.append(
+            Rule(
+                kind=r["kind"],
+                when=tuple(r["when"]),
+                drop=tuple(r.get("drop", ())),
+                add=tuple(r.get("add", ())),
+                reason=r.get("reason", ""),
+            )
+        )
     return tuple(out)
 
 
@@ -172,7 +184,6 @@ def canonical_flags(flags: tuple[str, ...] | list[str], family: str = "nvcc") ->
         elif rule.kind == "repair" and all(t in out for t in rule.when):
             out.extend(t for t in rule.add if t not in out)
     return tuple(out)
-
 
 
 def load_space(
@@ -206,16 +217,24 @@ def load_space(
         unsafe = bool(d.get("unsafe_numerics", False))
         experimental = bool(d.get("experimental", False))
         archs = tuple(int(a) for a in d.get("archs", ()))
-        if selective and name not in selective and not (UNSAFE_GROUP in selective and unsafe) \
-                and not (experimental and EXPERIMENTAL_GROUP in include):
+        if (
+            selective
+            and name not in selective
+            and not (UNSAFE_GROUP in selective and unsafe)
+            and not (experimental and EXPERIMENTAL_GROUP in include)
+        ):
             dropped.append(f"{name}: not in the include list")
             continue
         if experimental and name not in include and EXPERIMENTAL_GROUP not in include:
             dropped.append(f"{name}: experimental (include it by name or with '{EXPERIMENTAL_GROUP}')")
             continue
         cpu_specific = bool(d.get("cpu_specific", False))
-        if name in exclude or (unsafe and UNSAFE_GROUP in exclude) or (experimental and EXPERIMENTAL_GROUP in exclude) \
-                or (cpu_specific and HOST_SPECIFIC_GROUP in exclude):
+        if (
+            name in exclude
+            or (unsafe and UNSAFE_GROUP in exclude)
+            or (experimental and EXPERIMENTAL_GROUP in exclude)
+            or (cpu_specific and HOST_SPECIFIC_GROUP in exclude)
+        ):
             dropped.append(f"{name}: excluded")
             continue
         if compiler_id not in d.get("compilers", data["compilers"]):
@@ -224,7 +243,7 @@ def load_space(
         if "min_version" in d and version < _version_tuple(d["min_version"]):
             dropped.append(f"{name}: needs {compiler_id} >= {d['min_version']}")
             continue
-        if "max_version" in d and version[:len(_version_tuple(d["max_version"]))] > _version_tuple(d["max_version"]):
+        if "max_version" in d and version[: len(_version_tuple(d["max_version"]))] > _version_tuple(d["max_version"]):
             dropped.append(f"{name}: needs {compiler_id} <= {d['max_version']}")
             continue
         if arch and archs and int(re.sub(r"\D", "", arch) or 0) not in archs:
@@ -233,9 +252,18 @@ def load_space(
         values = tuple(tuple(v) for v in d["values"])
         if values[0] != ():
             raise ValueError(f"{family}.toml: dimension {name} must start with the empty default")
-        kept.append(Dimension(name=name, help=d.get("help", ""), values=values, unsafe_numerics=unsafe,
-                              relaxes_numerics=bool(d.get("relaxes_numerics", False)),
-                              experimental=experimental, archs=archs, cpu_specific=cpu_specific))
+        kept.append(
+            Dimension(
+                name=name,
+                help=d.get("help", ""),
+                values=values,
+                unsafe_numerics=unsafe,
+                relaxes_numerics=bool(d.get("relaxes_numerics", False)),
+                experimental=experimental,
+                archs=archs,
+                cpu_specific=cpu_specific,
+            )
+        )
     if not kept and not (set(include) & BUILD_MODE_DIMENSIONS.get(family, set()) or host_side_named(include)):
         # (a dimension the tune adds itself, device_lto or the host side, may be all that is asked for)
         raise CompileIQError("the flag space is empty after --include-flags/--exclude-flags; allow more flags")
@@ -258,8 +286,10 @@ def numerics_traits(family: str) -> dict[str, tuple[bool, bool]]:
         data = _read_family(family)
     except FileNotFoundError:
         return {}
-    return {d["name"]: (bool(d.get("unsafe_numerics", False)), bool(d.get("relaxes_numerics", False)))
-            for d in data["dimension"]}
+    return {
+        d["name"]: (bool(d.get("unsafe_numerics", False)), bool(d.get("relaxes_numerics", False)))
+        for d in data["dimension"]
+    }
 
 
 @functools.lru_cache(maxsize=None)

@@ -89,11 +89,27 @@ def install(version: str, prefix: Path | None = None, say=print) -> Toolkit:
     have = found(prefix, version)
     if have is None:
         say(f"installing {spec} into {prefix} (about 120 MB from PyPI) ...")
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade",
-               "--target", str(prefix), spec]
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--upgrade",
+            "--target",
+            str(prefix),
+            spec,
+        ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=PIP_TIMEOUT, check=False,
-                                  env={**os.environ, "PIP_NO_INPUT": "1"})
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=PIP_TIMEOUT,
+                check=False,
+                env={**os.environ, "PIP_NO_INPUT": "1"},
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CompileIQError(f"pip could not install {spec}: {exc}") from None
         if proc.returncode != 0:
@@ -101,8 +117,10 @@ def install(version: str, prefix: Path | None = None, say=print) -> Toolkit:
             raise CompileIQError(f"pip install {spec} failed (exit {proc.returncode}):\n{tail}")
         have = found(prefix, version)
         if have is None:
-            raise CompileIQError(f"pip installed {spec} into {prefix}, but {_root(prefix, version)}/bin/nvcc does not "
-                                 f"report CUDA {version}")
+            raise CompileIQError(
+                f"pip installed {spec} into {prefix}, but {_root(prefix, version)}/bin/nvcc does not "
+                f"report CUDA {version}"
+            )
     for line in repair(have.root):
         say(f"linked {line}")
     return have

@@ -20,8 +20,10 @@ def _truncation_warnings(res: ProcessResult) -> tuple[str, ...]:
     """The warning for an output of which only the start and the end were kept (none otherwise)."""
     if not res.omitted:
         return ()
-    return (f"the benchmark prints more than {2 * KEEP_BYTES >> 20} MiB; its output was truncated to the first "
-            f"and last {KEEP_BYTES >> 20} MiB (PASS_REGEX, the metric and output comparison see only those)",)
+    return (
+        f"the benchmark prints more than {2 * KEEP_BYTES >> 20} MiB; its output was truncated to the first "
+        f"and last {KEEP_BYTES >> 20} MiB (PASS_REGEX, the metric and output comparison see only those)",
+    )
 
 
 @dataclass(frozen=True)
@@ -39,16 +41,23 @@ class RunOutcome:
         return lines[-1][:200] if lines else "no output"
 
 
-def _outcome(res: ProcessResult, metric: MetricSpec, pass_regex: str | None, timeout: float,
-             json_path: Path | None) -> RunOutcome:
+def _outcome(
+    res: ProcessResult, metric: MetricSpec, pass_regex: str | None, timeout: float, json_path: Path | None
+) -> RunOutcome:
     out, secs, warnings = res.output, res.seconds, _truncation_warnings(res)
     if res.cancelled:
         return RunOutcome(Status.CANCELLED, None, res.cancelled, secs, out, warnings=warnings)
     if res.timed_out:
         return RunOutcome(Status.TIMEOUT, None, f"timed out after {timeout:.0f} s", secs, out, warnings=warnings)
     if res.stopped == "output":
-        return RunOutcome(Status.RUN_FAILED, None, f"stopped: printed more than {MAX_OUTPUT_BYTES >> 30} GiB of output",
-                          secs, out, warnings=warnings)
+        return RunOutcome(
+            Status.RUN_FAILED,
+            None,
+            f"stopped: printed more than {MAX_OUTPUT_BYTES >> 30} GiB of output",
+            secs,
+            out,
+            warnings=warnings,
+        )
     if res.returncode != 0:
         what = f"killed by signal {-res.returncode}" if res.returncode < 0 else f"exit code {res.returncode}"
         return RunOutcome(Status.RUN_FAILED, None, f"benchmark failed ({what})", secs, out, warnings=warnings)
@@ -61,13 +70,22 @@ def _outcome(res: ProcessResult, metric: MetricSpec, pass_regex: str | None, tim
     if problem:
         return RunOutcome(Status.RUN_FAILED, None, problem, secs, out, reading.printed, warnings)
     if reading.value is None:
-        return RunOutcome(Status.METRIC_MISSING, None, f"metric {metric.label!r} not found in output", secs, out,
-                          warnings=warnings)
+        return RunOutcome(
+            Status.METRIC_MISSING, None, f"metric {metric.label!r} not found in output", secs, out, warnings=warnings
+        )
     return RunOutcome(Status.OK, reading.value, "", secs, out, reading.printed, warnings)
 
 
-def run_benchmark(argv: list[str], cwd: Path, metric: MetricSpec, pass_regex: str | None, timeout: float,
-                  pid_file: Path | None = None, env: dict[str, str] | None = None, stop: Stop | None = None) -> RunOutcome:
+def run_benchmark(
+    argv: list[str],
+    cwd: Path,
+    metric: MetricSpec,
+    pass_regex: str | None,
+    timeout: float,
+    pid_file: Path | None = None,
+    env: dict[str, str] | None = None,
+    stop: Stop | None = None,
+) -> RunOutcome:
     """One run of the benchmark command; the outcome is OK only if it exited 0, printed PASS_REGEX (if
     given) and the metric could be read as a positive finite number."""
     extra: list[str] = []
@@ -80,14 +98,22 @@ def run_benchmark(argv: list[str], cwd: Path, metric: MetricSpec, pass_regex: st
         json_path = Path(name)
         extra = ["--json", str(json_path)]
     try:
-        return _outcome(run_process(argv + extra, cwd, timeout, pid_file, env, stop), metric, pass_regex, timeout, json_path)
+        return _outcome(
+            run_process(argv + extra, cwd, timeout, pid_file, env, stop), metric, pass_regex, timeout, json_path
+        )
     finally:
         if json_path is not None:
             json_path.unlink(missing_ok=True)
 
 
-def run_verify(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None = None,
-               env: dict[str, str] | None = None, stop: Stop | None = None) -> RunOutcome:
+def run_verify(
+    argv: list[str],
+    cwd: Path,
+    timeout: float,
+    pid_file: Path | None = None,
+    env: dict[str, str] | None = None,
+    stop: Stop | None = None,
+) -> RunOutcome:
     res = run_process(argv, cwd, timeout, pid_file, env, stop)
     if res.cancelled:
         return RunOutcome(Status.CANCELLED, None, res.cancelled, res.seconds, "")
@@ -95,5 +121,7 @@ def run_verify(argv: list[str], cwd: Path, timeout: float, pid_file: Path | None
         why = f"timed out after {timeout:.0f} s" if res.timed_out else "stopped: printed too much output"
         return RunOutcome(Status.VERIFY_FAILED, None, f"VERIFY {why}", res.seconds, res.output[-600:])
     if res.returncode != 0:
-        return RunOutcome(Status.VERIFY_FAILED, None, f"VERIFY failed (exit code {res.returncode})", res.seconds, res.output[-600:])
+        return RunOutcome(
+            Status.VERIFY_FAILED, None, f"VERIFY failed (exit code {res.returncode})", res.seconds, res.output[-600:]
+        )
     return RunOutcome(Status.OK, None, "", res.seconds, "")

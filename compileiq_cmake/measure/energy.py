@@ -107,16 +107,19 @@ class SimulatedEnergy:
         return self  # one counter for the simulated GPUs
 
 
-def energy_meter(gpu: GpuSlot | None, language: str,
-                 environ: dict[str, str] | None = None) -> tuple[EnergyMeter | None, str]:
+def energy_meter(
+    gpu: GpuSlot | None, language: str, environ: dict[str, str] | None = None
+) -> tuple[EnergyMeter | None, str]:
     """The energy counter of the GPU a tune's runs use, or None and why not (one clause)."""
     env = os.environ if environ is None else environ
     simulated = env.get(SIMULATE_ENERGY_VARIABLE, "")
     if simulated and env.get(SIMULATE_VARIABLE):
         return SimulatedEnergy(Path(simulated)), ""
     if language != "CUDA":
-        return None, (f"a {language} target's runs use the CPU, whose energy is not measured (the GPU's counter "
-                      "is what --objective energy reads)")
+        return None, (
+            f"a {language} target's runs use the CPU, whose energy is not measured (the GPU's counter "
+            "is what --objective energy reads)"
+        )
     if gpu is not None and not gpu.pci_bus_id and env.get(SIMULATE_VARIABLE):
         return None, "the GPUs are simulated (COMPILEIQ_SIMULATE_GPUS) and have no energy counter"
     meter = NvmlEnergy(gpu.pci_bus_id if gpu is not None else "", gpu.ordinal if gpu is not None else 0)
@@ -128,8 +131,9 @@ T = TypeVar("T")
 TICK_WAIT = 0.5  # seconds at most to wait for the counter's next step (NVML's come every 0.1 s)
 
 
-def _next_tick(meter: EnergyMeter, clock: Callable[[], float], sleep: Callable[[float], None]
-               ) -> tuple[float, float] | None:
+def _next_tick(
+    meter: EnergyMeter, clock: Callable[[], float], sleep: Callable[[float], None]
+) -> tuple[float, float] | None:
     """The counter's value and the time at its next step (at most TICK_WAIT s of polling: a counter that does
     not step is taken as read); None when it cannot be read."""
     first, start = meter.millijoules(), clock()
@@ -141,9 +145,13 @@ def _next_tick(meter: EnergyMeter, clock: Callable[[], float], sleep: Callable[[
     return (first, clock()) if first is not None else None
 
 
-def measure_run(meter: EnergyMeter | None, run: Callable[[], T], aligned: bool,
-                clock: Callable[[], float] = time.perf_counter,
-                sleep: Callable[[float], None] = time.sleep) -> tuple[T, float | None, float]:
+def measure_run(
+    meter: EnergyMeter | None,
+    run: Callable[[], T],
+    aligned: bool,
+    clock: Callable[[], float] = time.perf_counter,
+    sleep: Callable[[float], None] = time.sleep,
+) -> tuple[T, float | None, float]:
     """run() with the GPU's energy over it: (its result, joules or None, seconds spent waiting for the counter).
     Aligned (--objective energy, a counter that steps): the run starts at a step of the counter and its energy
     runs to the first step after it ends, less the power of the step after that times the time between the

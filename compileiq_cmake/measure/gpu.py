@@ -47,8 +47,10 @@ def require_gpu() -> None:
     """CompileIQError (one line: there is no GPU, and why) unless this machine can run CUDA code."""
     reason = no_gpu_reason()
     if reason:
-        raise CompileIQError(f"no GPU: {reason}; a CUDA target's benchmarks run on a GPU of this machine (tune on "
-                             "a machine with an NVIDIA GPU, or with --executor ray on a cluster with GPUs)")
+        raise CompileIQError(
+            f"no GPU: {reason}; a CUDA target's benchmarks run on a GPU of this machine (tune on "
+            "a machine with an NVIDIA GPU, or with --executor ray on a cluster with GPUs)"
+        )
 
 
 def detect_gpu(ordinal: int = 0) -> GpuInfo:
@@ -56,9 +58,7 @@ def detect_gpu(ordinal: int = 0) -> GpuInfo:
     try:
         import pycuda.driver as cuda  # noqa: PLC0415 (optional dependency)
     except ImportError:
-        raise CompileIQError(
-            "benchmarking a CUDA target needs pycuda: pip install 'compileiq-cmake[gpu]'"
-        ) from None
+        raise CompileIQError("benchmarking a CUDA target needs pycuda: pip install 'compileiq-cmake[gpu]'") from None
     try:
         cuda.init()
         if cuda.Device.count() == 0:
@@ -67,11 +67,17 @@ def detect_gpu(ordinal: int = 0) -> GpuInfo:
         sms = dev.get_attribute(cuda.device_attribute.MULTIPROCESSOR_COUNT)
         return GpuInfo(name=dev.name(), compute_capability=dev.compute_capability(), sm_count=int(sms))
     except cuda.Error as exc:
-        raise CompileIQError(f"no usable CUDA GPU ({exc}); CUDA targets can only be tuned on a machine with a GPU") from None
+        raise CompileIQError(
+            f"no usable CUDA GPU ({exc}); CUDA targets can only be tuned on a machine with a GPU"
+        ) from None
 
 
 _SLOWDOWN_REASONS = {  # NVML clock event (throttle) reason bits that mean the GPU was slowed down
-    0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal", 0x40: "hw_thermal", 0x80: "hw_power_brake",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x20: "sw_thermal",
+    0x40: "hw_thermal",
+    0x80: "hw_power_brake",
 }
 
 
@@ -101,8 +107,11 @@ class GpuMonitor:
             import pynvml  # noqa: PLC0415 (optional)
 
             pynvml.nvmlInit()
-            self._handle = (pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id) if pci_bus_id
-                            else pynvml.nvmlDeviceGetHandleByIndex(ordinal))
+            self._handle = (
+                pynvml.nvmlDeviceGetHandleByPciBusId(pci_bus_id)
+                if pci_bus_id
+                else pynvml.nvmlDeviceGetHandleByIndex(ordinal)
+            )
             self._nvml = pynvml
         except Exception:  # no NVML library, no driver, no GPU: nothing to monitor
             self._nvml = None
@@ -118,7 +127,10 @@ class GpuMonitor:
         try:
             clock = nv.nvmlDeviceGetClockInfo(self._handle, nv.NVML_CLOCK_SM)
             temp = nv.nvmlDeviceGetTemperature(self._handle, nv.NVML_TEMPERATURE_GPU)
-            reasons_fn = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+            reasons_fn = (
+                getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                or nv.nvmlDeviceGetCurrentClocksThrottleReasons
+            )
             bits = int(reasons_fn(self._handle))
         except Exception:
             return None
@@ -178,8 +190,14 @@ def _nvml_gpus() -> list[tuple[str, str, str, str]]:
             name = pynvml.nvmlDeviceGetName(h)
             uuid = pynvml.nvmlDeviceGetUUID(h)
             bus = pynvml.nvmlDeviceGetPciInfo(h).busId
-            out.append((str(i), uuid if isinstance(uuid, str) else uuid.decode(),
-                        name if isinstance(name, str) else name.decode(), bus if isinstance(bus, str) else bus.decode()))
+            out.append(
+                (
+                    str(i),
+                    uuid if isinstance(uuid, str) else uuid.decode(),
+                    name if isinstance(name, str) else name.decode(),
+                    bus if isinstance(bus, str) else bus.decode(),
+                )
+            )
         return out
     except Exception:
         return []
@@ -202,7 +220,14 @@ def visible_gpus(selection: str | None = None, environ: dict[str, str] | None = 
             wanted = [v.strip() for v in visible.split(",") if v.strip()]
             chosen = []
             for entry in wanted:
-                match = next((g for g in found if entry in (g[0], g[1]) or (entry.startswith("GPU-") and g[1].startswith(entry))), None)
+                match = next(
+                    (
+                        g
+                        for g in found
+                        if entry in (g[0], g[1]) or (entry.startswith("GPU-") and g[1].startswith(entry))
+                    ),
+                    None,
+                )
                 if match is None:
                     break  # CUDA stops at the first invalid entry too
                 chosen.append((entry, match))

@@ -46,8 +46,13 @@ def toolkit_root(nvcc_path: str) -> Path:
     """The CUDA toolkit's directory as nvcc itself says (TOP in its dry run: nvcc may be a wrapper script
     elsewhere); next to nvcc's bin/ when it does not say."""
     try:
-        proc = subprocess.run([nvcc_path, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
-                              capture_output=True, text=True, timeout=60, check=False)
+        proc = subprocess.run(
+            [nvcc_path, "-dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
         m = re.search(r"^#\$ TOP=(.+)$", proc.stderr + proc.stdout, flags=re.MULTILINE)
         if m:
             return Path(m.group(1).strip()).resolve()
@@ -58,10 +63,19 @@ def toolkit_root(nvcc_path: str) -> Path:
 
 def _toolkit_dirs(nvcc_path: str) -> tuple[list[Path], list[Path]]:
     root = toolkit_root(nvcc_path)
-    includes = [root / "include", root / "extras" / "CUPTI" / "include", root / "targets" / "x86_64-linux" / "include",
-                root / "targets" / "sbsa-linux" / "include"]
-    libs = [root / "lib64", root / "lib", root / "extras" / "CUPTI" / "lib64", root / "targets" / "x86_64-linux" / "lib",
-            root / "targets" / "sbsa-linux" / "lib"]
+    includes = [
+        root / "include",
+        root / "extras" / "CUPTI" / "include",
+        root / "targets" / "x86_64-linux" / "include",
+        root / "targets" / "sbsa-linux" / "include",
+    ]
+    libs = [
+        root / "lib64",
+        root / "lib",
+        root / "extras" / "CUPTI" / "lib64",
+        root / "targets" / "x86_64-linux" / "lib",
+        root / "targets" / "sbsa-linux" / "lib",
+    ]
     return includes, libs
 
 
@@ -74,8 +88,10 @@ def build_collector(nvcc_path: str, work_dir: Path, compiler: str = "cc") -> Pat
         include = next((d for d in includes if (d / "cupti.h").is_file()), None)
     lib = next((d for d in libs if (d / "libcupti.so").exists()), None)
     if include is None or lib is None:
-        raise CompileIQError(f"the CUDA toolkit of {nvcc_path} has no CUPTI (cupti.h and libcupti.so under "
-                             f"{toolkit_root(nvcc_path)}): per-kernel times cannot be measured")
+        raise CompileIQError(
+            f"the CUDA toolkit of {nvcc_path} has no CUPTI (cupti.h and libcupti.so under "
+            f"{toolkit_root(nvcc_path)}): per-kernel times cannot be measured"
+        )
     extra = [f"-I{d}" for d in includes if d != include and (d / "cuda.h").is_file()][:1]
     key = hashlib.sha256(_SOURCE.read_bytes() + f"{include}|{lib}".encode()).hexdigest()[:16]
     out = work_dir / f"kernel_times-{key}.so"
@@ -83,8 +99,20 @@ def build_collector(nvcc_path: str, work_dir: Path, compiler: str = "cc") -> Pat
         return out
     work_dir.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(f".{os.getpid()}.tmp")
-    cmd = [compiler, "-shared", "-fPIC", "-O2", f"-I{include}", *extra, str(_SOURCE), f"-L{lib}", "-lcupti",
-           f"-Wl,-rpath,{lib}", "-o", str(tmp)]
+    cmd = [
+        compiler,
+        "-shared",
+        "-fPIC",
+        "-O2",
+        f"-I{include}",
+        *extra,
+        str(_SOURCE),
+        f"-L{lib}",
+        "-lcupti",
+        f"-Wl,-rpath,{lib}",
+        "-o",
+        str(tmp),
+    ]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -118,8 +146,10 @@ def read_times(path: Path) -> tuple[KernelTime, ...]:
     try:
         lines = path.read_text(errors="replace").splitlines()
     except OSError:
-        raise CompileIQError("the benchmark run wrote no kernel times (it did not exit normally, or the CUDA "
-                             "driver did not load the CUPTI collector)") from None
+        raise CompileIQError(
+            "the benchmark run wrote no kernel times (it did not exit normally, or the CUDA "
+            "driver did not load the CUPTI collector)"
+        ) from None
     if not lines or not lines[0].startswith(HEADER):
         raise CompileIQError(f"{path} is not a kernel-times file")
     if "incomplete" in lines[0]:
@@ -132,7 +162,9 @@ def read_times(path: Path) -> tuple[KernelTime, ...]:
     return tuple(sorted(out, key=lambda k: -k.ns))
 
 
-def file_shares(times: tuple[KernelTime, ...], kernels_of: dict[str, tuple[str, ...]]) -> tuple[tuple[FileShare, ...], float]:
+def file_shares(
+    times: tuple[KernelTime, ...], kernels_of: dict[str, tuple[str, ...]]
+) -> tuple[tuple[FileShare, ...], float]:
     """Per source file (kernels_of: path -> the kernels its object defines): the kernel time it holds and
     its share of all kernel time, largest first; and the share of time in kernels of no listed file
     (library kernels, or names the objects do not show)."""
@@ -146,13 +178,21 @@ def file_shares(times: tuple[KernelTime, ...], kernels_of: dict[str, tuple[str, 
             unmapped += k.ns
         else:
             per_file.setdefault(path, []).append(k)
-    shares = tuple(sorted((FileShare(p, sum(k.ns for k in ks), sum(k.ns for k in ks) / total,
-                                     tuple(k.name for k in ks)) for p, ks in per_file.items()),
-                          key=lambda s: -s.ns))
+    shares = tuple(
+        sorted(
+            (
+                FileShare(p, sum(k.ns for k in ks), sum(k.ns for k in ks) / total, tuple(k.name for k in ks))
+                for p, ks in per_file.items()
+            ),
+            key=lambda s: -s.ns,
+        )
+    )
     return shares, unmapped / total
 
 
-def choose_files(shares: tuple[FileShare, ...], most: int = 3, cover: float = 0.9, least: float = 0.1) -> tuple[FileShare, ...]:
+def choose_files(
+    shares: tuple[FileShare, ...], most: int = 3, cover: float = 0.9, least: float = 0.1
+) -> tuple[FileShare, ...]:
     """The files tuned separately: largest share first, each holding at least `least` of the kernel time,
     until `cover` of it is reached or `most` files are chosen. None when one file holds (nearly) all of it:
     its own flags would be the global ones."""

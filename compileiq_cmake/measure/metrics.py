@@ -109,8 +109,10 @@ def read_regex(pattern: str, text: str, seconds: float | None = None) -> MetricR
         return MetricReading(None, last or "", f"metric {pattern!r} matched {last!r}, which is not a number")
     warning = ""
     if len(values) > 1:
-        warning = (f"the metric {pattern!r} is printed several times per run with different values; "
-                   "the last one printed counts")
+        warning = (
+            f"the metric {pattern!r} is printed several times per run with different values; "
+            "the last one printed counts"
+        )
     return MetricReading(value, last, "", warning)
 
 
@@ -137,7 +139,6 @@ def read_metric(metric: MetricSpec, output: str, seconds: float, json_path: Path
     return MetricReading(seconds * 1e3)
 
 
-
 def pass_problem(pass_regex: str | None, output: str, seconds: float | None = None) -> str:
     """Why the output does not pass ("" when it matches PASS_REGEX on any line, re.MULTILINE, or there is
     none). `seconds`: a regex read from a file, matched under that time limit (running past it fails)."""
@@ -147,6 +148,8 @@ def pass_problem(pass_regex: str | None, output: str, seconds: float | None = No
     try:
         found = engine.search(pass_regex, output, flags=engine.MULTILINE, **limit) is not None
     except TimeoutError:
-        return (f"PASS_REGEX {pass_regex!r} ran past its {seconds:g} s limit on the output (a regex read from a "
-                "file: give --pass-regex)")
+        return (
+            f"PASS_REGEX {pass_regex!r} ran past its {seconds:g} s limit on the output (a regex read from a "
+            "file: give --pass-regex)"
+        )
     return "" if found else f"PASS_REGEX {pass_regex!r} not in output"

@@ -13,9 +13,15 @@ from dataclasses import asdict, dataclass, fields
 from ..flags.portability import compiler_kind
 from .gpu import GpuSlot, host_cpu
 
-LABELS = {"driver_version": "NVIDIA driver", "cuda_driver": "CUDA version of the driver",
-          "host_compiler": "host compiler", "gpu_clocks": "GPU clocks", "power_limit": "GPU power limit",
-          "ecc": "ECC", "cpu": "CPU"}
+LABELS = {
+    "driver_version": "NVIDIA driver",
+    "cuda_driver": "CUDA version of the driver",
+    "host_compiler": "host compiler",
+    "gpu_clocks": "GPU clocks",
+    "power_limit": "GPU power limit",
+    "ecc": "ECC",
+    "cpu": "CPU",
+}
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,9 @@ class Provenance:
 
     @staticmethod
     def of_entry(entry) -> "Provenance":
-        return Provenance(**{f.name: getattr(entry, "host_cpu" if f.name == "cpu" else f.name) for f in fields(Provenance)})
+        return Provenance(
+            **{f.name: getattr(entry, "host_cpu" if f.name == "cpu" else f.name) for f in fields(Provenance)}
+        )
 
     @staticmethod
     def of(values: dict[str, str]) -> "Provenance":
@@ -62,13 +70,14 @@ def _max_clock(text: str) -> str:
 
 
 def compiler_text(path: str) -> str:
-    """"<id> <version>" of a compiler (gcc's full version: -dumpfullversion, which clang ignores, before
+    """ "<id> <version>" of a compiler (gcc's full version: -dumpfullversion, which clang ignores, before
     -dumpversion; "" when it cannot be asked)."""
     if not path:
         return ""
     try:
-        version = subprocess.run([path, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True,
-                                 timeout=30).stdout.strip()
+        version = subprocess.run(
+            [path, "-dumpfullversion", "-dumpversion"], capture_output=True, text=True, timeout=30
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return f"{compiler_kind(path)} {version}" if version else ""
@@ -78,6 +87,7 @@ def driver_cuda() -> str:
     """The CUDA version the installed driver supports ("13.0"; "" without nvidia-ml-py or a driver)."""
     try:
         import pynvml  # noqa: PLC0415 (nvidia-ml-py: optional)
+
         pynvml.nvmlInit()
     except Exception:  # noqa: BLE001 - no library, no driver: unknown
         return ""
@@ -99,6 +109,7 @@ def _gpu(gpu: GpuSlot) -> dict[str, str]:
         return {}
     try:
         import pynvml  # nvidia-ml-py
+
         pynvml.nvmlInit()
     except Exception:  # noqa: BLE001 - no library, no driver, no GPU: nothing to record
         return {}
@@ -108,11 +119,18 @@ def _gpu(gpu: GpuSlot) -> dict[str, str]:
         cuda = pynvml.nvmlSystemGetCudaDriverVersion()
         out["cuda_driver"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
         handle = pynvml.nvmlDeviceGetHandleByPciBusId(gpu.pci_bus_id.encode())
-        for key, read in (("gpu_clocks", lambda: f"sm {pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)} of "
-                                                 f"{pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)} MHz, "
-                                                 f"memory {pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)} MHz"),
-                          ("power_limit", lambda: f"{pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000:.0f} W"),
-                          ("ecc", lambda: "on" if pynvml.nvmlDeviceGetEccMode(handle)[0] else "off")):
+        for key, read in (
+            (
+                "gpu_clocks",
+                lambda: (
+                    f"sm {pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)} of "
+                    f"{pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM)} MHz, "
+                    f"memory {pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_MEM)} MHz"
+                ),
+            ),
+            ("power_limit", lambda: f"{pynvml.nvmlDeviceGetPowerManagementLimit(handle) / 1000:.0f} W"),
+            ("ecc", lambda: "on" if pynvml.nvmlDeviceGetEccMode(handle)[0] else "off"),
+        ):
             try:
                 out[key] = read()
             except Exception:  # noqa: BLE001 - a query this GPU does not answer: left out
@@ -134,5 +152,6 @@ def _text(value) -> str:
 def collect(host_compiler: str, gpu: GpuSlot | None) -> Provenance:
     """This machine's provenance: `host_compiler` the path of the compiler host code goes to ("" for none),
     `gpu` the GPU measured on (None: a host tune)."""
-    return Provenance.of({**(_gpu(gpu) if gpu is not None else {}),
-                          "host_compiler": compiler_text(host_compiler), "cpu": host_cpu()})
+    return Provenance.of(
+        {**(_gpu(gpu) if gpu is not None else {}), "host_compiler": compiler_text(host_compiler), "cpu": host_cpu()}
+    )

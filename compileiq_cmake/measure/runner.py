@@ -35,7 +35,7 @@ class BenchCommand:
     def _map(self, arg: str, tree: VariantTree) -> str:
         prefix = str(self.user_build_dir)
         if arg == prefix or arg.startswith(prefix + "/"):
-            return str(tree.path) + arg[len(prefix):]
+            return str(tree.path) + arg[len(prefix) :]
         return arg
 
     def for_tree(self, tree: VariantTree, workload: Workload) -> list[str]:
@@ -48,8 +48,9 @@ class BenchCommand:
         """argv with paths in the user's build tree made relative to it ("./bin/nbody"), as an entry records
         the command: every run has its tree as the working directory, so it runs in any tree of the project."""
         prefix = str(self.user_build_dir)
-        return tuple("./" + a[len(prefix) + 1:] if a.startswith(prefix + "/") else "." if a == prefix else a
-                     for a in argv)
+        return tuple(
+            "./" + a[len(prefix) + 1 :] if a.startswith(prefix + "/") else "." if a == prefix else a for a in argv
+        )
 
 
 @dataclass(frozen=True)
@@ -86,16 +87,28 @@ class _Runs:
         self.joules.append(res.joules)
         self.metric.append(res.metric if res.metric is not None else res.value)
 
-    def measurement(self, workload: Workload, throttled: bool, numbers: tuple[float, ...],
-                    energy_objective: bool) -> Measurement:
+    def measurement(
+        self, workload: Workload, throttled: bool, numbers: tuple[float, ...], energy_objective: bool
+    ) -> Measurement:
         joules = tuple(self.joules) if self.joules and all(j is not None for j in self.joules) else ()
-        return Measurement(workload, tuple(self.samples), throttled, numbers, tuple(self.paired), joules,
-                           tuple(self.metric) if energy_objective else ())
+        return Measurement(
+            workload,
+            tuple(self.samples),
+            throttled,
+            numbers,
+            tuple(self.paired),
+            joules,
+            tuple(self.metric) if energy_objective else (),
+        )
 
     @staticmethod
     def of(m: Measurement) -> "_Runs":
-        return _Runs(list(m.samples), list(m.reference), list(m.joules) if m.joules else [None] * len(m.samples),
-                     list(m.metric or m.samples))
+        return _Runs(
+            list(m.samples),
+            list(m.reference),
+            list(m.joules) if m.joules else [None] * len(m.samples),
+            list(m.metric or m.samples),
+        )
 
 
 @dataclass(frozen=True)
@@ -153,8 +166,9 @@ class Runner:
         """The same runner, its runs with `env` added to their environment."""
         return replace(self, extra_env=tuple(sorted(env.items())))
 
-    def on_gpu(self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None,
-               meter: EnergyMeter | None = None) -> "Runner":
+    def on_gpu(
+        self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None, meter: EnergyMeter | None = None
+    ) -> "Runner":
         """The same runner (same reference numbers) for runs on one GPU of several."""
         return replace(self, gpu=gpu, pid_file=pid_file, monitor=monitor, meter=meter)
 
@@ -165,12 +179,19 @@ class Runner:
     def _failure(self, tree: VariantTree, step: str, argv: list[str], outcome: RunOutcome) -> CommandFailure:
         """A failed benchmark or VERIFY run, its whole output kept in <build>/compileiq/logs/<tree>-<step>.log
         (one log per GPU when several run in the same tree): the last failed run there."""
-        log = write_log(tree.log_path(step + (f"-gpu{self.gpu.device}" if self.gpu is not None else "")), argv,
-                        outcome.output)
+        log = write_log(
+            tree.log_path(step + (f"-gpu{self.gpu.device}" if self.gpu is not None else "")), argv, outcome.output
+        )
         code = _exit_code(outcome)
         what = "the VERIFY command" if step == "verify" else "the benchmark"
-        return CommandFailure(f"{what} '{shlex.join(argv)}' in the variant tree {tree.path.name}", tuple(argv), code,
-                              outcome.last_line(), log, "" if code is not None else outcome.reason)
+        return CommandFailure(
+            f"{what} '{shlex.join(argv)}' in the variant tree {tree.path.name}",
+            tuple(argv),
+            code,
+            outcome.last_line(),
+            log,
+            "" if code is not None else outcome.reason,
+        )
 
     def _compare_file(self, tree: VariantTree) -> Path | None:
         return tree.path / self.spec.compare_file if self.spec.compare_file else None
@@ -191,46 +212,79 @@ class Runner:
         for attempt in range(2 if energy else 1):  # a counter that could not be read: the run once more
             with self.holding():  # the energy counter is read while the run holds its GPU
                 outcome, joules, waited = measure_run(
-                    self.meter, lambda: run_benchmark(argv, tree.path, spec.metric, spec.pass_regex, spec.timeout,
-                                                      self.pid_file, self.env, self.stop),
-                    aligned=energy)
+                    self.meter,
+                    lambda: run_benchmark(
+                        argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env, self.stop
+                    ),
+                    aligned=energy,
+                )
             outcome = replace(outcome, seconds=outcome.seconds + waited) if waited else outcome
             if joules is not None or outcome.status is not Status.OK:
                 break
         if outcome.status is Status.CANCELLED:  # says nothing of the build: no failure log
             return RunResult(Status.CANCELLED, outcome.reason, seconds=outcome.seconds)
         if outcome.status is not Status.OK:
-            return RunResult(outcome.status, f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
-                             seconds=outcome.seconds, warnings=outcome.warnings,
-                             failure=self._failure(tree, "benchmark", argv, outcome))
+            return RunResult(
+                outcome.status,
+                f"{outcome.reason}{where}; last output line: {outcome.last_line()}",
+                seconds=outcome.seconds,
+                warnings=outcome.warnings,
+                failure=self._failure(tree, "benchmark", argv, outcome),
+            )
         numbers: tuple[float, ...] = ()
         if spec.compare_output:
             numbers = extract_numbers(outcome.output, spec.compare_output)
         elif compare_file is not None:
             found = read_file_numbers(compare_file)
             if found is None:
-                return RunResult(Status.NUMERICS_CHANGED, f"did not write {spec.compare_file}{where}",
-                                 seconds=outcome.seconds, warnings=outcome.warnings)
+                return RunResult(
+                    Status.NUMERICS_CHANGED,
+                    f"did not write {spec.compare_file}{where}",
+                    seconds=outcome.seconds,
+                    warnings=outcome.warnings,
+                )
             numbers = found
         reference = self.reference.get(workload)
         if self.compares and reference is not None:
             changed = numerics_changed(reference, numbers, spec.rtol, spec.atol)
             if changed:
-                return RunResult(Status.NUMERICS_CHANGED, changed + where, seconds=outcome.seconds,
-                                 warnings=outcome.warnings)
+                return RunResult(
+                    Status.NUMERICS_CHANGED, changed + where, seconds=outcome.seconds, warnings=outcome.warnings
+                )
         state = self.monitor.sample() if self.monitor else None
         value = outcome.value
         if spec.objective == "energy":
             if joules is None:
-                return RunResult(Status.METRIC_MISSING, f"the GPU's energy counter could not be read around the "
-                                 f"run{where} (twice): {self.meter.describe() if self.meter else 'no counter'}",
-                                 seconds=outcome.seconds, warnings=outcome.warnings)
+                return RunResult(
+                    Status.METRIC_MISSING,
+                    f"the GPU's energy counter could not be read around the "
+                    f"run{where} (twice): {self.meter.describe() if self.meter else 'no counter'}",
+                    seconds=outcome.seconds,
+                    warnings=outcome.warnings,
+                )
             value = joules
-        return RunResult(Status.OK, "", value, outcome.seconds, numbers, outcome.printed,
-                         bool(state and state.throttled), outcome.warnings, joules=joules, metric=outcome.value)
+        return RunResult(
+            Status.OK,
+            "",
+            value,
+            outcome.seconds,
+            numbers,
+            outcome.printed,
+            bool(state and state.throttled),
+            outcome.warnings,
+            joules=joules,
+            metric=outcome.value,
+        )
 
-    def _paired_samples(self, tree: VariantTree, workload: Workload, repeats: int, reference: VariantTree | None,
-                        runs: _Runs, warnings: dict[str, None]) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
+    def _paired_samples(
+        self,
+        tree: VariantTree,
+        workload: Workload,
+        repeats: int,
+        reference: VariantTree | None,
+        runs: _Runs,
+        warnings: dict[str, None],
+    ) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
         """`repeats` more runs of `tree` added to `runs` (and, when `reference` is given, a run of the baseline
         build in it next to each, alternating which goes first, added to its paired values); the runs'
         warnings are added to `warnings` (an ordered set).
@@ -245,8 +299,12 @@ class Runner:
                 warnings.update(dict.fromkeys(res.warnings))
                 if not res.ok:
                     if which is reference:
-                        res = RunResult(Status.RUN_FAILED, f"the project's own build failed next to this trial: "
-                                        f"{res.reason}", seconds=res.seconds, failure=res.failure)
+                        res = RunResult(
+                            Status.RUN_FAILED,
+                            f"the project's own build failed next to this trial: {res.reason}",
+                            seconds=res.seconds,
+                            failure=res.failure,
+                        )
                     return res, seconds, throttled, ()
                 if which is reference:
                     runs.paired.append(res.value)
@@ -256,9 +314,14 @@ class Runner:
                 throttled = throttled or res.throttled
         return None, seconds, throttled, numbers or ()
 
-    def measure(self, tree: VariantTree, repeats: int, warmup: int,
-                reference: VariantTree | None = None,
-                after_first: Callable[[float], None] | None = None) -> TrialMeasurement:
+    def measure(
+        self,
+        tree: VariantTree,
+        repeats: int,
+        warmup: int,
+        reference: VariantTree | None = None,
+        after_first: Callable[[float], None] | None = None,
+    ) -> TrialMeasurement:
         """Every workload: `warmup` discarded runs, then `repeats` measured ones (each next to a run of the
         baseline build in `reference`, when given); VERIFY at the end. The first invalid run ends the
         measurement with its reason. `after_first(seconds)`: called after the very first run with its
@@ -280,27 +343,42 @@ class Runner:
             seconds += more
             if failed is not None:
                 return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)
-            measurements.append(runs.measurement(workload, throttled, first if numbers is None else numbers,
-                                                 self.spec.objective == "energy"))
+            measurements.append(
+                runs.measurement(
+                    workload, throttled, first if numbers is None else numbers, self.spec.objective == "energy"
+                )
+            )
         if self.spec.verify:
             argv = self.bench.verify_for_tree(tree)
             with self.holding():
                 outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env, self.stop)
             seconds += outcome.seconds
             if outcome.status is not Status.OK:
-                return TrialMeasurement(outcome.status, outcome.reason, (), seconds, tuple(warnings),
-                                        self._failure(tree, "verify", argv, outcome))
+                return TrialMeasurement(
+                    outcome.status,
+                    outcome.reason,
+                    (),
+                    seconds,
+                    tuple(warnings),
+                    self._failure(tree, "verify", argv, outcome),
+                )
         return TrialMeasurement(Status.OK, "", tuple(measurements), seconds, tuple(warnings))
 
-    def extend(self, tree: VariantTree, measurements: tuple[Measurement, ...], repeats: int,
-               reference: VariantTree | None = None) -> TrialMeasurement:
+    def extend(
+        self,
+        tree: VariantTree,
+        measurements: tuple[Measurement, ...],
+        repeats: int,
+        reference: VariantTree | None = None,
+    ) -> TrialMeasurement:
         """More samples for an already valid trial (same build still in the tree), paired again with the
         baseline build in `reference` when the trial's samples are paired."""
         seconds, out, warnings = 0.0, [], {}
         for m in measurements:
             runs = _Runs.of(m)
-            failed, more, hot, _ = self._paired_samples(tree, m.workload, repeats, reference if m.paired else None,
-                                                        runs, warnings)
+            failed, more, hot, _ = self._paired_samples(
+                tree, m.workload, repeats, reference if m.paired else None, runs, warnings
+            )
             seconds += more
             if failed is not None:
                 return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)

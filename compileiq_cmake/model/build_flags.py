@@ -70,5 +70,14 @@ def shown(flag: str) -> str:
 def describe(flags: tuple[str, ...] | list[str]) -> str:
     """For people: the target's flags, then "device LTO", then "path: flags" per file."""
     b = split(flags)
-    return "; ".join(filter(None, [" ".join(shown(f) for f in b.target)] + (["device LTO"] if b.device_lto else [])
-                            + [f"{p}: {' '.join(f)}" for p, f in b.sources])) or "(project's own flags)"
+    return (
+        "; ".join(
+            filter(
+                None,
+                [" ".join(shown(f) for f in b.target)]
+                + (["device LTO"] if b.device_lto else [])
+                + [f"{p}: {' '.join(f)}" for p, f in b.sources],
+            )
+        )
+        or "(project's own flags)"
+    )

@@ -94,8 +94,15 @@ class EventStream:
                 subscriber(event)
         return event
 
-    def _make(self, kind: str, text: str, stage: str, data: Mapping[str, Any], bare: bool = False,
-              payload: Payload | None = None) -> Event:
+    def _make(
+        self,
+        kind: str,
+        text: str,
+        stage: str,
+        data: Mapping[str, Any],
+        bare: bool = False,
+        payload: Payload | None = None,
+    ) -> Event:
         return self.emit(Event(kind, text, stage or self.stage, dict(data), bare=bare, payload=payload))
 
     def info(self, text: str, *, stage: str = "", payload: Payload | None = None, **data: Any) -> Event:
@@ -139,7 +146,7 @@ class EventStream:
         text = _PREFIX.sub("", line, count=1)
         m = _KIND_PREFIX.match(text)
         kind = m.group(1) if m else "info"
-        self._make(kind, text[m.end():] if m else text, "", {})
+        self._make(kind, text[m.end() :] if m else text, "", {})
 
 
 Lines = Callable[[str], None]  # the former interface: a function called with each line

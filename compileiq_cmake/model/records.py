@@ -39,7 +39,9 @@ class Status(str, Enum):
     PASS_MISSING = "pass_missing"
     VERIFY_FAILED = "verify_failed"
     NUMERICS_CHANGED = "numerics_changed"
-    CANCELLED = "cancelled"  # stopped by the tune's Stop token (interrupt, the plan, the box): says nothing of the flags
+    CANCELLED = (
+        "cancelled"  # stopped by the tune's Stop token (interrupt, the plan, the box): says nothing of the flags
+    )
 
 
 @dataclass(frozen=True)
@@ -151,18 +153,31 @@ class Trial:
 
     def as_dict(self) -> dict:
         return {
-            "index": self.index, "flags": list(self.flagset.flags), "status": self.status.value,
-            "reason": self.reason, "build_seconds": round(self.build_seconds, 3),
-            "bench_seconds": round(self.bench_seconds, 3), "wall_seconds": round(self.wall_seconds, 3),
+            "index": self.index,
+            "flags": list(self.flagset.flags),
+            "status": self.status.value,
+            "reason": self.reason,
+            "build_seconds": round(self.build_seconds, 3),
+            "bench_seconds": round(self.bench_seconds, 3),
+            "wall_seconds": round(self.wall_seconds, 3),
             "measurements": [
-                {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled,
-                 **({"reference": list(m.reference)} if m.reference else {}),
-                 **({"joules": list(m.joules)} if m.joules else {}), **({"metric": list(m.metric)} if m.metric else {})}
+                {
+                    "workload": list(m.workload),
+                    "samples": list(m.samples),
+                    "throttled": m.throttled,
+                    **({"reference": list(m.reference)} if m.reference else {}),
+                    **({"joules": list(m.joules)} if m.joules else {}),
+                    **({"metric": list(m.metric)} if m.metric else {}),
+                }
                 for m in self.measurements
             ],
-            "compile_command": self.compile_command, "fingerprint": self.fingerprint,
-            "same_code_as": self.same_code_as, "kernels": [k.__dict__ for k in self.kernels],
-            "gpu": self.gpu, "binary_bytes": self.binary_bytes, "device_bytes": self.device_bytes,
+            "compile_command": self.compile_command,
+            "fingerprint": self.fingerprint,
+            "same_code_as": self.same_code_as,
+            "kernels": [k.__dict__ for k in self.kernels],
+            "gpu": self.gpu,
+            "binary_bytes": self.binary_bytes,
+            "device_bytes": self.device_bytes,
         }
 
 

@@ -17,7 +17,7 @@ CUDA_ARCH = re.compile(r"[1-9][0-9]{1,2}[af]?")  # as in sm_90, sm_90a, sm_100f
 
 
 def compute_capability(arch: str) -> str:
-    """"90a" -> "9.0", "100" -> "10.0"."""
+    """ "90a" -> "9.0", "100" -> "10.0"."""
     digits = re.match(r"\d+", arch).group(0)
     return f"{digits[:-1]}.{digits[-1]}"
 
@@ -41,7 +41,9 @@ class MetricSpec:
         if self.kind == "regex":
             m = re.match(r"\^?([A-Za-z_][\w.]*)\s*[=:]", self.pattern)
             return m.group(1) if m else "metric"
-        return {"walltime": "wall time (s)", "gbench": "time (GBENCH)", "nvbench": "time (NVBENCH)"}.get(self.kind, "metric")
+        return {"walltime": "wall time (s)", "gbench": "time (GBENCH)", "nvbench": "time (NVBENCH)"}.get(
+            self.kind, "metric"
+        )
 
     @staticmethod
     def parse(text: str, lower_is_better: bool) -> "MetricSpec":
@@ -101,7 +103,9 @@ class TuneSpec:
     ray_address: str | None = None  # --executor ray: "auto", "ray://host:10001", ...; None: a new local cluster
     replace: bool = False  # may replace an entry whose numerics were checked by one from a run with weaker checks
     portable: bool = False  # leave host-specific dimensions (-march=native) out of the search
-    arch_scope: str = "all"  # CUDA, recorded in the entry: "all" architectures the target builds get the flags, or "tuned"
+    arch_scope: str = (
+        "all"  # CUDA, recorded in the entry: "all" architectures the target builds get the flags, or "tuned"
+    )
     prior: bool = True  # the learned prior orders the search (search/prior.py); --no-prior: today's order
     learn: bool = True  # add this tune's single-value effects to the local prior data (results/prior_store.py)
     flat_stop: int = 0  # suites: stop the search after this many trials when the prior predicted no gain and none came
@@ -134,7 +138,9 @@ class TuneSpec:
     def excluded_flags(self) -> tuple[str, ...]:
         """--exclude-flags, plus unsafe_numerics when nothing checks the results (see checks_outputs), plus
         cpu_specific with --portable."""
-        exclude = self.exclude_flags + (("cpu_specific",) if self.portable and "cpu_specific" not in self.exclude_flags else ())
+        exclude = self.exclude_flags + (
+            ("cpu_specific",) if self.portable and "cpu_specific" not in self.exclude_flags else ()
+        )
         if self.checks_outputs or "unsafe_numerics" in exclude:
             return exclude
         return (*exclude, "unsafe_numerics")
@@ -142,9 +148,30 @@ class TuneSpec:
     def identity(self) -> str:
         """Hash of everything that makes trials comparable; a stored trial from another identity is ignored."""
         fields = asdict(self)
-        for volatile in ("budget", "per_file_budget", "time_limit", "output", "workers", "seed", "min_rounds", "max_rounds", "warm_start",
-                         "replace", "gpus", "executor", "ray_address", "json_summary", "arch_scope", "prior", "learn", "flat_stop",
-                         "state_subdir", "keep_unchanged", "step_cache", "max_compile_slowdown"):
+        for volatile in (
+            "budget",
+            "per_file_budget",
+            "time_limit",
+            "output",
+            "workers",
+            "seed",
+            "min_rounds",
+            "max_rounds",
+            "warm_start",
+            "replace",
+            "gpus",
+            "executor",
+            "ray_address",
+            "json_summary",
+            "arch_scope",
+            "prior",
+            "learn",
+            "flat_stop",
+            "state_subdir",
+            "keep_unchanged",
+            "step_cache",
+            "max_compile_slowdown",
+        ):
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same
             fields.pop("portable")
@@ -156,15 +183,26 @@ class TuneSpec:
     @property
     def checks(self) -> tuple[str, ...]:
         """What guards the results of this tune (recorded in the TOML; compare_* check the numerics)."""
-        named = (("pass_regex", self.pass_regex), ("verify", self.verify), ("compare_output", self.compare_output),
-                 ("compare_file", self.compare_file))
+        named = (
+            ("pass_regex", self.pass_regex),
+            ("verify", self.verify),
+            ("compare_output", self.compare_output),
+            ("compare_file", self.compare_file),
+        )
         return tuple(name for name, value in named if value)
 
     def _check_numbers(self) -> None:
         """Every numeric and enumerated option, before anything runs (one line each, exit 2)."""
-        whole = (("--budget", self.budget, 2), ("--per-file-budget", self.per_file_budget, 0), ("--repeats", self.repeats, 1), ("--workers", self.workers, 1),
-                 ("--max-repeats", self.max_repeats, 1), ("--warmup", self.warmup, 0),
-                 ("--max-rounds", self.max_rounds, 1), ("--min-rounds", self.min_rounds, 1))
+        whole = (
+            ("--budget", self.budget, 2),
+            ("--per-file-budget", self.per_file_budget, 0),
+            ("--repeats", self.repeats, 1),
+            ("--workers", self.workers, 1),
+            ("--max-repeats", self.max_repeats, 1),
+            ("--warmup", self.warmup, 0),
+            ("--max-rounds", self.max_rounds, 1),
+            ("--min-rounds", self.min_rounds, 1),
+        )
         for name, value, least in whole:
             if not isinstance(value, int) or value < least:
                 raise UsageError(f"{name} {value} is out of range: give a whole number >= {least}")
@@ -177,13 +215,18 @@ class TuneSpec:
                 raise UsageError(f"{name} {value:g} is out of range: give a finite number >= 0")
         if self.min_gain is not None and not (math.isfinite(self.min_gain) and 0 <= self.min_gain < 1):
             raise UsageError(f"--min-gain {self.min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
-        if self.max_compile_slowdown is not None and not (math.isfinite(self.max_compile_slowdown)
-                                                         and self.max_compile_slowdown >= 1):
-            raise UsageError(f"--max-compile-slowdown {self.max_compile_slowdown:g} is out of range: give a factor "
-                             ">= 1, e.g. 2 (a winner's build at most twice as long as the project's own)")
+        if self.max_compile_slowdown is not None and not (
+            math.isfinite(self.max_compile_slowdown) and self.max_compile_slowdown >= 1
+        ):
+            raise UsageError(
+                f"--max-compile-slowdown {self.max_compile_slowdown:g} is out of range: give a factor "
+                ">= 1, e.g. 2 (a winner's build at most twice as long as the project's own)"
+            )
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
-            raise UsageError(f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
-                             "as in sm_XX, e.g. 90, 90a or 100f")
+            raise UsageError(
+                f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
+                "as in sm_XX, e.g. 90, 90a or 100f"
+            )
         if self.objective not in OBJECTIVES:
             raise UsageError(f"--objective {self.objective!r}: give {' or '.join(OBJECTIVES)}")
         if self.arch_scope not in ("all", "tuned"):
@@ -193,23 +236,31 @@ class TuneSpec:
         if self.ray_address is not None and self.executor != "ray":
             raise UsageError(f"--ray-address {self.ray_address} was given without --executor ray; add it")
         if self.executor == "ray" and self.gpus is not None:
-            raise UsageError(f"--gpus {self.gpus} selects GPUs of this machine; with --executor ray the cluster's "
-                             "GPUs are used: leave --gpus out")
+            raise UsageError(
+                f"--gpus {self.gpus} selects GPUs of this machine; with --executor ray the cluster's "
+                "GPUs are used: leave --gpus out"
+            )
         if self.executor == "ray" and self.cuda_arch is not None:
-            raise UsageError("--cuda-arch with --executor ray: each GPU type of the cluster is tuned for its own "
-                             "architecture; leave --cuda-arch out")
+            raise UsageError(
+                "--cuda-arch with --executor ray: each GPU type of the cluster is tuned for its own "
+                "architecture; leave --cuda-arch out"
+            )
 
     def validate(self) -> "TuneSpec":
         if self.build_dir.exists() and not self.build_dir.is_dir():
             raise UsageError(f"-B {self.build_dir} is not a directory; give the project's build directory")
         if self.replay is not None:
             if not Path(self.replay).is_file():
-                raise UsageError(f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)")
+                raise UsageError(
+                    f"--replay {self.replay} does not exist; give a landscape file (benchmarks/landscapes/*.json)"
+                )
             self._check_numbers()
             return self
         if self.source_dir.exists() and not self.source_dir.is_dir():
-            raise UsageError(f"-S {self.source_dir} is a file, not a directory; pass the project root (the folder "
-                             "holding CMakeLists.txt) with -S")
+            raise UsageError(
+                f"-S {self.source_dir} is a file, not a directory; pass the project root (the folder "
+                "holding CMakeLists.txt) with -S"
+            )
         if not self.source_dir.is_dir():
             raise UsageError(f"source directory {self.source_dir} does not exist; pass the project root with -S")
         if not (self.source_dir / "CMakeLists.txt").is_file():
@@ -255,19 +306,27 @@ class TuneSpec:
         state = (self.build_dir / "compileiq").resolve()
         toml = self.output.resolve()
         if toml.is_relative_to(state):
-            raise UsageError(f"--output {self.output} lies in {state}, the tool's own state folder; give a path "
-                             "outside it, such as <src>/compileiq.toml")
+            raise UsageError(
+                f"--output {self.output} lies in {state}, the tool's own state folder; give a path "
+                "outside it, such as <src>/compileiq.toml"
+            )
         if self.json_summary is None:
             return
         summary = Path(self.json_summary).resolve()
         if summary == toml:
-            raise UsageError(f"--json-summary {self.json_summary} is the --output TOML; give another file, such as summary.json")
+            raise UsageError(
+                f"--json-summary {self.json_summary} is the --output TOML; give another file, such as summary.json"
+            )
         if summary.is_relative_to(state):
-            raise UsageError(f"--json-summary {self.json_summary} lies in {state}, the tool's own state folder (its "
-                             "trial store); give a path outside it")
+            raise UsageError(
+                f"--json-summary {self.json_summary} lies in {state}, the tool's own state folder (its "
+                "trial store); give a path outside it"
+            )
         if summary.is_file() and summary.stat().st_size:
             try:
                 json.loads(summary.read_text(errors="strict"))
             except (ValueError, OSError):
-                raise UsageError(f"--json-summary {self.json_summary} exists and is not a JSON document: refusing to "
-                                 "overwrite it; give another file") from None
+                raise UsageError(
+                    f"--json-summary {self.json_summary} exists and is not a JSON document: refusing to "
+                    "overwrite it; give another file"
+                ) from None

@@ -32,16 +32,33 @@ from typing import Any, Mapping
 
 from .errors import UsageError
 
-SUITE_KEYS = {"source_dir": str, "build_dir": str, "output": str, "time_limit": (int, float),
-              "min_seconds": (int, float), "json_summary": str}
+SUITE_KEYS = {
+    "source_dir": str,
+    "build_dir": str,
+    "output": str,
+    "time_limit": (int, float),
+    "min_seconds": (int, float),
+    "json_summary": str,
+}
 # target key -> (type, the tune option's argparse destination)
 TARGET_KEYS: dict[str, tuple[Any, str]] = {
-    "benchmark": (str, "bench"), "metric": (str, "metric"), "pass_regex": (str, "pass_regex"),
-    "verify": (str, "verify"), "compare_output": (str, "compare_output"), "compare_file": (str, "compare_file"),
-    "rtol": ((int, float), "rtol"), "atol": ((int, float), "atol"), "budget": (int, "budget"),
-    "per_file_budget": (int, "per_file_budget"), "include_flags": (list, "include_flags"),
-    "exclude_flags": (list, "exclude_flags"), "replay": (str, "replay"), "workloads": (list, "workload"),
-    "higher_is_better": (bool, "higher"), "min_gain": ((int, float), "min_gain"), "objective": (str, "objective"),
+    "benchmark": (str, "bench"),
+    "metric": (str, "metric"),
+    "pass_regex": (str, "pass_regex"),
+    "verify": (str, "verify"),
+    "compare_output": (str, "compare_output"),
+    "compare_file": (str, "compare_file"),
+    "rtol": ((int, float), "rtol"),
+    "atol": ((int, float), "atol"),
+    "budget": (int, "budget"),
+    "per_file_budget": (int, "per_file_budget"),
+    "include_flags": (list, "include_flags"),
+    "exclude_flags": (list, "exclude_flags"),
+    "replay": (str, "replay"),
+    "workloads": (list, "workload"),
+    "higher_is_better": (bool, "higher"),
+    "min_gain": ((int, float), "min_gain"),
+    "objective": (str, "objective"),
 }
 OWN_KEYS = {"name": str, "priority": (int, float), "min_seconds": (int, float), "exclude": bool}
 DEFAULT_MIN_SECONDS = 60.0
@@ -79,8 +96,12 @@ class Suite:
 
 
 def _typed(where: str, key: str, value: Any, kind: Any) -> Any:
-    if kind is bool and not isinstance(value, bool) or kind is not bool and (
-            isinstance(value, bool) or not isinstance(value, kind)):
+    if (
+        kind is bool
+        and not isinstance(value, bool)
+        or kind is not bool
+        and (isinstance(value, bool) or not isinstance(value, kind))
+    ):
         name = {str: "a string", int: "an integer", list: "a list", bool: "true or false"}.get(kind, "a number")
         raise UsageError(f"{where}: '{key}' must be {name}, not {value!r}")
     return value
@@ -102,7 +123,9 @@ def load_suite(path: Path) -> Suite:
     path = Path(path)
     try:
         if path.stat().st_size > MAX_SUITE_BYTES:
-            raise UsageError(f"--suite {path}: {path.stat().st_size} bytes; a suite file is at most {MAX_SUITE_BYTES} bytes")
+            raise UsageError(
+                f"--suite {path}: {path.stat().st_size} bytes; a suite file is at most {MAX_SUITE_BYTES} bytes"
+            )
         doc = tomllib.loads(path.read_text())
     except OSError as exc:
         raise UsageError(f"--suite {path}: cannot read it ({exc.strerror or exc})") from None
@@ -120,8 +143,11 @@ def load_suite(path: Path) -> Suite:
     for key, value in head.items():
         if key not in SUITE_KEYS:
             close = difflib.get_close_matches(key, list(SUITE_KEYS), 1)
-            raise UsageError(f"--suite {path}: unknown key '{key}' in [suite]"
-                             + (f" (did you mean '{close[0]}'?)" if close else "") + f"; known: {', '.join(SUITE_KEYS)}")
+            raise UsageError(
+                f"--suite {path}: unknown key '{key}' in [suite]"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; known: {', '.join(SUITE_KEYS)}"
+            )
         _typed(f"--suite {path} [suite]", key, value, SUITE_KEYS[key])
     rows = doc.get("target", [])
     if not isinstance(rows, list) or not rows:
@@ -144,8 +170,11 @@ def load_suite(path: Path) -> Suite:
                 continue
             if key not in TARGET_KEYS:
                 close = difflib.get_close_matches(key, [*OWN_KEYS, *TARGET_KEYS], 1)
-                raise UsageError(f"{where}: unknown key '{key}'" + (f" (did you mean '{close[0]}'?)" if close else "")
-                                 + f"; known: {', '.join([*OWN_KEYS, *TARGET_KEYS])}")
+                raise UsageError(
+                    f"{where}: unknown key '{key}'"
+                    + (f" (did you mean '{close[0]}'?)" if close else "")
+                    + f"; known: {', '.join([*OWN_KEYS, *TARGET_KEYS])}"
+                )
             kind, dest = TARGET_KEYS[key]
             _typed(where, key, value, kind)
             if kind is list and not all(isinstance(v, str) for v in value):
@@ -156,9 +185,15 @@ def load_suite(path: Path) -> Suite:
         _in_range(where, "priority", row.get("priority", 1.0), 0, True)  # exclude = true leaves a target out
         if "min_seconds" in row:
             _in_range(where, "min_seconds", row["min_seconds"], 0, False)
-        targets.append(SuiteTarget(name=name, options=options, priority=float(row.get("priority", 1.0)),
-                                   min_seconds=float(row["min_seconds"]) if "min_seconds" in row else None,
-                                   excluded=bool(row.get("exclude", False))))
+        targets.append(
+            SuiteTarget(
+                name=name,
+                options=options,
+                priority=float(row.get("priority", 1.0)),
+                min_seconds=float(row["min_seconds"]) if "min_seconds" in row else None,
+                excluded=bool(row.get("exclude", False)),
+            )
+        )
     if not any(not t.excluded for t in targets):
         raise UsageError(f"--suite {path}: every target is excluded; nothing to tune")
     if "time_limit" in head:
@@ -169,8 +204,13 @@ def load_suite(path: Path) -> Suite:
     def resolved(key: str) -> Path | None:
         return (here / head[key]).resolve() if key in head else None
 
-    return Suite(path=path.resolve(), targets=tuple(targets), source_dir=resolved("source_dir"),
-                 build_dir=resolved("build_dir"), output=resolved("output"),
-                 time_limit=float(head["time_limit"]) if "time_limit" in head else None,
-                 min_seconds=float(head.get("min_seconds", DEFAULT_MIN_SECONDS)),
-                 json_summary=resolved("json_summary"))
+    return Suite(
+        path=path.resolve(),
+        targets=tuple(targets),
+        source_dir=resolved("source_dir"),
+        build_dir=resolved("build_dir"),
+        output=resolved("output"),
+        time_limit=float(head["time_limit"]) if "time_limit" in head else None,
+        min_seconds=float(head.get("min_seconds", DEFAULT_MIN_SECONDS)),
+        json_summary=resolved("json_summary"),
+    )

@@ -74,8 +74,11 @@ class Stop:
     @property
     def interrupted(self) -> bool:
         """Cancelled by an interrupt (its own or the parent's), not by the box."""
-        return self._event.is_set() and self._why.startswith("interrupted") or \
-            (self.parent is not None and self.parent.interrupted)
+        return (
+            self._event.is_set()
+            and self._why.startswith("interrupted")
+            or (self.parent is not None and self.parent.interrupted)
+        )
 
     def reason(self) -> str:
         if self._event.is_set():

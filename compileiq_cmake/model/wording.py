@@ -15,14 +15,20 @@ def seconds(x: float) -> str:
     return f"{x:.0f} s" if abs(x) >= 10 else f"{x:.2g} s"
 
 
-def untested_line(flags: tuple[str, ...] | list[str], harmful: dict[str, tuple[float, float, float]] | None = None) -> str:
+def untested_line(
+    flags: tuple[str, ...] | list[str], harmful: dict[str, tuple[float, float, float]] | None = None
+) -> str:
     """The headline's words for written flags no ablation step showed to matter (console, report and `show`
     say the same): which, and for any the search's own trials measured as slower with it (flag -> speedup
     with it and its 95% interval from the search's flag effects), that measurement."""
     one = len(flags) == 1
-    line = (f"kept untested: {' '.join(flags)} (no ablation step showed {'it matters' if one else 'they matter'}: "
-            f"the time limit ended the ablation before {'it' if one else 'them'}, or it never ran)")
+    line = (
+        f"kept untested: {' '.join(flags)} (no ablation step showed {'it matters' if one else 'they matter'}: "
+        f"the time limit ended the ablation before {'it' if one else 'them'}, or it never ran)"
+    )
     slow = [f"{flag} at {s:.3f}x [{low:.3f}..{high:.3f}]" for flag, (s, low, high) in (harmful or {}).items()]
     if slow:
-        line += f"; the search's trials measured {', '.join(slow)} with it: a tune with a longer --time-limit would test it"
+        line += (
+            f"; the search's trials measured {', '.join(slow)} with it: a tune with a longer --time-limit would test it"
+        )
     return line

@@ -37,8 +37,12 @@ _CACHE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::([A-Z]+))?=(.*)$")
 _COMPILED = re.compile(r"Building (?:CUDA|CXX|C) object (\S+)")
 _FORWARD_TYPES = {"BOOL", "STRING", "PATH", "FILEPATH", "UNINITIALIZED"}
 _NOT_FORWARDED = {
-    "CMAKE_PROJECT_TOP_LEVEL_INCLUDES", "CMAKE_EXPORT_COMPILE_COMMANDS", "CMAKE_CUDA_ARCHITECTURES",
-    "CMAKE_CACHEFILE_DIR", "CMAKE_HOME_DIRECTORY", "compileiq_cmake_DIR",
+    "CMAKE_PROJECT_TOP_LEVEL_INCLUDES",
+    "CMAKE_EXPORT_COMPILE_COMMANDS",
+    "CMAKE_CUDA_ARCHITECTURES",
+    "CMAKE_CACHEFILE_DIR",
+    "CMAKE_HOME_DIRECTORY",
+    "compileiq_cmake_DIR",
 }
 
 
@@ -49,26 +53,43 @@ def cmake_quote(text: str) -> str:
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())), undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True, autoescape=False,
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
     )
     env.filters["cmake_quote"] = cmake_quote
     return env
 
 
-def render_fragment(target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
-                    device_link: tuple[str, ...] = (), record: tuple[str, ...] = (), flags_file: str = "",
-                    source_files: tuple[tuple[str, str], ...] = ()) -> str:
+def render_fragment(
+    target: str,
+    language: str,
+    cuda_arch: str,
+    flags: tuple[str, ...],
+    device_link: tuple[str, ...] = (),
+    record: tuple[str, ...] = (),
+    flags_file: str = "",
+    source_files: tuple[tuple[str, str], ...] = (),
+) -> str:
     """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag). `device_link`: a static or
     object library's consumers whose device link gets -dlto under device LTO (the benchmark's). `record`: the
     targets whose apply decisions each configure records (a suite's shared trees). `source_files`: (path, file)
     of the source files whose per-file trial flags nvcc reads from a file of their own."""
     template = _environment().get_template("variant_flags.cmake.j2")
     b = build_flags.split(flags)
-    return template.render(target=target, language=language, cuda_arch=cuda_arch, flags=list(b.target),
-                           device_lto=b.device_lto, device_link=list(device_link) if b.device_lto else [],
-                           sources=[(p, list(f)) for p, f in b.sources], record=list(record), flags_file=flags_file,
-                           source_files=[list(pair) for pair in source_files])
+    return template.render(
+        target=target,
+        language=language,
+        cuda_arch=cuda_arch,
+        flags=list(b.target),
+        device_lto=b.device_lto,
+        device_link=list(device_link) if b.device_lto else [],
+        sources=[(p, list(f)) for p, f in b.sources],
+        record=list(record),
+        flags_file=flags_file,
+        source_files=[list(pair) for pair in source_files],
+    )
 
 
 def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
@@ -117,8 +138,13 @@ def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
     out: dict[Path, tuple[int, int]] = {}
     skip = {build_dir.resolve()}
     for root, dirs, files in os.walk(source_dir):
-        dirs[:] = [d for d in dirs if d not in (".git", ".hg", ".svn") and (Path(root) / d).resolve() not in skip
-                   and not (Path(root) / d / "CMakeCache.txt").exists()]
+        dirs[:] = [
+            d
+            for d in dirs
+            if d not in (".git", ".hg", ".svn")
+            and (Path(root) / d).resolve() not in skip
+            and not (Path(root) / d / "CMakeCache.txt").exists()
+        ]
         for name in files:
             path = Path(root) / name
             try:
@@ -145,8 +171,9 @@ class VariantSettings:
     cuda_launcher: str = ""  # CMAKE_CUDA_COMPILER_LAUNCHER of the trees: the step cache's, else the user's own
 
     @staticmethod
-    def from_user_tree(source_dir: Path, build_dir: Path, cuda_arch: str,
-                       config: str | None = None) -> tuple["VariantSettings", list[str]]:
+    def from_user_tree(
+        source_dir: Path, build_dir: Path, cuda_arch: str, config: str | None = None
+    ) -> tuple["VariantSettings", list[str]]:
         """Settings copied from the user's configured tree (generator, build type, compilers, options).
         `config` picks the configuration to tune (default: the tree's CMAKE_BUILD_TYPE, else Release);
         with a multi-config generator the variant trees get only that one configuration."""
@@ -161,8 +188,10 @@ class VariantSettings:
             chosen = config or "Release"
             cache["CMAKE_CONFIGURATION_TYPES"] = ("STRING", chosen)
             cache.pop("CMAKE_BUILD_TYPE", None)
-            notes.append(f"multi-config generator ({generator}): tuning the {chosen} configuration"
-                         + ("" if config else " (--config to choose another)"))
+            notes.append(
+                f"multi-config generator ({generator}): tuning the {chosen} configuration"
+                + ("" if config else " (--config to choose another)")
+            )
         elif config:
             own = cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
             cache["CMAKE_BUILD_TYPE"] = ("STRING", config)
@@ -172,11 +201,18 @@ class VariantSettings:
             cache["CMAKE_BUILD_TYPE"] = ("STRING", DEFAULT_BUILD_TYPE)
             notes.append(f"no CMAKE_BUILD_TYPE in the user's build tree: tuning a {DEFAULT_BUILD_TYPE} build")
         cmake = find_cmake(user)
-        return VariantSettings(source_dir=source_dir, cmake=cmake, generator=generator, cache=cache,
-                               cuda_launcher=user.get("CMAKE_CUDA_COMPILER_LAUNCHER", ("", ""))[1],
-                               cuda_arch=cuda_arch, config=chosen, cmake_version=cmake_version(cmake),
-                               user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
-                               user_includes=user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1]), notes
+        return VariantSettings(
+            source_dir=source_dir,
+            cmake=cmake,
+            generator=generator,
+            cache=cache,
+            cuda_launcher=user.get("CMAKE_CUDA_COMPILER_LAUNCHER", ("", ""))[1],
+            cuda_arch=cuda_arch,
+            config=chosen,
+            cmake_version=cmake_version(cmake),
+            user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
+            user_includes=user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1],
+        ), notes
 
     def initial_cache_script(self) -> str:
         return initial_cache_script(self.cache)
@@ -211,16 +247,22 @@ def _check_config(config: str, user: dict[str, tuple[str, str]], generator: str)
     if config.upper() in (c.upper() for c in known):
         return
     close = difflib.get_close_matches(config, known, 1)
-    raise UsageError(f"--config {config!r} is not a configuration of this build tree ({', '.join(known)})"
-                     + (f": did you mean {close[0]!r}?" if close else ""))
+    raise UsageError(
+        f"--config {config!r} is not a configuration of this build tree ({', '.join(known)})"
+        + (f": did you mean {close[0]!r}?" if close else "")
+    )
 
 
 def forwarded_cache(user: dict[str, tuple[str, str]], keep: frozenset[str] = frozenset()) -> dict[str, tuple[str, str]]:
     """The user's cache entries another tree of the project is configured with (variant trees; `check`'s
     trees, which `keep` CMAKE_CUDA_ARCHITECTURES): options, paths and compilers, not the tool's own."""
-    return {name: entry for name, entry in user.items()
-            if entry[0] in _FORWARD_TYPES and (name not in _NOT_FORWARDED or name in keep)
-            and not name.startswith("COMPILEIQ_")}
+    return {
+        name: entry
+        for name, entry in user.items()
+        if entry[0] in _FORWARD_TYPES
+        and (name not in _NOT_FORWARDED or name in keep)
+        and not name.startswith("COMPILEIQ_")
+    }
 
 
 def top_level_includes(user: str, own: Path) -> str:
@@ -236,7 +278,7 @@ def initial_cache_script(cache: dict[str, tuple[str, str]]) -> str:
     lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
     for name, (typ, value) in sorted(cache.items()):
         typ = "STRING" if typ == "UNINITIALIZED" else typ
-        lines.append(f"set({name} {cmake_quote(value)} CACHE {typ} \"\" FORCE)")
+        lines.append(f'set({name} {cmake_quote(value)} CACHE {typ} "" FORCE)')
     return "\n".join(lines) + "\n"
 
 
@@ -263,11 +305,15 @@ class ApplyDecisions:
     def parse(info: dict[str, str], tree: str) -> "ApplyDecisions":
         """From compileiq_variant_info.txt's keys; a tree that recorded none refuses device LTO with a reason."""
         return ApplyDecisions(
-            config=info.get("config", ""), flags_sha256=info.get("flags_sha256", ""),
+            config=info.get("config", ""),
+            flags_sha256=info.get("flags_sha256", ""),
             relocatable=info.get("relocatable") == "1",
-            device_lto_refusal=info.get("device_lto_refusal", f"the variant tree {tree} recorded no device-LTO decision"),
+            device_lto_refusal=info.get(
+                "device_lto_refusal", f"the variant tree {tree} recorded no device-LTO decision"
+            ),
             cuda_archs=tuple(a for a in info.get("cuda_archs", "").split(",") if a),
-            cuda_archs_every=info.get("cuda_archs_every") == "1")
+            cuda_archs_every=info.get("cuda_archs_every") == "1",
+        )
 
     def applies_to_arch(self, arch: str) -> bool:
         """Whether the apply matches an entry of CUDA architecture `arch` with this build (its list, as the module
@@ -283,8 +329,15 @@ class VariantTree:
     whose decisions every configure records (compileiq_variant_records/): then the tree, configured once in
     this run, serves each of them in turn without configuring again (prepare)."""
 
-    def __init__(self, root: Path, name: str, cmake: str, config: str = "", logs: Path | None = None,
-                 record: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        cmake: str,
+        config: str = "",
+        logs: Path | None = None,
+        record: tuple[str, ...] = (),
+    ) -> None:
         self.path = root / name
         self.logs = logs if logs is not None else root / "logs"  # a suite's shared trees: the borrower's logs
         self.cmake = cmake
@@ -302,8 +355,9 @@ class VariantTree:
         self._configured: str = ""  # the key of this run's last good configure (_configure_command)
         self._target, self._language = "", ""  # the fragment's, as last written
 
-    def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
-                    device_link: tuple[str, ...] = ()) -> bool:
+    def write_flags(
+        self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...], device_link: tuple[str, ...] = ()
+    ) -> bool:
         """Render the trial fragment; returns True when its content changed (the next build re-runs CMake).
         A CUDA target's trial flags go to files nvcc reads at each compile (--options-file), which the sources
         that read them depend on: the target-wide flags to the tree's flags file, each source file's own flags
@@ -319,8 +373,16 @@ class VariantTree:
         if in_files:
             self.source_slots += [p for p, _ in split.sources if p not in self.source_slots]
         slots = tuple((p, str(self.path / source_flags_file_name(p))) for p in self.source_slots) if cuda else ()
-        text = render_fragment(target, language, cuda_arch, () if in_files else flags, device_link, self.record,
-                               str(self.flags_file) if cuda else "", slots)
+        text = render_fragment(
+            target,
+            language,
+            cuda_arch,
+            () if in_files else flags,
+            device_link,
+            self.record,
+            str(self.flags_file) if cuda else "",
+            slots,
+        )
         self.path.mkdir(parents=True, exist_ok=True)
         changed: set[Path] = set()
         if cuda:
@@ -350,14 +412,19 @@ class VariantTree:
         the same settings is not configured again: its records hold `target`'s decisions, and the next build
         re-runs CMake for the new fragment, as after any trial's."""
         self.write_flags(target, language, settings.cuda_arch, ())
-        if self.record and target in self.record and self._configured \
-                and self._configured == self._configure_key(settings) \
-                and (self.path / RECORDS_FOLDER / f"{target}.txt").is_file():
+        if (
+            self.record
+            and target in self.record
+            and self._configured
+            and self._configured == self._configure_key(settings)
+            and (self.path / RECORDS_FOLDER / f"{target}.txt").is_file()
+        ):
             return file_api.read_codemodel(self.path)
         return self.configure(settings, target, language)
 
-    def prepare_watching(self, settings: VariantSettings, target: str, language: str, source_dir: Path,
-                         build_dir: Path) -> tuple[file_api.CodeModel, list[Path]]:
+    def prepare_watching(
+        self, settings: VariantSettings, target: str, language: str, source_dir: Path, build_dir: Path
+    ) -> tuple[file_api.CodeModel, list[Path]]:
         """prepare(), and the files of the source tree the configure wrote (a project whose configure writes
         into its source tree: its variant trees are then configured one at a time)."""
         before = _snapshot(source_dir, build_dir)
@@ -365,12 +432,15 @@ class VariantTree:
         after = _snapshot(source_dir, build_dir)
         return model, sorted(p for p, stamp in after.items() if before.get(p) != stamp)
 
-    def configure(self, settings: VariantSettings, target: str, language: str,
-                  timeout: float = CONFIGURE_TIMEOUT) -> file_api.CodeModel:
+    def configure(
+        self, settings: VariantSettings, target: str, language: str, timeout: float = CONFIGURE_TIMEOUT
+    ) -> file_api.CodeModel:
         """Configure the tree (the initial cache from the user's settings, the trial fragment, the file API
         query); stopped with everything it started after `timeout` seconds. The code model it wrote."""
         if settings.cmake_version < (3, 24):
-            raise UsageError("compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake")
+            raise UsageError(
+                "compileiq_cmake needs CMake >= 3.24 (CMAKE_PROJECT_TOP_LEVEL_INCLUDES); pip install cmake"
+            )
         self.path.mkdir(parents=True, exist_ok=True)
         if not self.fragment.is_file():
             self.write_flags(target, language, settings.cuda_arch, ())
@@ -384,11 +454,26 @@ class VariantTree:
         log = write_log(self.log_path("configure"), cmd, output)
         self.configures += 1
         if proc.returncode is None:
-            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
-                                                     None, first_error_line(output), log, _stopped(proc, timeout)))
+            raise ProjectCommandError(
+                CommandFailure(
+                    f"configuring the variant tree {self.path.name}",
+                    tuple(cmd),
+                    None,
+                    first_error_line(output),
+                    log,
+                    _stopped(proc, timeout),
+                )
+            )
         if proc.returncode != 0:
-            raise ProjectCommandError(CommandFailure(f"configuring the variant tree {self.path.name}", tuple(cmd),
-                                                     proc.returncode, first_error_line(output), log))
+            raise ProjectCommandError(
+                CommandFailure(
+                    f"configuring the variant tree {self.path.name}",
+                    tuple(cmd),
+                    proc.returncode,
+                    first_error_line(output),
+                    log,
+                )
+            )
         self._remember_cache()
         self._configured = self._configure_key(settings)
         return file_api.read_codemodel(self.path)
@@ -402,12 +487,21 @@ class VariantTree:
         init = self.path / "compileiq_init_cache.cmake"
         includes = top_level_includes(settings.user_includes, cmake_dir() / "compileiq_variant.cmake")
         cmd = [
-            self.cmake, "-S", str(settings.source_dir), "-B", str(self.path), "-G", settings.generator,
-            "-C", str(init),
+            self.cmake,
+            "-S",
+            str(settings.source_dir),
+            "-B",
+            str(self.path),
+            "-G",
+            settings.generator,
+            "-C",
+            str(init),
             f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={includes}",
             f"-DCOMPILEIQ_VARIANT_FRAGMENT={self.fragment}",
             f"-Dcompileiq_cmake_DIR={cmake_dir()}",
-            "-DCOMPILEIQ_TUNE=OFF", "-DCOMPILEIQ_APPLY=OFF", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+            "-DCOMPILEIQ_TUNE=OFF",
+            "-DCOMPILEIQ_APPLY=OFF",
+            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
         ]
         if settings.cuda_arch:
             cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.cuda_arch}-real")
@@ -453,16 +547,26 @@ class VariantTree:
         """The source files' lines of sources_sha256 ("<path>\t<sha256>") as compileiq_variant.cmake wrote them
         at the last configure (_compileiq_source_lines); a suite's tree: from its record of the target."""
         name = target or self._target
-        path = self.path / RECORDS_FOLDER / f"{name}.sources" if self.record and name \
+        path = (
+            self.path / RECORDS_FOLDER / f"{name}.sources"
+            if self.record and name
             else self.path / "compileiq_variant_sources.txt"
+        )
         return [ln for ln in path.read_text().splitlines() if ln] if path.is_file() else []
 
     def decisions(self, target: str = "") -> ApplyDecisions:
         """The CMake module's apply decisions for the tuned target (or `target`) at the last configure."""
         return ApplyDecisions.parse(self.info(target), self.path.name)
 
-    def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None,
-              progress: Callable[[str], None] | None = None, keep_going: bool = False) -> BuildResult:
+    def build(
+        self,
+        targets: tuple[str, ...],
+        jobs: int,
+        timeout: float,
+        stop: Stop | None = None,
+        progress: Callable[[str], None] | None = None,
+        keep_going: bool = False,
+    ) -> BuildResult:
         """Build `targets` with `jobs` jobs, stopped with everything it started after `timeout` seconds or by
         `stop`. `progress`: given a line of the build's progress (steps or percent done, elapsed, time left)
         when it has run BuildProgress.FIRST_AFTER seconds, then at most every BuildProgress.EVERY seconds.
@@ -485,17 +589,29 @@ class VariantTree:
         log = proc.output
         self._record_compiled(log)
         if proc.cancelled:  # the tune's stop token (interrupt, a cancelled trial, the box's end): not a failure
-            return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=proc.cancelled,
-                               cancelled=proc.cancelled)
+            return BuildResult(
+                ok=False, seconds=time.perf_counter() - start, log_tail=proc.cancelled, cancelled=proc.cancelled
+            )
         if proc.returncode is None:
             stopped = f"build {_stopped(proc, timeout)}"
-            failure = CommandFailure(f"the build of {', '.join(targets)} in the variant tree {self.path.name}", tuple(cmd),
-                                     None, "", write_log(self.log_path("build"), cmd, log), stopped)
+            failure = CommandFailure(
+                f"the build of {', '.join(targets)} in the variant tree {self.path.name}",
+                tuple(cmd),
+                None,
+                "",
+                write_log(self.log_path("build"), cmd, log),
+                stopped,
+            )
             return BuildResult(ok=False, seconds=time.perf_counter() - start, log_tail=stopped, failure=failure)
         seconds = time.perf_counter() - start
         if proc.returncode != 0:
-            failure = CommandFailure(f"the build of {', '.join(targets)} in the variant tree {self.path.name}", tuple(cmd),
-                                     proc.returncode, first_error_line(log), write_log(self.log_path("build"), cmd, log))
+            failure = CommandFailure(
+                f"the build of {', '.join(targets)} in the variant tree {self.path.name}",
+                tuple(cmd),
+                proc.returncode,
+                first_error_line(log),
+                write_log(self.log_path("build"), cmd, log),
+            )
             return BuildResult(ok=False, seconds=seconds, log_tail=failure.first_error, failure=failure)
         self._remember_cache()
         return BuildResult(ok=True, seconds=seconds, log_tail=log[-2000:])
@@ -530,8 +646,13 @@ class VariantTree:
         entries = [e for e in json.loads(db.read_text()) if Path(e["file"]).resolve() in wanted]
         if target:
             marker = f"CMakeFiles/{target}.dir/"
-            own = [e for e in entries if marker in e.get("output", "") or marker in e.get("command", "")
-                   or any(marker in a for a in e.get("arguments", ()))]
+            own = [
+                e
+                for e in entries
+                if marker in e.get("output", "")
+                or marker in e.get("command", "")
+                or any(marker in a for a in e.get("arguments", ()))
+            ]
             return own or entries
         return entries
 
@@ -546,32 +667,52 @@ class BaselineTree(VariantTree):
     target), so the fragment stays as configured; a build of targets it holds does nothing, and a trial's
     flags are refused (no trial is built in it)."""
 
-    def __init__(self, root: Path, name: str, cmake: str, config: str = "", logs: Path | None = None,
-                 record: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        cmake: str,
+        config: str = "",
+        logs: Path | None = None,
+        record: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(root, name, cmake, config, logs, record)
         self.built: frozenset[str] = frozenset()  # the targets its one build made (empty: not built yet)
         self.target_seconds: dict[str, float] = {}  # per target built: what building it alone would take
 
-    def write_flags(self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...],
-                    device_link: tuple[str, ...] = ()) -> bool:
+    def write_flags(
+        self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...], device_link: tuple[str, ...] = ()
+    ) -> bool:
         if flags:
-            raise UsageError(f"the variant tree {self.path.name} holds a suite's baselines; no trial flags are "
-                             "built in it")
+            raise UsageError(
+                f"the variant tree {self.path.name} holds a suite's baselines; no trial flags are built in it"
+            )
         if not self.built:  # its configure (a fragment of an earlier run may name a target gone since)
             return super().write_flags(target, language, cuda_arch, flags, device_link)
         self._target, self._language = target, language
         return False
 
-    def build(self, targets: tuple[str, ...], jobs: int, timeout: float, stop: Stop | None = None,
-              progress: Callable[[str], None] | None = None, keep_going: bool = False) -> BuildResult:
+    def build(
+        self,
+        targets: tuple[str, ...],
+        jobs: int,
+        timeout: float,
+        stop: Stop | None = None,
+        progress: Callable[[str], None] | None = None,
+        keep_going: bool = False,
+    ) -> BuildResult:
         if not self.built:
             return super().build(targets, jobs, timeout, stop, progress, keep_going)
         missing = [t for t in targets if t not in self.built]
         if missing:
-            return BuildResult(ok=False, seconds=0.0, log_tail=f"the baselines tree {self.path.name} holds no build "
-                               f"of {', '.join(missing)}")
-        return BuildResult(ok=True, seconds=sum(self.target_seconds.get(t, 0.0) for t in dict.fromkeys(targets)),
-                           log_tail="")
+            return BuildResult(
+                ok=False,
+                seconds=0.0,
+                log_tail=f"the baselines tree {self.path.name} holds no build of {', '.join(missing)}",
+            )
+        return BuildResult(
+            ok=True, seconds=sum(self.target_seconds.get(t, 0.0) for t in dict.fromkeys(targets)), log_tail=""
+        )
 
     def estimate_seconds(self, wall: float, jobs: int, artifacts: dict[str, tuple[Path, ...]]) -> None:
         """What building each built target alone would take (a trial's build is priced by it): from the build

@@ -18,8 +18,15 @@ from .nvcc_command import tokens
 
 # options of a compile command that name its output or its own dependency file: left out of the scan
 _WITH_VALUE = {"-o", "-MF", "-MT", "-MQ", "--output-file", "--dependency-output", "--dependency-target-name"}
-_ALONE = {"-c", "--compile", "-MD", "-MMD", "-MP", "--generate-dependencies-with-compile",
-          "--generate-nonsystem-dependencies-with-compile"}
+_ALONE = {
+    "-c",
+    "--compile",
+    "-MD",
+    "-MMD",
+    "-MP",
+    "--generate-dependencies-with-compile",
+    "--generate-nonsystem-dependencies-with-compile",
+}
 _RULE_COLON = re.compile(r":(?:\s|$)")
 _WORD = re.compile(r"(?:\\.|[^\s\\])+")
 
@@ -59,7 +66,7 @@ def parse_make_rule(text: str) -> list[str]:
         colon = _RULE_COLON.search(line)
         if colon is None:
             continue
-        for word in _WORD.findall(line[colon.end():]):
+        for word in _WORD.findall(line[colon.end() :]):
             found.append(re.sub(r"\\(.)", r"\1", word).replace("$$", "$"))
     return found
 
@@ -68,8 +75,9 @@ def _scan_one(entry: dict, timeout: float) -> tuple[list[str], str]:
     """(prerequisites as absolute paths, "" or the reason the scan failed) of one compile_commands.json entry."""
     cwd = entry.get("directory") or "."
     try:
-        proc = subprocess.run(scan_command(tokens(entry)), cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        proc = subprocess.run(
+            scan_command(tokens(entry)), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return [], str(exc)
     if proc.returncode != 0:
@@ -78,8 +86,9 @@ def _scan_one(entry: dict, timeout: float) -> tuple[list[str], str]:
     return [os.path.join(cwd, p) for p in parse_make_rule(proc.stdout)], ""
 
 
-def scan_headers(entries: list[dict], source_dir: Path, build_dirs: tuple[Path, ...],
-                 timeout: float = 300.0) -> HeaderScan:
+def scan_headers(
+    entries: list[dict], source_dir: Path, build_dirs: tuple[Path, ...], timeout: float = 300.0
+) -> HeaderScan:
     """The headers the compile commands `entries` include that belong to the project: files inside
     `source_dir` and not inside any of `build_dirs` (generated files follow from the configure); system and
     installed headers are left out (the compiler version and the flags stand for them)."""

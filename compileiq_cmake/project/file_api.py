@@ -56,8 +56,11 @@ class CodeModel:
             buildable = sorted(n for n, t in self.targets.items() if t.type != "UTILITY")
             close = difflib.get_close_matches(name, buildable, 1)
             shown = ", ".join(buildable[:20]) + (f" and {len(buildable) - 20} more" if len(buildable) > 20 else "")
-            raise UsageError(f"unknown target '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "")
-                             + f"; the project defines: {shown or 'no targets'}")
+            raise UsageError(
+                f"unknown target '{name}'"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; the project defines: {shown or 'no targets'}"
+            )
         return self.targets[name]
 
     def target_owning(self, path: Path) -> Target | None:
@@ -82,8 +85,10 @@ def _load(reply_dir: Path, name: str) -> dict:
     try:
         return json.loads((reply_dir / name).read_text())
     except (OSError, ValueError) as err:
-        raise CompileIQError(f"the CMake File API reply {reply_dir / name} cannot be read ({type(err).__name__}); "
-                             "configure the build directory again for a fresh reply") from None
+        raise CompileIQError(
+            f"the CMake File API reply {reply_dir / name} cannot be read ({type(err).__name__}); "
+            "configure the build directory again for a fresh reply"
+        ) from None
 
 
 def read_codemodel(build_dir: Path) -> CodeModel:
@@ -111,7 +116,8 @@ def read_codemodel(build_dir: Path) -> CodeModel:
         compiled = [i for i, _ in enumerate(data.get("sources", [])) if i in language_of]
         raw_sources = data.get("sources", [])
         sources = tuple(
-            (source_dir / raw_sources[i]["path"]).resolve() if not Path(raw_sources[i]["path"]).is_absolute()
+            (source_dir / raw_sources[i]["path"]).resolve()
+            if not Path(raw_sources[i]["path"]).is_absolute()
             else Path(raw_sources[i]["path"])
             for i in compiled
         )
@@ -121,8 +127,13 @@ def read_codemodel(build_dir: Path) -> CodeModel:
         )
         deps = tuple(id_to_name.get(d["id"], "") for d in data.get("dependencies", []))
         targets[data["name"]] = Target(
-            name=data["name"], type=data["type"], languages=languages, sources=sources,
-            artifacts=artifacts, dependencies=deps, source_languages=tuple(language_of[i] for i in compiled),
+            name=data["name"],
+            type=data["type"],
+            languages=languages,
+            sources=sources,
+            artifacts=artifacts,
+            dependencies=deps,
+            source_languages=tuple(language_of[i] for i in compiled),
         )
     toolchains: dict[str, Toolchain] = {}
     if toolchains_ref is not None:
@@ -132,7 +143,10 @@ def read_codemodel(build_dir: Path) -> CodeModel:
             if not compiler_id or not version:  # a language enabled in a subdirectory: CMake's own record has it
                 compiler_id, version = _compiler_record(top_build, tc["language"], compiler_id, version)
             toolchains[tc["language"]] = Toolchain(
-                language=tc["language"], compiler_id=compiler_id, version=version, path=comp.get("path", ""),
+                language=tc["language"],
+                compiler_id=compiler_id,
+                version=version,
+                path=comp.get("path", ""),
             )
     return CodeModel(build_dir=top_build, source_dir=source_dir, targets=targets, toolchains=toolchains)
 
@@ -145,10 +159,14 @@ def _compiler_record(build_dir: Path, language: str, compiler_id: str, version: 
     CMake<LANG>Compiler.cmake): the File API's toolchains reply leaves the id and version out for a language
     that `enable_language()` turned on in a subdirectory (CMake 3.25, 4.x), and a large library does that. The
     newest record wins; what the reply had is kept."""
-    records = sorted((build_dir / "CMakeFiles").glob(f"*/CMake{language}Compiler.cmake"),
-                     key=lambda p: p.stat().st_mtime)
+    records = sorted(
+        (build_dir / "CMakeFiles").glob(f"*/CMake{language}Compiler.cmake"), key=lambda p: p.stat().st_mtime
+    )
     if not records:
         return compiler_id, version
-    found = {(lang, key): value for lang, key, value in _RECORD_LINE.findall(records[-1].read_text(errors="replace"))
-             if lang == language}
+    found = {
+        (lang, key): value
+        for lang, key, value in _RECORD_LINE.findall(records[-1].read_text(errors="replace"))
+        if lang == language
+    }
     return compiler_id or found.get((language, "ID"), ""), version or found.get((language, "VERSION"), "")

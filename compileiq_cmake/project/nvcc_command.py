@@ -61,8 +61,17 @@ _option("--options-file", True, "-optf")
 _SPLIT_VALUES = {"-Xptxas", "-Xnvlink", "-Xcompiler"}
 # Options that are not the project's flags: where the output goes, what the input is.
 _NOT_FLAGS = {"-o", "-MF", "-MT", "-x"}
-_ALONE_NOT_FLAGS = {"-c", "--compile", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies-with-compile",
-                    "--generate-nonsystem-dependencies-with-compile"}
+_ALONE_NOT_FLAGS = {
+    "-c",
+    "--compile",
+    "-MD",
+    "-MMD",
+    "-MP",
+    "-M",
+    "-MM",
+    "--generate-dependencies-with-compile",
+    "--generate-nonsystem-dependencies-with-compile",
+}
 _ARCH_OPTIONS = {"-arch", "-gencode", "-code"}
 
 
@@ -85,7 +94,7 @@ def tokens(entry: dict) -> list[str]:
     out: list[str] = []
     for tok in _raw_tokens(entry):
         if _names_flags_file(tok):
-            out += trial_flags(Path(tok[len(_OPTIONS_FILE):]))
+            out += trial_flags(Path(tok[len(_OPTIONS_FILE) :]))
         else:
             out.append(tok)
     return out
@@ -110,7 +119,7 @@ def trial_flags(path: Path) -> list[str]:
 
 def flags_files_read(entry: dict) -> list[Path]:
     """The trial flags files a compile reads (its tree's, its source file's)."""
-    return [Path(t[len(_OPTIONS_FILE):]) for t in _raw_tokens(entry) if _names_flags_file(t)]
+    return [Path(t[len(_OPTIONS_FILE) :]) for t in _raw_tokens(entry) if _names_flags_file(t)]
 
 
 def _split(tok: str, following: str | None) -> tuple[str, str | None, bool]:
@@ -164,7 +173,9 @@ def output_file(entry: dict) -> Path | None:
         value = None
         if tok in ("-o", "--output-file") and i + 1 < len(command):
             value = command[i + 1]
-        elif (tok.startswith("-o") and not tok.startswith("-odir") and len(tok) > 2) or tok.startswith("--output-file="):
+        elif (tok.startswith("-o") and not tok.startswith("-odir") and len(tok) > 2) or tok.startswith(
+            "--output-file="
+        ):
             value = tok.split("=", 1)[1] if tok.startswith("--output-file=") else tok[2:]
         if value:
             return Path(entry.get("directory", ".")) / value

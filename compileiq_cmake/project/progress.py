@@ -26,8 +26,14 @@ class BuildProgress:
     FIRST_AFTER = 20.0  # seconds: a build shorter than this says nothing
     EVERY = 15.0  # seconds at least between two lines
 
-    def __init__(self, say: Callable[[str], None], label: str, clock: Callable[[], float] = time.monotonic,
-                 first_after: float | None = None, every: float | None = None) -> None:
+    def __init__(
+        self,
+        say: Callable[[str], None],
+        label: str,
+        clock: Callable[[], float] = time.monotonic,
+        first_after: float | None = None,
+        every: float | None = None,
+    ) -> None:
         self.say = say
         self.label = label
         self.clock = clock

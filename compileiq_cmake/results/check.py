@@ -35,8 +35,16 @@ from ..measure.energy import EnergyMeter, energy_meter, measure_run
 from ..measure.gpu import visible_gpus
 from ..measure.provenance import Provenance, collect
 from ..system.processes import run_process
-from ..project.cmake_project import (DEFAULT_BUILD_TYPE, find_cmake, forwarded_cache, host_compiler_of,
-                                     initial_cache_script, lacks_build_type, read_cache, top_level_includes)
+from ..project.cmake_project import (
+    DEFAULT_BUILD_TYPE,
+    find_cmake,
+    forwarded_cache,
+    host_compiler_of,
+    initial_cache_script,
+    lacks_build_type,
+    read_cache,
+    top_level_includes,
+)
 from ..model.events import EventStream
 from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, UsageError, first_error_line, write_log
 from ..project.file_api import read_codemodel, write_query
@@ -83,14 +91,18 @@ class Benchmark:
 def entry_benchmark(entry: FlagsEntry, override: BenchOverride) -> Benchmark:
     """The entry's own benchmark as its tune recorded it, with the command line's overrides."""
     if not override.bench and not override.run_recorded:
-        raise UsageError("check --remeasure runs no command written in the TOML unless told to: give --bench 'program "
-                         "args' (its first word may be a target of the project), or --run-recorded to run each entry's "
-                         "recorded benchmark and VERIFY commands (all printed before anything runs)")
+        raise UsageError(
+            "check --remeasure runs no command written in the TOML unless told to: give --bench 'program "
+            "args' (its first word may be a target of the project), or --run-recorded to run each entry's "
+            "recorded benchmark and VERIFY commands (all printed before anything runs)"
+        )
     argv = override.bench or entry.benchmark
     if not argv:
-        raise CompileIQError(f"--remeasure needs the benchmark command of the entry for {entry.target}, which records "
-                             "none (written by an older compileiq_cmake): pass --bench 'program args' (its first word "
-                             "may be a target of the project), or re-tune")
+        raise CompileIQError(
+            f"--remeasure needs the benchmark command of the entry for {entry.target}, which records "
+            "none (written by an older compileiq_cmake): pass --bench 'program args' (its first word "
+            "may be a target of the project), or re-tune"
+        )
     lower = entry.lower_is_better if override.lower_is_better is None else override.lower_is_better
     metric = replace(MetricSpec.parse(override.metric or entry.metric, lower), regex_seconds=REGEX_SECONDS)
     pass_regex = override.pass_regex if override.pass_regex is not None else (entry.pass_regex or None)
@@ -103,13 +115,16 @@ def select_workloads(entry: FlagsEntry, cap: int) -> tuple[list[tuple[str, ...]]
     try:
         split = [tuple(shlex.split(w)) for w in entry.workloads] or [()]
     except ValueError as exc:
-        raise CompileIQError(f"a workload of the entry for {entry.target} cannot be split into arguments ({exc}); "
-                             "fix it in the file or re-tune") from None
+        raise CompileIQError(
+            f"a workload of the entry for {entry.target} cannot be split into arguments ({exc}); "
+            "fix it in the file or re-tune"
+        ) from None
     distinct = list(dict.fromkeys(split))
     notes = []
     if len(distinct) < len(split):
-        notes.append(f"{len(split)} workloads, {len(split) - len(distinct)} of them repeats: each distinct one "
-                     "measured once")
+        notes.append(
+            f"{len(split)} workloads, {len(split) - len(distinct)} of them repeats: each distinct one measured once"
+        )
     if len(distinct) > cap:
         notes.append(f"the first {cap} of {len(distinct)} distinct workloads measured (--max-workloads)")
         distinct = distinct[:cap]
@@ -126,8 +141,15 @@ def verdict(results: list[tuple[str, Comparison]], gain: float) -> tuple[bool, s
     if slower:
         return False, f"significantly slower than the plain build on {', '.join(repr(w) for w in slower)}", speedup, ci
     if not ci.low > 1.0 + gain:
-        return False, (f"not significantly faster than the plain build by the minimum gain of {100 * gain:.2f}% "
-                       f"({shown}: the interval must lie above {1 + gain:.4f})"), speedup, ci
+        return (
+            False,
+            (
+                f"not significantly faster than the plain build by the minimum gain of {100 * gain:.2f}% "
+                f"({shown}: the interval must lie above {1 + gain:.4f})"
+            ),
+            speedup,
+            ci,
+        )
     return True, f"{shown} lies above 1 + {100 * gain:.2f}%", speedup, ci
 
 
@@ -173,28 +195,65 @@ def _run_step(cmd: list[str], cwd: Path, what: str, timeout: float) -> None:
     res = run_process(cmd, cwd, timeout)
     log_path = cwd.parent.parent / "logs" / f"check-{cwd.name}-{'configure' if '--build' not in cmd else 'build'}.log"
     if res.timed_out:
-        raise ProjectCommandError(CommandFailure(what, tuple(cmd), None, "", write_log(log_path, cmd, res.output),
-                                                 f"did not finish within {timeout:g} s and was stopped with "
-                                                 "everything it started"), "give it longer with --build-timeout")
+        raise ProjectCommandError(
+            CommandFailure(
+                what,
+                tuple(cmd),
+                None,
+                "",
+                write_log(log_path, cmd, res.output),
+                f"did not finish within {timeout:g} s and was stopped with everything it started",
+            ),
+            "give it longer with --build-timeout",
+        )
     if res.returncode != 0:
-        raise ProjectCommandError(CommandFailure(what, tuple(cmd), res.returncode, first_error_line(res.output),
-                                                 write_log(log_path, cmd, res.output),
-                                                 "stopped: it printed too much output"))
+        raise ProjectCommandError(
+            CommandFailure(
+                what,
+                tuple(cmd),
+                res.returncode,
+                first_error_line(res.output),
+                write_log(log_path, cmd, res.output),
+                "stopped: it printed too much output",
+            )
+        )
 
 
-def _configure(source_dir: Path, tree: Path, user: dict[str, tuple[str, str]], cmake: str, toml: Path,
-               apply: bool, record: Path | None, timeout: float) -> None:
+def _configure(
+    source_dir: Path,
+    tree: Path,
+    user: dict[str, tuple[str, str]],
+    cmake: str,
+    toml: Path,
+    apply: bool,
+    record: Path | None,
+    timeout: float,
+) -> None:
     tree.mkdir(parents=True, exist_ok=True)
     init = tree / "compileiq_check_cache.cmake"
     init.write_text(initial_cache_script(forwarded_cache(user, keep=frozenset({"CMAKE_CUDA_ARCHITECTURES"}))))
     write_query(tree)
     generator = user.get("CMAKE_GENERATOR", ("", "Unix Makefiles"))[1]
-    includes = top_level_includes(user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1],
-                                  cmake_dir() / "compileiq_apply.cmake")
-    cmd = [cmake, "-S", str(source_dir), "-B", str(tree), "-G", generator, "-C", str(init),
-           f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={includes}",
-           f"-Dcompileiq_cmake_DIR={cmake_dir()}", f"-DCOMPILEIQ_FLAGS_FILE={toml}",
-           f"-DCOMPILEIQ_APPLY={'ON' if apply else 'OFF'}", "-DCOMPILEIQ_TUNE=OFF", "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON"]
+    includes = top_level_includes(
+        user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1], cmake_dir() / "compileiq_apply.cmake"
+    )
+    cmd = [
+        cmake,
+        "-S",
+        str(source_dir),
+        "-B",
+        str(tree),
+        "-G",
+        generator,
+        "-C",
+        str(init),
+        f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={includes}",
+        f"-Dcompileiq_cmake_DIR={cmake_dir()}",
+        f"-DCOMPILEIQ_FLAGS_FILE={toml}",
+        f"-DCOMPILEIQ_APPLY={'ON' if apply else 'OFF'}",
+        "-DCOMPILEIQ_TUNE=OFF",
+        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+    ]
     if record is not None:
         record.unlink(missing_ok=True)
         cmd.append(f"-DCOMPILEIQ_CHECK_FILE={record}")
@@ -232,7 +291,8 @@ def _benchmark_argv(argv: list[str], tree: Path, user_build: Path) -> list[str]:
 
     def mapped(word: str) -> str:
         prefix = next((p for p in prefixes if word.startswith(p)), None)
-        return str(tree / word[len(prefix):]) if prefix else word
+        return str(tree / word[len(prefix) :]) if prefix else word
+
     return [mapped(a) for a in argv]
 
 
@@ -249,72 +309,134 @@ def _entry_file(entry: FlagsEntry, toml: Path, where: Path) -> Path:
     return path
 
 
-def _run_measured(argv: list[str], tree: Path, bench: Benchmark, timeout: float,
-                  meter: EnergyMeter | None) -> tuple[RunOutcome, float | None]:
+def _run_measured(
+    argv: list[str], tree: Path, bench: Benchmark, timeout: float, meter: EnergyMeter | None
+) -> tuple[RunOutcome, float | None]:
     """One run and, with a meter, the GPU's energy over it (joules, aligned to the counter's steps; None when
     the counter could not be read)."""
-    out, joules, _ = measure_run(meter, lambda: run_benchmark(argv, tree, bench.metric, bench.pass_regex, timeout),
-                                 aligned=True)
+    out, joules, _ = measure_run(
+        meter, lambda: run_benchmark(argv, tree, bench.metric, bench.pass_regex, timeout), aligned=True
+    )
     return out, joules
 
 
-def _remeasure(entry: FlagsEntry, bench: Benchmark, plain: Path, tuned: Path, rounds: int, min_gain: float | None,
-               timeout: float, max_workloads: int, events: EventStream, user_build: Path,
-               meter: EnergyMeter | None = None) -> dict:
+def _remeasure(
+    entry: FlagsEntry,
+    bench: Benchmark,
+    plain: Path,
+    tuned: Path,
+    rounds: int,
+    min_gain: float | None,
+    timeout: float,
+    max_workloads: int,
+    events: EventStream,
+    user_build: Path,
+    meter: EnergyMeter | None = None,
+) -> dict:
     """The entry re-measured: rounds of the plain and the tuned build, interleaved, compared on the entry's
     objective (the metric, or joules per run for an entry tuned for energy)."""
     energy = entry.objective == "energy"
     workloads, note = select_workloads(entry, max_workloads)
     where = f"{entry.target} (sm_{entry.arch})" if entry.arch else entry.target
-    events.info(f"check: re-measuring {where}: {shlex.join(bench.argv)} "
-                f"({'energy per run, the GPU counter' if energy else bench.metric.label}), "
-                f"{plural(len(workloads), 'workload')}, {rounds} rounds" + (f"; {note}" if note else ""),
-                stage="check", target=entry.target, arch=entry.arch, workloads=len(workloads), rounds=rounds)
+    events.info(
+        f"check: re-measuring {where}: {shlex.join(bench.argv)} "
+        f"({'energy per run, the GPU counter' if energy else bench.metric.label}), "
+        f"{plural(len(workloads), 'workload')}, {rounds} rounds" + (f"; {note}" if note else ""),
+        stage="check",
+        target=entry.target,
+        arch=entry.arch,
+        workloads=len(workloads),
+        rounds=rounds,
+    )
     trees = {"plain": plain, "tuned": tuned}
     argv = {k: _benchmark_argv(list(bench.argv), t, user_build) for k, t in trees.items()}
     verify = {k: _benchmark_argv(list(bench.verify), t, user_build) for k, t in trees.items()}
     lower = True if energy else bench.metric.lower_is_better
-    doc = {"benchmark": list(bench.argv), "metric": "joules per run" if energy else bench.metric.label,
-           "lower_is_better": lower, "objective": entry.objective,
-           "tree": str(tuned), "note": note, "rounds": rounds, "speedup": None, "ci": None, "min_gain": None,
-           "passed": False, "reason": "", "workloads": []}
+    doc = {
+        "benchmark": list(bench.argv),
+        "metric": "joules per run" if energy else bench.metric.label,
+        "lower_is_better": lower,
+        "objective": entry.objective,
+        "tree": str(tuned),
+        "note": note,
+        "rounds": rounds,
+        "speedup": None,
+        "ci": None,
+        "min_gain": None,
+        "passed": False,
+        "reason": "",
+        "workloads": [],
+    }
     results = []
     for words in workloads:
         w = shlex.join(words)
         samples: dict[str, list[float]] = {"plain": [], "tuned": []}
         for r in range(rounds):
-            for which in (("plain", "tuned") if r % 2 == 0 else ("tuned", "plain")):
-                out, joules = _run_measured(argv[which] + list(words), trees[which], bench, timeout,
-                                            meter if energy else None)
+            for which in ("plain", "tuned") if r % 2 == 0 else ("tuned", "plain"):
+                out, joules = _run_measured(
+                    argv[which] + list(words), trees[which], bench, timeout, meter if energy else None
+                )
                 if out.status is Status.OK and r == 0 and verify[which]:  # the tune's VERIFY, after a first run
                     checked = run_verify(verify[which], trees[which], timeout)
                     out = out if checked.status is Status.OK else checked
                 if out.status is not Status.OK and which == "plain":
-                    raise CompileIQError(f"the plain build's benchmark failed on workload '{w}': {out.reason}; "
-                                         f"last output line: {out.last_line()}")
+                    raise CompileIQError(
+                        f"the plain build's benchmark failed on workload '{w}': {out.reason}; "
+                        f"last output line: {out.last_line()}"
+                    )
                 if out.status is not Status.OK:  # the plain build passes, the tuned one does not: the entry fails
-                    return {**doc, "reason": f"the tuned build's benchmark fails on workload '{w}': {out.reason}"
-                            + (f"; last output line: {out.last_line()}" if out.output else "")}
+                    return {
+                        **doc,
+                        "reason": f"the tuned build's benchmark fails on workload '{w}': {out.reason}"
+                        + (f"; last output line: {out.last_line()}" if out.output else ""),
+                    }
                 if energy and joules is None:
                     raise CompileIQError(f"the GPU's energy counter could not be read around a run of workload '{w}'")
                 samples[which].append(joules if energy else out.value)
         cmp = compare_paired(samples["plain"], samples["tuned"], lower)
-        events.detail(f"check: {where}: workload '{w}': {cmp.speedup:.4f}x [{cmp.ci.low:.4f}..{cmp.ci.high:.4f}] "
-                      f"over {plural(rounds, 'round')} (p={cmp.p_value:.2g})", stage="check", target=entry.target,
-                      workload=w, speedup=cmp.speedup, ci=(cmp.ci.low, cmp.ci.high))
+        events.detail(
+            f"check: {where}: workload '{w}': {cmp.speedup:.4f}x [{cmp.ci.low:.4f}..{cmp.ci.high:.4f}] "
+            f"over {plural(rounds, 'round')} (p={cmp.p_value:.2g})",
+            stage="check",
+            target=entry.target,
+            workload=w,
+            speedup=cmp.speedup,
+            ci=(cmp.ci.low, cmp.ci.high),
+        )
         results.append((w, samples, cmp))
     gain = min_gain if min_gain is not None else auto_min_gain(max(relative_spread(s["plain"]) for _, s, _ in results))
     passed, reason, speedup, ci = verdict([(w, c) for w, _, c in results], gain)
-    return {**doc, "speedup": speedup, "ci": [ci.low, ci.high], "min_gain": gain, "passed": passed, "reason": reason,
-            "workloads": [asdict(WorkloadResult(w, s["plain"], s["tuned"], c.speedup, (c.ci.low, c.ci.high), c.p_value))
-                          for w, s, c in results]}
+    return {
+        **doc,
+        "speedup": speedup,
+        "ci": [ci.low, ci.high],
+        "min_gain": gain,
+        "passed": passed,
+        "reason": reason,
+        "workloads": [
+            asdict(WorkloadResult(w, s["plain"], s["tuned"], c.speedup, (c.ci.low, c.ci.high), c.p_value))
+            for w, s, c in results
+        ],
+    }
 
 
-def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool = False,
-              override: BenchOverride = BenchOverride(), rounds: int = ROUNDS, min_gain: float | None = None,
-              timeout: float = 300.0, jobs: int | None = None, max_workloads: int = MAX_WORKLOADS,
-              build_timeout: float = BUILD_TIMEOUT, events: EventStream | None = None, only_target: str | None = None,
-              if_present: bool = False) -> list[EntryCheck]:
+def run_check(
+    toml: Path,
+    source_dir: Path,
+    build_dir: Path,
+    *,
+    remeasure: bool = False,
+    override: BenchOverride = BenchOverride(),
+    rounds: int = ROUNDS,
+    min_gain: float | None = None,
+    timeout: float = 300.0,
+    jobs: int | None = None,
+    max_workloads: int = MAX_WORKLOADS,
+    build_timeout: float = BUILD_TIMEOUT,
+    events: EventStream | None = None,
+    only_target: str | None = None,
+    if_present: bool = False,
+) -> list[EntryCheck]:
     """Each entry of `toml` checked against this build (and with `remeasure` re-measured); `events` hears
     each re-measurement as it starts. `only_target`: that target's entries only; `if_present`: a missing
     file is nothing to check (said), not an error (the CTest gate is registered before any tune)."""
@@ -325,8 +447,10 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     if not (source_dir / "CMakeLists.txt").is_file():
         raise CompileIQError(f"{source_dir} has no CMakeLists.txt; pass the project root with -S")
     if not (build_dir / "CMakeCache.txt").is_file():
-        raise CompileIQError(f"{build_dir} is not a configured build tree (no CMakeCache.txt); configure it first "
-                             "(cmake -S src -B build -DCMAKE_BUILD_TYPE=Release) and pass it with -B")
+        raise CompileIQError(
+            f"{build_dir} is not a configured build tree (no CMakeCache.txt); configure it first "
+            "(cmake -S src -B build -DCMAKE_BUILD_TYPE=Release) and pass it with -B"
+        )
     if rounds < 3:
         raise CompileIQError(f"--rounds {rounds} is too few for a paired test: give at least 3")
     if min_gain is not None and not (math.isfinite(min_gain) and 0 <= min_gain < 1):
@@ -341,16 +465,23 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     if only_target is not None:
         entries = [e for e in entries if e.target == only_target]
         if not entries:
-            events.stage_result("check", f"{toml.name} has no entry for {only_target}: nothing applied, nothing to "
-                                "re-measure", passed=True, target=only_target)
+            events.stage_result(
+                "check",
+                f"{toml.name} has no entry for {only_target}: nothing applied, nothing to re-measure",
+                passed=True,
+                target=only_target,
+            )
             return []
     user = read_cache(build_dir)
     if lacks_build_type(user, user.get("CMAKE_GENERATOR", ("", ""))[1]):
         # a tree configured without a build type (the CMake route's -DCOMPILEIQ_TUNE=ON tree): a tune of it
         # tunes DEFAULT_BUILD_TYPE, so the check checks that (else every entry "does not apply")
         user = {**user, "CMAKE_BUILD_TYPE": ("STRING", DEFAULT_BUILD_TYPE)}
-        events.note(f"check: {build_dir} has no CMAKE_BUILD_TYPE; checking a {DEFAULT_BUILD_TYPE} build, as a tune "
-                    "of it tunes one", stage="check")
+        events.note(
+            f"check: {build_dir} has no CMAKE_BUILD_TYPE; checking a {DEFAULT_BUILD_TYPE} build, as a tune "
+            "of it tunes one",
+            stage="check",
+        )
     cmake = find_cmake(user)
     # a CTest gate per target runs beside the others (ctest -j): each its own trees
     root = build_dir / "compileiq" / "check" / (re.sub(r"[^A-Za-z0-9_.+-]", "_", only_target) if only_target else "")
@@ -360,12 +491,23 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
     checks = []
     for e in entries:
         rec = recorded.get((e.target, e.arch)) or recorded.get((e.target, ""))
-        why = ("comes from a replay (never applied)" if e.replay
-               else "not looked at by the apply (its language is not enabled?)")
-        checks.append(EntryCheck(e.target, e.arch, list(e.flags), bool(rec and rec["applies"]),
-                                 rec["why"] if rec else why, rec["stale"] if rec else [],
-                                 rec["cpu"] if rec else (f"tuned on {e.tuned_cpu}" if e.tuned_cpu else ""),
-                                 rec["archs"] if rec else ""))
+        why = (
+            "comes from a replay (never applied)"
+            if e.replay
+            else "not looked at by the apply (its language is not enabled?)"
+        )
+        checks.append(
+            EntryCheck(
+                e.target,
+                e.arch,
+                list(e.flags),
+                bool(rec and rec["applies"]),
+                rec["why"] if rec else why,
+                rec["stale"] if rec else [],
+                rec["cpu"] if rec else (f"tuned on {e.tuned_cpu}" if e.tuned_cpu else ""),
+                rec["archs"] if rec else "",
+            )
+        )
     here = _here(user, entries)
     for c, e in zip(checks, entries):
         if not e.replay:
@@ -379,8 +521,10 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
         for i, c, e in applying:
             b = benches[i]
             what = f"{c.target} (sm_{c.arch})" if c.arch else c.target
-            events.warning(f"check: --run-recorded runs, as {toml.name} records them, for {what}: benchmark: "
-                           f"{shlex.join(b.argv)}; " + (f"VERIFY: {shlex.join(b.verify)}" if b.verify else "no VERIFY"))
+            events.warning(
+                f"check: --run-recorded runs, as {toml.name} records them, for {what}: benchmark: "
+                f"{shlex.join(b.argv)}; " + (f"VERIFY: {shlex.join(b.verify)}" if b.verify else "no VERIFY")
+            )
     _configure(source_dir, root / "plain", user, cmake, toml, False, None, build_timeout)
     tuned = {}
     for i, c, e in applying:  # each entry measured with only its own flags applied
@@ -389,16 +533,22 @@ def run_check(toml: Path, source_dir: Path, build_dir: Path, *, remeasure: bool 
             continue
         tuned[i] = root / f"tuned-{i}"
         alone = root / f"tuned-{i}.tsv"
-        _configure(source_dir, tuned[i], user, cmake, _entry_file(e, toml, root / f"file-{i}"), True, alone,
-                   build_timeout)
+        _configure(
+            source_dir, tuned[i], user, cmake, _entry_file(e, toml, root / f"file-{i}"), True, alone, build_timeout
+        )
         if not any(r["applies"] for r in _records(alone).values()):
             raise CompileIQError(f"the entry for {c.target} applies with the whole file but not alone in {tuned[i]}")
     for tree in (root / "plain", *tuned.values()):
-        _run_step([cmake, "--build", str(tree), "-j", str(jobs or os.cpu_count() or 2)], tree, f"building {tree}",
-                  build_timeout)
+        _run_step(
+            [cmake, "--build", str(tree), "-j", str(jobs or os.cpu_count() or 2)],
+            tree,
+            f"building {tree}",
+            build_timeout,
+        )
     for i, c, e in applying:
-        c.remeasure = _remeasure(e, benches[i], root / "plain", tuned[i], rounds, min_gain, timeout, max_workloads,
-                                 events, build_dir, meter)
+        c.remeasure = _remeasure(
+            e, benches[i], root / "plain", tuned[i], rounds, min_gain, timeout, max_workloads, events, build_dir, meter
+        )
     return checks
 
 
@@ -414,8 +564,10 @@ def _energy_meter(entries: list[FlagsEntry]) -> EnergyMeter | None:
         gpus = ()
     meter, why = energy_meter(gpus[0] if gpus else None, energy[0].language)
     if meter is None:
-        raise CompileIQError(f"the entry for {energy[0].target} was tuned for energy per run and is re-measured with "
-                             f"the GPU's energy counter, which cannot be read here: {why}")
+        raise CompileIQError(
+            f"the entry for {energy[0].target} was tuned for energy per run and is re-measured with "
+            f"the GPU's energy counter, which cannot be read here: {why}"
+        )
     return meter
 
 
@@ -458,8 +610,11 @@ def check_status(checks: list[EntryCheck], strict: bool = False) -> int:
 
 def checks_document(checks: list[EntryCheck], strict: bool = False) -> dict:
     """`check --json`: the verdict and every entry with its failures."""
-    return {"passed": not check_status(checks, strict), "strict": strict,
-            "entries": [{**asdict(c), "failures": c.failures(strict)} for c in checks]}
+    return {
+        "passed": not check_status(checks, strict),
+        "strict": strict,
+        "entries": [{**asdict(c), "failures": c.failures(strict)} for c in checks],
+    }
 
 
 def report_checks(checks: list[EntryCheck], events: EventStream, strict: bool = False) -> int:
@@ -469,8 +624,13 @@ def report_checks(checks: list[EntryCheck], events: EventStream, strict: bool = 
     for c in checks:
         where = f"{c.target} (sm_{c.arch})" if c.arch else c.target
         who = {"target": c.target, "arch": c.arch}
-        events.stage_result("check", f"{where}: {'applies' if c.applies else 'does not apply'}: {c.why}",
-                            applies=c.applies, why=c.why, **who)
+        events.stage_result(
+            "check",
+            f"{where}: {'applies' if c.applies else 'does not apply'}: {c.why}",
+            applies=c.applies,
+            why=c.why,
+            **who,
+        )
         for s in c.stale:
             events.warning(f"{where}: stale: {s}", stage="check", stale=s, **who)
         if c.cpu:
@@ -481,12 +641,20 @@ def report_checks(checks: list[EntryCheck], events: EventStream, strict: bool = 
             events.note(f"{where}: not as tuned: {d}", stage="check", provenance=d, **who)
         if c.remeasure is not None:
             r = c.remeasure
-            per = ", ".join(f"'{w['workload']}' {w['speedup']:.4f}x [{w['ci'][0]:.4f}..{w['ci'][1]:.4f}]" for w in r["workloads"])
+            per = ", ".join(
+                f"'{w['workload']}' {w['speedup']:.4f}x [{w['ci'][0]:.4f}..{w['ci'][1]:.4f}]" for w in r["workloads"]
+            )
             note = f"; {r['note']}" if r["note"] else ""
-            events.stage_result("check", f"{where}: re-measured with {shlex.join(r['benchmark'])} ({r['rounds']} "
-                                f"interleaved rounds{note}): {per + '; ' if per else ''}"
-                                f"{'PASS' if r['passed'] else 'FAIL'}: {r['reason']}",
-                                passed=r["passed"], speedup=r["speedup"], reason=r["reason"], **who)
+            events.stage_result(
+                "check",
+                f"{where}: re-measured with {shlex.join(r['benchmark'])} ({r['rounds']} "
+                f"interleaved rounds{note}): {per + '; ' if per else ''}"
+                f"{'PASS' if r['passed'] else 'FAIL'}: {r['reason']}",
+                passed=r["passed"],
+                speedup=r["speedup"],
+                reason=r["reason"],
+                **who,
+            )
         if strict:
             for f in c.failures(strict):
                 if not f.startswith("re-measured: "):

@@ -19,7 +19,7 @@ from ..model.errors import CompileIQError, UsageError
 from ..search.prior import FORMAT, VERSION, Hyper, Observation, PriorModel
 
 NO_LEARN_VARIABLE = "COMPILEIQ_NO_LEARN"
-_SAFE = str.maketrans({c: "_" for c in "/\\:*?\"<>| "})
+_SAFE = str.maketrans({c: "_" for c in '/\\:*?"<>| '})
 
 
 def prior_dir(cache_dir: Path | None = None) -> Path:
@@ -96,8 +96,9 @@ class LocalPrior:
         report = model.fit()
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self.refit_path.with_name(self.refit_path.name + ".tmp")
-        tmp.write_text(json.dumps({"hyper": {f: h.as_dict() for f, h in model.hyper.items()}, "report": report},
-                                  indent=1) + "\n")
+        tmp.write_text(
+            json.dumps({"hyper": {f: h.as_dict() for f, h in model.hyper.items()}, "report": report}, indent=1) + "\n"
+        )
         os.replace(tmp, self.refit_path)
         return report
 
@@ -107,7 +108,9 @@ class LocalPrior:
         if path.exists() and path.is_dir():
             raise UsageError(f"--export {path}: is a directory; give a file name")
         if not path.parent.is_dir():
-            raise UsageError(f"--export {path}: the folder {path.parent} does not exist; create it or give another path")
+            raise UsageError(
+                f"--export {path}: the folder {path.parent} does not exist; create it or give another path"
+            )
         try:
             PriorModel(obs, {}, {"made_by": "compileiq-cmake prior --export"}).save(path)
         except OSError as exc:
@@ -120,8 +123,10 @@ class LocalPrior:
         as they are (importing a file twice adds nothing, and says so)."""
         doc = load_json(path, f"--import {path}")
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
-            raise UsageError(f"--import {path}: not a compileiq prior (format {FORMAT} version {VERSION}); "
-                             "give a file written by prior --export")
+            raise UsageError(
+                f"--import {path}: not a compileiq prior (format {FORMAT} version {VERSION}); "
+                "give a file written by prior --export"
+            )
         try:
             obs = [Observation.from_dict(o, str(path)) for o in doc.get("observations", [])]
         except CompileIQError as exc:
@@ -129,8 +134,10 @@ class LocalPrior:
         ids = [o.id for o in obs]
         if len(set(ids)) != len(ids):
             twice = next(i for i in ids if ids.count(i) > 1)
-            raise UsageError(f"--import {path}: observation id {twice!r} appears {ids.count(twice)} times; each id must "
-                             "be unique (give a file written by prior --export)")
+            raise UsageError(
+                f"--import {path}: observation id {twice!r} appears {ids.count(twice)} times; each id must "
+                "be unique (give a file written by prior --export)"
+            )
         added = updated = same = 0
         for o in obs:
             old = self.path_of(o.id)

@@ -48,7 +48,7 @@ OUTLIER = 2.0  # a flag effect beyond 2x (or under 1/2x) puts the effects plot o
 def short_label(flags: list[str], width: int = SHORT) -> str:
     """A flag set's label for a plot: the flags, shortened in the middle when long."""
     text = _label(flags)
-    return text if len(text) <= width else text[: width // 2 - 1] + "..." + text[-(width // 2 - 2):]
+    return text if len(text) <= width else text[: width // 2 - 1] + "..." + text[-(width // 2 - 2) :]
 
 
 def empty_sections(doc: dict) -> dict[str, str]:
@@ -58,8 +58,10 @@ def empty_sections(doc: dict) -> dict[str, str]:
     out = {}
     if not [e for e in doc["flag_effects"] if e.get("speedup") is not None and None not in e["ci"]]:
         flags = len({f for t in doc["trials"] if t["speedup"] is not None for f in t["flags"]})
-        out["effects"] = (f"flag effects need more valid trials than flags varied (at least {flags + 2} here; "
-                          f"the tune had {valid}) and each flag both in and out of some trial")
+        out["effects"] = (
+            f"flag effects need more valid trials than flags varied (at least {flags + 2} here; "
+            f"the tune had {valid}) and each flag both in and out of some trial"
+        )
     if not doc["winner"]:
         out["ablation"] = "no flag set was accepted, so there is no winner to ablate"
     elif not [c for c in doc["ablation"] if c.get("speedup") is not None and None not in c["ci"]]:
@@ -67,22 +69,28 @@ def empty_sections(doc: dict) -> dict[str, str]:
     if not doc["finalists"]:
         out["workloads"] = "no trial beat the baseline in the search: nothing was validated"
     if not any(pareto(doc["trials"], key) for key, _ in TRADEOFFS):
-        out["tradeoffs"] = ("no valid trial has its build seconds, size or energy recorded (a replay, or a store of an "
-                            "older version)")
+        out["tradeoffs"] = (
+            "no valid trial has its build seconds, size or energy recorded (a replay, or a store of an older version)"
+        )
     return out
 
 
-TRADEOFFS = (("build_seconds", "build seconds"), ("binary_bytes", "size of the target's files (KiB)"),
-             ("device_bytes", "device code in them (KiB)"), ("energy_joules", "energy per run (J, GPU counter)"),
-             ("metric_cost", "the metric (--objective energy)"))
+TRADEOFFS = (
+    ("build_seconds", "build seconds"),
+    ("binary_bytes", "size of the target's files (KiB)"),
+    ("device_bytes", "device code in them (KiB)"),
+    ("energy_joules", "energy per run (J, GPU counter)"),
+    ("metric_cost", "the metric (--objective energy)"),
+)
 _KIB = ("binary_bytes", "device_bytes")
 
 
 def pareto(trials: list[dict], cost: str) -> list[dict]:
     """The valid trials that no other beats on both speedup (higher) and `cost` (lower: build seconds, bytes,
     joules), by increasing cost; trials without that cost measured (0 or None) are left out."""
-    points = sorted((t for t in trials if t.get("speedup") is not None and t.get(cost)),
-                    key=lambda t: (t[cost], -t["speedup"]))
+    points = sorted(
+        (t for t in trials if t.get("speedup") is not None and t.get(cost)), key=lambda t: (t[cost], -t["speedup"])
+    )
     front: list[dict] = []
     for t in points:
         if not front or t["speedup"] > front[-1]["speedup"]:
@@ -103,14 +111,19 @@ def _tradeoffs(plt, doc: dict) -> str | None:
         valid = [t for t in doc["trials"] if t.get("speedup") is not None and t.get(key)]
         ax.scatter([t[key] / scale for t in valid], [t["speedup"] for t in valid], color="C0", s=14, label="trials")
         front = pareto(doc["trials"], key)
-        ax.plot([t[key] / scale for t in front], [t["speedup"] for t in front], "o-", color="C3", ms=5,
-                label="Pareto set")
+        ax.plot(
+            [t[key] / scale for t in front], [t["speedup"] for t in front], "o-", color="C3", ms=5, label="Pareto set"
+        )
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_xlabel(label)
         ax.set_ylabel("energy gain (search estimate)" if energy else "speedup (search estimate)")
         ax.legend(fontsize=8, frameon=False)
-    fig.suptitle("Trade-offs: " + ("energy" if energy else "speed") + " against build time, size"
-                 + (", time" if energy else ", energy" if any(key == "energy_joules" for key, _ in panels) else ""))
+    fig.suptitle(
+        "Trade-offs: "
+        + ("energy" if energy else "speed")
+        + " against build time, size"
+        + (", time" if energy else ", energy" if any(key == "energy_joules" for key, _ in panels) else "")
+    )
     fig.tight_layout()
     return _png(fig)
 
@@ -129,8 +142,10 @@ def _plots(doc: dict) -> dict[str, str]:
     tradeoffs = _tradeoffs(plt, doc)
     if tradeoffs:
         plots["tradeoffs"] = tradeoffs
-    for key, items, title in (("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
-                              ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)")):
+    for key, items, title in (
+        ("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
+        ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)"),
+    ):
         png = _intervals(plt, items, title)
         if png:
             plots[key] = png
@@ -151,15 +166,32 @@ def _convergence(plt, doc: dict) -> str:
     ran = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is None]
     shared = [t for t in trials if t["speedup"] is not None and t["same_code_as"] is not None]
     invalid = [t for t in trials if t["speedup"] is None]
-    ax.scatter([t["index"] for t in ran], [t["speedup"] for t in ran], color="C1", zorder=3,
-               label="measured on a GPU run" if _on_gpu(doc) else "measured (benchmark runs)")
+    ax.scatter(
+        [t["index"] for t in ran],
+        [t["speedup"] for t in ran],
+        color="C1",
+        zorder=3,
+        label="measured on a GPU run" if _on_gpu(doc) else "measured (benchmark runs)",
+    )
     if shared:
-        ax.scatter([t["index"] for t in shared], [t["speedup"] for t in shared], facecolors="none", edgecolors="C2",
-                   zorder=3, label="same device code as an earlier trial (not run)")
+        ax.scatter(
+            [t["index"] for t in shared],
+            [t["speedup"] for t in shared],
+            facecolors="none",
+            edgecolors="C2",
+            zorder=3,
+            label="same device code as an earlier trial (not run)",
+        )
     if invalid:
         low = min([t["speedup"] for t in ran] or [1.0])
-        ax.scatter([t["index"] for t in invalid], [low] * len(invalid), marker="x", color="C3", zorder=3,
-                   label="invalid (see the table)")
+        ax.scatter(
+            [t["index"] for t in invalid],
+            [low] * len(invalid),
+            marker="x",
+            color="C3",
+            zorder=3,
+            label="invalid (see the table)",
+        )
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("trial (unique builds, in order)")
     ax.set_ylabel("speedup over the project's build")
@@ -176,8 +208,14 @@ def _workloads(plt, doc: dict) -> str | None:
     winner = doc["winner"]
     own_row = bool(winner) and (winner.get("source") == "minimal set" or winner.get("numbers") == "confirmation")
     if own_row:
-        rows.append((f"written ({'confirmation' if winner.get('numbers') == 'confirmation' else 'minimal set'})",
-                     winner, True, True))
+        rows.append(
+            (
+                f"written ({'confirmation' if winner.get('numbers') == 'confirmation' else 'minimal set'})",
+                winner,
+                True,
+                True,
+            )
+        )
     for v in doc["finalists"]:
         is_winner = bool(winner) and not own_row and v["flags"] == winner["flags"]
         rows.append(("winner" if is_winner else "finalist", v, v.get("accepted", False), is_winner))
@@ -190,8 +228,15 @@ def _workloads(plt, doc: dict) -> str | None:
             lo, hi = w["ci"] if w["ci"][0] is not None else (w["speedup"], w["speedup"])
             hi = hi if hi is not None and math.isfinite(hi) else w["speedup"]
             color = "C0" if is_winner else ("C2" if accepted else "C3")
-            ax.errorbar([w["speedup"]], [y], xerr=[[w["speedup"] - lo], [hi - w["speedup"]]], fmt="o",
-                        color=color, capsize=3, markerfacecolor=color if accepted else "white")
+            ax.errorbar(
+                [w["speedup"]],
+                [y],
+                xerr=[[w["speedup"] - lo], [hi - w["speedup"]]],
+                fmt="o",
+                color=color,
+                capsize=3,
+                markerfacecolor=color if accepted else "white",
+            )
             workload = " ".join(w["workload"]) or "(no arguments)"
             labels.append(f"{kind}: {short_label(v['flags'])} | {workload}")
             y += 1
@@ -201,11 +246,19 @@ def _workloads(plt, doc: dict) -> str | None:
     ax.set_xlabel("speedup per workload (interleaved re-measurement, 95% CI)")
     from matplotlib.lines import Line2D  # noqa: PLC0415
 
-    keys = [Line2D([], [], marker="o", ls="", color="C0", label="winner (written)"),
-            Line2D([], [], marker="o", ls="", color="C2", label="accepted"),
-            Line2D([], [], marker="o", ls="", color="C3", markerfacecolor="white", label="rejected")]
-    ax.legend(handles=keys, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.25 if len(labels) > 2 else -0.5),
-              ncol=3, frameon=False)
+    keys = [
+        Line2D([], [], marker="o", ls="", color="C0", label="winner (written)"),
+        Line2D([], [], marker="o", ls="", color="C2", label="accepted"),
+        Line2D([], [], marker="o", ls="", color="C3", markerfacecolor="white", label="rejected"),
+    ]
+    ax.legend(
+        handles=keys,
+        fontsize=8,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.25 if len(labels) > 2 else -0.5),
+        ncol=3,
+        frameon=False,
+    )
     return _png(fig)
 
 
@@ -217,9 +270,13 @@ def _intervals(plt, items: list[dict], title: str) -> str | None:
         return None
     fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
     names = [short_label([i["flag"]] if i.get("flag") else i["flags"]) for i in items]
-    ax.errorbar([i["speedup"] for i in items], range(len(items)),
-                xerr=[[i["speedup"] - i["ci"][0] for i in items], [i["ci"][1] - i["speedup"] for i in items]],
-                fmt="o", capsize=3)
+    ax.errorbar(
+        [i["speedup"] for i in items],
+        range(len(items)),
+        xerr=[[i["speedup"] - i["ci"][0] for i in items], [i["ci"][1] - i["speedup"] for i in items]],
+        fmt="o",
+        capsize=3,
+    )
     values = [v for i in items for v in (i["speedup"], *i["ci"]) if v and v > 0]
     if values and (max(values) > OUTLIER or min(values) < 1 / OUTLIER):
         ax.set_xscale("log")  # one effect far out would flatten the others on a linear axis
@@ -241,23 +298,34 @@ def _resources(doc: dict) -> list[dict]:
     names = [k["name"] for k in (base or {}).get("kernels", [])]
     rows = []
     for name in names:
+
         def of(t):
             return next((k for k in t["kernels"] if k["name"] == name), None) if t else None
 
         seen = [k for t in trials if t["speedup"] is not None for k in [of(t)] if k]
         b, w = of(base), of(winner)
-        rows.append({"name": name.split(":", 1)[-1], "base": b, "winner": w,
-                     "registers": (min(k["registers"] for k in seen), max(k["registers"] for k in seen)) if seen else None,
-                     "spills": (min(k["spill_bytes"] for k in seen), max(k["spill_bytes"] for k in seen)) if seen else None})
+        rows.append(
+            {
+                "name": name.split(":", 1)[-1],
+                "base": b,
+                "winner": w,
+                "registers": (min(k["registers"] for k in seen), max(k["registers"] for k in seen)) if seen else None,
+                "spills": (min(k["spill_bytes"] for k in seen), max(k["spill_bytes"] for k in seen)) if seen else None,
+            }
+        )
     return rows
 
 
 def render(doc: dict) -> str:
     """The HTML of one tune's summary document."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True,
-                             undefined=jinja2.StrictUndefined)
-    invalid = Counter((t["status"], " ".join(t["reason"].split())) for t in doc["trials"] if t["speedup"] is None
-                      and t["status"] != "ok")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True, undefined=jinja2.StrictUndefined
+    )
+    invalid = Counter(
+        (t["status"], " ".join(t["reason"].split()))
+        for t in doc["trials"]
+        if t["speedup"] is None and t["status"] != "ok"
+    )
     throttled = sum(1 for t in doc["trials"] if t["throttled"])
 
     def fmt(x, digits=3):  # never "nan" in what a person reads: a number not measured says so
@@ -269,9 +337,17 @@ def render(doc: dict) -> str:
     env.filters["flags"] = _label
     env.filters["plural"] = plural
     return env.get_template("report.html.j2").render(
-        doc=doc, plots=_plots(doc), empty=empty_sections(doc), resources=_resources(doc), invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
-        throttled=throttled, isfinite=math.isfinite, on_gpu=_on_gpu(doc),
-        gpu_column=any(t["gpu"] for t in doc["trials"]), pareto_build=pareto(doc["trials"], "build_seconds"))
+        doc=doc,
+        plots=_plots(doc),
+        empty=empty_sections(doc),
+        resources=_resources(doc),
+        invalid=sorted(invalid.items(), key=lambda kv: -kv[1]),
+        throttled=throttled,
+        isfinite=math.isfinite,
+        on_gpu=_on_gpu(doc),
+        gpu_column=any(t["gpu"] for t in doc["trials"]),
+        pareto_build=pareto(doc["trials"], "build_seconds"),
+    )
 
 
 def write_report(path: Path, doc: dict) -> str:
@@ -292,7 +368,9 @@ def load_summaries(build_dir: Path) -> list[dict]:
     path = build_dir / "compileiq" / "trials.sqlite"
     suite_stores = sorted((build_dir / "compileiq" / "suite").glob("*/trials.sqlite"))  # a suite's targets in flight
     if not path.is_file() and not suite_stores:
-        raise CompileIQError(f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}")
+        raise CompileIQError(
+            f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}"
+        )
     docs = []
     for each in ([path] if path.is_file() else []) + suite_stores:
         store = TrialStore(each, "")
@@ -311,9 +389,11 @@ def load_summaries(build_dir: Path) -> list[dict]:
     return sorted(docs, key=lambda d: d["date"])
 
 
-NAMING = ("one report per tune, named <name>-<target>-<sm_ARCH or compiler>.html beside the -o file (default "
-          "<build>/compileiq/report.html); where two tunes would share a name, -<build type>, -<compiler>-<version> and "
-          "then -<tune date> follow, as far as they tell them apart (-2, -3 in date order if nothing does)")
+NAMING = (
+    "one report per tune, named <name>-<target>-<sm_ARCH or compiler>.html beside the -o file (default "
+    "<build>/compileiq/report.html); where two tunes would share a name, -<build type>, -<compiler>-<version> and "
+    "then -<tune date> follow, as far as they tell them apart (-2, -3 in date order if nothing does)"
+)
 
 
 def report_paths(docs: list[dict], output: Path) -> list[Path]:
@@ -322,8 +402,11 @@ def report_paths(docs: list[dict], output: Path) -> list[Path]:
     if len(docs) == 1:
         return [output]
     parts = [[doc["target"], f"sm_{doc['arch']}" if doc["arch"] else doc["compiler"].split()[0]] for doc in docs]
-    extras = (lambda d: d["build_type"] or "no-build-type", lambda d: d["compiler"].replace(" ", "-"),
-              lambda d: d["date"].replace(":", "").replace("+0000", "Z"))
+    extras = (
+        lambda d: d["build_type"] or "no-build-type",
+        lambda d: d["compiler"].replace(" ", "-"),
+        lambda d: d["date"].replace(":", "").replace("+0000", "Z"),
+    )
     for extra in extras:  # more of what tells colliding tunes apart, only where names collide
         names = Counter("-".join(p) for p in parts)
         groups: dict[str, list[int]] = {}
@@ -365,8 +448,10 @@ def report_command(build_dir: Path, output: Path | None, events: EventStream) ->
     paths = report_paths(docs, output or build_dir / "compileiq" / "report.html")
     for path in paths:  # checked before any is written
         if path.is_file() and path.stat().st_size and not _is_html(path):
-            raise UsageError(f"report -o: {path} exists and is not an HTML report: refusing to overwrite it; give "
-                             "another file, such as report.html")
+            raise UsageError(
+                f"report -o: {path} exists and is not an HTML report: refusing to overwrite it; give "
+                "another file, such as report.html"
+            )
     if len(docs) > 1:
         events.info(f"report: {len(docs)} tunes stored in {build_dir}: {NAMING}", stage="report", tunes=len(docs))
     written = []

@@ -118,7 +118,9 @@ class FlagsEntry:
     verify: tuple[str, ...] = ()
     # the project headers the target's compiles include (relative to the source dir): sources_sha256 covers them
     headers: tuple[str, ...] = ()
-    flags_sha256: str = field(default="", metadata={"pattern": _SHA256_OR_EMPTY})  # CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> of the tune (cmake/CompileIQ.cmake)
+    flags_sha256: str = field(
+        default="", metadata={"pattern": _SHA256_OR_EMPTY}
+    )  # CMAKE_<LANG>_FLAGS and CMAKE_<LANG>_FLAGS_<CONFIG> of the tune (cmake/CompileIQ.cmake)
     # host-specific flags (-march=native ...) resolved at tune time: the CPU tuned on and the ISA features they need
     tuned_cpu: str = field(default="", metadata={"pattern": _ONE_LINE})
     cpu_features: tuple[str, ...] = field(default=(), metadata={"pattern": _CPU_FEATURE})  # ISA feature names
@@ -135,7 +137,9 @@ class FlagsEntry:
     # provenance (measure/provenance.py): where the tune measured, beyond the device's name; "" = not read
     driver_version: str = field(default="", metadata={"pattern": _ONE_LINE})
     cuda_driver: str = field(default="", metadata={"pattern": _ONE_LINE})
-    host_compiler: str = field(default="", metadata={"pattern": _ONE_LINE})  # CUDA: the compiler nvcc hands host code to
+    host_compiler: str = field(
+        default="", metadata={"pattern": _ONE_LINE}
+    )  # CUDA: the compiler nvcc hands host code to
     gpu_clocks: str = field(default="", metadata={"pattern": _ONE_LINE})
     power_limit: str = field(default="", metadata={"pattern": _ONE_LINE})
     ecc: str = field(default="", metadata={"pattern": _ONE_LINE})
@@ -153,20 +157,47 @@ class FlagsEntry:
         """What the entry was tuned on: its key (target, language, architecture), the sources with the headers
         they include, the project's own compile flags, the compiler's version, the build type and the device
         (what a rerun that changed nothing keeps; a change of any of them makes the entry stale)."""
-        return identity_of(self.target, self.language, self.arch, self.compiler_id, self.sources_sha256,
-                           self.flags_sha256, self.compiler_version, self.build_type, self.device, self.objective)
+        return identity_of(
+            self.target,
+            self.language,
+            self.arch,
+            self.compiler_id,
+            self.sources_sha256,
+            self.flags_sha256,
+            self.compiler_version,
+            self.build_type,
+            self.device,
+            self.objective,
+        )
 
     @property
     def compiler_major_minor(self) -> str:
         return ".".join(self.compiler_version.split(".")[:2])
 
 
-def identity_of(target: str, language: str, arch: str, compiler_id: str, sources_sha256: str, flags_sha256: str,
-                compiler_version: str, build_type: str, device: str, objective: str = "time") -> tuple:
+def identity_of(
+    target: str,
+    language: str,
+    arch: str,
+    compiler_id: str,
+    sources_sha256: str,
+    flags_sha256: str,
+    compiler_version: str,
+    build_type: str,
+    device: str,
+    objective: str = "time",
+) -> tuple:
     """FlagsEntry.identity of an entry with these fields (a tune asks it of what it would write); the objective
     counts where it is not time (entries written before it existed keep their identity)."""
-    return ((target, language, arch or compiler_id), sources_sha256, flags_sha256, compiler_version, build_type, device,
-            *((objective,) if objective != "time" else ()))
+    return (
+        (target, language, arch or compiler_id),
+        sources_sha256,
+        flags_sha256,
+        compiler_version,
+        build_type,
+        device,
+        *((objective,) if objective != "time" else ()),
+    )
 
 
 def numerics_checked(entry: FlagsEntry) -> bool:
@@ -180,8 +211,10 @@ def _acf_problem(flag: str) -> str:
     rel = acf_path(flag) or ""
     if rel and _RELATIVE_PATH.match(rel) and ".." not in PurePosixPath(rel).parts:
         return ""
-    return (f"refusing flag {flag!r}: --apply-controls must name a relative path inside the source tree "
-            "(e.g. --apply-controls=controls/fast.acf), not an absolute path or one with '..'")
+    return (
+        f"refusing flag {flag!r}: --apply-controls must name a relative path inside the source tree "
+        "(e.g. --apply-controls=controls/fast.acf), not an absolute path or one with '..'"
+    )
 
 
 def plain(value: object) -> object:
@@ -205,18 +238,25 @@ def short_repr(value: object) -> str:
 
 
 def _number_rule(meta: typing.Mapping) -> str:
-    bounds = [f"above {meta['above']}" if "above" in meta else "", f"at least {meta['min']}" if "min" in meta else "",
-              f"at most {meta['max']}" if "max" in meta else ""]
+    bounds = [
+        f"above {meta['above']}" if "above" in meta else "",
+        f"at least {meta['min']}" if "min" in meta else "",
+        f"at most {meta['max']}" if "max" in meta else "",
+    ]
     return " ".join(b for b in bounds if b)
 
 
 def _in_range(number: float, meta: typing.Mapping) -> bool:
-    return (("above" not in meta or number > meta["above"]) and ("min" not in meta or number >= meta["min"])
-            and ("max" not in meta or number <= meta["max"]))
+    return (
+        ("above" not in meta or number > meta["above"])
+        and ("min" not in meta or number >= meta["min"])
+        and ("max" not in meta or number <= meta["max"])
+    )
 
 
 def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:
     """value (from TOML) checked against a schema type and its metadata; the typed value (arrays -> tuples)."""
+
     def wrong(expected: str) -> ResultFileError:
         return ResultFileError(f"{what}: {name} must be {expected}, not {short_repr(value)}")
 
@@ -229,9 +269,16 @@ def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: s
         return value
     if hint is int or hint is float:
         finite = hint is int or meta.get("finite", True)
-        expected = f"{'a whole number' if hint is int else 'a finite number' if finite else 'a number'} {_number_rule(meta)}"
-        if isinstance(value, bool) or not isinstance(value, int if hint is int else (int, float)) \
-                or math.isnan(value) or (finite and not math.isfinite(value)) or not _in_range(value, meta):
+        expected = (
+            f"{'a whole number' if hint is int else 'a finite number' if finite else 'a number'} {_number_rule(meta)}"
+        )
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int if hint is int else (int, float))
+            or math.isnan(value)
+            or (finite and not math.isfinite(value))
+            or not _in_range(value, meta)
+        ):
             raise wrong(expected.strip())
         return float(value) if hint is float else value
     if hint is str:
@@ -270,10 +317,13 @@ def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
     if unknown:
         close = {k: difflib.get_close_matches(k, known, 1) for k in unknown}
         named = [repr(k) + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown]
-        raise ResultFileError(f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
-                             + ("" if all(close.values()) else f" (known: {', '.join(known)})"))
-    missing = [f.name for f in fields(cls)
-               if f.name not in raw and f.default is MISSING and f.default_factory is MISSING]
+        raise ResultFileError(
+            f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
+            + ("" if all(close.values()) else f" (known: {', '.join(known)})")
+        )
+    missing = [
+        f.name for f in fields(cls) if f.name not in raw and f.default is MISSING and f.default_factory is MISSING
+    ]
     if missing:
         raise ResultFileError(f"{what} lacks {', '.join(missing)}")
     hints = _types(cls)
@@ -285,8 +335,10 @@ def _check_flags(typed: dict, where: str) -> None:
     compiler family, but for the host-specific tokens resolved at tune time (-march=native ...)."""
     flags, target = typed["flags"], typed["target"]
     if len(flags) > MAX_FLAGS:
-        raise ResultFileError(f"{where}: entry for {target!r} has {len(flags)} flags; at most {MAX_FLAGS} "
-                             "are allowed: is it the right file?")
+        raise ResultFileError(
+            f"{where}: entry for {target!r} has {len(flags)} flags; at most {MAX_FLAGS} "
+            "are allowed: is it the right file?"
+        )
     family = _LANGUAGES[typed["language"]]
     acf = [f for f in flags if family == "nvcc" and acf_path(f) is not None]
     for flag in acf:
@@ -306,11 +358,14 @@ def _resolved(flag: str, typed: dict) -> bool:
 def _check_portability(typed: dict, where: str) -> None:
     """cpu_features given only with tuned_cpu; arch_scope "tuned" only for CUDA."""
     if typed.get("cpu_features") and not typed.get("tuned_cpu"):
-        raise ResultFileError(f"{where}: tuned_cpu of {typed['target']!r} must be a string and cpu_features a list of ISA "
-                             "feature names (e.g. [\"avx2\"]), given only with tuned_cpu")
+        raise ResultFileError(
+            f"{where}: tuned_cpu of {typed['target']!r} must be a string and cpu_features a list of ISA "
+            'feature names (e.g. ["avx2"]), given only with tuned_cpu'
+        )
     if typed.get("arch_scope", "all") != "all" and typed["language"] != "CUDA":
-        raise ResultFileError(f"{where}: arch_scope of {typed['target']!r} must be \"all\" or \"tuned\" (\"tuned\" only "
-                             "for a CUDA entry)")
+        raise ResultFileError(
+            f'{where}: arch_scope of {typed["target"]!r} must be "all" or "tuned" ("tuned" only for a CUDA entry)'
+        )
 
 
 def _check_sources(typed: dict, where: str) -> None:
@@ -319,7 +374,9 @@ def _check_sources(typed: dict, where: str) -> None:
     like the entry's."""
     sources, target = typed.get("sources", ()), typed["target"]
     if len(sources) > MAX_SOURCES:
-        raise ResultFileError(f"{where}: entry for {target!r} has {len(sources)} per-source parts; at most {MAX_SOURCES}")
+        raise ResultFileError(
+            f"{where}: entry for {target!r} has {len(sources)} per-source parts; at most {MAX_SOURCES}"
+        )
     family = _LANGUAGES[typed["language"]]
     seen = set()
     for x in sources:
@@ -328,13 +385,17 @@ def _check_sources(typed: dict, where: str) -> None:
             if family == "nvcc" and acf_path(flag) is not None and _acf_problem(flag):
                 raise ResultFileError(f"{where}: source {path!r}: {_acf_problem(flag)}")
         if not _RELATIVE_PATH.match(path) or ".." in path.split("/"):
-            raise ResultFileError(f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
-                                 "source directory, '/'-separated, without '..'")
+            raise ResultFileError(
+                f"{where}: refusing source path {path!r} of {target!r}: give a path relative to the "
+                "source directory, '/'-separated, without '..'"
+            )
         if path in seen:
             raise ResultFileError(f"{where}: source {path!r} of {target!r} has two per-source parts")
         seen.add(path)
         if not flags or len(flags) > MAX_FLAGS:
-            raise ResultFileError(f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings")
+            raise ResultFileError(
+                f"{where}: flags of source {path!r} of {target!r} must be a non-empty list of strings"
+            )
         try:
             validate_flags(family, [f for f in flags if not _resolved(f, typed)])
         except CompileIQError as exc:
@@ -347,16 +408,20 @@ def _check_headers(typed: dict, where: str) -> None:
         return bool(h) and not path.is_absolute() and ".." not in path.parts and not any(c in h for c in ";\n\\$")
 
     if not all(relative(h) for h in typed.get("headers", ())):
-        raise ResultFileError(f"{where}: headers of {typed['target']!r} must be a list of paths relative to "
-                             "the source directory (no '..', not absolute)")
+        raise ResultFileError(
+            f"{where}: headers of {typed['target']!r} must be a list of paths relative to "
+            "the source directory (no '..', not absolute)"
+        )
 
 
 def _check_benchmark(typed: dict, where: str) -> None:
     """The recorded benchmark and VERIFY commands are bounded, PASS_REGEX compiles."""
     for key in ("benchmark", "verify"):
         if len(typed.get(key, ())) > MAX_FLAGS:
-            raise ResultFileError(f"{where}: {key} of {typed['target']!r} must be a list of at most {MAX_FLAGS} strings "
-                                 "(the command and its arguments)")
+            raise ResultFileError(
+                f"{where}: {key} of {typed['target']!r} must be a list of at most {MAX_FLAGS} strings "
+                "(the command and its arguments)"
+            )
     try:
         re.compile(typed.get("pass_regex", ""))
     except re.error as exc:
@@ -372,8 +437,10 @@ def _check_acf_sha256(typed: dict, where: str) -> None:
     flags = [*typed["flags"], *(f for x in typed.get("sources", ()) for f in x["flags"])]
     used = {acf_path(f) for f in flags if acf_path(f) is not None}
     if recorded != used:
-        raise ResultFileError(f"{where}: entry for {typed['target']!r}: every --apply-controls file needs its "
-                             "sha256 in acf_sha256, and only those")
+        raise ResultFileError(
+            f"{where}: entry for {typed['target']!r}: every --apply-controls file needs its "
+            "sha256 in acf_sha256, and only those"
+        )
 
 
 def check_entry(raw: object, where: str) -> FlagsEntry:
@@ -387,11 +454,14 @@ def check_entry(raw: object, where: str) -> FlagsEntry:
     _check_sources(typed, where)
     _check_benchmark(typed, where)
     if typed.get("device_lto") and typed["language"] != "CUDA":
-        raise ResultFileError(f"{where}: device_lto of {typed['target']!r} must be true or false, and true only for a "
-                             "CUDA entry")
+        raise ResultFileError(
+            f"{where}: device_lto of {typed['target']!r} must be true or false, and true only for a CUDA entry"
+        )
     if typed.get("device_link") and not typed.get("device_lto"):
-        raise ResultFileError(f"{where}: device_link of {typed['target']!r} names the consumers device-linked with "
-                             "device LTO: only an entry with device_lto = true has it")
+        raise ResultFileError(
+            f"{where}: device_link of {typed['target']!r} names the consumers device-linked with "
+            "device LTO: only an entry with device_lto = true has it"
+        )
     _check_acf_sha256(typed, where)
     _check_headers(typed, where)
     return FlagsEntry(**typed)

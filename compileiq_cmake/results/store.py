@@ -16,8 +16,16 @@ from pathlib import Path
 
 from ..model.errors import CompileIQError
 from ..system.lock import TuneLock  # noqa: F401 (named here too: the store's lock)
-from ..model.records import (Contribution, FlagSet, KernelResources, Measurement, Status, Trial, Validation,
-                      WorkloadComparison)
+from ..model.records import (
+    Contribution,
+    FlagSet,
+    KernelResources,
+    Measurement,
+    Status,
+    Trial,
+    Validation,
+    WorkloadComparison,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -130,16 +138,28 @@ def _move_aside(path: Path, why: str) -> str:
     try:
         dest = move_aside(path, "damaged")
     except OSError as exc:
-        raise CompileIQError(f"the trial store {path} is damaged ({why}) and could not be moved aside ({exc}); "
-                             "move or delete it by hand") from None
-    return (f"the trial store {path} was damaged ({why}); moved it to {dest.name} and started a new one: "
-            "earlier trials are not reused")
+        raise CompileIQError(
+            f"the trial store {path} is damaged ({why}) and could not be moved aside ({exc}); move or delete it by hand"
+        ) from None
+    return (
+        f"the trial store {path} was damaged ({why}); moved it to {dest.name} and started a new one: "
+        "earlier trials are not reused"
+    )
 
 
 def _validation_from(raw: dict) -> Validation:
     fs = raw["flagset"]
-    rows = tuple(WorkloadComparison(**{**w, "workload": tuple(w["workload"]), "baseline": tuple(w["baseline"]),
-                                       "candidate": tuple(w["candidate"])}) for w in raw["workloads"])
+    rows = tuple(
+        WorkloadComparison(
+            **{
+                **w,
+                "workload": tuple(w["workload"]),
+                "baseline": tuple(w["baseline"]),
+                "candidate": tuple(w["candidate"]),
+            }
+        )
+        for w in raw["workloads"]
+    )
     return Validation(**{**raw, "flagset": _flagset_from(fs), "workloads": rows})
 
 
@@ -154,29 +174,50 @@ def _flagset_from(raw: dict) -> FlagSet:
 def _trial(row: tuple) -> Trial:
     """A trial from its row (raises ValueError, TypeError or KeyError when the row is not one)."""
     idx, choices, flags, status, reason, meas, bsec, rsec, wsec, cmd, fp, same, kern, gpu, size, device = row
-    flagset = FlagSet(choices=tuple(tuple(c) for c in json.loads(choices)),
-                      flags=tuple(str(f) for f in json.loads(flags)))
+    flagset = FlagSet(
+        choices=tuple(tuple(c) for c in json.loads(choices)), flags=tuple(str(f) for f in json.loads(flags))
+    )
     measurements = tuple(
-        Measurement(workload=tuple(str(w) for w in m["workload"]), samples=tuple(float(x) for x in m["samples"]),
-                    throttled=bool(m.get("throttled", False)), numbers=tuple(m.get("numbers", ())),
-                    reference=tuple(m.get("reference", ())), joules=tuple(float(x) for x in m.get("joules", ())),
-                    metric=tuple(float(x) for x in m.get("metric", ())))
+        Measurement(
+            workload=tuple(str(w) for w in m["workload"]),
+            samples=tuple(float(x) for x in m["samples"]),
+            throttled=bool(m.get("throttled", False)),
+            numbers=tuple(m.get("numbers", ())),
+            reference=tuple(m.get("reference", ())),
+            joules=tuple(float(x) for x in m.get("joules", ())),
+            metric=tuple(float(x) for x in m.get("metric", ())),
+        )
         for m in json.loads(meas)
     )
     if not all(math.isfinite(x) for m in measurements for x in (*m.samples, *m.joules, *m.metric)):
         raise ValueError("a sample is not a finite number")
     if not isinstance(idx, int) or not all(isinstance(v, (int, float)) or v is None for v in (bsec, rsec, wsec)):
         raise ValueError("a number column holds something else")
-    return Trial(idx, flagset, Status(status), str(reason or ""), measurements, bsec, rsec, wsec, cmd, fp, same,
-                 tuple(KernelResources(**k) for k in json.loads(kern)), gpu, binary_bytes=int(size or 0),
-                 device_bytes=int(device or 0))
+    return Trial(
+        idx,
+        flagset,
+        Status(status),
+        str(reason or ""),
+        measurements,
+        bsec,
+        rsec,
+        wsec,
+        cmd,
+        fp,
+        same,
+        tuple(KernelResources(**k) for k in json.loads(kern)),
+        gpu,
+        binary_bytes=int(size or 0),
+        device_bytes=int(device or 0),
+    )
 
 
 class TrialStore:
     """`note` is "" or one line to print: the store was damaged and moved aside."""
 
-    def __init__(self, path: Path, spec_identity: str, timeout: float = 5.0,
-                 write_deadline: float = WRITE_DEADLINE) -> None:
+    def __init__(
+        self, path: Path, spec_identity: str, timeout: float = 5.0, write_deadline: float = WRITE_DEADLINE
+    ) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.spec = spec_identity
@@ -231,15 +272,18 @@ class TrialStore:
                 if busy and time.monotonic() < deadline:
                     time.sleep(0.25)
                     continue
-                why = (f"another program held it locked for {self.write_deadline:.0f} s ({exc})" if busy else str(exc))
+                why = f"another program held it locked for {self.write_deadline:.0f} s ({exc})" if busy else str(exc)
                 raise CompileIQError(
                     f"{what} was not saved in the trial store {self.path}: {why}; what was saved before is kept "
-                    "there: free the store and run the same command again to resume") from None
+                    "there: free the store and run the same command again to resume"
+                ) from None
 
     def save_result(self, name: str, value: object) -> None:
         """Results derived from the trials (e.g. the flag-effects model), stored beside them as JSON."""
-        self._write(f"the result {name!r}", [("INSERT OR REPLACE INTO results VALUES (?,?,?)",
-                                              (self.spec, name, json.dumps(value)))])
+        self._write(
+            f"the result {name!r}",
+            [("INSERT OR REPLACE INTO results VALUES (?,?,?)", (self.spec, name, json.dumps(value)))],
+        )
 
     def archive(self, label: str) -> tuple[Path, int]:
         """Move this tune's trials and results (its spec identity's rows only; the other tunes' stay) into a
@@ -251,13 +295,18 @@ class TrialStore:
         self._db.execute("ATTACH DATABASE ? AS aside", (str(dest),))
         try:
             moved = self._db.execute("SELECT COUNT(*) FROM trials WHERE spec = ?", (self.spec,)).fetchone()[0]
-            self._write(f"moving the stale trials of {self.spec} to {dest.name}", [
-                (f"INSERT INTO aside.trials ({columns}) SELECT {columns} FROM main.trials WHERE spec = ?",
-                 (self.spec,)),
-                ("INSERT INTO aside.results SELECT * FROM main.results WHERE spec = ?", (self.spec,)),
-                ("DELETE FROM main.trials WHERE spec = ?", (self.spec,)),
-                ("DELETE FROM main.results WHERE spec = ?", (self.spec,)),
-            ])
+            self._write(
+                f"moving the stale trials of {self.spec} to {dest.name}",
+                [
+                    (
+                        f"INSERT INTO aside.trials ({columns}) SELECT {columns} FROM main.trials WHERE spec = ?",
+                        (self.spec,),
+                    ),
+                    ("INSERT INTO aside.results SELECT * FROM main.results WHERE spec = ?", (self.spec,)),
+                    ("DELETE FROM main.trials WHERE spec = ?", (self.spec,)),
+                    ("DELETE FROM main.results WHERE spec = ?", (self.spec,)),
+                ],
+            )
         finally:
             self._db.execute("DETACH DATABASE aside")
         return dest, moved
@@ -296,21 +345,47 @@ class TrialStore:
         return {step: _contribution_from(c) for step, c in raw.items()}
 
     def save(self, trial: Trial) -> None:
-        meas = json.dumps([
-            {"workload": list(m.workload), "samples": list(m.samples), "throttled": m.throttled, "numbers": list(m.numbers),
-             "reference": list(m.reference), **({"joules": list(m.joules)} if m.joules else {}),
-             **({"metric": list(m.metric)} if m.metric else {})}
-            for m in trial.measurements
-        ])
-        self._write(f"trial {trial.index} ({trial.flagset.describe()})", [(
-            "INSERT OR REPLACE INTO trials (spec, key, idx, choices, flags, status, reason, measurements, "
-            "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, "
-            "binary_bytes, device_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                self.spec, trial.flagset.key, trial.index, json.dumps(trial.flagset.choices),
-                json.dumps(list(trial.flagset.flags)), trial.status.value, trial.reason, meas,
-                trial.build_seconds, trial.bench_seconds, trial.wall_seconds, trial.compile_command,
-                trial.fingerprint, trial.same_code_as, json.dumps([k.__dict__ for k in trial.kernels]), trial.gpu,
-                trial.binary_bytes, trial.device_bytes,
-            ),
-        )])
+        meas = json.dumps(
+            [
+                {
+                    "workload": list(m.workload),
+                    "samples": list(m.samples),
+                    "throttled": m.throttled,
+                    "numbers": list(m.numbers),
+                    "reference": list(m.reference),
+                    **({"joules": list(m.joules)} if m.joules else {}),
+                    **({"metric": list(m.metric)} if m.metric else {}),
+                }
+                for m in trial.measurements
+            ]
+        )
+        self._write(
+            f"trial {trial.index} ({trial.flagset.describe()})",
+            [
+                (
+                    "INSERT OR REPLACE INTO trials (spec, key, idx, choices, flags, status, reason, measurements, "
+                    "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, "
+                    "binary_bytes, device_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        self.spec,
+                        trial.flagset.key,
+                        trial.index,
+                        json.dumps(trial.flagset.choices),
+                        json.dumps(list(trial.flagset.flags)),
+                        trial.status.value,
+                        trial.reason,
+                        meas,
+                        trial.build_seconds,
+                        trial.bench_seconds,
+                        trial.wall_seconds,
+                        trial.compile_command,
+                        trial.fingerprint,
+                        trial.same_code_as,
+                        json.dumps([k.__dict__ for k in trial.kernels]),
+                        trial.gpu,
+                        trial.binary_bytes,
+                        trial.device_bytes,
+                    ),
+                )
+            ],
+        )

@@ -81,10 +81,23 @@ def trial_interval(trial: Trial, baseline: Trial, lower_is_better: bool) -> tupl
 
 
 def _validation(v: Validation) -> dict:
-    return {"flags": list(v.flagset.flags), "accepted": v.accepted, "reason": v.reason, "speedup": v.geomean_speedup,
-            "ci": [v.geomean_ci_low, v.geomean_ci_high],
-            "workloads": [{"workload": list(w.workload), "speedup": w.speedup, "ci": [w.ci_low, w.ci_high],
-                           "p_value": w.p_value, "rounds": len(w.baseline)} for w in v.workloads]}
+    return {
+        "flags": list(v.flagset.flags),
+        "accepted": v.accepted,
+        "reason": v.reason,
+        "speedup": v.geomean_speedup,
+        "ci": [v.geomean_ci_low, v.geomean_ci_high],
+        "workloads": [
+            {
+                "workload": list(w.workload),
+                "speedup": w.speedup,
+                "ci": [w.ci_low, w.ci_high],
+                "p_value": w.p_value,
+                "rounds": len(w.baseline),
+            }
+            for w in v.workloads
+        ],
+    }
 
 
 def winner_source(winner: Validation, finalists: list[Validation]) -> str:
@@ -93,18 +106,26 @@ def winner_source(winner: Validation, finalists: list[Validation]) -> str:
     dropped flags: its own rounds, so its numbers differ from the full set's row). A confirmed winner's numbers
     are the confirmation's (winner_numbers); its source is the validation that accepted its flags."""
     if winner.estimate == "confirmation":
-        return "finalists" if any(tuple(v.flagset.flags) == tuple(winner.flagset.flags) for v in finalists) \
+        return (
+            "finalists"
+            if any(tuple(v.flagset.flags) == tuple(winner.flagset.flags) for v in finalists)
             else "minimal set"
-    same = any(tuple(v.flagset.flags) == tuple(winner.flagset.flags)
-               and math.isclose(v.geomean_speedup, winner.geomean_speedup, rel_tol=1e-9) for v in finalists)
+        )
+    same = any(
+        tuple(v.flagset.flags) == tuple(winner.flagset.flags)
+        and math.isclose(v.geomean_speedup, winner.geomean_speedup, rel_tol=1e-9)
+        for v in finalists
+    )
     return "finalists" if same else "minimal set"
 
 
 def _untested(winner: Validation, contributions: tuple[Contribution, ...], effects) -> dict:
     """The written flags no ablation step showed to matter, and the headline's words for them."""
     flags = untested_flags(winner.flagset, contributions)
-    return {"untested_flags": list(flags),
-            "untested_line": untested_line(flags, harmful_effects(flags, effects)) if flags else ""}
+    return {
+        "untested_flags": list(flags),
+        "untested_line": untested_line(flags, harmful_effects(flags, effects)) if flags else "",
+    }
 
 
 def harmful_effects(flags, effects) -> dict[str, tuple[float, float, float]]:
@@ -113,8 +134,14 @@ def harmful_effects(flags, effects) -> dict[str, tuple[float, float, float]]:
 
 
 def _contribution(c: Contribution) -> dict:
-    return {"dimension": c.dimension, "flags": list(c.flags), "speedup": c.speedup, "ci": [c.ci_low, c.ci_high],
-            "kept": c.kept, "reason": c.reason}
+    return {
+        "dimension": c.dimension,
+        "flags": list(c.flags),
+        "speedup": c.speedup,
+        "ci": [c.ci_low, c.ci_high],
+        "kept": c.kept,
+        "reason": c.reason,
+    }
 
 
 def _metric_cost(t: Trial, spec) -> float | None:
@@ -126,59 +153,114 @@ def _metric_cost(t: Trial, spec) -> float | None:
     return value if spec.metric.lower_is_better else 1.0 / value
 
 
-def build(setup, result: TuneResult, *, speedup_of: Callable[[Trial], float | None],
-          interval_of: Callable[[Trial], tuple[float, float] | None], effects, noise: float, paired: bool,
-          min_gain: float, finalists: list[Validation], confirmations: list[Validation],
-          timings: dict[str, float], per_file: dict | None = None, events: list[dict] | None = None,
-          prior: dict | None = None) -> dict:
+def build(
+    setup,
+    result: TuneResult,
+    *,
+    speedup_of: Callable[[Trial], float | None],
+    interval_of: Callable[[Trial], tuple[float, float] | None],
+    effects,
+    noise: float,
+    paired: bool,
+    min_gain: float,
+    finalists: list[Validation],
+    confirmations: list[Validation],
+    timings: dict[str, float],
+    per_file: dict | None = None,
+    events: list[dict] | None = None,
+    prior: dict | None = None,
+) -> dict:
     """`events`: the tune's notes, warnings and stage results as its event stream carried them (event_records)."""
     spec = setup.spec
     trials = []
     for t in sorted(result.trials, key=lambda t: t.index):
         speed = speedup_of(t)
         ci = interval_of(t)
-        trials.append({
-            "index": t.index, "flags": list(t.flagset.flags), "status": t.status.value, "reason": t.reason,
-            "speedup": speed, "ci": list(ci) if ci else None, "medians": list(t.medians()) if t.valid else [],
-            "gpu": t.gpu or None, "same_code_as": t.same_code_as, "build_seconds": round(t.build_seconds, 3),
-            "bench_seconds": round(t.bench_seconds, 3), "wall_seconds": round(t.wall_seconds, 3),
-            "binary_bytes": t.binary_bytes, "device_bytes": t.device_bytes, "energy_joules": t.joules_per_run(),
-            "metric_cost": _metric_cost(t, spec),
-            "throttled": any(m.throttled for m in t.measurements), "kernels": [asdict(k) for k in t.kernels],
-        })
+        trials.append(
+            {
+                "index": t.index,
+                "flags": list(t.flagset.flags),
+                "status": t.status.value,
+                "reason": t.reason,
+                "speedup": speed,
+                "ci": list(ci) if ci else None,
+                "medians": list(t.medians()) if t.valid else [],
+                "gpu": t.gpu or None,
+                "same_code_as": t.same_code_as,
+                "build_seconds": round(t.build_seconds, 3),
+                "bench_seconds": round(t.bench_seconds, 3),
+                "wall_seconds": round(t.wall_seconds, 3),
+                "binary_bytes": t.binary_bytes,
+                "device_bytes": t.device_bytes,
+                "energy_joules": t.joules_per_run(),
+                "metric_cost": _metric_cost(t, spec),
+                "throttled": any(m.throttled for m in t.measurements),
+                "kernels": [asdict(k) for k in t.kernels],
+            }
+        )
     w = result.winner
-    return finite({
-        "schema": SCHEMA, "tool_version": __version__, "target": spec.target, "language": setup.project.language,
-        "arch": setup.devices.cuda_arch or None, "device": setup.devices.device, "compute_capability": setup.devices.compute_capability or None,
-        "compiler": f"{setup.project.toolchain.compiler_id} {setup.project.toolchain.version}", "build_type": setup.project.build_type or None,
-        "source_dir": str(spec.source_dir), "build_dir": str(spec.build_dir),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "executor": getattr(spec, "executor", "local"), "gpus": [g.device for g in setup.devices.gpus],
-        "replay": setup.replay is not None,
-        "settings": {"budget": spec.budget, "seed": spec.seed, "workers": spec.workers, "repeats": spec.repeats,
-                     "max_repeats": spec.max_repeats, "warmup": spec.warmup, "min_rounds": spec.min_rounds,
-                     "max_rounds": spec.max_rounds, "time_limit": spec.time_limit,
-                     "per_file_budget": spec.per_file_budget},
-        "metric": {"name": spec.metric.name, "pattern": spec.metric.label,
-                   "lower_is_better": spec.metric.lower_is_better},
-        "objective": spec.objective,
-        "workloads": [list(x) for x in spec.workloads],
-        "baseline": {"medians": list(result.baseline.medians()), "noise": noise, "paired": paired},
-        "min_gain": min_gain,
-        "winner": None if w is None else {**{k: v for k, v in _validation(w).items() if k not in ("accepted", "reason")},
-                                          "source": winner_source(w, finalists),
-                                          "numbers": w.estimate or "deciding rounds",
-                                          **_untested(w, result.contributions, effects)},
-        "finalists": [_validation(v) for v in finalists],
-        "confirmations": [_validation(v) for v in confirmations],
-        "ablation": [_contribution(c) for c in result.contributions],
-        "flag_effects": [{"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with}
-                         for e in effects],
-        "per_file": per_file,  # per_file.Plan.as_dict(): kernel time by file, the files tuned separately
-        "prior": prior,  # tune/prior_use.py: the prior's source, first trials and per value predicted vs measured
-        "trials": trials, "notes": list(result.notes), "toml": result.toml_path, "events": events or [],
-        "timings": {k: round(v, 3) if isinstance(v, float) else v for k, v in timings.items()},
-    })
+    return finite(
+        {
+            "schema": SCHEMA,
+            "tool_version": __version__,
+            "target": spec.target,
+            "language": setup.project.language,
+            "arch": setup.devices.cuda_arch or None,
+            "device": setup.devices.device,
+            "compute_capability": setup.devices.compute_capability or None,
+            "compiler": f"{setup.project.toolchain.compiler_id} {setup.project.toolchain.version}",
+            "build_type": setup.project.build_type or None,
+            "source_dir": str(spec.source_dir),
+            "build_dir": str(spec.build_dir),
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "executor": getattr(spec, "executor", "local"),
+            "gpus": [g.device for g in setup.devices.gpus],
+            "replay": setup.replay is not None,
+            "settings": {
+                "budget": spec.budget,
+                "seed": spec.seed,
+                "workers": spec.workers,
+                "repeats": spec.repeats,
+                "max_repeats": spec.max_repeats,
+                "warmup": spec.warmup,
+                "min_rounds": spec.min_rounds,
+                "max_rounds": spec.max_rounds,
+                "time_limit": spec.time_limit,
+                "per_file_budget": spec.per_file_budget,
+            },
+            "metric": {
+                "name": spec.metric.name,
+                "pattern": spec.metric.label,
+                "lower_is_better": spec.metric.lower_is_better,
+            },
+            "objective": spec.objective,
+            "workloads": [list(x) for x in spec.workloads],
+            "baseline": {"medians": list(result.baseline.medians()), "noise": noise, "paired": paired},
+            "min_gain": min_gain,
+            "winner": None
+            if w is None
+            else {
+                **{k: v for k, v in _validation(w).items() if k not in ("accepted", "reason")},
+                "source": winner_source(w, finalists),
+                "numbers": w.estimate or "deciding rounds",
+                **_untested(w, result.contributions, effects),
+            },
+            "finalists": [_validation(v) for v in finalists],
+            "confirmations": [_validation(v) for v in confirmations],
+            "ablation": [_contribution(c) for c in result.contributions],
+            "flag_effects": [
+                {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with}
+                for e in effects
+            ],
+            "per_file": per_file,  # per_file.Plan.as_dict(): kernel time by file, the files tuned separately
+            "prior": prior,  # tune/prior_use.py: the prior's source, first trials and per value predicted vs measured
+            "trials": trials,
+            "notes": list(result.notes),
+            "toml": result.toml_path,
+            "events": events or [],
+            "timings": {k: round(v, 3) if isinstance(v, float) else v for k, v in timings.items()},
+        }
+    )
 
 
 KEPT_EVENTS = ("note", "warning", "stage")  # what of the event stream the summary keeps (progress is the trials),
@@ -188,9 +270,11 @@ KEPT_EVENTS = ("note", "warning", "stage")  # what of the event stream the summa
 def event_records(events) -> list[dict]:
     """The summary's record of a tune's events (model.events.Event) of the KEPT_EVENTS kinds: kind, stage,
     text and the event's data as JSON values (anything else as its text)."""
-    return [{"kind": e.kind, "stage": e.stage, "text": e.text,
-             "data": json.loads(json.dumps(dict(e.data), default=str))} for e in events
-            if e.kind in KEPT_EVENTS or e.data.get("prior")]
+    return [
+        {"kind": e.kind, "stage": e.stage, "text": e.text, "data": json.loads(json.dumps(dict(e.data), default=str))}
+        for e in events
+        if e.kind in KEPT_EVENTS or e.data.get("prior")
+    ]
 
 
 def finite(value):

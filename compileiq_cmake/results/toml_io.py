@@ -33,15 +33,18 @@ _HEADER = "# Written by compileiq_cmake: tuned compiler flags. Commit it; config
 def _load_document(path: Path) -> dict:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
-        raise ResultFileError(f"{path} is {size} bytes; a compileiq.toml holds at most {MAX_FILE_BYTES >> 20} MiB: "
-                             "is it the right file?")
+        raise ResultFileError(
+            f"{path} is {size} bytes; a compileiq.toml holds at most {MAX_FILE_BYTES >> 20} MiB: is it the right file?"
+        )
     try:
         return tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ResultFileError(f"{path} is not valid TOML: {exc}") from None
     except RecursionError:
-        raise ResultFileError(f"{path} nests arrays or tables too deeply to be read; a compileiq.toml nests a few "
-                             "levels: is it the right file?") from None
+        raise ResultFileError(
+            f"{path} nests arrays or tables too deeply to be read; a compileiq.toml nests a few "
+            "levels: is it the right file?"
+        ) from None
     except OSError as exc:
         raise ResultFileError(f"cannot read {path}: {exc.strerror or exc}") from None
 
@@ -53,13 +56,20 @@ def read_entries(path: Path) -> list[FlagsEntry]:
     version = data.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:  # not `true`, which equals 1 in Python
         newer = type(version) is int and version > SCHEMA_VERSION
-        raise ResultFileError(f"{path}: schema_version must be {SCHEMA_VERSION}; " + (
-            f"it is {version}: written by a newer compileiq_cmake? upgrade it" if newer
-            else f"it is {short_repr(version)}: was it written by compileiq_cmake?"))
+        raise ResultFileError(
+            f"{path}: schema_version must be {SCHEMA_VERSION}; "
+            + (
+                f"it is {version}: written by a newer compileiq_cmake? upgrade it"
+                if newer
+                else f"it is {short_repr(version)}: was it written by compileiq_cmake?"
+            )
+        )
     unknown = sorted(data.keys() - set(_TOP_LEVEL))
     if unknown:
-        raise ResultFileError(f"{path}: unknown top-level key {', '.join(repr(k) for k in unknown)}; a compileiq.toml "
-                             "holds only schema_version and [[entry]] tables")
+        raise ResultFileError(
+            f"{path}: unknown top-level key {', '.join(repr(k) for k in unknown)}; a compileiq.toml "
+            "holds only schema_version and [[entry]] tables"
+        )
     raw_entries = data.get("entry", [])
     if not isinstance(raw_entries, list):
         raise ResultFileError(f"{path}: 'entry' must be an array of tables ([[entry]])")
@@ -78,8 +88,10 @@ class Replacement:
 
 def _describe(e: FlagsEntry) -> str:
     gain = "energy gain" if e.objective == "energy" else "speedup"
-    return (f"flags '{' '.join(e.flags) or '(the project own)'}', {gain} {e.speedup:.2f}x, "
-            f"checked by {', '.join(e.checks) or 'nothing recorded'}")
+    return (
+        f"flags '{' '.join(e.flags) or '(the project own)'}', {gain} {e.speedup:.2f}x, "
+        f"checked by {', '.join(e.checks) or 'nothing recorded'}"
+    )
 
 
 def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> Replacement:
@@ -93,23 +105,44 @@ def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> R
         return Replacement(None, True, f"new entry for {where}")
     change = f"{where} (old: {_describe(old)}; new: {_describe(new)})"
     if old.build_type and old.build_type != new.build_type and not replace:
-        return Replacement(old, False, (
-            f"not replacing the entry for {where}: it was tuned for the {old.build_type} build type and this tune "
-            f"for {new.build_type or 'no build type'}; tune --config {old.build_type}, or pass --replace to replace "
-            "it anyway"))
+        return Replacement(
+            old,
+            False,
+            (
+                f"not replacing the entry for {where}: it was tuned for the {old.build_type} build type and this tune "
+                f"for {new.build_type or 'no build type'}; tune --config {old.build_type}, or pass --replace to replace "
+                "it anyway"
+            ),
+        )
     if old.objective != new.objective and not replace:
-        return Replacement(old, False, (
-            f"not replacing the entry for {where}: it was tuned for {old.objective} and this tune for "
-            f"{new.objective}; write this tune to another file (-o), or pass --replace to replace it"))
+        return Replacement(
+            old,
+            False,
+            (
+                f"not replacing the entry for {where}: it was tuned for {old.objective} and this tune for "
+                f"{new.objective}; write this tune to another file (-o), or pass --replace to replace it"
+            ),
+        )
     if numerics_checked(old) and not numerics_checked(new) and not replace:
         checked = ", ".join(c for c in old.checks if c in NUMERICS_CHECKS)
-        return Replacement(old, False, (
-            f"not replacing the entry for {change}: the old one was checked for numerics ({checked}) and this tune "
-            "was not; tune with --compare-output or --compare-file, or pass --replace to replace it anyway"))
+        return Replacement(
+            old,
+            False,
+            (
+                f"not replacing the entry for {change}: the old one was checked for numerics ({checked}) and this tune "
+                "was not; tune with --compare-output or --compare-file, or pass --replace to replace it anyway"
+            ),
+        )
     if not replace and same_identity(old, new) and new.speedup < old.speedup:
-        return Replacement(old, False, (
-            f"kept the entry for {change}: the old one was validated faster on the same sources, compile flags, "
-            "compiler, build type and GPU; pass --replace to write this tune's instead"), kept=True)
+        return Replacement(
+            old,
+            False,
+            (
+                f"kept the entry for {change}: the old one was validated faster on the same sources, compile flags, "
+                "compiler, build type and GPU; pass --replace to write this tune's instead"
+            ),
+            kept=True,
+        )
     return Replacement(old, True, f"replacing the entry for {change}")
 
 
@@ -159,11 +192,16 @@ def _locked(target: Path, wait: float, log: Callable[[str], None] | None) -> Ite
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline:
-                    raise ResultFileError(f"{lock} stayed locked by another process for {wait:.0f} s (a writer that "
-                                         f"hangs? 'fuser {lock}' names it)") from None
+                    raise ResultFileError(
+                        f"{lock} stayed locked by another process for {wait:.0f} s (a writer that "
+                        f"hangs? 'fuser {lock}' names it)"
+                    ) from None
                 if log is not None and not said:
-                    as_stream(log).info(f"waiting for another process's lock on {lock} (at most {wait:.0f} s)",
-                                        lock=str(lock), wait=wait)
+                    as_stream(log).info(
+                        f"waiting for another process's lock on {lock} (at most {wait:.0f} s)",
+                        lock=str(lock),
+                        wait=wait,
+                    )
                     said = True
                 time.sleep(0.1)
         yield
@@ -204,7 +242,9 @@ def _failure(path: Path, exc: Exception) -> str:
     return f"could not write {path}: {type(exc).__name__}: {exc}"
 
 
-def _save_fallback(path: Path, exc: Exception, entry: FlagsEntry, text: str, fallback_dir: Path | None) -> ResultFileError:
+def _save_fallback(
+    path: Path, exc: Exception, entry: FlagsEntry, text: str, fallback_dir: Path | None
+) -> ResultFileError:
     """Keep the result when path cannot be written: the document in fallback_dir; the error to raise."""
     why = _failure(path, exc)
     flags = f"the tuned flags of {entry.target} were: {' '.join(entry.flags) or '(none)'}"
@@ -218,12 +258,20 @@ def _save_fallback(path: Path, exc: Exception, entry: FlagsEntry, text: str, fal
         saved.write_text(text)
     except OSError as exc2:
         return ResultFileError(f"{why}; saving it to {saved} failed too ({exc2.strerror or exc2}); {flags}")
-    return ResultFileError(f"{why}; the entry for {entry.target} was saved to {saved}: copy that file over {path} "
-                          "(or merge its [[entry]]) once the problem is fixed")
+    return ResultFileError(
+        f"{why}; the entry for {entry.target} was saved to {saved}: copy that file over {path} "
+        "(or merge its [[entry]]) once the problem is fixed"
+    )
 
 
-def write_entry(path: Path, entry: FlagsEntry, fallback_dir: Path | None = None, replace: bool = True,
-                log: Callable[[str], None] | None = None, lock_wait: float | None = None) -> Replacement:
+def write_entry(
+    path: Path,
+    entry: FlagsEntry,
+    fallback_dir: Path | None = None,
+    replace: bool = True,
+    log: Callable[[str], None] | None = None,
+    lock_wait: float | None = None,
+) -> Replacement:
     """Merge the entry into the file (replacing one with the same target/language/arch). Under an flock on
     <file>.lock (another holder: `log` says so, and the write waits up to lock_wait seconds, default
     LOCK_WAIT_SECONDS), the file is re-read, merged and atomically replaced, so concurrent writers lose
@@ -266,6 +314,7 @@ def check_output_writable(path: Path) -> None:
             raise ResultFileError(f"{exc}; fix or remove {path} before tuning: its entry could not be added") from None
     lock = _lock_path(target)
     if lock.is_dir():
-        raise ResultFileError(f"the lock file {lock} is a directory, so {path} could not be written after the tune; "
-                             "remove it")
+        raise ResultFileError(
+            f"the lock file {lock} is a directory, so {path} could not be written after the tune; remove it"
+        )
     check_creatable(target, "--output")

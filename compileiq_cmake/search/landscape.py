@@ -126,8 +126,9 @@ class Landscape:
         if isinstance(rel_sd, bool) or not isinstance(rel_sd, (int, float)) or not math.isfinite(rel_sd) or rel_sd < 0:
             raise _fail(source, "meta.noise.rel_sd (relative standard deviation of one sample) is missing or invalid")
         self.noise: float = float(rel_sd)
-        self._by_tokens = {tok: (d, i) for d, dim in enumerate(self.dimensions)
-                           for i, v in enumerate(dim.values) for tok in v}
+        self._by_tokens = {
+            tok: (d, i) for d, dim in enumerate(self.dimensions) for i, v in enumerate(dim.values) for tok in v
+        }
         self._ignored = self._rule_tokens()
 
     # ---- reading
@@ -138,7 +139,11 @@ class Landscape:
         dims, names, tokens = [], set(), set()
         catalogue = numerics_traits(self.family)  # the traits a dimension does not state itself
         for k, d in enumerate(raw):
-            if not isinstance(d, Mapping) or not isinstance(d.get("name"), str) or not isinstance(d.get("values"), list):
+            if (
+                not isinstance(d, Mapping)
+                or not isinstance(d.get("name"), str)
+                or not isinstance(d.get("values"), list)
+            ):
                 raise _fail(src, f"dimension {k} needs a name and a list of values")
             if d["name"] in names:
                 raise _fail(src, f"dimension {d['name']} appears twice")
@@ -164,8 +169,15 @@ class Landscape:
                     if not isinstance(d[key], bool):
                         raise _fail(src, f"dimension {d['name']}: {key} must be true or false")
                     traits[k] = d[key]
-            dims.append(Dimension(name=d["name"], help=str(d.get("help", "")), values=tuple(values),
-                                  unsafe_numerics=traits[0], relaxes_numerics=traits[1]))
+            dims.append(
+                Dimension(
+                    name=d["name"],
+                    help=str(d.get("help", "")),
+                    values=tuple(values),
+                    unsafe_numerics=traits[0],
+                    relaxes_numerics=traits[1],
+                )
+            )
         return tuple(dims)
 
     def _read_codes(self, raw: Any) -> tuple[LandscapeCode, ...]:
@@ -184,7 +196,8 @@ class Landscape:
                 raise _fail(src, f"code {k}: valid must be true exactly when status is 'ok'")
             times = c.get("time_us", [])
             if not isinstance(times, list) or not all(
-                    isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0 for t in times):
+                isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0 for t in times
+            ):
                 raise _fail(src, f"code {k}: time_us must be a list of positive numbers")
             if valid and not times:
                 raise _fail(src, f"code {k}: a valid code needs at least one time sample")
@@ -196,11 +209,19 @@ class Landscape:
             error = c.get("error")
             if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float))):
                 raise _fail(src, f"code {k}: error must be a number or null")
-            out.append(LandscapeCode(
-                id=k, digest=digest, status=status, valid=valid, time_us=tuple(float(t) for t in times),
-                error=None if error is None else float(error), registers=c.get("regs"), spill_bytes=c.get("spill"),
-                message=str(c.get("message", "")),
-            ))
+            out.append(
+                LandscapeCode(
+                    id=k,
+                    digest=digest,
+                    status=status,
+                    valid=valid,
+                    time_us=tuple(float(t) for t in times),
+                    error=None if error is None else float(error),
+                    registers=c.get("regs"),
+                    spill_bytes=c.get("spill"),
+                    message=str(c.get("message", "")),
+                )
+            )
         return tuple(out)
 
     def _read_points(self, raw: Any) -> dict[tuple[int, ...], int]:
@@ -277,8 +298,14 @@ class Landscape:
         code = self.codes[code_id]
         flags = tuple(t for d, i in zip(self.dimensions, choices) for t in d.values[i])
         samples = tuple(self._default_us / t for t in code.time_us)
-        return LandscapePoint(choices=choices, flags=flags, code=code, speedup_samples=samples, noise=self.noise,
-                              default_time_us=self._default_us)
+        return LandscapePoint(
+            choices=choices,
+            flags=flags,
+            code=code,
+            speedup_samples=samples,
+            noise=self.noise,
+            default_time_us=self._default_us,
+        )
 
     def points(self) -> Iterator[LandscapePoint]:
         for choices, code in self._points.items():
@@ -331,8 +358,11 @@ class Landscape:
         for p in self.points():
             if not p.valid:
                 continue
-            if best is None or (p.speedup, -len(p.flags), tuple(-c for c in p.choices)) > \
-                    (best.speedup, -len(best.flags), tuple(-c for c in best.choices)):
+            if best is None or (p.speedup, -len(p.flags), tuple(-c for c in p.choices)) > (
+                best.speedup,
+                -len(best.flags),
+                tuple(-c for c in best.choices),
+            ):
                 best = p
         assert best is not None  # the default point is valid
         return best
@@ -344,5 +374,7 @@ class Landscape:
         kind = "SYNTHETIC landscape" if self.synthetic else "recorded landscape"
         gpu = (self.meta.get("gpu") or {}).get("name") or "no GPU"
         best = self.best_valid()
-        return (f"{kind} {self.kernel or self.source} ({gpu}): {len(self)} points, {self.unique_codes()} codes, "
-                f"best valid {best.speedup:.3f}x, noise {100 * self.noise:.2f}%")
+        return (
+            f"{kind} {self.kernel or self.source} ({gpu}): {len(self)} points, {self.unique_codes()} codes, "
+            f"best valid {best.speedup:.3f}x, noise {100 * self.noise:.2f}%"
+        )

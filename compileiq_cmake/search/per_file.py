@@ -78,10 +78,15 @@ class Plan:
     proposals: tuple[FlagSet, ...]
 
     def as_dict(self) -> dict:
-        return {"start": list(self.start.flagset.flags), "unmapped_share": round(self.unmapped, 4),
-                "files": [{"path": s.path, "share": round(s.share, 4), "kernels": list(s.kernels),
-                           "tuned": s in self.files} for s in self.shares],
-                "proposals": len(self.proposals)}
+        return {
+            "start": list(self.start.flagset.flags),
+            "unmapped_share": round(self.unmapped, 4),
+            "files": [
+                {"path": s.path, "share": round(s.share, 4), "kernels": list(s.kernels), "tuned": s in self.files}
+                for s in self.shares
+            ],
+            "proposals": len(self.proposals),
+        }
 
 
 def _kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tuple[str, ...]]:
@@ -95,20 +100,23 @@ def _kernels_by_file(context: PerFileContext, tree: VariantTree) -> dict[str, tu
         if obj is None or not obj.is_file() or not src.is_relative_to(source_dir):
             continue
         out[src.relative_to(source_dir).as_posix()] = tuple(
-            dict.fromkeys(kernel_name(k.name) for k in context.fingerprints.combined([obj]).kernels))
+            dict.fromkeys(kernel_name(k.name) for k in context.fingerprints.combined([obj]).kernels)
+        )
     return out
 
 
-def measured_shares(context: PerFileContext, tree: VariantTree, runner: Runner, collector: Path
-                    ) -> tuple[tuple[kernel_times.FileShare, ...], float]:
+def measured_shares(
+    context: PerFileContext, tree: VariantTree, runner: Runner, collector: Path
+) -> tuple[tuple[kernel_times.FileShare, ...], float]:
     """Kernel time by file of what `tree` holds built: one run per workload with the CUPTI collector, the
     kernels mapped to the files whose objects define them, averaged over the workloads (the per-file stage's
     plan and the hot-file focus); CompileIQError says why not (a run failed, no kernel was seen)."""
     kernels_of = _kernels_by_file(context, tree)
     per_workload = []
     for workload in context.workloads:
-        _, times = kernel_times.run_with_collector(runner, tree, workload, collector,
-                                                   context.state_dir / "cupti" / "kernel-times.tsv")
+        _, times = kernel_times.run_with_collector(
+            runner, tree, workload, collector, context.state_dir / "cupti" / "kernel-times.tsv"
+        )
         if not times:
             raise CompileIQError("the benchmark launched no kernel that the CUPTI collector saw")
         per_workload.append(kernel_times.file_shares(times, kernels_of))
@@ -127,7 +135,9 @@ def _start(trials: dict[str, Trial], loss_of: Callable[[Trial], float]) -> Trial
     return min(valid, key=lambda t: (loss_of(t), len(t.flagset.flags)))
 
 
-def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float]]) -> tuple[tuple[kernel_times.FileShare, ...], float]:
+def _averaged(
+    per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float]],
+) -> tuple[tuple[kernel_times.FileShare, ...], float]:
     """Shares averaged over the workloads (each workload weighs the same in the tune's loss)."""
     n = len(per_workload)
     total: dict[str, float] = {}
@@ -142,15 +152,16 @@ def _averaged(per_workload: list[tuple[tuple[kernel_times.FileShare, ...], float
     return out, sum(u for _, u in per_workload) / n
 
 
-def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int) -> list[FlagSet]:
+def candidates(
+    context: PerFileContext, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int
+) -> list[FlagSet]:
     """Single changes of the searched space for each file, on top of `start`: every value of a dimension
     other than the one `start` has (not the project's own value: a per-file flag can add, not take away;
     not one the global flags make redundant, not one that static screening saw change none of the file's
     kernels), numerics-relaxing values first (with a prior: in order of its predicted score, confidently
     harmful ones last); the files take turns, largest share first, up to `budget`."""
     chosen = dict(start.choices)
-    screen = {key: frozenset(kernel_name(k) for k in names)
-              for key, names in context.screen_kernels.items()}
+    screen = {key: frozenset(kernel_name(k) for k in names) for key, names in context.screen_kernels.items()}
     per_file: list[list[FlagSet]] = []
     prior = context.prior
     for f in files:
@@ -161,14 +172,19 @@ def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_time
             for i, value in enumerate(d.values[1:], start=1):
                 if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):
                     continue
-                if set(canonical_flags(start.flags + value, context.space.family)) == set(canonical_flags(start.flags, context.space.family)):
+                if set(canonical_flags(start.flags + value, context.space.family)) == set(
+                    canonical_flags(start.flags, context.space.family)
+                ):
                     continue  # redundant next to the global flags (e.g. --ftz=true under --use_fast_math)
                 changed = screen.get((d.name, value))
                 if changed is not None and not changed & set(f.kernels):
                     continue  # static screening: it changes no kernel of this file
                 tokens = tuple(build_flags.source_token(f.path, t) for t in value)
-                order = (0 if d.relaxes_numerics else 1,) if prior is None else \
-                    (prior.of(n, i).harmful, -prior.of(n, i).score, 0 if d.relaxes_numerics else 1)
+                order = (
+                    (0 if d.relaxes_numerics else 1,)
+                    if prior is None
+                    else (prior.of(n, i).harmful, -prior.of(n, i).score, 0 if d.relaxes_numerics else 1)
+                )
                 mine.append((order, FlagSet(start.choices, start.flags + tokens)))
         per_file.append([fs for _, fs in sorted(mine, key=lambda x: x[0])])
     out: list[FlagSet] = []
@@ -179,8 +195,16 @@ def candidates(context: PerFileContext, start: FlagSet, files: tuple[kernel_time
     return out
 
 
-def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runner, trials: dict[str, Trial],
-         loss_of: Callable[[Trial], float], budget: int, log: EventStream | Lines) -> Plan | None:
+def plan(
+    context: PerFileContext,
+    tree: VariantTree,
+    build: Build,
+    runner: Runner,
+    trials: dict[str, Trial],
+    loss_of: Callable[[Trial], float],
+    budget: int,
+    log: EventStream | Lines,
+) -> Plan | None:
     """The per-file proposals, or None (a note says why when the stage could have applied). `log`: the tune's
     event stream (or a function of a line)."""
     log = as_stream(log)
@@ -195,8 +219,9 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
     if context.focused:
         return skip("the hot-file focus tuned the flags of the target's hot files already")
     if type(runner).run is not Runner.run:
-        return skip("per-kernel times are measured by the local executor only (this tune runs on "
-                    f"{type(runner).__name__})")
+        return skip(
+            f"per-kernel times are measured by the local executor only (this tune runs on {type(runner).__name__})"
+        )
     if len(context.cuda_sources) < 2:
         return skip(f"{context.target} has one CUDA translation unit (its flags are the global ones)")
     if context.fingerprints is None:
@@ -214,17 +239,27 @@ def plan(context: PerFileContext, tree: VariantTree, build: Build, runner: Runne
     except CompileIQError as exc:
         return skip(str(exc))
     if not shares:
-        return skip(f"no kernel of the run is defined by an object of {context.target} (the kernel time is "
-                    "in libraries or other targets)")
+        return skip(
+            f"no kernel of the run is defined by an object of {context.target} (the kernel time is "
+            "in libraries or other targets)"
+        )
     shown = ", ".join(f"{s.path} {100 * s.share:.0f}%" for s in shares[:6])
-    log.info(f"kernel time by file (CUPTI, one run per workload, from {start.flagset.describe()}): {shown}"
-             + (f"; {100 * unmapped:.0f}% in kernels of no file of {context.target}" if unmapped >= 0.005 else ""),
-             stage="per-file", shares={s.path: s.share for s in shares}, unmapped=unmapped)
+    log.info(
+        f"kernel time by file (CUPTI, one run per workload, from {start.flagset.describe()}): {shown}"
+        + (f"; {100 * unmapped:.0f}% in kernels of no file of {context.target}" if unmapped >= 0.005 else ""),
+        stage="per-file",
+        shares={s.path: s.share for s in shares},
+        unmapped=unmapped,
+    )
     files = kernel_times.choose_files(shares)
     if not files:
         return skip("one file holds (nearly) all the kernel time")
     proposals = tuple(candidates(context, start.flagset, files, budget))
-    log.info(f"per-file stage: {len(proposals)} flag sets, single changes for "
-             f"{', '.join(f.path for f in files)} on top of {start.flagset.describe()}",
-             stage="per-file", proposals=len(proposals), files=[f.path for f in files])
+    log.info(
+        f"per-file stage: {len(proposals)} flag sets, single changes for "
+        f"{', '.join(f.path for f in files)} on top of {start.flagset.describe()}",
+        stage="per-file",
+        proposals=len(proposals),
+        files=[f.path for f in files],
+    )
     return Plan(start, shares, unmapped, files, proposals)

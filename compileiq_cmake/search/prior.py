@@ -67,28 +67,43 @@ class Observation:
     kind: str = ""
 
     def as_dict(self) -> dict:
-        return {"id": self.id, "source": self.source, "family": self.family, "arch": self.arch, "kind": self.kind,
-                "features": {k: round(float(v), 6) for k, v in self.features.items()},
-                "effects": {k: (None if v is None else round(float(v), 6)) for k, v in sorted(self.effects.items())}}
+        return {
+            "id": self.id,
+            "source": self.source,
+            "family": self.family,
+            "arch": self.arch,
+            "kind": self.kind,
+            "features": {k: round(float(v), 6) for k, v in self.features.items()},
+            "effects": {k: (None if v is None else round(float(v), 6)) for k, v in sorted(self.effects.items())},
+        }
 
     @staticmethod
     def from_dict(d: Mapping, where: str) -> "Observation":
         """An observation read from a file: every number finite, every name one printable line."""
         try:
-            o = Observation(id=str(d["id"]), source=str(d["source"]), family=str(d["family"]),
-                            arch=str(d.get("arch", "")), kind=str(d.get("kind", "")),
-                            features={str(k): float(v) for k, v in d["features"].items()},
-                            effects={str(k): (None if v is None else float(v)) for k, v in d["effects"].items()})
+            o = Observation(
+                id=str(d["id"]),
+                source=str(d["source"]),
+                family=str(d["family"]),
+                arch=str(d.get("arch", "")),
+                kind=str(d.get("kind", "")),
+                features={str(k): float(v) for k, v in d["features"].items()},
+                effects={str(k): (None if v is None else float(v)) for k, v in d["effects"].items()},
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CompileIQError(f"{where}: not a prior observation ({exc}); refit or re-export it") from exc
         numbers = {**o.features, **{k: v for k, v in o.effects.items() if v is not None}}
         wrong = next((k for k, v in numbers.items() if not math.isfinite(v)), None)
         if wrong is not None:
-            raise CompileIQError(f"{where}: observation {o.id[:40]!r}: {wrong[:40]!r} is {numbers[wrong]}, not a finite number")
+            raise CompileIQError(
+                f"{where}: observation {o.id[:40]!r}: {wrong[:40]!r} is {numbers[wrong]}, not a finite number"
+            )
         names = [o.id, o.source, o.family, o.arch, o.kind, *o.features, *o.effects]
         if any(len(n) > 300 or any(ord(c) < 32 or ord(c) == 127 for c in n) for n in names):
-            raise CompileIQError(f"{where}: observation {o.id[:40]!r}: a name holds control characters or is too "
-                                 "long; refit or re-export it")
+            raise CompileIQError(
+                f"{where}: observation {o.id[:40]!r}: a name holds control characters or is too "
+                "long; refit or re-export it"
+            )
         return o
 
 
@@ -99,14 +114,20 @@ class Hyper:
     features: tuple[str, ...] = ()  # empty: every observation is equally similar (the value's mean)
 
     def as_dict(self) -> dict:
-        return {"bandwidth": None if math.isinf(self.bandwidth) else self.bandwidth, "shrink": self.shrink,
-                "features": list(self.features)}
+        return {
+            "bandwidth": None if math.isinf(self.bandwidth) else self.bandwidth,
+            "shrink": self.shrink,
+            "features": list(self.features),
+        }
 
     @staticmethod
     def from_dict(d: Mapping) -> "Hyper":
         bw = d.get("bandwidth")
-        return Hyper(bandwidth=math.inf if bw is None else float(bw), shrink=float(d.get("shrink", 1.0)),
-                     features=tuple(str(f) for f in d.get("features", ())))
+        return Hyper(
+            bandwidth=math.inf if bw is None else float(bw),
+            shrink=float(d.get("shrink", 1.0)),
+            features=tuple(str(f) for f in d.get("features", ())),
+        )
 
 
 @dataclass(frozen=True)
@@ -190,7 +211,7 @@ def _moments(Y: np.ndarray, INV: np.ndarray, exclude: np.ndarray | None = None):
     n = valid.sum(axis=0)
     y0 = np.where(valid, Y, 0.0)
     ybar = np.where(n > 0, y0.sum(axis=0) / np.maximum(n, 1), 0.0)
-    var = np.where(n > 1, (np.where(valid, (Y - ybar) ** 2, 0.0)).sum(axis=0) / np.maximum(n - 1, 1), UNKNOWN_SD ** 2)
+    var = np.where(n > 1, (np.where(valid, (Y - ybar) ** 2, 0.0)).sum(axis=0) / np.maximum(n - 1, 1), UNKNOWN_SD**2)
     inv = np.where(seen, INV, 0.0).sum(axis=0)
     m = seen.sum(axis=0)
     pbar = (inv + 0.5) / (m + 1.0)
@@ -202,7 +223,7 @@ def _weights(Zq: np.ndarray, Z: np.ndarray, cols: Sequence[int], bandwidth: floa
     if not cols or math.isinf(bandwidth):
         return np.ones((Zq.shape[0], Z.shape[0]))
     d2 = ((Zq[:, None, cols] - Z[None, :, cols]) ** 2).mean(axis=2)
-    return np.exp(-d2 / (2 * bandwidth ** 2))
+    return np.exp(-d2 / (2 * bandwidth**2))
 
 
 def _predict(W: np.ndarray, Y: np.ndarray, INV: np.ndarray, ybar, var, pbar, shrink: float):
@@ -213,8 +234,8 @@ def _predict(W: np.ndarray, Y: np.ndarray, INV: np.ndarray, ybar, var, pbar, shr
     wv = W @ valid
     effect = (W @ y0 + shrink * ybar) / (wv + shrink)
     # sum_k w (y - e)^2 = sum w y^2 - 2 e sum w y + e^2 sum w
-    sq = W @ (y0 ** 2) - 2 * effect * (W @ y0) + effect ** 2 * wv
-    sd = np.sqrt(np.maximum(sq, 0.0) / (wv + shrink) + shrink * var / (wv + shrink) + SD_FLOOR ** 2)
+    sq = W @ (y0**2) - 2 * effect * (W @ y0) + effect**2 * wv
+    sd = np.sqrt(np.maximum(sq, 0.0) / (wv + shrink) + shrink * var / (wv + shrink) + SD_FLOOR**2)
     ws = W @ seen
     p_inv = (W @ np.where(seen, INV, 0.0) + shrink * pbar) / (ws + shrink)
     return effect, sd, p_inv, ws
@@ -223,8 +244,12 @@ def _predict(W: np.ndarray, Y: np.ndarray, INV: np.ndarray, ybar, var, pbar, shr
 class PriorModel:
     """Observations + hyper-parameters per family; `predict` and `predict_space` answer in milliseconds."""
 
-    def __init__(self, observations: Iterable[Observation], hyper: Mapping[str, Hyper] | None = None,
-                 provenance: Mapping | None = None) -> None:
+    def __init__(
+        self,
+        observations: Iterable[Observation],
+        hyper: Mapping[str, Hyper] | None = None,
+        provenance: Mapping | None = None,
+    ) -> None:
         self.observations = list(observations)
         self.hyper = dict(hyper or {})
         self.provenance = dict(provenance or {})
@@ -249,9 +274,13 @@ class PriorModel:
         return PriorModel.load(SHIPPED) if SHIPPED.is_file() else PriorModel([])
 
     def as_dict(self) -> dict:
-        return {"format": FORMAT, "version": VERSION, "provenance": self.provenance,
-                "hyper": {fam: h.as_dict() for fam, h in sorted(self.hyper.items())},
-                "observations": [o.as_dict() for o in self.observations]}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "provenance": self.provenance,
+            "hyper": {fam: h.as_dict() for fam, h in sorted(self.hyper.items())},
+            "observations": [o.as_dict() for o in self.observations],
+        }
 
     def save(self, path: Path | str) -> None:
         """One observation per line (diff-friendly); written to a temporary file first."""
@@ -284,8 +313,9 @@ class PriorModel:
             self._tables[family] = _Table.of(obs, FEATURE_NAMES)
         return self._tables[family]
 
-    def predict_keys(self, family: str, features: Mapping[str, float], keys: Sequence[str],
-                     arch: str = "") -> dict[str, Prediction]:
+    def predict_keys(
+        self, family: str, features: Mapping[str, float], keys: Sequence[str], arch: str = ""
+    ) -> dict[str, Prediction]:
         table = self._table(family)
         if table is None:
             return {k: UNKNOWN for k in keys}
@@ -307,14 +337,21 @@ class PriorModel:
             if j is None or support[0, j] <= 0:
                 out[k] = UNKNOWN
             else:
-                out[k] = Prediction(float(effect[0, j]), float(sd[0, j]) * widen, float(p_inv[0, j]),
-                                    float(support[0, j]))
+                out[k] = Prediction(
+                    float(effect[0, j]), float(sd[0, j]) * widen, float(p_inv[0, j]), float(support[0, j])
+                )
         return out
 
-    def predict_space(self, space: FlagSpace, features: Mapping[str, float], arch: str = "") -> dict[tuple[str, int], Prediction]:
+    def predict_space(
+        self, space: FlagSpace, features: Mapping[str, float], arch: str = ""
+    ) -> dict[tuple[str, int], Prediction]:
         """(dimension name, value index) -> Prediction for every non-default value of the space."""
-        keys = {(d.name, i): value_key(space.family, d.name, v) for d in space.dimensions
-                for i, v in enumerate(d.values) if i}
+        keys = {
+            (d.name, i): value_key(space.family, d.name, v)
+            for d in space.dimensions
+            for i, v in enumerate(d.values)
+            if i
+        }
         pred = self.predict_keys(space.family, features, sorted(set(keys.values())), arch)
         return {di: pred[k] for di, k in keys.items()}
 
@@ -329,8 +366,12 @@ class PriorModel:
                 continue
             hyper, score = fit_table(table)
             self.hyper[family] = hyper
-            report[family] = {"observations": len(table.obs), "values": len(table.keys), "loo_score": score,
-                              **hyper.as_dict()}
+            report[family] = {
+                "observations": len(table.obs),
+                "values": len(table.keys),
+                "loo_score": score,
+                **hyper.as_dict(),
+            }
         return report
 
 
@@ -348,7 +389,7 @@ def loo_score(table: _Table, cols: Sequence[int], bandwidth: float, shrink: floa
         exclude = np.zeros(n, dtype=bool)
         exclude[i] = True
         ybar, var, pbar = _moments(table.Y, table.INV, exclude)
-        e, _sd, p, _ = _predict(W[i:i + 1], table.Y, table.INV, ybar, var, pbar, shrink)
+        e, _sd, p, _ = _predict(W[i : i + 1], table.Y, table.INV, ybar, var, pbar, shrink)
         yi, ii = table.Y[i], table.INV[i]
         valid = ~np.isnan(yi)
         seen = ~np.isnan(ii)
@@ -397,8 +438,9 @@ class SpacePrior:
         return self.predictions.get((d, i), UNKNOWN)
 
 
-def space_prior(model: PriorModel, space: FlagSpace, features: Mapping[str, float], arch: str = "",
-                combinations: int = 2) -> SpacePrior:
+def space_prior(
+    model: PriorModel, space: FlagSpace, features: Mapping[str, float], arch: str = "", combinations: int = 2
+) -> SpacePrior:
     """The space's predictions and its first combinations: (1) per dimension the value of best score when it
     is confidently positive (effect - sd > 0) and rarely invalid, (2) per dimension the value of best score
     when positive; each added only when it builds other flags than the default and the ones before (with
@@ -408,8 +450,10 @@ def space_prior(model: PriorModel, space: FlagSpace, features: Mapping[str, floa
     preds = {(names.index(n), i): p for (n, i), p in by_name.items()}
     firsts: list[tuple[int, ...]] = []
     keys: set[str] = set()  # the flags they build: nvcc's rules may make two choices one build (fast math's)
-    rules = [lambda p: p.known and p.effect - p.sd > 0 and p.p_invalid < 0.2,
-             lambda p: p.known and p.effect > 0 and p.p_invalid < 0.5]
+    rules = [
+        lambda p: p.known and p.effect - p.sd > 0 and p.p_invalid < 0.2,
+        lambda p: p.known and p.effect > 0 and p.p_invalid < 0.5,
+    ]
     for rule in rules[:combinations]:
         choice = []
         for d, dim in enumerate(space.dimensions):

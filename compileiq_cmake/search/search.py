@@ -74,8 +74,9 @@ class NevergradSearch:
     """A nevergrad optimizer (a registry name) or a ConfPortfolio of several behind the cache. The shipped
     default before issue 5 was `NevergradSearch(..., optimizer=PORTFOLIO)`."""
 
-    def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
-                 optimizer: str | Sequence[str] = PORTFOLIO) -> None:
+    def __init__(
+        self, space: FlagSpace, budget: int, seed: int, workers: int, *, optimizer: str | Sequence[str] = PORTFOLIO
+    ) -> None:
         import nevergrad as ng  # noqa: PLC0415 (slow to import: only a search needs it, not every CLI command)
 
         self.space = space
@@ -133,9 +134,9 @@ class NevergradSearch:
         return flagset
 
 
-def prior_order(singles: list[tuple[int, int]], prior: SpacePrior,
-                early: Callable[[tuple[int, int]], bool] = lambda di: False
-                ) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
+def prior_order(
+    singles: list[tuple[int, int]], prior: SpacePrior, early: Callable[[tuple[int, int]], bool] = lambda di: False
+) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
     """The single-flag changes in the prior's order where it knows them: a value it knows nothing of (a
     dimension under a name no observation has: a user's --acf, a newer nvcc's flag) keeps the default's rules:
     one the default measures early (`early`: a build mode, approximate arithmetic) comes first, the others keep
@@ -162,11 +163,24 @@ class FlagSearch:
     """The default search: warm start, single-flag changes, best-first local search with a nevergrad
     portfolio for exploration (module docstring). `ask()` returns None when the space is exhausted."""
 
-    def __init__(self, space: FlagSpace, budget: int, seed: int, workers: int, *,
-                 warm_start: Sequence[FlagSet] = (), singles_share: float = SINGLES_SHARE,
-                 explore_every: int = EXPLORE_EVERY, explore_from_start: bool = False,
-                 big_gain: float = BIG_GAIN, big_every: int = BIG_EVERY, big_max: int = BIG_MAX,
-                 pivot: bool = True, numerics_first: bool = True, prior: SpacePrior | None = None) -> None:
+    def __init__(
+        self,
+        space: FlagSpace,
+        budget: int,
+        seed: int,
+        workers: int,
+        *,
+        warm_start: Sequence[FlagSet] = (),
+        singles_share: float = SINGLES_SHARE,
+        explore_every: int = EXPLORE_EVERY,
+        explore_from_start: bool = False,
+        big_gain: float = BIG_GAIN,
+        big_every: int = BIG_EVERY,
+        big_max: int = BIG_MAX,
+        pivot: bool = True,
+        numerics_first: bool = True,
+        prior: SpacePrior | None = None,
+    ) -> None:
         self.space = space
         self._dims = space.dimensions
         self._names = [d.name for d in self._dims]
@@ -191,10 +205,15 @@ class FlagSearch:
         self._rng.shuffle(singles)
         # build modes (device LTO) first, then what the setup marked (an unoptimized build's -O level), then
         # approximate-arithmetic values: the likely big movers (stable sort: seeded order within each part)
-        singles.sort(key=lambda di: (not self._dims[di[0]].build_mode, not self._dims[di[0]].measured_first,
-                                     numerics_first and not self._dims[di[0]].relaxes_numerics,
-                                     not di[1] <= self._dims[di[0]].leading,
-                                     di[1] if di[1] <= self._dims[di[0]].leading else 0))
+        singles.sort(
+            key=lambda di: (
+                not self._dims[di[0]].build_mode,
+                not self._dims[di[0]].measured_first,
+                numerics_first and not self._dims[di[0]].relaxes_numerics,
+                not di[1] <= self._dims[di[0]].leading,
+                di[1] if di[1] <= self._dims[di[0]].leading else 0,
+            )
+        )
         self._learned = prior
         self._origin: dict[str, str] = {}  # key -> why the prior proposed it
         # values the prior knows nothing of that the default measures early: before even the prior's combinations
@@ -204,11 +223,15 @@ class FlagSearch:
 
             def early(di: tuple[int, int]) -> bool:
                 dim = dims[di[0]]
-                return dim.build_mode or dim.measured_first or di[1] <= dim.leading or (
-                    numerics_first and dim.relaxes_numerics)
+                return (
+                    dim.build_mode
+                    or dim.measured_first
+                    or di[1] <= dim.leading
+                    or (numerics_first and dim.relaxes_numerics)
+                )
 
             singles, self._front = prior_order(singles, prior, early)
-        self._singles = singles[:max(1, math.ceil(singles_share * max(budget - 1, 1)))]
+        self._singles = singles[: max(1, math.ceil(singles_share * max(budget - 1, 1)))]
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:
             choice = self._map_flags(fs.flags)
@@ -218,8 +241,10 @@ class FlagSearch:
             if choice not in self._warm:
                 self._warm.append(choice)
                 self._origin[self._flagset(choice).key] = (
-                    f"the {prior.source}'s predicted best combination" if n == 0 else
-                    f"the {prior.source}'s combination of every value predicted faster")
+                    f"the {prior.source}'s predicted best combination"
+                    if n == 0
+                    else f"the {prior.source}'s combination of every value predicted faster"
+                )
 
     def extend(self, name: str, values: Sequence[tuple[str, ...]]) -> int:
         """More values of dimension `name` (a candidate source's next generation, tune.acf_engine), appended so
@@ -231,7 +256,7 @@ class FlagSearch:
         if not new:
             return 0
         grown = replace(dim, values=dim.values + new)
-        self._dims = self._dims[:d] + (grown,) + self._dims[d + 1:]
+        self._dims = self._dims[:d] + (grown,) + self._dims[d + 1 :]
         self.space = replace(self.space, dimensions=self._dims)
         self._singles[0:0] = [(d, i) for i in range(len(dim.values), len(grown.values))]
         self._exhausted.clear()  # every measured point has new neighbours
@@ -293,8 +318,12 @@ class FlagSearch:
         """Whether choices index values of this space, and a control file's value (its path, which no interaction
         rule drops) is one the flag set holds."""
         dims = dict(zip(self._names, self._dims))
-        return all(n in dims and 0 <= i < len(dims[n].values)
-                   and all(t in flags for t in dims[n].values[i] if "--apply-controls=" in t) for n, i in chosen.items())
+        return all(
+            n in dims
+            and 0 <= i < len(dims[n].values)
+            and all(t in flags for t in dims[n].values[i] if "--apply-controls=" in t)
+            for n, i in chosen.items()
+        )
 
     # ---- proposals
     def _propose(self, choice: tuple[int, ...]) -> FlagSet | None:
@@ -327,7 +356,7 @@ class FlagSearch:
                 for i in range(len(dim.values)):
                     if i == base[d]:
                         continue
-                    choice = base[:d] + (i,) + base[d + 1:]
+                    choice = base[:d] + (i,) + base[d + 1 :]
                     prior = self._prior(d, i, pivot) - self._prior(d, base[d], pivot)
                     neighbours.append((prior, d, i, choice))
             neighbours.sort()
@@ -348,8 +377,12 @@ class FlagSearch:
     def _big_movers(self) -> list[tuple[int, int]]:
         """(dimension, value) of the measured single-flag changes at least `big_gain` faster alone."""
         threshold = -math.log1p(self._big_gain)
-        return [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))
-                if self._single_loss(d, i) < threshold]
+        return [
+            (d, i)
+            for d, dim in enumerate(self._dims)
+            for i in range(1, len(dim.values))
+            if self._single_loss(d, i) < threshold
+        ]
 
     def _strongest(self, big: list[tuple[int, int]]) -> tuple[int, int]:
         """The big mover (dimension, value) that is fastest alone."""
@@ -364,8 +397,9 @@ class FlagSearch:
             fixed = {self._strongest(big)[0]}
             base = tuple(dict(big).get(d, 0) if d in fixed else v for d, v in enumerate(base))
         for _ in range(60):
-            choice = tuple(base[d] if d in fixed else self._rng.randrange(len(dim.values))
-                           for d, dim in enumerate(self._dims))
+            choice = tuple(
+                base[d] if d in fixed else self._rng.randrange(len(dim.values)) for d, dim in enumerate(self._dims)
+            )
             fs = self._propose(choice)
             if fs is not None:
                 return fs
@@ -375,8 +409,11 @@ class FlagSearch:
         """A flag set neither measured nor being built; None when the space is exhausted."""
         if self._big_gain > 0:
             self._big_asks += 1
-            big = self._big_movers() if self._big_asks % self._big_every == 0 and \
-                (not self._big_max or self._big_drawn < self._big_max) else []
+            big = (
+                self._big_movers()
+                if self._big_asks % self._big_every == 0 and (not self._big_max or self._big_drawn < self._big_max)
+                else []
+            )
             if big:
                 fs = self._conditional(big)
                 if fs is not None:
@@ -438,8 +475,12 @@ class FlagSearch:
         A value the prior knows nothing of is measured alone while the pivot is only the prior's combination
         (made without it): as the default search would, before any single was a big mover."""
         base = self._pivot_base()
-        if (base is not None and self._learned is not None and not self._learned.of(d, i).known
-                and not self._big_movers()):
+        if (
+            base is not None
+            and self._learned is not None
+            and not self._learned.of(d, i).known
+            and not self._big_movers()
+        ):
             base = None
         choice = list(base) if base is not None and base[d] == 0 else [0] * len(self._dims)
         choice[d] = i

@@ -79,7 +79,7 @@ def _cgroup2_dir() -> Path | None:
         parts = left.split()
         root, point = parts[3], parts[4]
         if own == root or own.startswith(root.rstrip("/") + "/"):
-            return Path(point) / own[len(root):].lstrip("/")
+            return Path(point) / own[len(root) :].lstrip("/")
     return None
 
 
@@ -114,7 +114,7 @@ class Cgroup:
         except OSError:
             return
         for name in names:
-            owner = name[len(prefix):].split("-", 1)[0]
+            owner = name[len(prefix) :].split("-", 1)[0]
             if owner.isdigit() and int(owner) != os.getpid() and procfs.stat(int(owner)) is None:
                 try:
                     (base / name).rmdir()

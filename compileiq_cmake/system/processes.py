@@ -82,8 +82,10 @@ def _record_run(pid_file: Path, pgid: int, marker: str, cgroup: Cgroup | None = 
         tmp.write_text(json.dumps(record))
         os.replace(tmp, pid_file)
     except OSError as exc:
-        raise MeasurementError(f"cannot record the running benchmark in {pid_file}: {exc.strerror or exc}; "
-                             "is the build directory writable?") from None
+        raise MeasurementError(
+            f"cannot record the running benchmark in {pid_file}: {exc.strerror or exc}; "
+            "is the build directory writable?"
+        ) from None
 
 
 def kill_leftovers(pid_file: Path) -> int:
@@ -225,15 +227,21 @@ class _OutputFeed:
         data = os.pread(self.fd, size - start, start)
         if start > self.offset:  # a burst: its end, from its first whole line
             self.decoder.reset()
-            data = data[data.find(b"\n") + 1:]
+            data = data[data.find(b"\n") + 1 :]
         self.offset = size
         text = self.decoder.decode(data)
         if text:
             self.hook(text)
 
 
-def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants | None = None,
-              stop: Stop | None = None, feed: _OutputFeed | None = None) -> str:
+def _wait_for(
+    proc: subprocess.Popen,
+    fd: int,
+    timeout: float,
+    tree: Descendants | None = None,
+    stop: Stop | None = None,
+    feed: _OutputFeed | None = None,
+) -> str:
     """Wait for the end of the run: "" when it ended, "timeout", "output" (printed too much) or "cancelled"
     (`stop` said so: checked at every poll, about once a second). `tree`: the run's descendants, recorded at
     each check (often at first, when a daemon's parent still lives). `feed`: given the new output at each
@@ -261,9 +269,15 @@ def _wait_for(proc: subprocess.Popen, fd: int, timeout: float, tree: Descendants
         waiter.close()
 
 
-def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Path | None = None,
-                env: dict[str, str] | None = None, stop: Stop | None = None,
-                on_output: Callable[[str], None] | None = None) -> ProcessResult:
+def run_process(
+    argv: list[str],
+    cwd: Path | None,
+    timeout: float,
+    pid_file: Path | None = None,
+    env: dict[str, str] | None = None,
+    stop: Stop | None = None,
+    on_output: Callable[[str], None] | None = None,
+) -> ProcessResult:
     """Run argv (in cwd; None: this process's) in its own session (and its own cgroup where this process
     may make one), output (stdout and stderr) to an anonymous temporary file. When it ends, times out or
     the caller is interrupted, its cgroup (else its recorded process tree and what holds its output), its
@@ -281,8 +295,15 @@ def run_process(argv: list[str], cwd: Path | None, timeout: float, pid_file: Pat
         fd = capture.fileno()
         start = time.perf_counter()
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, stdout=fd, stderr=subprocess.STDOUT,
-                                    env=env, start_new_session=True, preexec_fn=_preexec(cgroup))
+            proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                stdout=fd,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_preexec(cgroup),
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             if cgroup is not None:
                 cgroup.kill()

@@ -27,5 +27,7 @@ def check_creatable(path: Path, option: str) -> None:
         os.close(fd)
         os.unlink(tmp)
     except OSError as exc:
-        raise CompileIQError(f"cannot write in {directory} ({exc.strerror or exc}), so {path} could not be written "
-                             f"after the tune; choose another {option} or fix the permissions") from None
+        raise CompileIQError(
+            f"cannot write in {directory} ({exc.strerror or exc}), so {path} could not be written "
+            f"after the tune; choose another {option} or fix the permissions"
+        ) from None

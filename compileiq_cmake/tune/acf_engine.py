@@ -54,8 +54,11 @@ class AcfEngine:
     def after(self, search: FlagSearch, trials: dict[str, Trial], loss_of: Callable[[Trial], float]) -> int:
         """Called after each result: when no control file waits for its measurement, the engine's next
         generation joins the search. How many values were added (0 most of the time)."""
-        if self.done >= self.generations or ACF_DIMENSION not in [d.name for d in search.space.dimensions] \
-                or search.waiting(ACF_DIMENSION):
+        if (
+            self.done >= self.generations
+            or ACF_DIMENSION not in [d.name for d in search.space.dimensions]
+            or search.waiting(ACF_DIMENSION)
+        ):
             return 0
         source = self.candidates.source
         assert source is not None
@@ -66,17 +69,21 @@ class AcfEngine:
         try:
             source.tell(scores)
             fresh = source.ask(len(self.candidates.files))
-            files: list[AcfFile] = [store(data, self.folder, f"engine generation {self.done + 1}", source.kind)
-                                    for data in fresh]
+            files: list[AcfFile] = [
+                store(data, self.folder, f"engine generation {self.done + 1}", source.kind) for data in fresh
+            ]
         except CompileIQError as exc:
             self.done = self.generations
-            as_stream(self.log).note(f"advanced controls: the candidate source's engine stopped ({exc}); the "
-                                     "search goes on with the candidates it has")
+            as_stream(self.log).note(
+                f"advanced controls: the candidate source's engine stopped ({exc}); the "
+                "search goes on with the candidates it has"
+            )
             return 0
         added = search.extend(ACF_DIMENSION, [(f.token,) for f in files])
         faster = sum(1 for v in scores.values() if v < 0)
         as_stream(self.log).info(
             f"advanced controls: {source.label.split(' search space')[0]}'s engine was told {len(scores)} "
             f"measured control files ({faster} faster than the project's own build) and proposed {len(files)}; "
-            f"{added} new (generation {self.done + 1} of at most {self.generations + 1})")
+            f"{added} new (generation {self.done + 1} of at most {self.generations + 1})"
+        )
         return added

@@ -59,7 +59,12 @@ class Bank:
         baseline and than the banked result by BANK_GAIN beyond NOISE_MARGIN x its noise; one GPU measures
         (with several, a winner must be confirmed on each before it is written: the finalists do that); and
         one validation of it fits the box."""
-        if not trial.valid or trial.flagset.is_baseline or trial.same_code_as is not None or trial.flagset.key in self.tried:
+        if (
+            not trial.valid
+            or trial.flagset.is_baseline
+            or trial.same_code_as is not None
+            or trial.flagset.key in self.tried
+        ):
             return False
         if len(self.base.runners) > 1:
             return False
@@ -73,7 +78,9 @@ class Bank:
         bar = floor + (math.log(self.banked.geomean_speedup) if self.banked is not None else 0.0)
         if gain - NOISE_MARGIN * spread < bar:
             return False
-        return self.budget.fits(least_finish(self.budget.costs([trial, self.base.baseline]), self.setup.spec.min_rounds))
+        return self.budget.fits(
+            least_finish(self.budget.costs([trial, self.base.baseline]), self.setup.spec.min_rounds)
+        )
 
     def validate(self, trial: Trial, trials: dict[str, Trial]) -> Validation | None:
         """Validate `trial` against the baseline now (the search's conveyor is idle); accepted: banked, stored
@@ -81,18 +88,38 @@ class Bank:
         setup, spec = self.setup, self.setup.spec
         self.tried.add(trial.flagset.key)
         stream = as_stream(self.log)
-        stream.info(f"bank: {trial.flagset.describe()} measured {math.exp(-loss(trial, self.base.base_of(trial), spec.lower_is_better)):.3f}x "
-                    "in the search, far past its noise: validated now, before more search", stage="search")
-        limits = self.budget.gates(trials, self.budget.finish(trials, 1, 0, 0, record=False), {}) if self.budget.bounded else None
+        stream.info(
+            f"bank: {trial.flagset.describe()} measured {math.exp(-loss(trial, self.base.base_of(trial), spec.lower_is_better)):.3f}x "
+            "in the search, far past its noise: validated now, before more search",
+            stage="search",
+        )
+        limits = (
+            self.budget.gates(trials, self.budget.finish(trials, 1, 0, 0, record=False), {})
+            if self.budget.bounded
+            else None
+        )
         context = ValidationContext(setup.trees_for(2), setup.space, spec.seed + 11)
-        (v,) = validate(self.base.runner, self.executor.build, context.trees, setup.space.baseline(), [trial.flagset],
-                        self.base.min_gain, context.seed, stream,
-                        min_rounds=limits.min_rounds if limits is not None else None,
-                        may_continue=limits.validation_continue if limits is not None else None,
-                        max_rounds=limits.max_rounds if limits is not None else None)
-        stream.info(f"bank: {verdict(v)} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "
-                    f"[{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}]" + (f"; {v.reason.removeprefix(CUT)}" if v.reason else ""),
-                    stage="search", banked=v.accepted, speedup=v.geomean_speedup)
+        (v,) = validate(
+            self.base.runner,
+            self.executor.build,
+            context.trees,
+            setup.space.baseline(),
+            [trial.flagset],
+            self.base.min_gain,
+            context.seed,
+            stream,
+            min_rounds=limits.min_rounds if limits is not None else None,
+            may_continue=limits.validation_continue if limits is not None else None,
+            max_rounds=limits.max_rounds if limits is not None else None,
+        )
+        stream.info(
+            f"bank: {verdict(v)} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "
+            f"[{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}]"
+            + (f"; {v.reason.removeprefix(CUT)}" if v.reason else ""),
+            stage="search",
+            banked=v.accepted,
+            speedup=v.geomean_speedup,
+        )
         if not v.accepted or (self.banked is not None and v.geomean_speedup <= self.banked.geomean_speedup):
             return None
         self.budget.check()  # interrupted meanwhile: nothing is written after it

@@ -69,21 +69,38 @@ class Baseline:
             runner = runners[setup.devices.gpus[0].device]
         restored = {t.flagset.key: t for t in store.load()}
         if store.skipped_rows:
-            as_stream(log).warning(f"{plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
-                "damaged by something else): left out, their trials are measured again")
+            as_stream(log).warning(
+                f"{plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
+                "damaged by something else): left out, their trials are measured again"
+            )
         if restored:
             as_stream(log).info(f"resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
         baseline_set = setup.space.baseline()
         baseline = restored.get(baseline_set.key)
         early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
-        others = resources.enter_context(ThreadPoolExecutor(len(runners) - 1, thread_name_prefix="compileiq-baseline")) \
-            if len(runners) > 1 else None
+        others = (
+            resources.enter_context(ThreadPoolExecutor(len(runners) - 1, thread_name_prefix="compileiq-baseline"))
+            if len(runners) > 1
+            else None
+        )
         tree = setup.baseline_tree  # (a suite's target: its one baseline build; the build here does nothing)
         if baseline is None:
             built = executor.build(tree, baseline_set)
             if others is not None and built.ok:
-                early = {g.device: others.submit(run_trial, runners[g.device], setup, tree, 0, baseline_set,
-                                                 BuildResult(ok=True, seconds=0.0), None, log) for g in setup.devices.gpus[1:]}
+                early = {
+                    g.device: others.submit(
+                        run_trial,
+                        runners[g.device],
+                        setup,
+                        tree,
+                        0,
+                        baseline_set,
+                        BuildResult(ok=True, seconds=0.0),
+                        None,
+                        log,
+                    )
+                    for g in setup.devices.gpus[1:]
+                }
             check = self.budget.first_run_check(built.seconds) if self.budget is not None else None
             baseline = run_trial(runner, setup, tree, 0, baseline_set, built, log=log, after_first=check)
             if baseline.status is Status.CANCELLED or built.cancelled:  # interrupted, or the box ended its runs
@@ -105,9 +122,14 @@ class Baseline:
         noise = max(relative_spread(m.samples) for m in baseline.measurements)
         min_gain = spec.min_gain if spec.min_gain is not None else auto_min_gain(noise)
         as_stream(log).stage_result(
-            "baseline", f"baseline noise (robust spread of {plural(spec.repeats, 'run')} per workload): {100 * noise:.2f}%; "
+            "baseline",
+            f"baseline noise (robust spread of {plural(spec.repeats, 'run')} per workload): {100 * noise:.2f}%; "
             f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}",
-            medians=list(baseline.medians()), noise=noise, min_gain=min_gain, restored=len(restored))
+            medians=list(baseline.medians()),
+            noise=noise,
+            min_gain=min_gain,
+            restored=len(restored),
+        )
         first = baseline.measurements[0]
         coarse = coarse_metric_warning(list(first.samples), min_gain)
         if coarse:
@@ -130,14 +152,20 @@ def check_comparison(spec: TuneSpec, baseline: Trial) -> None:
         return
     empty = [" ".join(m.workload) or "(default)" for m in baseline.measurements if not m.numbers]
     if empty:
-        what = (f"--compare-output {spec.compare_output!r} matched no line with numbers in" if spec.compare_output
-                else f"--compare-file {spec.compare_file} holds no numbers after")
-        raise CompileIQError(f"{what} the output of the project's own build (workload {empty[0]}); nothing would be "
-                             "compared: fix the regex or the file name")
+        what = (
+            f"--compare-output {spec.compare_output!r} matched no line with numbers in"
+            if spec.compare_output
+            else f"--compare-file {spec.compare_file} holds no numbers after"
+        )
+        raise CompileIQError(
+            f"{what} the output of the project's own build (workload {empty[0]}); nothing would be "
+            "compared: fix the regex or the file name"
+        )
 
 
-def other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Trial, log: Log,
-                    early: dict[str, Future] | None = None) -> dict[str, Trial]:
+def other_baselines(
+    setup: TuneSetup, runners: dict[str, Runner], baseline: Trial, log: Log, early: dict[str, Future] | None = None
+) -> dict[str, Trial]:
     """The baseline measured on every other GPU too (GPUs of one model differ by a few percent): each trial is
     compared with the baseline of the GPU it ran on. The first GPU's is the stored one. `early`: those
     measured already, at the same time as the first GPU's (the same build, one run per GPU at a time)."""
@@ -145,14 +173,21 @@ def other_baselines(setup: TuneSetup, runners: dict[str, Runner], baseline: Tria
     baselines = {first: replace(baseline, gpu=first)}
     built = BuildResult(ok=True, seconds=0.0)
     for g in setup.devices.gpus[1:]:
-        measured = early[g.device].result() if early and g.device in early else \
-            run_trial(runners[g.device], setup, setup.baseline_tree, 0, baseline.flagset, built, None, log)
+        measured = (
+            early[g.device].result()
+            if early and g.device in early
+            else run_trial(runners[g.device], setup, setup.baseline_tree, 0, baseline.flagset, built, None, log)
+        )
         other = replace(measured, gpu=g.device)
         if not other.valid:
-            raise CompileIQError(f"the project's own build does not pass on {g.describe()}: {other.reason}; "
-                                 "leave that GPU out with --gpus")
+            raise CompileIQError(
+                f"the project's own build does not pass on {g.describe()}: {other.reason}; "
+                "leave that GPU out with --gpus"
+            )
         ratio = " / ".join(f"{o / b:.4f}" for o, b in zip(other.medians(), baseline.medians()))
-        as_stream(log).info(f"baseline on {g.describe()}: {' / '.join(f'{m:.4g}' for m in other.medians())} "
-            f"({ratio} of GPU {first}'s); each trial is compared with the baseline of the GPU it ran on")
+        as_stream(log).info(
+            f"baseline on {g.describe()}: {' / '.join(f'{m:.4g}' for m in other.medians())} "
+            f"({ratio} of GPU {first}'s); each trial is compared with the baseline of the GPU it ran on"
+        )
         baselines[g.device] = other
     return baselines

@@ -32,8 +32,18 @@ from ..model.records import Trial
 from ..model.spec import TuneSpec
 from ..model.timebox import Interrupted, Stop, TimeBox
 from .setup import FINALISTS
-from .plan import (WRITE_SECONDS, Costs, FinishPlan, Plan, finish_cost, finish_reserve, least_finish, plan_finish,
-                   plan_tune, tune_costs)
+from .plan import (
+    WRITE_SECONDS,
+    Costs,
+    FinishPlan,
+    Plan,
+    finish_cost,
+    finish_reserve,
+    least_finish,
+    plan_finish,
+    plan_tune,
+    tune_costs,
+)
 
 BOX_RESULT = "time_box"  # the trial store's record of the box a tune spent (a resume counts it)
 
@@ -147,8 +157,16 @@ class Budget:
             self._reserve = finish_reserve(self._limit(), self.box.elapsed())
         costs = self.costs(trials.values())
         self._trial_cost = costs.trial()
-        self.plan = plan_tune(self._limit(), self.box.elapsed(), costs, finalists,
-                              self.spec.min_rounds, steps, confirmations, self._reserve)
+        self.plan = plan_tune(
+            self._limit(),
+            self.box.elapsed(),
+            costs,
+            finalists,
+            self.spec.min_rounds,
+            steps,
+            confirmations,
+            self._reserve,
+        )
         if self.plan.needed:
             self.needed = self.plan.needed
         return self.plan
@@ -178,8 +196,7 @@ class Budget:
             return 1 << 30
         costs = self.costs(trials.values())
         trial = max(costs.trial(), 1e-6)
-        room = self.plan.search_seconds if candidate else \
-            self.remaining() - least_finish(costs, self.spec.min_rounds)
+        room = self.plan.search_seconds if candidate else self.remaining() - least_finish(costs, self.spec.min_rounds)
         return max(0, int(room // trial))
 
     def may_extend(self, seconds: float) -> bool:
@@ -199,8 +216,9 @@ class Budget:
             return
         spec = self.spec
         workloads = len(spec.workloads)
-        costs = Costs(build=build_seconds, run=run_seconds, workloads=workloads, warmup=spec.warmup,
-                      repeats=spec.repeats)
+        costs = Costs(
+            build=build_seconds, run=run_seconds, workloads=workloads, warmup=spec.warmup, repeats=spec.repeats
+        )
         baseline_rest = max(0, (spec.warmup + spec.repeats) * workloads - 1) * run_seconds
         rest = baseline_rest + costs.trial() + least_finish(costs, spec.min_rounds)
         if rest <= self.remaining():
@@ -210,7 +228,9 @@ class Budget:
         raise TimeTooShort(
             f"a run of the project's own build took {run_seconds:.1f} s: the rest of its baseline, one trial and "
             f"the validation of one candidate need about {rest:.0f} s, more than the {self.remaining():.0f} s left "
-            f"of the time box; stopped at once: give at least --time-limit {math.ceil(needed)}", needed)
+            f"of the time box; stopped at once: give at least --time-limit {math.ceil(needed)}",
+            needed,
+        )
 
     def first_run_check(self, build_seconds: float) -> Callable[[float], None] | None:
         """The baseline's `after_first` (Runner.measure): its first run prices the rest (None: no box)."""
@@ -220,8 +240,11 @@ class Budget:
         """The box ended while the project's own build was measured: what it would need, from what it took."""
         needed = self.elapsed() + max(baseline.wall_seconds, 1.0) * 3
         self.needed = needed
-        return TimeTooShort(f"the time box ended while the project's own build was measured ({baseline.reason}); "
-                            f"stopped there: give at least --time-limit {math.ceil(needed)}", needed)
+        return TimeTooShort(
+            f"the time box ended while the project's own build was measured ({baseline.reason}); "
+            f"stopped there: give at least --time-limit {math.ceil(needed)}",
+            needed,
+        )
 
     # cuts --------------------------------------------------------------------------------------------------
     def cut(self, *phrases: str) -> None:
@@ -237,11 +260,13 @@ class Budget:
             return tuple(self._cuts)
 
     # the finalists' stage ----------------------------------------------------------------------------------
-    def finish(self, trials: dict[str, Trial], finalists: int, steps: int, confirmations: int,
-               record: bool = True) -> FinishPlan:
+    def finish(
+        self, trials: dict[str, Trial], finalists: int, steps: int, confirmations: int, record: bool = True
+    ) -> FinishPlan:
         """The finalists' stage sized to what is left (its cuts recorded, unless `record` is False)."""
-        finish = plan_finish(self.remaining(), self.costs(trials.values()), finalists, self.spec.min_rounds, steps,
-                             confirmations)
+        finish = plan_finish(
+            self.remaining(), self.costs(trials.values()), finalists, self.spec.min_rounds, steps, confirmations
+        )
         if record:
             self.cut(*finish.cut)
         return finish
@@ -252,17 +277,27 @@ class Budget:
             return replace(NO_LIMITS, expected=expected)
         costs = self.costs(trials.values())
         one = costs.validation(1, finish.rounds)
-        gates = FinishGates(self.box, finish.seconds - costs.validation(finish.finalists, finish.rounds), one,
-                            (2 if finish.confirm else 1) * one + finish.confirmations * one + WRITE_SECONDS)
+        gates = FinishGates(
+            self.box,
+            finish.seconds - costs.validation(finish.finalists, finish.rounds),
+            one,
+            (2 if finish.confirm else 1) * one + finish.confirmations * one + WRITE_SECONDS,
+        )
         # the rounds the validation could hold before its gate says no (the looks are placed within them)
         per_round = costs.round(finish.finalists + 1)
         room = self.remaining() - gates.after_validation - costs.builds(finish.finalists + 1)
         horizon = max(finish.rounds, math.floor(room / per_round) - WARMUP) if per_round > 0 else None
-        return Limits(min_rounds=finish.rounds, validation_continue=gates.validation_continue,
-                      ablation_start=gates.ablation_start, ablation_continue=gates.ablation_continue,
-                      final_continue=gates.final_continue if finish.confirm else gates.confirm_continue,
-                      confirm_continue=gates.confirm_continue if finish.confirm else _never, expected=expected,
-                      ablation_steps=finish.ablation_steps, max_rounds=horizon)
+        return Limits(
+            min_rounds=finish.rounds,
+            validation_continue=gates.validation_continue,
+            ablation_start=gates.ablation_start,
+            ablation_continue=gates.ablation_continue,
+            final_continue=gates.final_continue if finish.confirm else gates.confirm_continue,
+            confirm_continue=gates.confirm_continue if finish.confirm else _never,
+            expected=expected,
+            ablation_steps=finish.ablation_steps,
+            max_rounds=horizon,
+        )
 
     # a resume ----------------------------------------------------------------------------------------------
     def record(self, finished: bool = False) -> dict:
@@ -271,7 +306,9 @@ class Budget:
 
     def limit_text(self) -> str:
         """The box as the lines name it."""
-        return f"--time-limit {seconds(self.spec.time_limit)}" if self.spec.time_limit is not None else "the suite's time"
+        return (
+            f"--time-limit {seconds(self.spec.time_limit)}" if self.spec.time_limit is not None else "the suite's time"
+        )
 
 
 def resumed_box(stored: object, spec: TuneSpec) -> float:
@@ -293,4 +330,3 @@ def not_charged(waited: Callable[[], float], shared: Callable[[], float], limit:
     baseline build), in full."""
     cap = limit if limit is not None else math.inf
     return lambda: min(waited(), cap) + shared()
-

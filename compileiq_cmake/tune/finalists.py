@@ -61,50 +61,79 @@ class Finalists:
         lower = spec.lower_is_better
         base_of = base.base_of
         effects = flag_effects([(t.flagset.flags, loss(t, base_of(t), lower)) for t in trials.values() if t.valid])
-        store.save_result("flag_effects", [
-            {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with}
-            for e in effects
-        ])
+        store.save_result(
+            "flag_effects",
+            [
+                {"flag": e.flag, "speedup": e.speedup, "ci": [e.ci.low, e.ci.high], "trials_with": e.trials_with}
+                for e in effects
+            ],
+        )
         finalists, slow = pick(trials, base, lower, spec.max_compile_slowdown)
         for t, ratio in slow:
-            as_stream(log).note(f"{t.flagset.describe()} kept out of the finalists: its build took {ratio:.1f}x a "
-                                f"typical build of this tune ({t.build_seconds:.1f} s; --max-compile-slowdown "
-                                f"{spec.max_compile_slowdown:g})", flags=list(t.flagset.flags), slowdown=ratio)
+            as_stream(log).note(
+                f"{t.flagset.describe()} kept out of the finalists: its build took {ratio:.1f}x a "
+                f"typical build of this tune ({t.build_seconds:.1f} s; --max-compile-slowdown "
+                f"{spec.max_compile_slowdown:g})",
+                flags=list(t.flagset.flags),
+                slowdown=ratio,
+            )
         min_gain = base.min_gain
         if base.references and spec.min_gain is None:
             paired_noise, n = noise_of_pairs(trials.values())
             if n:
                 min_gain = auto_min_gain(paired_noise)
-                as_stream(log).info(f"noise of paired runs (median over {plural(n, 'trial')}): {100 * paired_noise:.2f}%; "
-                    f"smallest gain that counts: {100 * min_gain:.2f}%")
+                as_stream(log).info(
+                    f"noise of paired runs (median over {plural(n, 'trial')}): {100 * paired_noise:.2f}%; "
+                    f"smallest gain that counts: {100 * min_gain:.2f}%"
+                )
         runners = base.runners
-        confirm = tuple(r for dev, r in runners.items() if dev != setup.devices.gpus[0].device) if len(runners) > 1 else ()
+        confirm = (
+            tuple(r for dev, r in runners.items() if dev != setup.devices.gpus[0].device) if len(runners) > 1 else ()
+        )
         started = time.perf_counter()
         # the trees the candidates and the baseline are built in, configured before the plan counts the time left
-        context = ValidationContext(setup.trees_for(len(finalists) + 1) if finalists else setup.trees[:2],
-                                    setup.space, spec.seed)
+        context = ValidationContext(
+            setup.trees_for(len(finalists) + 1) if finalists else setup.trees[:2], setup.space, spec.seed
+        )
         budget = self.budget
         limits = NO_LIMITS
         if budget.bounded and finalists:
             steps = len(finalists[0].choices) + len(_files_of(finalists[0]))
             finish = budget.finish(trials, len(finalists), steps, len(confirm))
-            as_stream(log).info(f"time box: {budget.remaining():.0f} s of --time-limit {spec.time_limit:g} s left for the "
+            as_stream(log).info(
+                f"time box: {budget.remaining():.0f} s of --time-limit {spec.time_limit:g} s left for the "
                 f"finalists: {finish.describe()} (~{finish.seconds:.0f} s)"
-                + (f"; left out: {'; '.join(finish.cut)}" if finish.cut else ""))
+                + (f"; left out: {'; '.join(finish.cut)}" if finish.cut else "")
+            )
             if finish.finalists == 0:
                 return self._banked(Decision(tuple(effects), finalists, min_gain, None, (), 0.0, budget.untested))
-            finalists = finalists[:finish.finalists]
-            confirm = confirm[:finish.confirmations]
+            finalists = finalists[: finish.finalists]
+            confirm = confirm[: finish.confirmations]
             limits = budget.gates(trials, finish, _expected(setup.space, finalists[0], effects))
-        winner, contributions = validate_and_ablate(context, self.executor.build, base.runner, list(finalists),
-                                                    min_gain, log, store, confirm, limits)
-        budget.cut(*(f"{' '.join(c.flags) or c.dimension}: {c.reason}" for c in contributions
-                     if c.reason in (UNDECIDED, NOT_ABLATED)))
+        winner, contributions = validate_and_ablate(
+            context, self.executor.build, base.runner, list(finalists), min_gain, log, store, confirm, limits
+        )
+        budget.cut(
+            *(
+                f"{' '.join(c.flags) or c.dimension}: {c.reason}"
+                for c in contributions
+                if c.reason in (UNDECIDED, NOT_ABLATED)
+            )
+        )
         for v in store.load_validations("finalists") or []:
             if v.reason.startswith(CUT):
                 budget.cut(f"validation of {v.flagset.describe()}: {v.reason}")
-        return self._banked(Decision(tuple(effects), finalists, min_gain, winner, contributions,
-                                     time.perf_counter() - started, budget.untested))
+        return self._banked(
+            Decision(
+                tuple(effects),
+                finalists,
+                min_gain,
+                winner,
+                contributions,
+                time.perf_counter() - started,
+                budget.untested,
+            )
+        )
 
     def _banked(self, decision: Decision) -> Decision:
         """The decision with the banked winner (validated during the search, already written) kept where the
@@ -117,10 +146,15 @@ class Finalists:
         winner = decision.winner
         if winner is not None and winner.geomean_ci_high >= banked.geomean_ci_low:
             return decision
-        why = "no finalist was accepted" if winner is None else \
-            f"the finalists' winner ({winner.geomean_speedup:.4f}x) is significantly slower than it"
-        as_stream(self.log).info(f"the winner banked during the search stays: {banked.flagset.describe()} "
-                 f"{banked.geomean_speedup:.4f}x [{banked.geomean_ci_low:.4f}..{banked.geomean_ci_high:.4f}] ({why})")
+        why = (
+            "no finalist was accepted"
+            if winner is None
+            else f"the finalists' winner ({winner.geomean_speedup:.4f}x) is significantly slower than it"
+        )
+        as_stream(self.log).info(
+            f"the winner banked during the search stays: {banked.flagset.describe()} "
+            f"{banked.geomean_speedup:.4f}x [{banked.geomean_ci_low:.4f}..{banked.geomean_ci_high:.4f}] ({why})"
+        )
         self.budget.cut(f"{banked.flagset.describe()}: banked during the search, not ablated")
         return replace(decision, winner=banked, contributions=(), untested=self.budget.untested)
 
@@ -141,16 +175,20 @@ def _expected(space: FlagSpace, best: FlagSet, effects) -> dict[str, float]:
     return out
 
 
-def pick(trials: dict[str, Trial], base: Baselines, lower_is_better: bool, max_slowdown: float | None = None
-         ) -> tuple[tuple[FlagSet, ...], tuple[tuple[Trial, float], ...]]:
+def pick(
+    trials: dict[str, Trial], base: Baselines, lower_is_better: bool, max_slowdown: float | None = None
+) -> tuple[tuple[FlagSet, ...], tuple[tuple[Trial, float], ...]]:
     """The finalists: the best trials that beat their baseline, one flag set per device code (the one with the
     fewest flags), none with the baseline's code, at most FINALISTS; and the better ones kept out because
     their build took more than `max_slowdown` x a typical build of the tune (trial.typical_build)."""
+
     def loss_of(t: Trial) -> float:
         return loss(t, base.base_of(t), lower_is_better)
 
-    ranked = sorted((t for t in trials.values() if t.valid and not t.flagset.is_baseline),
-                    key=lambda t: (loss_of(t), len(t.flagset.flags)))
+    ranked = sorted(
+        (t for t in trials.values() if t.valid and not t.flagset.is_baseline),
+        key=lambda t: (loss_of(t), len(t.flagset.flags)),
+    )
     finalists: list[FlagSet] = []
     slow: list[tuple[Trial, float]] = []
     typical = typical_build(trials)

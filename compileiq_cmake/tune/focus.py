@@ -58,8 +58,9 @@ def _profile(setup: TuneSetup, runner: Runner) -> tuple[tuple[kernel_times.FileS
     if setup.fingerprints is None:
         raise CompileIQError("kernels cannot be mapped to files without cuobjdump (pip install nvidia-cuda-cuobjdump)")
     if type(runner).run is not Runner.run:
-        raise CompileIQError(f"per-kernel times are measured by the local executor only (this tune runs on "
-                             f"{type(runner).__name__})")
+        raise CompileIQError(
+            f"per-kernel times are measured by the local executor only (this tune runs on {type(runner).__name__})"
+        )
     collector = kernel_times.build_collector(setup.project.toolchain.path, setup.state_dir / "cupti")
     return per_file.measured_shares(setup.per_file_context, setup.baseline_tree, runner, collector)
 
@@ -79,9 +80,11 @@ def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:
         return setup
     files = hot_files(shares)
     if not files:
-        stream.note(f"hot-file focus off: no file of {target} holds {100 * LEAST:.0f}% of the kernel time "
-                    f"({100 * unmapped:.0f}% is in kernels of no file of it); every trial recompiles all {n} CUDA files",
-                    stage="focus")
+        stream.note(
+            f"hot-file focus off: no file of {target} holds {100 * LEAST:.0f}% of the kernel time "
+            f"({100 * unmapped:.0f}% is in kernels of no file of it); every trial recompiles all {n} CUDA files",
+            stage="focus",
+        )
         return setup
     focus = Focus(files, n, unmapped)
     dims, left_out = [], []
@@ -91,23 +94,36 @@ def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:
             left_out.append(d.name)
             continue
         if d.name == ACF_DIMENSION:  # a control file is recorded and applied for the whole target, not per file
-            acf_out = (f"{ACF_DIMENSION}: not searched under the hot-file focus (a control file applies to the "
-                       "whole target; its files are tuned one by one)")
+            acf_out = (
+                f"{ACF_DIMENSION}: not searched under the hot-file focus (a control file applies to the "
+                "whole target; its files are tuned one by one)"
+            )
             continue
         values = tuple(tuple(build_flags.source_token(f.path, t) for f in files for t in value) for value in d.values)
         dims.append(replace(d, values=values))
     workers = min(setup.spec.workers, FOCUS_WORKERS)
-    space = replace(setup.space, dimensions=tuple(dims),
-                    dropped=setup.space.dropped + tuple(f"{name}: the hot-file focus tunes files, not the target's "
-                                                        "device link" for name in left_out) + ((acf_out,) if acf_out else ()))
+    space = replace(
+        setup.space,
+        dimensions=tuple(dims),
+        dropped=setup.space.dropped
+        + tuple(f"{name}: the hot-file focus tunes files, not the target's device link" for name in left_out)
+        + ((acf_out,) if acf_out else ()),
+    )
     if acf_out:
         stream.note(f"advanced controls {acf_out.split(': ', 1)[1]}", stage="focus")
-    stream.info(f"hot-file focus: {target} compiles {n} CUDA files; {100 * focus.share:.0f}% of the benchmark's kernel "
-                f"time is in {', '.join(f'{f.path} {100 * f.share:.0f}%' for f in files)} (CUPTI, one run per workload "
-                f"of the project's own build): their flags are tuned (per file, scoped to {target}), and a trial "
-                "rebuilds those files and relinks"
-                + (f"; left out: {', '.join(left_out)} (the whole target's device link)" if left_out else "")
-                + (f"; {workers} trials in flight instead of {setup.spec.workers} (--workers): a variant tree's first "
-                   f"build compiles all {n} files" if workers < setup.spec.workers else ""),
-                stage="focus", focus=focus.as_dict())
+    stream.info(
+        f"hot-file focus: {target} compiles {n} CUDA files; {100 * focus.share:.0f}% of the benchmark's kernel "
+        f"time is in {', '.join(f'{f.path} {100 * f.share:.0f}%' for f in files)} (CUPTI, one run per workload "
+        f"of the project's own build): their flags are tuned (per file, scoped to {target}), and a trial "
+        "rebuilds those files and relinks"
+        + (f"; left out: {', '.join(left_out)} (the whole target's device link)" if left_out else "")
+        + (
+            f"; {workers} trials in flight instead of {setup.spec.workers} (--workers): a variant tree's first "
+            f"build compiles all {n} files"
+            if workers < setup.spec.workers
+            else ""
+        ),
+        stage="focus",
+        focus=focus.as_dict(),
+    )
     return replace(setup, spec=replace(setup.spec, workers=workers), space=space, focus=focus)

@@ -46,15 +46,19 @@ def host_compiler(setup: TuneSetup) -> tuple[str, str]:
     return compiler_id, version if re.match(r"^\d+(\.\d+)*$", version) else "0"
 
 
-def host_dimensions(compiler_id: str, version: str, include: tuple[str, ...], exclude: tuple[str, ...]) -> tuple[Dimension, ...]:
+def host_dimensions(
+    compiler_id: str, version: str, include: tuple[str, ...], exclude: tuple[str, ...]
+) -> tuple[Dimension, ...]:
     """The host compiler's catalogue as nvcc dimensions: host_<name>, each token -Xcompiler=<token>; the
     include/exclude names host_<name> select (HOST_GROUP: all of them), unsafe_numerics applies as usual."""
     names = {n.removeprefix("host_") for n in include if n.startswith("host_") and n != HOST_GROUP}
     drop = tuple(n.removeprefix("host_") for n in exclude if n.startswith("host_") and n != HOST_GROUP)
     groups = tuple(n for n in exclude if n in ("unsafe_numerics", "cpu_specific"))
     space = load_space("gcc", compiler_id, version, tuple(sorted(names)), drop + groups)
-    return tuple(replace(d, name=f"host_{d.name}", values=tuple(tuple(HOST_PREFIX + t for t in v) for v in d.values))
-                 for d in space.dimensions)
+    return tuple(
+        replace(d, name=f"host_{d.name}", values=tuple(tuple(HOST_PREFIX + t for t in v) for v in d.values))
+        for d in space.dimensions
+    )
 
 
 def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], log: Log) -> TuneSetup:
@@ -65,16 +69,19 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         return setup
     explicit = host_side_named(spec.include_flags)
     if not explicit and spec.metric.kind != "walltime":  # nothing to measure for: say so without a run
-        as_stream(log).note(f"host-side dimensions not offered: the metric ({spec.metric.label}) is not the run's "
-            "wall time, so host flags cannot move it (--include-flags host_side searches them)")
+        as_stream(log).note(
+            f"host-side dimensions not offered: the metric ({spec.metric.label}) is not the run's "
+            "wall time, so host flags cannot move it (--include-flags host_side searches them)"
+        )
         return setup
     measured = ""
     try:
         collector = kernel_times.build_collector(setup.project.toolchain.path, setup.state_dir / "cupti")
         shares = []
         for workload in spec.workloads:
-            result, times = kernel_times.run_with_collector(runner, setup.baseline_tree, workload, collector,
-                                                            setup.state_dir / "cupti" / "host-share.tsv")
+            result, times = kernel_times.run_with_collector(
+                runner, setup.baseline_tree, workload, collector, setup.state_dir / "cupti" / "host-share.tsv"
+            )
             kernels = sum(k.ns for k in times) / 1e9
             shares.append(max(0.0, 1.0 - kernels / result.seconds) if result.seconds > 0 else 0.0)
         host = sum(shares) / len(shares)
@@ -87,8 +94,10 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         measured = f"the host share could not be measured ({exc})"
     if not explicit:
         if host < HOST_SHARE:
-            as_stream(log).note(f"host code: {measured}; host-side dimensions not offered "
-                f"(below {100 * HOST_SHARE:.0f}%; --include-flags host_side searches them)")
+            as_stream(log).note(
+                f"host code: {measured}; host-side dimensions not offered "
+                f"(below {100 * HOST_SHARE:.0f}%; --include-flags host_side searches them)"
+            )
             return setup
     try:
         compiler_id, version = host_compiler(setup)
@@ -100,6 +109,8 @@ def with_host_side(setup: TuneSetup, runner: Runner, exclude: tuple[str, ...], l
         as_stream(log).note(f"host code: {measured}; the include/exclude options leave no host-side dimension")
         return setup
     space: FlagSpace = replace(setup.space, dimensions=setup.space.dimensions + dims)
-    as_stream(log).info(f"host code: {measured}: {len(dims)} host-side dimensions of {compiler_id} {version} join the "
-        f"search (-Xcompiler=...: {', '.join(d.name for d in dims)}); space {setup.space.size} -> {space.size} points")
+    as_stream(log).info(
+        f"host code: {measured}: {len(dims)} host-side dimensions of {compiler_id} {version} join the "
+        f"search (-Xcompiler=...: {', '.join(d.name for d in dims)}); space {setup.space.size} -> {space.size} points"
+    )
     return replace(setup, space=space)

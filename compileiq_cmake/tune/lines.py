@@ -23,8 +23,17 @@ def fmt_eta(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s"
 
 
-def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: dict[str, Trial], started: float,
-             in_flight: str = "", budget_trials: int | None = None, budget=None) -> None:
+def progress(
+    setup: TuneSetup,
+    log: Log,
+    trial: Trial,
+    baseline: Trial,
+    trials: dict[str, Trial],
+    started: float,
+    in_flight: str = "",
+    budget_trials: int | None = None,
+    budget=None,
+) -> None:
     """One line per trial: its result (an invalid one with its whole reason), the best so far, the ETA of
     the whole tune (the budget's: the remaining search at the pace so far, or the plan's share, plus the
     finalists' stage of its one cost model) and, during the search, where the other trials are (building,
@@ -50,8 +59,13 @@ def progress(setup: TuneSetup, log: Log, trial: Trial, baseline: Trial, trials: 
         f"[{len(trials):>3}/{budget_trials}] #{trial.index:<3} {what}  best {best_speedup:.3f}x  "
         f"ETA {fmt_eta(search_left + finish)} (search {fmt_eta(search_left)} + finalists ~{fmt_eta(finish)})  "
         f"{trial.flagset.describe()}" + (f"  [{in_flight}]" if in_flight else ""),
-        trial=trial.index, trials=len(trials), budget=budget_trials, best=best_speedup, valid=trial.valid,
-        payload=SearchProgress(best_speedup))
+        trial=trial.index,
+        trials=len(trials),
+        budget=budget_trials,
+        best=best_speedup,
+        valid=trial.valid,
+        payload=SearchProgress(best_speedup),
+    )
 
 
 def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
@@ -60,17 +74,21 @@ def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
     that one trial and its validation need (the time box's plan), when the box fitted none."""
     build, bench = baseline.build_seconds, baseline.bench_seconds
     if needed and spec.time_limit:
-        return (f"no flag set was measured within --time-limit {seconds(spec.time_limit)}: after the setup and "
-                f"the project's own build, one trial (build {build:.1f} s, benchmark {bench:.1f} s) and the "
-                f"validation of its result do not fit; nothing was compared and no flags are written for "
-                f"{spec.target}: give at least --time-limit {math.ceil(needed)} (more for a real search)")
+        return (
+            f"no flag set was measured within --time-limit {seconds(spec.time_limit)}: after the setup and "
+            f"the project's own build, one trial (build {build:.1f} s, benchmark {bench:.1f} s) and the "
+            f"validation of its result do not fit; nothing was compared and no flags are written for "
+            f"{spec.target}: give at least --time-limit {math.ceil(needed)} (more for a real search)"
+        )
     trials = spec.budget - 1
     why = f" within --time-limit {seconds(spec.time_limit)}" if spec.time_limit else ""
-    return (f"no flag set was measured{why}: only the project's own build was, so nothing was compared "
-            f"and no flags are written for {spec.target}; one trial takes about {build + bench:.1f} s here (build "
-            f"{build:.1f} s, benchmark {bench:.1f} s), so the {plural(trials, 'trial')} of --budget {spec.budget} "
-            f"need about {fmt_eta(trials * bench)} to {fmt_eta(trials * (build + bench))} (builds overlap the "
-            "benchmarks when --workers allows) plus the validation of the finalists: give the tune that much time")
+    return (
+        f"no flag set was measured{why}: only the project's own build was, so nothing was compared "
+        f"and no flags are written for {spec.target}; one trial takes about {build + bench:.1f} s here (build "
+        f"{build:.1f} s, benchmark {bench:.1f} s), so the {plural(trials, 'trial')} of --budget {spec.budget} "
+        f"need about {fmt_eta(trials * bench)} to {fmt_eta(trials * (build + bench))} (builds overlap the "
+        "benchmarks when --workers allows) plus the validation of the finalists: give the tune that much time"
+    )
 
 
 def contribution_line(c) -> str:
@@ -79,8 +97,9 @@ def contribution_line(c) -> str:
     return f"    {' '.join(build_flags.shown(f) for f in c.flags):<40} {measured:<28} {'kept' if c.kept else 'dropped'}: {c.reason}"
 
 
-def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0,
-                needed: float = 0.0) -> None:
+def final_table(
+    setup: TuneSetup, result: TuneResult, effects, log: Log, restored: int = 0, needed: float = 0.0
+) -> None:
     """`restored`: trials of an earlier run restored from the store (a resume), counted apart; `needed`: see
     untried_line. The outcome (the winner and the written file, or why there is none) goes out as stage results."""
     spec = setup.spec
@@ -88,9 +107,12 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     lower = spec.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
     log("")
-    as_stream(log).info(f"{spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
-        f"{len(result.trials) - valid} invalid" + (f"; {restored} restored from the store" if restored else "")
-        + f") in {result.wall_seconds:.1f} s")
+    as_stream(log).info(
+        f"{spec.target}: {plural(len(result.trials), 'trial')} ({valid} valid, "
+        f"{len(result.trials) - valid} invalid"
+        + (f"; {restored} restored from the store" if restored else "")
+        + f") in {result.wall_seconds:.1f} s"
+    )
     ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
     energy = spec.objective == "energy"
     measured = "joules per run" if energy else spec.metric.name
@@ -101,18 +123,27 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
         gpu = f" (GPU {t.gpu})" if t.gpu and len({x.gpu for x in result.trials if x.gpu}) > 1 else ""
         log(f"  {t.index:>4}  {speed:>8}  {metric + gpu:<28}  {t.flagset.describe()}")
     paired = any(m.paired for t in result.trials for m in t.measurements)
-    on_gpu = gpu_tune(setup.project.language, setup.devices.gpus, (t.gpu for t in result.trials))  # a host (CPU) tune speaks of no GPU
-    log(("  gain: the objective is energy (joules per run, the GPU's counter); " if energy else "  ")
-        + "speedup: geometric mean over the workloads of " + (
-        "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
-        if paired else "the project's own build's median divided by the trial's"
-        + (" (on the GPU the trial ran on)" if on_gpu else ""))
+    on_gpu = gpu_tune(
+        setup.project.language, setup.devices.gpus, (t.gpu for t in result.trials)
+    )  # a host (CPU) tune speaks of no GPU
+    log(
+        ("  gain: the objective is energy (joules per run, the GPU's counter); " if energy else "  ")
+        + "speedup: geometric mean over the workloads of "
+        + (
+            "the median ratio of each run to the project's own build run next to it (paired runs on this noisy machine)"
+            if paired
+            else "the project's own build's median divided by the trial's"
+            + (" (on the GPU the trial ran on)" if on_gpu else "")
+        )
         + f"; > 1 is {'less energy' if energy else 'faster'}. median: the trial's own runs, raw; the two differ when runs were paired"
-        + (" or the GPUs differ" if on_gpu else ""))
+        + (" or the GPUs differ" if on_gpu else "")
+    )
     if effects:
         log(f"  flag effects over all valid trials (least squares on log {'energy' if energy else 'time'}; 95% CI):")
         for e in effects[:6]:
-            log(f"    {build_flags.shown(e.flag):<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}")
+            log(
+                f"    {build_flags.shown(e.flag):<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}"
+            )
     if result.contributions:
         log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
         for c in result.contributions:
@@ -120,20 +151,34 @@ def final_table(setup: TuneSetup, result: TuneResult, effects, log: Log, restore
     if result.winner is not None:
         w = result.winner
         per = ", ".join(f"{x.speedup:.3f}x [{x.ci_low:.3f}..{x.ci_high:.3f}]" for x in w.workloads)
-        stream.stage_result("finalists", f"winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
-                            f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}",
-                            flags=list(w.flagset.flags), speedup=w.geomean_speedup, ci=[w.geomean_ci_low, w.geomean_ci_high])
+        stream.stage_result(
+            "finalists",
+            f"winner (re-measured interleaved against the baseline): {w.geomean_speedup:.3f}x "
+            f"[95% CI {w.geomean_ci_low:.3f}..{w.geomean_ci_high:.3f}] per workload {per} with {w.flagset.describe()}",
+            flags=list(w.flagset.flags),
+            speedup=w.geomean_speedup,
+            ci=[w.geomean_ci_low, w.geomean_ci_high],
+        )
         untested = untested_flags(w.flagset, result.contributions)
         if untested:
-            stream.warning(untested_line(untested, harmful_effects(untested, effects)), stage="finalists",
-                           untested_flags=list(untested))
-        stream.stage_result("publish", f"wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""),
-                            toml=result.toml_path)
+            stream.warning(
+                untested_line(untested, harmful_effects(untested, effects)),
+                stage="finalists",
+                untested_flags=list(untested),
+            )
+        stream.stage_result(
+            "publish",
+            f"wrote {result.toml_path}" + (" (REPLAY: a configure never applies it)" if setup.replay else ""),
+            toml=result.toml_path,
+        )
     elif not any(t.index != result.baseline.index for t in result.trials):
-        stream.stage_result("finalists", untried_line(spec, result.baseline, needed), flags=None,
-                            measured=0)
+        stream.stage_result("finalists", untried_line(spec, result.baseline, needed), flags=None, measured=0)
     else:
-        stream.stage_result("finalists", "no significant improvement: no flag set beat the project's own build "
-                            f"significantly on every workload; no flags written for {spec.target}", flags=None)
+        stream.stage_result(
+            "finalists",
+            "no significant improvement: no flag set beat the project's own build "
+            f"significantly on every workload; no flags written for {spec.target}",
+            flags=None,
+        )
     for note in result.notes:
         as_stream(log).info(f"{note}")

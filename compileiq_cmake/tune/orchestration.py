@@ -42,8 +42,15 @@ from .setup import TuneSetup, replay_setup, setup
 from .tree_pool import TreePool
 
 
-def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, lease: Lease | None = None,
-             pool: TreePool | None = None, stop: Stop | None = None, deadline: float = math.inf) -> TuneResult:
+def run_tune(
+    spec: TuneSpec,
+    log: Log,
+    cluster: ClusterPlacement | None = None,
+    lease: Lease | None = None,
+    pool: TreePool | None = None,
+    stop: Stop | None = None,
+    deadline: float = math.inf,
+) -> TuneResult:
     """One tune. `cluster`: the Ray cluster and GPU group whose nodes build and whose GPUs run it
     (run_ray_tune); None: this machine. `lease`: the slots it shares with a suite's other tunes in flight;
     `pool`: the suite's variant trees it borrows (given back when it ends) instead of trees of its own."""
@@ -60,16 +67,32 @@ def run_tune(spec: TuneSpec, log: Log, cluster: ClusterPlacement | None = None, 
         with TuneLock(state_dir):
             killed = kill_leftovers(state_dir / "bench.pid")
             if killed:
-                as_stream(log).info(f"killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune")
+                as_stream(log).info(
+                    f"killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune"
+                )
             placement = cluster.placement() if cluster else None
-            tune_setup = replay_setup(spec, log, placement) if spec.replay else setup(
-                spec, log, placement, gpu_here=cluster is None and not os.environ.get(SIMULATE_VARIABLE), tree_pool=pool)
+            tune_setup = (
+                replay_setup(spec, log, placement)
+                if spec.replay
+                else setup(
+                    spec,
+                    log,
+                    placement,
+                    gpu_here=cluster is None and not os.environ.get(SIMULATE_VARIABLE),
+                    tree_pool=pool,
+                )
+            )
             if cluster:
                 cluster.cluster.check_shared(state_dir, tune_setup.programs)
             _check_replacement(tune_setup)
-            store = _open_store(state_dir / "trials.sqlite", spec.identity() + "-" + tune_setup.devices.cuda_arch,
-                                f"{tune_setup.project.toolchain.compiler_id} {tune_setup.project.toolchain.version}",
-                                tune_setup.code.sources_sha256, log, tune_setup.code.commands_sha256)
+            store = _open_store(
+                state_dir / "trials.sqlite",
+                spec.identity() + "-" + tune_setup.devices.cuda_arch,
+                f"{tune_setup.project.toolchain.compiler_id} {tune_setup.project.toolchain.version}",
+                tune_setup.code.sources_sha256,
+                log,
+                tune_setup.code.commands_sha256,
+            )
             try:
                 shared = _shared_since(pool, spec.target, shared_before) if pool is not None else no_wait
                 result = _stages(tune_setup, store, log, started, cluster, lease, stop, deadline, shared)
@@ -127,11 +150,13 @@ def _check_replacement(setup: TuneSetup) -> None:
         raise CompileIQError(
             f"{spec.output} holds an entry for {spec.target} ({' '.join(old.flags) or 'no flags'}, {old.speedup}x) "
             f"whose numerics were checked ({', '.join(old.checks)}); this tune compares no output: give "
-            "--compare-output/--compare-file as well, or --replace to replace it anyway")
+            "--compare-output/--compare-file as well, or --replace to replace it anyway"
+        )
 
 
-def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, log: Log,
-                commands_sha256: str = "") -> TrialStore:
+def _open_store(
+    path: Path, identity: str, compiler: str, sources_sha256: str, log: Log, commands_sha256: str = ""
+) -> TrialStore:
     """The trial store of this tune. When its trials were measured on other sources (the target's files and
     the headers they include), with other compile flags or with another compiler, they are stale: this tune's
     rows move to a store of their own beside it (kept, named in the log; the other tunes' trials stay) and
@@ -151,15 +176,25 @@ def _open_store(path: Path, identity: str, compiler: str, sources_sha256: str, l
         else:
             what = "the flags that reach the target's compile commands changed (its build tree was configured anew)"
         aside, moved = store.archive("stale")
-        as_stream(log).info(f"{what} since the stored trials were measured; they are not reused: this tune's "
-            f"{plural(moved, 'trial')} {'is' if moved == 1 else 'are'} kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh")
+        as_stream(log).info(
+            f"{what} since the stored trials were measured; they are not reused: this tune's "
+            f"{plural(moved, 'trial')} {'is' if moved == 1 else 'are'} kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh"
+        )
     store.save_result("code", code)
     return store
 
 
-def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
-            cluster: ClusterPlacement | None = None, lease: Lease | None = None, stop: Stop | None = None,
-            deadline: float = math.inf, shared: Callable[[], float] = no_wait) -> TuneResult:
+def _stages(
+    setup: TuneSetup,
+    store: TrialStore,
+    log: Log,
+    started: float,
+    cluster: ClusterPlacement | None = None,
+    lease: Lease | None = None,
+    stop: Stop | None = None,
+    deadline: float = math.inf,
+    shared: Callable[[], float] = no_wait,
+) -> TuneResult:
     """The stages of one tune, wired: each one's outcome is the next one's input. One Budget owns its seconds
     (tune.budget): its box counts from the tune's start, less the time it waited for a suite's shared slots
     (`lease`, up to its limit: budget.not_charged) and spent on a suite's shared setup (`shared`: the own
@@ -167,27 +202,45 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
     earlier run spent of the same box; `deadline` (perf_counter) and `stop` are a suite's end and interrupt."""
     spec = setup.spec
     if spec.keep_unchanged and not spec.replace and (kept := unchanged_entry(setup)) is not None:
-        why = (f"{spec.target} is unchanged since its entry in {spec.output} was tuned ({kept.speedup:.4g}x, "
-               f"{kept.date}): the same sources with their headers, compile flags, compiler, build type and device; "
-               "it is not tuned again (--replace tunes it anyway)")
+        why = (
+            f"{spec.target} is unchanged since its entry in {spec.output} was tuned ({kept.speedup:.4g}x, "
+            f"{kept.date}): the same sources with their headers, compile flags, compiler, build type and device; "
+            "it is not tuned again (--replace tunes it anyway)"
+        )
         as_stream(log).stage_result("finalists", why, flags=list(kept.flags), speedup=kept.speedup, unchanged=True)
         empty = Trial(0, setup.space.baseline(), Status.CANCELLED, why)
-        return TuneResult(spec.target, (), empty, None, str(spec.output), time.perf_counter() - started, (why,),
-                          language=setup.project.language, unchanged=(kept.speedup, tuple(kept.flags)))
+        return TuneResult(
+            spec.target,
+            (),
+            empty,
+            None,
+            str(spec.output),
+            time.perf_counter() - started,
+            (why,),
+            language=setup.project.language,
+            unchanged=(kept.speedup, tuple(kept.flags)),
+        )
     as_stream(log).info(
         f"tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} {setup.project.toolchain.version}"
         f"{', sm_' + setup.devices.cuda_arch if setup.devices.cuda_arch else ''}) on {setup.devices.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    box = TimeBox(spec.time_limit, started=started, spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
-                  waited=not_charged(lease.waited, shared, spec.time_limit) if lease is not None else shared,
-                  deadline=deadline)
+    box = TimeBox(
+        spec.time_limit,
+        started=started,
+        spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
+        waited=not_charged(lease.waited, shared, spec.time_limit) if lease is not None else shared,
+        deadline=deadline,
+    )
     if box.spent_before:
-        as_stream(log).info(f"time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
-            f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)")
+        as_stream(log).info(
+            f"time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
+            f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)"
+        )
     budget = Budget(spec, box, Stop(box, parent=stop))
-    executor = make_executor(setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster, lease=lease,
-                             stop=budget.stop)
+    executor = make_executor(
+        setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster, lease=lease, stop=budget.stop
+    )
     stream = as_stream(log)
     recorder = Recorder()  # the summary's subscriber: the tune's notes, warnings and stage results
     unsubscribe = stream.subscribe(recorder)
@@ -198,15 +251,32 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         try:
             base = Baseline(setup, executor, store, stream, budget).run()
         except TimeTooShort as exc:
-            stream.stage_result("finalists", f"no flag set was measured within {budget.limit_text()}: {exc}",
-                                flags=None, needed=exc.needed)
+            stream.stage_result(
+                "finalists",
+                f"no flag set was measured within {budget.limit_text()}: {exc}",
+                flags=None,
+                needed=exc.needed,
+            )
             if spec.time_limit is not None:
-                as_stream(log).info(f"time box: the whole tune took {time.perf_counter() - started:.1f} s of "
-                    f"--time-limit {spec.time_limit:g} s; it needs at least --time-limit {math.ceil(exc.needed)}")
+                as_stream(log).info(
+                    f"time box: the whole tune took {time.perf_counter() - started:.1f} s of "
+                    f"--time-limit {spec.time_limit:g} s; it needs at least --time-limit {math.ceil(exc.needed)}"
+                )
             empty = Trial(0, setup.space.baseline(), Status.CANCELLED, str(exc))
-            return TuneResult(spec.target, (), empty, None, None, time.perf_counter() - started, (str(exc),),
-                              language=setup.project.language, needed=exc.needed)
-        setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates: host flags too
+            return TuneResult(
+                spec.target,
+                (),
+                empty,
+                None,
+                None,
+                time.perf_counter() - started,
+                (str(exc),),
+                language=setup.project.language,
+                needed=exc.needed,
+            )
+        setup = host_side.with_host_side(
+            setup, base.runner, spec.excluded_flags, stream
+        )  # host time dominates: host flags too
         setup = focus.with_focus(setup, base.runner, stream)  # a target of many files: its hot files' flags
         budget.spec = setup.spec  # (the focus may have fewer trials in flight: the plan's costs per trial)
         stream.stage = "search"
@@ -214,8 +284,11 @@ def _stages(setup: TuneSetup, store: TrialStore, log: Log, started: float,
         use = prior_use.prepare(setup, store, base, stream)
         bank = Bank(setup, executor, store, stream, base, budget, BankWrite(setup, stream), Bank.restored(store))
         if bank.banked is not None:
-            stream.info(f"bank: {bank.banked.flagset.describe()} ({bank.banked.geomean_speedup:.4f}x) validated by the "
-                        "earlier run of this tune: restored", stage="search")
+            stream.info(
+                f"bank: {bank.banked.flagset.describe()} ({bank.banked.geomean_speedup:.4f}x) validated by the "
+                "earlier run of this tune: restored",
+                stage="search",
+            )
         search = SearchLoop(setup, executor, store, stream, started, base, budget, use.prior, bank).run()
         if search.space is not None and search.space != setup.space:  # control files an engine added
             setup = replace(setup, space=search.space)
@@ -247,28 +320,38 @@ def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:
         cluster.close()
 
 
-def tune_on_cluster(spec: TuneSpec, log: Log, cluster: RayCluster, lease: Lease | None = None,
-                    pool: TreePool | None = None, stop: Stop | None = None,
-                    deadline: float = math.inf) -> list[TuneResult]:
+def tune_on_cluster(
+    spec: TuneSpec,
+    log: Log,
+    cluster: RayCluster,
+    lease: Lease | None = None,
+    pool: TreePool | None = None,
+    stop: Stop | None = None,
+    deadline: float = math.inf,
+) -> list[TuneResult]:
     """One target on a connected cluster: each GPU type (one per architecture) in turn, a host target once.
     `lease`: the slots it shares with a suite's other targets in flight (their tunes share the GPU workers)."""
     groups = cluster.gpu_groups()
     seen: dict[str, GpuGroup] = {}
     for g in groups:
         if g.arch in seen:
-            as_stream(log).note(f"{g.describe()} has the architecture of {seen[g.arch].describe()}; "
-                "that type's GPUs tune sm_" + g.arch)
+            as_stream(log).note(
+                f"{g.describe()} has the architecture of {seen[g.arch].describe()}; that type's GPUs tune sm_" + g.arch
+            )
         else:
             seen[g.arch] = g
     results = []
     for i, group in enumerate(seen.values()):
         as_stream(log).info(f"GPU type {i + 1} of {len(seen)}: {group.describe()}")
-        result = run_tune(spec, log, cluster=ClusterPlacement(cluster, group), lease=lease, pool=pool, stop=stop,
-                          deadline=deadline)
+        result = run_tune(
+            spec, log, cluster=ClusterPlacement(cluster, group), lease=lease, pool=pool, stop=stop, deadline=deadline
+        )
         results.append(result)
         if result.language != "CUDA":
             if len(seen) > 1:
-                as_stream(log).note(f"{spec.target} is a {result.language} target: tuned once, on "
-                    f"{group.describe()}; the other GPU types would measure the same host code")
+                as_stream(log).note(
+                    f"{spec.target} is a {result.language} target: tuned once, on "
+                    f"{group.describe()}; the other GPU types would measure the same host code"
+                )
             break
     return results

@@ -14,8 +14,7 @@ from ..decide.rounds import WARMUP
 
 WRITE_SECONDS = 2.0  # the TOML, the summary and the report
 ROUNDS_FLOOR = 3  # fewest interleaved validation rounds a paired comparison is decided on (wider interval)
-NO_CONFIRMATION = ("the winner not confirmed: its numbers are those of the rounds that accepted it "
-                   "(a little optimistic)")
+NO_CONFIRMATION = "the winner not confirmed: its numbers are those of the rounds that accepted it (a little optimistic)"
 FINISH_SHARE = 0.5  # at most this share of the time left after the baseline is reserved for the finalists
 
 
@@ -75,15 +74,19 @@ class FinishPlan:
         if self.finalists == 0:
             return "no finalist fits"
         parts = [f"{self.finalists} finalist{'s' if self.finalists != 1 else ''} x {self.rounds} rounds"]
-        parts.append(f"ablation of up to {self.ablation_steps} flag{'s' if self.ablation_steps != 1 else ''}"
-                     if self.ablation_steps else "no ablation")
+        parts.append(
+            f"ablation of up to {self.ablation_steps} flag{'s' if self.ablation_steps != 1 else ''}"
+            if self.ablation_steps
+            else "no ablation"
+        )
         if self.confirmations:
             parts.append(f"confirmed on {self.confirmations} other GPU{'s' if self.confirmations != 1 else ''}")
         return ", ".join(parts)
 
 
-def finish_cost(costs: Costs, finalists: int, rounds: int, ablation_steps: int, confirmations: int,
-                confirm: bool = True) -> float:
+def finish_cost(
+    costs: Costs, finalists: int, rounds: int, ablation_steps: int, confirmations: int, confirm: bool = True
+) -> float:
     """Seconds of the finalists' stage: validation, ablation steps (each: the set with and without, re-built
     and interleaved), the minimal set's validation when ablation may drop something, the winner's
     confirmation (the rounds whose numbers are written; `confirm`), the confirmations on other GPUs and the
@@ -103,8 +106,9 @@ def least_finish(costs: Costs, min_rounds: int) -> float:
     return finish_cost(costs, 1, min(ROUNDS_FLOOR, min_rounds), 0, 0, confirm=False)
 
 
-def plan_finish(seconds: float, costs: Costs, finalists: int, min_rounds: int, flags: int,
-                confirmations: int = 0) -> FinishPlan:
+def plan_finish(
+    seconds: float, costs: Costs, finalists: int, min_rounds: int, flags: int, confirmations: int = 0
+) -> FinishPlan:
     """The largest finalists' stage that fits in `seconds`: the asked one if it fits; else, in this order,
     fewer finalists (2, then 1), no confirmation of the winner (its numbers are then the deciding rounds',
     marked as such), fewer ablation steps (down to none), fewer rounds (down to ROUNDS_FLOOR), no
@@ -121,7 +125,9 @@ def plan_finish(seconds: float, costs: Costs, finalists: int, min_rounds: int, f
     for f, r, a, c, confirm in ladder:
         cost = finish_cost(costs, f, r, a, c, confirm)
         if cost <= seconds:
-            cut = _cut(finalists, min_rounds, flags, confirmations, f, r, a, c) + (() if confirm else (NO_CONFIRMATION,))
+            cut = _cut(finalists, min_rounds, flags, confirmations, f, r, a, c) + (
+                () if confirm else (NO_CONFIRMATION,)
+            )
             return FinishPlan(f, r, a, c, cost, cut, confirm)
     return FinishPlan(0, 0, 0, 0, WRITE_SECONDS, ("every finalist: not one validation fits in what is left",))
 
@@ -153,19 +159,35 @@ class Plan:
     def search_open(self, pending: int, costs: Costs) -> bool:
         """Whether another trial may start, with `pending` trials already under way (their work counts)."""
         return math.isinf(self.search_seconds) or (
-            self.search_seconds > 0 and self.finish.finalists > 0 and (pending + 1) * costs.trial() <= self.search_seconds)
+            self.search_seconds > 0
+            and self.finish.finalists > 0
+            and (pending + 1) * costs.trial() <= self.search_seconds
+        )
 
     def describe(self) -> str:
         if self.limit is None:
             return f"finalists: {self.finish.describe()} (~{self.finish.seconds:.0f} s)"
-        search = "no search trial fits" if self.search_trials == 0 else \
-            f"search ~{self.search_seconds:.0f} s (about {self.search_trials} trial{'s' if self.search_trials != 1 else ''})"
-        return (f"plan for --time-limit {self.limit:g} s: {self.elapsed:.0f} s used, {search}, "
-                f"finalists ~{self.finish.seconds:.0f} s ({self.finish.describe()})")
+        search = (
+            "no search trial fits"
+            if self.search_trials == 0
+            else f"search ~{self.search_seconds:.0f} s (about {self.search_trials} trial{'s' if self.search_trials != 1 else ''})"
+        )
+        return (
+            f"plan for --time-limit {self.limit:g} s: {self.elapsed:.0f} s used, {search}, "
+            f"finalists ~{self.finish.seconds:.0f} s ({self.finish.describe()})"
+        )
 
 
-def plan_tune(limit: float | None, elapsed: float, costs: Costs, finalists: int, min_rounds: int, flags: int,
-              confirmations: int = 0, reserve: float | None = None) -> Plan:
+def plan_tune(
+    limit: float | None,
+    elapsed: float,
+    costs: Costs,
+    finalists: int,
+    min_rounds: int,
+    flags: int,
+    confirmations: int = 0,
+    reserve: float | None = None,
+) -> Plan:
     """The plan from now: the finalists' stage sized to at most `reserve` seconds (the largest that fits, so
     that the search keeps time), the search the rest. `reserve`: the finalists' share fixed by the first plan
     (finish_reserve); None: FINISH_SHARE of the time left now. A share taken from what is left at each re-plan
@@ -199,8 +221,16 @@ def finish_reserve(limit: float | None, elapsed: float) -> float | None:
     return None if limit is None else FINISH_SHARE * max(0.0, limit - elapsed)
 
 
-def costs_from(trials, warmup: int, repeats: int, workloads: int, workers: int, gpus: int,
-               fallback_build: float = 0.0, paired: bool = False) -> Costs:
+def costs_from(
+    trials,
+    warmup: int,
+    repeats: int,
+    workloads: int,
+    workers: int,
+    gpus: int,
+    fallback_build: float = 0.0,
+    paired: bool = False,
+) -> Costs:
     """Costs as the trials so far measured them: the median build, the mean seconds of one benchmark run
     (every run of a trial counted: warm-up, samples, paired reference runs) and the median wall seconds of a
     search trial at its normal runs (search_wall; the baseline's and shared-code trials' left out)."""
@@ -210,9 +240,17 @@ def costs_from(trials, warmup: int, repeats: int, workloads: int, workers: int, 
     runs = sum(_runs(t, warmup) for t in measured)
     run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
     walls = sorted(search_wall(t, warmup, repeats) for t in measured if not t.flagset.is_baseline)
-    return Costs(build=build, run=run, workloads=workloads, warmup=warmup, repeats=repeats,
-                 workers=max(1, workers), gpus=max(1, gpus), paired=paired,
-                 observed=walls[len(walls) // 2] if walls else 0.0)
+    return Costs(
+        build=build,
+        run=run,
+        workloads=workloads,
+        warmup=warmup,
+        repeats=repeats,
+        workers=max(1, workers),
+        gpus=max(1, gpus),
+        paired=paired,
+        observed=walls[len(walls) // 2] if walls else 0.0,
+    )
 
 
 def _runs(trial: Trial, warmup: int) -> int:
@@ -222,8 +260,9 @@ def _runs(trial: Trial, warmup: int) -> int:
 
 def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool) -> Costs:
     """costs_from with a tune's own runs per trial, workloads and workers (`gpus` measuring runners)."""
-    return costs_from(list(trials), spec.warmup, spec.repeats, len(spec.workloads), spec.workers, gpus or 1,
-                      paired=paired)
+    return costs_from(
+        list(trials), spec.warmup, spec.repeats, len(spec.workloads), spec.workers, gpus or 1, paired=paired
+    )
 
 
 def search_wall(trial: Trial, warmup: int, repeats: int) -> float:

@@ -43,33 +43,45 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
     if isinstance(stored, dict) and set(FEATURE_NAMES) <= set(stored):
         return {k: float(stored[k]) for k in FEATURE_NAMES}
     if setup.replay is not None:
-        as_stream(log).note("prior: a replayed landscape has no kernel features (no build to read them from); "
-            "the search runs without the prior's predictions")
+        as_stream(log).note(
+            "prior: a replayed landscape has no kernel features (no build to read them from); "
+            "the search runs without the prior's predictions"
+        )
         return None
     if setup.project.language != "CUDA":
         units = len(setup.project.target.sources_in(setup.project.language)) or 1
         vec = TargetFeatures(kernels=(), units=units, arch="").vector()
     else:
         if not fresh:
-            as_stream(log).note("prior: the kernel features were not stored by the tune this one resumes and the "
-                "baseline was not rebuilt; the search runs without the prior's predictions")
+            as_stream(log).note(
+                "prior: the kernel features were not stored by the tune this one resumes and the "
+                "baseline was not rebuilt; the search runs without the prior's predictions"
+            )
             return None
         tree = setup.baseline_tree
         objects = [tree.path / o for o in setup.project.objects if (tree.path / o).is_file()]
         if not objects:
-            as_stream(log).note("prior: no object file of the target was found after the baseline build; the "
-                "search runs without the prior's predictions")
+            as_stream(log).note(
+                "prior: no object file of the target was found after the baseline build; the "
+                "search runs without the prior's predictions"
+            )
             return None
         try:
             relocatable = tree.decisions(setup.spec.target).relocatable
         except (CompileIQError, OSError):
             relocatable = False
         try:
-            tf = target_features(objects, nvcc_path=setup.project.toolchain.path, arch=setup.devices.cuda_arch,
-                                 relocatable=relocatable, jobs=setup.spec.workers + 1)
+            tf = target_features(
+                objects,
+                nvcc_path=setup.project.toolchain.path,
+                arch=setup.devices.cuda_arch,
+                relocatable=relocatable,
+                jobs=setup.spec.workers + 1,
+            )
         except CompileIQError as exc:
-            as_stream(log).note(f"prior: the kernel features could not be read ({exc}); the search runs without "
-                "the prior's predictions")
+            as_stream(log).note(
+                f"prior: the kernel features could not be read ({exc}); the search runs without the prior's predictions"
+            )
             return None
         vec = tf.vector()
     store.save_result("prior_features", vec)
@@ -98,15 +110,32 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
     sp = space_prior(model, setup.space, features, setup.devices.cuda_arch)
     known = sum(1 for p in sp.predictions.values() if p.known)
     names = [d.name for d in setup.space.dimensions]
-    store.save_result("prior", {
-        "source": sp.source, "first": [list(setup.space.flagset(dict(zip(names, c))).flags) for c in sp.first],
-        "values": [{"dimension": d.name, "value": " ".join(d.values[i]), "known": sp.of(n, i).known,
-                    "predicted": sp.of(n, i).gain, "sd": sp.of(n, i).sd, "p_invalid": sp.of(n, i).p_invalid,
-                    "measured": None, "measured_invalid": False}
-                   for n, d in enumerate(setup.space.dimensions) for i in range(1, len(d.values))]})
+    store.save_result(
+        "prior",
+        {
+            "source": sp.source,
+            "first": [list(setup.space.flagset(dict(zip(names, c))).flags) for c in sp.first],
+            "values": [
+                {
+                    "dimension": d.name,
+                    "value": " ".join(d.values[i]),
+                    "known": sp.of(n, i).known,
+                    "predicted": sp.of(n, i).gain,
+                    "sd": sp.of(n, i).sd,
+                    "p_invalid": sp.of(n, i).p_invalid,
+                    "measured": None,
+                    "measured_invalid": False,
+                }
+                for n, d in enumerate(setup.space.dimensions)
+                for i in range(1, len(d.values))
+            ],
+        },
+    )
     if not n_family:
-        as_stream(log).info(f"prior: no observation of {setup.space.family} flags yet (shipped or from your tunes): the "
-            "search starts as it does without one; this tune's results will be its first")
+        as_stream(log).info(
+            f"prior: no observation of {setup.space.family} flags yet (shipped or from your tunes): the "
+            "search starts as it does without one; this tune's results will be its first"
+        )
         return PriorUse(sp, features, 0, 0)
     firsts, best = [], 0.0
     for choice in sp.first:
@@ -121,7 +150,8 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
         + (f"first trials from it: {'; '.join(firsts)}" if firsts else "it predicts no value faster: its order only")
         + "; single-flag changes in order of predicted effect",
         predicted_speedup=math.exp(best),
-        payload=PriorPrediction(math.exp(best)))  # a suite's scheduler ranks a target by it before its trials speak
+        payload=PriorPrediction(math.exp(best)),
+    )  # a suite's scheduler ranks a target by it before its trials speak
     return PriorUse(sp, features, n_family, n_local)
 
 
@@ -141,7 +171,11 @@ def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines)
     dims = {d.name: d for d in setup.space.dimensions}
 
     def key(name: str, i: int) -> str | None:
-        return value_key(setup.space.family, name, dims[name].values[i]) if name in dims and 0 < i < len(dims[name].values) else None
+        return (
+            value_key(setup.space.family, name, dims[name].values[i])
+            if name in dims and 0 < i < len(dims[name].values)
+            else None
+        )
 
     out: dict[str, float | None] = {}
     rows: list[tuple[list[str], float]] = []
@@ -162,14 +196,17 @@ def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines)
     return out
 
 
-def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Baselines, store: TrialStore,
-          log: Log) -> None:
+def learn(
+    setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Baselines, store: TrialStore, log: Log
+) -> None:
     """Record what this tune measured of each predicted value (the summary's prior table) and add its
     effects to the local dataset (unless opted out)."""
     if setup.spec.objective != "time":  # the prior predicts speedups: an energy tune's gains are not those
         if use.features is not None:
-            as_stream(log).info("prior: this tune's results were not added to your local prior data: it measured "
-                "energy, and the prior predicts time")
+            as_stream(log).info(
+                "prior: this tune's results were not added to your local prior data: it measured "
+                "energy, and the prior predicts time"
+            )
         return
     doc = store.load_result("prior")
     measured = tune_effects(setup, trials, base) if doc or use.features is not None else {}
@@ -183,19 +220,27 @@ def learn(setup: TuneSetup, use: PriorUse, trials: Mapping[str, Trial], base: Ba
     if use.features is None or setup.replay is not None:
         return
     if not setup.spec.learn or learning_off():
-        as_stream(log).info("prior: this tune's results were not added to your local prior data (--no-learn or "
-            "COMPILEIQ_NO_LEARN)")
+        as_stream(log).info(
+            "prior: this tune's results were not added to your local prior data (--no-learn or COMPILEIQ_NO_LEARN)"
+        )
         return
     effects = measured
     if not effects:
         return
-    obs = Observation(id=observation_id(setup), source=f"tune:{setup.spec.target}", family=setup.space.family,
-                      arch=setup.devices.cuda_arch, features=dict(use.features), effects=effects)
+    obs = Observation(
+        id=observation_id(setup),
+        source=f"tune:{setup.spec.target}",
+        family=setup.space.family,
+        arch=setup.devices.cuda_arch,
+        features=dict(use.features),
+        effects=effects,
+    )
     try:
         path = LocalPrior(prior_dir()).save(obs)
     except OSError as exc:
         as_stream(log).note(f"prior: this tune's results could not be added to your local prior data ({exc})")
         return
-    as_stream(log).info(f"prior: the effects of {plural(len(effects), 'flag value')} measured by this tune added to your local prior "
-        f"data ({path}; --no-learn or COMPILEIQ_NO_LEARN=1 opts out)")
-
+    as_stream(log).info(
+        f"prior: the effects of {plural(len(effects), 'flag value')} measured by this tune added to your local prior "
+        f"data ({path}; --no-learn or COMPILEIQ_NO_LEARN=1 opts out)"
+    )

@@ -73,8 +73,13 @@ class Publish:
             new = _entry(setup, winner, contributions, len(trials), log, decision.untested)
             self._check()
             # the entry this tune's bank wrote during the search is replaced by its final winner whatever it measured
-            change = write_entry(spec.output, new, fallback_dir=setup.state_dir, log=log,
-                                 replace=spec.replace or decision.banked is not None)
+            change = write_entry(
+                spec.output,
+                new,
+                fallback_dir=setup.state_dir,
+                log=log,
+                replace=spec.replace or decision.banked is not None,
+            )
             if change is not None and change.kept:
                 as_stream(log).note(change.message)
             elif change is not None and change.replaces is not None:
@@ -82,32 +87,64 @@ class Publish:
             toml_path = str(spec.output)
         wall = time.perf_counter() - self.started
         fresh = [t for key, t in trials.items() if key not in base.restored]  # measured by this run, not restored
-        result = TuneResult(spec.target, tuple(trials.values()), base.baseline, winner, toml_path, wall,
-                            tuple(_notes(setup, base, self.search, fresh, decision, wall,
-                                         self.budget.box if self.budget is not None else None)
-                                  + _acf_notes(setup, winner)), contributions, setup.project.language)
+        result = TuneResult(
+            spec.target,
+            tuple(trials.values()),
+            base.baseline,
+            winner,
+            toml_path,
+            wall,
+            tuple(
+                _notes(
+                    setup,
+                    base,
+                    self.search,
+                    fresh,
+                    decision,
+                    wall,
+                    self.budget.box if self.budget is not None else None,
+                )
+                + _acf_notes(setup, winner)
+            ),
+            contributions,
+            setup.project.language,
+        )
         final_table(setup, result, decision.effects, log, restored=len(trials) - len(fresh), needed=self.search.needed)
         document = summary.build(
-            setup, result, effects=decision.effects, noise=base.noise, paired=bool(base.references),
+            setup,
+            result,
+            effects=decision.effects,
+            noise=base.noise,
+            paired=bool(base.references),
             min_gain=decision.min_gain,
             speedup_of=lambda t: math.exp(-loss(t, base.base_of(t), lower)) if t.valid else None,
             interval_of=lambda t: summary.trial_interval(t, base.base_of(t), lower),
-            finalists=store.load_validations("finalists") or [], confirmations=store.load_validations("confirmations") or [],
-            timings={"wall_seconds": wall, "search_seconds": timings.search_seconds, "loop_seconds": timings.loop_seconds,
-                     "finalists_seconds": decision.seconds, "time_limit": spec.time_limit,
-                     "overhead_seconds": timings.overhead, "overhead_steps": dict(timings.steps),
-                     "untested": list(decision.untested)},
+            finalists=store.load_validations("finalists") or [],
+            confirmations=store.load_validations("confirmations") or [],
+            timings={
+                "wall_seconds": wall,
+                "search_seconds": timings.search_seconds,
+                "loop_seconds": timings.loop_seconds,
+                "finalists_seconds": decision.seconds,
+                "time_limit": spec.time_limit,
+                "overhead_seconds": timings.overhead,
+                "overhead_steps": dict(timings.steps),
+                "untested": list(decision.untested),
+            },
             per_file=self.search.per_file.as_dict() if self.search.per_file is not None else None,
             events=summary.event_records(self.events) if self.events is not None else None,
-            prior=store.load_result("prior"))
+            prior=store.load_result("prior"),
+        )
         store.save_result("summary", document)
         self._check()
         if spec.json_summary:
             try:
                 summary.write(Path(spec.json_summary), document)
             except OSError as exc:  # checked before the tune; the place went away since
-                raise CompileIQError(f"could not write the summary {spec.json_summary} ({exc.strerror or exc}); the tune's "
-                                     f"result is kept: 'compileiq-cmake report -B {spec.build_dir} --json' prints it") from None
+                raise CompileIQError(
+                    f"could not write the summary {spec.json_summary} ({exc.strerror or exc}); the tune's "
+                    f"result is kept: 'compileiq-cmake report -B {spec.build_dir} --json' prints it"
+                ) from None
             as_stream(log).info(f"wrote the summary {spec.json_summary}")
         html = setup.state_dir / "report.html"
         self._check()
@@ -129,15 +166,23 @@ class BankWrite:
 
     def __call__(self, winner: Validation, trials: int) -> bool:
         spec = self.setup.spec
-        new = _entry(self.setup, winner, (), trials, self.log,
-                     (f"{winner.flagset.describe()}: banked during the search, not ablated yet",))
+        new = _entry(
+            self.setup,
+            winner,
+            (),
+            trials,
+            self.log,
+            (f"{winner.flagset.describe()}: banked during the search, not ablated yet",),
+        )
         change = write_entry(spec.output, new, fallback_dir=self.setup.state_dir, replace=spec.replace, log=self.log)
         if change is not None and change.kept:
             as_stream(self.log).note(f"bank: {change.message}")
             return False
-        as_stream(self.log).info(f"bank: wrote {spec.output} with {winner.flagset.describe()} "
-                 f"({winner.geomean_speedup:.4f}x); a later candidate replaces it only through its own validation"
-                 + (f"; {change.message}" if change is not None and change.replaces is not None else ""))
+        as_stream(self.log).info(
+            f"bank: wrote {spec.output} with {winner.flagset.describe()} "
+            f"({winner.geomean_speedup:.4f}x); a later candidate replaces it only through its own validation"
+            + (f"; {change.message}" if change is not None and change.replaces is not None else "")
+        )
         return True
 
 
@@ -153,56 +198,94 @@ def unchanged_entry(setup: TuneSetup) -> FlagsEntry | None:
     except CompileIQError:
         return None
     project, devices, code = setup.project, setup.devices, setup.code
-    now = identity_of(spec.target, project.language, devices.cuda_arch, project.toolchain.compiler_id,
-                      code.sources_sha256, code.flags_sha256, project.toolchain.version, project.build_type,
-                      devices.device, spec.objective)
+    now = identity_of(
+        spec.target,
+        project.language,
+        devices.cuda_arch,
+        project.toolchain.compiler_id,
+        code.sources_sha256,
+        code.flags_sha256,
+        project.toolchain.version,
+        project.build_type,
+        devices.device,
+        spec.objective,
+    )
     return next((e for e in entries if e.identity == now), None)
 
 
-def _notes(setup: TuneSetup, base: Baselines, search: SearchOutcome, fresh: list[Trial], decision: Decision,
-           wall: float, box: TimeBox | None = None) -> list[str]:
+def _notes(
+    setup: TuneSetup,
+    base: Baselines,
+    search: SearchOutcome,
+    fresh: list[Trial],
+    decision: Decision,
+    wall: float,
+    box: TimeBox | None = None,
+) -> list[str]:
     """The result's notes: what the search cost, its pace, throttled measurements, the driver's overhead and,
     with --time-limit, the whole tune's time against it and what the box left untested."""
     spec = setup.spec
     trials, timings = search.trials, search.timings
-    runs = sum(len(m.samples) + len(m.reference) + spec.warmup
-               for t in fresh if t.same_code_as is None for m in t.measurements)
+    runs = sum(
+        len(m.samples) + len(m.reference) + spec.warmup for t in fresh if t.same_code_as is None for m in t.measurements
+    )
     saved = sum((spec.repeats + spec.warmup) * len(spec.workloads) for t in fresh if t.same_code_as is not None)
     notes = []
     shared = sum(1 for t in fresh if t.same_code_as is not None)
-    counted = (f"{plural(len(trials), 'trial')}: {len(trials) - len(fresh)} restored from the store, "
-               f"{len(fresh)} measured" if len(fresh) < len(trials) else plural(len(trials), "trial"))
-    notes.append(f"search phase: {counted} in {timings.search_seconds:.1f} s, {plural(runs, 'benchmark run')}"
-                 + (f"; {plural(shared, 'trial')} built the same device code as an earlier one and {'was' if shared == 1 else 'were'} not benchmarked "
-                    f"(about {plural(saved, 'run')} saved)" if shared else ""))
+    counted = (
+        f"{plural(len(trials), 'trial')}: {len(trials) - len(fresh)} restored from the store, {len(fresh)} measured"
+        if len(fresh) < len(trials)
+        else plural(len(trials), "trial")
+    )
+    notes.append(
+        f"search phase: {counted} in {timings.search_seconds:.1f} s, {plural(runs, 'benchmark run')}"
+        + (
+            f"; {plural(shared, 'trial')} built the same device code as an earlier one and {'was' if shared == 1 else 'were'} not benchmarked "
+            f"(about {plural(saved, 'run')} saved)"
+            if shared
+            else ""
+        )
+    )
     loop_trials, overhead, runners = timings.loop_trials, timings.overhead, base.runners
     if loop_trials:
-        notes.append(f"search loop (after the setup and the baseline{'s' if base.per_gpu else ''}): {plural(loop_trials, 'trial')} in "
-                     f"{timings.loop_seconds:.1f} s, {60 * loop_trials / timings.loop_seconds:.1f} trials per minute"
-                     + (f" on {len(runners)} GPUs" if len(runners) > 1 else ""))
+        notes.append(
+            f"search loop (after the setup and the baseline{'s' if base.per_gpu else ''}): {plural(loop_trials, 'trial')} in "
+            f"{timings.loop_seconds:.1f} s, {60 * loop_trials / timings.loop_seconds:.1f} trials per minute"
+            + (f" on {len(runners)} GPUs" if len(runners) > 1 else "")
+        )
     throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
     if throttled:
-        notes.append(f"warning: {plural(throttled, 'measurement')} {'was' if throttled == 1 else 'were'} taken while the GPU reported a slowdown "
-                     "(thermal or power); see 'compileiq-cmake trials'")
+        notes.append(
+            f"warning: {plural(throttled, 'measurement')} {'was' if throttled == 1 else 'were'} taken while the GPU reported a slowdown "
+            "(thermal or power); see 'compileiq-cmake trials'"
+        )
     if loop_trials and setup.replay is None:
         per_trial = sum(t.wall_seconds for t in trials.values()) / len(trials)
-        parts = [(step, seconds) for step, seconds in timings.steps] + [("rest", max(0.0, overhead - sum(
-            seconds for _, seconds in timings.steps)))]
-        notes.append(f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
-                     f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial): "
-                     + ", ".join(f"{step} {1000 * seconds / loop_trials:.0f} ms" for step, seconds in parts))
+        parts = [(step, seconds) for step, seconds in timings.steps] + [
+            ("rest", max(0.0, overhead - sum(seconds for _, seconds in timings.steps)))
+        ]
+        notes.append(
+            f"driver overhead {1000 * overhead / loop_trials:.0f} ms per trial "
+            f"({100 * overhead / loop_trials / per_trial:.1f}% of a trial): "
+            + ", ".join(f"{step} {1000 * seconds / loop_trials:.0f} ms" for step, seconds in parts)
+        )
     if spec.time_limit is not None:
         waited = box.waited() if box is not None else 0.0
         spent = box.spent_before if box is not None else 0.0
-        notes.append(f"time box: the whole tune took {wall:.1f} s of --time-limit {spec.time_limit:g} s"
-                     + (f" ({waited:.1f} s of it waiting for slots other targets held, not charged)" if waited >= 0.05 else "")
-                     + (f" (and {spent:.0f} s spent by the interrupted run it resumed)" if spent else "")
-                     + (f"; not tested for lack of time: {'; '.join(decision.untested)}" if decision.untested else ""))
+        notes.append(
+            f"time box: the whole tune took {wall:.1f} s of --time-limit {spec.time_limit:g} s"
+            + (f" ({waited:.1f} s of it waiting for slots other targets held, not charged)" if waited >= 0.05 else "")
+            + (f" (and {spent:.0f} s spent by the interrupted run it resumed)" if spent else "")
+            + (f"; not tested for lack of time: {'; '.join(decision.untested)}" if decision.untested else "")
+        )
     return notes
 
 
-def _portable_acf(flags: tuple[str, ...], toml_dir: Path, log: Log | None = None,
-                  ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+def _portable_acf(
+    flags: tuple[str, ...],
+    toml_dir: Path,
+    log: Log | None = None,
+) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
     """Each --apply-controls file of the winner copied beside the TOML as compileiq/acf/<sha256>.acf (with
     NVIDIA's notice in that folder: such files may be shared in binary form only, with it), the flag naming it
     relative to the TOML's directory; with each file's sha256."""
@@ -219,9 +302,11 @@ def _portable_acf(flags: tuple[str, ...], toml_dir: Path, log: Log | None = None
             rel = os.path.relpath(copy, toml_dir)
             digests.append((rel, digest))
             if log is not None:
-                as_stream(log).info(f"advanced control file {digest[:12]} copied to {rel}: NVIDIA's notice applies to it "
-                                    f"({ACF_FOLDER}/NOTICE: \"{acf.NOTICE}\"; binary form only, not under an open-source licence)")
-            flag = flag[:-len(path_text)] + rel
+                as_stream(log).info(
+                    f"advanced control file {digest[:12]} copied to {rel}: NVIDIA's notice applies to it "
+                    f'({ACF_FOLDER}/NOTICE: "{acf.NOTICE}"; binary form only, not under an open-source licence)'
+                )
+            flag = flag[: -len(path_text)] + rel
         out.append(flag)
     return tuple(out), tuple(digests)
 
@@ -233,11 +318,18 @@ def _acf_notes(setup: TuneSetup, winner: Validation | None) -> list[str]:
     if acf_of is None or not acf_of.files:
         return []
     used = [Path(p).stem for p in (acf_path(f) for f in (winner.flagset.flags if winner is not None else ())) if p]
-    what = (f"the winner's is ACF {used[0][:12]} ({acf_of.changed(used[0]) or 'its changes were not screened'})"
-            if used else "the winner uses none" if winner is not None else "no winner")
+    what = (
+        f"the winner's is ACF {used[0][:12]} ({acf_of.changed(used[0]) or 'its changes were not screened'})"
+        if used
+        else "the winner uses none"
+        if winner is not None
+        else "no winner"
+    )
     source = acf_of.source.label if acf_of.source is not None else "--acf files"
-    return [f"advanced controls: {plural(len({f.sha256 for f in acf_of.files}), 'control file')} searched at first "
-            f"({source}); {what}"]
+    return [
+        f"advanced controls: {plural(len({f.sha256 for f in acf_of.files}), 'control file')} searched at first "
+        f"({source}); {what}"
+    ]
 
 
 def _acf_ptxas(setup: TuneSetup) -> str:
@@ -246,8 +338,9 @@ def _acf_ptxas(setup: TuneSetup) -> str:
     return (acf_of.ptxas if acf_of is not None and acf_of.ptxas else "") or setup.project.toolchain.version
 
 
-def _resolve_host_specific(setup: TuneSetup, flags: tuple[str, ...], log: Log,
-                           answers: portability.Answers) -> portability.Resolution | None:
+def _resolve_host_specific(
+    setup: TuneSetup, flags: tuple[str, ...], log: Log, answers: portability.Answers
+) -> portability.Resolution | None:
     """-march=native and the like, as the compiler resolves them on this host, with the CPU and its ISA
     features (None when no flag is host-specific). Kept literal, with a note, when the compiler cannot say."""
     if not any(portability.is_native(f) for f in flags):
@@ -278,8 +371,14 @@ def _as_written(flags: tuple[str, ...], written: list[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contribution, ...], n_trials: int,
-           log: Log, untested: tuple[str, ...] = ()) -> FlagsEntry:
+def _entry(
+    setup: TuneSetup,
+    winner: Validation,
+    contributions: tuple[Contribution, ...],
+    n_trials: int,
+    log: Log,
+    untested: tuple[str, ...] = (),
+) -> FlagsEntry:
     """The TOML entry of a winner: its flags as written (--apply-controls paths relative to the TOML,
     host-specific flags resolved), how it was measured, and what the apply checks."""
     spec = setup.spec
@@ -305,39 +404,66 @@ def _entry(setup: TuneSetup, winner: Validation, contributions: tuple[Contributi
         cpu_flags = portability.host_specific(after)
         extra = len(after) - len(before) + sum(1 for f in before if portability.is_native(f)) - len(cpu_flags)
         cpu_flags = list(dict.fromkeys(cpu_flags))  # shown once, also when several parts had them
-        as_stream(log).info(f"{shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
+        as_stream(log).info(
+            f"{shown} recorded as the compiler resolves it on this host ({resolved.cpu}): "
             f"{' '.join(cpu_flags) or '(unresolved)'}{f' and {extra} ISA/cache options' if extra > 0 else ''}, "
-            f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out")
+            f"with {len(features)} ISA features the build needs; tune --portable leaves such flags out"
+        )
     return FlagsEntry(
-        untested=untested, speedup_from=winner.estimate or "deciding rounds",
-        untested_flags=tuple(portable.get(f, f) for f in _as_written(untested_flags(winner.flagset, contributions), after)),
-        target=spec.target, language=setup.project.language, arch=setup.devices.cuda_arch,
-        compiler_id=setup.project.toolchain.compiler_id, compiler_version=setup.project.toolchain.version,
-        flags=written, acf_sha256=acf_sha256, acf_ptxas=_acf_ptxas(setup) if acf_sha256 else "",
-        build_type=setup.project.build_type, device=setup.devices.device,
-        compute_capability=setup.devices.compute_capability, metric=spec.metric.label,
-        lower_is_better=spec.metric.lower_is_better, objective=spec.objective,
+        untested=untested,
+        speedup_from=winner.estimate or "deciding rounds",
+        untested_flags=tuple(
+            portable.get(f, f) for f in _as_written(untested_flags(winner.flagset, contributions), after)
+        ),
+        target=spec.target,
+        language=setup.project.language,
+        arch=setup.devices.cuda_arch,
+        compiler_id=setup.project.toolchain.compiler_id,
+        compiler_version=setup.project.toolchain.version,
+        flags=written,
+        acf_sha256=acf_sha256,
+        acf_ptxas=_acf_ptxas(setup) if acf_sha256 else "",
+        build_type=setup.project.build_type,
+        device=setup.devices.device,
+        compute_capability=setup.devices.compute_capability,
+        metric=spec.metric.label,
+        lower_is_better=spec.metric.lower_is_better,
+        objective=spec.objective,
         workloads=tuple(shlex.join(w.workload) for w in winner.workloads),
         baseline=tuple(round(statistics.median(w.baseline), 9) for w in winner.workloads),
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
-        speedup=round(winner.geomean_speedup, 4), trials=n_trials,
+        speedup=round(winner.geomean_speedup, 4),
+        trials=n_trials,
         date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
-        tool_version=__version__, sources_sha256=setup.code.sources_sha256, headers=setup.code.headers,
+        tool_version=__version__,
+        sources_sha256=setup.code.sources_sha256,
+        headers=setup.code.headers,
         flags_sha256=setup.code.flags_sha256,
         replay=setup.replay is not None,
         speedup_ci=(round(winner.geomean_ci_low, 4), round(winner.geomean_ci_high, 4)),
         workload_speedups=tuple(round(w.speedup, 4) for w in winner.workloads),
         workload_ci=tuple((round(w.ci_low, 4), round(w.ci_high, 4)) for w in winner.workloads),
-        p_values=tuple(float(f"{w.p_value:.3g}") for w in winner.workloads), checks=spec.checks,
+        p_values=tuple(float(f"{w.p_value:.3g}") for w in winner.workloads),
+        checks=spec.checks,
         contributions=tuple(
-            {"flags": [portable.get(f, f) for f in c.flags], "speedup": round(c.speedup, 4), "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
-             "kept": c.kept, "reason": c.reason}
-            for c in contributions if math.isfinite(c.speedup)
+            {
+                "flags": [portable.get(f, f) for f in c.flags],
+                "speedup": round(c.speedup, 4),
+                "ci": [round(c.ci_low, 4), round(c.ci_high, 4)],
+                "kept": c.kept,
+                "reason": c.reason,
+            }
+            for c in contributions
+            if math.isfinite(c.speedup)
         ),
-        device_lto=parts.device_lto, device_link=setup.project.device_link if parts.device_lto else (), sources=tuple(sources),
-        tuned_cpu=resolved.cpu if resolved else "", cpu_features=tuple(sorted(features)),
+        device_lto=parts.device_lto,
+        device_link=setup.project.device_link if parts.device_lto else (),
+        sources=tuple(sources),
+        tuned_cpu=resolved.cpu if resolved else "",
+        cpu_features=tuple(sorted(features)),
         arch_scope=spec.arch_scope if setup.project.language == "CUDA" else "all",
-        benchmark=bench.relative(bench.argv) if bench else (), pass_regex=spec.pass_regex or "",
+        benchmark=bench.relative(bench.argv) if bench else (),
+        pass_regex=spec.pass_regex or "",
         verify=bench.relative(bench.verify) if bench else (),
         **_provenance(setup).entry_fields(),
     )

@@ -85,22 +85,31 @@ class SearchLoop:
     def _candidate(self, trials: dict[str, Trial]) -> bool:
         """Whether some trial beat the project's own build (a finalist exists)."""
         lower = self.setup.spec.lower_is_better
-        return any(t.valid and not t.flagset.is_baseline and loss(t, self.base.base_of(t), lower) < 0
-                   for t in trials.values())
+        return any(
+            t.valid and not t.flagset.is_baseline and loss(t, self.base.base_of(t), lower) < 0 for t in trials.values()
+        )
 
     def run(self) -> SearchOutcome:
         setup, log, base = self.setup, self.log, self.base
         spec = setup.spec
         trials: dict[str, Trial] = {base.baseline.flagset.key: base.baseline, **base.restored}
-        search = FlagSearch(setup.space, spec.budget, spec.seed, spec.workers, warm_start=warm_start(setup, log),
-                            prior=self.prior)
+        search = FlagSearch(
+            setup.space, spec.budget, spec.seed, spec.workers, warm_start=warm_start(setup, log), prior=self.prior
+        )
         for trial in trials.values():
             search.tell(trial.flagset, self._loss(trial))
-        state = _Loop(trials, search, spec.budget, len(trials), max(0, len(base.runners) - 1),
-                      per_file_due=spec.per_file_budget > 0,
-                      per_file_possible=spec.per_file_budget > 0 and setup.project.language == "CUDA"
-                      and len(setup.project.target.sources_in("CUDA")) > 1,
-                      acf=AcfEngine.of(setup.tools.acf if setup.tools is not None else None, log))
+        state = _Loop(
+            trials,
+            search,
+            spec.budget,
+            len(trials),
+            max(0, len(base.runners) - 1),
+            per_file_due=spec.per_file_budget > 0,
+            per_file_possible=spec.per_file_budget > 0
+            and setup.project.language == "CUDA"
+            and len(setup.project.target.sources_in("CUDA")) > 1,
+            acf=AcfEngine.of(setup.tools.acf if setup.tools is not None else None, log),
+        )
         self.budget.measured_by(len(base.runners), bool(base.references))
         state.plan = self._replan(trials, state.confirmations)
         if state.plan is not None:
@@ -108,8 +117,9 @@ class SearchLoop:
         progress(setup, log, base.baseline, base.baseline, trials, self.started, budget=self.budget)
         measuring = list(base.runners.values()) if len(base.runners) > 1 else [base.runner]
         loop_started = time.perf_counter()
-        with Pipeline(setup.trees[:spec.workers], self.executor.build, measuring, self._measure, log,
-                      self.budget.stop) as pipeline:
+        with Pipeline(
+            setup.trees[: spec.workers], self.executor.build, measuring, self._measure, log, self.budget.stop
+        ) as pipeline:
             while True:
                 self.budget.check()
                 self._fill(state, pipeline, lookahead(trials.values(), len(measuring), spec.workers))
@@ -122,16 +132,28 @@ class SearchLoop:
                 as_stream(log).info("every point of the flag space has been tried")
         if state.cancelled:
             self.budget.cut(f"{plural(state.cancelled, 'search trial')} cancelled in flight (no room left in the plan)")
-        timings = LoopTimings(time.perf_counter() - self.started, time.perf_counter() - loop_started, state.loop_trials,
-                              state.overhead, tuple(state.step_seconds.items()))
+        timings = LoopTimings(
+            time.perf_counter() - self.started,
+            time.perf_counter() - loop_started,
+            state.loop_trials,
+            state.overhead,
+            tuple(state.step_seconds.items()),
+        )
         self._said(trials, timings)
         return SearchOutcome(trials, state.per_file_plan, timings, state.needed, search.space)
 
     def _loss(self, trial: Trial) -> float:
         return loss(trial, self.base.base_of(trial), self.setup.spec.lower_is_better)
 
-    def _measure(self, index: int, tree: VariantTree, flagset: FlagSet, build: BuildResult, on: Runner | None,
-                 known: dict[str, Trial]) -> Trial:
+    def _measure(
+        self,
+        index: int,
+        tree: VariantTree,
+        flagset: FlagSet,
+        build: BuildResult,
+        on: Runner | None,
+        known: dict[str, Trial],
+    ) -> Trial:
         """A built trial measured on `on` (None for a failed build: nothing runs), with more runs when close
         to the best of the trials finished when it was submitted (the conveyor's measuring step)."""
         setup, base, log = self.setup, self.base, self.log
@@ -144,20 +166,37 @@ class SearchLoop:
         if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
             paired, n = noise_of_pairs(known.values())
             floor = paired if n >= 3 else base.noise
-        return measure_more_if_promising(on, setup, tree, trial, base.base_of, known, floor, reference,
-                                         self.budget.may_extend if self.budget.bounded else None)
+        return measure_more_if_promising(
+            on,
+            setup,
+            tree,
+            trial,
+            base.base_of,
+            known,
+            floor,
+            reference,
+            self.budget.may_extend if self.budget.bounded else None,
+        )
 
     def _fill(self, state: _Loop, pipeline: Pipeline, ahead: int) -> None:
         """Submit proposals while a tree is free and the conveyor holds fewer than `ahead` (asked as late as the
         GPUs allow), the budget's plan has room and the source has more; says why the search stops."""
         log, budget, spec, trials = self.log, self.budget, self.setup.spec, state.trials
-        while state.banking is None and not (state.exhausted or state.stopped) and pipeline.has_free_tree \
-                and pipeline.pending < ahead and len(trials) + pipeline.pending < state.trial_budget:
-            if spec.objective == "time" and nothing_to_gain(spec.flat_stop, self.prior, trials.values(), self.base,
-                                                            spec.lower_is_better):  # the prior predicts time
-                as_stream(log).info(f"suite: nothing to gain: the prior predicted no value faster and none of "
+        while (
+            state.banking is None
+            and not (state.exhausted or state.stopped)
+            and pipeline.has_free_tree
+            and pipeline.pending < ahead
+            and len(trials) + pipeline.pending < state.trial_budget
+        ):
+            if spec.objective == "time" and nothing_to_gain(
+                spec.flat_stop, self.prior, trials.values(), self.base, spec.lower_is_better
+            ):  # the prior predicts time
+                as_stream(log).info(
+                    f"suite: nothing to gain: the prior predicted no value faster and none of "
                     f"{plural(len(trials), 'trial')} beat the project's own build by {100 * self.base.min_gain:.2f}%; "
-                    "the search stops early (its time goes to the suite's other targets)")
+                    "the search stops early (its time goes to the suite's other targets)"
+                )
                 state.stopped = True
                 return
             candidate = self._candidate(trials)
@@ -166,11 +205,16 @@ class SearchLoop:
                     state.needed = budget.needed
                 dropped = pipeline.cancel(budget.queued_fit(trials, candidate))
                 under_way = pipeline.pending - dropped
-                as_stream(log).info(f"time box: the search stops after {plural(len(trials) - 1 + under_way, 'trial')}"
+                as_stream(log).info(
+                    f"time box: the search stops after {plural(len(trials) - 1 + under_way, 'trial')}"
                     + (f" ({dropped} queued cancelled: the plan has no room for them)" if dropped else "")
                     + f": the rest of {budget.limit_text()} ({budget.remaining():.0f} s) is kept for "
-                    + (f"the finalists ({state.plan.finish.describe()})" if candidate and state.plan is not None else
-                       "the trials under way and the validation of what they find (no candidate yet)"))
+                    + (
+                        f"the finalists ({state.plan.finish.describe()})"
+                        if candidate and state.plan is not None
+                        else "the trials under way and the validation of what they find (no candidate yet)"
+                    )
+                )
                 state.stopped = True
                 return
             flagset = state.deferred.pop(0) if state.deferred else state.search.ask()
@@ -179,8 +223,12 @@ class SearchLoop:
                 return
             why = state.search.proposed_by(flagset) if isinstance(state.search, FlagSearch) else None
             if why:
-                as_stream(log).info(f"trial {state.next_index} ({flagset.describe()}) is proposed by {why}",
-                                    prior=True, trial=state.next_index, flags=list(flagset.flags))
+                as_stream(log).info(
+                    f"trial {state.next_index} ({flagset.describe()}) is proposed by {why}",
+                    prior=True,
+                    trial=state.next_index,
+                    flags=list(flagset.flags),
+                )
             pipeline.submit(state.next_index, flagset, trials)
             state.next_index += 1
 
@@ -198,9 +246,16 @@ class SearchLoop:
             if state.exhausted:
                 as_stream(log).info("every point of the flag space has been tried")
             state.exhausted = False
-            state.per_file_plan = per_file.plan(replace(setup.per_file_context, prior=self.prior), setup.trees[0],
-                                                self.executor.build, self.base.runner, state.trials, self._loss,
-                                                spec.per_file_budget, log)
+            state.per_file_plan = per_file.plan(
+                replace(setup.per_file_context, prior=self.prior),
+                setup.trees[0],
+                self.executor.build,
+                self.base.runner,
+                state.trials,
+                self._loss,
+                spec.per_file_budget,
+                log,
+            )
             if state.per_file_plan is not None and state.per_file_plan.proposals:
                 self.store.save_result("per_file", state.per_file_plan.as_dict())
                 state.search = per_file.Proposals(list(state.per_file_plan.proposals))
@@ -228,10 +283,17 @@ class SearchLoop:
         if state.acf is not None and isinstance(state.search, FlagSearch):
             state.acf.after(state.search, trials, self._loss)
         state.plan = self._replan(trials, state.confirmations)
-        progress(self.setup, self.log, trial, self.base.base_of(trial), trials, self.started,
-                 pipeline.in_flight.describe(),
-                 state.trial_budget + (spec.per_file_budget if state.per_file_due and state.per_file_possible else 0),
-                 budget=self.budget)
+        progress(
+            self.setup,
+            self.log,
+            trial,
+            self.base.base_of(trial),
+            trials,
+            self.started,
+            pipeline.in_flight.describe(),
+            state.trial_budget + (spec.per_file_budget if state.per_file_due and state.per_file_possible else 0),
+            budget=self.budget,
+        )
         state.overhead += done.driver_seconds
         for step, seconds in done.build.steps:
             state.step_seconds[step] = state.step_seconds.get(step, 0.0) + seconds
@@ -248,12 +310,21 @@ class SearchLoop:
         best = min(valid, key=self._loss) if valid else None
         speedup = math.exp(-self._loss(best)) if best is not None else None
         as_stream(self.log).stage_result(
-            "search", f"search: {plural(len(trials), 'trial')} ({len(valid)} valid) in {timings.search_seconds:.1f} s"
-            + (f"; best {speedup:.3f}x before validation ({best.flagset.describe()})" if best is not None and
-               not best.flagset.is_baseline else "; only the project's own build was measured" if len(trials) <= 1
-               else "; none was faster than the project's own build"),
-            trials=len(trials), valid=len(valid), seconds=timings.search_seconds,
-            best=list(best.flagset.flags) if best is not None else None, speedup=speedup)
+            "search",
+            f"search: {plural(len(trials), 'trial')} ({len(valid)} valid) in {timings.search_seconds:.1f} s"
+            + (
+                f"; best {speedup:.3f}x before validation ({best.flagset.describe()})"
+                if best is not None and not best.flagset.is_baseline
+                else "; only the project's own build was measured"
+                if len(trials) <= 1
+                else "; none was faster than the project's own build"
+            ),
+            trials=len(trials),
+            valid=len(valid),
+            seconds=timings.search_seconds,
+            best=list(best.flagset.flags) if best is not None else None,
+            speedup=speedup,
+        )
 
 
 @dataclass
@@ -308,7 +379,11 @@ def warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
             except CompileIQError:
                 continue
             if len(known) < len(entry.flags):
-                as_stream(log).info(f"warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this space ignored")
+                as_stream(log).info(
+                    f"warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this space ignored"
+                )
     if seeds:
-        as_stream(log).info(f"warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} tried first")
+        as_stream(log).info(
+            f"warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} tried first"
+        )
     return tuple(dict.fromkeys(seeds))

@@ -55,8 +55,15 @@ from .suite_state import TargetOutcome, _load_state, _save_state, state_path, tr
 from .tree_pool import POOL_FOLDER, TreePool
 
 
-def allot(remaining: float, target: SuiteTarget, rest: list[SuiteTarget], floor: float, jobs: int = 1,
-          held: float = 0.0, in_flight: int = 0) -> float:
+def allot(
+    remaining: float,
+    target: SuiteTarget,
+    rest: list[SuiteTarget],
+    floor: float,
+    jobs: int = 1,
+    held: float = 0.0,
+    in_flight: int = 0,
+) -> float:
     """This target's share of `remaining` seconds; `rest`: the targets after it (their floors are kept).
     With `jobs` targets in flight at a time, the wall time is shared by that many at once: the suite has
     `remaining` x (the targets that can run at once) target-seconds, less `held`, what the `in_flight`
@@ -134,10 +141,19 @@ class Scheduler:
         return p.priority * (max(p.best - 1.0, p.predicted - 1.0, 0.0) + OPTIMISM) / max(per_run, 1e-3)
 
 
-def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], TuneSpec], log: Log,
-              time_limit: float | None, build_dir: Path, report_dir: Path | None = None,
-              json_summary: Path | None = None, jobs: int | None = None, gpus: str | None = None,
-              on_ray: bool = False, ray_address: str | None = None) -> list[TargetOutcome]:
+def run_suite(
+    suite: Suite,
+    make_spec: Callable[[SuiteTarget, float | None], TuneSpec],
+    log: Log,
+    time_limit: float | None,
+    build_dir: Path,
+    report_dir: Path | None = None,
+    json_summary: Path | None = None,
+    jobs: int | None = None,
+    gpus: str | None = None,
+    on_ray: bool = False,
+    ray_address: str | None = None,
+) -> list[TargetOutcome]:
     """Every target of the suite, `jobs` at a time (None: default_jobs), sharing the build slots and each GPU
     through one Scheduler. `on_ray`: on the Ray cluster at `ray_address` (None: a new local one), connected
     once every target's options are checked, its GPU workers shared by the targets; each target is tuned on
@@ -156,8 +172,18 @@ def run_suite(suite: Suite, make_spec: Callable[[SuiteTarget, float | None], Tun
         cluster = RayCluster(ray_address, log)
         cluster.share_workers = True
     try:
-        return _tune_suite(suite, specs, make_spec, log, time_limit, build_dir, report_dir, json_summary,
-                           jobs if jobs is not None else default_jobs(gpus, cluster), cluster)
+        return _tune_suite(
+            suite,
+            specs,
+            make_spec,
+            log,
+            time_limit,
+            build_dir,
+            report_dir,
+            json_summary,
+            jobs if jobs is not None else default_jobs(gpus, cluster),
+            cluster,
+        )
     finally:
         if cluster is not None:
             cluster.close()
@@ -175,9 +201,18 @@ def default_jobs(gpus: str | None, cluster: RayCluster | None) -> int:
     return max(2, count + 1)
 
 
-def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[SuiteTarget, float | None], TuneSpec],
-                log: Log, time_limit: float | None, build_dir: Path, report_dir: Path | None,
-                json_summary: Path | None, jobs: int, cluster: RayCluster | None) -> list[TargetOutcome]:
+def _tune_suite(
+    suite: Suite,
+    specs: dict[str, TuneSpec],
+    make_spec: Callable[[SuiteTarget, float | None], TuneSpec],
+    log: Log,
+    time_limit: float | None,
+    build_dir: Path,
+    report_dir: Path | None,
+    json_summary: Path | None,
+    jobs: int,
+    cluster: RayCluster | None,
+) -> list[TargetOutcome]:
     stream = as_stream(log)
     jobs = max(1, min(jobs, len(suite.ordered)))
     _check_floors(suite, time_limit, jobs)
@@ -185,34 +220,59 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
     outputs = tuple({s.output for s in specs.values()}) + ((json_summary,) if json_summary is not None else ())
     stamp = tree_stamp(source, (build_dir,) + ((report_dir,) if report_dir is not None else ()), outputs)
     state = state_path(suite, build_dir)
-    run = _SuiteRun(suite, specs, make_spec, log, stream, time_limit, jobs, cluster, state, stamp,
-                    _load_state(state, stamp, log),
-                    Scheduler(build_slots=max(s.workers for s in specs.values())),  # every target's builds share --workers
-                    TreePool(build_dir / SUITE_FOLDER / POOL_FOLDER, tuple(t.name for t in suite.targets),
-                             # their own baseline: a VERIFY build builds everything, a compared file is
-                             # written into the tree by each run (two targets' runs would share it)
-                             {n: (s.benchmark[0], bool(s.verify or s.compare_file)) for n, s in specs.items()
-                              if s.benchmark}))
+    run = _SuiteRun(
+        suite,
+        specs,
+        make_spec,
+        log,
+        stream,
+        time_limit,
+        jobs,
+        cluster,
+        state,
+        stamp,
+        _load_state(state, stamp, log),
+        Scheduler(build_slots=max(s.workers for s in specs.values())),  # every target's builds share --workers
+        TreePool(
+            build_dir / SUITE_FOLDER / POOL_FOLDER,
+            tuple(t.name for t in suite.targets),
+            # their own baseline: a VERIFY build builds everything, a compared file is
+            # written into the tree by each run (two targets' runs would share it)
+            {n: (s.benchmark[0], bool(s.verify or s.compare_file)) for n, s in specs.items() if s.benchmark},
+        ),
+    )
     run.tree_pool.stop = run.stop
     run.tree_pool.deadline = run.started + time_limit if time_limit else math.inf
     run.tree_pool.order = tuple(t.name for t in suite.ordered if t.name not in run.finished)
     run.scheduler.shared = run.tree_pool.shared_seconds
     order = list(suite.ordered)
-    stream.info(f"suite {suite.path.name}: {plural(len(order), 'target')}"
-                + (f", {jobs} at a time sharing the build slots and every GPU (one scheduler)" if jobs > 1 else "")
-                + (f", --time-limit {time_limit:g} s shared out by priority (floor {suite.min_seconds:g} s)"
-                   if time_limit else ", no time limit")
-                + (f"; {plural(len([t for t in order if t.name in run.finished]), 'target')} finished in an earlier run "
-                   "of this suite (kept)" if any(t.name in run.finished for t in order) else ""), stage="suite",
-                jobs=jobs)
+    stream.info(
+        f"suite {suite.path.name}: {plural(len(order), 'target')}"
+        + (f", {jobs} at a time sharing the build slots and every GPU (one scheduler)" if jobs > 1 else "")
+        + (
+            f", --time-limit {time_limit:g} s shared out by priority (floor {suite.min_seconds:g} s)"
+            if time_limit
+            else ", no time limit"
+        )
+        + (
+            f"; {plural(len([t for t in order if t.name in run.finished]), 'target')} finished in an earlier run "
+            "of this suite (kept)"
+            if any(t.name in run.finished for t in order)
+            else ""
+        ),
+        stage="suite",
+        jobs=jobs,
+    )
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="compileiq-suite")
     running: list[Future] = []
     try:
         for k, target in enumerate(order):
             if target.name in run.finished:
                 run.outcomes[target.name] = replace(run.finished[target.name], resumed=True)
-                stream.info(f"suite: {target.name}: finished in an earlier run ({run.finished[target.name].status}); "
-                            "kept", stage="suite")
+                stream.info(
+                    f"suite: {target.name}: finished in an earlier run ({run.finished[target.name].status}); kept",
+                    stage="suite",
+                )
                 continue
             while len([f for f in running if not f.done()]) >= jobs:  # a target starts when one in flight ends
                 wait(running, return_when=FIRST_COMPLETED)
@@ -222,9 +282,12 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
             allotted = run.share(k, target, order)
             if allotted is not None and allotted <= 0:
                 continue  # skipped (said)
-            stream.info(f"suite: target {k + 1} of {len(order)}: {target.name}"
-                        + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""), stage="suite",
-                        target=target.name)
+            stream.info(
+                f"suite: target {k + 1} of {len(order)}: {target.name}"
+                + (f" ({allotted:.0f} s of the suite's time)" if allotted else ""),
+                stage="suite",
+                target=target.name,
+            )
             running.append(pool.submit(run.tune, target, allotted))
             run.allotted_at[running[-1]] = (allotted or 0.0, time.perf_counter())
         for f in running:
@@ -236,8 +299,10 @@ def _tune_suite(suite: Suite, specs: dict[str, TuneSpec], make_spec: Callable[[S
         pool.shutdown(wait=True)
         close_step_cache(run.tree_pool.step_cache, stream)  # started by one of its targets, if any
     state.unlink(missing_ok=True)  # the suite is complete: a later run tunes every target again (from its store)
-    rows = [run.outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
-            for t in suite.targets]
+    rows = [
+        run.outcomes.get(t.name) or TargetOutcome(t.name, "excluded", "exclude = true in the suite file")
+        for t in suite.targets
+    ]
     _summarize(suite, rows, run, build_dir, report_dir, json_summary)
     return rows
 
@@ -246,10 +311,12 @@ def _check_floors(suite: Suite, time_limit: float | None, jobs: int) -> None:
     """Bad input when the suite's time cannot give every target its floor."""
     floors = sum(suite.floor(t) for t in suite.ordered)
     if time_limit is not None and time_limit < floors / jobs:
-        raise UsageError(f"--time-limit {time_limit:g} s is less than the floors of the suite's "
-                         f"{plural(len(suite.ordered), 'target')} ({floors:g} s in all"
-                         + (f", {floors / jobs:g} s with {jobs} at a time" if jobs > 1 else "")
-                         + "); raise it or lower min_seconds")
+        raise UsageError(
+            f"--time-limit {time_limit:g} s is less than the floors of the suite's "
+            f"{plural(len(suite.ordered), 'target')} ({floors:g} s in all"
+            + (f", {floors / jobs:g} s with {jobs} at a time" if jobs > 1 else "")
+            + "); raise it or lower min_seconds"
+        )
 
 
 @dataclass
@@ -288,7 +355,7 @@ class _SuiteRun:
         if not self.time_limit:
             return None
         remaining = self.time_limit - (time.perf_counter() - self.started)
-        rest = [t for t in order[k + 1:] if t.name not in self.finished]
+        rest = [t for t in order[k + 1 :] if t.name not in self.finished]
         floor = self.suite.floor(target)
         holding, in_flight = self.held()
         allotted = allot(remaining, target, rest, self.suite.min_seconds, self.jobs, holding, in_flight)
@@ -297,10 +364,12 @@ class _SuiteRun:
         if need and need > allotted:
             allotted = min(remaining, need)
         if remaining < max(floor, need) or allotted <= 0:
-            why = (f"{remaining:.0f} s of the suite's time were left, below its floor of {floor:g} s"
-                   if remaining < floor else
-                   f"{remaining:.0f} s of the suite's time were left, less than {SETUP_MARGIN:g} x the "
-                   f"{setup:.0f} s the setup and baseline of the targets before it took (median)")
+            why = (
+                f"{remaining:.0f} s of the suite's time were left, below its floor of {floor:g} s"
+                if remaining < floor
+                else f"{remaining:.0f} s of the suite's time were left, less than {SETUP_MARGIN:g} x the "
+                f"{setup:.0f} s the setup and baseline of the targets before it took (median)"
+            )
             self.outcomes[target.name] = TargetOutcome(target.name, "skipped", why, allotted=max(0.0, remaining))
             self.stream.note(f"suite: {target.name} skipped: {self.outcomes[target.name].reason}", stage="suite")
             return 0.0
@@ -313,31 +382,46 @@ class _SuiteRun:
         self.scheduler.join(target, self.suite.floor(target))
         lease = Lease(self.scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
         if self.jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
-            spec = replace(spec, state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}",
-                           workers=max(1, math.ceil(spec.workers / self.jobs)))
+            spec = replace(
+                spec,
+                state_subdir=f"{SUITE_FOLDER}/{_folder(target.name)}",
+                workers=max(1, math.ceil(spec.workers / self.jobs)),
+            )
             target_log = _target_stream(self.stream, target.name, self.scheduler)
         t0, wall0 = time.perf_counter(), time.time()
         starts: dict[str, float] = {}  # when each phase of its time began (Event.at of its first mark)
-        target_log.subscribe(lambda e: starts.setdefault(e.data["phase"], e.at)
-                             if e.kind == "detail" and "phase" in e.data else None)
+        target_log.subscribe(
+            lambda e: starts.setdefault(e.data["phase"], e.at) if e.kind == "detail" and "phase" in e.data else None
+        )
         deadline = self.started + self.time_limit if self.time_limit else math.inf  # no target outlives the box
         try:
-            result = tune_on_cluster(spec, target_log, self.cluster, lease, self.tree_pool, self.stop, deadline)[0] \
-                if self.cluster is not None else run_tune(spec, target_log, lease=lease, pool=self.tree_pool,
-                                                          stop=self.stop, deadline=deadline)
+            result = (
+                tune_on_cluster(spec, target_log, self.cluster, lease, self.tree_pool, self.stop, deadline)[0]
+                if self.cluster is not None
+                else run_tune(spec, target_log, lease=lease, pool=self.tree_pool, stop=self.stop, deadline=deadline)
+            )
         except UsageError:
             raise
         except CompileIQError as exc:
-            outcome = TargetOutcome(target.name, "failed", str(exc).splitlines()[0][:300],
-                                    seconds=time.perf_counter() - t0, allotted=allotted)
+            outcome = TargetOutcome(
+                target.name,
+                "failed",
+                str(exc).splitlines()[0][:300],
+                seconds=time.perf_counter() - t0,
+                allotted=allotted,
+            )
             self.stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
-        outcome = replace(outcome, started=round(t0 - self.started, 3), objective=spec.objective,
-                          device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
-                          waited_seconds=round(self.scheduler.slots.waited(target.name), 3),
-                          shared_seconds=round(self.tree_pool.shared_seconds(target.name), 3),
-                          stages=_stage_seconds(starts, wall0, time.time()))
+        outcome = replace(
+            outcome,
+            started=round(t0 - self.started, 3),
+            objective=spec.objective,
+            device_seconds=round(self.scheduler.slots.device_use(target.name)[0], 3),
+            waited_seconds=round(self.scheduler.slots.waited(target.name), 3),
+            shared_seconds=round(self.tree_pool.shared_seconds(target.name), 3),
+            stages=_stage_seconds(starts, wall0, time.time()),
+        )
         with self.saving:
             self.outcomes[target.name] = outcome
             self.finished[target.name] = outcome
@@ -354,16 +438,28 @@ def _stage_seconds(starts: dict[str, float], start: float, end: float) -> dict[s
     return {name: round(max(0.0, nxt - at), 3) for (at, name), (nxt, _) in zip(bounds, bounds[1:])}
 
 
-def _summarize(suite: Suite, rows: list[TargetOutcome], run: _SuiteRun, build_dir: Path, report_dir: Path | None,
-               json_summary: Path | None) -> None:
+def _summarize(
+    suite: Suite,
+    rows: list[TargetOutcome],
+    run: _SuiteRun,
+    build_dir: Path,
+    report_dir: Path | None,
+    json_summary: Path | None,
+) -> None:
     """The suite's table, its HTML report and (asked) its JSON summary, with how the targets shared the slots."""
     stream, scheduler = run.stream, run.scheduler
     wall = time.perf_counter() - run.started
-    shared = {"jobs": run.jobs, "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
-              "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())}}
+    shared = {
+        "jobs": run.jobs,
+        "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
+        "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())},
+    }
     # how many variant trees the suite configured, how often one served another, and its configures in this run
-    shared["trees"] = {"pool": run.tree_pool.configured(), "lent_again": run.tree_pool.lent_again,
-                       "configures": run.tree_pool.configures()}
+    shared["trees"] = {
+        "pool": run.tree_pool.configured(),
+        "lent_again": run.tree_pool.lent_again,
+        "configures": run.tree_pool.configures(),
+    }
     shared["baseline_builds"] = run.tree_pool.baseline_builds()  # the suite's one build of its targets' baselines
     shared["screen_ahead"] = run.tree_pool.end_screen_ahead()  # its screening in one pass (None: it did not run)
     doc = suite_summary.build(suite, rows, run.time_limit, wall, shared)
@@ -382,8 +478,10 @@ def _interrupt(stop: Stop, running: list[Future], stream: EventStream) -> None:
     parent), their finished trials stay stored and nothing is written after it; a second Ctrl-C while they
     stop ends the process at once."""
     stop.cancel("interrupted: Ctrl-C")
-    stream.note("suite: interrupted: stopping the targets in flight (finished trials are stored; Ctrl-C again to "
-                "end at once)", stage="suite")
+    stream.note(
+        "suite: interrupted: stopping the targets in flight (finished trials are stored; Ctrl-C again to end at once)",
+        stage="suite",
+    )
     try:
         wait(running, timeout=60)
     except KeyboardInterrupt:
@@ -398,7 +496,9 @@ def _folder(name: str) -> str:
 def _target_stream(suite: EventStream, target: str, scheduler: Scheduler) -> EventStream:
     """A target's own stream (its own current stage) whose events reach the suite's stream tagged with the
     target and, as lines, prefixed with it (targets in flight together interleave their lines)."""
+
     def forward(event: Event) -> None:
         scheduler.heard(target, event)
         suite.emit(replace(event, text=f"[{target}] {event.text}", data={**event.data, "target": target}))
+
     return EventStream(forward)

@@ -38,17 +38,32 @@ class AheadReport:
     stopped: str = ""
 
     def as_dict(self) -> dict:
-        return {"targets": list(self.targets), "compiles": self.compiles, "cache_hits": self.cache_hits,
-                "seconds": round(self.seconds, 3), "stopped": self.stopped}
+        return {
+            "targets": list(self.targets),
+            "compiles": self.compiles,
+            "cache_hits": self.cache_hits,
+            "seconds": round(self.seconds, 3),
+            "stopped": self.stopped,
+        }
 
 
 class ScreenAhead:
     """The background screening of a suite's CUDA targets in `order` (those `started` says began are
     skipped), against their compile commands in the tree of the suite's baselines (`base`)."""
 
-    def __init__(self, base: VariantTree, order: tuple[str, ...], space: FlagSpace, nvcc: str, cuda_arch: str,
-                 build_dir: Path, started: Callable[[str], bool], stop: Stop | None, jobs: int,
-                 target_seconds: float = AHEAD_TARGET_SECONDS) -> None:
+    def __init__(
+        self,
+        base: VariantTree,
+        order: tuple[str, ...],
+        space: FlagSpace,
+        nvcc: str,
+        cuda_arch: str,
+        build_dir: Path,
+        started: Callable[[str], bool],
+        stop: Stop | None,
+        jobs: int,
+        target_seconds: float = AHEAD_TARGET_SECONDS,
+    ) -> None:
         self.base, self.order, self.space = base, order, space
         self.nvcc, self.cuda_arch, self.build_dir = nvcc, cuda_arch, build_dir
         self.started, self.stop, self.jobs = started, stop, max(1, jobs)
@@ -106,9 +121,17 @@ class ScreenAhead:
                 if not entries or self.started(name):
                     self._screening("")
                     continue
-                prepared = prepare_cuda_space(self.space, entries, self.nvcc, self.cuda_arch, self.build_dir, name,
-                                              jobs=self.jobs, decisions=self.base.decisions(name),
-                                              time_limit=self.target_seconds / SCREEN_SHARE)
+                prepared = prepare_cuda_space(
+                    self.space,
+                    entries,
+                    self.nvcc,
+                    self.cuda_arch,
+                    self.build_dir,
+                    name,
+                    jobs=self.jobs,
+                    decisions=self.base.decisions(name),
+                    time_limit=self.target_seconds / SCREEN_SHARE,
+                )
                 self._screening("")
                 if prepared.screen is not None:
                     self.report.targets.append(name)

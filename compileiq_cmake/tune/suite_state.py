@@ -47,17 +47,50 @@ class TargetOutcome:
         w = result.winner
         if result.unchanged is not None:  # its entry holds: not tuned again
             speedup, flags = result.unchanged
-            return TargetOutcome(target, "unchanged", result.notes[0] if result.notes else "", speedup, None, flags,
-                                 0, seconds, allotted, result.language)
+            return TargetOutcome(
+                target,
+                "unchanged",
+                result.notes[0] if result.notes else "",
+                speedup,
+                None,
+                flags,
+                0,
+                seconds,
+                allotted,
+                result.language,
+            )
         if w is None and result.needed:  # its runs make its share useless: its time went back at once
-            return TargetOutcome(target, "skipped", result.notes[0] if result.notes else
-                                 f"needs about {result.needed:.0f} s", trials=len(result.trials), seconds=seconds,
-                                 allotted=allotted, language=result.language)
+            return TargetOutcome(
+                target,
+                "skipped",
+                result.notes[0] if result.notes else f"needs about {result.needed:.0f} s",
+                trials=len(result.trials),
+                seconds=seconds,
+                allotted=allotted,
+                language=result.language,
+            )
         if w is None:
-            return TargetOutcome(target, "no gain", "no flag set beat the project's own build significantly",
-                                 trials=len(result.trials), seconds=seconds, allotted=allotted, language=result.language)
-        return TargetOutcome(target, "tuned", "", w.geomean_speedup, (w.geomean_ci_low, w.geomean_ci_high),
-                             tuple(w.flagset.flags), len(result.trials), seconds, allotted, result.language)
+            return TargetOutcome(
+                target,
+                "no gain",
+                "no flag set beat the project's own build significantly",
+                trials=len(result.trials),
+                seconds=seconds,
+                allotted=allotted,
+                language=result.language,
+            )
+        return TargetOutcome(
+            target,
+            "tuned",
+            "",
+            w.geomean_speedup,
+            (w.geomean_ci_low, w.geomean_ci_high),
+            tuple(w.flagset.flags),
+            len(result.trials),
+            seconds,
+            allotted,
+            result.language,
+        )
 
 
 def state_path(suite: Suite, build_dir: Path) -> Path:
@@ -96,9 +129,11 @@ def _load_state(path: Path, stamp: str, log: Log) -> dict[str, TargetOutcome]:
     if doc.get("version") != STATE_VERSION:
         return {}
     if doc.get("stamp") != stamp:
-        as_stream(log).note("suite: the project changed since the earlier, unfinished run of this suite: its "
-                            "finished targets are tuned again (each tune's trial store decides what is reused)",
-                            stage="suite")
+        as_stream(log).note(
+            "suite: the project changed since the earlier, unfinished run of this suite: its "
+            "finished targets are tuned again (each tune's trial store decides what is reused)",
+            stage="suite",
+        )
         return {}
     out = {}
     for row in doc.get("finished", []):
@@ -113,6 +148,9 @@ def _load_state(path: Path, stamp: str, log: Log) -> dict[str, TargetOutcome]:
 def _save_state(path: Path, finished: dict[str, TargetOutcome], stamp: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"version": STATE_VERSION, "stamp": stamp,
-                               "finished": [asdict(o) for o in finished.values()]}, indent=1))
+    tmp.write_text(
+        json.dumps(
+            {"version": STATE_VERSION, "stamp": stamp, "finished": [asdict(o) for o in finished.values()]}, indent=1
+        )
+    )
     os.replace(tmp, path)

@@ -52,17 +52,23 @@ class Baselines:
         return self.tree is not None and target in self.targets
 
     def as_dict(self) -> dict:
-        return {"tree": self.tree.path.name if self.tree is not None else None, "targets": list(self.targets),
-                "built": list(self.built), "ok": bool(self.result and self.result.ok),
-                "seconds": round(self.result.seconds, 3) if self.result is not None else 0.0, "why": self.why}
+        return {
+            "tree": self.tree.path.name if self.tree is not None else None,
+            "targets": list(self.targets),
+            "built": list(self.built),
+            "ok": bool(self.result and self.result.ok),
+            "seconds": round(self.result.seconds, 3) if self.result is not None else 0.0,
+            "why": self.why,
+        }
 
 
 class TreePool:
     """The suite's variant trees: lent by name, the lowest free name first (a resumed suite finds its trees
     where they were). `targets`: the suite's targets, whose decisions every configure records."""
 
-    def __init__(self, root: Path, targets: tuple[str, ...],
-                 benchmarks: dict[str, tuple[str, bool]] | None = None) -> None:
+    def __init__(
+        self, root: Path, targets: tuple[str, ...], benchmarks: dict[str, tuple[str, bool]] | None = None
+    ) -> None:
         self.root = root
         self.targets = targets
         # per target: its benchmark's first word and whether its builds build everything (a VERIFY command)
@@ -107,8 +113,9 @@ class TreePool:
             self._lent.setdefault(owner, []).extend(names)
             return tuple(self._tree(name, cmake, config, logs) for name in names)
 
-    def own_build(self, settings: VariantSettings, target: str, source_dir: Path, build_dir: Path,
-                  logs: Path) -> tuple[VariantTree, CodeModel, list[Path]]:
+    def own_build(
+        self, settings: VariantSettings, target: str, source_dir: Path, build_dir: Path, logs: Path
+    ) -> tuple[VariantTree, CodeModel, list[Path]]:
         """The tree configured as the user configured the project (once in this run), its code model, and what
         its first configure wrote into the source tree (then the suite's trees are configured one at a time).
         Its seconds (that configure, or waiting for it) are the suite's shared setup (shared_seconds)."""
@@ -142,8 +149,15 @@ class TreePool:
             with self._lock:
                 self._shared[owner] = self._shared.get(owner, 0.0) + seconds
 
-    def baselines(self, settings: VariantSettings, target: str, language: str, model: CodeModel,
-                  logs: Path, progress: Callable[[str], None] | None = None) -> tuple[Baselines, bool]:
+    def baselines(
+        self,
+        settings: VariantSettings,
+        target: str,
+        language: str,
+        model: CodeModel,
+        logs: Path,
+        progress: Callable[[str], None] | None = None,
+    ) -> tuple[Baselines, bool]:
         """The suite's one build of its targets' baselines in this configuration (`settings`, the variant
         trees' own: architecture, launcher), made by the first target that asks (on every core: the targets
         after it wait for it) in the tree `base-<key>`: every suite target of the same kind (CUDA or host) whose
@@ -161,8 +175,16 @@ class TreePool:
         self._charge(target, time.perf_counter() - t0)
         return base, made
 
-    def _build_baselines(self, settings: VariantSettings, key: str, target: str, language: str, model: CodeModel,
-                         logs: Path, progress: Callable[[str], None] | None) -> Baselines:
+    def _build_baselines(
+        self,
+        settings: VariantSettings,
+        key: str,
+        target: str,
+        language: str,
+        model: CodeModel,
+        logs: Path,
+        progress: Callable[[str], None] | None,
+    ) -> Baselines:
         cuda = language == "CUDA"
         held: list[str] = []
         build: list[str] = []
@@ -180,10 +202,16 @@ class TreePool:
             pairs[name] = (name, first)
         built = tuple(dict.fromkeys(build))
         if len(held) < 2:
-            return Baselines(None, (), (), None, "fewer than two of the suite's targets have a benchmark "
-                             "built by a target of the project")
-        tree = BaselineTree(self.root, f"{BASE_TREE}-{key}", settings.cmake, settings.config, logs=logs,
-                            record=self.targets)
+            return Baselines(
+                None,
+                (),
+                (),
+                None,
+                "fewer than two of the suite's targets have a benchmark built by a target of the project",
+            )
+        tree = BaselineTree(
+            self.root, f"{BASE_TREE}-{key}", settings.cmake, settings.config, logs=logs, record=self.targets
+        )
         with self._lock:
             self._trees[tree.path.name] = tree  # (its configure is counted with the others')
         try:
@@ -205,25 +233,39 @@ class TreePool:
             failed = "it failed" + (f" ({first_line[0][:200]})" if first_line else "")
             if result.cancelled or result.failure is None or result.failure.exit_code is None:
                 return Baselines(None, (), built, result, failed)
+
             def whole(name: str) -> bool:  # it and its benchmark's target are built (Ninja: nothing left to do)
                 said = tree.up_to_date(pairs[name])
                 if said is not None:
                     return said
-                return all(n in made and made[n].artifacts and all(a.is_file() and a.stat().st_mtime >= started
-                                                                   for a in made[n].artifacts) for n in pairs[name])
+                return all(
+                    n in made
+                    and made[n].artifacts
+                    and all(a.is_file() and a.stat().st_mtime >= started for a in made[n].artifacts)
+                    for n in pairs[name]
+                )
+
             broken = [n for n in held if not whole(n)]
             held = [n for n in held if n not in broken]
             fresh = {x for n in held for x in pairs[n]}
             if not held:
                 return Baselines(None, (), built, result, failed)
             built = tuple(n for n in built if n in fresh)
-            why = (f"{', '.join(broken)} did not build with the project's own flags ({failed}; log "
-                   f"{tree.log_path('build')}): {'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}")
+            why = (
+                f"{', '.join(broken)} did not build with the project's own flags ({failed}; log "
+                f"{tree.log_path('build')}): {'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}"
+            )
             result = replace(result, ok=True)
         tree.built = frozenset(built)
-        tree.estimate_seconds(result.seconds, jobs, {  # (prices a trial's build)
-            n: tuple(a.relative_to(tree.path) for a in made[n].artifacts if a.is_relative_to(tree.path))
-            for n in built if n in made})
+        tree.estimate_seconds(
+            result.seconds,
+            jobs,
+            {  # (prices a trial's build)
+                n: tuple(a.relative_to(tree.path) for a in made[n].artifacts if a.is_relative_to(tree.path))
+                for n in built
+                if n in made
+            },
+        )
         return Baselines(tree, tuple(held), built, result, why)
 
     def begin(self, target: str) -> None:
@@ -241,8 +283,18 @@ class TreePool:
         with self._lock:
             if self.ahead is not None or base.tree is None:
                 return False
-            self.ahead = ScreenAhead(base.tree, self.order, space, nvcc, cuda_arch, build_dir, self.began,
-                                     Stop(parent=self.stop), self.cores.cores // AHEAD_CORE_SHARE, self.ahead_seconds)
+            self.ahead = ScreenAhead(
+                base.tree,
+                self.order,
+                space,
+                nvcc,
+                cuda_arch,
+                build_dir,
+                self.began,
+                Stop(parent=self.stop),
+                self.cores.cores // AHEAD_CORE_SHARE,
+                self.ahead_seconds,
+            )
         self.ahead.start()
         return True
 
@@ -284,9 +336,18 @@ class TreePool:
 def _settings_key(settings: VariantSettings) -> str:
     """A configuration of the project (generator, build type, initial cache, includes; the variant trees'
     architecture and launcher), as a short name."""
-    return hashlib.sha256(json.dumps([settings.generator, settings.config, settings.initial_cache_script(),
-                                      settings.user_includes, settings.cuda_arch,
-                                      settings.cuda_launcher]).encode()).hexdigest()[:10]
+    return hashlib.sha256(
+        json.dumps(
+            [
+                settings.generator,
+                settings.config,
+                settings.initial_cache_script(),
+                settings.user_includes,
+                settings.cuda_arch,
+                settings.cuda_launcher,
+            ]
+        ).encode()
+    ).hexdigest()[:10]
 
 
 def _configured(tree: Path) -> bool:

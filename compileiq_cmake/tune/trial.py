@@ -41,28 +41,60 @@ def device_code(setup: TuneSetup, tree: VariantTree) -> DeviceFingerprint:
     return _device_code(setup.build_context, tree)
 
 
-def run_trial(runner: Runner, setup: TuneSetup, tree: VariantTree, index: int, flagset: FlagSet,
-           build: BuildResult, reference: VariantTree | None = None, log: Log | None = None,
-           after_first: Callable[[float], None] | None = None) -> Trial:
+def run_trial(
+    runner: Runner,
+    setup: TuneSetup,
+    tree: VariantTree,
+    index: int,
+    flagset: FlagSet,
+    build: BuildResult,
+    reference: VariantTree | None = None,
+    log: Log | None = None,
+    after_first: Callable[[float], None] | None = None,
+) -> Trial:
     """A built flag set measured (`after_first`: see Runner.measure). A build or run the tune's stop token
     ended gives a CANCELLED trial: it says nothing of the flags, and is neither stored nor told to the search."""
     start = time.perf_counter()
     if build.cancelled:
-        return Trial(index, flagset, Status.CANCELLED, build.cancelled, build_seconds=build.seconds,
-                     wall_seconds=build.seconds)
+        return Trial(
+            index, flagset, Status.CANCELLED, build.cancelled, build_seconds=build.seconds, wall_seconds=build.seconds
+        )
     if not build.ok:
-        return Trial(index, flagset, Status.BUILD_FAILED, f"build failed: {build.log_tail}",
-                     build_seconds=build.seconds, wall_seconds=build.seconds, failure=build.failure)
-    m = runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference, after_first) if after_first else \
-        runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
+        return Trial(
+            index,
+            flagset,
+            Status.BUILD_FAILED,
+            f"build failed: {build.log_tail}",
+            build_seconds=build.seconds,
+            wall_seconds=build.seconds,
+            failure=build.failure,
+        )
+    m = (
+        runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference, after_first)
+        if after_first
+        else runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
+    )
     if log is not None:
         stream = as_stream(log)  # the tune's stream: each warning once per tune
         for warning in getattr(m, "warnings", ()):
             stream.warning_once(warning)
     wall = build.seconds + (time.perf_counter() - start)
-    return Trial(index, flagset, m.status, m.reason, m.measurements, build.seconds, m.seconds, wall, build.compile_command,
-                 build.fingerprint, kernels=build.kernels, failure=getattr(m, "failure", None),
-                 binary_bytes=build.binary_bytes, device_bytes=build.device_bytes)
+    return Trial(
+        index,
+        flagset,
+        m.status,
+        m.reason,
+        m.measurements,
+        build.seconds,
+        m.seconds,
+        wall,
+        build.compile_command,
+        build.fingerprint,
+        kernels=build.kernels,
+        failure=getattr(m, "failure", None),
+        binary_bytes=build.binary_bytes,
+        device_bytes=build.device_bytes,
+    )
 
 
 def typical_build(trials: dict[str, Trial]) -> float:
@@ -87,8 +119,11 @@ def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
     medians."""
     if not trial.valid:
         return INVALID_LOSS
-    ratios = [statistics.median(m.ratios()) if m.paired else m.median / b
-              for m, b in zip(trial.measurements, baseline.medians()) if b > 0]
+    ratios = [
+        statistics.median(m.ratios()) if m.paired else m.median / b
+        for m, b in zip(trial.measurements, baseline.medians())
+        if b > 0
+    ]
     logs = [math.log(r) for r in ratios if r > 0]
     if len(logs) != len(baseline.medians()):
         return INVALID_LOSS
@@ -104,12 +139,21 @@ def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
     log = f" (full log: {failure.log})" if failure is not None and failure.log is not None else ""
     if trial.status is Status.BUILD_FAILED:
         return ProjectCommandError(
-            replace(failure, what=f"with the project's own flags, {failure.what}") if failure is not None else
-            CommandFailure(f"with the project's own flags, the build of '{spec.target}'", (), None,
-                           trial.reason.removeprefix("build failed: "), stopped="did not build"))
+            replace(failure, what=f"with the project's own flags, {failure.what}")
+            if failure is not None
+            else CommandFailure(
+                f"with the project's own flags, the build of '{spec.target}'",
+                (),
+                None,
+                trial.reason.removeprefix("build failed: "),
+                stopped="did not build",
+            )
+        )
     if trial.status is Status.METRIC_MISSING and "energy counter" in trial.reason:
-        return MeasurementError(f"--objective energy: {trial.reason} with the project's own flags; tune with "
-                                "--objective time, or on a GPU whose counter NVML reads")
+        return MeasurementError(
+            f"--objective energy: {trial.reason} with the project's own flags; tune with "
+            "--objective time, or on a GPU whose counter NVML reads"
+        )
     if trial.status is Status.METRIC_MISSING and spec.metric.kind == "regex":
         return MeasurementError(
             f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own flags; "
@@ -117,30 +161,43 @@ def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
         )
     if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
         return UsageError(f"benchmark '{spec.benchmark[0]}' could not be started after the build: {trial.reason}{log}")
-    if failure is not None and (failure.exit_code is not None or trial.status in (Status.TIMEOUT, Status.VERIFY_FAILED)):
+    if failure is not None and (
+        failure.exit_code is not None or trial.status in (Status.TIMEOUT, Status.VERIFY_FAILED)
+    ):
         return ProjectCommandError(replace(failure, what=f"with the project's own flags, {failure.what}"))
     return MeasurementError(f"the benchmark does not pass with the project's own flags: {trial.reason}{log}")
 
 
-def reference_trees(setup: TuneSetup, build: Callable[[VariantTree, FlagSet], BuildResult], baseline: FlagSet,
-                    noise: float, devices: list[str], log: Log) -> dict[str, VariantTree]:
+def reference_trees(
+    setup: TuneSetup,
+    build: Callable[[VariantTree, FlagSet], BuildResult],
+    baseline: FlagSet,
+    noise: float,
+    devices: list[str],
+    log: Log,
+) -> dict[str, VariantTree]:
     """On a noisy machine (the baseline's runs spread more than PAIRED_NOISE), one tree per GPU (`devices`)
     holding the project's own build, whose runs are taken next to every trial's on that GPU, so that drift and
     bursts of load hit both. {} on a quiet machine or when the baseline does not re-build."""
     spec = setup.spec
     if noise <= PAIRED_NOISE or spec.budget <= 1:
         return {}
-    trees = dict(zip(devices, setup.trees[spec.workers:]))
+    trees = dict(zip(devices, setup.trees[spec.workers :]))
     with ThreadPoolExecutor(max_workers=len(trees)) as pool:
         built = list(pool.map(lambda tree: build(tree, baseline), trees.values()))
     failed = next((b for b in built if not b.ok), None)
     if failed is not None:
-        as_stream(log).warning(f"the baseline did not re-build for paired runs ({failed.log_tail[-200:]}); "
-            "trials are compared with the baseline's first measurement")
+        as_stream(log).warning(
+            f"the baseline did not re-build for paired runs ({failed.log_tail[-200:]}); "
+            "trials are compared with the baseline's first measurement"
+        )
         return {}
-    as_stream(log).info(f"the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
-        "measured next to runs of the project's own build" + (" on the same GPU" if len(trees) > 1 else "")
-        + ", and compared with those")
+    as_stream(log).info(
+        f"the baseline's runs spread {100 * noise:.1f}% (> {100 * PAIRED_NOISE:.0f}%): every trial is "
+        "measured next to runs of the project's own build"
+        + (" on the same GPU" if len(trees) > 1 else "")
+        + ", and compared with those"
+    )
     return trees
 
 
@@ -148,9 +205,14 @@ def noise_of_pairs(trials) -> tuple[float, int]:
     """The run-to-run noise that paired comparisons actually see: the spread of the trials' per-pair ratios
     (divided by sqrt 2, as each ratio holds two runs' noise), the median over the trials, and how many
     trials it comes from (0: none yet, noise nan). Drift that pairing cancels does not count."""
-    spreads = sorted(max(relative_spread(m.ratios()) for m in t.measurements) / math.sqrt(2)
-                     for t in trials if t.valid and t.same_code_as is None and t.measurements
-                     and all(m.paired and len(m.samples) >= 3 for m in t.measurements))
+    spreads = sorted(
+        max(relative_spread(m.ratios()) for m in t.measurements) / math.sqrt(2)
+        for t in trials
+        if t.valid
+        and t.same_code_as is None
+        and t.measurements
+        and all(m.paired and len(m.samples) >= 3 for m in t.measurements)
+    )
     return (statistics.median(spreads), len(spreads)) if spreads else (math.nan, 0)
 
 
@@ -160,10 +222,17 @@ def trial_spread(trial: Trial, noise: float) -> float:
     return max(noise, max(relative_spread(m.ratios() if m.paired else m.samples) for m in trial.measurements))
 
 
-def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTree, trial: Trial,
-                               base_of: Callable[[Trial], Trial], trials: dict[str, Trial], noise: float,
-                               reference: VariantTree | None = None,
-                               may_extend: Callable[[float], bool] | None = None) -> Trial:
+def measure_more_if_promising(
+    runner: Runner,
+    setup: TuneSetup,
+    tree: VariantTree,
+    trial: Trial,
+    base_of: Callable[[Trial], Trial],
+    trials: dict[str, Trial],
+    noise: float,
+    reference: VariantTree | None = None,
+    may_extend: Callable[[float], bool] | None = None,
+) -> Trial:
     """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
     so that the search's ranking of close candidates is not left to chance; one clearly slower or clearly
     faster than the best gets none (on the H200 a trial measured 12.8x got 9 more paired runs, 67 s). `base_of` gives the baseline a
@@ -188,6 +257,10 @@ def measure_more_if_promising(runner: Runner, setup: TuneSetup, tree: VariantTre
             break
         if more.status is not Status.OK:
             return replace(current, status=more.status, reason=more.reason, measurements=())
-        current = replace(current, measurements=more.measurements, bench_seconds=current.bench_seconds + more.seconds,
-                          wall_seconds=current.wall_seconds + more.seconds)
+        current = replace(
+            current,
+            measurements=more.measurements,
+            bench_seconds=current.bench_seconds + more.seconds,
+            wall_seconds=current.wall_seconds + more.seconds,
+        )
     return current

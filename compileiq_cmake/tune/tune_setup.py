@@ -68,8 +68,12 @@ class Focus:
         return sum(f.share for f in self.files)
 
     def as_dict(self) -> dict:
-        return {"files": [{"path": f.path, "share": round(f.share, 4), "kernels": list(f.kernels)} for f in self.files],
-                "of_files": self.of_files, "share": round(self.share, 4), "unmapped_share": round(self.unmapped, 4)}
+        return {
+            "files": [{"path": f.path, "share": round(f.share, 4), "kernels": list(f.kernels)} for f in self.files],
+            "of_files": self.of_files,
+            "share": round(self.share, 4),
+            "unmapped_share": round(self.unmapped, 4),
+        }
 
 
 @dataclass(frozen=True)
@@ -102,13 +106,27 @@ class Tools:
     acf: Candidates | None = None  # CUDA: the Advanced Control File candidates and their source (None: none)
 
     @staticmethod
-    def found(cmake: str, cmake_version: tuple[int, int], language: str, compiler: str,
-              cache: dict[str, tuple[str, str]], step_cache: StepCache | None = None, started: bool = False) -> Tools:
+    def found(
+        cmake: str,
+        cmake_version: tuple[int, int],
+        language: str,
+        compiler: str,
+        cache: dict[str, tuple[str, str]],
+        step_cache: StepCache | None = None,
+        started: bool = False,
+    ) -> Tools:
         """The tools of a tune of `language` built by `compiler`, from the variant tree's CMake cache."""
         if language != "CUDA":
             return Tools(cmake, cmake_version, compiler)
-        return Tools(cmake, cmake_version, compiler, find_tool("cuobjdump", compiler), host_compiler_of(cache),
-                     step_cache, started)
+        return Tools(
+            cmake,
+            cmake_version,
+            compiler,
+            find_tool("cuobjdump", compiler),
+            host_compiler_of(cache),
+            step_cache,
+            started,
+        )
 
     @property
     def programs(self) -> tuple[str, ...]:
@@ -122,8 +140,15 @@ class OnDemandTrees:
     configured the first time the finalists need them (a tune whose validation has fewer candidates, or
     none, never configures them)."""
 
-    def __init__(self, trees: tuple[VariantTree, ...], ready: int, settings: VariantSettings, target: str,
-                 language: str, one_at_a_time: bool) -> None:
+    def __init__(
+        self,
+        trees: tuple[VariantTree, ...],
+        ready: int,
+        settings: VariantSettings,
+        target: str,
+        language: str,
+        one_at_a_time: bool,
+    ) -> None:
         self._trees, self._ready = trees, ready
         self._configure = lambda t: t.prepare(settings, target, language)
         self._workers = 1 if one_at_a_time else 0  # a configure that writes into the source tree: one at a time
@@ -132,7 +157,7 @@ class OnDemandTrees:
     def configure(self, n: int) -> None:
         """Configure trees[ready:n] (those not configured yet)."""
         with self._lock:
-            todo = self._trees[self._ready:n]
+            todo = self._trees[self._ready : n]
             if not todo:
                 return
             with ThreadPoolExecutor(max_workers=self._workers or len(todo)) as pool:
@@ -184,24 +209,50 @@ class TuneSetup:
     def build_context(self) -> BuildContext:
         """What a build of a flag set needs (execute.build), and nothing else of the tune."""
         return BuildContext(
-            target=self.spec.target, language=self.project.language, cuda_arch=self.devices.cuda_arch,
-            build_targets=self.project.build_targets, sources=self.project.target.sources, source_dir=self.spec.source_dir,
-            trees=len(self.trees), timeout=self.spec.timeout, own_commands=self.project.own_commands,
-            fingerprints=self.fingerprints, objects=self.project.objects, artifacts=self.project.artifacts,
-            device_link=self.project.device_link, cores=self.cores)
+            target=self.spec.target,
+            language=self.project.language,
+            cuda_arch=self.devices.cuda_arch,
+            build_targets=self.project.build_targets,
+            sources=self.project.target.sources,
+            source_dir=self.spec.source_dir,
+            trees=len(self.trees),
+            timeout=self.spec.timeout,
+            own_commands=self.project.own_commands,
+            fingerprints=self.fingerprints,
+            objects=self.project.objects,
+            artifacts=self.project.artifacts,
+            device_link=self.project.device_link,
+            cores=self.cores,
+        )
 
     @property
     def per_file_context(self) -> PerFileContext:
         """What the per-file stage (search.per_file) needs of this tune."""
         return PerFileContext(
-            target=self.spec.target, language=self.project.language, source_dir=self.spec.source_dir,
-            cuda_sources=self.project.target.sources_in("CUDA"), workloads=self.spec.workloads, space=self.space,
-            nvcc=self.project.toolchain.path, state_dir=self.state_dir, fingerprints=self.fingerprints,
-            screen_kernels=self.screen_kernels, replay=self.replay is not None, focused=self.focus is not None)
+            target=self.spec.target,
+            language=self.project.language,
+            source_dir=self.spec.source_dir,
+            cuda_sources=self.project.target.sources_in("CUDA"),
+            workloads=self.spec.workloads,
+            space=self.space,
+            nvcc=self.project.toolchain.path,
+            state_dir=self.state_dir,
+            fingerprints=self.fingerprints,
+            screen_kernels=self.screen_kernels,
+            replay=self.replay is not None,
+            focused=self.focus is not None,
+        )
 
     @property
     def execution_plan(self) -> ExecutionPlan:
         """What an executor of this tune needs (execute.factory)."""
-        return ExecutionPlan(spec=self.spec, bench=self.bench, build=None if self.replay else self.build_context,
-                             replay=self.replay, monitor=self.devices.monitor, gpus=self.devices.gpus, state_dir=self.state_dir,
-                             meter=self.devices.meter)
+        return ExecutionPlan(
+            spec=self.spec,
+            bench=self.bench,
+            build=None if self.replay else self.build_context,
+            replay=self.replay,
+            monitor=self.devices.monitor,
+            gpus=self.devices.gpus,
+            state_dir=self.state_dir,
+            meter=self.devices.meter,
+        )

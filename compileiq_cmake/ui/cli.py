@@ -27,7 +27,11 @@ from .suite_command import suite_args, suite_command
 # Exit status per kind of error (the first class the error is an instance of). Every kind exits 2 as the
 # README documents ("exit status 2 and one line on stderr"); `check` exits 1 on its own (a gate that fails).
 EXIT_CODES: tuple[tuple[type[CompileIQError], int], ...] = (
-    (UsageError, 2), (ResultFileError, 2), (ProjectCommandError, 2), (MeasurementError, 2), (CompileIQError, 2),
+    (UsageError, 2),
+    (ResultFileError, 2),
+    (ProjectCommandError, 2),
+    (MeasurementError, 2),
+    (CompileIQError, 2),
 )
 
 
@@ -45,7 +49,9 @@ def render(exc: CompileIQError) -> str:
 def _events(args: argparse.Namespace) -> EventStream:
     """The one event stream of a command, its console printing what --quiet/--verbose let through: on stdout, on
     stderr when stdout carries a JSON document."""
-    return EventStream(Console(getattr(args, "verbosity", "normal"), sys.stderr if getattr(args, "json", False) else None))
+    return EventStream(
+        Console(getattr(args, "verbosity", "normal"), sys.stderr if getattr(args, "json", False) else None)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,8 +75,11 @@ def _main(argv: list[str] | None = None) -> int:
         elif args.command == "tune" and args.suite:
             return suite_command(args, _events(args))
         elif args.command == "tune":
-            missing = [name for name, value in (("-S", args.source_dir), ("-B", args.build_dir),
-                                                 ("--target", args.target)) if not value]
+            missing = [
+                name
+                for name, value in (("-S", args.source_dir), ("-B", args.build_dir), ("--target", args.target))
+                if not value
+            ]
             if missing:
                 raise UsageError(f"tune needs {', '.join(missing)} (or --suite FILE)")
             spec = _spec_from_args(args)
@@ -95,11 +104,20 @@ def _main(argv: list[str] | None = None) -> int:
             ctest_gpu()  # run by CTest with a GPU of its resource spec: that GPU only
             override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex, args.run_recorded)
             events = _events(args)
-            checks = run_check(Path(args.file) if args.file else src / "compileiq.toml", src,
-                               Path(os.path.abspath(args.build_dir)), remeasure=args.remeasure, override=override,
-                               rounds=args.rounds, min_gain=args.min_gain, max_workloads=args.max_workloads,
-                               build_timeout=args.build_timeout, events=events, only_target=args.only_target,
-                               if_present=args.if_present)
+            checks = run_check(
+                Path(args.file) if args.file else src / "compileiq.toml",
+                src,
+                Path(os.path.abspath(args.build_dir)),
+                remeasure=args.remeasure,
+                override=override,
+                rounds=args.rounds,
+                min_gain=args.min_gain,
+                max_workloads=args.max_workloads,
+                build_timeout=args.build_timeout,
+                events=events,
+                only_target=args.only_target,
+                if_present=args.if_present,
+            )
             if args.json:
                 doc = checks_document(checks, args.strict)
                 print(json.dumps(doc, indent=1))
@@ -109,15 +127,20 @@ def _main(argv: list[str] | None = None) -> int:
             if args.json:
                 print(summaries_json(Path(args.build_dir)))
             else:
-                report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None,
-                               _events(args))
+                report_command(
+                    Path(args.build_dir), Path(args.output).resolve() if args.output else None, _events(args)
+                )
         elif args.command == "prior":
             prior_command(args)
         elif args.command == "trials":
             trials_command(Path(args.build_dir), args.json, args.csv)
         elif args.command == "cmake-entries":
-            text = cmake_entries(read_entries(Path(args.file)), Path(args.file).resolve().parent,
-                                 HostFeatures(dict(args.compiler), args.host_features), dict(args.compiler).get("CUDA", ""))
+            text = cmake_entries(
+                read_entries(Path(args.file)),
+                Path(args.file).resolve().parent,
+                HostFeatures(dict(args.compiler), args.host_features),
+                dict(args.compiler).get("CUDA", ""),
+            )
             out = Path(args.out)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(text)
@@ -130,8 +153,10 @@ def _main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("compileiq_cmake"):
             raise
-        missing = UsageError(f"{sys.executable} lacks the package '{exc.name}' that compileiq_cmake needs; install "
-                             "compileiq-cmake into this Python (pip install compileiq-cmake) or set COMPILEIQ_PYTHON")
+        missing = UsageError(
+            f"{sys.executable} lacks the package '{exc.name}' that compileiq_cmake needs; install "
+            "compileiq-cmake into this Python (pip install compileiq-cmake) or set COMPILEIQ_PYTHON"
+        )
         print(render(missing), file=sys.stderr)
         return exit_code(missing)
     except KeyboardInterrupt:

@@ -35,4 +35,3 @@ class Console:
     def __call__(self, event: Event) -> None:
         if self.shows(event):
             print(event.line(), file=self._out or sys.stdout, flush=True)
-

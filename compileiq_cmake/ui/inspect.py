@@ -37,11 +37,13 @@ def _predictions(ts, jobs: int | None) -> list[str]:
     sp = space_prior(model, space, features, ts.cuda_arch)
     n = sum(1 for o in model.observations if o.family == space.family)
     top = ", ".join(f"{name} {100 * share:.0f}%" for name, share in tf.top(5))
-    lines = [f"prior ({plural(n, 'observation')} of {space.family} flags): predicted effect of each value alone "
-             f"(+ faster, +/- one sd) from the features of {plural(len(tf.kernels), 'function')} in "
-             f"{plural(tf.units, 'unit')}: instructions {top}; registers {255 * features['registers']:.0f}, "
-             f"occupancy {100 * features['occupancy']:.0f}%, spills {2 ** features['spills'] - 1:.0f} bytes"
-             + (", relocatable" if tf.relocatable else "")]
+    lines = [
+        f"prior ({plural(n, 'observation')} of {space.family} flags): predicted effect of each value alone "
+        f"(+ faster, +/- one sd) from the features of {plural(len(tf.kernels), 'function')} in "
+        f"{plural(tf.units, 'unit')}: instructions {top}; registers {255 * features['registers']:.0f}, "
+        f"occupancy {100 * features['occupancy']:.0f}%, spills {2 ** features['spills'] - 1:.0f} bytes"
+        + (", relocatable" if tf.relocatable else "")
+    ]
     h = model.hyper.get(space.family)
     if h is not None:
         lines.append(f"  similarity by: {', '.join(h.features) or 'none (every observation alike)'}")
@@ -64,32 +66,48 @@ def prior_command(args: argparse.Namespace) -> None:
         return
     if args.import_file:
         added, updated, same = local.import_file(Path(args.import_file))
-        print(f"{args.import_file}: {plural(added, 'observation')} added, {updated} replaced an older one of the same "
-              f"id, {same} already there as they are ({local.observations_dir})")
+        print(
+            f"{args.import_file}: {plural(added, 'observation')} added, {updated} replaced an older one of the same "
+            f"id, {same} already there as they are ({local.observations_dir})"
+        )
         return
     if args.refit:  # a fit by leave-one-out over every observation: tens of seconds; say so first
-        print(f"prior --refit: fitting on {plural(len(local.model().observations), 'observation')} (shipped and "
-              "yours) by leave-one-out; this takes a while (about 30 s on 2 cores)...", flush=True)
+        print(
+            f"prior --refit: fitting on {plural(len(local.model().observations), 'observation')} (shipped and "
+            "yours) by leave-one-out; this takes a while (about 30 s on 2 cores)...",
+            flush=True,
+        )
         for family, r in local.refit().items():
-            print(f"{family}: refit on {plural(r['observations'], 'observation')} ({plural(r['values'], 'value')}): "
-                  f"bandwidth {'unbounded' if r['bandwidth'] is None else format(r['bandwidth'], '.3g')}, "
-                  f"shrink {r['shrink']:.3g}, features {', '.join(r['features']) or 'none'} "
-                  f"(leave-one-out loss {r['loo_score']:.4g})")
+            print(
+                f"{family}: refit on {plural(r['observations'], 'observation')} ({plural(r['values'], 'value')}): "
+                f"bandwidth {'unbounded' if r['bandwidth'] is None else format(r['bandwidth'], '.3g')}, "
+                f"shrink {r['shrink']:.3g}, features {', '.join(r['features']) or 'none'} "
+                f"(leave-one-out loss {r['loo_score']:.4g})"
+            )
         print(f"saved in {local.refit_path}")
         return
     model = local.model()
     mine = local.observations()
-    print(f"prior: {plural(len(model.observations), 'observation')} ({len(mine)} from your tunes, in {local.observations_dir})")
+    print(
+        f"prior: {plural(len(model.observations), 'observation')} ({len(mine)} from your tunes, in {local.observations_dir})"
+    )
     made = model.provenance
     if made:
-        print(f"  shipped: {made.get('made_by', '?')}, {made.get('date', '?')}, commit {str(made.get('commit', ''))[:12] or '?'}")
+        print(
+            f"  shipped: {made.get('made_by', '?')}, {made.get('date', '?')}, commit {str(made.get('commit', ''))[:12] or '?'}"
+        )
     for family in model.families():
         h = model.hyper.get(family)
         obs = [o for o in model.observations if o.family == family]
-        print(f"  {family}: {plural(len(obs), 'observation')}; "
-              + (f"bandwidth {'unbounded' if h.bandwidth == float('inf') else format(h.bandwidth, '.3g')}, "
-                 f"shrink {h.shrink:.3g}, features {', '.join(h.features) or 'none'}" if h
-                 else "not fitted (prior --refit)"))
+        print(
+            f"  {family}: {plural(len(obs), 'observation')}; "
+            + (
+                f"bandwidth {'unbounded' if h.bandwidth == float('inf') else format(h.bandwidth, '.3g')}, "
+                f"shrink {h.shrink:.3g}, features {', '.join(h.features) or 'none'}"
+                if h
+                else "not fitted (prior --refit)"
+            )
+        )
     for o in mine:
         print(f"  yours: {o.id} ({o.family}, {plural(len(o.effects), 'value')} measured)")
 
@@ -100,33 +118,51 @@ def show_command(path: Path) -> None:
     for e in entries:
         where = f"sm_{e.arch}" if e.arch else "host"
         replay = "  [REPLAY: never applied]" if e.replay else ""
-        print(f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, {e.build_type or 'no build type'}){replay}")
+        print(
+            f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, {e.build_type or 'no build type'}){replay}"
+        )
         print(f"    flags:    {' '.join(e.flags) or '(none)'}")
         print(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
         if e.tuned_cpu:
-            print(f"    cpu:      tuned on {e.tuned_cpu}; needs {', '.join(e.cpu_features) or 'no recorded ISA features'}")
+            print(
+                f"    cpu:      tuned on {e.tuned_cpu}; needs {', '.join(e.cpu_features) or 'no recorded ISA features'}"
+            )
         if e.arch_scope != "all":
             print(f"    archs:    arch_scope {e.arch_scope}: applied only to builds of sm_{e.arch} alone")
         energy = e.objective == "energy"
-        print(f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)"
-              + ("; tuned for energy: the numbers below are joules per run (the GPU's counter)" if energy else ""))
+        print(
+            f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)"
+            + ("; tuned for energy: the numbers below are joules per run (the GPU's counter)" if energy else "")
+        )
         for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
             print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}{' J' if energy else ''}")
-        print(f"    {'energy gain' if energy else 'speedup'}:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}"
-              + {"confirmation": " (a confirmation's rounds)", "deciding rounds": " (the rounds that accepted it: not confirmed)"}
-              .get(e.speedup_from, ""))
+        print(
+            f"    {'energy gain' if energy else 'speedup'}:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}"
+            + {
+                "confirmation": " (a confirmation's rounds)",
+                "deciding rounds": " (the rounds that accepted it: not confirmed)",
+            }.get(e.speedup_from, "")
+        )
         if e.untested_flags:
             print(f"    {untested_line(e.untested_flags)}")
 
 
-def space_command(family: str | None, version: str, args: argparse.Namespace | None = None,
-           events: EventStream | None = None) -> None:
+def space_command(
+    family: str | None, version: str, args: argparse.Namespace | None = None, events: EventStream | None = None
+) -> None:
     if args is not None and args.target:
         if not args.source_dir or not args.build_dir:
             raise UsageError("space --target needs -S <source dir> and -B <build dir>")
-        ts = screen_target(Path(args.source_dir).resolve(), Path(args.build_dir).resolve(), args.target, args.cuda_arch,
-                           _split(args.include_flags), _split(args.exclude_flags), args.jobs,
-                           gpu_arch=lambda: detect_gpu().arch)
+        ts = screen_target(
+            Path(args.source_dir).resolve(),
+            Path(args.build_dir).resolve(),
+            args.target,
+            args.cuda_arch,
+            _split(args.include_flags),
+            _split(args.exclude_flags),
+            args.jobs,
+            gpu_arch=lambda: detect_gpu().arch,
+        )
         print("\n".join(format_screen(ts, notes=events is None)))
         for note in ts.notes if events is not None else ():
             events.note(note.removeprefix("note: "), stage="space")
@@ -135,7 +171,13 @@ def space_command(family: str | None, version: str, args: argparse.Namespace | N
     if family is None:
         raise UsageError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
     compiler = "NVIDIA" if family == "nvcc" else "GNU"
-    space = load_space(family, compiler, version, _split(args.include_flags) if args else (), _split(args.exclude_flags) if args else ())
+    space = load_space(
+        family,
+        compiler,
+        version,
+        _split(args.include_flags) if args else (),
+        _split(args.exclude_flags) if args else (),
+    )
     print(f"{family} flag space: {plural(len(space.dimensions), 'dimension')}, {plural(space.size, 'point')}")
     when = applies_when(family)
     for d in space.dimensions:
@@ -152,9 +194,25 @@ def space_command(family: str | None, version: str, args: argparse.Namespace | N
             print(f"  {name:<26} {values}  [{condition}]")
 
 
-CSV_COLUMNS = ("target", "tune", "trial", "status", "flags", "workload", "median", "runs", "build_seconds",
-               "bench_seconds", "binary_bytes", "device_bytes", "joules_median", "metric_median", "same_code_as", "gpu",
-               "reason")
+CSV_COLUMNS = (
+    "target",
+    "tune",
+    "trial",
+    "status",
+    "flags",
+    "workload",
+    "median",
+    "runs",
+    "build_seconds",
+    "bench_seconds",
+    "binary_bytes",
+    "device_bytes",
+    "joules_median",
+    "metric_median",
+    "same_code_as",
+    "gpu",
+    "reason",
+)
 
 
 def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
@@ -162,19 +220,43 @@ def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
     objective's values (the metric, or joules with --objective energy); joules_median: the GPU's energy per run
     where measured; metric_median: the program's metric."""
     import csv
+
     writer = csv.writer(sys.stdout, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for spec, trials in groups.items():
         for t in trials:
-            rows = [(" ".join(m.workload), f"{statistics.median(m.samples):.6g}" if m.samples else "", len(m.samples),
-                     f"{statistics.median(m.joules):.6g}" if m.joules else "",
-                     f"{m.metric_median:.6g}" if m.samples else "")
-                    for m in t.measurements] or [("", "", 0, "", "")]
+            rows = [
+                (
+                    " ".join(m.workload),
+                    f"{statistics.median(m.samples):.6g}" if m.samples else "",
+                    len(m.samples),
+                    f"{statistics.median(m.joules):.6g}" if m.joules else "",
+                    f"{m.metric_median:.6g}" if m.samples else "",
+                )
+                for m in t.measurements
+            ] or [("", "", 0, "", "")]
             for workload, median, runs, joules, metric in rows:
-                writer.writerow((names[spec], spec, t.index, t.status.value, " ".join(t.flagset.flags), workload, median,
-                                 runs, f"{t.build_seconds:.3f}", f"{t.bench_seconds:.3f}", t.binary_bytes,
-                                 t.device_bytes, joules, metric, "" if t.same_code_as is None else t.same_code_as,
-                                 t.gpu, " ".join(t.reason.split())))
+                writer.writerow(
+                    (
+                        names[spec],
+                        spec,
+                        t.index,
+                        t.status.value,
+                        " ".join(t.flagset.flags),
+                        workload,
+                        median,
+                        runs,
+                        f"{t.build_seconds:.3f}",
+                        f"{t.bench_seconds:.3f}",
+                        t.binary_bytes,
+                        t.device_bytes,
+                        joules,
+                        metric,
+                        "" if t.same_code_as is None else t.same_code_as,
+                        t.gpu,
+                        " ".join(t.reason.split()),
+                    )
+                )
 
 
 def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None:
@@ -195,8 +277,11 @@ def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None
         try:
             found = store.load_all()
             if store.skipped_rows:
-                print(f"{PROG}: warning: {store.skipped_rows} row(s) of {each} are not trials (edited or damaged by "
-                      "something else): left out", file=sys.stderr)
+                print(
+                    f"{PROG}: warning: {store.skipped_rows} row(s) of {each} are not trials (edited or damaged by "
+                    "something else): left out",
+                    file=sys.stderr,
+                )
             for spec, trials in found.items():
                 store.spec = spec
                 groups[spec] = trials
@@ -221,12 +306,16 @@ def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None
             same = f" (same device code as #{t.same_code_as})" if t.same_code_as is not None else ""
             print(f"  #{t.index:<3} {state:<40} {t.flagset.describe()}{same}")
             for k in t.kernels:
-                print(f"        {k.name.split(':', 1)[-1][:40]:<40} regs {k.registers}, spills {k.spill_bytes} B, "
-                      f"shared {k.shared_bytes} B, {k.instructions} instructions")
+                print(
+                    f"        {k.name.split(':', 1)[-1][:40]:<40} regs {k.registers}, spills {k.spill_bytes} B, "
+                    f"shared {k.shared_bytes} B, {k.instructions} instructions"
+                )
         if effects[spec]:
             print("  flag effects (least squares over the valid trials, 95% CI):")
             for e in effects[spec]:
-                print(f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {plural(e['trials_with'], 'trial')}")
+                print(
+                    f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {plural(e['trials_with'], 'trial')}"
+                )
 
 
 class Visible:
@@ -249,4 +338,6 @@ def toolkit_command(version: str, prefix: Path | None) -> None:
     kit = toolkit.install(version, prefix)
     print(f"CUDA {kit.version} at {kit.root}")
     print(f"configure the tune's build tree and release builds with: {kit.cmake_argument()}")
-    print("a GPU driver older than the toolkit runs only SASS built for its GPU: e.g. -DCMAKE_CUDA_ARCHITECTURES=90-real")
+    print(
+        "a GPU driver older than the toolkit runs only SASS built for its GPU: e.g. -DCMAKE_CUDA_ARCHITECTURES=90-real"
+    )

@@ -26,9 +26,19 @@ def suite_command(args: argparse.Namespace, events: EventStream) -> int:
     output = args.output or (str(suite.output) if suite.output else None)
 
     def make_spec(target, time_limit: float | None):
-        ns = argparse.Namespace(**{**vars(args), "source_dir": str(source), "build_dir": str(build),
-                                   "target": target.name, "output": output, "json_summary": None,
-                                   "include_flags": None, "exclude_flags": None, "workload": []})
+        ns = argparse.Namespace(
+            **{
+                **vars(args),
+                "source_dir": str(source),
+                "build_dir": str(build),
+                "target": target.name,
+                "output": output,
+                "json_summary": None,
+                "include_flags": None,
+                "exclude_flags": None,
+                "workload": [],
+            }
+        )
         for dest, value in target.options.items():
             setattr(ns, dest, value)
         if args.include_flags and not target.options.get("include_flags"):
@@ -44,9 +54,21 @@ def suite_command(args: argparse.Namespace, events: EventStream) -> int:
 
     time_limit = args.time_limit if args.time_limit is not None else suite.time_limit
     json_summary = Path(args.json_summary).resolve() if args.json_summary else suite.json_summary
-    return suite_status(run_suite(suite, make_spec, events, time_limit, build, json_summary=json_summary,
-                                  jobs=args.suite_jobs, gpus=args.gpus, on_ray=args.executor == "ray",
-                                  ray_address=args.ray_address), events)
+    return suite_status(
+        run_suite(
+            suite,
+            make_spec,
+            events,
+            time_limit,
+            build,
+            json_summary=json_summary,
+            jobs=args.suite_jobs,
+            gpus=args.gpus,
+            on_ray=args.executor == "ray",
+            ray_address=args.ray_address,
+        ),
+        events,
+    )
 
 
 def suite_args(args: argparse.Namespace, events: EventStream) -> int:
@@ -56,8 +78,10 @@ def suite_args(args: argparse.Namespace, events: EventStream) -> int:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise UsageError(f"cannot read the suite of compileiq_tune() calls {path} ({exc.strerror or exc}); "
-                         "configure the project again with -DCOMPILEIQ_TUNE=ON") from None
+        raise UsageError(
+            f"cannot read the suite of compileiq_tune() calls {path} ({exc.strerror or exc}); "
+            "configure the project again with -DCOMPILEIQ_TUNE=ON"
+        ) from None
     blocks: list[list[str]] = []
     for line in text.splitlines():
         if line == "[target]":
@@ -73,8 +97,12 @@ def suite_args(args: argparse.Namespace, events: EventStream) -> int:
         namespaces[ns.target] = ns
         targets.append(SuiteTarget(name=ns.target, options={}))
     first = namespaces[targets[0].name]
-    suite = Suite(path=path.resolve(), targets=tuple(targets), source_dir=Path(first.source_dir).resolve(),
-                  build_dir=Path(first.build_dir).resolve())
+    suite = Suite(
+        path=path.resolve(),
+        targets=tuple(targets),
+        source_dir=Path(first.source_dir).resolve(),
+        build_dir=Path(first.build_dir).resolve(),
+    )
 
     def make_spec(target, time_limit: float | None):
         ns = argparse.Namespace(**vars(namespaces[target.name]))
@@ -86,13 +114,28 @@ def suite_args(args: argparse.Namespace, events: EventStream) -> int:
             raise UsageError(f"compileiq_tune({target.name}): {exc}") from None
 
     on_ray = {ns.ray_address for ns in namespaces.values() if ns.executor == "ray"}
-    if on_ray and (len(on_ray) > 1 or len(on_ray) * len(namespaces) != sum(ns.executor == "ray" for ns in namespaces.values())):
-        raise UsageError("the compileiq_tune() calls of one suite run either all on one Ray cluster (EXECUTOR ray, one "
-                         "RAY_ADDRESS) or all on this machine; give every call the same EXECUTOR and RAY_ADDRESS")
-    return suite_status(run_suite(suite, make_spec, events, args.time_limit, suite.build_dir,
-                                  json_summary=Path(args.json_summary).resolve() if args.json_summary else None,
-                                  jobs=args.suite_jobs, gpus=args.gpus, on_ray=bool(on_ray),
-                                  ray_address=next(iter(on_ray), None)), events)
+    if on_ray and (
+        len(on_ray) > 1 or len(on_ray) * len(namespaces) != sum(ns.executor == "ray" for ns in namespaces.values())
+    ):
+        raise UsageError(
+            "the compileiq_tune() calls of one suite run either all on one Ray cluster (EXECUTOR ray, one "
+            "RAY_ADDRESS) or all on this machine; give every call the same EXECUTOR and RAY_ADDRESS"
+        )
+    return suite_status(
+        run_suite(
+            suite,
+            make_spec,
+            events,
+            args.time_limit,
+            suite.build_dir,
+            json_summary=Path(args.json_summary).resolve() if args.json_summary else None,
+            jobs=args.suite_jobs,
+            gpus=args.gpus,
+            on_ray=bool(on_ray),
+            ray_address=next(iter(on_ray), None),
+        ),
+        events,
+    )
 
 
 def suite_status(outcomes, events: EventStream) -> int:
