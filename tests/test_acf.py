@@ -360,7 +360,7 @@ def test_control_files_that_cut_spills_are_measured_first_fewestspills_first(tmp
             "changes the code",
             (KernelDelta("k:spill", (128, 128), (204, s), (832, 830)),) if s is not None else (),
         )
-        for v, s in zip(values, after)
+        for v, s in zip(values, after, strict=False)
     )
     ordered, leading = spills_first(space, _types.SimpleNamespace(rows=rows))
     dim = ordered.dimensions[-1]
@@ -410,6 +410,7 @@ def test_the_apply_asks_the_ptxas_beside_this_builds_nvcc_not_nvcc(tmp_path):
     from compileiq_cmake.results.cmake_entries import cmake_entries
     from compileiq_cmake.results.toml_io import read_entries, write_entry
     from compileiq_cmake.tune.publish import _portable_acf
+
     from test_result_file import make_entry
 
     state = tmp_path / "state.acf"

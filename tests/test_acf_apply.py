@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.results.toml_io import write_entry
+
 from conftest import HAVE_NVCC, cmake_dir, commands_for, configure, copy_project, run_cli
 from test_result_file import make_entry
 

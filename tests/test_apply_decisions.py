@@ -13,6 +13,7 @@ import pytest
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
 from compileiq_cmake.results.check import run_check
 from compileiq_cmake.results.toml_io import write_entry
+
 from conftest import PROJECTS, compile_commands, configure
 from test_cmake_modules import _gcc_version_major_minor, _host_entry
 

@@ -7,9 +7,9 @@ import pytest
 
 from compileiq_cmake.measure.bench import run_benchmark
 from compileiq_cmake.measure.metrics import parse_gbench, parse_nvbench, parse_regex
-from compileiq_cmake.system.processes import run_process
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
+from compileiq_cmake.system.processes import run_process
 
 PY = sys.executable
 REGEX = MetricSpec.parse(r"time_ms=([0-9.eE+-]+)", lower_is_better=True)

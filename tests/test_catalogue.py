@@ -10,14 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags import load_space, validate_flags
 from compileiq_cmake.flags import space as space_module
 from compileiq_cmake.flags.catalogue import adapt_to_project, canonical_flags
-from compileiq_cmake.project.nvcc_command import normalize
+from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags.probe import probe_space
 from compileiq_cmake.flags.space import Dimension, FlagSpace
+from compileiq_cmake.project.nvcc_command import normalize
 
 from conftest import needs_nvcc
 

@@ -110,8 +110,8 @@ def test_the_pass_rule_on_recorded_numbers():
     """'Significantly above 1 + min gain': the 95% interval's lower end above 1 + min gain. These recorded runs
     (5 interleaved rounds) give 1.020x [1.004..1.036]: significantly faster than 1, its estimate above 1.01, but
     not significantly above 1.01, so the entry fails at a 1% minimum gain and passes at 0.2%."""
-    from compileiq_cmake.results.check import verdict
     from compileiq_cmake.decide.stats import compare_paired
+    from compileiq_cmake.results.check import verdict
 
     plain = [10.30, 10.10, 10.35, 10.05, 10.20]
     tuned = [10.00, 10.00, 10.00, 10.00, 10.00]
@@ -129,9 +129,9 @@ def test_the_pass_rule_on_recorded_numbers():
 
 @pytest.mark.unit
 def test_workloads_are_deduplicated_and_capped_with_a_note():
-    from test_result_file import make_entry
-
     from compileiq_cmake.results.check import select_workloads
+
+    from test_result_file import make_entry
 
     same = make_entry(workloads=("--n 3",) * 3000)
     chosen, note = select_workloads(same, 8)
@@ -289,10 +289,10 @@ def test_the_recorded_command_is_relative_to_the_build_tree():
 @pytest.mark.unit
 def test_the_recorded_benchmark_fields_are_validated(tmp_path):
     """benchmark and verify: lists of strings; pass_regex: a regex. Anything else: one line naming the field."""
-    from test_result_file import make_entry
-
     from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.results.toml_io import read_entries, write_entry
+
+    from test_result_file import make_entry
 
     path = tmp_path / "compileiq.toml"
     entry = make_entry(benchmark=("./bin/nbody", "--steps", "20"), pass_regex="PASS", verify=("./check.sh",))
@@ -527,13 +527,13 @@ def test_the_findings_are_events_with_their_values():
 def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypatch, tmp_path):
     """The re-measurement's start is an info event with its counts (the console prints it; on stderr with
     --json), each workload's comparison a detail (--verbose) with its speedup as data."""
-    from test_result_file import make_entry
-
     import compileiq_cmake.results.check as check
     from compileiq_cmake.measure.runner import RunResult
     from compileiq_cmake.model.events import recording
     from compileiq_cmake.model.records import Status
     from compileiq_cmake.model.spec import MetricSpec
+
+    from test_result_file import make_entry
 
     monkeypatch.setattr(
         check, "_benchmark_argv", lambda argv, tree, user_build: argv
@@ -557,7 +557,7 @@ def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypat
     assert start.data == {"target": "nbody", "arch": "90", "workloads": 2, "rounds": 5} and start.stage == "check"
     details = recorder.of("detail")
     assert [d.data["workload"] for d in details] == ["--n 1", "--n 2"]
-    assert all(d.data["speedup"] == w["speedup"] for d, w in zip(details, doc["workloads"]))
+    assert all(d.data["speedup"] == w["speedup"] for d, w in zip(details, doc["workloads"], strict=False))
     assert details[0].text.startswith("check: nbody (sm_90): workload '--n 1': 2.0")
 
 
@@ -632,7 +632,8 @@ def test_provenance_differences_compare_what_both_know_and_the_clocks_by_their_m
 def test_a_winner_whose_build_is_too_slow_is_kept_out_of_the_toml(tmp_path):
     """Issue 39: --max-compile-slowdown X keeps a flag set whose build took more than X times the project's own
     build's out of the finalists (and the bank), said in a note. A compiler launcher that sleeps 4 s whenever
-    -O2 is on the command line (Release has -O3 on every compile) stands in for a slow-building flag (device LTO's link on a large project)."""
+    -O2 is on the command line (Release has -O3 on every compile) stands in for a slow-building flag (device LTO's
+    link on a large project)."""
     from compileiq_cmake.results.toml_io import read_entries
 
     src, build = _project(tmp_path)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 import shutil
+from pathlib import Path
 
 import pytest
 
 from compileiq_cmake.model.spec import compute_capability
 
-from conftest import EXAMPLES, configure, run_cli, one_line_error
+from conftest import EXAMPLES, configure, one_line_error, run_cli
 
 METRIC = "time_ms=([0-9.eE+-]+)"
 
@@ -153,6 +153,7 @@ def test_a_checked_entry_is_not_replaced_by_an_unchecked_tune(configured_alone):
     """An entry whose numerics were checked by output comparison is not replaced by a tune that compares
     nothing: refused before any build (exit 2, the file unchanged), unless --replace."""
     from compileiq_cmake.results.toml_io import write_entry
+
     from test_result_file import make_entry
 
     src, build = configured_alone

@@ -3,15 +3,15 @@ hostile TOML files, through real configures."""
 
 from __future__ import annotations
 
-import pytest
-
 import shutil
 import subprocess
-
-import tomli_w
 import tomllib
 
+import pytest
+import tomli_w
+
 from compileiq_cmake.results.toml_io import write_entry
+
 from conftest import EXAMPLES, cmake_dir, commands_for, configure, copy_project, tune_command_rules
 from test_result_file import make_entry
 

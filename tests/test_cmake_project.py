@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree, cmake_quote, read_cache, render_fragment
 from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree, cmake_quote, read_cache, render_fragment
 from compileiq_cmake.project.nvcc_command import tokens
+
 from conftest import EXAMPLES, configure, needs_nvcc
 
 ARCH_OPTION = re.compile(r"^(--generate-code|-gencode|-arch|--gpu-architecture|-code)")

@@ -52,8 +52,9 @@ def test_the_gate_is_registered_passes_with_nothing_applied_and_fails_an_entry_t
     assert nothing.returncode == 0, nothing.stdout[-3000:]
     assert "nothing applied, nothing to re-measure" in nothing.stdout
 
-    from test_check import _entry  # an entry claiming a flag of no effect is 3x faster than the project's -O3 build
     from compileiq_cmake.results.toml_io import write_entry
+
+    from test_check import _entry  # an entry claiming a flag of no effect is 3x faster than the project's -O3 build
 
     write_entry(
         host_example / "compileiq.toml",

@@ -90,7 +90,8 @@ def test_a_project_command_error_survives_pickling_with_its_fields():
     "output,expected",
     [
         (
-            "-- Configuring\nCMake Error at extra/CMakeLists.txt:1 (message):\n  this tree cannot\n  be configured\n\n-- done",
+            "-- Configuring\nCMake Error at extra/CMakeLists.txt:1 (message):\n  this tree cannot\n  be "
+            "configured\n\n-- done",
             "extra/CMakeLists.txt:1: this tree cannot be configured",
         ),
         (
@@ -252,7 +253,10 @@ def _runner(tmp_path: Path, body: str, verify: str = "", **spec_kw):
     return Runner(spec, BenchCommand(spec.benchmark, verify_argv, build)), tree
 
 
-FAILS = "for i in range(50):\n    print(f'step {i}')\nprint('error: the answer is wrong')\nprint('bye')\nraise SystemExit(3)\n"
+FAILS = (
+    "for i in range(50):\n    print(f'step {i}')\nprint('error: the answer is wrong')\nprint('bye')\n"
+    "raise SystemExit(3)\n"
+)
 
 
 @pytest.mark.unit

@@ -128,7 +128,6 @@ def test_quiet_and_verbose_exclude_each_other(command, capsys):
 
 @pytest.mark.parametrize("flag,shown", [(["--quiet"], [EVERY[3], EVERY[4]]), ([], EVERY[:5]), (["--verbose"], EVERY)])
 def test_tune_passes_one_stream_with_the_console_at_the_asked_verbosity(flag, shown, monkeypatch, capsys, tmp_path):
-    import compileiq_cmake.tune.orchestration as orchestration
 
     got = []
 
@@ -283,7 +282,7 @@ def test_trials_export_as_csv_one_row_per_trial_and_workload(tmp_path):
     for t in trials:
         mine = [r for r in rows if int(r["trial"]) == t["index"]]
         assert mine and all(r["flags"] == " ".join(t["flags"]) and r["status"] == t["status"] for r in mine)
-        for r, m in zip(mine, t["measurements"]):
+        for r, m in zip(mine, t["measurements"], strict=False):
             assert float(r["median"]) == pytest.approx(statistics.median(m["samples"]), rel=1e-5)
             assert int(r["runs"]) == len(m["samples"])
     both = subprocess.run(

@@ -3,20 +3,19 @@ implementations of one protocol, chosen from the setup, and the search never bra
 
 from __future__ import annotations
 
-import pytest
-
 import inspect
 from pathlib import Path
 
+import pytest
+
 from compileiq_cmake.decide import procedure
-from compileiq_cmake.tune import baseline, publish, search_loop
-from compileiq_cmake.tune import finalists as finalists_stage
-from compileiq_cmake.tune import trial
-from compileiq_cmake.tune import orchestration as tune
 from compileiq_cmake.execute.executor import LocalExecutor, ReplayExecutor
 from compileiq_cmake.execute.factory import make_executor
-from compileiq_cmake.search.landscape import Landscape
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.search.landscape import Landscape
+from compileiq_cmake.tune import baseline, publish, search_loop, trial
+from compileiq_cmake.tune import finalists as finalists_stage
+from compileiq_cmake.tune import orchestration as tune
 from compileiq_cmake.tune.setup import replay_setup
 
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
@@ -60,10 +59,10 @@ def test_the_search_stages_do_not_branch_on_the_backend():
 def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     """The progress line's ETA covers the whole tune (validation and ablation took 23 s of a 36 s tune that
     the old ETA left out), and an invalid trial's reason is printed whole."""
-    from compileiq_cmake.tune.lines import progress
-    from compileiq_cmake.tune.budget import Budget
-    from compileiq_cmake.model.timebox import TimeBox
     from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+    from compileiq_cmake.model.timebox import TimeBox
+    from compileiq_cmake.tune.budget import Budget
+    from compileiq_cmake.tune.lines import progress
 
     spec = TuneSpec(
         source_dir=tmp_path,
@@ -109,9 +108,9 @@ def test_the_finalists_limits_place_the_validations_looks_within_the_rounds_the_
     """CI: a 150 s box held 6 validation rounds, but the looks were placed for 30 (5, 8, 12, ...): at round 6
     the validation could spend 2.9% of its error budget and a 20x gain stayed undecided. The limits now say
     how many rounds fit (the validation's looks are placed within them): that many fit, one more does not."""
-    from compileiq_cmake.tune.budget import Budget
-    from compileiq_cmake.model.timebox import TimeBox
     from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+    from compileiq_cmake.model.timebox import TimeBox
+    from compileiq_cmake.tune.budget import Budget
 
     spec = TuneSpec(
         source_dir=tmp_path,

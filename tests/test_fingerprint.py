@@ -56,7 +56,8 @@ Index Offset   Size ES Align                      Type    Flags Link     Info Na
 \tTool Options: -arch sm_90 -O3
 
 .section .symtab
-   0xb                0            0x900  FUNC          GLOBAL  DEFAULT    ENTRY                                0xe  _Z1kv
+   0xb                0            0x900  FUNC          GLOBAL  DEFAULT    ENTRY                                0xe
+    _Z1kv
 
 .text._Z1kv
 lmem=0\tsmem=0

@@ -1,7 +1,7 @@
 import pytest
 
-from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags import load_space, validate_flags
+from compileiq_cmake.model.errors import CompileIQError
 
 
 @pytest.mark.unit

@@ -41,7 +41,8 @@ def _project(root: Path) -> Path:
         (src / "src" / f"k{i:02d}.cu").write_text(
             f'extern "C" __global__ void k{i:02d}(float *out, const float *in, int n) {{\n'
             "  int j = blockIdx.x * blockDim.x + threadIdx.x;\n"
-            f"  if (j < n) {{ float x = in[j]; for (int k = 0; k < {8 + i % 5}; ++k) x = sinf(x) * 0.9f + 0.1f; out[j] = x; }}\n"
+            "  if (j < n) "
+            f"{{ float x = in[j]; for (int k = 0; k < {8 + i % 5}; ++k) x = sinf(x) * 0.9f + 0.1f; out[j] = x; }}\n"
             "}\n"
         )
     lines = "".join(f"11\\t{ns}\\tk{i:02d}\\n" for i, ns in SHARES.items())
@@ -141,7 +142,7 @@ def test_a_focus_trial_of_a_60_file_target_rebuilds_only_its_hot_files(tmp_path,
         reruns = (logs / name.replace("-compiled.log", "-reconfigured.log")).read_text().split()
         assert len(reruns) == len(per_build) and reruns.count("1") <= len(hot), (name, reruns)
         without_cmake += sum(
-            1 for again, objects in zip(reruns[1:], per_build[1:]) if again == "0" and hot & set(objects)
+            1 for again, objects in zip(reruns[1:], per_build[1:], strict=False) if again == "0" and hot & set(objects)
         )
     assert without_cmake >= 1, builds
 

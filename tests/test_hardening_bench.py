@@ -4,8 +4,6 @@ real reason. Real processes; time limits are generous (the machine may be loaded
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import os
 import signal
@@ -14,11 +12,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from compileiq_cmake.measure.bench import run_benchmark
 from compileiq_cmake.measure.metrics import parse_gbench
-from compileiq_cmake.system.processes import kill_leftovers, run_process
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
+from compileiq_cmake.system.processes import kill_leftovers, run_process
 
 PY = sys.executable
 REGEX = MetricSpec.parse(r"time_ms=(\S+)", lower_is_better=True)
@@ -81,7 +81,8 @@ def test_finished_benchmark_with_a_setsid_child_holding_stdout_returns_and_leave
     pid_path = tmp_path / "child.pid"
     body = (
         _detached_child(tmp_path, pid_path)
-        + f"import time\nwhile not __import__('os').path.exists({str(pid_path)!r}): time.sleep(0.05)\nprint('time_ms=2.5')\n"
+        + f"import time\nwhile not __import__('os').path.exists({str(pid_path)!r}): "
+        "time.sleep(0.05)\nprint('time_ms=2.5')\n"
     )
     start = time.monotonic()
     out = run_benchmark(_script(tmp_path, body), tmp_path, REGEX, None, timeout=60)
@@ -113,7 +114,10 @@ def test_double_forked_daemon_is_killed_with_the_run(tmp_path):
 
 @pytest.mark.unit
 def test_huge_output_is_kept_bounded_and_said_to_be_truncated(tmp_path):
-    body = "import sys\nline = 'x' * 99 + '\\n'\nfor _ in range(300000): sys.stdout.write(line)\nprint('time_ms=2.5')\nprint('PASS')\n"
+    body = (
+        "import sys\nline = 'x' * 99 + '\\n'\nfor _ in range(300000): sys.stdout.write(line)\n"
+        "print('time_ms=2.5')\nprint('PASS')\n"
+    )
     out = run_benchmark(_script(tmp_path, body), tmp_path, REGEX, "PASS", timeout=120)
     assert out.status is Status.OK and out.value == 2.5, out.reason
     assert len(out.output) < 12 << 20, f"{len(out.output)} characters of output kept"

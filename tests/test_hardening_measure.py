@@ -3,15 +3,15 @@ metric warnings reach the caller once per trial."""
 
 from __future__ import annotations
 
-import pytest
-
 import sys
 from pathlib import Path
 
-from compileiq_cmake.project.cmake_project import VariantTree
+import pytest
+
 from compileiq_cmake.measure.runner import BenchCommand, Runner
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.project.cmake_project import VariantTree
 
 # writes result.txt only on its first run; exits 0 every time
 WRITES_ONCE = """

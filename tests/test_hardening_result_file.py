@@ -23,6 +23,7 @@ from compileiq_cmake.results.toml_io import (
     replacement,
     write_entry,
 )
+
 from test_result_file import make_entry
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune.trial import build_variant as _build
 from compileiq_cmake.tune.setup import setup
+from compileiq_cmake.tune.trial import build_variant as _build
+
 from conftest import configure
 
 
@@ -86,6 +87,7 @@ def test_a_failing_variant_configure_names_the_file_and_keeps_its_log(host_examp
 def test_space_target_is_refused_while_a_tune_runs(tmp_path):
     """`space --target` configures worker-0 like a tune: under the tune lock."""
     from compileiq_cmake.system.lock import TuneLock
+
     from conftest import run_cli
 
     src = tmp_path / "src"

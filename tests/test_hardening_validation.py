@@ -3,19 +3,19 @@ does not keep the other comparisons running to --max-rounds (a fake runner: no C
 
 from __future__ import annotations
 
-import pytest
-
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from compileiq_cmake.project.cmake_project import VariantTree
-from compileiq_cmake.measure.runner import RunResult
-from compileiq_cmake.model.records import BuildResult, FlagSet, Status
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+import pytest
+
 from compileiq_cmake.decide.rounds import interleave
 from compileiq_cmake.decide.validation import validate
+from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.events import recording as recording_stream
+from compileiq_cmake.model.records import BuildResult, FlagSet, Status
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.project.cmake_project import VariantTree
 
 
 @dataclass
@@ -87,8 +87,8 @@ def test_ablation_keeps_per_file_flags_through_every_step_and_drops_those_that_g
     them while it removes the global dimensions (the "without" build used to lose them), and test each file's
     own flags like a dimension: kept only if removing them is significantly slower (on the H200 a per-file
     -Xptxas=-O1 of 0.4% was written without such a test)."""
-    from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.decide.ablation import ablate
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
 
     effect = {"--use_fast_math": 0.80, "[src/gemm.cu]-Xptxas=-O1": 0.95, "[src/stream.cu]-Xptxas=-O1": 1.0}
     built: dict[str, FlagSet] = {}

@@ -6,24 +6,23 @@ left untested are said in the headline of the console, the report and `show`; ne
 from __future__ import annotations
 
 import math
-import random
 import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
 
-from test_hardening_validation import FakeRunner, _setup
-
 from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
-from compileiq_cmake.decide.stats import RHO_PRIOR, correlated_rounds, gain_test, rounds_correlation
 from compileiq_cmake.decide.rounds import interleave
+from compileiq_cmake.decide.stats import RHO_PRIOR, correlated_rounds, gain_test, rounds_correlation
 from compileiq_cmake.decide.validation import NOT_ABLATED, untested_flags
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.events import recording
 from compileiq_cmake.model.records import BuildResult, Contribution, FlagSet, Status
 from compileiq_cmake.model.wording import untested_line
+
+from test_hardening_validation import FakeRunner, _setup
 
 
 def _ar1(rng: np.random.Generator, rho: float, n: int) -> np.ndarray:
@@ -125,14 +124,14 @@ class ByFlags(FakeRunner):
         return RunResult(Status.OK, "", t * (1 + self.rng.gauss(0, 0.002)), 0.0)
 
 
-def _tune(tmp_path, effect: dict[str, float], limits: Limits = Limits(), cold: float = 1.0):
+def _tune(tmp_path, effect: dict[str, float], limits: Limits | None = None, cold: float = 1.0):
     fake, trees = _setup(tmp_path, {f"t{i}": 1.0 for i in range(4)})
     runner = ByFlags(fake.spec, fake.times, effect=effect, cold=cold)
     space = FlagSpace("gcc", tuple(Dimension(n, "", ((), (f"-{n}",))) for n in "abc"))
     context = ValidationContext(trees=trees, space=space, seed=fake.spec.seed)
     events, recorder = recording()
     winner, contributions = _decide(
-        context, runner.build, runner, [space.flagset({"a": 1, "b": 1, "c": 1})], 0.01, events, None, limits
+        context, runner.build, runner, [space.flagset({"a": 1, "b": 1, "c": 1})], 0.01, events, None, limits or Limits()
     )
     return winner, contributions, recorder
 
@@ -186,10 +185,10 @@ def test_flags_the_box_left_unablated_are_said_in_the_headline(tmp_path):
 
 @pytest.mark.unit
 def test_show_says_the_untested_flags_and_where_the_numbers_come_from(tmp_path, capsys):
-    from test_result_file import make_entry  # noqa: PLC0415
-
     from compileiq_cmake.results.toml_io import write_entry
     from compileiq_cmake.ui.inspect import show_command as _show
+
+    from test_result_file import make_entry  # noqa: PLC0415
 
     toml = tmp_path / "compileiq.toml"
     flags = ("--use_fast_math", "-Xptxas=-O1", "--restrict")
@@ -215,9 +214,9 @@ def test_the_report_and_the_console_say_the_untested_flags(tmp_path):
     import subprocess  # noqa: PLC0415
     import sys  # noqa: PLC0415
 
-    from conftest import REPO  # noqa: PLC0415
-
     from compileiq_cmake.results.report import render
+
+    from conftest import REPO  # noqa: PLC0415
 
     (tmp_path / "src").mkdir()
     summary = tmp_path / "summary.json"

@@ -4,15 +4,16 @@ already on, -rdc=true."""
 
 from __future__ import annotations
 
-import pytest
-
 import shlex
 import shutil
 from pathlib import Path
 
+import pytest
+
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune.trial import build_variant as _build
 from compileiq_cmake.tune.setup import setup
+from compileiq_cmake.tune.trial import build_variant as _build
+
 from conftest import configure, needs_nvcc
 
 PROJECT = Path(__file__).parent / "projects" / "hostile_cuda"

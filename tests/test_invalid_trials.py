@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+
 from conftest import configure, run_cli
 
 TRAP = Path(__file__).parent / "projects" / "fastmath_trap"

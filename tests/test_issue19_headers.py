@@ -6,18 +6,19 @@ and gcc on tests/projects/header_hot)."""
 
 from __future__ import annotations
 
-import pytest
-
 import shutil
 from pathlib import Path
 
+import pytest
+
 from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.results.schema import FlagsEntry
 from compileiq_cmake.results.toml_io import write_entry
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.tune.orchestration import _open_store
 from compileiq_cmake.tune.setup import setup
 from compileiq_cmake.tune.tune_setup import TuneSetup
+
 from conftest import PROJECTS, cmake_dir, configure
 
 TARGET = "hot_bench"
@@ -214,11 +215,11 @@ def test_tune_rerun_after_a_header_edit_or_other_flags_does_not_resume_and_the_e
 
 @pytest.mark.unit
 def test_entry_headers_round_trip_and_reach_the_apply_and_a_hostile_list_is_refused(tmp_path):
-    from test_result_file import make_entry
-
     from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.results.cmake_entries import cmake_entries
     from compileiq_cmake.results.toml_io import read_entries
+
+    from test_result_file import make_entry
 
     toml = tmp_path / "compileiq.toml"
     entry = make_entry(headers=("include/hot.h", "include/detail/inner.h"), flags_sha256="cd" * 32)

@@ -137,13 +137,13 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     is now kept as it finishes; the rerun measures only the steps left."""
     from dataclasses import dataclass
 
-    from test_hardening_validation import FakeRunner, _setup
-
     from compileiq_cmake.decide.procedure import ValidationContext, _decide
-    from compileiq_cmake.model.events import recording
     from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.measure.runner import RunResult
+    from compileiq_cmake.model.events import recording
     from compileiq_cmake.model.records import BuildResult
+
+    from test_hardening_validation import FakeRunner, _setup
 
     effect = {"-a": 0.80, "-b": 1.0, "-c": 0.90}
     built: dict[str, FlagSet] = {}

@@ -14,6 +14,7 @@ import tempfile
 import pytest
 
 from compileiq_cmake.results.toml_io import read_entries
+
 from conftest import configure, run_cli
 
 pytestmark = [pytest.mark.cmake, pytest.mark.serial]

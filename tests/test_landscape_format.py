@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags.space import load_space
+from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.search.landscape import Landscape
 
 REPO = Path(__file__).resolve().parent.parent

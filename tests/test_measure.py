@@ -3,15 +3,15 @@ processes: a script that logs which tree it ran in and prints a time that depend
 
 from __future__ import annotations
 
-import pytest
-
 import statistics
 import sys
 from pathlib import Path
 
-from compileiq_cmake.project.cmake_project import VariantTree
+import pytest
+
 from compileiq_cmake.measure.runner import BenchCommand, Runner
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.project.cmake_project import VariantTree
 
 SCRIPT = """
 import os, pathlib, sys

@@ -14,15 +14,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from compileiq_cmake.model import build_flags
-from compileiq_cmake.measure import kernel_times
-from compileiq_cmake.project.cmake_project import render_fragment
-from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.flags.catalogue import add_device_lto_dimension
 from compileiq_cmake.flags.space import load_space
+from compileiq_cmake.measure import kernel_times
+from compileiq_cmake.model import build_flags
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.project.cmake_project import render_fragment
 from compileiq_cmake.search.per_file import PerFileContext, Proposals, candidates, kernel_name, plan
 from compileiq_cmake.search.search import FlagSearch
 from compileiq_cmake.tune.setup import command_tokens
+
 from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure, copy_project
 
 NVCC = shutil.which("nvcc")
@@ -336,7 +337,7 @@ def test_the_per_file_stage_says_why_it_does_not_run(tmp_path):
         "per-kernel times are measured by the local executor",
     ]
     assert len(recorder.events) == len(expected) and recorder.of("note") == recorder.events, recorder.events
-    for event, start in zip(recorder.events, expected):
+    for event, start in zip(recorder.events, expected, strict=False):
         assert event.text == f"per-file stage skipped: {event.data['skipped']}", event
         assert event.data["skipped"].startswith(start) and event.stage == "per-file", event
     assert recorder.lines()[0] == "compileiq: note: per-file stage skipped: a replay has no kernel times"
@@ -621,6 +622,7 @@ def test_the_per_file_stage_runs_its_whole_path_in_a_tune(tmp_path, monkeypatch)
     import json
 
     from compileiq_cmake.flags.fingerprint import find_tool
+
     from conftest import run_cli
 
     if find_tool("cuobjdump", NVCC) is None:
@@ -724,6 +726,7 @@ def test_entries_are_tried_newest_architecture_first_and_device_link_needs_devic
     from compileiq_cmake.model.errors import ResultFileError
     from compileiq_cmake.results.cmake_entries import cmake_entries
     from compileiq_cmake.results.toml_io import read_entries, write_entry
+
     from test_result_file import make_entry
 
     entries = [make_entry(target="t", arch=a) for a in ("80", "90", "100", "90a")]

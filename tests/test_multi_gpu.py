@@ -8,11 +8,13 @@ import json
 import os
 import sqlite3
 import sys
+from itertools import pairwise
 
 import pytest
 
-from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.measure.gpu import visible_gpus
+from compileiq_cmake.model.errors import CompileIQError
+
 from conftest import configure, run_cli
 
 BENCH = """
@@ -99,7 +101,7 @@ def test_benchmarks_run_in_parallel_one_per_gpu(host_example, tmp_path, noise):
     assert {r["gpu"] for r in records} == {"0", "1"}
     for gpu in ("0", "1"):  # never two runs on one GPU at once
         spans = sorted((r["start"], r["end"]) for r in records if r["gpu"] == gpu)
-        assert all(a[1] <= b[0] + 1e-3 for a, b in zip(spans, spans[1:])), f"overlapping runs on GPU {gpu}"
+        assert all(a[1] <= b[0] + 1e-3 for a, b in pairwise(spans)), f"overlapping runs on GPU {gpu}"
     overlaps = sum(
         1
         for a in records
@@ -147,9 +149,8 @@ def test_gpus_on_a_host_target_is_refused(host_example, tmp_path):
 def test_the_winner_is_confirmed_on_every_other_gpu(tmp_path):
     """Validation and ablation run on the first GPU; the winner is then validated on each other GPU before it
     is written (replay: a recorded landscape answers builds and runs, on 2 simulated GPUs)."""
-    from pathlib import Path
-
     import subprocess
+    from pathlib import Path
 
     from compileiq_cmake.results.toml_io import read_entries
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAVE_NVCC, PROJECTS, configure, run_cli, one_line_error
+from conftest import HAVE_NVCC, PROJECTS, configure, one_line_error, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"

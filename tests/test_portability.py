@@ -14,14 +14,14 @@ from dataclasses import replace
 
 import pytest
 
+from compileiq_cmake.flags import load_space
+from compileiq_cmake.flags.portability import resolve
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.results.toml_io import read_entries, write_entry
+from compileiq_cmake.tune.host_side import host_dimensions
 from compileiq_cmake.tune.tune_setup import CodeIdentity, Devices, ProjectModel
 
-from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.flags import load_space
-from compileiq_cmake.tune.host_side import host_dimensions
-from compileiq_cmake.flags.portability import resolve
-from compileiq_cmake.results.toml_io import read_entries, write_entry
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from conftest import EXAMPLES, HAVE_NVCC, cmake_dir, commands_for, configure, run_cli, tune_command_rules
 from test_result_file import make_entry
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.measure.bench import run_benchmark
-from compileiq_cmake.system.processes import KEEP_BYTES
 from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
+from compileiq_cmake.system.processes import KEEP_BYTES
 
 PY = sys.executable
 REGEX = MetricSpec.parse(r"time_ms=(\S+)", lower_is_better=True)
@@ -66,9 +66,9 @@ def _bounded(fn, seconds: float = 60.0):
 def test_losing_every_gpu_ends_the_tune_with_an_error_not_a_hang():
     from types import SimpleNamespace
 
-    from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.execute.executor import WorkerLost
     from compileiq_cmake.execute.pipeline import Pipeline
+    from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.model.records import BuildResult, FlagSet
 
     lines: list[str] = []
@@ -101,10 +101,10 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
     a step after it (here the reference trees) raises: the pool's threads must not outlive the tune."""
     import threading
 
-    from compileiq_cmake.tune import baseline as baseline_stage
-    from compileiq_cmake.tune import orchestration as tune
     from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.model.spec import TuneSpec
+    from compileiq_cmake.tune import baseline as baseline_stage
+    from compileiq_cmake.tune import orchestration as tune
 
     sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
@@ -273,6 +273,7 @@ def test_a_build_timeout_ends_the_whole_build_not_only_cmake(tmp_path):
     import shutil
 
     from compileiq_cmake.project.cmake_project import VariantTree
+
     from conftest import configure
 
     src = tmp_path / "hangs"
@@ -336,6 +337,7 @@ def test_a_variant_configure_that_hangs_is_stopped_after_its_timeout(tmp_path):
 
     from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+
     from conftest import configure
 
     src, tag = tmp_path / "hangs", _tag()
@@ -406,8 +408,8 @@ def test_empty_cgroups_of_killed_tunes_are_removed_at_the_next_start(tmp_path):
     start removes it, and leaves a live process's cgroup alone."""
     import subprocess
 
-    from compileiq_cmake.system.processes import kill_leftovers
     from compileiq_cmake.system.process_tree import Cgroup
+    from compileiq_cmake.system.processes import kill_leftovers
 
     if not _cgroup_allowed():
         pytest.skip("this process may not make a cgroup here")

@@ -12,16 +12,17 @@ import os
 import sqlite3
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
+import ray  # noqa: F401 (the test extra installs it: a missing Ray fails here, never skips)
+from ray.cluster_utils import Cluster
 
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.results.toml_io import read_entries
-from conftest import configure, host_suite, run_cli
 
-import ray  # noqa: F401 (the test extra installs it: a missing Ray fails here, never skips)
-from ray.cluster_utils import Cluster
+from conftest import configure, host_suite, run_cli
 
 LANDSCAPE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 SMALL_STORE = 80 * 1024 * 1024  # object store per node: the tests move flag sets and results only
@@ -151,7 +152,7 @@ def test_host_target_builds_on_the_nodes_runs_on_the_gpu_workers_and_survives_a_
     assert {r["gpu"] for r in records} == {"0"}  # each worker's own GPU, as Ray assigned it on its node
     for w in workers:  # never two runs on one GPU at once
         spans = sorted((r["start"], r["end"]) for r in records if r["worker"] == w)
-        assert all(a[1] <= b[0] + 1e-3 for a, b in zip(spans, spans[1:])), f"overlapping runs on {w}"
+        assert all(a[1] <= b[0] + 1e-3 for a, b in pairwise(spans)), f"overlapping runs on {w}"
     killed = records[kill_at]
     later = [r for r in records[kill_at + 1 :] if r["worker"] == killed["worker"]]
     assert later and all(r["pid"] != killed["pid"] for r in later), text[

@@ -233,9 +233,9 @@ GATE = Path(__file__).resolve().parent / "projects" / "check_gate"
 
 
 def _gate_toml(path: Path, build: Path, sources_sha256: str = "") -> None:
-    from test_cmake_modules import _gcc_version_major_minor, _host_entry
-
     from compileiq_cmake.results.toml_io import write_entry
+
+    from test_cmake_modules import _gcc_version_major_minor, _host_entry
 
     entry = _host_entry(
         _gcc_version_major_minor(build),
@@ -278,7 +278,8 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
     main.write_text(
         main.read_text().replace(
             "    for (long i = 0; i < n; ++i) s += (i % 7) * 0.5 + rep;  // REVISION: work",
-            "    s += rep;\n  { volatile long k = 0; while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(60)) ++k; }",
+            "    s += rep;\n  { volatile long k = 0; while (std::chrono::steady_clock::now() - t0 < "
+            "std::chrono::milliseconds(60)) ++k; }",
         )
     )
     proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "5")
@@ -314,10 +315,10 @@ def test_check_gate_on_the_host_example(tmp_path):
     """The host example with the flags a tune finds for it here (-march=native -ffast-math, about 11x in the
     demo): check --remeasure passes; a later revision of main.cpp that pins its optimization level
     (#pragma GCC optimize("O0")) makes those flags useless, and the gate exits 1."""
+    from compileiq_cmake.results.toml_io import write_entry
+
     from conftest import configure
     from test_cmake_modules import _gcc_version_major_minor, _host_entry
-
-    from compileiq_cmake.results.toml_io import write_entry
 
     src = tmp_path / "host_cpp"
     shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "host_cpp", src)

@@ -1,8 +1,8 @@
 import tomllib
-import tomli_w
 from dataclasses import replace
 
 import pytest
+import tomli_w
 
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.results.cmake_entries import cmake_entries
@@ -120,6 +120,7 @@ def test_apply_controls_file_is_copied_beside_the_toml_with_its_sha256_and_check
     relative with its sha256 and ptxas version; the configure resolves it, and a changed or missing file is left
     out (with why) while the rest of the entry applies (issue 50)."""
     import hashlib
+
     from compileiq_cmake.tune.publish import _portable_acf
 
     acf = tmp_path / "state" / "fast.acf"

@@ -5,16 +5,17 @@ nested too deeply for the TOML reader: one line, exit 2, never a traceback, noth
 from __future__ import annotations
 
 import shutil
+import tomllib
 
 import pytest
 import tomli_w
-import tomllib
 
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.results.schema import FlagsEntry
 from compileiq_cmake.results.toml_io import read_entries, write_entry
 from compileiq_cmake.ui.cli import main
-from conftest import EXAMPLES, cmake_dir, configure, run_cli, one_line_error
+
+from conftest import EXAMPLES, cmake_dir, configure, one_line_error, run_cli
 from test_result_file import make_entry
 
 CONTRIBUTION = {"flags": ["--use_fast_math"], "speedup": 1.2, "ci": [1.1, 1.3], "kept": True, "reason": "faster"}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import signal
 import sqlite3
@@ -11,6 +9,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import pytest
 
 from conftest import configure
 

@@ -177,7 +177,10 @@ def test_the_cache_key_ignores_the_tree_and_output_paths_but_not_the_flags(tmp_p
     assert _screen(FakeProject("/build/compileiq/worker-0"), cache).compiles == 3 + 2 * N_VALUES
     other_tree = FakeProject("/elsewhere/other-build/compileiq/worker-3")
     assert _screen(other_tree, cache).compiles == 0  # same code, another tree (its -I, -o, -MF paths differ)
-    key = lambda cmd: outcome_key(cmd, "/t", "13.0.88", "x")
+
+    def key(cmd):
+        return outcome_key(cmd, "/t", "13.0.88", "x")
+
     assert key(["nvcc", "-I/t/gen", "-O3", "k.cu"]) == outcome_key(
         ["nvcc", "-I/u/gen", "-O3", "k.cu"], "/u", "13.0.88", "x"
     )
@@ -250,7 +253,7 @@ def test_the_cache_survives_two_concurrent_writers(tmp_path: Path):
         assert p.returncode == 0, err
     cache = ScreenCache(path)
     assert len(cache) == 3 * 150  # each writer's own records and the shared keys, none lost
-    got = cache.get_many([f"one-{i}" for i in range(150)] + [f"two-7", "shared-7"])
+    got = cache.get_many([f"one-{i}" for i in range(150)] + ["two-7", "shared-7"])
     assert len(got) == 152 and got["two-7"].fingerprint.kernels[0].sass_sha256 == "two"
     assert got["shared-7"].fingerprint.kernels[0].sass_sha256 in ("one", "two")  # one whole record
     assert got["one-9"].fingerprint.kernels[0].registers == 9

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags import load_space
-from compileiq_cmake.project.nvcc_command import project_flags
+from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags.screen_cache import ScreenCache
 from compileiq_cmake.flags.screen_compile import cubin_command
 from compileiq_cmake.flags.screening import SAME_AS_BASELINE, screen, screen_target
+from compileiq_cmake.model.errors import CompileIQError
+from compileiq_cmake.project.nvcc_command import project_flags
 
 from conftest import EXAMPLES, PROJECTS, needs_nvcc, run_cli
 
@@ -216,5 +216,6 @@ def test_screening_a_multi_file_project_skips_host_files_and_is_cached_per_file(
     assert edited.compiles == 1 + n_values and edited.cache_hits == 2 + n_values
     print(
         f"screen_tus: cold {cold.compiles} compiles {cold.seconds:.1f} s; warm {warm.compiles} compiles "
-        f"{warm.cache_hits} hits {warm.seconds:.1f} s; after the header edit {edited.compiles} compiles {edited.seconds:.1f} s"
+        f"{warm.cache_hits} hits {warm.seconds:.1f} s; after the header edit {edited.compiles} compiles "
+        f"{edited.seconds:.1f} s"
     )

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.search.landscape import Landscape
 from compileiq_cmake.results.toml_io import read_entries
+from compileiq_cmake.search.landscape import Landscape
 from compileiq_cmake.search.search import INVALID_LOSS, FlagSearch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 import math
 import random
+
+import pytest
 
 from compileiq_cmake.decide.stats import (
     coarse_metric_warning,

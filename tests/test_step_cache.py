@@ -300,7 +300,8 @@ def test_the_ptxas_only_route_runs_ptxas_and_fatbinary_alone_and_builds_the_obje
     (src / "scale.h").write_text("#define SCALE 1.0001f\n")
     (src / "k.cu").write_text(
         '#include "scale.h"\n__global__ void k(float* a, int n) { int i = blockIdx.x * blockDim.x + threadIdx.x;\n'
-        "  if (i < n) { float x = a[i]; for (int j = 0; j < 64; ++j) x = sinf(x) * SCALE + cosf(x * 0.5f); a[i] = x; } }\n"
+        "  if (i < n) { float x = a[i]; for (int j = 0; j < 64; ++j) x = sinf(x) * SCALE + cosf(x * 0.5f); a[i] = "
+        "x; } }\n"
         "int main() { return 0; }\n"
     )
     (src / "CMakeLists.txt").write_text(

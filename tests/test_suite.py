@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.model.events import PHASES
 from compileiq_cmake.model.errors import UsageError
+from compileiq_cmake.model.events import PHASES
 from compileiq_cmake.model.suite import SuiteTarget, load_suite
 from compileiq_cmake.tune.suite import allot, state_path
 
@@ -419,7 +419,7 @@ def test_the_scheduler_learns_how_long_a_targets_setup_takes_from_its_first_tria
     targets: the suite gives no target less than 1.5 x that (it would only overrun the box)."""
     import time as _time
 
-    from compileiq_cmake.model.events import Event, PriorPrediction, SearchProgress
+    from compileiq_cmake.model.events import Event, SearchProgress
     from compileiq_cmake.tune.suite import Scheduler
 
     s = Scheduler()
@@ -455,11 +455,12 @@ def test_a_suite_rerun_tunes_again_only_the_targets_whose_identity_changed(host_
     unchanged one's 18.55x entry with 10.24x). A target whose entry was tuned on exactly what it is now
     (sources with their headers, compile flags, compiler, build type, device) is not tuned again, its entry
     left byte for byte; the edited one is."""
-    from conftest import host_suite
     from compileiq_cmake.model.spec import MetricSpec, TuneSpec
     from compileiq_cmake.results.schema import FlagsEntry
     from compileiq_cmake.results.toml_io import write_entry
     from compileiq_cmake.tune.setup import setup
+
+    from conftest import host_suite
 
     build, suite = host_suite(
         host_example, tmp_path, ("host_kernels", "host_other"), 'metric = "time_ms=([0-9.eE+-]+)"\nbudget = 2\n'

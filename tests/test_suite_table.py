@@ -41,7 +41,7 @@ def test_trials_without_flags_and_failed_builds_are_not_counted(tmp_path: Path) 
     with closing(sqlite3.connect(folder / "poly_eval-trials.sqlite")) as db, db:  # closed: its WAL written back
         row = db.execute("SELECT * FROM trials LIMIT 1").fetchone()
         cols = [d[0] for d in db.execute("SELECT * FROM trials LIMIT 1").description]
-        doc = dict(zip(cols, row))
+        doc = dict(zip(cols, row, strict=False))
         for key, flags, seconds in (("x-own", "", 99.0), ("x-fail", "-O3", 0.0), ("x-new", '["-O3"]', 77.0)):
             doc.update(key=key, flags=flags, build_seconds=seconds)
             db.execute(

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.results.toml_io import read_entries
+
 from conftest import configure, copy_project, run_cli
 
 pytestmark = [pytest.mark.cmake, pytest.mark.slow, pytest.mark.serial]
@@ -61,12 +62,12 @@ def test_a_tune_keeps_its_time_limit_and_says_what_it_left_out(tmp_path):
         # issue 33, beside them: runs of ~4 s (tests/projects/slow_win: a fixed 3.7 s around a timed kernel) of a
         # project built at -O0, whose kernel -O2 speeds up several times, in a 150 s box: the win found is written
         slow = pool.submit(_tune, tmp_path / "slow_win", 150.0, "Debug", "slow_win")
-        done = dict(zip(limits, pool.map(lambda lim: _tune(tmp_path / f"limit{lim:g}", lim), limits)))
+        done = dict(zip(limits, pool.map(lambda lim: _tune(tmp_path / f"limit{lim:g}", lim), limits), strict=True))
         slow_wall, slow_out, slow_toml = slow.result()
     assert slow_wall <= 150.0 + 4.0 + SLACK, f"the 150 s box took {slow_wall:.1f} s\n{slow_out[-3000:]}"
     (entry,) = read_entries(slow_toml) if slow_toml.exists() else (None,)
     assert entry is not None and entry.speedup > 1.5 and any(f in entry.flags for f in ("-O2", "-O3")), slow_out[-4000:]
-    for limit, (wall, out, toml) in done.items():
+    for limit, (wall, out, _toml) in done.items():
         assert wall <= limit + RUN_SECONDS + SLACK, f"--time-limit {limit:g}: the tune took {wall:.1f} s\n{out[-3000:]}"
         took = re.search(r"time box: the whole tune took ([0-9.]+) s of --time-limit", out)
         assert took and float(took.group(1)) <= limit + RUN_SECONDS + SLACK / 2, out[-2000:]

@@ -13,15 +13,17 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.measure.metrics import read_regex
-from compileiq_cmake.project.nvcc_command import normalize, tokens
 from compileiq_cmake.model.records import FlagSet
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.model.wording import plural
+from compileiq_cmake.project.nvcc_command import normalize, tokens
 from compileiq_cmake.results.schema import FlagsEntry
 from compileiq_cmake.results.toml_io import write_entry
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune.trial import build_variant as _build, device_code as _device_code
 from compileiq_cmake.tune.setup import setup
+from compileiq_cmake.tune.trial import build_variant as _build
+from compileiq_cmake.tune.trial import device_code as _device_code
 from compileiq_cmake.tune.tune_setup import TuneSetup
-from compileiq_cmake.model.wording import plural
+
 from conftest import cmake_dir, compile_commands, configure, copy_project, needs_nvcc
 
 SM90 = "-DCMAKE_CUDA_ARCHITECTURES=90"  # as a user with an H200 configures (these projects leave it open)

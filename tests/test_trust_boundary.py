@@ -18,6 +18,7 @@ import tomli_w
 
 from compileiq_cmake.model.errors import ResultFileError, UsageError
 from compileiq_cmake.results.toml_io import read_entries, write_entry
+
 from conftest import configure, run_cli
 from test_check import _entry, _project
 from test_result_file import make_entry

@@ -3,12 +3,12 @@ the printed results beyond the tolerance is never chosen (while a loose toleranc
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-import json
-from pathlib import Path
-
 from compileiq_cmake.results.toml_io import read_entries
+
 from conftest import configure, copy_project, run_cli
 
 METRIC = "time_ms=([0-9.eE+-]+)"

@@ -3,17 +3,19 @@ no GPU here), trial builds with device-code fingerprints and per-kernel resource
 
 from __future__ import annotations
 
-import pytest
-
 import shutil
 
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
-from compileiq_cmake.tune.trial import build_variant as _build, same_code as _same_code
-from compileiq_cmake.tune.setup import setup
+import pytest
+
 from compileiq_cmake.model.records import Status, Trial
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.results.store import TrialStore
 from compileiq_cmake.search.prior import PriorModel, space_prior
 from compileiq_cmake.tune import prior_use
+from compileiq_cmake.tune.setup import setup
+from compileiq_cmake.tune.trial import build_variant as _build
+from compileiq_cmake.tune.trial import same_code as _same_code
+
 from conftest import EXAMPLES, configure, needs_nvcc
 
 

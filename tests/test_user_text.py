@@ -3,15 +3,15 @@ every dimension and when it applies, counts in their right number."""
 
 from __future__ import annotations
 
-import pytest
-
 import argparse
 
-from conftest import run_cli
+import pytest
 
-from compileiq_cmake.ui.cli import build_parser
 from compileiq_cmake.flags.space import BUILD_MODE_DIMENSIONS
 from compileiq_cmake.model.wording import plural
+from compileiq_cmake.ui.cli import build_parser
+
+from conftest import run_cli
 
 
 @pytest.mark.cmake

@@ -10,18 +10,17 @@ import multiprocessing
 import os
 import threading
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
-
 import tomli_w
-import tomllib
 
-from compileiq_cmake.ui import cli
 from compileiq_cmake.results import toml_io
-from compileiq_cmake.tune import finalists as finalists_stage
-from compileiq_cmake.tune import orchestration as tune
 from compileiq_cmake.results.toml_io import read_entries, write_entry
+from compileiq_cmake.tune import finalists as finalists_stage
+from compileiq_cmake.ui import cli
+
 from conftest import one_line_error
 from test_result_file import make_entry
 

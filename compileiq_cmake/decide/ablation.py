@@ -5,7 +5,7 @@ significant is kept (the flags are dropped). The smallest set that keeps the spe
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 from ..flags import FlagSpace
 from ..model import build_flags
@@ -45,7 +45,8 @@ def ablate(
     asked before each step (the time box); the steps it refuses are not run and their flags kept ("not
     ablated"). `steps`: how many steps the time box has room for; fewer than the winner's dimensions: the
     first step removes together every dimension but the one expected to matter most (one step tells whether
-    the rest matter at all), split only when they do. Each step has a key (what is removed from which flag set): `on_step(key, contribution)` is
+    the rest matter at all), split only when they do. Each step has a key (what is removed from which flag set):
+    `on_step(key, contribution)` is
     called as soon as a step is decided, and a step found in `restored` (an interrupted ablation's) is not
     measured again."""
     log = as_stream(log)

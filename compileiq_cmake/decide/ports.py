@@ -1,11 +1,13 @@
 """What the decision procedure needs of the rest of the tune, as protocols: a runner that measures one
 workload of one variant tree, and a tree it is given (opaque to the procedure: it is only handed back to the
-runner and the build). The live runner (measure.runner.Runner), the simulator's (benchmarks/evaluation/statistics_sim.py)
+runner and the build). The live runner (measure.runner.Runner), the simulator's
+(benchmarks/evaluation/statistics_sim.py)
 and the tests' fakes all fit; decide/ imports neither project/ nor measure/."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from ..model.records import BuildResult, FlagSet
 from ..model.spec import TuneSpec

@@ -6,14 +6,14 @@ then confirmed on each other one. Every outcome is kept in the trial store as so
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
-from .ports import Build, Measures, Tree
+from ..flags.space import FlagSpace
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import Contribution, FlagSet, Validation
-from ..flags.space import FlagSpace
 from .ablation import ablate
+from .ports import Build, Measures, Tree
 from .validation import CUT, NOT_ABLATED, ROUNDS_FLOOR, UNDECIDED, confirm, undecided, validate, verdict
 
 Log = EventStream | Lines

@@ -51,7 +51,7 @@ def workload_rows(
     """Each workload's values and comparison, as a Validation records them."""
     return tuple(
         WorkloadComparison(w, tuple(base[w]), tuple(cand[w]), c.speedup, c.ci.low, c.ci.high, c.p_value)
-        for w, c in zip(spec.workloads, comps)
+        for w, c in zip(spec.workloads, comps, strict=False)
     )
 
 
@@ -96,7 +96,7 @@ class SequentialGainTest:
 
     @property
     def weights(self) -> dict[int, float]:
-        return dict(zip(self.schedule, look_weights(self.schedule)))
+        return dict(zip(self.schedule, look_weights(self.schedule), strict=False))
 
     def _spend(self, samples: Samples, weight: float) -> None:
         self.rho = rounds_rho(self.spec, samples)
@@ -146,7 +146,9 @@ class SequentialGainTest:
         """Each candidate of `flagsets` measured in `samples`: accepted when Holm across the candidates rejects
         "not faster" at alpha (from the looks' adjusted p-values), the gain is at least min_gain and its effect
         at least EFFECT_FLOOR, and no workload is significantly slower; the reason otherwise."""
-        significant = dict(zip(self.labels, holm([self.adjusted.get(label, 1.0) for label in self.labels], self.alpha)))
+        significant = dict(
+            zip(self.labels, holm([self.adjusted.get(label, 1.0) for label in self.labels], self.alpha), strict=False)
+        )
         return {
             label: self._verdict(
                 fs,
@@ -167,7 +169,7 @@ class SequentialGainTest:
         comps = comparisons(spec, base, cand, self.rho)
         geo, geo_ci = geomean_comparison(comps)
         rows = workload_rows(spec, base, cand, comps)
-        slower = [" ".join(w) or "default" for w, c in zip(spec.workloads, comps) if c.slower()]
+        slower = [" ".join(w) or "default" for w, c in zip(spec.workloads, comps, strict=False) if c.slower()]
         if slower:
             reason = f"significantly slower than the baseline on: {', '.join(slower)}"
         elif geo < 1.0 + min_gain:

@@ -315,7 +315,9 @@ def gain_test(
     n = min([len(x) for x in base] + [len(x) for x in cand]) if base else 0
     if n < 2:
         return GainTest(1.0, 0.0, n)
-    rows = np.array([[math.log(b[i]) - math.log(c[i]) for b, c in zip(base, cand)] for i in range(n)], dtype=float)
+    rows = np.array(
+        [[math.log(b[i]) - math.log(c[i]) for b, c in zip(base, cand, strict=False)] for i in range(n)], dtype=float
+    )
     per_round = rows.mean(axis=1) * (1.0 if lower_is_better else -1.0)
     step = quantum(*base, *cand)
     mean, sd = float(per_round.mean()), float(per_round.std(ddof=1))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable
 
 from ..model.events import EventStream, Log, as_stream
 from ..model.records import Contribution, FlagSet, Validation
@@ -51,7 +51,7 @@ def validate(
     top = spec.max_rounds if max_rounds is None else max(min_rounds, min(max_rounds, spec.max_rounds))
     placed = {"baseline": (trees[0], baseline)} | {f"c{i}": (trees[i + 1], fs) for i, fs in enumerate(candidates)}
     with ThreadPoolExecutor(max_workers=len(placed)) as pool:
-        builds = dict(zip(placed, pool.map(lambda item: build(*item), placed.values())))
+        builds = dict(zip(placed, pool.map(lambda item: build(*item), placed.values()), strict=True))
     if not builds["baseline"].ok:
         return [Validation(fs, (), 0.0, 0.0, 0.0, False, "the baseline failed to re-build") for fs in candidates]
     labels = tuple(f"c{i}" for i in range(len(candidates)))
@@ -74,7 +74,8 @@ def validate(
     if "baseline" in live:
         test.close(live, inter.rounds)
     log.info(
-        f"validation: {plural(len(candidates), 'candidate')} and the baseline, {plural(inter.rounds, 'interleaved round')}"
+        f"validation: {plural(len(candidates), 'candidate')} and the baseline, "
+        f"{plural(inter.rounds, 'interleaved round')}"
         + (" (the time limit ended the rounds)" if inter.cut_short else ""),
         stage="finalists",
         candidates=len(candidates),
@@ -91,12 +92,12 @@ def validate(
             rho=round(test.rho, 3),
         )
     measured = (
-        test.verdicts(live, {label: fs for label, fs in zip(labels, candidates) if label in live})
+        test.verdicts(live, {label: fs for label, fs in zip(labels, candidates, strict=False) if label in live})
         if "baseline" in live
         else {}
     )
     results = []
-    for label, fs in zip(labels, candidates):
+    for label, fs in zip(labels, candidates, strict=False):
         if not builds[label].ok:
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, f"re-build failed: {builds[label].log_tail}"))
         elif "baseline" in inter.failures:

@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
-from contextlib import contextmanager
-from typing import Iterator
-import time
 import re
 import shlex
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..flags.fingerprint import DeviceFingerprint, FingerprintCache
-from .device_size import device_code_bytes
 from ..flags.space import HOST_PREFIX
+from ..model import build_flags
+from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet, KernelResources, Trial
 from ..model.timebox import Stop
-from ..model import build_flags
 from ..project.cmake_project import VariantTree
 from ..project.nvcc_command import flags_files_read, normalize, output_file, tokens
-from ..model.events import Log, as_stream
+from .device_size import device_code_bytes
 
 _LTO_CODE = re.compile(r"([=,\[])lto_(?=\d)")
 
@@ -110,7 +110,10 @@ def command_problem(context: BuildContext, tree: VariantTree, entries: list[dict
         missing, extra = wanted - got, got - own - wanted
         if missing or extra:
             what = ", ".join([*(f"+{t}" for t in sorted(extra)), *(f"missing {t}" for t in sorted(missing))])
-            return f"the compile command of {Path(entry['file']).name} is not the project's own plus the trial's flags ({what})"
+            return (
+                f"the compile command of {Path(entry['file']).name} is not the project's own plus the trial's "
+                f"flags ({what})"
+            )
     return ""
 
 

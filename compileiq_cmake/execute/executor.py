@@ -15,10 +15,10 @@ from ..measure.energy import EnergyMeter
 from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.runner import BenchCommand, Runner
 from ..model.errors import CompileIQError
+from ..model.events import Log
 from ..model.records import BuildResult, FlagSet
 from ..model.spec import TuneSpec
 from ..project.cmake_project import VariantTree
-from ..model.events import Log
 from .build import BuildContext, build_variant
 from .replay import ReplayRunner
 

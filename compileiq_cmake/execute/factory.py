@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..measure.runner import Runner
+from ..model.timebox import Stop
 from .executor import ExecutionPlan, Executor, LocalExecutor, ReplayExecutor
 from .ray import ClusterPlacement
-from ..model.timebox import Stop
 from .shared import Lease, SharedExecutor
 
 

@@ -15,16 +15,16 @@ import statistics
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
-from ..project.cmake_project import VariantTree
-from ..model.errors import CompileIQError
 from ..measure.runner import Runner
+from ..model.errors import CompileIQError
+from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..model.timebox import Stop
-from ..model.events import Log, as_stream
+from ..project.cmake_project import VariantTree
 from .build import same_code
 from .executor import WorkerLost
 
@@ -106,7 +106,7 @@ class Pipeline:
         self._jobs: deque[_Job] = deque()
         self.in_flight = InFlight()
 
-    def __enter__(self) -> "Pipeline":
+    def __enter__(self) -> Pipeline:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:

@@ -31,14 +31,14 @@ import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..project.cmake_project import VariantTree
-from ..model.errors import CompileIQError, UsageError
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, visible_gpus
-from ..measure.runner import RunResult, Runner, Workload
-from .executor import ExecutionPlan, Executor, WorkerLost
+from ..measure.runner import Runner, RunResult, Workload
+from ..model.errors import CompileIQError, UsageError
+from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet
 from ..model.wording import plural
-from ..model.events import Log, as_stream
+from ..project.cmake_project import VariantTree
+from .executor import ExecutionPlan, Executor, WorkerLost
 
 ACCELERATOR_PREFIX = "accelerator_type:"
 
@@ -243,7 +243,7 @@ class RayCluster:
             raise CompileIQError(
                 f"cannot connect to the Ray cluster at {address or '(a new local one)'}: "
                 f"{str(exc).splitlines()[0]}; start it with 'ray start --head' or give --ray-address"
-            )
+            ) from exc
         nodes = [n for n in ray.nodes() if n.get("Alive")]
         self.nodes = nodes
         as_stream(log).info(
@@ -381,7 +381,7 @@ class RayCluster:
                 worker=w,
                 base=base if self.share_workers else None,
             )
-            for slot, w in zip(plan.gpus, workers)
+            for slot, w in zip(plan.gpus, workers, strict=False)
         }
         first = next(iter(runners.values()))
         return RayExecutor(inner, first, runners)

@@ -11,11 +11,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..measure.runner import Runner, RunResult, Workload
+from ..model.records import BuildResult, FlagSet, KernelResources, Status
 from ..project.cmake_project import VariantTree
 from ..search.landscape import Landscape
-from ..measure.runner import RunResult, Runner, Workload
-from ..model.records import BuildResult, FlagSet, KernelResources, Status
-
 
 PLACED = "replay-build.json"  # the flag set a replay 'build' put into a tree
 

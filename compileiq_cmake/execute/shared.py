@@ -12,14 +12,14 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator
 
 from ..measure.runner import Runner
+from ..model.events import Log
 from ..model.records import BuildResult, FlagSet
 from ..project.cmake_project import VariantTree
-from ..model.events import Log
 from .executor import Executor
 
 Priority = Callable[[str], float]  # owner -> rank (higher first)

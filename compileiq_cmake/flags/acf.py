@@ -15,9 +15,10 @@ import hashlib
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from ..model.errors import CompileIQError
 from .space import Dimension, FlagSpace

@@ -24,8 +24,8 @@ class AcfUnavailable(CompileIQError):
 def _import() -> Any:
     try:
         import compileiq.ciq as ciq  # noqa: PLC0415 (optional, heavy: only a tune that offers ACFs imports it)
-        from compileiq.search_spaces import compilers  # noqa: PLC0415
         from compileiq import types as ciq_types  # noqa: PLC0415
+        from compileiq.search_spaces import compilers  # noqa: PLC0415
     except ImportError as exc:
         raise AcfUnavailable(
             f"compileiq is not importable ({exc.msg if hasattr(exc, 'msg') else exc}): "

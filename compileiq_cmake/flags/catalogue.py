@@ -6,21 +6,10 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import replace
-from pathlib import Path
 
-from ..model.errors import CompileIQError
 from .acf import ACF_DIMENSION
-from .space import (
-    HOST_GROUP,
-    HOST_SHARE,
-    Dimension,
-    FlagSpace,
-    Rule,
-    _read_family,
-    _version_tuple,  # noqa: F401 (Rule, rules, canonical_flags: named here too)
-    canonical_flags,
-    rules,
-)
+from .space import HOST_GROUP, HOST_SHARE, Dimension, FlagSpace, _read_family
+from .space import canonical_flags as canonical_flags  # named here too (the interaction rules live in space.py)
 
 
 def split_command(command: str | list[str]) -> list[str]:
@@ -162,7 +151,8 @@ def add_device_lto_dimension(
     return (
         replace(space, dimensions=(*space.dimensions, dim)),
         [
-            "device_lto: the target builds relocatable device code (CUDA_SEPARABLE_COMPILATION): device link-time optimization "
+            "device_lto: the target builds relocatable device code (CUDA_SEPARABLE_COMPILATION): device link-time "
+            "optimization "
             "is searched as a dimension of its own"
         ],
     )
@@ -224,7 +214,8 @@ def added_dimensions(family: str) -> tuple[tuple[str, str, str], ...]:
         (
             f"{HOST_GROUP} (host_<name>)",
             "the gcc space's dimensions, passed as -Xcompiler=<flag>",
-            f"only when host code takes at least {100 * HOST_SHARE:.0f}% of a WALLTIME run, or named in --include-flags "
+            f"only when host code takes at least {100 * HOST_SHARE:.0f}% of a WALLTIME run, or named in "
+            "--include-flags "
             f"({HOST_GROUP} or host_<name>)",
         ),
     )

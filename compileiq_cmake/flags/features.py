@@ -158,12 +158,12 @@ class TargetFeatures:
         w = [x / total for x in weights]
         out: dict[str, float] = {}
         for cls in (*CLASS_NAMES, "fma"):
-            out[f"share_{cls}"] = sum(wi * k.share(cls) for wi, k in zip(w, ks))
-        out["log2_instructions"] = math.log2(max(1, sum(wi * k.instructions for wi, k in zip(w, ks))))
-        out["registers"] = sum(wi * k.registers for wi, k in zip(w, ks)) / 255.0
-        out["spills"] = math.log2(1 + sum(wi * k.spill_bytes for wi, k in zip(w, ks)))
-        out["shared_kib"] = sum(wi * k.shared_bytes for wi, k in zip(w, ks)) / 1024.0
-        out["occupancy"] = sum(wi * k.occupancy for wi, k in zip(w, ks))
+            out[f"share_{cls}"] = sum(wi * k.share(cls) for wi, k in zip(w, ks, strict=False))
+        out["log2_instructions"] = math.log2(max(1, sum(wi * k.instructions for wi, k in zip(w, ks, strict=False))))
+        out["registers"] = sum(wi * k.registers for wi, k in zip(w, ks, strict=False)) / 255.0
+        out["spills"] = math.log2(1 + sum(wi * k.spill_bytes for wi, k in zip(w, ks, strict=False)))
+        out["shared_kib"] = sum(wi * k.shared_bytes for wi, k in zip(w, ks, strict=False)) / 1024.0
+        out["occupancy"] = sum(wi * k.occupancy for wi, k in zip(w, ks, strict=False))
         out["log2_kernels"] = math.log2(len(ks))
         out["log2_units"] = math.log2(max(1, self.units))
         out["relocatable"] = 1.0 if self.relocatable else 0.0

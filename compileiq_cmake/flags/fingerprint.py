@@ -48,7 +48,7 @@ class DeviceFingerprint:
     digest: str
 
     @staticmethod
-    def of(kernels: list[KernelFingerprint] | tuple[KernelFingerprint, ...]) -> "DeviceFingerprint":
+    def of(kernels: list[KernelFingerprint] | tuple[KernelFingerprint, ...]) -> DeviceFingerprint:
         ordered = tuple(sorted(kernels, key=lambda k: k.name))
         h = hashlib.sha256()
         for k in ordered:
@@ -56,7 +56,7 @@ class DeviceFingerprint:
         return DeviceFingerprint(kernels=ordered, digest=h.hexdigest())
 
     @staticmethod
-    def combine(parts: list["DeviceFingerprint"]) -> "DeviceFingerprint":
+    def combine(parts: list[DeviceFingerprint]) -> DeviceFingerprint:
         """One fingerprint for several files (e.g. every object of a target)."""
         return DeviceFingerprint.of([k for p in parts for k in p.kernels])
 

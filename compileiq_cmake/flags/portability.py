@@ -17,8 +17,9 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, TypeVar
+from typing import TypeVar
 
 from ..model.errors import CompileIQError
 from .space import HOST_PREFIX
@@ -210,7 +211,9 @@ def resolve(
         try:
             out.extend(
                 prefix + t
-                for t in answers.ask(("native", compiler, kind), lambda: _resolve_one(kind, compiler, compiler_id))
+                for t in answers.ask(
+                    ("native", compiler, kind), lambda kind=kind: _resolve_one(kind, compiler, compiler_id)
+                )
             )
         except CompileIQError as exc:
             notes.append(f"{flag} kept as it is ({exc})")

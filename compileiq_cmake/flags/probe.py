@@ -147,7 +147,7 @@ def probe_values(
                         lambda iv: _compile(nvcc, arch, src, Path(tmp) / f"v{iv[0]}.cubin", iv[1]), enumerate(todo)
                     )
                 )
-        for v, (rc, lines) in zip(todo, runs):
+        for v, (rc, lines) in zip(todo, runs, strict=True):
             out[v] = _outcome(rc, lines, set(base_lines))
             cached[f"sm_{arch}|" + " ".join(v)] = {"ok": out[v].ok, "message": out[v].message}
         _store_cache(cache_path, key, nvcc, version, cached)

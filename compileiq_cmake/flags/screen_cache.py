@@ -51,7 +51,7 @@ class Outcome:
         return json.dumps({"kernels": kernels, "error": self.error}, separators=(",", ":"))
 
     @staticmethod
-    def from_json(text: str) -> "Outcome":
+    def from_json(text: str) -> Outcome:
         data = json.loads(text)
         if data.get("kernels") is None:
             return Outcome(fingerprint=None, error=str(data.get("error", "")))
@@ -88,7 +88,7 @@ class InputHasher:
     sha256): while none of those files changed, the scan is not run again and no file is read (a new header
     that would shadow a listed one on the include path goes unseen, as in ccache's direct mode)."""
 
-    def __init__(self, store: "ScreenCache | None" = None, timeout: float = 300.0) -> None:
+    def __init__(self, store: ScreenCache | None = None, timeout: float = 300.0) -> None:
         self.store = store
         self.timeout = timeout
         self._files: dict[tuple[str, int, int], str] = {}
@@ -178,7 +178,7 @@ class ScreenCache:
             db.execute("CREATE TABLE IF NOT EXISTS scan (key TEXT PRIMARY KEY, files TEXT NOT NULL)")
 
     @staticmethod
-    def in_dir(directory: Path) -> "ScreenCache":
+    def in_dir(directory: Path) -> ScreenCache:
         return ScreenCache(directory / FILE_NAME)
 
     def _connect(self) -> sqlite3.Connection:

@@ -10,10 +10,10 @@ import re
 import sqlite3
 import subprocess
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..model.errors import CompileIQError
 from ..project.nvcc_command import tokens

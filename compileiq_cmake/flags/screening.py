@@ -16,27 +16,25 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from ..model.errors import CompileIQError
-from .catalogue import canonical_flags
-from .screen_cache import ScreenCache
-from .screen_compile import ScreenTools, _Cells, _unit_name, nvcc_tools
-from .space import FlagSpace
-from ..project.cmake_project import ApplyDecisions
-from ..project.nvcc_command import project_flags, tokens
 from ..model.wording import plural
-from ..project.cmake_project import VariantSettings, VariantTree
+from ..project.cmake_project import ApplyDecisions, VariantSettings, VariantTree
+from ..project.nvcc_command import project_flags, tokens
 from ..system.lock import TuneLock
 from . import load_space
 from .acf import ACF_DIMENSION, AcfRequest, Candidates, Situation, SourceFactory, acf_dimension, acf_path, gather
 from .acf_compileiq import compileiq_source
-from .catalogue import adapt_to_project, add_device_lto_dimension, device_lto_wanted
+from .catalogue import adapt_to_project, add_device_lto_dimension, canonical_flags, device_lto_wanted
 from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool
 from .probe import default_cache_path, probe_device_lto, probe_space, ptxas_version, user_cache_dir
+from .screen_cache import ScreenCache
+from .screen_compile import ScreenTools, _Cells, _unit_name, nvcc_tools
+from .space import FlagSpace
 
 SAME_AS_BASELINE = "same device code as the project's own build"
 NOT_SCREENED = "not screened: the screening's time share ran out"
@@ -579,7 +577,8 @@ def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:
     """The screened space as `space --target` lists it; `notes`: its notes too (else the caller says them)."""
     r = ts.result
     lines = [
-        f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space {plural(len(r.space.dimensions), 'dimension')}, "
+        f"{ts.target} (CUDA sm_{ts.cuda_arch}, {ts.compiler}): screened flag space "
+        f"{plural(len(r.space.dimensions), 'dimension')}, "
         f"{plural(r.points_after, 'point')} (before screening {r.points_before}); {r.summary()} "
         f"(probe {ts.probe_seconds:.1f} s); baseline: {plural(len(r.baseline.kernels), 'kernel')}",
     ]
@@ -592,7 +591,8 @@ def format_screen(ts: TargetScreen, notes: bool = True) -> list[str]:
         state = "kept   " if row.kept else "dropped"
         effects = "; ".join(e.describe() for e in row.effects)
         lines.append(
-            f"  {state} {row.dimension:<22} {' '.join(row.value):<36} {row.reason}{'  [' + effects + ']' if effects and row.kept else ''}"
+            f"  {state} {row.dimension:<22} {' '.join(row.value):<36} "
+            f"{row.reason}{'  [' + effects + ']' if effects and row.kept else ''}"
         )
     for note in ts.notes if notes else ():
         lines.append(f"  note: {note.removeprefix('note: ')}")

@@ -5,7 +5,6 @@ back from a TOML must satisfy."""
 from __future__ import annotations
 
 import functools
-
 import re
 import tomllib
 from dataclasses import dataclass
@@ -77,7 +76,7 @@ class FlagSpace:
     def flagset(self, choice: dict[str, int]) -> FlagSet:
         pairs = tuple((d.name, int(choice.get(d.name, 0))) for d in self.dimensions)
         flags: list[str] = []
-        for d, (_, i) in zip(self.dimensions, pairs):
+        for d, (_, i) in zip(self.dimensions, pairs, strict=False):
             flags.extend(d.values[i])
         if self.family == "nvcc":  # interaction rules: redundant tokens dropped, repairs added
             flags = _canonical_by_file(flags)
@@ -154,7 +153,7 @@ def rules(family: str = "nvcc") -> tuple[Rule, ...]:
     return _rules(family)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rules(family: str) -> tuple[Rule, ...]:
     out = []
     for r in _read_family(family).get("rule", ()):
@@ -270,7 +269,7 @@ def load_space(
     return FlagSpace(family=family, dimensions=tuple(kept), dropped=tuple(dropped))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def known_tokens(family: str) -> frozenset[str]:
     data = _read_family(family)
     tokens = frozenset(tok for d in data["dimension"] for v in d["values"] for tok in v) | rule_tokens(family)
@@ -292,7 +291,7 @@ def numerics_traits(family: str) -> dict[str, tuple[bool, bool]]:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def rule_tokens(family: str) -> frozenset[str]:
     """Tokens that only interaction rules add (catalogue.canonical_flags), never a dimension."""
     return frozenset(tok for r in _read_family(family).get("rule", ()) for tok in r.get("tokens", ()))

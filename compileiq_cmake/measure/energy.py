@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from .gpu import SIMULATE_VARIABLE, GpuSlot
 
@@ -30,7 +31,7 @@ class EnergyMeter(Protocol):
 
     def describe(self) -> str: ...
 
-    def for_gpu(self, gpu: GpuSlot) -> "EnergyMeter": ...
+    def for_gpu(self, gpu: GpuSlot) -> EnergyMeter: ...
 
 
 @dataclass
@@ -69,7 +70,7 @@ class NvmlEnergy:
     def describe(self) -> str:
         return "NVML's total-energy counter of the GPU"
 
-    def for_gpu(self, gpu: GpuSlot) -> "NvmlEnergy":
+    def for_gpu(self, gpu: GpuSlot) -> NvmlEnergy:
         return NvmlEnergy(gpu.pci_bus_id, gpu.ordinal)
 
     def problem(self) -> str:
@@ -103,7 +104,7 @@ class SimulatedEnergy:
     def describe(self) -> str:
         return f"the simulated energy counter {self.path}"
 
-    def for_gpu(self, gpu: GpuSlot) -> "SimulatedEnergy":
+    def for_gpu(self, gpu: GpuSlot) -> SimulatedEnergy:
         return self  # one counter for the simulated GPUs
 
 

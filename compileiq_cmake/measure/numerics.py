@@ -42,7 +42,7 @@ def numerics_changed(reference: tuple[float, ...], values: tuple[float, ...], rt
     if len(values) != len(reference):
         return f"numerics changed: {plural(len(values), 'number')} in the output, the baseline's had {len(reference)}"
     worst_rel, worst_abs, bad = 0.0, 0.0, 0
-    for ref, got in zip(reference, values):
+    for ref, got in zip(reference, values, strict=False):
         if math.isnan(ref) and math.isnan(got):
             continue
         if not math.isfinite(got) and got != ref:

@@ -42,17 +42,17 @@ class Provenance:
         return {("host_cpu" if k == "cpu" else k): v for k, v in asdict(self).items()}
 
     @staticmethod
-    def of_entry(entry) -> "Provenance":
+    def of_entry(entry) -> Provenance:
         return Provenance(
             **{f.name: getattr(entry, "host_cpu" if f.name == "cpu" else f.name) for f in fields(Provenance)}
         )
 
     @staticmethod
-    def of(values: dict[str, str]) -> "Provenance":
+    def of(values: dict[str, str]) -> Provenance:
         known = {f.name for f in fields(Provenance)}
         return Provenance(**{k: str(v) for k, v in values.items() if k in known})
 
-    def differences(self, here: "Provenance") -> list[str]:
+    def differences(self, here: Provenance) -> list[str]:
         """What differs on this machine, one phrase each, for the fields both know. The clocks are compared by
         their maximum (what the GPU may run at), not the moment's clock."""
         out = []

@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
-from .bench import RunOutcome, run_benchmark, run_verify
 from ..model.errors import CommandFailure, write_log
-from ..project.cmake_project import VariantTree
-from .energy import EnergyMeter, measure_run
-from .gpu import GpuMonitor, GpuSlot
-from .numerics import extract_numbers, numerics_changed, read_file_numbers
 from ..model.records import Measurement, Status
 from ..model.spec import TuneSpec
 from ..model.timebox import Stop
+from ..project.cmake_project import VariantTree
+from .bench import RunOutcome, run_benchmark, run_verify
+from .energy import EnergyMeter, measure_run
+from .gpu import GpuMonitor, GpuSlot
+from .numerics import extract_numbers, numerics_changed, read_file_numbers
 
 Workload = tuple[str, ...]
 
@@ -102,7 +103,7 @@ class _Runs:
         )
 
     @staticmethod
-    def of(m: Measurement) -> "_Runs":
+    def of(m: Measurement) -> _Runs:
         return _Runs(
             list(m.samples),
             list(m.reference),
@@ -162,13 +163,13 @@ class Runner:
             env["CUDA_VISIBLE_DEVICES"] = self.gpu.device
         return env or None
 
-    def with_env(self, env: dict[str, str]) -> "Runner":
+    def with_env(self, env: dict[str, str]) -> Runner:
         """The same runner, its runs with `env` added to their environment."""
         return replace(self, extra_env=tuple(sorted(env.items())))
 
     def on_gpu(
         self, gpu: GpuSlot, pid_file: Path | None, monitor: GpuMonitor | None, meter: EnergyMeter | None = None
-    ) -> "Runner":
+    ) -> Runner:
         """The same runner (same reference numbers) for runs on one GPU of several."""
         return replace(self, gpu=gpu, pid_file=pid_file, monitor=monitor, meter=meter)
 
@@ -209,7 +210,7 @@ class Runner:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         argv = self.bench.for_tree(tree, workload)
         energy = spec.objective == "energy"
-        for attempt in range(2 if energy else 1):  # a counter that could not be read: the run once more
+        for _attempt in range(2 if energy else 1):  # a counter that could not be read: the run once more
             with self.holding():  # the energy counter is read while the run holds its GPU
                 outcome, joules, waited = measure_run(
                     self.meter,

@@ -5,7 +5,8 @@ Most tokens are compile flags of the tuned target. Two kinds are not:
 * ``-dlto``: device link-time optimization of relocatable device code. It is applied through CMake's own
   mechanism (CUDA ``INTERPROCEDURAL_OPTIMIZATION``: ``code=lto_XX`` at compile, ``-dlto`` at the device link),
   never as a compile flag (nvcc refuses ``-dlto`` next to CMake's ``--generate-code``); the target's ptxas options
-  and -maxrregcount then also go to the device link, where the code is generated (cmake/CompileIQ.cmake, _compileiq_device_lto; measured with
+  and -maxrregcount then also go to the device link, where the code is generated (cmake/CompileIQ.cmake,
+  _compileiq_device_lto; measured with
   nvcc 13.0 on sm_90 in docs/benchmarks/more-speed.md: --use_fast_math / --ftz=true there change nothing).
 * ``[path]flag``: ``flag`` for one source file only (path relative to the project's source directory), set as
   that file's ``COMPILE_OPTIONS``, after the target's own: a per-file difference found by the per-file stage.

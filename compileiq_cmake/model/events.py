@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 KINDS = ("progress", "info", "note", "warning", "stage", "detail")
 _PREFIX = re.compile(r"^compileiq:\s*")
@@ -153,7 +154,7 @@ Lines = Callable[[str], None]  # the former interface: a function called with ea
 Log = EventStream | Lines  # what a stage is handed to say things: the tune's stream, or a function of a line
 
 
-def as_stream(log: "EventStream | Lines | None") -> EventStream:
+def as_stream(log: EventStream | Lines | None) -> EventStream:
     """`log` as an event stream: a stream as it is; a function of a line (print, a test's list.append, the
     line interface of code not converted yet) subscribed to the lines of a new stream; None: a stream that
     nobody hears."""

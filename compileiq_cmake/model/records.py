@@ -30,7 +30,7 @@ class FlagSet:
         return " ".join(build_flags.shown(f) for f in self.flags) if self.flags else "(project's own flags)"
 
 
-class Status(str, Enum):
+class Status(str, Enum):  # noqa: UP042 (a StrEnum's str() and f-string give the value, this one's 'Status.OK')
     OK = "ok"
     BUILD_FAILED = "build_failed"
     RUN_FAILED = "run_failed"
@@ -39,9 +39,8 @@ class Status(str, Enum):
     PASS_MISSING = "pass_missing"
     VERIFY_FAILED = "verify_failed"
     NUMERICS_CHANGED = "numerics_changed"
-    CANCELLED = (
-        "cancelled"  # stopped by the tune's Stop token (interrupt, the plan, the box): says nothing of the flags
-    )
+    # stopped by the tune's Stop token (interrupt, the plan, the box): says nothing of the flags
+    CANCELLED = "cancelled"
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ class Measurement:
 
     def ratios(self) -> tuple[float, ...]:
         """sample / paired baseline sample, for each pair."""
-        return tuple(s / r for s, r in zip(self.samples, self.reference) if r > 0)
+        return tuple(s / r for s, r in zip(self.samples, self.reference, strict=False) if r > 0)
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ class BuildResult:
     log_tail: str = ""
     compile_command: str = ""
     fingerprint: str = ""  # device-code digest of the tuned target (CUDA targets)
-    kernels: tuple["KernelResources", ...] = ()
+    kernels: tuple[KernelResources, ...] = ()
     failure: CommandFailure | None = None  # a build that ran and failed: its command, exit status and log
     # the driver's own work around the build, in seconds by step (prepare, check, fingerprint): the overhead
     steps: tuple[tuple[str, float], ...] = ()

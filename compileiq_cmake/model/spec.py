@@ -46,7 +46,7 @@ class MetricSpec:
         )
 
     @staticmethod
-    def parse(text: str, lower_is_better: bool) -> "MetricSpec":
+    def parse(text: str, lower_is_better: bool) -> MetricSpec:
         if text.upper() in METRIC_KEYWORDS:
             return MetricSpec(kind=text.lower(), lower_is_better=lower_is_better)
         try:
@@ -246,7 +246,7 @@ class TuneSpec:
                 "architecture; leave --cuda-arch out"
             )
 
-    def validate(self) -> "TuneSpec":
+    def validate(self) -> TuneSpec:
         if self.build_dir.exists() and not self.build_dir.is_dir():
             raise UsageError(f"-B {self.build_dir} is not a directory; give the project's build directory")
         if self.replay is not None:

@@ -26,9 +26,10 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import UsageError
 

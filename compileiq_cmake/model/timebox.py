@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 def no_wait() -> float:
@@ -62,7 +62,7 @@ class Stop:
     Ctrl-C stops every target). `reason()` is "" while work may go on."""
 
     box: TimeBox | None = None
-    parent: "Stop | None" = None
+    parent: Stop | None = None
     _event: threading.Event = field(default_factory=threading.Event, repr=False)
     _why: str = ""
 

@@ -13,21 +13,21 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import jinja2
 
 from ..model import build_flags
+from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
+from ..model.records import BuildResult
+from ..model.timebox import Stop
+from ..system.processes import ProcessResult, run_process
+from ..system.resources import cmake_dir, templates_dir
 from . import file_api
 from .nvcc_command import FLAGS_FILE_NAME, source_flags_file_name
 from .progress import BuildProgress
-from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
-from ..system.processes import ProcessResult, run_process
-from ..model.records import BuildResult
-from ..model.timebox import Stop
-from ..system.resources import cmake_dir, templates_dir
 
 FRAGMENT_NAME = "compileiq_trial_flags.cmake"
 # seconds a variant tree's configure may take before it is stopped with everything it started (as a build is,
@@ -173,7 +173,7 @@ class VariantSettings:
     @staticmethod
     def from_user_tree(
         source_dir: Path, build_dir: Path, cuda_arch: str, config: str | None = None
-    ) -> tuple["VariantSettings", list[str]]:
+    ) -> tuple[VariantSettings, list[str]]:
         """Settings copied from the user's configured tree (generator, build type, compilers, options).
         `config` picks the configuration to tune (default: the tree's CMAKE_BUILD_TYPE, else Release);
         with a multi-config generator the variant trees get only that one configuration."""
@@ -302,7 +302,7 @@ class ApplyDecisions:
     cuda_archs_every: bool  # they are all / all-major: every entry's architecture matches
 
     @staticmethod
-    def parse(info: dict[str, str], tree: str) -> "ApplyDecisions":
+    def parse(info: dict[str, str], tree: str) -> ApplyDecisions:
         """From compileiq_variant_info.txt's keys; a tree that recorded none refuses device LTO with a reason."""
         return ApplyDecisions(
             config=info.get("config", ""),

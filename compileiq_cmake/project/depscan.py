@@ -99,7 +99,7 @@ def scan_headers(
         results = list(pool.map(lambda e: _scan_one(e, timeout), entries))
     headers: set[str] = set()
     problems: list[tuple[str, str]] = []
-    for entry, (found, problem) in zip(entries, results):
+    for entry, (found, problem) in zip(entries, results, strict=True):
         if problem:
             problems.append((entry["file"], problem))
         for p in found:

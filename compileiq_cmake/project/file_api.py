@@ -34,7 +34,7 @@ class Target:
 
     def sources_in(self, language: str) -> tuple[Path, ...]:
         """The compiled sources whose compile group has `language`: a .cpp marked LANGUAGE CUDA is CUDA."""
-        return tuple(p for p, lang in zip(self.sources, self.source_languages) if lang == language)
+        return tuple(p for p, lang in zip(self.sources, self.source_languages, strict=False) if lang == language)
 
     @property
     def primary_language(self) -> str:

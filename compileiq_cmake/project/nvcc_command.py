@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 # short form -> (canonical form, takes a value). Canonical forms are the catalogue's (flags/nvcc.toml).
 _OPTIONS: dict[str, tuple[str, bool]] = {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable
+from collections.abc import Callable
 
 MIN_FRACTION = 0.05  # below this fraction done, no time left is said (too rough)
 _NINJA = re.compile(r"^(?:\x1b\[[0-9;]*m)*\[\s*(\d+)/(\d+)\]")  # [done/total] (NINJA_STATUS's default)

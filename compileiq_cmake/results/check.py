@@ -30,11 +30,17 @@ import shlex
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+
+from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
 from ..measure.bench import RunOutcome, run_benchmark, run_verify
 from ..measure.energy import EnergyMeter, energy_meter, measure_run
 from ..measure.gpu import visible_gpus
 from ..measure.provenance import Provenance, collect
-from ..system.processes import run_process
+from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, UsageError, first_error_line, write_log
+from ..model.events import EventStream
+from ..model.records import Status
+from ..model.spec import MetricSpec
+from ..model.wording import plural
 from ..project.cmake_project import (
     DEFAULT_BUILD_TYPE,
     find_cmake,
@@ -45,16 +51,11 @@ from ..project.cmake_project import (
     read_cache,
     top_level_includes,
 )
-from ..model.events import EventStream
-from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, UsageError, first_error_line, write_log
 from ..project.file_api import read_codemodel, write_query
-from ..model.records import Status
+from ..system.processes import run_process
 from ..system.resources import cmake_dir
 from .schema import FlagsEntry
 from .toml_io import read_entries, write_entry
-from ..model.spec import MetricSpec
-from ..model.wording import plural
-from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
 
 # The defaults of the check's options (the command line reads them from here; decide.stats loads scipy only
 # when a comparison is made, so reading them costs the command line no start-up time)
@@ -509,16 +510,16 @@ def run_check(
             )
         )
     here = _here(user, entries)
-    for c, e in zip(checks, entries):
+    for c, e in zip(checks, entries, strict=False):
         if not e.replay:
             c.provenance = Provenance.of_entry(e).differences(here[e.language])
-    applying = [(i, c, e) for i, (c, e) in enumerate(zip(checks, entries)) if c.applies]
+    applying = [(i, c, e) for i, (c, e) in enumerate(zip(checks, entries, strict=False)) if c.applies]
     if not remeasure or not applying:
         return checks
     benches = {i: entry_benchmark(e, override) for i, _, e in applying}  # before anything is built
     meter = _energy_meter([e for _, _, e in applying])
     if not override.bench:  # --run-recorded: every command the TOML makes this check run, before any runs
-        for i, c, e in applying:
+        for i, c, _e in applying:
             b = benches[i]
             what = f"{c.target} (sm_{c.arch})" if c.arch else c.target
             events.warning(

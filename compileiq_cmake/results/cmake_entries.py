@@ -11,12 +11,12 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
-from ..flags.portability import HostFeatures, host_specific
-from ..flags.space import HOST_PREFIX
-from ..project.cmake_project import cmake_quote
 from ..flags.acf import acf_path
+from ..flags.portability import HostFeatures, host_specific
 from ..flags.probe import ptxas_version
+from ..flags.space import HOST_PREFIX
 from ..model.errors import CompileIQError
+from ..project.cmake_project import cmake_quote
 from .schema import FlagsEntry
 
 
@@ -97,7 +97,8 @@ def cmake_entries(
     for e in sorted(entries, key=_apply_order):
         if e.replay:
             lines.append(
-                f"message(STATUS {cmake_quote('compileiq: entry for ' + e.target + ' comes from a replay; not applied')})"
+                "message(STATUS "
+                f"{cmake_quote('compileiq: entry for ' + e.target + ' comes from a replay; not applied')})"
             )
             continue
         flags, acf_files, problem = _resolved_acf(e, base or Path.cwd()) if e.acf_sha256 else (e.flags, (), "")
@@ -109,7 +110,10 @@ def cmake_entries(
                     here = ""
             if here and _major_minor(here) != _major_minor(e.acf_ptxas):
                 flags = tuple(f for f in flags if acf_path(f) is None)
-                problem = f"it was tuned with ptxas {e.acf_ptxas}, this build's is {here} (ptxas reads only its own version's controls)"
+                problem = (
+                    f"it was tuned with ptxas {e.acf_ptxas}, this build's is {here} (ptxas reads only its own "
+                    "version's controls)"
+                )
                 acf_files = ()
         e = replace(e, flags=flags)
         args = [

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..flags.probe import user_cache_dir
-from ..system.json_files import load_json
 from ..model.errors import CompileIQError, UsageError
 from ..search.prior import FORMAT, VERSION, Hyper, Observation, PriorModel
+from ..system.json_files import load_json
 
 NO_LEARN_VARIABLE = "COMPILEIQ_NO_LEARN"
 _SAFE = str.maketrans({c: "_" for c in '/\\:*?"<>| '})

@@ -17,10 +17,10 @@ import jinja2
 
 from ..model.errors import CompileIQError, UsageError
 from ..model.events import EventStream
-from ..system.resources import templates_dir
-from .summary import gpu_tune, write_whole
-from .store import TrialStore
 from ..model.wording import plural
+from ..system.resources import templates_dir
+from .store import TrialStore
+from .summary import gpu_tune, write_whole
 
 
 def _png(fig) -> str:
@@ -106,7 +106,7 @@ def _tradeoffs(plt, doc: dict) -> str | None:
         return None
     energy = doc.get("objective") == "energy"
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
-    for ax, (key, label) in zip(axes[0], panels):
+    for ax, (key, label) in zip(axes[0], panels, strict=False):
         scale = 1024.0 if key in _KIB else 1.0
         valid = [t for t in doc["trials"] if t.get("speedup") is not None and t.get(key)]
         ax.scatter([t[key] / scale for t in valid], [t["speedup"] for t in valid], color="C0", s=14, label="trials")
@@ -299,7 +299,7 @@ def _resources(doc: dict) -> list[dict]:
     rows = []
     for name in names:
 
-        def of(t):
+        def of(t, name=name):
             return next((k for k in t["kernels"] if k["name"] == name), None) if t else None
 
         seen = [k for t in trials if t["speedup"] is not None for k in [of(t)] if k]
@@ -455,7 +455,7 @@ def report_command(build_dir: Path, output: Path | None, events: EventStream) ->
     if len(docs) > 1:
         events.info(f"report: {len(docs)} tunes stored in {build_dir}: {NAMING}", stage="report", tunes=len(docs))
     written = []
-    for target, doc in zip(paths, docs):
+    for target, doc in zip(paths, docs, strict=False):
         problem = write_report(target, doc)
         if problem:
             raise CompileIQError(f"no report: {problem}")

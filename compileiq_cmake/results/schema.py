@@ -14,11 +14,11 @@ import typing
 from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from pathlib import PurePosixPath
 
-from ..model.errors import CompileIQError, ResultFileError
-from ..model.spec import OBJECTIVES
 from ..flags import validate_flags
 from ..flags.acf import acf_path
 from ..flags.portability import resolved_token_ok
+from ..model.errors import CompileIQError, ResultFileError
+from ..model.spec import OBJECTIVES
 
 SCHEMA_VERSION = 1
 MAX_FLAGS = 256  # per entry
@@ -128,7 +128,8 @@ class FlagsEntry:
     arch_scope: str = field(default="all", metadata={"one_of": ARCH_SCOPES})
     # what the tune's --time-limit left untested (fewer finalists or rounds, flags not ablated), one phrase each
     untested: tuple[str, ...] = ()
-    # the written flags no ablation step showed to matter (the box left their step out; decide.validation.untested_flags)
+    # the written flags no ablation step showed to matter (the box left their step out;
+    # decide.validation.untested_flags)
     untested_flags: tuple[str, ...] = ()
     # where speedup and its intervals come from: "confirmation" (rounds of the winner measured after every
     # decision, used for nothing else), "deciding rounds" (no time was left for a confirmation: the rounds
@@ -297,7 +298,9 @@ def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: s
             return tuple(_value(v, args[0], meta, what, f"{name}[{i}]") for i, v in enumerate(value))
         if len(value) != len(args):
             raise wrong(f"an array of {len(args)} values")
-        return tuple(_value(v, t, meta, what, f"{name}[{i}]") for i, (v, t) in enumerate(zip(value, args)))
+        return tuple(
+            _value(v, t, meta, what, f"{name}[{i}]") for i, (v, t) in enumerate(zip(value, args, strict=False))
+        )
     if hint is dict:
         if not isinstance(value, dict):
             raise wrong("a table")

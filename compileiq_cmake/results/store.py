@@ -11,11 +11,10 @@ import os
 import sqlite3
 import time
 from dataclasses import asdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..model.errors import CompileIQError
-from ..system.lock import TuneLock  # noqa: F401 (named here too: the store's lock)
 from ..model.records import (
     Contribution,
     FlagSet,
@@ -26,6 +25,7 @@ from ..model.records import (
     Validation,
     WorkloadComparison,
 )
+from ..system.lock import TuneLock  # noqa: F401 (named here too: the store's lock)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS trials (
@@ -112,7 +112,7 @@ def _errorcode(exc: sqlite3.Error) -> int:
 
 def _aside_name(path: Path, label: str) -> Path:
     """<name>.<label>-<UTC time>[-n] beside `path`, a name not taken yet."""
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     dest = path.with_name(f"{path.name}.{label}-{stamp}")
     n = 1
     while dest.exists():
@@ -245,7 +245,8 @@ class TrialStore:
         and counted in `skipped_rows` (the commands say so), never a traceback."""
         rows = self._db.execute(
             "SELECT spec, idx, choices, flags, status, reason, measurements, build_seconds, bench_seconds, "
-            "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, binary_bytes, device_bytes FROM trials "
+            "wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, binary_bytes, device_bytes "
+            "FROM trials "
             "ORDER BY spec, idx",
         ).fetchall()
         groups: dict[str, list[Trial]] = {}
@@ -364,7 +365,8 @@ class TrialStore:
             [
                 (
                     "INSERT OR REPLACE INTO trials (spec, key, idx, choices, flags, status, reason, measurements, "
-                    "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, kernels, gpu, "
+                    "build_seconds, bench_seconds, wall_seconds, compile_command, fingerprint, same_code_as, "
+                    "kernels, gpu, "
                     "binary_bytes, device_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         self.spec,

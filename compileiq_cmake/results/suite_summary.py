@@ -7,7 +7,8 @@ Schema "compileiq-suite/1":
                resumed, device_seconds, waited_seconds, shared_seconds (the suite's shared setup, run or
                waited for: the project's own build read once, the pool's trees' first configures, the one
                baseline build; inside its setup, not charged), stages: {"setup", "baseline", "search", "validation",
-               "ablation", "confirmation", "publish": seconds, those it reached}}]   status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
+               "ablation", "confirmation", "publish": seconds, those it reached}}]
+               status: tuned | unchanged | no gain | failed | skipped | excluded; speedup and ci: the
                winner's interleaved re-measurement (null when no entry was written)
     geomean_speedup: over the targets tuned or without a gain (1.0 for those), null when none ran; only targets
                tuned for time (a target's objective: "time" or "energy", whose speedup is an energy gain)
@@ -59,7 +60,7 @@ def build(suite, outcomes, time_limit: float | None, wall_seconds: float, shared
             "schema": SCHEMA,
             "tool_version": __version__,
             "suite": str(suite.path),
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "time_limit": time_limit,
             "wall_seconds": round(wall_seconds, 3),
             "targets": rows,
@@ -98,7 +99,8 @@ def table(doc: dict) -> list[str]:
         "",
         f"suite: {len(doc['targets'])} targets in {doc['wall_seconds']:.1f} s"
         + (f" (--time-limit {doc['time_limit']:g} s)" if doc["time_limit"] else "")
-        + f": {doc['wins']} tuned (or unchanged since their entry), {doc['ties']} without a gain, {doc['losses']} failed or skipped"
+        + f": {doc['wins']} tuned (or unchanged since their entry), {doc['ties']} without a gain, {doc['losses']} "
+        "failed or skipped"
         + (f"; geometric mean speedup {doc['geomean_speedup']:.3f}x" if doc["geomean_speedup"] else "")
         + (
             f"; geometric mean energy gain {doc['geomean_energy_gain']:.3f}x (--objective energy)"

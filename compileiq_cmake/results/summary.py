@@ -44,14 +44,14 @@ import datetime as _dt
 import json
 import math
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from .. import __version__
-from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..decide.stats import compare, compare_paired, geomean_comparison
 from ..decide.validation import untested_flags
+from ..model.records import Contribution, Trial, TuneResult, Validation
 from ..model.wording import untested_line
 
 SCHEMA = "compileiq-summary/1"
@@ -69,7 +69,7 @@ def trial_interval(trial: Trial, baseline: Trial, lower_is_better: bool) -> tupl
     if not trial.valid or not trial.measurements:
         return None
     comparisons = []
-    for m, b in zip(trial.measurements, baseline.measurements):
+    for m, b in zip(trial.measurements, baseline.measurements, strict=False):
         if m.paired:
             comparisons.append(compare_paired(m.reference, m.samples, lower_is_better))
         elif len(m.samples) >= 2 and len(b.samples) >= 2:
@@ -212,7 +212,7 @@ def build(
             "build_type": setup.project.build_type or None,
             "source_dir": str(spec.source_dir),
             "build_dir": str(spec.build_dir),
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "executor": getattr(spec, "executor", "local"),
             "gpus": [g.device for g in setup.devices.gpus],
             "replay": setup.replay is not None,

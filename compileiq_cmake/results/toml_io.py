@@ -11,11 +11,11 @@ import re
 import tempfile
 import time
 import tomllib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Iterator
 
 import tomli_w
 
@@ -110,7 +110,8 @@ def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> R
             False,
             (
                 f"not replacing the entry for {where}: it was tuned for the {old.build_type} build type and this tune "
-                f"for {new.build_type or 'no build type'}; tune --config {old.build_type}, or pass --replace to replace "
+                f"for {new.build_type or 'no build type'}; tune --config {old.build_type}, or pass --replace to "
+                "replace "
                 "it anyway"
             ),
         )
@@ -250,7 +251,7 @@ def _save_fallback(
     flags = f"the tuned flags of {entry.target} were: {' '.join(entry.flags) or '(none)'}"
     if fallback_dir is None or not text:
         return ResultFileError(f"{why}; {flags}")
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     name = re.sub(r"[^A-Za-z0-9_.\-]", "_", entry.target)
     saved = fallback_dir / f"compileiq-{name}-{stamp}.toml"
     try:

@@ -9,17 +9,17 @@ timing sample, measured while recording (two passes per unique code)."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
+from ..flags.space import Dimension, FlagSpace, numerics_traits, rule_tokens
 from ..model.errors import CompileIQError, UsageError
 from ..system.json_files import load_json
-from ..flags.space import Dimension, FlagSpace, numerics_traits, rule_tokens
 
 FORMAT = "compileiq-landscape"
 SUPPORTED_VERSIONS = (1,)
@@ -253,7 +253,7 @@ class Landscape:
 
     # ---- construction
     @classmethod
-    def load(cls, path: Path | str) -> "Landscape":
+    def load(cls, path: Path | str) -> Landscape:
         path = Path(path)
         try:
             doc = load_json(path, str(path))
@@ -296,7 +296,7 @@ class Landscape:
 
     def _make_point(self, choices: tuple[int, ...], code_id: int) -> LandscapePoint:
         code = self.codes[code_id]
-        flags = tuple(t for d, i in zip(self.dimensions, choices) for t in d.values[i])
+        flags = tuple(t for d, i in zip(self.dimensions, choices, strict=False) for t in d.values[i])
         samples = tuple(self._default_us / t for t in code.time_us)
         return LandscapePoint(
             choices=choices,

@@ -11,23 +11,23 @@ when it is significant. Every step that cannot run says why in a note and propos
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from ..model import build_flags
-from ..measure import kernel_times
-from ..project.cmake_project import VariantTree
-from ..model.errors import CompileIQError
-from ..model.events import EventStream, Lines, as_stream
 from ..flags.acf import ACF_DIMENSION
 from ..flags.catalogue import canonical_flags
-from ..measure.runner import Runner
-from ..project.nvcc_command import output_file
-from .prior import SpacePrior
-from ..model.records import BuildResult, FlagSet, Trial
 from ..flags.fingerprint import FingerprintCache
 from ..flags.space import FlagSpace
+from ..measure import kernel_times
+from ..measure.runner import Runner
+from ..model import build_flags
+from ..model.errors import CompileIQError
+from ..model.events import EventStream, Lines, as_stream
+from ..model.records import BuildResult, FlagSet, Trial
+from ..project.cmake_project import VariantTree
+from ..project.nvcc_command import output_file
+from .prior import SpacePrior
 
 Build = Callable[[VariantTree, FlagSet], BuildResult]
 

@@ -16,16 +16,17 @@ its family; s (shrink) pulls thinly supported predictions towards them. The band
 subset are chosen by leave-one-out over the observations (`fit`, forward selection); another architecture
 than the observations' widens sd by ARCH_WIDEN, and where some observations are of the tuned architecture the
 others weigh OTHER_ARCH_WEIGHT. Pure numpy, no pickle: the model is its observations and
-hyper-parameters in a versioned JSON file (`prior_data.json` in this package, made by benchmarks/evaluation/prior_train.py),
+hyper-parameters in a versioned JSON file (`prior_data.json` in this package, made by
+benchmarks/evaluation/prior_train.py),
 plus the user's own tunes (results/prior_store.py). Inference is a few small matrix products."""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -78,7 +79,7 @@ class Observation:
         }
 
     @staticmethod
-    def from_dict(d: Mapping, where: str) -> "Observation":
+    def from_dict(d: Mapping, where: str) -> Observation:
         """An observation read from a file: every number finite, every name one printable line."""
         try:
             o = Observation(
@@ -121,7 +122,7 @@ class Hyper:
         }
 
     @staticmethod
-    def from_dict(d: Mapping) -> "Hyper":
+    def from_dict(d: Mapping) -> Hyper:
         bw = d.get("bandwidth")
         return Hyper(
             bandwidth=math.inf if bw is None else float(bw),
@@ -182,7 +183,7 @@ class _Table:
     INV: np.ndarray
 
     @staticmethod
-    def of(obs: list[Observation], names: Sequence[str]) -> "_Table":
+    def of(obs: list[Observation], names: Sequence[str]) -> _Table:
         keys = sorted({k for o in obs for k in o.effects})
         X = np.array([[o.features.get(n, 0.0) for n in names] for o in obs], dtype=float).reshape(len(obs), len(names))
         mean = X.mean(axis=0) if len(obs) else np.zeros(len(names))
@@ -257,7 +258,7 @@ class PriorModel:
 
     # ---- files
     @staticmethod
-    def load(path: Path | str) -> "PriorModel":
+    def load(path: Path | str) -> PriorModel:
         path = Path(path)
         try:
             doc = json.loads(path.read_text())
@@ -270,7 +271,7 @@ class PriorModel:
         return PriorModel(obs, hyper, doc.get("provenance", {}))
 
     @staticmethod
-    def shipped() -> "PriorModel":
+    def shipped() -> PriorModel:
         return PriorModel.load(SHIPPED) if SHIPPED.is_file() else PriorModel([])
 
     def as_dict(self) -> dict:
@@ -293,7 +294,7 @@ class PriorModel:
         tmp.write_text(text)
         tmp.replace(path)
 
-    def with_observations(self, extra: Iterable[Observation]) -> "PriorModel":
+    def with_observations(self, extra: Iterable[Observation]) -> PriorModel:
         """This model with more observations (a user's tunes), same hyper-parameters; an observation of the
         same id replaces the older one."""
         by_id = {o.id: o for o in self.observations}
@@ -460,7 +461,7 @@ def space_prior(
             ok = [(preds[(d, i)].score, i) for i in range(1, len(dim.values)) if rule(preds[(d, i)])]
             choice.append(max(ok)[1] if ok else 0)
         t = tuple(choice)
-        key = space.flagset(dict(zip(names, t))).key
+        key = space.flagset(dict(zip(names, t, strict=False))).key
         if any(t) and key not in keys:
             firsts.append(t)
             keys.add(key)

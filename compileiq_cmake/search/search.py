@@ -37,8 +37,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Callable, Iterable, Sequence
 
 from ..flags import FlagSpace
 from ..model.records import FlagSet
@@ -64,7 +64,7 @@ def _unseen_fallback(space: FlagSpace, rng: random.Random, taken) -> dict[str, i
             return choice
     if space.size <= _ENUMERATE_LIMIT:
         for combo in itertools.product(*(range(len(d.values)) for d in space.dimensions)):
-            choice = {d.name: i for d, i in zip(space.dimensions, combo)}
+            choice = {d.name: i for d, i in zip(space.dimensions, combo, strict=False)}
             if not taken(space.flagset(choice).key):
                 return choice
     return None
@@ -289,7 +289,7 @@ class FlagSearch:
     def _flagset(self, choice: tuple[int, ...]) -> FlagSet:
         fs = self._flagsets.get(choice)
         if fs is None:
-            fs = self._flagsets[choice] = self.space.flagset(dict(zip(self._names, choice)))
+            fs = self._flagsets[choice] = self.space.flagset(dict(zip(self._names, choice, strict=False)))
         return fs
 
     def _taken(self, key: str) -> bool:
@@ -308,7 +308,7 @@ class FlagSearch:
         if not self._names_its_flags(chosen, flagset.flags):
             # a restored trial whose value indices are another run's (control files sampled again, or an engine's
             # later generation): its values as this space has them, read from its flags
-            chosen = {n: i for n, i in zip(self._names, self._map_flags(flagset.flags)) if i}
+            chosen = {n: i for n, i in zip(self._names, self._map_flags(flagset.flags), strict=False) if i}
             flagset = FlagSet(choices=tuple(chosen.items()), flags=flagset.flags)
         self._choice_of.setdefault(flagset.key, tuple(chosen.get(n, 0) for n in self._names))
         self._losses[flagset.key] = loss
@@ -317,7 +317,7 @@ class FlagSearch:
     def _names_its_flags(self, chosen: dict[str, int], flags: tuple[str, ...]) -> bool:
         """Whether choices index values of this space, and a control file's value (its path, which no interaction
         rule drops) is one the flag set holds."""
-        dims = dict(zip(self._names, self._dims))
+        dims = dict(zip(self._names, self._dims, strict=False))
         return all(
             n in dims
             and 0 <= i < len(dims[n].values)

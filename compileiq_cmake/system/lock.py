@@ -17,7 +17,7 @@ class TuneLock:
         self.path = state_dir / "tune.lock"
         self._fd: int | None = None
 
-    def __enter__(self) -> "TuneLock":
+    def __enter__(self) -> TuneLock:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)

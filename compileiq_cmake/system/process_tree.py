@@ -1,5 +1,6 @@
 """What a started command left running, found and ended: a build's session (every process group in it,
-killed and waited for), and every descendant of a benchmark, also one that left the group and the session (setsid) and cleared its
+killed and waited for), and every descendant of a benchmark, also one that left the group and the session (setsid)
+and cleared its
 environment (env -i). Where this process may make a cgroup (v2) of its own, the run goes into one and the
 cgroup is killed; else the tree of its descendants is recorded while it runs (pid and start time, so that a
 reused pid is never killed) and the processes still holding its captured output are found at the end."""
@@ -91,7 +92,7 @@ class Cgroup:
     path: Path
 
     @classmethod
-    def create(cls, name: str) -> "Cgroup | None":
+    def create(cls, name: str) -> Cgroup | None:
         """A new child cgroup of this process's own; None where that is not allowed (no cgroup v2, not
         delegated to this user, a read-only cgroup file system) or not possible."""
         base = _cgroup2_dir()

@@ -21,13 +21,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..model.errors import MeasurementError
-from . import procfs
 from ..model.timebox import Stop
+from . import procfs
 from .process_tree import Cgroup, Descendants, kill_group, kill_session_and_wait, signal_pid
 
 KEEP_BYTES = 4 << 20  # of a longer output, this much of its start and of its end is kept

@@ -9,9 +9,9 @@ each time."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..flags.acf import ACF_DIMENSION, AcfFile, Candidates, acf_path, store
 from ..model.errors import CompileIQError
@@ -34,7 +34,7 @@ class AcfEngine:
     done: int = 0
 
     @staticmethod
-    def of(candidates: Candidates | None, log: Log) -> "AcfEngine | None":
+    def of(candidates: Candidates | None, log: Log) -> AcfEngine | None:
         if candidates is None or candidates.source is None or not candidates.files:
             return None
         return AcfEngine(candidates, candidates.files[0].path.parent, log)

@@ -11,20 +11,20 @@ written."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from ..decide.procedure import ValidationContext
 from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor
-from ..model.events import as_stream, Log
+from ..model.events import Log, as_stream
 from ..model.records import Trial, Validation
 from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
 from .plan import least_finish
-from .tune_setup import TuneSetup
 from .trial import compile_slowdown, loss, trial_spread, typical_build
+from .tune_setup import TuneSetup
 
 BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise
 NOISE_MARGIN = 4.0  # ... by this many times the trial's (or the baseline's) relative spread, on the log scale
@@ -89,7 +89,8 @@ class Bank:
         self.tried.add(trial.flagset.key)
         stream = as_stream(self.log)
         stream.info(
-            f"bank: {trial.flagset.describe()} measured {math.exp(-loss(trial, self.base.base_of(trial), spec.lower_is_better)):.3f}x "
+            f"bank: {trial.flagset.describe()} measured "
+            f"{math.exp(-loss(trial, self.base.base_of(trial), spec.lower_is_better)):.3f}x "
             "in the search, far past its noise: validated now, before more search",
             stage="search",
         )

@@ -15,14 +15,14 @@ from ..measure.runner import Runner
 from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
 from ..model.records import BuildResult, Status, Trial
-from ..model.timebox import Interrupted
 from ..model.spec import TuneSpec
+from ..model.timebox import Interrupted
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
 from ..results.store import TrialStore
 from .budget import Budget
-from .tune_setup import TuneSetup
 from .trial import baseline_error, reference_trees, run_trial
+from .tune_setup import TuneSetup
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,8 @@ class Baseline:
         as_stream(log).stage_result(
             "baseline",
             f"baseline noise (robust spread of {plural(spec.repeats, 'run')} per workload): {100 * noise:.2f}%; "
-            f"smallest gain that counts: {100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}",
+            "smallest gain that counts: "
+            f"{100 * min_gain:.2f}%{'' if spec.min_gain is not None else ' (from the noise)'}",
             medians=list(baseline.medians()),
             noise=noise,
             min_gain=min_gain,
@@ -184,7 +185,7 @@ def other_baselines(
                 f"the project's own build does not pass on {g.describe()}: {other.reason}; "
                 "leave that GPU out with --gpus"
             )
-        ratio = " / ".join(f"{o / b:.4f}" for o, b in zip(other.medians(), baseline.medians()))
+        ratio = " / ".join(f"{o / b:.4f}" for o, b in zip(other.medians(), baseline.medians(), strict=False))
         as_stream(log).info(
             f"baseline on {g.describe()}: {' / '.join(f'{m:.4g}' for m in other.medians())} "
             f"({ratio} of GPU {first}'s); each trial is compared with the baseline of the GPU it ran on"

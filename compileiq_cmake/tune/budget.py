@@ -20,18 +20,17 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import Callable
 
 from ..decide.procedure import NO_LIMITS, Limits
 from ..decide.rounds import WARMUP
-from ..model.wording import seconds
 from ..model.errors import CompileIQError
 from ..model.records import Trial
 from ..model.spec import TuneSpec
 from ..model.timebox import Interrupted, Stop, TimeBox
-from .setup import FINALISTS
+from ..model.wording import seconds
 from .plan import (
     WRITE_SECONDS,
     Costs,
@@ -44,6 +43,7 @@ from .plan import (
     plan_tune,
     tune_costs,
 )
+from .setup import FINALISTS
 
 BOX_RESULT = "time_box"  # the trial store's record of the box a tune spent (a resume counts it)
 

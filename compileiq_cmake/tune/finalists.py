@@ -10,20 +10,20 @@ import time
 from dataclasses import dataclass, replace
 
 from ..decide.procedure import NO_LIMITS, ValidationContext, validate_and_ablate
-from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
-from ..flags.space import FlagSpace
 from ..decide.stats import FlagEffect, auto_min_gain, flag_effects
+from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
 from ..execute.executor import Executor
+from ..flags.space import FlagSpace
+from ..model import build_flags
+from ..model.events import Log, as_stream
 from ..model.records import Contribution, FlagSet, Trial, Validation
 from ..model.wording import plural
-from ..model import build_flags
 from ..results.store import TrialStore
-from ..model.events import Log, as_stream
 from .baseline import Baselines
 from .budget import Budget
 from .setup import FINALISTS
-from .tune_setup import TuneSetup
 from .trial import compile_slowdown, loss, noise_of_pairs, typical_build
+from .tune_setup import TuneSetup
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..measure import kernel_times
-from ..project import file_api
-from ..measure.runner import Runner
 from ..flags.acf import ACF_DIMENSION
+from ..measure import kernel_times
+from ..measure.runner import Runner
 from ..model import build_flags
 from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
+from ..project import file_api
 from ..search import per_file
 from .tune_setup import Focus, TuneSetup
 
@@ -54,7 +54,8 @@ def hot_files(shares: tuple[kernel_times.FileShare, ...]) -> tuple[kernel_times.
 
 
 def _profile(setup: TuneSetup, runner: Runner) -> tuple[tuple[kernel_times.FileShare, ...], float]:
-    """Kernel time by file of the project's own build (setup.baseline_tree: built by the baseline), over the workloads."""
+    """Kernel time by file of the project's own build (setup.baseline_tree: built by the baseline), over the
+    workloads."""
     if setup.fingerprints is None:
         raise CompileIQError("kernels cannot be mapped to files without cuobjdump (pip install nvidia-cuda-cuobjdump)")
     if type(runner).run is not Runner.run:

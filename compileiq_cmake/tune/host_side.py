@@ -16,13 +16,13 @@ import re
 import subprocess
 from dataclasses import replace
 
-from ..measure import kernel_times
-from ..model.errors import CompileIQError
 from ..flags.portability import compiler_kind
 from ..flags.space import HOST_GROUP, HOST_PREFIX, HOST_SHARE, Dimension, FlagSpace, host_side_named, load_space
+from ..measure import kernel_times
 from ..measure.runner import Runner
-from ..project.cmake_project import read_cache
+from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
+from ..project.cmake_project import read_cache
 from .tune_setup import TuneSetup, host_compiler_of
 
 

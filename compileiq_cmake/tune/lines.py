@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import math
 
+from ..decide.validation import untested_flags
 from ..model import build_flags
 from ..model.events import Log, SearchProgress, as_stream
 from ..model.records import Trial, TuneResult
-from ..results.summary import gpu_tune, harmful_effects
 from ..model.spec import TuneSpec
 from ..model.timebox import TimeBox
-from ..decide.validation import untested_flags
 from ..model.wording import plural, seconds, untested_line
+from ..results.summary import gpu_tune, harmful_effects
 from .budget import Budget
-from .tune_setup import TuneSetup
 from .trial import loss
+from .tune_setup import TuneSetup
 
 
 def fmt_eta(seconds: float) -> str:
@@ -94,7 +94,10 @@ def untried_line(spec: TuneSpec, baseline: Trial, needed: float = 0.0) -> str:
 def contribution_line(c) -> str:
     """One row of the ablation table; a step the time box left out says "not measured", never "nanx"."""
     measured = f"{c.speedup:.4f}x [{c.ci_low:.4f}..{c.ci_high:.4f}]" if math.isfinite(c.speedup) else "not measured"
-    return f"    {' '.join(build_flags.shown(f) for f in c.flags):<40} {measured:<28} {'kept' if c.kept else 'dropped'}: {c.reason}"
+    return (
+        f"    {' '.join(build_flags.shown(f) for f in c.flags):<40} {measured:<28} "
+        f"{'kept' if c.kept else 'dropped'}: {c.reason}"
+    )
 
 
 def final_table(
@@ -135,14 +138,15 @@ def final_table(
             else "the project's own build's median divided by the trial's"
             + (" (on the GPU the trial ran on)" if on_gpu else "")
         )
-        + f"; > 1 is {'less energy' if energy else 'faster'}. median: the trial's own runs, raw; the two differ when runs were paired"
-        + (" or the GPUs differ" if on_gpu else "")
+        + f"; > 1 is {'less energy' if energy else 'faster'}. median: the trial's own runs, raw; the two differ "
+        "when runs were paired" + (" or the GPUs differ" if on_gpu else "")
     )
     if effects:
         log(f"  flag effects over all valid trials (least squares on log {'energy' if energy else 'time'}; 95% CI):")
         for e in effects[:6]:
             log(
-                f"    {build_flags.shown(e.flag):<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in {plural(e.trials_with, 'trial')}"
+                f"    {build_flags.shown(e.flag):<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in "
+                f"{plural(e.trials_with, 'trial')}"
             )
     if result.contributions:
         log("  ablation of the winner (speedup of keeping each flag, 95% CI):")

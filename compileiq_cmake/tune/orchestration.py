@@ -10,15 +10,14 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from ..execute.factory import make_executor
 from ..execute.ray import ClusterPlacement, GpuGroup, RayCluster
 from ..execute.shared import Lease
 from ..execute.step_cache import StepCache
-from ..system.processes import kill_leftovers
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
 from ..model.events import Log, Recorder, as_stream
@@ -27,9 +26,10 @@ from ..model.spec import TuneSpec
 from ..model.timebox import Stop, TimeBox, no_wait
 from ..model.wording import plural
 from ..results.schema import numerics_checked
-from ..results.toml_io import check_output_writable, read_entries
 from ..results.store import TrialStore
+from ..results.toml_io import check_output_writable, read_entries
 from ..system.lock import TuneLock
+from ..system.processes import kill_leftovers
 from ..system.writable import check_creatable
 from . import focus, host_side, prior_use
 from .bank import Bank
@@ -68,7 +68,8 @@ def run_tune(
             killed = kill_leftovers(state_dir / "bench.pid")
             if killed:
                 as_stream(log).info(
-                    f"killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an earlier, killed tune"
+                    f"killed {plural(killed, 'benchmark process', 'benchmark processes')} left running by an "
+                    "earlier, killed tune"
                 )
             placement = cluster.placement() if cluster else None
             tune_setup = (
@@ -161,7 +162,8 @@ def _open_store(
     the headers they include), with other compile flags or with another compiler, they are stale: this tune's
     rows move to a store of their own beside it (kept, named in the log; the other tunes' trials stay) and
     this tune starts fresh."""
-    # the stored key keeps its name "flags_sha256": the hash of the target's compile commands (TuneSetup.commands_sha256)
+    # the stored key keeps its name "flags_sha256": the hash of the target's compile commands
+    # (TuneSetup.commands_sha256)
     code = {"compiler": compiler, "sources_sha256": sources_sha256, "flags_sha256": commands_sha256}
     store = TrialStore(path, identity)
     if store.note:
@@ -178,7 +180,8 @@ def _open_store(
         aside, moved = store.archive("stale")
         as_stream(log).info(
             f"{what} since the stored trials were measured; they are not reused: this tune's "
-            f"{plural(moved, 'trial')} {'is' if moved == 1 else 'are'} kept in {aside} (other tunes' trials in {path.name} stay) and it starts fresh"
+            f"{plural(moved, 'trial')} {'is' if moved == 1 else 'are'} kept in {aside} (other tunes' trials in "
+            f"{path.name} stay) and it starts fresh"
         )
     store.save_result("code", code)
     return store
@@ -221,7 +224,8 @@ def _stages(
             unchanged=(kept.speedup, tuple(kept.flags)),
         )
     as_stream(log).info(
-        f"tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} {setup.project.toolchain.version}"
+        f"tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} "
+        f"{setup.project.toolchain.version}"
         f"{', sm_' + setup.devices.cuda_arch if setup.devices.cuda_arch else ''}) on {setup.devices.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )

@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ..decide.rounds import WARMUP
 from ..model.records import Trial
 from ..model.spec import TuneSpec
-from ..decide.rounds import WARMUP
+from ..model.wording import plural
 
 WRITE_SECONDS = 2.0  # the TOML, the summary and the report
 ROUNDS_FLOOR = 3  # fewest interleaved validation rounds a paired comparison is decided on (wider interval)
@@ -170,7 +171,7 @@ class Plan:
         search = (
             "no search trial fits"
             if self.search_trials == 0
-            else f"search ~{self.search_seconds:.0f} s (about {self.search_trials} trial{'s' if self.search_trials != 1 else ''})"
+            else f"search ~{self.search_seconds:.0f} s (about {plural(self.search_trials, 'trial')})"
         )
         return (
             f"plan for --time-limit {self.limit:g} s: {self.elapsed:.0f} s used, {search}, "

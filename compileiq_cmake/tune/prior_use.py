@@ -8,22 +8,22 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
 from ..flags.features import FEATURE_NAMES, TargetFeatures, target_features
 from ..model.errors import CompileIQError
-from ..model.records import Trial
 from ..model.events import Log, PriorPrediction, as_stream
+from ..model.records import Trial
 from ..model.wording import plural
 from ..results.prior_store import LocalPrior, learning_off, prior_dir
 from ..results.store import TrialStore
 from ..search.prior import Observation, SpacePrior, space_prior, value_key
 from .baseline import Baselines
-from .tune_setup import TuneSetup
 from .trial import loss
+from .tune_setup import TuneSetup
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
         "prior",
         {
             "source": sp.source,
-            "first": [list(setup.space.flagset(dict(zip(names, c))).flags) for c in sp.first],
+            "first": [list(setup.space.flagset(dict(zip(names, c, strict=False))).flags) for c in sp.first],
             "values": [
                 {
                     "dimension": d.name,
@@ -139,7 +139,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
         return PriorUse(sp, features, 0, 0)
     firsts, best = [], 0.0
     for choice in sp.first:
-        fs = setup.space.flagset(dict(zip(names, choice)))
+        fs = setup.space.flagset(dict(zip(names, choice, strict=False)))
         effect = sum(sp.of(d, i).effect for d, i in enumerate(choice) if i)
         best = max(best, effect)
         firsts.append(f"{fs.describe()} (predicted {100 * math.expm1(effect):+.1f}%)")
@@ -192,7 +192,7 @@ def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines)
         X = np.array([[1.0 if c in ks else 0.0 for c in columns] for ks, _ in rows])
         y = np.array([effect - sum(out.get(k) or 0.0 for k in ks if k in out) for ks, effect in rows])
         beta = np.linalg.solve(X.T @ X + RIDGE * np.eye(len(columns)), X.T @ y)
-        out.update({c: float(b) for c, b in zip(columns, beta)})
+        out.update({c: float(b) for c, b in zip(columns, beta, strict=False)})
     return out
 
 

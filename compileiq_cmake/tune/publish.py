@@ -20,25 +20,25 @@ from ..flags import acf, portability
 from ..flags.acf import acf_path
 from ..measure.gpu import host_cpu
 from ..measure.provenance import Provenance, collect
+from ..model import build_flags
 from ..model.errors import CompileIQError
 from ..model.events import Log, Recorder, as_stream
-from ..model.timebox import TimeBox
 from ..model.records import Contribution, Trial, TuneResult, Validation
+from ..model.timebox import TimeBox
 from ..model.wording import plural
-from ..model import build_flags
 from ..results import summary
 from ..results.report import write_report
 from ..results.schema import FlagsEntry, identity_of
-from ..results.toml_io import read_entries, write_entry
 from ..results.store import TrialStore
+from ..results.toml_io import read_entries, write_entry
 from . import host_side
 from .baseline import Baselines
 from .budget import Budget
 from .finalists import Decision
 from .lines import final_table
 from .search_loop import SearchOutcome
-from .tune_setup import TuneSetup
 from .trial import loss
+from .tune_setup import TuneSetup
 
 ACF_FOLDER = "compileiq/acf"  # beside the TOML: the winners' advanced control files, named by their sha256
 
@@ -240,7 +240,8 @@ def _notes(
     notes.append(
         f"search phase: {counted} in {timings.search_seconds:.1f} s, {plural(runs, 'benchmark run')}"
         + (
-            f"; {plural(shared, 'trial')} built the same device code as an earlier one and {'was' if shared == 1 else 'were'} not benchmarked "
+            f"; {plural(shared, 'trial')} built the same device code as an earlier one and "
+            f"{'was' if shared == 1 else 'were'} not benchmarked "
             f"(about {plural(saved, 'run')} saved)"
             if shared
             else ""
@@ -249,14 +250,16 @@ def _notes(
     loop_trials, overhead, runners = timings.loop_trials, timings.overhead, base.runners
     if loop_trials:
         notes.append(
-            f"search loop (after the setup and the baseline{'s' if base.per_gpu else ''}): {plural(loop_trials, 'trial')} in "
+            f"search loop (after the setup and the baseline{'s' if base.per_gpu else ''}): "
+            f"{plural(loop_trials, 'trial')} in "
             f"{timings.loop_seconds:.1f} s, {60 * loop_trials / timings.loop_seconds:.1f} trials per minute"
             + (f" on {len(runners)} GPUs" if len(runners) > 1 else "")
         )
     throttled = sum(1 for t in trials.values() for m in t.measurements if m.throttled)
     if throttled:
         notes.append(
-            f"warning: {plural(throttled, 'measurement')} {'was' if throttled == 1 else 'were'} taken while the GPU reported a slowdown "
+            f"warning: {plural(throttled, 'measurement')} {'was' if throttled == 1 else 'were'} taken while the GPU "
+            "reported a slowdown "
             "(thermal or power); see 'compileiq-cmake trials'"
         )
     if loop_trials and setup.replay is None:
@@ -384,7 +387,7 @@ def _entry(
     spec = setup.spec
     parts = build_flags.split(winner.flagset.flags)
     flags, acf_sha256 = _portable_acf(parts.target, spec.output.parent, log)
-    portable = dict(zip(parts.target, flags))  # a control file's flag as the TOML names it (relative)
+    portable = dict(zip(parts.target, flags, strict=False))  # a control file's flag as the TOML names it (relative)
     bench = setup.bench if setup.replay is None else None  # how it was measured, for check --remeasure
     answers = portability.Answers()  # the compiler asked once for all parts
     resolved = _resolve_host_specific(setup, flags, log, answers)
@@ -434,7 +437,7 @@ def _entry(
         tuned=tuple(round(statistics.median(w.candidate), 9) for w in winner.workloads),
         speedup=round(winner.geomean_speedup, 4),
         trials=n_trials,
-        date=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        date=_dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         tool_version=__version__,
         sources_sha256=setup.code.sources_sha256,
         headers=setup.code.headers,

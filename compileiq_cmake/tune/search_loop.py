@@ -11,28 +11,28 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..execute.executor import Executor
-from ..flags.space import FlagSpace
 from ..execute.pipeline import Pipeline, finished_trial, lookahead
+from ..flags.space import FlagSpace
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
-from ..results.toml_io import read_entries
 from ..results.store import TrialStore
+from ..results.toml_io import read_entries
 from ..search import per_file
 from ..search.prior import SpacePrior
 from ..search.search import FlagSearch
-from .baseline import Baselines
-from .lines import progress
 from .acf_engine import AcfEngine
 from .bank import Bank
+from .baseline import Baselines
 from .budget import BOX_RESULT, Budget
+from .lines import progress
 from .plan import Plan
 from .setup import FINALISTS
-from .tune_setup import TuneSetup
 from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
+from .tune_setup import TuneSetup
 
 
 @dataclass(frozen=True)
@@ -380,10 +380,12 @@ def warm_start(setup: TuneSetup, log: Log) -> tuple[FlagSet, ...]:
                 continue
             if len(known) < len(entry.flags):
                 as_stream(log).info(
-                    f"warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this space ignored"
+                    f"warm start from {entry.target}: {plural(len(entry.flags) - len(known), 'flag')} outside this "
+                    "space ignored"
                 )
     if seeds:
         as_stream(log).info(
-            f"warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} tried first"
+            f"warm start: {plural(len(seeds), 'flag set')} from earlier tunes {'is' if len(seeds) == 1 else 'are'} "
+            "tried first"
         )
     return tuple(dict.fromkeys(seeds))

@@ -10,16 +10,21 @@ import math
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
-from ..project import depscan
-from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree, read_cache
-from ..model.errors import CompileIQError, UsageError
-from ..project.file_api import CodeModel, Target, Toolchain
-from ..flags.fingerprint import FingerprintCache
+from ..execute.build import command_tokens
+from ..execute.replay import ReplayRunner
+from ..execute.step_cache import StepCache, step_cache_for
 from ..flags import FlagSpace, family_for_compiler, load_space
+from ..flags.acf import AcfRequest, Candidates
+from ..flags.catalogue import device_lto_wanted, drop_device_lto
+from ..flags.fingerprint import FingerprintCache
+from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
+from ..flags.space import host_side_named
+from ..measure import kernel_times
 from ..measure.energy import EnergyMeter, NvmlEnergy, energy_meter
 from ..measure.gpu import (
     SIMULATE_VARIABLE,
@@ -31,24 +36,20 @@ from ..measure.gpu import (
     require_gpu,
     visible_gpus,
 )
-from ..search.landscape import Landscape
-from ..measure.runner import BenchCommand
-from ..measure import kernel_times
 from ..measure.provenance import driver_cuda
+from ..measure.runner import BenchCommand
+from ..model.errors import CompileIQError, UsageError
+from ..model.events import Log, as_stream
+from ..model.spec import TuneSpec, compute_capability
+from ..model.wording import plural
+from ..project import depscan
+from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree, read_cache
+from ..project.file_api import CodeModel, Target, Toolchain
 from ..project.nvcc_command import output_file, target_architectures
-from ..execute.build import command_tokens
-from ..execute.replay import ReplayRunner
-from ..execute.step_cache import StepCache, step_cache_for
+from ..search.landscape import Landscape
 from .focus import many_files
 from .tree_pool import Baselines, TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
-from ..flags.catalogue import device_lto_wanted, drop_device_lto
-from ..flags.space import host_side_named
-from ..flags.acf import AcfRequest, Candidates
-from ..flags.screening import SCREEN_SHARE, prepare_cuda_space
-from ..model.spec import TuneSpec, compute_capability
-from ..model.events import Log, as_stream
-from ..model.wording import plural
 
 T = TypeVar("T")
 
@@ -113,7 +114,7 @@ def _cuda_architecture(
     else:
         gpu = detect_gpu()
         arch = gpu.arch
-        device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "%d.%d" % gpu.compute_capability
+        device, capability = f"{gpu.name} ({gpu.sm_count} SMs)", "{}.{}".format(*gpu.compute_capability)
     origin = " ".join(own.options) if own.options else "no architecture option"
     as_stream(log).info(
         f"the project's own build of {spec.target} targets {own.describe()} ({origin}); tuning for sm_{arch}"

@@ -34,15 +34,16 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from pathlib import Path
-from typing import Callable
 
-from ..model.errors import CompileIQError, UsageError
 from ..execute.ray import RayCluster
 from ..execute.shared import BUILD, Lease, SharedSlots
 from ..measure.gpu import visible_gpus
+from ..model.errors import CompileIQError, UsageError
 from ..model.events import PHASES, Event, EventStream, Log, PriorPrediction, SearchProgress, as_stream
 from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
@@ -435,7 +436,7 @@ def _stage_seconds(starts: dict[str, float], start: float, end: float) -> dict[s
     is inside these (said apart: TargetOutcome.waited_seconds)."""
     marks = sorted((at, name) for name, at in starts.items() if name in PHASES)
     bounds = [(start, "setup"), *marks, (end, "")]
-    return {name: round(max(0.0, nxt - at), 3) for (at, name), (nxt, _) in zip(bounds, bounds[1:])}
+    return {name: round(max(0.0, nxt - at), 3) for (at, name), (nxt, _) in pairwise(bounds)}
 
 
 def _summarize(

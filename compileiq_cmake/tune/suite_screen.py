@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from ..flags import FlagSpace
 from ..flags.screening import SCREEN_SHARE, prepare_cuda_space

@@ -43,7 +43,7 @@ class TargetOutcome:
     objective: str = "time"  # what its speedup is: the metric's ("time") or joules per run ("energy": a gain)
 
     @staticmethod
-    def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> "TargetOutcome":
+    def of(target: str, result: TuneResult, seconds: float, allotted: float | None) -> TargetOutcome:
         w = result.winner
         if result.unchanged is not None:  # its entry holds: not tuned again
             speedup, flags = result.unchanged

@@ -15,18 +15,19 @@ import json
 import math
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import TypeVar
 
-from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree
 from ..execute.build import CoreShare
 from ..execute.step_cache import StepCache
+from ..flags import FlagSpace
 from ..model.errors import CompileIQError
 from ..model.records import BuildResult
 from ..model.timebox import Stop
-from ..flags import FlagSpace
 from ..project import file_api
+from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree
 from ..project.file_api import CodeModel
 from .suite_screen import AHEAD_CORE_SHARE, AHEAD_TARGET_SECONDS, ScreenAhead
 
@@ -253,7 +254,8 @@ class TreePool:
             built = tuple(n for n in built if n in fresh)
             why = (
                 f"{', '.join(broken)} did not build with the project's own flags ({failed}; log "
-                f"{tree.log_path('build')}): {'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}"
+                f"{tree.log_path('build')}): "
+                f"{'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}"
             )
             result = replace(result, ok=True)
         tree.built = frozenset(built)

@@ -7,20 +7,24 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from typing import Callable
 
-from ..project.cmake_project import VariantTree
-from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
+from ..decide.stats import relative_spread
+from ..execute.build import build_variant as _build_variant
+from ..execute.build import (
+    command_problem,
+    same_code,  # noqa: F401 (named here too)
+)
+from ..execute.build import device_code as _device_code
 from ..flags.fingerprint import DeviceFingerprint
 from ..measure.runner import Runner
+from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
 from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet, Status, Trial
+from ..project.cmake_project import VariantTree
 from ..search.search import INVALID_LOSS
-from ..decide.stats import relative_spread
-from ..execute.build import build_variant as _build_variant, command_problem, device_code as _device_code
-from ..execute.build import same_code  # noqa: F401 (named here too)
 from .tune_setup import TuneSetup
 
 PAIRED_NOISE = 0.01  # above this spread of the baseline's runs, trials are measured next to baseline runs
@@ -121,7 +125,7 @@ def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
         return INVALID_LOSS
     ratios = [
         statistics.median(m.ratios()) if m.paired else m.median / b
-        for m, b in zip(trial.measurements, baseline.medians())
+        for m, b in zip(trial.measurements, baseline.medians(), strict=False)
         if b > 0
     ]
     logs = [math.log(r) for r in ratios if r > 0]
@@ -156,7 +160,8 @@ def baseline_error(trial: Trial, setup: TuneSetup) -> CompileIQError:
         )
     if trial.status is Status.METRIC_MISSING and spec.metric.kind == "regex":
         return MeasurementError(
-            f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own flags; "
+            f"--metric regex {spec.metric.pattern!r} never matched the benchmark's output with the project's own "
+            "flags; "
             f"{trial.reason.split('; ', 1)[-1]}{log}"
         )
     if trial.status is Status.RUN_FAILED and ("exit code 127" in trial.reason or "cannot start" in trial.reason):
@@ -182,7 +187,7 @@ def reference_trees(
     spec = setup.spec
     if noise <= PAIRED_NOISE or spec.budget <= 1:
         return {}
-    trees = dict(zip(devices, setup.trees[spec.workers :]))
+    trees = dict(zip(devices, setup.trees[spec.workers :], strict=False))
     with ThreadPoolExecutor(max_workers=len(trees)) as pool:
         built = list(pool.map(lambda tree: build(tree, baseline), trees.values()))
     failed = next((b for b in built if not b.ok), None)
@@ -235,7 +240,8 @@ def measure_more_if_promising(
 ) -> Trial:
     """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
     so that the search's ranking of close candidates is not left to chance; one clearly slower or clearly
-    faster than the best gets none (on the H200 a trial measured 12.8x got 9 more paired runs, 67 s). `base_of` gives the baseline a
+    faster than the best gets none (on the H200 a trial measured 12.8x got 9 more paired runs, 67 s). `base_of`
+    gives the baseline a
     trial is compared with (the one of the GPU it ran on): the best so far is judged the same way.
     `may_extend(seconds)`: the time box, asked before each batch of more runs with what the batch will take."""
     spec = setup.spec

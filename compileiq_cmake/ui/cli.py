@@ -10,14 +10,14 @@ import shlex
 import sys
 from pathlib import Path
 
-from ..model.events import EventStream
-from ..model.errors import CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError, one_line
-from ..system.resources import cmake_dir
 from ..flags.portability import HostFeatures
+from ..model.errors import CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError, one_line
+from ..model.events import EventStream
 from ..results.check import BenchOverride, checks_document, ctest_gpu, report_checks, run_check
-from ..results.report import report_command, summaries_json
 from ..results.cmake_entries import cmake_entries
+from ..results.report import report_command, summaries_json
 from ..results.toml_io import read_entries
+from ..system.resources import cmake_dir
 from ..tune.orchestration import run_ray_tune, run_tune
 from .console import Console
 from .inspect import Visible, prior_command, show_command, space_command, toolkit_command, trials_command

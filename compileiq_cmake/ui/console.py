@@ -8,7 +8,6 @@ from typing import TextIO
 
 from ..model.events import Event
 
-
 VERBOSITIES = ("quiet", "normal", "verbose")
 SHOWN = {  # the kinds each verbosity prints (errors are no events: the command line prints them on stderr)
     "quiet": frozenset({"warning", "stage"}),

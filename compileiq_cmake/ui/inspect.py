@@ -11,18 +11,18 @@ import statistics
 import sys
 from pathlib import Path
 
-from ..model.events import EventStream
-from ..model.errors import CompileIQError, UsageError
-from ..model.wording import plural, untested_line
 from ..flags import load_space, toolkit
-from ..results.prior_store import LocalPrior, prior_dir
-from ..flags.features import command_features
-from ..search.prior import space_prior
 from ..flags.catalogue import added_dimensions, applies_when
+from ..flags.features import command_features
 from ..flags.screening import format_screen, screen_target
 from ..measure.gpu import detect_gpu
-from ..results.toml_io import read_entries
+from ..model.errors import CompileIQError, UsageError
+from ..model.events import EventStream
+from ..model.wording import plural, untested_line
+from ..results.prior_store import LocalPrior, prior_dir
 from ..results.store import TrialStore
+from ..results.toml_io import read_entries
+from ..search.prior import space_prior
 from .parser import PROG, _split
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -53,7 +53,7 @@ def _predictions(ts, jobs: int | None) -> list[str]:
             mark = "  [tried last]" if p.harmful else ""
             lines.append(f"  {d.name:<26} {' '.join(d.values[i]):<36} {p.describe()}{mark}")
     for c in sp.first:
-        fs = space.flagset({d.name: v for d, v in zip(space.dimensions, c)})
+        fs = space.flagset({d.name: v for d, v in zip(space.dimensions, c, strict=False)})
         lines.append(f"  proposed first: {fs.describe()}")
     return lines
 
@@ -89,12 +89,14 @@ def prior_command(args: argparse.Namespace) -> None:
     model = local.model()
     mine = local.observations()
     print(
-        f"prior: {plural(len(model.observations), 'observation')} ({len(mine)} from your tunes, in {local.observations_dir})"
+        f"prior: {plural(len(model.observations), 'observation')} ({len(mine)} from your tunes, in "
+        f"{local.observations_dir})"
     )
     made = model.provenance
     if made:
         print(
-            f"  shipped: {made.get('made_by', '?')}, {made.get('date', '?')}, commit {str(made.get('commit', ''))[:12] or '?'}"
+            f"  shipped: {made.get('made_by', '?')}, {made.get('date', '?')}, commit "
+            f"{str(made.get('commit', ''))[:12] or '?'}"
         )
     for family in model.families():
         h = model.hyper.get(family)
@@ -119,7 +121,8 @@ def show_command(path: Path) -> None:
         where = f"sm_{e.arch}" if e.arch else "host"
         replay = "  [REPLAY: never applied]" if e.replay else ""
         print(
-            f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, {e.build_type or 'no build type'}){replay}"
+            f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, "
+            f"{e.build_type or 'no build type'}){replay}"
         )
         print(f"    flags:    {' '.join(e.flags) or '(none)'}")
         print(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
@@ -134,10 +137,11 @@ def show_command(path: Path) -> None:
             f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)"
             + ("; tuned for energy: the numbers below are joules per run (the GPU's counter)" if energy else "")
         )
-        for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned):
+        for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned, strict=False):
             print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}{' J' if energy else ''}")
         print(
-            f"    {'energy gain' if energy else 'speedup'}:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, {e.date}, compileiq_cmake {e.tool_version}"
+            f"    {'energy gain' if energy else 'speedup'}:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, "
+            f"{e.date}, compileiq_cmake {e.tool_version}"
             + {
                 "confirmation": " (a confirmation's rounds)",
                 "deciding rounds": " (the rounds that accepted it: not confirmed)",
@@ -314,7 +318,8 @@ def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None
             print("  flag effects (least squares over the valid trials, 95% CI):")
             for e in effects[spec]:
                 print(
-                    f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in {plural(e['trials_with'], 'trial')}"
+                    f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in "
+                    f"{plural(e['trials_with'], 'trial')}"
                 )
 
 

@@ -6,11 +6,11 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from ..model.events import EventStream
 from ..model.errors import UsageError
+from ..model.events import EventStream
+from ..model.suite import Suite, SuiteTarget, load_suite
 from ..model.wording import plural
 from ..tune.suite import run_suite
-from ..model.suite import Suite, SuiteTarget, load_suite
 from .parser import FLAT_STOP, _spec_from_args, build_parser
 
 
