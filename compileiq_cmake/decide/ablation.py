@@ -9,14 +9,14 @@ from collections.abc import Callable
 
 from ..flags import FlagSpace
 from ..model import build_flags
-from ..model.events import EventStream, as_stream
+from ..model.events import EventStream, Log, as_stream
 from ..model.records import Contribution, FlagSet
 from ..model.wording import plural
 from .ports import Build, Measures, Tree
 from .rounds import interleave
-from .sequential import comparisons, rounds_rho
-from .stats import geomean_comparison
-from .validation import NOT_ABLATED, UNDECIDED, Log
+from .sequential import Samples, comparisons, rounds_rho
+from .stats import Comparison, geomean_comparison
+from .validation import NOT_ABLATED, UNDECIDED
 
 
 def ablate(
@@ -181,10 +181,10 @@ def _ablation_step(
         return same, without
     variants = {"with": trees[0], "without": trees[1]}
 
-    def keeping(samples) -> list:  # the speedup of keeping it, per workload
+    def keeping(samples: Samples) -> list[Comparison]:  # the speedup of keeping it, per workload
         return comparisons(runner.spec, samples["without"], samples["with"], rounds_rho(runner.spec, samples))
 
-    def decided(comps) -> bool:
+    def decided(comps: list[Comparison]) -> bool:
         return all(c.decided(min_gain) or c.slower() or c.faster(min_gain) for c in comps)
 
     inter = interleave(

@@ -1,15 +1,15 @@
 """What the decision procedure needs of the rest of the tune, as protocols: a runner that measures one
 workload of one variant tree, and a tree it is given (opaque to the procedure: it is only handed back to the
-runner and the build). The live runner (measure.runner.Runner), the simulator's
-(benchmarks/evaluation/statistics_sim.py)
-and the tests' fakes all fit; decide/ imports neither project/ nor measure/."""
+runner and the build), and the trial store the decisions are kept in. The live runner (measure.runner.Runner),
+the simulator's (benchmarks/evaluation/statistics_sim.py) and the tests' fakes all fit; decide/ imports
+neither project/ nor measure/ nor results/."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from ..model.records import BuildResult, FlagSet
+from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from ..model.spec import TuneSpec
 
 Workload = tuple[str, ...]  # one workload's arguments (measure.runner.Workload)
@@ -37,3 +37,20 @@ class Measures(Protocol):
 
 
 Build = Callable[[Tree, FlagSet], BuildResult]
+
+
+class DecisionStore(Protocol):
+    """Where each decision is kept as soon as it is made (results.store.TrialStore), so that a rerun after a
+    kill does not measure it again."""
+
+    def save_validations(self, name: str, validations: list[Validation]) -> None: ...
+
+    def load_validations(self, name: str) -> list[Validation] | None: ...
+
+    def save_ablation(self, name: str, minimal: FlagSet, contributions: tuple[Contribution, ...]) -> None: ...
+
+    def load_ablation(self, name: str) -> tuple[FlagSet, tuple[Contribution, ...]] | None: ...
+
+    def save_ablation_step(self, name: str, step: str, contribution: Contribution) -> None: ...
+
+    def load_ablation_steps(self, name: str) -> dict[str, Contribution]: ...

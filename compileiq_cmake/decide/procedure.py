@@ -13,7 +13,7 @@ from ..flags.space import FlagSpace
 from ..model.events import EventStream, Lines, as_stream
 from ..model.records import Contribution, FlagSet, Validation
 from .ablation import ablate
-from .ports import Build, Measures, Tree
+from .ports import Build, DecisionStore, Measures, Tree
 from .validation import CUT, NOT_ABLATED, ROUNDS_FLOOR, UNDECIDED, confirm, undecided, validate, verdict
 
 Log = EventStream | Lines
@@ -66,7 +66,7 @@ def validate_and_ablate(
     finalists: list[FlagSet],
     min_gain: float,
     log: Log,
-    store=None,
+    store: DecisionStore | None = None,
     confirm_on: tuple[Measures, ...] = (),
     limits: Limits = NO_LIMITS,
 ) -> tuple[Validation | None, tuple[Contribution, ...]]:
@@ -82,6 +82,7 @@ def validate_and_ablate(
     winner, contributions = _decide(context, build, runner, finalists, min_gain, log, store, limits)
     confirmations = []
     for other in confirm_on if winner is not None else ():
+        assert winner is not None  # (the loop runs only then)
         where = other.gpu.describe() if other.gpu is not None else "another GPU"
         (check,) = _validated(
             context,
@@ -122,13 +123,13 @@ def validate_and_ablate(
 
 def _validated(
     context: ValidationContext,
-    build,
+    build: Build,
     runner: Measures,
     candidates: list[FlagSet],
     min_gain: float,
     seed: int,
-    log: Log,
-    store,
+    log: EventStream,
+    store: DecisionStore | None,
     gpu: str = "",
     min_rounds: int | None = None,
     may_continue: Callable[[float], bool] | None = None,
@@ -163,12 +164,12 @@ def _validated(
 
 def _decide(
     context: ValidationContext,
-    build,
+    build: Build,
     runner: Measures,
     finalists: list[FlagSet],
     min_gain: float,
-    log: Log,
-    store,
+    log: EventStream,
+    store: DecisionStore | None,
     limits: Limits = NO_LIMITS,
 ) -> tuple[Validation | None, tuple[Contribution, ...]]:
     if not finalists:
@@ -268,7 +269,13 @@ def _decide(
 
 
 def _confirmed(
-    context: ValidationContext, build, runner: Measures, winner: Validation, log: EventStream, store, limits: Limits
+    context: ValidationContext,
+    build: Build,
+    runner: Measures,
+    winner: Validation,
+    log: EventStream,
+    store: DecisionStore | None,
+    limits: Limits,
 ) -> Validation | None:
     """The winner's numbers from fresh rounds: the rounds that accepted it stopped at the look that
     accepted it and it was picked as the best of the finalists, so their speed-up is a little high and their

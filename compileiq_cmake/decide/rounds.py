@@ -44,7 +44,9 @@ def interleave(
     seconds a round took so far (the time box); no more rounds when it says no (`cut_short`). `at`: the
     rounds at which `decided` is asked (a sequential test's looks, fixed in advance); None: every round."""
     rng = random.Random(seed)
-    samples = {label: {w: [] for w in runner.spec.workloads} for label in variants}
+    samples: dict[str, dict[tuple[str, ...], list[float]]] = {
+        label: {w: [] for w in runner.spec.workloads} for label in variants
+    }
     failures: dict[str, str] = {}
     rounds = 0
     cut_short = False

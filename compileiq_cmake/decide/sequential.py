@@ -163,7 +163,13 @@ class SequentialGainTest:
         }
 
     def _verdict(
-        self, flagset: FlagSet, base, cand, significant: bool, p_adjusted: float, test: GainTest
+        self,
+        flagset: FlagSet,
+        base: dict[Workload, list[float]],
+        cand: dict[Workload, list[float]],
+        significant: bool,
+        p_adjusted: float,
+        test: GainTest,
     ) -> Validation:
         spec, min_gain = self.spec, self.min_gain
         comps = comparisons(spec, base, cand, self.rho)

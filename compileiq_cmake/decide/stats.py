@@ -6,14 +6,17 @@ per-flag effects model."""
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numpy as np
 
 ALPHA = 0.05
+Values = Sequence[float]  # one variant's measured values (a list, a tuple or a numpy array)
 
 
-def _scipy_stats():
+def _scipy_stats() -> ModuleType:
     """scipy.stats, imported when a test first needs it: the CLI's quick commands (cmake-entries at every
     configure) import this module and must not pay for scipy."""
     from scipy import stats  # noqa: PLC0415 (slow to import)
@@ -88,7 +91,7 @@ def printed_step(values: list[float]) -> float:
     return step
 
 
-def quantum(*samples) -> float:
+def quantum(*samples: Iterable[float]) -> float:
     """The metric's printed resolution relative to its value: printed_step over the smallest value."""
     values = [abs(float(x)) for group in samples for x in group if x]
     step = printed_step(values)
@@ -127,7 +130,7 @@ class Comparison:
         return self.ci.low > 1.0 + min_effect / 2 or self.ci.high < 1.0 + min_effect
 
 
-def compare(baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95) -> Comparison:
+def compare(baseline: Values, candidate: Values, lower_is_better: bool = True, confidence: float = 0.95) -> Comparison:
     """Welch's t-test and interval on log values: speedup = exp(mean log base - mean log cand)."""
     lb = np.log(np.asarray(baseline, dtype=float))
     lc = np.log(np.asarray(candidate, dtype=float))
@@ -175,7 +178,7 @@ def _t_comparison(
 
 
 def compare_paired(
-    baseline, candidate, lower_is_better: bool = True, confidence: float = 0.95, rho: float = 0.0
+    baseline: Values, candidate: Values, lower_is_better: bool = True, confidence: float = 0.95, rho: float = 0.0
 ) -> Comparison:
     """Paired t-test and interval on per-round log ratios (baseline[i] and candidate[i] measured in the
     same interleaved round): drift between rounds cancels. `rho`: the rounds' serial correlation
@@ -341,7 +344,7 @@ def holm(p_values: list[float], alpha: float) -> list[bool]:
     return out
 
 
-def coarse_metric_warning(samples, min_effect: float) -> str | None:
+def coarse_metric_warning(samples: Sequence[float], min_effect: float) -> str | None:
     """A message when the metric is printed too coarsely to resolve effects of min_effect: the step the
     comparisons widen by (quantum), so the warning and the decision never disagree."""
     step = quantum(samples)

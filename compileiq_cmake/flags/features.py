@@ -17,6 +17,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..project.nvcc_command import tokens
 from .fingerprint import find_cuobjdump, parse_res_usage, run_cuobjdump, unique_name
@@ -180,7 +181,7 @@ class TargetFeatures:
 def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:
     """The functions of a `cuobjdump -sass -res-usage` dump with their instruction mix and resources."""
     resources = parse_res_usage(text, default_arch)
-    counts: dict[str, Counter] = {}
+    counts: dict[str, Counter[str]] = {}
     calls: dict[str, int] = {}
     seen: dict[str, int] = {}
     arch, name = default_arch, None
@@ -243,14 +244,18 @@ def file_features(path: Path, nvcc_path: str | None = None, arch: str = "") -> l
 
 
 def command_features(
-    entries: list[dict], cuda_arch: str, nvcc_path: str | None = None, relocatable: bool = False, jobs: int = 4
+    entries: list[dict[str, Any]],
+    cuda_arch: str,
+    nvcc_path: str | None = None,
+    relocatable: bool = False,
+    jobs: int = 4,
 ) -> TargetFeatures:
     """The features of a target from its compile commands (compile_commands.json entries): each unit built
     once more to a cubin with the project's own flags, as screening builds it (space --target, no build of
     the target needed). A unit that fails to compile is left out."""
     with tempfile.TemporaryDirectory(prefix="compileiq-features-") as tmp:
 
-        def one(item: tuple[int, dict]) -> list[KernelFeatures]:
+        def one(item: tuple[int, dict[str, Any]]) -> list[KernelFeatures]:
             n, entry = item
             out = Path(tmp) / f"u{n}.cubin"
             cmd = cubin_command(tokens(entry), out, cuda_arch, ())

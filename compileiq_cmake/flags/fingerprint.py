@@ -78,7 +78,7 @@ def _candidates(tool: str, nvcc_path: str | None) -> list[Path]:
         except importlib.metadata.PackageNotFoundError:
             continue
         out.extend(
-            Path(importlib.metadata.distribution(dist).locate_file(f))
+            Path(str(importlib.metadata.distribution(dist).locate_file(f)))
             for f in files
             if f.name == tool and f.parent.name == "bin"
         )
@@ -140,7 +140,8 @@ def parse_elf(text: str) -> list[tuple[str, str, int]]:
     hold the ptxas command line and the source path) are not part of it."""
     out: list[tuple[str, str, int]] = []
     seen: dict[str, int] = {}
-    arch, section, lines = "", None, []
+    arch, section = "", None
+    lines: list[str] = []
     texts: dict[str, list[str]] = {}  # this ELF's functions, in order, with their code lines
     relas: dict[str, list[str]] = {}
 
@@ -220,7 +221,7 @@ def fingerprint(path: Path | str, nvcc_path: str | None = None, arch: str = "") 
             return DeviceFingerprint.of([])
         functions = parse_elf(dump)
     archs = {key.split(":", 1)[0] for key, _, _ in functions}
-    resources = parse_res_usage(dump, next(iter(archs)) if len(archs) == 1 else "")
+    resources = parse_res_usage(dump or "", next(iter(archs)) if len(archs) == 1 else "")
     kernels = []
     for key, digest, count in functions:
         res = resources.get(key, {})

@@ -14,12 +14,13 @@ The ISA features of a host: the options `-march=native` enables beyond the compi
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..model.errors import CompileIQError
 from .space import HOST_PREFIX
@@ -125,7 +126,7 @@ def _cc1_tokens(compiler: str, args: list[str]) -> list[str]:
 def clang_target(tokens: list[str]) -> tuple[str, str, frozenset[str]]:
     """(target cpu, tune cpu, enabled features) of a clang -cc1 command line."""
     cpu = tune = ""
-    features = set()
+    features: set[str] = set()
     for i, tok in enumerate(tokens[:-1]):
         value = tokens[i + 1]
         if tok == "-target-cpu":
@@ -207,12 +208,14 @@ def resolve(
             out.append(flag)
             continue
         prefix = HOST_PREFIX if flag.startswith(HOST_PREFIX) else ""
-        kind = _NATIVE.match(_core(flag)).group(1)
+        native = _NATIVE.match(_core(flag))
+        assert native is not None  # (is_native)
+        kind: str = native.group(1)
         try:
             out.extend(
                 prefix + t
                 for t in answers.ask(
-                    ("native", compiler, kind), lambda kind=kind: _resolve_one(kind, compiler, compiler_id)
+                    ("native", compiler, kind), functools.partial(_resolve_one, kind, compiler, compiler_id)
                 )
             )
         except CompileIQError as exc:
@@ -248,6 +251,22 @@ def compiler_kind(compiler: str) -> str:
     return "Clang" if "clang" in _run(compiler, ["--version"]).lower() else "GNU"
 
 
+class HostEntry(Protocol):
+    """What HostFeatures reads of a flags-file entry (results.schema.FlagsEntry)."""
+
+    @property
+    def language(self) -> str: ...
+
+    @property
+    def flags(self) -> tuple[str, ...]: ...
+
+    @property
+    def sources(self) -> tuple[dict[str, Any], ...]: ...
+
+    @property
+    def cpu_features(self) -> tuple[str, ...]: ...
+
+
 class HostFeatures:
     """This host's ISA features for the configure-time comparison, per entry language: asked of the
     project's compiler of that language (CUDA: the host compiler nvcc uses), once per compiler; or given
@@ -266,7 +285,7 @@ class HostFeatures:
             self.override = os.environ["COMPILEIQ_HOST_CPU_FEATURES"]
         return self.override is not None
 
-    def _compiler(self, entry) -> str:
+    def _compiler(self, entry: HostEntry) -> str:
         """The compiler to ask for an entry: the project's of its language (CUDA: nvcc's host compiler, else
         g++ or c++ on PATH); "" when there is none."""
         import shutil
@@ -275,8 +294,8 @@ class HostFeatures:
             shutil.which("g++") or shutil.which("c++") or "" if entry.language == "CUDA" else ""
         )
 
-    def __call__(self, entry) -> tuple[frozenset[str] | None, str]:
-        if self._simulated():
+    def __call__(self, entry: HostEntry) -> tuple[frozenset[str] | None, str]:
+        if self._simulated() and self.override is not None:
             return (
                 frozenset(x for x in re.split(r"[;,\s]+", self.override) if x),
                 "COMPILEIQ_HOST_CPU_FEATURES: a simulated host",
@@ -292,7 +311,7 @@ class HostFeatures:
                 self._asked[compiler] = (None, str(exc))
         return self._asked[compiler]
 
-    def needs(self, entry) -> frozenset[str]:
+    def needs(self, entry: HostEntry) -> frozenset[str]:
         """The ISA switches the entry's resolved host-specific flags enable, asked of the applying compiler
         (the same compiler as __call__'s -march=native): compared with what -march=native enables on this
         host, independent of either compiler's default (a default of x86-64-v3 neither hides a lack nor makes

@@ -12,6 +12,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..model.errors import CompileIQError
 from .space import FlagSpace
@@ -91,7 +92,7 @@ def _outcome(rc: int, lines: list[str], baseline_lines: set[str]) -> ProbeOutcom
     return ProbeOutcome(ok=True)
 
 
-def _load_cache(path: Path | None, key: str) -> dict[str, dict]:
+def _load_cache(path: Path | None, key: str) -> dict[str, dict[str, Any]]:
     if path is None or not path.is_file():
         return {}
     try:
@@ -101,7 +102,7 @@ def _load_cache(path: Path | None, key: str) -> dict[str, dict]:
     return data.get("results", {}) if data.get("key") == key else {}
 
 
-def _store_cache(path: Path | None, key: str, nvcc: str, version: str, results: dict[str, dict]) -> None:
+def _store_cache(path: Path | None, key: str, nvcc: str, version: str, results: dict[str, dict[str, Any]]) -> None:
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)

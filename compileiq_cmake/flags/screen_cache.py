@@ -21,6 +21,7 @@ import sqlite3
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..project import depscan
 from ..project.nvcc_command import tokens
@@ -109,7 +110,7 @@ class InputHasher:
             self._files[stamp] = found
         return st.st_mtime_ns, st.st_size, found
 
-    def _scan(self, entry: dict) -> list[str] | None:
+    def _scan(self, entry: dict[str, Any]) -> list[str] | None:
         cwd = entry.get("directory") or "."
         try:
             proc = subprocess.run(
@@ -127,7 +128,7 @@ class InputHasher:
         source = os.path.realpath(os.path.join(cwd, entry["file"]))
         return sorted({os.path.realpath(os.path.join(cwd, p)) for p in depscan.parse_make_rule(proc.stdout)} | {source})
 
-    def _remembered(self, key: str) -> list[list] | None:
+    def _remembered(self, key: str) -> list[list[Any]] | None:
         if self.store is None:
             return None
         try:
@@ -145,7 +146,7 @@ class InputHasher:
                 return None
         return files
 
-    def digest(self, entry: dict) -> str | None:
+    def digest(self, entry: dict[str, Any]) -> str | None:
         """None when the dependency scan fails (that unit is then compiled and not cached)."""
         cwd = entry.get("directory") or "."
         key = hashlib.sha256(json.dumps([cwd, tokens(entry)]).encode()).hexdigest()
@@ -214,7 +215,7 @@ class ScreenCache:
         finally:
             db.close()
 
-    def get_scan(self, key: str) -> list[list] | None:
+    def get_scan(self, key: str) -> list[list[Any]] | None:
         """The files of a unit's last dependency scan: [path, mtime_ns, size, sha256] each; None if not seen."""
         db = self._connect()
         try:
@@ -223,7 +224,7 @@ class ScreenCache:
             db.close()
         return json.loads(row[0]) if row else None
 
-    def put_scan(self, key: str, files: list[list]) -> None:
+    def put_scan(self, key: str, files: list[list[Any]]) -> None:
         db = self._connect()
         try:
             with db:

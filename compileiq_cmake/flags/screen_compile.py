@@ -14,6 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..model.errors import CompileIQError
 from ..project.nvcc_command import tokens
@@ -106,7 +107,7 @@ def _first_error(text: str) -> str:
 
 
 def _compile(
-    entry: dict, out: Path, cuda_arch: str, flags: tuple[str, ...], nvcc: str | None, deadline: float | None
+    entry: dict[str, Any], out: Path, cuda_arch: str, flags: tuple[str, ...], nvcc: str | None, deadline: float | None
 ) -> Outcome | None:
     """One unit compiled to a cubin with `flags` and fingerprinted; None when `deadline` (perf_counter) came
     first (before the compile, or during it: the compile is stopped)."""
@@ -143,8 +144,8 @@ class ScreenTools:
     what the unit's compile reads (a digest; None: not known, so neither looked up nor stored); the real
     ones by default (nvcc_tools), fakes in unit tests."""
 
-    compile: Callable[[dict, tuple[str, ...], float | None], Outcome | None]
-    inputs: Callable[[dict], str | None]
+    compile: Callable[[dict[str, Any], tuple[str, ...], float | None], Outcome | None]
+    inputs: Callable[[dict[str, Any]], str | None]
     version: str  # the compiler's, part of every cache key
 
 
@@ -163,7 +164,7 @@ def nvcc_tools(nvcc: str, cuda_arch: str, work: Path, cache: ScreenCache | None)
     )
 
 
-def _unit_name(entry: dict) -> str:
+def _unit_name(entry: dict[str, Any]) -> str:
     return Path(entry["file"]).name
 
 
@@ -172,7 +173,7 @@ class _Cells:
 
     def __init__(
         self,
-        entries: list[dict],
+        entries: list[dict[str, Any]],
         flagsets: list[tuple[str, ...]],
         cuda_arch: str,
         tools: ScreenTools,
@@ -192,11 +193,12 @@ class _Cells:
 
     def _key(self, cell: tuple[int, int]) -> str | None:
         i, j = cell
-        if self.digests[i] is None:
+        digest = self.digests[i]
+        if digest is None:
             return None
         entry = self.entries[i]
         command = cubin_command(tokens(entry), Path(_OUT), self.cuda_arch, self.flagsets[j])
-        return outcome_key(command, entry.get("directory") or "", self.tools.version, self.digests[i])
+        return outcome_key(command, entry.get("directory") or "", self.tools.version, digest)
 
     def run(self, cells: list[tuple[int, int]]) -> None:
         """Fill `outcomes` for `cells` (compiled in the order given); a cell the deadline cut stays empty."""
@@ -226,8 +228,9 @@ class _Cells:
                 continue
             self.compiles += 1
             self.outcomes[cell] = outcome
-            if keys[cell] and not outcome.transient:
-                new[keys[cell]] = outcome
+            key = keys[cell]
+            if key and not outcome.transient:
+                new[key] = outcome
         if self.cache is not None and not self.problem:
             try:
                 self.cache.put_many(new)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..model.errors import CompileIQError
 from ..model.wording import plural
@@ -32,7 +33,7 @@ from .acf_compileiq import compileiq_source
 from .catalogue import adapt_to_project, add_device_lto_dimension, canonical_flags, device_lto_wanted
 from .fingerprint import DeviceFingerprint, KernelFingerprint, find_tool
 from .probe import default_cache_path, probe_device_lto, probe_space, ptxas_version, user_cache_dir
-from .screen_cache import ScreenCache
+from .screen_cache import Outcome, ScreenCache
 from .screen_compile import ScreenTools, _Cells, _unit_name, nvcc_tools
 from .space import FlagSpace
 
@@ -123,7 +124,7 @@ def _driver_name(fingerprint_name: str) -> str:
 
 def screen(
     space: FlagSpace,
-    compile_commands: list[dict],
+    compile_commands: list[dict[str, Any]],
     cuda_arch: str,
     jobs: int | None = None,
     cache_dir: Path | None = None,
@@ -187,7 +188,7 @@ class _Units:
 
 
 def _compile_all(
-    entries: list[dict],
+    entries: list[dict[str, Any]],
     flagsets: list[tuple[str, ...]],
     cuda_arch: str,
     jobs: int | None,
@@ -215,22 +216,27 @@ def _compile_all(
                     )
             # a unit the deadline left unknown counts as one with kernels (its values stay unscreened)
             no_kernels = [
-                i
-                for i in range(len(entries))
-                if (i, 0) in cells.outcomes and not cells.outcomes[(i, 0)].fingerprint.kernels
+                i for i in range(len(entries)) if (i, 0) in cells.outcomes and not _code(cells.outcomes[(i, 0)]).kernels
             ]
+            times = kernel_ns or {}
             ns = {
-                i: sum(kernel_ns.get(name, 0) for name in {_driver_name(k.name) for k in o.fingerprint.kernels})
+                i: sum(times.get(name, 0) for name in {_driver_name(k.name) for k in _code(o).kernels})
                 for (i, j), o in cells.outcomes.items()
-                if j == 0 and kernel_ns
+                if j == 0 and times
             }
             units = sorted((i for i in range(len(entries)) if i not in no_kernels), key=lambda i: -ns.get(i, 0))
             cells.run([(i, j) for i in units for j in range(1, len(flagsets))])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     known = [i for i in units if (i, 0) in cells.outcomes]
-    baseline = DeviceFingerprint.combine([cells.outcomes[(i, 0)].fingerprint for i in known])
+    baseline = DeviceFingerprint.combine([_code(cells.outcomes[(i, 0)]) for i in known])
     return _Units(cells, units, no_kernels, known, ns, baseline)
+
+
+def _code(outcome: Outcome) -> DeviceFingerprint:
+    """The device code of an outcome that compiled (a failed one is reported before any of these is read)."""
+    assert outcome.fingerprint is not None, outcome.error
+    return outcome.fingerprint
 
 
 def _rows(values: list[tuple[str, tuple[str, ...]]], found: _Units) -> tuple[list[ScreenRow], int]:
@@ -248,9 +254,9 @@ def _rows(values: list[tuple[str, tuple[str, ...]]], found: _Units) -> tuple[lis
             rows.append(ScreenRow(dimension=dim, value=value, kept=False, reason=f"does not compile: {failed}"))
             continue
         have = [i for i in known if i in got]
-        fp = DeviceFingerprint.combine([got[i].fingerprint for i in have])
+        fp = DeviceFingerprint.combine([_code(got[i]) for i in have])
         if len(have) < len(units):  # the deadline came first on some unit
-            effects = _deltas(DeviceFingerprint.combine([outcomes[(i, 0)].fingerprint for i in have]), fp)
+            effects = _deltas(DeviceFingerprint.combine([_code(outcomes[(i, 0)]) for i in have]), fp)
             if effects:
                 rows.append(
                     ScreenRow(
@@ -310,7 +316,7 @@ def _screened_space(space: FlagSpace, rows: list[ScreenRow]) -> FlagSpace:
     return replace(space, dimensions=tuple(dims), dropped=tuple(dropped))
 
 
-def _notes(entries: list[dict], found: _Units, unscreened: int, share: str, cached: bool) -> list[str]:
+def _notes(entries: list[dict[str, Any]], found: _Units, unscreened: int, share: str, cached: bool) -> list[str]:
     """The screening's notes: units without kernels, the order by kernel time, the time share, the cache."""
     units, ns, cells = found.units, found.ns, found.cells
     notes = []
@@ -398,7 +404,7 @@ class CudaSpace:
 
 def prepare_cuda_space(
     space: FlagSpace,
-    entries: list[dict],
+    entries: list[dict[str, Any]],
     nvcc_path: str,
     cuda_arch: str,
     build_dir: Path,
@@ -508,7 +514,9 @@ class TargetScreen:
     result: ScreenResult
     notes: tuple[str, ...]
     probe_seconds: float
-    commands: tuple[dict, ...] = ()  # the target's CUDA compile commands (what the prior's features are read from)
+    commands: tuple[
+        dict[str, Any], ...
+    ] = ()  # the target's CUDA compile commands (what the prior's features are read from)
     nvcc: str = ""
     relocatable: bool = False
 

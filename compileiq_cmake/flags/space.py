@@ -9,6 +9,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..model import build_flags
 from ..model.errors import CompileIQError
@@ -133,7 +134,7 @@ def family_for_compiler(language: str, compiler_id: str) -> str:
     raise CompileIQError(f"{language} compiler '{compiler_id}' has no flag space; use GCC or Clang")
 
 
-def _read_family(family: str) -> dict:
+def _read_family(family: str) -> dict[str, Any]:
     path = _DATA_DIR / f"{family}.toml"
     with path.open("rb") as fh:
         return tomllib.load(fh)
@@ -297,7 +298,7 @@ def rule_tokens(family: str) -> frozenset[str]:
     return frozenset(tok for r in _read_family(family).get("rule", ()) for tok in r.get("tokens", ()))
 
 
-def validate_flags(family: str, flags: list) -> tuple[str, ...]:
+def validate_flags(family: str, flags: list[Any]) -> tuple[str, ...]:
     """The flag grammar: every flag is a string token of the family's catalogue. Anything else (CMake code
     such as ``")`` or ``${...}``, a space, an unknown flag) raises CompileIQError naming the flag."""
     tokens = known_tokens(family)

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def found(prefix: Path, version: str) -> Toolkit | None:
     return Toolkit(root=root, version=have) if have == version or have.startswith(version + ".") else None
 
 
-def install(version: str, prefix: Path | None = None, say=print) -> Toolkit:
+def install(version: str, prefix: Path | None = None, say: Callable[[str], object] = print) -> Toolkit:
     """Toolkit `version` under `prefix` (default: the tool's cache), installed with this Python's pip unless it
     is there already, repaired, checked by running its nvcc."""
     spec = requirement(version)

@@ -69,7 +69,11 @@ class ProjectCommandError(CompileIQError):
         self.hint = hint  # what to do about it, appended after '; '
         super().__init__(failure.message() + (f"; {hint}" if hint else ""))
 
-    def __reduce__(self):  # pickled across processes (Ray): rebuilt from its fields, not from the message
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[ProjectCommandError], tuple[CommandFailure, str]
+    ]:  # pickled across processes (Ray): rebuilt from its fields, not from the message
         return (type(self), (self.failure, self.hint))
 
     @property

@@ -6,6 +6,7 @@ import json
 import statistics
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from . import build_flags
 from .errors import CommandFailure
@@ -150,7 +151,7 @@ class Trial:
         medians = [m.metric_median for m in self.measurements]
         return statistics.geometric_mean(medians) if medians and min(medians) > 0 else None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "index": self.index,
             "flags": list(self.flagset.flags),

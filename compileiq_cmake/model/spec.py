@@ -18,7 +18,10 @@ CUDA_ARCH = re.compile(r"[1-9][0-9]{1,2}[af]?")  # as in sm_90, sm_90a, sm_100f
 
 def compute_capability(arch: str) -> str:
     """ "90a" -> "9.0", "100" -> "10.0"."""
-    digits = re.match(r"\d+", arch).group(0)
+    match = re.match(r"\d+", arch)
+    if match is None:
+        raise ValueError(f"not a CUDA architecture: {arch!r}")
+    digits = match.group(0)
     return f"{digits[:-1]}.{digits[-1]}"
 
 
@@ -207,12 +210,12 @@ class TuneSpec:
             if not isinstance(value, int) or value < least:
                 raise UsageError(f"{name} {value} is out of range: give a whole number >= {least}")
         positive = (("--timeout", self.timeout), ("--time-limit", self.time_limit))
-        for name, value in positive:
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise UsageError(f"{name} {value:g} is out of range: give a positive number of seconds")
-        for name, value in (("--rtol", self.rtol), ("--atol", self.atol)):
-            if not (math.isfinite(value) and value >= 0):
-                raise UsageError(f"{name} {value:g} is out of range: give a finite number >= 0")
+        for name, seconds in positive:
+            if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
+                raise UsageError(f"{name} {seconds:g} is out of range: give a positive number of seconds")
+        for name, tolerance in (("--rtol", self.rtol), ("--atol", self.atol)):
+            if not (math.isfinite(tolerance) and tolerance >= 0):
+                raise UsageError(f"{name} {tolerance:g} is out of range: give a finite number >= 0")
         if self.min_gain is not None and not (math.isfinite(self.min_gain) and 0 <= self.min_gain < 1):
             raise UsageError(f"--min-gain {self.min_gain:g} is out of range: give a fraction such as 0.01 (1%)")
         if self.max_compile_slowdown is not None and not (

@@ -89,11 +89,11 @@ class Stop:
             return "stopped at the end of the time box"
         return ""
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, object]:
         """Sent to another process (a Ray task): a token nobody there sets (the tune drops what comes back)."""
         return {}
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.box, self.parent, self._event, self._why = None, None, threading.Event(), ""
 
     def wait(self, seconds: float) -> bool:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -389,11 +390,11 @@ class VariantTree:
             wanted = {self.flags_file: split.target if in_files else ()}
             for rel, file in slots:
                 wanted[Path(file)] = split.of_source(rel) if in_files else ()
-            for file, file_flags in wanted.items():
+            for path, file_flags in wanted.items():
                 content = "".join(f"{shlex.quote(f)}\n" for f in file_flags)
-                if not file.is_file() or file.read_text() != content:
-                    _write_whole(file, content)
-                    changed.add(file)
+                if not path.is_file() or path.read_text() != content:
+                    _write_whole(path, content)
+                    changed.add(path)
         self.changed_flags_files = frozenset(changed)
         if self.fragment.is_file() and self.fragment.read_text() == text:
             return False
@@ -636,7 +637,7 @@ class VariantTree:
         with open(self.log_path("reconfigured"), "a") as f:  # 1: CMake ran again in this build (a new fragment)
             f.write("1\n" if "Re-running CMake" in output else "0\n")
 
-    def compile_commands(self, sources: tuple[Path, ...], target: str = "") -> list[dict]:
+    def compile_commands(self, sources: tuple[Path, ...], target: str = "") -> list[dict[str, Any]]:
         """The compile commands of these sources; with `target`, only that target's (its objects go to
         CMakeFiles/<target>.dir/): a source that two targets compile has one command per target."""
         db = self.path / "compile_commands.json"

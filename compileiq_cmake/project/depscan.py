@@ -13,6 +13,7 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .nvcc_command import tokens
 
@@ -71,7 +72,7 @@ def parse_make_rule(text: str) -> list[str]:
     return found
 
 
-def _scan_one(entry: dict, timeout: float) -> tuple[list[str], str]:
+def _scan_one(entry: dict[str, Any], timeout: float) -> tuple[list[str], str]:
     """(prerequisites as absolute paths, "" or the reason the scan failed) of one compile_commands.json entry."""
     cwd = entry.get("directory") or "."
     try:
@@ -87,7 +88,7 @@ def _scan_one(entry: dict, timeout: float) -> tuple[list[str], str]:
 
 
 def scan_headers(
-    entries: list[dict], source_dir: Path, build_dirs: tuple[Path, ...], timeout: float = 300.0
+    entries: list[dict[str, Any]], source_dir: Path, build_dirs: tuple[Path, ...], timeout: float = 300.0
 ) -> HeaderScan:
     """The headers the compile commands `entries` include that belong to the project: files inside
     `source_dir` and not inside any of `build_dirs` (generated files follow from the configure); system and

@@ -8,6 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..model.errors import CompileIQError, UsageError
 
@@ -79,11 +80,12 @@ def write_query(build_dir: Path) -> None:
     )
 
 
-def _load(reply_dir: Path, name: str) -> dict:
+def _load(reply_dir: Path, name: str) -> dict[str, Any]:
     """One reply file; missing or not JSON (a configure interrupted while writing, a reply dir edited by
     hand): one line saying which file and how to get a fresh reply."""
     try:
-        return json.loads((reply_dir / name).read_text())
+        reply: dict[str, Any] = json.loads((reply_dir / name).read_text())
+        return reply
     except (OSError, ValueError) as err:
         raise CompileIQError(
             f"the CMake File API reply {reply_dir / name} cannot be read ({type(err).__name__}); "

@@ -14,6 +14,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # short form -> (canonical form, takes a value). Canonical forms are the catalogue's (flags/nvcc.toml).
 _OPTIONS: dict[str, tuple[str, bool]] = {}
@@ -87,7 +88,7 @@ def source_flags_file_name(path: str) -> str:
     return f"compileiq_trial_flags.{hashlib.sha256(path.encode()).hexdigest()[:12]}.optf"
 
 
-def tokens(entry: dict) -> list[str]:
+def tokens(entry: dict[str, Any]) -> list[str]:
     """The command of a compile_commands.json entry as a list of arguments; a variant tree's trial flags files
     (`--options-file=<tree>/FLAGS_FILE_NAME`, a source file's `source_flags_file_name`) are replaced by the
     flags they hold, as nvcc reads them."""
@@ -100,7 +101,7 @@ def tokens(entry: dict) -> list[str]:
     return out
 
 
-def _raw_tokens(entry: dict) -> list[str]:
+def _raw_tokens(entry: dict[str, Any]) -> list[str]:
     """The command of a compile_commands.json entry as written (a trial flags file not read)."""
     return list(entry["arguments"]) if entry.get("arguments") else shlex.split(entry.get("command", ""))
 
@@ -117,7 +118,7 @@ def trial_flags(path: Path) -> list[str]:
         return []
 
 
-def flags_files_read(entry: dict) -> list[Path]:
+def flags_files_read(entry: dict[str, Any]) -> list[Path]:
     """The trial flags files a compile reads (its tree's, its source file's)."""
     return [Path(t[len(_OPTIONS_FILE) :]) for t in _raw_tokens(entry) if _names_flags_file(t)]
 
@@ -166,7 +167,7 @@ def normalize(command: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def output_file(entry: dict) -> Path | None:
+def output_file(entry: dict[str, Any]) -> Path | None:
     """The object file a compile command writes (absolute), if it names one."""
     command = tokens(entry)
     for i, tok in enumerate(command[1:], start=1):
@@ -182,7 +183,7 @@ def output_file(entry: dict) -> Path | None:
     return None
 
 
-def project_flags(entries: list[dict]) -> list[str]:
+def project_flags(entries: list[dict[str, Any]]) -> list[str]:
     """The project's own nvcc flags over several compile commands (one target's CUDA sources), canonical."""
     out: list[str] = []
     for entry in entries:
@@ -226,7 +227,7 @@ def architectures(command: list[str]) -> CudaArchitectures:
     return CudaArchitectures(archs=tuple(sorted(archs)), options=tuple(dict.fromkeys(options)), special=special)
 
 
-def target_architectures(entries: list[dict]) -> CudaArchitectures:
+def target_architectures(entries: list[dict[str, Any]]) -> CudaArchitectures:
     """The union over the compile commands of one target's CUDA sources."""
     parts = [architectures(tokens(e)) for e in entries]
     return CudaArchitectures(

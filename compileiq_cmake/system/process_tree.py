@@ -114,6 +114,8 @@ class Cgroup:
             names = [n for n in os.listdir(base) if n.startswith(prefix)] if base is not None else []
         except OSError:
             return
+        if base is None:
+            return
         for name in names:
             owner = name[len(prefix) :].split("-", 1)[0]
             if owner.isdigit() and int(owner) != os.getpid() and procfs.stat(int(owner)) is None:

@@ -155,7 +155,7 @@ class _ExitWaiter:
     """wait(seconds) -> whether the process has ended; woken at once by a pidfd where the system has one
     (so that a wall-time metric is not rounded up by polling)."""
 
-    def __init__(self, proc: subprocess.Popen) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         try:
             self._pidfd: int | None = os.pidfd_open(proc.pid)
@@ -235,7 +235,7 @@ class _OutputFeed:
 
 
 def _wait_for(
-    proc: subprocess.Popen,
+    proc: subprocess.Popen[bytes],
     fd: int,
     timeout: float,
     tree: Descendants | None = None,
