@@ -46,40 +46,16 @@ def ablate(
     ablated"). `steps`: how many steps the time box has room for; fewer than the winner's dimensions: the
     first step removes together every dimension but the one expected to matter most (one step tells whether
     the rest matter at all), split only when they do. Each step has a key (what is removed from which flag set):
-    `on_step(key, contribution)` is
-    called as soon as a step is decided, and a step found in `restored` (an interrupted ablation's) is not
-    measured again."""
+    `on_step(key, contribution)` is called as soon as a step is decided, and a step found in `restored` (an
+    interrupted ablation's) is not measured again."""
     log = as_stream(log)
     current = winner
     contributions: list[Contribution] = []
-    dims = [dim for dim, _ in winner.choices]
-    if expected:
-        dims.sort(key=lambda d: expected.get(d, math.inf))
-        useless = [d for d in dims if expected.get(d, math.inf) < 1.0 + min_gain]
-    else:
-        useless = []
-    if steps is not None and steps < len(dims) and len(dims) > 2 and len(useless) < len(dims) - 1:
-        useless = dims[:-1]  # too little time for one step per dimension: all but the most expected at once
-    files = [path for path, _ in _own_sources(space, winner)]
-    queue: list[tuple[tuple[str, ...], str | None]] = [(tuple(useless), None)] if len(useless) > 1 else []
-    queue += [((d,), None) for d in dims if len(useless) <= 1 or d not in useless]
-    queue += [((f"per-file {path}",), path) for path in files]
+    queue = _ablation_queue(space, winner, min_gain, expected, steps)
     while queue:
         group, path = queue.pop(0)
         if may_start is not None and not may_start():
-            for rest, _ in [(group, path), *queue]:
-                for dim in rest:
-                    contributions.append(
-                        Contribution(
-                            dim, _flags_of(space, current, dim), math.nan, math.nan, math.nan, True, NOT_ABLATED
-                        )
-                    )
-            untested = sum(len(g) for g, _ in [(group, path), *queue])
-            log.info(
-                f"ablation: time limit reached; {plural(untested, 'dimension')} not ablated (kept)",
-                stage="finalists",
-                untested=untested,
-            )
+            contributions += _not_ablated(space, current, [(group, path), *queue], log)
             break
         step = f"{'+'.join(group)} from {current.key}"
         kept = (restored or {}).get(step)
@@ -120,6 +96,45 @@ def _own_sources(space: FlagSpace, current: FlagSet) -> tuple[tuple[str, tuple[s
     return build_flags.split(tuple(t for t in current.flags if t not in given)).sources
 
 
+def _ablation_queue(
+    space: FlagSpace, winner: FlagSet, min_gain: float, expected: dict[str, float] | None, steps: int | None
+) -> list[tuple[tuple[str, ...], str | None]]:
+    """The ablation's steps in order, each (the dimensions it removes together, the file of a per-file step): the
+    dimensions expected to matter least first, those expected to give less than min_gain (or, with too few
+    `steps`, all but the one expected to matter most) as one group, then each file's own flags."""
+    dims = [dim for dim, _ in winner.choices]
+    if expected:
+        dims.sort(key=lambda d: expected.get(d, math.inf))
+        useless = [d for d in dims if expected.get(d, math.inf) < 1.0 + min_gain]
+    else:
+        useless = []
+    if steps is not None and steps < len(dims) and len(dims) > 2 and len(useless) < len(dims) - 1:
+        useless = dims[:-1]  # too little time for one step per dimension: all but the most expected at once
+    files = [path for path, _ in _own_sources(space, winner)]
+    queue: list[tuple[tuple[str, ...], str | None]] = [(tuple(useless), None)] if len(useless) > 1 else []
+    queue += [((d,), None) for d in dims if len(useless) <= 1 or d not in useless]
+    queue += [((f"per-file {path}",), path) for path in files]
+    return queue
+
+
+def _not_ablated(
+    space: FlagSpace, current: FlagSet, left: list[tuple[tuple[str, ...], str | None]], log: EventStream
+) -> list[Contribution]:
+    """The steps the time box left out: their dimensions kept, "not ablated" (and a line saying how many)."""
+    kept = [
+        Contribution(dim, _flags_of(space, current, dim), math.nan, math.nan, math.nan, True, NOT_ABLATED)
+        for rest, _ in left
+        for dim in rest
+    ]
+    untested = sum(len(g) for g, _ in left)
+    log.info(
+        f"ablation: time limit reached; {plural(untested, 'dimension')} not ablated (kept)",
+        stage="finalists",
+        untested=untested,
+    )
+    return kept
+
+
 def _ablation_step(
     runner: Measures,
     build: Build,
@@ -145,19 +160,8 @@ def _ablation_step(
             save(contribution)
         return contribution
 
-    choice = dict(current.choices)
-    own = _own_sources(space, current)  # the files' own flags: not dimensions of the space
     dim = "+".join(group)
-    if path is None:
-        flags = tuple(f for d in group for f in space.flagset({d: choice[d]}).flags)
-        for d in group:
-            choice.pop(d)
-    else:
-        flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
-    base = space.flagset(choice)
-    without = FlagSet(
-        base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own if p != path for f in fs)
-    )
+    flags, without = _removed(space, current, group, path)
     if restored is not None:
         log.info(
             f"ablation: {' '.join(flags)}: restored from the trial store -> {'kept' if restored.kept else 'dropped'}",
@@ -179,6 +183,42 @@ def _ablation_step(
             kept=False,
         )
         return same, without
+    return _measured_step(runner, trees, dim, flags, min_gain, seed, log, may_continue, saved), without
+
+
+def _removed(
+    space: FlagSpace, current: FlagSet, group: tuple[str, ...], path: str | None
+) -> tuple[tuple[str, ...], FlagSet]:
+    """The flags a step removes (the dimensions of `group`, or the own flags of file `path`) and the flag set
+    without them."""
+    choice = dict(current.choices)
+    own = _own_sources(space, current)  # the files' own flags: not dimensions of the space
+    if path is None:
+        flags = tuple(f for d in group for f in space.flagset({d: choice[d]}).flags)
+        for d in group:
+            choice.pop(d)
+    else:
+        flags = tuple(build_flags.source_token(p, f) for p, fs in own if p == path for f in fs)
+    base = space.flagset(choice)
+    without = FlagSet(
+        base.choices, base.flags + tuple(build_flags.source_token(p, f) for p, fs in own if p != path for f in fs)
+    )
+    return flags, without
+
+
+def _measured_step(
+    runner: Measures,
+    trees: tuple[Tree, ...],
+    dim: str,
+    flags: tuple[str, ...],
+    min_gain: float,
+    seed: int,
+    log: EventStream,
+    may_continue: Callable[[float], bool] | None,
+    saved: Callable[[Contribution], Contribution],
+) -> Contribution:
+    """A step's contribution from interleaved rounds of the flag set with (trees[0]) and without (trees[1]) the
+    flags: kept when removing them is significantly slower by at least min_gain on some workload."""
     variants = {"with": trees[0], "without": trees[1]}
 
     def keeping(samples: Samples) -> list[Comparison]:  # the speedup of keeping it, per workload
@@ -198,19 +238,10 @@ def _ablation_step(
         may_continue=may_continue,
     )
     if "without" in inter.failures:
-        return saved(
-            Contribution(
-                dim,
-                flags,
-                math.nan,
-                math.nan,
-                math.nan,
-                True,
-                f"without it the benchmark fails ({inter.failures['without']}); kept",
-            )
-        ), without
+        reason = f"without it the benchmark fails ({inter.failures['without']}); kept"
+        return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, reason))
     if "with" in inter.failures:
-        return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept")), without
+        return saved(Contribution(dim, flags, math.nan, math.nan, math.nan, True, "measurement failed; kept"))
     comps = keeping(inter.samples)
     geo, ci = geomean_comparison(comps)
     if inter.cut_short and not decided(comps):
@@ -221,7 +252,7 @@ def _ablation_step(
             kept=True,
             undecided=True,
         )
-        return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED), without
+        return Contribution(dim, flags, geo, ci.low, ci.high, True, UNDECIDED)
     # kept when removing it is significantly slower by at least min_gain on some workload: the rule that ends
     # the step's rounds (it used to keep any significant difference, however small, against its own stop rule)
     needed = any(c.faster(min_gain) for c in comps)
@@ -236,4 +267,4 @@ def _ablation_step(
         speedup=geo,
         ci=(ci.low, ci.high),
     )
-    return contribution, without
+    return contribution

@@ -22,16 +22,22 @@ class Measured(Protocol):
     @property
     def ok(self) -> bool: ...
 
-    reason: str
-    value: float
+    @property
+    def reason(self) -> str: ...
+
+    @property
+    def value(self) -> float | None: ...  # a float when ok
 
 
 class Measures(Protocol):
     """A runner: the tune's spec (workloads, metric, rounds) and one run of a workload in a tree; `gpu`: the
     device it measures on (None: the only one), for the lines of a confirmation on another GPU."""
 
-    spec: TuneSpec
-    gpu: Any
+    @property
+    def spec(self) -> TuneSpec: ...
+
+    @property
+    def gpu(self) -> Any: ...
 
     def run(self, tree: Tree, workload: Workload) -> Measured: ...
 

@@ -89,4 +89,5 @@ def _round(
                 failures[label] = res.reason
                 continue
             if samples is not None:
+                assert res.value is not None  # (an ok run has its value)
                 samples[label][workload].append(res.value)

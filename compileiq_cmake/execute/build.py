@@ -168,7 +168,8 @@ def build_variant(context: BuildContext, tree: VariantTree, flagset: FlagSet, lo
     if problem:
         return replace(result, ok=False, log_tail=problem, steps=tuple(steps))
     command = shlex.join(tokens(entries[0])) if entries else ""  # (the trial flags file's flags written out)
-    digest, kernels = "", ()
+    digest = ""
+    kernels: tuple[KernelResources, ...] = ()
     clock = time.perf_counter()
     if context.fingerprints is not None:
         code = device_code(context, tree, wanted.device_lto)

@@ -47,8 +47,11 @@ class Executor(Protocol):
     measure, extend, run, reference); `build` never raises for a failing build (ok=False, reason); either
     may raise WorkerLost when the worker that ran it went away."""
 
-    name: str
-    runner: Runner
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def runner(self) -> Runner: ...
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult: ...
 
@@ -68,6 +71,7 @@ class LocalExecutor:
     name: str = "local"
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
+        assert self.context is not None  # (execute.factory makes one without a build plan only for no builds)
         return build_variant(self.context, tree, flagset, log)
 
     def gpu_runners(self) -> dict[str, Runner]:
@@ -104,6 +108,9 @@ class ReplayExecutor:
 def local_gpu_runners(gpus: tuple[GpuSlot, ...], state_dir: Path | None, runner: Runner) -> dict[str, Runner]:
     """With several GPUs: one runner per GPU (its own CUDA_VISIBLE_DEVICES, pid file and NVML handle by PCI
     bus id); with one, the one runner on it; with none, none."""
+    if not gpus:
+        return {}
+    assert state_dir is not None  # (a plan with GPUs has its state directory)
     return {
         g.device: runner.on_gpu(
             g,

@@ -18,6 +18,7 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
@@ -150,6 +151,7 @@ class Pipeline:
         """The oldest trial in flight, once finished; its tree is free again."""
         job = self._jobs.popleft()
         try:
+            assert job.done is not None  # (submitted with the job)
             return job.done.result()
         finally:
             self._free_trees.append(job.tree)
@@ -218,7 +220,7 @@ class Pipeline:
         )
         return Finished(job.index, job.flagset, trial, build, None, 0.0)
 
-    def _free_runner(self, job: _Job) -> Runner | None | bool:
+    def _free_runner(self, job: _Job) -> Runner | None | Literal[False]:
         """The next free runner (None: every GPU was lost), or False when the job was cancelled meanwhile."""
         while True:
             try:

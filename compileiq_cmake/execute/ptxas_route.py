@@ -412,11 +412,11 @@ def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile
 
 def main(argv: list[str]) -> int:
     sccache, args = argv[1], argv[2:]
-    if not routable(args):
+    out, depfile = _value(args, "-o", "--output-file"), _value(args, "-MF", "--dependency-output")
+    if not routable(args) or out is None or depfile is None:  # (a routable compile has both)
         os.execvp(sccache, [sccache, *args])
     cwd = Path.cwd()
-    obj = cwd / _value(args, "-o", "--output-file")
-    depfile = _value(args, "-MF", "--dependency-output")
+    obj = cwd / out
     memo = Memo(obj, tree_root(cwd), cwd)
     lines = dryrun([*args, "--keep", f"--keep-dir={memo.keep}"])
     if not lines:  # nvcc -dryrun failed: the compile as it was asked, through sccache

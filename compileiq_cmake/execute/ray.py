@@ -30,6 +30,7 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, visible_gpus
 from ..measure.runner import Runner, RunResult, Workload
@@ -85,7 +86,7 @@ class GpuWorker:
         self.node = ray.get_runtime_context().get_node_id()
         ids = [str(i) for i in ray.get_gpu_ids()]
         self.device = ",".join(ids) or os.environ.get("CUDA_VISIBLE_DEVICES", "")
-        self.runner = None
+        self.runner: Runner | None = None
         if runner is not None:
             os.environ["COMPILEIQ_WORKER"] = f"{self.node[:12]}/{self.device}"  # benchmarks may log where they ran
             self._adopt(runner)
@@ -120,6 +121,7 @@ class GpuWorker:
             self.runner is None or runner.spec != self.runner.spec or runner.bench != self.runner.bench
         ):
             self._adopt(runner)
+        assert self.runner is not None  # (made with the tune's runner, or adopted one just now)
         self.runner.reference = reference
         return self.runner.run(tree, workload)
 
@@ -147,7 +149,7 @@ def _build_task(inner, tree: VariantTree, flagset: FlagSet) -> BuildResult:
 class RayRunner(Runner):
     """A runner whose runs happen on one GPU worker of the cluster."""
 
-    worker: object = None  # the GPU worker's actor handle
+    worker: Any = None  # the GPU worker's actor handle (Ray's, untyped)
     base: Runner | None = None  # the tune's runner, sent with each run (workers shared by a suite's targets)
 
     def run(self, tree: VariantTree, workload: Workload) -> RunResult:
@@ -370,7 +372,7 @@ class RayCluster:
             _ray().get([w.pid.remote() for w in workers], timeout=600)
             if self.share_workers:
                 self._group_workers[group.accelerator] = workers
-        runners = {
+        runners: dict[str, Runner] = {
             slot.device: RayRunner(
                 plan.spec,
                 plan.bench,
@@ -387,7 +389,7 @@ class RayCluster:
         return RayExecutor(inner, first, runners)
 
     def placement(self, group: GpuGroup) -> Placement:
-        slots = []
+        slots: list[GpuSlot] = []
         for node, count in group.nodes:
             for i in range(count):
                 slots.append(GpuSlot(len(slots), f"{node[:8]}/{i}", group.name))

@@ -32,22 +32,27 @@ class ReplayRunner(Runner):
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
 
+    @property
+    def _replayed(self) -> Landscape:
+        assert self.landscape is not None  # (execute.factory gives each replay runner its landscape)
+        return self.landscape
+
     def build(self, tree: VariantTree, flagset: FlagSet) -> BuildResult:
         """'Builds' the flag set in the tree: remembered here and written into the tree (PLACED), so that a run
         in another process (a Ray GPU worker) finds what the tree holds, as it would find a real binary."""
         self.placed[tree.path] = flagset
         tree.path.mkdir(parents=True, exist_ok=True)
         (tree.path / PLACED).write_text(json.dumps(list(flagset.flags)))
-        point = self.landscape.lookup(flagset.flags)
+        point = self._replayed.lookup(flagset.flags)
         if point is None:
             return BuildResult(ok=False, seconds=0.0, log_tail="replay: the landscape has no point for these flags")
         if point.status == "build_failed":
             return BuildResult(ok=False, seconds=0.0, log_tail=f"replay: recorded build failure: {point.code.message}")
-        kernels = ()
+        kernels: tuple[KernelResources, ...] = ()
         if point.code.registers is not None:
             kernels = (
                 KernelResources(
-                    self.landscape.kernel or "kernel", point.code.registers, point.code.spill_bytes or 0, 0, 0
+                    self._replayed.kernel or "kernel", point.code.registers, point.code.spill_bytes or 0, 0, 0
                 ),
             )
         return BuildResult(
@@ -65,7 +70,7 @@ class ReplayRunner(Runner):
     def _answer(self, tree: VariantTree) -> RunResult:
         placed = self.placed.get(tree.path)
         flags = placed.flags if placed is not None else tuple(json.loads((tree.path / PLACED).read_text()))
-        point = self.landscape.lookup(flags)
+        point = self._replayed.lookup(flags)
         if point is None or not point.time_us:
             return RunResult(Status.RUN_FAILED, "replay: no recorded time for these flags")
         if not point.valid:
@@ -74,7 +79,9 @@ class ReplayRunner(Runner):
                 f"replay: recorded as {point.status}"
                 + (f" (rel. error {point.code.error:.1e})" if point.code.error is not None else ""),
             )
-        value = point.code.median_us * math.exp(self._rng.gauss(0.0, self.landscape.noise)) / 1000.0
+        median = point.code.median_us
+        assert median is not None  # (point.time_us)
+        value = median * math.exp(self._rng.gauss(0.0, self._replayed.noise)) / 1000.0
         if self.pace > 0:
             if self.stop is not None:
                 if self.stop.wait(value / 1000.0 * self.pace):

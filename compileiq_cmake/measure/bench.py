@@ -58,7 +58,7 @@ def _outcome(
             out,
             warnings=warnings,
         )
-    if res.returncode != 0:
+    if res.returncode is not None and res.returncode != 0:
         what = f"killed by signal {-res.returncode}" if res.returncode < 0 else f"exit code {res.returncode}"
         return RunOutcome(Status.RUN_FAILED, None, f"benchmark failed ({what})", secs, out, warnings=warnings)
     missing = pass_problem(pass_regex, out, metric.regex_seconds)

@@ -25,7 +25,8 @@ class EnergyMeter(Protocol):
     advances in steps of its own (NVML's: every 100 ms on the H200, docs/benchmarks/ecosystem.md), so that a
     run's energy is exact only between two of its steps (measure_run aligns to them)."""
 
-    ticks: bool
+    @property
+    def ticks(self) -> bool: ...
 
     def millijoules(self) -> float | None: ...
 

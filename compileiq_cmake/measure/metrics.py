@@ -104,6 +104,8 @@ def read_regex(pattern: str, text: str, seconds: float | None = None) -> MetricR
     last = printed[-1]
     try:
         values = {repr(float(p)) for p in printed if p is not None}
+        if last is None:
+            raise TypeError(last)
         value = float(last)
     except (TypeError, ValueError):
         return MetricReading(None, last or "", f"metric {pattern!r} matched {last!r}, which is not a number")

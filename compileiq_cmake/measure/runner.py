@@ -84,6 +84,7 @@ class _Runs:
     metric: list[float] = field(default_factory=list)
 
     def add(self, res: RunResult) -> None:
+        assert res.value is not None  # (only valid runs are added)
         self.samples.append(res.value)
         self.joules.append(res.joules)
         self.metric.append(res.metric if res.metric is not None else res.value)
@@ -91,7 +92,8 @@ class _Runs:
     def measurement(
         self, workload: Workload, throttled: bool, numbers: tuple[float, ...], energy_objective: bool
     ) -> Measurement:
-        joules = tuple(self.joules) if self.joules and all(j is not None for j in self.joules) else ()
+        joules = tuple(j for j in self.joules if j is not None)
+        joules = joules if self.joules and len(joules) == len(self.joules) else ()
         return Measurement(
             workload,
             tuple(self.samples),
@@ -308,6 +310,7 @@ class Runner:
                         )
                     return res, seconds, throttled, ()
                 if which is reference:
+                    assert res.value is not None  # (a valid run)
                     runs.paired.append(res.value)
                 else:
                     runs.add(res)
@@ -374,7 +377,8 @@ class Runner:
     ) -> TrialMeasurement:
         """More samples for an already valid trial (same build still in the tree), paired again with the
         baseline build in `reference` when the trial's samples are paired."""
-        seconds, out, warnings = 0.0, [], {}
+        seconds, out = 0.0, []
+        warnings: dict[str, None] = {}
         for m in measurements:
             runs = _Runs.of(m)
             failed, more, hot, _ = self._paired_samples(

@@ -61,7 +61,7 @@ class Event:
         return f"compileiq: {label}{self.text}"
 
 
-Subscriber = Callable[[Event], None]
+Subscriber = Callable[[Event], object]
 
 
 PHASES = ("setup", "baseline", "search", "validation", "ablation", "confirmation", "publish")

@@ -565,7 +565,7 @@ class VariantTree:
         jobs: int,
         timeout: float,
         stop: Stop | None = None,
-        progress: Callable[[str], None] | None = None,
+        progress: Callable[[str], object] | None = None,
         keep_going: bool = False,
     ) -> BuildResult:
         """Build `targets` with `jobs` jobs, stopped with everything it started after `timeout` seconds or by
@@ -699,7 +699,7 @@ class BaselineTree(VariantTree):
         jobs: int,
         timeout: float,
         stop: Stop | None = None,
-        progress: Callable[[str], None] | None = None,
+        progress: Callable[[str], object] | None = None,
         keep_going: bool = False,
     ) -> BuildResult:
         if not self.built:

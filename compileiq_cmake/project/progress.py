@@ -28,7 +28,7 @@ class BuildProgress:
 
     def __init__(
         self,
-        say: Callable[[str], None],
+        say: Callable[[str], object],
         label: str,
         clock: Callable[[], float] = time.monotonic,
         first_after: float | None = None,

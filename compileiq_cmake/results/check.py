@@ -30,6 +30,7 @@ import shlex
 import shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from ..decide.stats import Comparison, Interval, auto_min_gain, compare_paired, geomean_comparison, relative_spread
 from ..measure.bench import RunOutcome, run_benchmark, run_verify
@@ -393,7 +394,9 @@ def _remeasure(
                     }
                 if energy and joules is None:
                     raise CompileIQError(f"the GPU's energy counter could not be read around a run of workload '{w}'")
-                samples[which].append(joules if energy else out.value)
+                value = joules if energy else out.value
+                assert value is not None  # (a run that passed: its metric; the energy counter: checked above)
+                samples[which].append(value)
         cmp = compare_paired(samples["plain"], samples["tuned"], lower)
         events.detail(
             f"check: {where}: workload '{w}': {cmp.speedup:.4f}x [{cmp.ci.low:.4f}..{cmp.ci.high:.4f}] "
@@ -533,11 +536,11 @@ def run_check(
             tuned[i] = root / "tuned"  # the whole file applies this entry only
             continue
         tuned[i] = root / f"tuned-{i}"
-        alone = root / f"tuned-{i}.tsv"
+        records = root / f"tuned-{i}.tsv"
         _configure(
-            source_dir, tuned[i], user, cmake, _entry_file(e, toml, root / f"file-{i}"), True, alone, build_timeout
+            source_dir, tuned[i], user, cmake, _entry_file(e, toml, root / f"file-{i}"), True, records, build_timeout
         )
-        if not any(r["applies"] for r in _records(alone).values()):
+        if not any(r["applies"] for r in _records(records).values()):
             raise CompileIQError(f"the entry for {c.target} applies with the whole file but not alone in {tuned[i]}")
     for tree in (root / "plain", *tuned.values()):
         _run_step(
@@ -624,7 +627,7 @@ def report_checks(checks: list[EntryCheck], events: EventStream, strict: bool = 
     stage results); returns `check_status`."""
     for c in checks:
         where = f"{c.target} (sm_{c.arch})" if c.arch else c.target
-        who = {"target": c.target, "arch": c.arch}
+        who: dict[str, Any] = {"target": c.target, "arch": c.arch}
         events.stage_result(
             "check",
             f"{where}: {'applies' if c.applies else 'does not apply'}: {c.why}",

@@ -65,7 +65,7 @@ def _cpu_arguments(e: FlagsEntry, host: HostFeatures | None) -> list[str]:
     if not e.cpu_features:
         return args + ["HOST_CHECK", cmake_quote("the entry records no ISA features to compare")]
     have, how = host(e) if host is not None else (None, "no compiler was asked")
-    if have is None:
+    if have is None or host is None:
         return args + ["HOST_CHECK", cmake_quote(f"this host's ISA features are unknown ({how})")]
     needed = sorted(host.needs(e))
     lacks = [f for f in needed if f not in have]

@@ -305,14 +305,14 @@ def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: s
         if not isinstance(value, dict):
             raise wrong("a table")
         return plain(_table(value, meta["row"], f"{what}: {name}")) if "row" in meta else value
-    if is_dataclass(hint):
+    if isinstance(hint, type) and is_dataclass(hint):
         if not isinstance(value, dict):
             raise wrong("a table")
         return hint(**_table(value, hint, f"{what}: {name}"))
     return value  # a type the schema does not describe further
 
 
-def _table(raw: dict, cls: type, what: str) -> dict[str, object]:
+def _table(raw: dict[str, typing.Any], cls: type, what: str) -> dict[str, typing.Any]:
     """A TOML table checked against the schema dataclass cls: unknown keys named first (with the known key
     they resemble), then missing ones, then each value's type and range; the typed values by key."""
     known = [f.name for f in fields(cls)]

@@ -13,6 +13,7 @@ import time
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..model.errors import CompileIQError
 from ..model.records import (
@@ -312,7 +313,8 @@ class TrialStore:
             self._db.execute("DETACH DATABASE aside")
         return dest, moved
 
-    def load_result(self, name: str) -> object | None:
+    def load_result(self, name: str) -> Any:
+        """The JSON value kept under name; None when there is none."""
         row = self._db.execute("SELECT value FROM results WHERE spec = ? AND name = ?", (self.spec, name)).fetchone()
         return json.loads(row[0]) if row else None
 

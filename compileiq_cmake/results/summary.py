@@ -47,6 +47,7 @@ import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..decide.stats import compare, compare_paired, geomean_comparison
@@ -165,7 +166,7 @@ def build(
     min_gain: float,
     finalists: list[Validation],
     confirmations: list[Validation],
-    timings: dict[str, float],
+    timings: dict[str, Any],  # seconds, time_limit (None: none), the overhead steps, the untested dimensions
     per_file: dict | None = None,
     events: list[dict] | None = None,
     prior: dict | None = None,

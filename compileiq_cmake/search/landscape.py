@@ -73,9 +73,10 @@ class LandscapePoint:
     @property
     def speedup(self) -> float:
         """Default median time / this point's median time (> 1: faster); 0.0 when not valid or not timed."""
-        if not self.code.valid or not self.speedup_samples:
+        median = self.code.median_us
+        if not self.code.valid or not self.speedup_samples or median is None:
             return 0.0
-        return float(self.default_time_us / self.code.median_us)
+        return float(self.default_time_us / median)
 
 
 def _fail(source: str, what: str) -> CompileIQError:
@@ -118,9 +119,10 @@ class Landscape:
         default_code = self.codes[self._points[default_choice]]
         if "default_code" in doc and doc["default_code"] != default_code.id:
             raise _fail(source, f"default_code {doc['default_code']!r} is not the code of the default point")
-        if not default_code.valid or not default_code.time_us:
+        default_us = default_code.median_us
+        if not default_code.valid or default_us is None:
             raise _fail(source, "the default point must be valid and timed")
-        self._default_us = default_code.median_us
+        self._default_us: float = default_us
         noise = meta.get("noise", {})
         rel_sd = noise.get("rel_sd") if isinstance(noise, Mapping) else None
         if isinstance(rel_sd, bool) or not isinstance(rel_sd, (int, float)) or not math.isfinite(rel_sd) or rel_sd < 0:
@@ -259,6 +261,8 @@ class Landscape:
             doc = load_json(path, str(path))
         except UsageError as exc:
             raise _fail(str(path), str(exc).removeprefix(f"{path}: ")) from None
+        if not isinstance(doc, Mapping):
+            raise _fail(str(path), "the top level must be a JSON object")
         return cls(doc, source=str(path))
 
     # ---- views

@@ -209,8 +209,10 @@ def plan(
     event stream (or a function of a line)."""
     log = as_stream(log)
 
-    def skip(why: str) -> None:
+    def skip(why: str) -> Plan | None:
+        """No plan, with a note saying why."""
         log.note(f"per-file stage skipped: {why}", stage="per-file", skipped=why)
+        return None
 
     if context.language != "CUDA" or budget <= 0:
         return None

@@ -235,15 +235,16 @@ class FlagSearch:
         self._warm: list[tuple[int, ...]] = []
         for fs in warm_start:
             choice = self._map_flags(fs.flags)
-            if choice is not None and any(choice) and choice not in self._warm:
+            if any(choice) and choice not in self._warm:
                 self._warm.append(choice)
-        for n, choice in enumerate(prior.first if prior is not None else ()):
+        first, source = (prior.first, prior.source) if prior is not None else ((), "")
+        for n, choice in enumerate(first):
             if choice not in self._warm:
                 self._warm.append(choice)
                 self._origin[self._flagset(choice).key] = (
-                    f"the {prior.source}'s predicted best combination"
+                    f"the {source}'s predicted best combination"
                     if n == 0
-                    else f"the {prior.source}'s combination of every value predicted faster"
+                    else f"the {source}'s combination of every value predicted faster"
                 )
 
     def extend(self, name: str, values: Sequence[tuple[str, ...]]) -> int:
@@ -274,7 +275,7 @@ class FlagSearch:
         return self._origin.get(flagset.key)
 
     # ---- bookkeeping
-    def _map_flags(self, flags: Iterable[str]) -> tuple[int, ...] | None:
+    def _map_flags(self, flags: Iterable[str]) -> tuple[int, ...]:
         """Value index per dimension of these flags; tokens that are not part of this space are ignored."""
         tokens = set(flags)
         choice = []
@@ -340,8 +341,8 @@ class FlagSearch:
             return 0.0
         choice = [0] * len(self._dims)
         choice[d] = i
-        guess = -self._learned.of(d, i).effect if guess and self._learned is not None else 0.0
-        return self._losses.get(self._flagset(tuple(choice)).key, guess)
+        unmeasured = -self._learned.of(d, i).effect if guess and self._learned is not None else 0.0
+        return self._losses.get(self._flagset(tuple(choice)).key, unmeasured)
 
     def _local(self) -> FlagSet | None:
         """Best-first: the best valid measured point with an unseen neighbour; its neighbour of best prior."""

@@ -141,6 +141,7 @@ class Baseline:
             try:
                 per_gpu = other_baselines(setup, runners, baseline, log, early)
             finally:
+                assert others is not None  # (made for more than one runner)
                 others.shutdown(wait=True)
             baseline = per_gpu[setup.devices.gpus[0].device]
         return Baselines(baseline, per_gpu, restored, runner, runners, noise, min_gain, references)

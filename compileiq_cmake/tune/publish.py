@@ -358,6 +358,7 @@ def _resolve_host_specific(
         resolution = portability.resolve(flags, compiler, compiler_id, cpu, answers)
     except CompileIQError as exc:
         resolution = portability.Resolution(flags, cpu, (), f"kept as they are ({exc})")
+    assert resolution is not None  # (a flag is host-specific)
     if resolution.note:
         as_stream(log).note(f"host-specific flags: {resolution.note}")
     return resolution

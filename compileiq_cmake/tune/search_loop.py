@@ -161,7 +161,9 @@ class SearchLoop:
             return run_trial(base.runner, setup, tree, index, flagset, build, None, log)
         reference = base.references.get(on.gpu.device if on.gpu is not None else "")  # this GPU's paired build
         trial = run_trial(on, setup, tree, index, flagset, build, reference, log)
-        trial = replace(trial, gpu=on.gpu.device) if len(base.runners) > 1 else trial
+        if len(base.runners) > 1:
+            assert on.gpu is not None  # (each of several runners has its GPU)
+            trial = replace(trial, gpu=on.gpu.device)
         floor = base.noise
         if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
             paired, n = noise_of_pairs(known.values())
@@ -237,6 +239,7 @@ class SearchLoop:
         drained and the per-file stage's proposals become the next source. Whether the loop goes on."""
         setup, log, spec = self.setup, self.log, self.setup.spec
         if state.banking is not None:
+            assert self.bank is not None  # (only a bank banks a trial)
             self.bank.validate(state.banking, state.trials)
             state.banking = None
             state.plan = self._replan(state.trials, state.confirmations)

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
-from ..execute.build import command_tokens
+from ..execute.build import CoreShare, command_tokens
 from ..execute.replay import ReplayRunner
 from ..execute.step_cache import StepCache, step_cache_for
 from ..flags import FlagSpace, family_for_compiler, load_space
@@ -274,9 +274,12 @@ def setup(
         step_cache,
         started and tree_pool is None,
     )
-    fingerprints, screen_kernels, objects = None, {}, ()
+    fingerprints = None
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
+    objects: tuple[Path, ...] = ()
     if (
         made is not None
+        and tree_pool is not None  # (made: the suite's baseline build, by the pool)
         and language == "CUDA"
         and spec.screen
         and tools.cuobjdump is not None
@@ -348,7 +351,7 @@ def setup(
         screen_kernels=screen_kernels,
         tools=tools,
         base=base,
-        **({"cores": tree_pool.cores} if tree_pool is not None else {}),
+        cores=tree_pool.cores if tree_pool is not None else CoreShare(),
     )
 
 
@@ -371,7 +374,7 @@ def _suite_baselines(
     base, made = tree_pool.baselines(
         settings, spec.target, language, model, spec.state_dir / "logs", progress=stream.info
     )
-    if made and base.tree is not None:
+    if made and base.tree is not None and base.result is not None:
         stream.info(
             f"the suite's baselines: {plural(len(base.targets), 'target')} and their benchmarks built once, "
             f"in one build on every core ({base.result.seconds:.1f} s, tree {base.tree.path.name}); each "
@@ -559,6 +562,7 @@ def _device_link(
 def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
     """A tune whose builds and benchmark runs are answered from a recorded landscape (no CMake, no GPU);
     --cuda-arch or a placement's architecture relabels it (simulated GPU types)."""
+    assert spec.replay is not None  # (called for a replay)
     if spec.objective == "energy":
         raise UsageError(
             f"--objective energy cannot be replayed: the landscape {spec.replay} records times, not "

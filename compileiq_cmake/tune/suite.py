@@ -334,7 +334,7 @@ class _SuiteRun:
     jobs: int
     cluster: RayCluster | None
     state: Path
-    stamp: object
+    stamp: str
     finished: dict[str, TargetOutcome]  # this run's and an earlier run's finished targets (the state file)
     scheduler: Scheduler
     tree_pool: TreePool
@@ -391,9 +391,12 @@ class _SuiteRun:
             target_log = _target_stream(self.stream, target.name, self.scheduler)
         t0, wall0 = time.perf_counter(), time.time()
         starts: dict[str, float] = {}  # when each phase of its time began (Event.at of its first mark)
-        target_log.subscribe(
-            lambda e: starts.setdefault(e.data["phase"], e.at) if e.kind == "detail" and "phase" in e.data else None
-        )
+
+        def mark(e: Event) -> None:
+            if e.kind == "detail" and "phase" in e.data:
+                starts.setdefault(e.data["phase"], e.at)
+
+        target_log.subscribe(mark)
         deadline = self.started + self.time_limit if self.time_limit else math.inf  # no target outlives the box
         try:
             result = (

@@ -157,7 +157,7 @@ class TreePool:
         language: str,
         model: CodeModel,
         logs: Path,
-        progress: Callable[[str], None] | None = None,
+        progress: Callable[[str], object] | None = None,
     ) -> tuple[Baselines, bool]:
         """The suite's one build of its targets' baselines in this configuration (`settings`, the variant
         trees' own: architecture, launcher), made by the first target that asks (on every core: the targets
@@ -184,7 +184,7 @@ class TreePool:
         language: str,
         model: CodeModel,
         logs: Path,
-        progress: Callable[[str], None] | None,
+        progress: Callable[[str], object] | None,
     ) -> Baselines:
         cuda = language == "CUDA"
         held: list[str] = []
@@ -304,7 +304,8 @@ class TreePool:
         """Stop the screening ahead (after the target it screens now) and what it did (None: it never ran)."""
         if self.ahead is None:
             return None
-        self.ahead.stop.cancel("the suite ended")
+        if self.ahead.stop is not None:  # (made with one: the suite's)
+            self.ahead.stop.cancel("the suite ended")
         self.ahead.join(timeout=60)
         return self.ahead.report.as_dict()
 

@@ -153,12 +153,12 @@ def _main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         if (exc.name or "").startswith("compileiq_cmake"):
             raise
-        missing = UsageError(
+        lacking = UsageError(
             f"{sys.executable} lacks the package '{exc.name}' that compileiq_cmake needs; install "
             "compileiq-cmake into this Python (pip install compileiq-cmake) or set COMPILEIQ_PYTHON"
         )
-        print(render(missing), file=sys.stderr)
-        return exit_code(missing)
+        print(render(lacking), file=sys.stderr)
+        return exit_code(lacking)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
         return 130

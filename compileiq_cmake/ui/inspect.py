@@ -169,6 +169,7 @@ def space_command(
         )
         print("\n".join(format_screen(ts, notes=events is None)))
         for note in ts.notes if events is not None else ():
+            assert events is not None  # (the loop runs only then)
             events.note(note.removeprefix("note: "), stage="space")
         print("\n".join(_predictions(ts, args.jobs)))
         return

@@ -121,6 +121,7 @@ def suite_args(args: argparse.Namespace, events: EventStream) -> int:
             "the compileiq_tune() calls of one suite run either all on one Ray cluster (EXECUTOR ray, one "
             "RAY_ADDRESS) or all on this machine; give every call the same EXECUTOR and RAY_ADDRESS"
         )
+    assert suite.build_dir is not None  # (the first block's -B)
     return suite_status(
         run_suite(
             suite,
