@@ -162,7 +162,7 @@ def _validated(
     return results
 
 
-def _decide(
+def _decide(  # noqa: C901 (issue 53: to split)
     context: ValidationContext,
     build: Build,
     runner: Measures,

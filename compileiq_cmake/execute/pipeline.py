@@ -156,7 +156,7 @@ class Pipeline:
         finally:
             self._free_trees.append(job.tree)
 
-    def _run(self, job: _Job, earlier: list[_Job], known: dict[str, Trial]) -> Finished:
+    def _run(self, job: _Job, earlier: list[_Job], known: dict[str, Trial]) -> Finished:  # noqa: C901, PLR0912 (issue 53: to split)
         start = time.perf_counter()
         waited = 0.0
         try:

@@ -309,7 +309,7 @@ def _size(folder: Path) -> int:
         return 0
 
 
-def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path) -> str:
+def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path) -> str:  # noqa: C901, PLR0912 (issue 53: to split)
     """Serve the compile from the memo; HIT or HIT_REMEMBERED when done (ptxas ran, or its fatbin was the
     entry's), else "miss <why>" (the compile then runs whole)."""
     entry = memo.entry(steps)

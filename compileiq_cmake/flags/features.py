@@ -178,7 +178,7 @@ class TargetFeatures:
         return shares[:n]
 
 
-def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:
+def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:  # noqa: C901 (issue 53: to split)
     """The functions of a `cuobjdump -sass -res-usage` dump with their instruction mix and resources."""
     resources = parse_res_usage(text, default_arch)
     counts: dict[str, Counter[str]] = {}

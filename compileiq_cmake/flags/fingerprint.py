@@ -132,7 +132,7 @@ def _section_name(line: str) -> str | None:
     return name.split("\t", 1)[0].split(" ", 1)[0].strip() or None
 
 
-def parse_elf(text: str) -> list[tuple[str, str, int]]:
+def parse_elf(text: str) -> list[tuple[str, str, int]]:  # noqa: C901 (issue 53: to split)
     """(key "sm_90:<function>", sha256 of its machine code, instruction count) per function of a
     `cuobjdump -elf` dump, in output order. A function's code is its `.text.<function>` words (the
     instruction encodings with their scheduling bits, which the SASS text does not show) and its relocations

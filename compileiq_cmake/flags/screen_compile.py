@@ -60,7 +60,7 @@ def _arch_of_option(text: str) -> set[str]:
     return set(re.findall(r"(?:sm|compute|lto)_(\d+[a-z]?)", text))
 
 
-def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[str, ...]) -> list[str]:
+def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[str, ...]) -> list[str]:  # noqa: C901 (issue 53: to split)
     """The project's nvcc command rewritten to write one cubin for sm_<cuda_arch> with `flags` appended:
     -c, -o, dependency-file and architecture options removed, -dc turned into -rdc=true."""
     kept: list[str] = []

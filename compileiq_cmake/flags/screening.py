@@ -402,7 +402,7 @@ class CudaSpace:
     acf: Candidates | None = None  # the Advanced Control File candidates gathered (None: none asked for)
 
 
-def prepare_cuda_space(
+def prepare_cuda_space(  # noqa: C901, PLR0912, PLR0915 (issue 53: to split)
     space: FlagSpace,
     entries: list[dict[str, Any]],
     nvcc_path: str,

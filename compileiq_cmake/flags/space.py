@@ -186,7 +186,7 @@ def canonical_flags(flags: tuple[str, ...] | list[str], family: str = "nvcc") ->
     return tuple(out)
 
 
-def load_space(
+def load_space(  # noqa: C901, PLR0912 (issue 53: to split)
     family: str,
     compiler_id: str,
     compiler_version: str,

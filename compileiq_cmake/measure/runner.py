@@ -199,7 +199,7 @@ class Runner:
     def _compare_file(self, tree: VariantTree) -> Path | None:
         return tree.path / self.spec.compare_file if self.spec.compare_file else None
 
-    def run(self, tree: VariantTree, workload: Workload) -> RunResult:
+    def run(self, tree: VariantTree, workload: Workload) -> RunResult:  # noqa: C901, PLR0912 (issue 53: to split)
         """One run in the tree; every check of its validity. The --compare-file is removed first, so that a
         run that does not write it is never compared with an earlier run's."""
         spec = self.spec

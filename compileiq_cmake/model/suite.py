@@ -119,7 +119,7 @@ def _in_range(where: str, key: str, value: Any, low: float, above: bool) -> floa
     return number
 
 
-def load_suite(path: Path) -> Suite:
+def load_suite(path: Path) -> Suite:  # noqa: C901, PLR0912, PLR0915 (issue 53: to split)
     """The suite file, checked: one line naming what is wrong (UsageError, exit 2)."""
     path = Path(path)
     try:

@@ -255,7 +255,7 @@ def _in_range(number: float, meta: typing.Mapping) -> bool:
     )
 
 
-def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:
+def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:  # noqa: C901, PLR0912 (issue 53: to split)
     """value (from TOML) checked against a schema type and its metadata; the typed value (arrays -> tuples)."""
 
     def wrong(expected: str) -> ResultFileError:

@@ -69,7 +69,7 @@ class _Damaged(Exception):
     """The store file is damaged; the message says how."""
 
 
-def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
+def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:  # noqa: C901 (issue 53: to split)
     """The store with its schema; _Damaged when the file fails PRAGMA quick_check or is not a database;
     CompileIQError when it cannot be opened for another reason (locked, unreadable)."""
     db = sqlite3.connect(path, timeout=timeout)

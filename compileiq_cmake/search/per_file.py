@@ -152,7 +152,7 @@ def _averaged(
     return out, sum(u for _, u in per_workload) / n
 
 
-def candidates(
+def candidates(  # noqa: C901 (issue 53: to split)
     context: PerFileContext, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int
 ) -> list[FlagSet]:
     """Single changes of the searched space for each file, on top of `start`: every value of a dimension
@@ -195,7 +195,7 @@ def candidates(
     return out
 
 
-def plan(
+def plan(  # noqa: C901 (issue 53: to split)
     context: PerFileContext,
     tree: VariantTree,
     build: Build,

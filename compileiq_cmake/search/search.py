@@ -406,7 +406,7 @@ class FlagSearch:
                 return fs
         return None
 
-    def ask(self) -> FlagSet | None:
+    def ask(self) -> FlagSet | None:  # noqa: C901, PLR0912 (issue 53: to split)
         """A flag set neither measured nor being built; None when the space is exhausted."""
         if self._big_gain > 0:
             self._big_asks += 1

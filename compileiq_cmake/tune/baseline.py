@@ -60,7 +60,7 @@ class Baseline:
         with ExitStack() as resources:  # the other GPUs' pool is closed on every path, also when a step raises
             return self._run(resources)
 
-    def _run(self, resources: ExitStack) -> Baselines:
+    def _run(self, resources: ExitStack) -> Baselines:  # noqa: C901, PLR0912, PLR0915 (issue 53: to split)
         setup, executor, store, log = self.setup, self.executor, self.store, self.log
         spec = setup.spec
         runner = executor.runner

@@ -42,7 +42,7 @@ from .setup import TuneSetup, replay_setup, setup
 from .tree_pool import TreePool
 
 
-def run_tune(
+def run_tune(  # noqa: C901, PLR0912 (issue 53: to split)
     spec: TuneSpec,
     log: Log,
     cluster: ClusterPlacement | None = None,
@@ -187,7 +187,7 @@ def _open_store(
     return store
 
 
-def _stages(
+def _stages(  # noqa: PLR0915 (issue 53: to split)
     setup: TuneSetup,
     store: TrialStore,
     log: Log,

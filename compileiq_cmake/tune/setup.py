@@ -190,7 +190,7 @@ def _gpus(spec: TuneSpec, language: str, log: Log) -> tuple[GpuSlot, ...]:
     return gpus
 
 
-def setup(
+def setup(  # noqa: C901, PLR0912, PLR0915 (issue 53: the three rooms, split next)
     spec: TuneSpec,
     log: Log,
     placement: Placement | None = None,

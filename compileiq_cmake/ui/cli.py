@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = saved
 
 
-def _main(argv: list[str] | None = None) -> int:
+def _main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915 (issue 53: to split)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -264,7 +264,7 @@ def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
                 )
 
 
-def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None:
+def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None:  # noqa: C901, PLR0912 (issue 53: to split)
     """Every stored trial of a build tree: the tune's own store and a suite's (the CMake route's compileiq_tune
     keeps one per target under <build>/compileiq/suite/); each tune named by its target where its summary or
     suite folder says it."""

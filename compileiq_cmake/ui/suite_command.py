@@ -71,7 +71,7 @@ def suite_command(args: argparse.Namespace, events: EventStream) -> int:
     )
 
 
-def suite_args(args: argparse.Namespace, events: EventStream) -> int:
+def suite_args(args: argparse.Namespace, events: EventStream) -> int:  # noqa: C901 (issue 53: to split)
     """tune --suite-args FILE (the CMake route): each "[target]" block of FILE is one compileiq_tune() call's
     tune arguments, parsed as the command line would; they run as one suite."""
     path = Path(args.suite_args)
