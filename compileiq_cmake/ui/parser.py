@@ -21,10 +21,9 @@ routes:
   opt-in:      find_package(compileiq_cmake CONFIG REQUIRED) + compileiq_tune(<target> ...) in CMakeLists.txt,
                then cmake -B build -DCOMPILEIQ_TUNE=ON && cmake --build build --target compileiq_tune
   unmodified:  compileiq-cmake tune -S src -B build --target T --bench "prog args" --metric "time_ms=([0-9.]+)"
-               release build: cmake -S src -B rel -DCMAKE_BUILD_TYPE=Release
-               -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(compileiq-cmake --cmake-dir)/compileiq_apply.cmake
+               release build: cmake -S src -B rel -DCMAKE_BUILD_TYPE=Release -DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$(compileiq-cmake --cmake-dir)/compileiq_apply.cmake
 exit status: 0 success, 2 bad input (one line on stderr says what and how to fix it).
-"""
+"""  # noqa: E501 (the release command is one line to copy)
 FLAT_STOP = 6  # a suite's target stops its search after this many trials when nothing is to be gained
 
 
