@@ -267,13 +267,15 @@ include("${CMAKE_CURRENT_LIST_DIR}/CompileIQTests.cmake")
 
 option(COMPILEIQ_TUNE "Add the compileiq_tune targets (tuned flags are not applied)." OFF)
 option(COMPILEIQ_APPLY "Apply the tuned flags of the compileiq flags file." ON)
-option(COMPILEIQ_PORTABLE "Leave out entries whose flags are specific to the CPU they were tuned on (-march=native)." OFF)
+option(COMPILEIQ_PORTABLE
+  "Leave out entries whose flags are specific to the CPU they were tuned on (-march=native)." OFF)
 option(COMPILEIQ_ADD_TESTS "Register a CTest test per compileiq_tune() target that re-measures its applied entry." OFF)
 set(COMPILEIQ_SUITE_TIME_LIMIT "" CACHE STRING
   "Seconds for the whole compileiq_tune suite (empty: each target's own TIME_LIMIT, if any).")
 set(COMPILEIQ_FLAGS_FILE "" CACHE FILEPATH
-  "Tuned flags file (empty: \${CMAKE_SOURCE_DIR}/compileiq.toml).")
+  "Tuned flags file (empty: \${CMAKE_SOURCE_DIR}/compileiq.toml).")  # cmake-lint: disable=W0106
 
+# compileiq_tune(<target> ...): documented at the top of this file
 function(compileiq_tune)
   if(ARGC LESS 1 OR ARGV0 MATCHES "^(BENCHMARK|METRIC)$")
     message(FATAL_ERROR "compileiq_tune() needs the name of the target to tune as its first argument.")
@@ -281,7 +283,8 @@ function(compileiq_tune)
   set(target "${ARGV0}")
   set(where "compileiq_tune(${target})")
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER;PORTABLE"
-    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;EXECUTOR;RAY_ADDRESS;ARCH_SCOPE;OBJECTIVE;ACF_CANDIDATES;ACF_SPACE"
+    "METRIC;PASS_REGEX;BUDGET;PER_FILE_BUDGET;TIME_LIMIT;OUTPUT;COMPARE_OUTPUT;COMPARE_FILE;RTOL;ATOL;GPUS;\
+EXECUTOR;RAY_ADDRESS;ARCH_SCOPE;OBJECTIVE;ACF_CANDIDATES;ACF_SPACE"
     "BENCHMARK;VERIFY;WORKLOADS;INCLUDE_FLAGS;EXCLUDE_FLAGS;ACF")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
@@ -468,6 +471,7 @@ function(_compileiq_write_suite file)
   file(GENERATE OUTPUT "${file}" CONTENT "${content}")
 endfunction()
 
+# _compileiq_check_tune_target(<target>): a FATAL_ERROR unless <target> can be tuned
 function(_compileiq_check_tune_target target)
   if(NOT TARGET "${target}")
     message(FATAL_ERROR "compileiq_tune(${target}): target '${target}' is not defined by this project.")

@@ -120,11 +120,13 @@ endfunction()
 # files of its own major.minor version. With another version, or a file that is missing or changed since the
 # tune (ACF_PROBLEM, decided by `cmake-entries`, which asks the ptxas beside CMAKE_CUDA_COMPILER; ACF_PTXAS:
 # the tune's version, given only when that ptxas could not be asked, then compared with the CUDA compiler's
-# version here), they are left out with one status line and the rest of the entry applies; applied, each file is an OBJECT_DEPENDS of the target's CUDA sources (an edited
-# file rebuilds them: the compile line holds only its path).
+# version here), they are left out with one status line and the rest of the entry applies; applied, each file
+# is an OBJECT_DEPENDS of the target's CUDA sources (an edited file rebuilds them: the compile line holds only
+# its path).
 function(_compileiq_entry)
   cmake_parse_arguments(PARSE_ARGV 0 arg "DEVICE_LTO;HOST_SIDE_ONLY;HOST_HAS_FEATURES;HAS_SOURCES"
-    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK;ACF_PTXAS;ACF_PROBLEM"
+    "TARGET;LANGUAGE;ARCH;COMPILER_ID;COMPILER_VERSION;COMPILER_VERSION_FULL;SOURCES_SHA256;FLAGS_SHA256;DATE;\
+CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK;ACF_PTXAS;ACF_PROBLEM"
     "HEADERS;FLAGS;HOST_SPECIFIC;HOST_LACKS;DEVICE_LINK;ACF_FILES")
   set(lang "${arg_LANGUAGE}")
   _compileiq_real_target(target "${arg_TARGET}")
@@ -232,8 +234,10 @@ function(_compileiq_entry)
     _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" cpu "${tuned_on}; ${cpu_state}")
     if(COMPILEIQ_PORTABLE)
       message(STATUS "compileiq: flags for ${target} not applied: COMPILEIQ_PORTABLE is ON and they are specific "
-        "to the CPU they were ${tuned_on}; re-tune with --portable (PORTABLE in compileiq_tune()) for flags any CPU runs")
-      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "COMPILEIQ_PORTABLE is ON and the flags are specific to the CPU they were ${tuned_on}")
+        "to the CPU they were ${tuned_on}; re-tune with --portable (PORTABLE in compileiq_tune()) "
+        "for flags any CPU runs")
+      _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored
+        "COMPILEIQ_PORTABLE is ON and the flags are specific to the CPU they were ${tuned_on}")
       return()
     endif()
   endif()
@@ -252,8 +256,8 @@ function(_compileiq_entry)
   if(unmeasured AND arg_ARCH_SCOPE STREQUAL "tuned" AND NOT arg_HOST_SIDE_ONLY)
     message(STATUS "compileiq: flags for ${target} not applied: arch_scope = \"tuned\" limits them to sm_${arg_ARCH}, "
       "the measured architecture, but ${target} also builds ${unmeasured} (unmeasured), and nvcc takes one set of "
-      "device-code flags for every architecture of a compile; build sm_${arg_ARCH} alone (CUDA_ARCHITECTURES ${arg_ARCH}) "
-      "to get them, or set arch_scope = \"all\"")
+      "device-code flags for every architecture of a compile; build sm_${arg_ARCH} alone "
+      "(CUDA_ARCHITECTURES ${arg_ARCH}) to get them, or set arch_scope = \"all\"")
     _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "arch_scope tuned: measured on sm_${arg_ARCH}; the \
 target also builds ${unmeasured} (unmeasured), and nvcc flags cannot be limited to one architecture of a compile")
     return()
@@ -306,7 +310,8 @@ reads only its own version's controls)")
         "the rest of its flags apply")
       _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" stale "advanced control file left out: ${arg_ACF_PROBLEM}")
       if(NOT arg_FLAGS AND NOT arg_DEVICE_LTO AND NOT arg_HAS_SOURCES)
-        _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored "its only flag, an advanced control file, is left out")
+        _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" ignored
+          "its only flag, an advanced control file, is left out")
         return()
       endif()
     else()
@@ -323,7 +328,8 @@ reads only its own version's controls)")
     _compileiq_device_lto(TARGET "${target}" CONFIG "${config}" ARCH "${arg_ARCH}" DEVICE_LINK ${arg_DEVICE_LINK}
       OUT_FORWARDED forwarded OUT_AT linked FLAGS ${arg_FLAGS})
     list(JOIN linked ", " shown_linked)
-    set(lto "; device LTO of its CUDA code only: code=lto_${arg_ARCH} at compile, -dlto at the device link of ${shown_linked}")
+    set(lto "; device LTO of its CUDA code only: code=lto_${arg_ARCH} at compile, \
+-dlto at the device link of ${shown_linked}")
     if(forwarded)
       list(JOIN forwarded " " shown_forwarded)
       string(APPEND lto " with ${shown_forwarded}")
@@ -354,7 +360,8 @@ reads only its own version's controls)")
   if(lang STREQUAL "CUDA" AND NOT "${arg_ARCH}" STREQUAL "")
     set(to_archs " entry, for ${shown_archs}")
   endif()
-  message(STATUS "compileiq: applied ${counted} to ${target} (${lang} ${what}${to_archs}${detected})${for_config}${shown}${lto}")
+  message(STATUS "compileiq: applied ${counted} to ${target} "
+    "(${lang} ${what}${to_archs}${detected})${for_config}${shown}${lto}")
   _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" applied
     "${counted} for ${lang} ${what}${detected}${for_config}${shown}${lto}")
   if(unmeasured)
@@ -370,11 +377,13 @@ reads only its own version's controls)")
     endif()
     message(STATUS "compileiq: note: ${target} also builds CUDA architectures ${unmeasured}; the flags were "
       "measured on sm_${arg_ARCH} only: ${how}${limit}")
-    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" archs "measured: sm_${arg_ARCH}; unmeasured: ${unmeasured}: ${how}")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" archs
+      "measured: sm_${arg_ARCH}; unmeasured: ${unmeasured}: ${how}")
   endif()
   if(arg_HOST_LACKS)
     message(STATUS "compileiq: note: the flags of ${target} were ${tuned_on} and need ISA features this host lacks: "
-      "${lacks} (${arg_HOST_CHECK}); the build may not run here (illegal instruction): -DCOMPILEIQ_PORTABLE=ON leaves such entries out")
+      "${lacks} (${arg_HOST_CHECK}); the build may not run here (illegal instruction): "
+      "-DCOMPILEIQ_PORTABLE=ON leaves such entries out")
   elseif(DEFINED arg_TUNED_CPU AND NOT arg_HOST_HAS_FEATURES)
     message(STATUS "compileiq: note: the flags of ${target} are specific to the CPU they were ${tuned_on}; "
       "${arg_HOST_CHECK}: re-run the tune to record them resolved, or -DCOMPILEIQ_PORTABLE=ON leaves such entries out")
@@ -421,7 +430,6 @@ endfunction()
 # top-level source directory): the flags go to the file's COMPILE_OPTIONS, after the target's, seen
 # from the target's directory.  _compileiq_source_flags_done(TARGET <t> LANGUAGE <l> ARCH <arch> COUNT <n>)
 # says how many files got their own flags.
-
 function(_compileiq_source_flags)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;LANGUAGE;ARCH;CONFIG;SOURCE" "FLAGS")
   _compileiq_real_target(target "${arg_TARGET}")
@@ -458,6 +466,7 @@ function(_compileiq_source_flags)
   set_property(GLOBAL APPEND PROPERTY "_compileiq_sources_${target}_${arg_LANGUAGE}" "${arg_SOURCE}")
 endfunction()
 
+# _compileiq_source_flags_done(TARGET <t> LANGUAGE <l> ARCH <arch> COUNT <n>): above
 function(_compileiq_source_flags_done)
   cmake_parse_arguments(PARSE_ARGV 0 arg "" "TARGET;LANGUAGE;ARCH;COUNT" "")
   _compileiq_real_target(target "${arg_TARGET}")
@@ -469,7 +478,8 @@ function(_compileiq_source_flags_done)
   if(n GREATER 0)
     list(JOIN done ", " shown)
     message(STATUS "compileiq: ${n} of ${arg_COUNT} source files of ${target} got their own flags: ${shown}")
-    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" sources "${n} of ${arg_COUNT} source files with their own flags")
+    _compileiq_check_record("${arg_TARGET}" "${arg_ARCH}" sources
+      "${n} of ${arg_COUNT} source files with their own flags")
   endif()
 endfunction()
 

@@ -33,6 +33,7 @@ cmake_policy(PUSH)
 cmake_policy(VERSION 3.24...4.4)
 include("${CMAKE_CURRENT_LIST_DIR}/CompileIQCommon.cmake")
 
+# compileiq_add_test(<target> ...): documented at the top of this file
 function(compileiq_add_test target)
   cmake_parse_arguments(PARSE_ARGV 1 arg "LOWER_IS_BETTER;HIGHER_IS_BETTER" "METRIC;PASS_REGEX;OUTPUT;ROUNDS;GPUS;NAME"
     "BENCHMARK")
@@ -41,7 +42,8 @@ function(compileiq_add_test target)
     message(FATAL_ERROR "${where}: unknown arguments: ${arg_UNPARSED_ARGUMENTS}.")
   endif()
   if(NOT arg_BENCHMARK OR NOT DEFINED arg_METRIC)
-    message(FATAL_ERROR "${where}: BENCHMARK <command> [<arg>...] and METRIC <regex|GBENCH|NVBENCH|WALLTIME> are required.")
+    message(FATAL_ERROR
+      "${where}: BENCHMARK <command> [<arg>...] and METRIC <regex|GBENCH|NVBENCH|WALLTIME> are required.")
   endif()
   if(DEFINED arg_ROUNDS AND NOT arg_ROUNDS MATCHES "^[0-9]+$")
     message(FATAL_ERROR "${where}: ROUNDS must be a whole number, not '${arg_ROUNDS}'.")

@@ -133,6 +133,7 @@ function(_compileiq_variant_decided target config with_archs out)
   set(${out} "relocatable=${relocatable}\ncuda_archs=${cuda_archs}\ncuda_archs_every=${every}\n" PARENT_SCOPE)
 endfunction()
 
+# _compileiq_variant_record(<name> <config>): what the variant decided for target <name>, written for the tool
 function(_compileiq_variant_record name config)
   _compileiq_real_target(target "${name}")
   if(NOT target)
@@ -153,6 +154,7 @@ function(_compileiq_variant_record name config)
   file(WRITE "${dir}/${name}.sources" "${source_lines}\n")
 endfunction()
 
+# _compileiq_variant_apply(): the trial's flags (COMPILEIQ_VARIANT_FRAGMENT) on the variant tree's targets
 function(_compileiq_variant_apply)
   include("${COMPILEIQ_VARIANT_FRAGMENT}")
   _compileiq_variant_config(config)
