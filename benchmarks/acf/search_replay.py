@@ -19,7 +19,8 @@ import types
 from pathlib import Path
 
 from compileiq_cmake.flags.acf import ACF_DIMENSION, PTXAS_ACF
-from compileiq_cmake.flags.screening import KernelDelta, ScreenRow, spills_first
+from compileiq_cmake.flags.screen_engine import KernelDelta, ScreenRow
+from compileiq_cmake.flags.screening import spills_first
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.search.search import FlagSearch
 

@@ -19,9 +19,11 @@ import hashlib
 import json
 import math
 import os
+import random
 import time
 from pathlib import Path
 
+import numpy as np
 from compileiq.ciq import Search
 from compileiq.search_spaces.compilers import PtxasSearchSpace
 from compileiq.types import SearchConfiguration, WorkerTypes
@@ -85,7 +87,10 @@ def main() -> None:
     ap.add_argument("work", type=Path)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--generations", type=int, default=3)
+    ap.add_argument("--rng-seed", type=int, default=2026)
     args = ap.parse_args()
+    random.seed(args.rng_seed)  # compileiq's sampling takes no seed: Python's and numpy's generators are seeded
+    np.random.seed(args.rng_seed)
     (args.work / "acf").mkdir(parents=True, exist_ok=True)
     theirs = {k: [Theirs(args.generations) for _ in range(args.seeds)] for k in KERNELS}
     ours = {k: [Ours() for _ in range(args.seeds)] for k in KERNELS}
@@ -112,7 +117,7 @@ def main() -> None:
             time.sleep(1)
         times = json.loads(times_path.read_text())
         for k in KERNELS:
-            ms = {blobs[sha]: t for sha, t in times[k].items() if sha != "none"}
+            ms = {blobs[sha]: t for sha, t in times[k].items() if sha in blobs}  # (not the landscape's files)
             for s in range(args.seeds):
                 theirs[k][s].tell({blobs[sha]: ms.get(blobs[sha]) for sha in asked["ciq"][k][str(s)]})
                 ours[k][s].tell({blobs[sha]: ms.get(blobs[sha]) for sha in asked["ours"][k][str(s)]},

@@ -35,6 +35,7 @@ def main():
         if f.endswith(".json") or f.endswith(".txt") or f.endswith(".log"):
             shutil.copy(os.path.join(files, f), os.path.join(gdir, f))
     shutil.copy(os.path.join(work, "gen%d" % g, "asked.json"), os.path.join(gdir, "asked.json"))
+    json.dump(times, open(os.path.join(gdir, "times.json"), "w"))
     json.dump(times, open(os.path.join(work, "gen%d" % g, "times.json.tmp"), "w"))
     os.replace(os.path.join(work, "gen%d" % g, "times.json.tmp"), os.path.join(work, "gen%d" % g, "times.json"))
 

@@ -58,7 +58,7 @@ for variant in joint public; do
     --metric "time_ms=([0-9.eE+-]+)" --pass-regex PASS --compare-output "checksum=([0-9.eE+-]+)" \
     --time-limit "$BOX" --acf-candidates 0 "${extra[@]}" --json-summary "$O/$variant-summary.json" \
     > "$O/$variant-tune.log" 2>&1
-  echo "$variant tune rc=$? wall=$(echo "$(date +%s.%N) - $start" | bc)" >> "$O/walls.txt"
+  echo "$variant tune rc=$? wall=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(date +%s.%N)" "$start")" >> "$O/walls.txt"
   cp "$P/compileiq.toml" "$O/$variant-compileiq.toml" 2>/dev/null
   if [ -f "$P/compileiq.toml" ]; then
     cmake -S "$P" -B "$P/rel" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER=$H/bin/nvcc \
