@@ -169,3 +169,98 @@ def test_the_machines_nvcc_with_ptxas_13_3_beside_it_applies_a_13_3_control_file
     assert "advanced control file" not in proc.stdout and "applied 2 tuned flags to tuned" in proc.stdout, proc.stdout
     (cmd,) = commands_for(tmp_path / "rel", "kern.cu")
     assert f"-Xptxas=--apply-controls={acf}" in cmd
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
+@pytest.mark.slow
+def test_tune_toolkit_configures_and_builds_a_tree_of_its_own_with_that_nvcc(tmp_path, nvcc_13_3, compiler_versions):
+    """`tune --toolkit 13.3` (tune.with_toolkit): the user's tree keeps its compiler; a tree of the project with
+    the user's options and the toolkit's nvcc is configured and built, and the tune goes on there, with what is
+    left of its time limit; a second tune reuses the tree; a tree of another compiler is configured afresh."""
+    from compileiq_cmake.model.events import EventStream
+    from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+    from compileiq_cmake.project.cmake_project import read_cache
+    from compileiq_cmake.tune.with_toolkit import tree_of, with_toolkit
+
+    src = copy_project("acf_mixed", tmp_path / "acf_mixed")
+    build = tmp_path / "build"
+    proc = configure(src, build, "-DCMAKE_BUILD_TYPE=Release", "-DCMAKE_CUDA_ARCHITECTURES=90", "-DMY_OPTION=kept")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    prefix = Path(nvcc_13_3).parents[3]
+    spec = TuneSpec(
+        source_dir=src,
+        build_dir=build,
+        target="tuned",
+        benchmark=("tuned",),
+        metric=MetricSpec.parse("WALLTIME", lower_is_better=True),
+        output=src / "compileiq.toml",
+        time_limit=3000.0,
+    )
+    lines: list[str] = []
+    moved = with_toolkit(spec, "13.3", prefix, EventStream(lambda e: lines.append(e.line())))
+    tree = tree_of(build, "13.3")
+    assert moved.build_dir == tree and moved.time_limit is not None and moved.time_limit < 3000.0
+    own, user = read_cache(tree), read_cache(build)
+    assert own["CMAKE_CUDA_COMPILER"][1] == nvcc_13_3 and user["CMAKE_CUDA_COMPILER"][1] != nvcc_13_3
+    assert own["CMAKE_CUDA_ARCHITECTURES"][1] == "90" and own["MY_OPTION"][1] == "kept"
+    assert list(tree.glob("**/kern.cu.o")), "the target was built in the toolkit's tree"
+    said = [x for x in lines if "--toolkit 13.3: tuning the project as built by" in x]
+    assert len(said) == 1 and f"-DCMAKE_CUDA_COMPILER={nvcc_13_3}" in said[0], lines
+    marker = tree / "kept.txt"
+    marker.write_text("the same tree")
+    with_toolkit(spec, "13.3", prefix, EventStream(lambda e: None))
+    assert marker.is_file()  # reused, not made again
+    cache = (tree / "CMakeCache.txt").read_text()
+    (tree / "CMakeCache.txt").write_text(cache.replace(nvcc_13_3, "/another/bin/nvcc"))
+    with_toolkit(spec, "13.3", prefix, EventStream(lambda e: None))
+    assert not marker.exists() and read_cache(tree)["CMAKE_CUDA_COMPILER"][1] == nvcc_13_3
+
+
+def test_toolkit_usage_errors_are_one_line(tmp_path):
+    from conftest import one_line_error
+
+    unconfigured = run_cli(
+        "tune",
+        "-S",
+        str(tmp_path),
+        "-B",
+        str(tmp_path / "b"),
+        "--target",
+        "t",
+        "--bench",
+        "t",
+        "--metric",
+        "WALLTIME",
+        "--toolkit",
+        "13.3",
+    )
+    one_line_error(
+        unconfigured.returncode,
+        unconfigured.stdout,
+        unconfigured.stderr,
+        "--toolkit needs a configured build tree",
+        "has no CMakeCache.txt",
+    )
+    prefix_alone = run_cli(
+        "tune",
+        "-S",
+        str(tmp_path),
+        "-B",
+        str(tmp_path / "b"),
+        "--target",
+        "t",
+        "--bench",
+        "t",
+        "--metric",
+        "WALLTIME",
+        "--toolkit-prefix",
+        str(tmp_path),
+    )
+    one_line_error(
+        prefix_alone.returncode, prefix_alone.stdout, prefix_alone.stderr, "--toolkit-prefix goes with --toolkit X.Y"
+    )
+    suite = tmp_path / "suite.toml"
+    suite.write_text('[suite]\nsource_dir = "."\nbuild_dir = "build"\n')
+    in_suite = run_cli("tune", "--suite", str(suite), "--toolkit", "13.3")
+    one_line_error(in_suite.returncode, in_suite.stdout, in_suite.stderr, "--toolkit tunes one target")

@@ -19,6 +19,7 @@ from ..results.report import report_command, summaries_json
 from ..results.toml_io import read_entries
 from ..system.resources import cmake_dir
 from ..tune.orchestration import run_ray_tune, run_tune
+from ..tune.with_toolkit import with_toolkit
 from .console import Console
 from .inspect import Visible, prior_command, show_command, space_command, toolkit_command, trials_command
 from .parser import PROG, _spec_from_args, build_parser
@@ -54,6 +55,27 @@ def _events(args: argparse.Namespace) -> EventStream:
     )
 
 
+def _one_tune(args: argparse.Namespace) -> None:
+    """`tune -S -B --target` (with --toolkit: on a tree of the project built by that toolkit)."""
+    missing = [
+        name
+        for name, value in (("-S", args.source_dir), ("-B", args.build_dir), ("--target", args.target))
+        if not value
+    ]
+    if missing:
+        raise UsageError(f"tune needs {', '.join(missing)} (or --suite FILE)")
+    spec = _spec_from_args(args)
+    events = _events(args)
+    if args.toolkit:
+        spec = with_toolkit(spec, args.toolkit, Path(args.toolkit_prefix) if args.toolkit_prefix else None, events)
+    elif args.toolkit_prefix:
+        raise UsageError("--toolkit-prefix goes with --toolkit X.Y")
+    if spec.executor == "ray":
+        run_ray_tune(spec, events)
+    else:
+        run_tune(spec, events)
+
+
 def main(argv: list[str] | None = None) -> int:
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = Visible(sys.stdout), Visible(sys.stderr)
@@ -70,23 +92,17 @@ def _main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915
         if args.cmake_dir:
             print(cmake_dir())
             return 0
+        if args.command == "tune" and (args.suite_args or args.suite) and (args.toolkit or args.toolkit_prefix):
+            raise UsageError(
+                "--toolkit tunes one target (-S -B --target); for a suite, configure its build tree with the "
+                "-DCMAKE_CUDA_COMPILER= that `compileiq-cmake toolkit X.Y` prints"
+            )
         if args.command == "tune" and args.suite_args:
             return suite_args(args, _events(args))
         elif args.command == "tune" and args.suite:
             return suite_command(args, _events(args))
         elif args.command == "tune":
-            missing = [
-                name
-                for name, value in (("-S", args.source_dir), ("-B", args.build_dir), ("--target", args.target))
-                if not value
-            ]
-            if missing:
-                raise UsageError(f"tune needs {', '.join(missing)} (or --suite FILE)")
-            spec = _spec_from_args(args)
-            if spec.executor == "ray":
-                run_ray_tune(spec, _events(args))
-            else:
-                run_tune(spec, _events(args))
+            _one_tune(args)
         elif args.command == "toolkit":
             toolkit_command(args.version, Path(args.prefix) if args.prefix else None)
         elif args.command == "show":

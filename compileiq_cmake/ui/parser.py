@@ -231,6 +231,19 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
         "nvcc (sm_100 and newer only)",
     )
     p.add_argument(
+        "--toolkit",
+        metavar="X.Y",
+        help="tune the project as built by NVIDIA's CUDA toolkit X.Y from PyPI (e.g. 13.3, whose ptxas has the "
+        "Advanced Controls), installed into the tool's cache unless there (as `compileiq-cmake toolkit X.Y`): "
+        "the project is configured with the user's options and that nvcc, and built, in "
+        "BUILD/compileiq/cuda-<version>, and tuned there; counts against --time-limit",
+    )
+    p.add_argument(
+        "--toolkit-prefix",
+        metavar="DIR",
+        help="with --toolkit: where the toolkit is (or is installed), instead of the tool's cache",
+    )
+    p.add_argument(
         "--gpus",
         metavar="all|0,2,...",
         help="GPUs to benchmark on, one run per GPU at a time (default: every visible GPU of the same "
