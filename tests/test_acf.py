@@ -154,6 +154,42 @@ def test_search_space_not_found_offline_says_which_folder(tmp_path, monkeypatch)
     assert "could not download it (no network?); offline, point CIQ_SEARCH_SPACES_DIR" in got.notes[0]
 
 
+def test_the_engine_is_told_losses_and_compileiqs_failure_mark_for_what_failed_or_was_not_measured(monkeypatch):
+    """CompileIQSource.tell: a measured file's loss as it is; an invalid one (infinite loss) and one asked but
+    not measured get compileiq's own failure mark "*" (its engine replaces such a candidate), not a number that
+    would rank as a real, very slow result."""
+    _fake_compileiq(monkeypatch, lambda self: None)
+    told: list = []
+
+    class Candidate:
+        def __init__(self, pid: int, data: bytes) -> None:
+            self.param_id, self.params = pid, data.hex()
+
+    class Search:
+        def __init__(self, **kwargs) -> None:
+            pass
+
+        def ask(self):
+            return [Candidate(i, bytes([i + 1]) * 4) for i in range(3)]
+
+        def tell(self, rows):
+            told.extend(rows)
+
+    class Score:
+        def __init__(self, score, param_id, num_objectives):
+            self.score, self.param_id = score, param_id
+
+    sys.modules["compileiq.ciq"].Search = Search
+    sys.modules["compileiq.types"].SearchConfiguration = lambda **kw: kw
+    sys.modules["compileiq.types"].WorkerTypes = types.SimpleNamespace(MANUAL="manual")
+    monkeypatch.setitem(sys.modules, "compileiq.utils", types.ModuleType("utils"))
+    monkeypatch.setitem(sys.modules, "compileiq.utils.validation", types.SimpleNamespace(Score=Score))
+    source = acf_compileiq.compileiq_source("13.3.73", "default", "ptxas", 16)
+    a, b, c = source.ask(16)
+    source.tell({a: -0.05, b: float("inf")})
+    assert {r.param_id: r.score for r in told} == {0: -0.05, 1: "*", 2: "*"}
+
+
 def test_bad_acf_options_are_one_line_exit_2(tmp_path):
     (tmp_path / "CMakeLists.txt").write_text("project(p)\n")
     base = [
@@ -409,7 +445,7 @@ def test_the_apply_asks_the_ptxas_beside_this_builds_nvcc_not_nvcc(tmp_path):
 
     from compileiq_cmake.results.cmake_entries import cmake_entries
     from compileiq_cmake.results.toml_io import read_entries, write_entry
-    from compileiq_cmake.tune.publish import _portable_acf
+    from compileiq_cmake.tune.entry import _portable_acf
 
     from test_result_file import make_entry
 

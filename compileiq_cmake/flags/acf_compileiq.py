@@ -8,12 +8,14 @@ compileiq is imported only here and only when a tune can use it; nothing of it i
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
 from ..model.errors import CompileIQError
 from .acf import version_tuple
 
+FAILED = "*"  # compileiq's mark of a candidate that failed (its engine replaces it; a number would rank it)
 ENGINE_GENERATIONS = 8  # the engine is configured for at most this many (the tune asks fewer: tune.acf_engine)
 
 
@@ -128,7 +130,7 @@ class CompileIQSource:
             loss = scores.get(data, float("inf"))
             rows.append(
                 Score(
-                    score=loss if loss == loss and loss != float("inf") else 1e9,
+                    score=loss if math.isfinite(loss) else FAILED,
                     param_id=cand.param_id,
                     num_objectives=1,
                 )
