@@ -148,14 +148,10 @@ MODULES_OVER = {
     "results/check.py": 666,
     # over 450 since `ruff format` (one argument a line where a call does not fit in 120 columns); to split next
     "ui/parser.py": 622,  # the argparse tables
-    "flags/screening.py": 607,
-    "tune/suite.py": 508,
-    "search/search.py": 500,
-    "tune/publish.py": 482,
-    "results/schema.py": 470,
     "search/prior.py": 469,
     "results/report.py": 464,
-    "execute/ptxas_route.py": 460,
+    # a standalone script (`python -I -S ptxas_route.py`: the standard library only, no sibling module to import)
+    "execute/ptxas_route.py": 485,
 }
 # Functions over the limit (module path, qualified name), capped likewise; the argparse tables need no entry.
 FUNCTIONS_OVER = {
@@ -164,25 +160,7 @@ FUNCTIONS_OVER = {
     ("results/check.py", "run_check"): 130,
     ("results/check.py", "_remeasure"): 100,
     # elsewhere: to split
-    ("tune/orchestration.py", "_stages"): 122,
-    ("decide/ablation.py", "_ablation_step"): 117,
     ("ui/cli.py", "_main"): 116,
-    ("results/summary.py", "build"): 108,
-    ("decide/procedure.py", "_decide"): 104,
-    ("tune/suite.py", "_tune_suite"): 104,
-    ("flags/screening.py", "prepare_cuda_space"): 100,
-    ("decide/validation.py", "validate"): 98,
-    ("model/suite.py", "load_suite"): 96,
-    ("tune/publish.py", "_entry"): 96,
-    ("results/cmake_entries.py", "cmake_entries"): 93,
-    ("tune/tree_pool.py", "TreePool._build_baselines"): 93,
-    ("tune/publish.py", "Publish.run"): 92,
-    ("tune/lines.py", "final_table"): 86,
-    ("tune/baseline.py", "Baseline._run"): 85,
-    ("decide/validation.py", "confirm"): 83,
-    ("search/search.py", "FlagSearch.__init__"): 83,
-    ("decide/ablation.py", "ablate"): 82,
-    ("flags/space.py", "load_space"): 82,
 }
 # the calls that build an argparse parser: a function made only of them is a table of options, exempt
 _PARSER_CALLS = {
@@ -258,7 +236,8 @@ def test_no_module_is_over_450_lines_but_the_capped_ones():
         if n > MODULES_OVER.get(rel, MAX_MODULE_LINES)
     ]
     assert not over, "split the module along its concerns:\n" + "\n".join(over)
-    assert all(rel in modules for rel in MODULES_OVER), "a capped module is gone: take it off MODULES_OVER"
+    within = [rel for rel in MODULES_OVER if modules.get(rel, 0) <= MAX_MODULE_LINES]
+    assert not within, f"capped modules now within the limit (or gone): take them off MODULES_OVER: {within}"
 
 
 def test_no_function_is_over_80_lines_but_the_capped_ones_and_the_argparse_tables():
@@ -269,8 +248,8 @@ def test_no_function_is_over_80_lines_but_the_capped_ones_and_the_argparse_table
         if n > FUNCTIONS_OVER.get((rel, name), MAX_FUNCTION_LINES)
     ]
     assert not over, "split the function:\n" + "\n".join(over)
-    gone = [key for key in FUNCTIONS_OVER if key not in functions]
-    assert not gone, f"capped functions that are gone or renamed: take them off FUNCTIONS_OVER: {gone}"
+    within = [key for key in FUNCTIONS_OVER if functions.get(key, 0) <= MAX_FUNCTION_LINES]
+    assert not within, f"capped functions now within the limit (or gone): take them off FUNCTIONS_OVER: {within}"
 
 
 def test_the_argparse_tables_are_found_and_a_long_function_is_caught(tmp_path, monkeypatch):

@@ -549,7 +549,7 @@ def test_a_winner_with_device_lto_and_per_file_flags_is_written_and_applied_as_b
     from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
     from compileiq_cmake.results.cmake_entries import cmake_entries
     from compileiq_cmake.results.toml_io import read_entries, write_entry
-    from compileiq_cmake.tune.publish import _entry
+    from compileiq_cmake.tune.entry import _entry
 
     flags = (
         "--use_fast_math",

@@ -271,7 +271,7 @@ def test_a_tune_winner_with_march_native_is_written_resolved(tmp_path, flags):
 
     from compileiq_cmake.measure.gpu import host_cpu
     from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
-    from compileiq_cmake.tune.publish import _entry
+    from compileiq_cmake.tune.entry import _entry
 
     winner = Validation(
         FlagSet((), flags),
@@ -324,7 +324,7 @@ def test_a_winner_with_native_flags_in_several_parts_asks_the_compiler_once(tmp_
     from types import SimpleNamespace
 
     from compileiq_cmake.model.records import FlagSet, Validation, WorkloadComparison
-    from compileiq_cmake.tune.publish import _entry
+    from compileiq_cmake.tune.entry import _entry
 
     calls = tmp_path / "calls.txt"
     gxx = tmp_path / "g++"

@@ -121,7 +121,7 @@ def test_apply_controls_file_is_copied_beside_the_toml_with_its_sha256_and_check
     out (with why) while the rest of the entry applies (issue 50)."""
     import hashlib
 
-    from compileiq_cmake.tune.publish import _portable_acf
+    from compileiq_cmake.tune.entry import _portable_acf
 
     acf = tmp_path / "state" / "fast.acf"
     acf.parent.mkdir()

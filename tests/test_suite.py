@@ -13,7 +13,8 @@ import pytest
 from compileiq_cmake.model.errors import UsageError
 from compileiq_cmake.model.events import PHASES
 from compileiq_cmake.model.suite import SuiteTarget, load_suite
-from compileiq_cmake.tune.suite import allot, state_path
+from compileiq_cmake.tune.suite import state_path
+from compileiq_cmake.tune.suite_schedule import allot
 
 from conftest import REPO, one_line_error, run_cli
 
@@ -310,7 +311,7 @@ def test_a_freed_slot_goes_to_the_waiter_ranked_first_and_never_to_more_than_its
     for t in (first, low, high):
         t.join()
     assert order == ["first", "high", "low"] and most[0] == 1
-    from compileiq_cmake.tune.suite import Scheduler
+    from compileiq_cmake.tune.suite_schedule import Scheduler
 
     assert Scheduler(build_slots=6).slots.capacity("build") == 6  # the suite's --workers, shared by every target
     assert slots.use["gpu:0"].runs == {"first": 1, "low": 1, "high": 1}
@@ -390,7 +391,7 @@ def test_the_scheduler_ranks_by_expected_gain_per_second_after_each_targets_floo
     """Within its floor a target comes first; after it, the prior's prediction for its first trials or the
     best its search has shown (the larger), times its priority, per second of its runs."""
     from compileiq_cmake.model.events import Event, PriorPrediction, SearchProgress
-    from compileiq_cmake.tune.suite import Scheduler
+    from compileiq_cmake.tune.suite_schedule import Scheduler
 
     s = Scheduler()
     for name, priority, floor in (
@@ -420,7 +421,7 @@ def test_the_scheduler_learns_how_long_a_targets_setup_takes_from_its_first_tria
     import time as _time
 
     from compileiq_cmake.model.events import Event, SearchProgress
-    from compileiq_cmake.tune.suite import Scheduler
+    from compileiq_cmake.tune.suite_schedule import Scheduler
 
     s = Scheduler()
     assert s.setup_estimate() is None

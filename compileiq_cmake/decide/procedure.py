@@ -162,7 +162,7 @@ def _validated(
     return results
 
 
-def _decide(  # noqa: C901 (issue 53: to split)
+def _decide(
     context: ValidationContext,
     build: Build,
     runner: Measures,
@@ -196,58 +196,13 @@ def _decide(  # noqa: C901 (issue 53: to split)
     results = validated(finalists, context.seed, limits.validation_continue)
     if store is not None:  # the last tune's finalists, for its summary and report
         store.save_validations("finalists", results)
-    for v in results:
-        per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
-        log.info(
-            f"  {verdict(v)} {v.flagset.describe()}: "
-            f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
-            f"{'; ' + v.reason.removeprefix(CUT) if v.reason else ''}",
-            stage="finalists",
-            flags=v.flagset.describe(),
-            accepted=v.accepted,
-            undecided=v.reason.startswith(CUT),
-            speedup=v.geomean_speedup,
-        )
+    _say_finalists(results, log)
     accepted = sorted((v for v in results if v.accepted), key=lambda v: -v.geomean_speedup)
     if not accepted:
         return None, ()
     best = accepted[0]
     log.phase("ablation")
-    name = _result_name("ablation", best.flagset.key, min_gain, context.seed + 1)
-    kept = store.load_ablation(name) if store is not None else None
-    if kept is not None:
-        log.info("ablation: restored from the trial store", stage="finalists", restored=True)
-        minimal, contributions = kept
-    else:
-        steps, on_step = {}, None
-        if store is not None:  # each step is kept as soon as it is decided: a killed ablation resumes after it
-            steps = store.load_ablation_steps(name)
-            on_step = lambda step, c: store.save_ablation_step(name, step, c)  # noqa: E731
-        if steps:
-            log.info(
-                f"ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store",
-                stage="finalists",
-                restored_steps=len(steps),
-            )
-        minimal, contributions = ablate(
-            runner,
-            build,
-            context.trees,
-            context.space,
-            best.flagset,
-            min_gain,
-            context.seed + 1,
-            log,
-            steps,
-            on_step,
-            expected=limits.expected,
-            may_start=limits.ablation_start,
-            may_continue=limits.ablation_continue,
-            steps=limits.ablation_steps,
-        )
-        whole = not any(c.reason in (UNDECIDED, NOT_ABLATED) for c in contributions)
-        if store is not None and whole:  # one the time box cut is not kept whole: a rerun goes on from its steps
-            store.save_ablation(name, minimal, contributions)
+    minimal, contributions = _ablation(context, build, runner, best, min_gain, log, store, limits)
     winner = best
     if minimal != best.flagset:
         (final,) = validated([minimal], context.seed + 2, limits.final_continue)
@@ -266,6 +221,72 @@ def _decide(  # noqa: C901 (issue 53: to split)
     log.phase("confirmation")
     confirmed = _confirmed(context, build, runner, winner, log, store, limits)
     return confirmed, contributions if confirmed is not None else ()
+
+
+def _say_finalists(results: list[Validation], log: EventStream) -> None:
+    """One line per validated finalist: its verdict, speed-up and interval, and each workload's."""
+    for v in results:
+        per = ", ".join(f"{w.speedup:.4f}x (p={w.p_value:.2g})" for w in v.workloads)
+        log.info(
+            f"  {verdict(v)} {v.flagset.describe()}: "
+            f"{v.geomean_speedup:.4f}x [{v.geomean_ci_low:.4f}..{v.geomean_ci_high:.4f}] {per}"
+            f"{'; ' + v.reason.removeprefix(CUT) if v.reason else ''}",
+            stage="finalists",
+            flags=v.flagset.describe(),
+            accepted=v.accepted,
+            undecided=v.reason.startswith(CUT),
+            speedup=v.geomean_speedup,
+        )
+
+
+def _ablation(
+    context: ValidationContext,
+    build: Build,
+    runner: Measures,
+    best: Validation,
+    min_gain: float,
+    log: EventStream,
+    store: DecisionStore | None,
+    limits: Limits,
+) -> tuple[FlagSet, tuple[Contribution, ...]]:
+    """The ablation of the best finalist (restored whole from the trial store, or resumed after its stored
+    steps); each step kept as soon as it is decided, the whole once no step was cut."""
+    name = _result_name("ablation", best.flagset.key, min_gain, context.seed + 1)
+    kept = store.load_ablation(name) if store is not None else None
+    if kept is not None:
+        log.info("ablation: restored from the trial store", stage="finalists", restored=True)
+        return kept
+    steps: dict[str, Contribution] = {}
+    on_step = None
+    if store is not None:  # each step is kept as soon as it is decided: a killed ablation resumes after it
+        steps = store.load_ablation_steps(name)
+        on_step = lambda step, c: store.save_ablation_step(name, step, c)  # noqa: E731
+    if steps:
+        log.info(
+            f"ablation: {len(steps)} step(s) of an interrupted ablation restored from the trial store",
+            stage="finalists",
+            restored_steps=len(steps),
+        )
+    minimal, contributions = ablate(
+        runner,
+        build,
+        context.trees,
+        context.space,
+        best.flagset,
+        min_gain,
+        context.seed + 1,
+        log,
+        steps,
+        on_step,
+        expected=limits.expected,
+        may_start=limits.ablation_start,
+        may_continue=limits.ablation_continue,
+        steps=limits.ablation_steps,
+    )
+    whole = not any(c.reason in (UNDECIDED, NOT_ABLATED) for c in contributions)
+    if store is not None and whole:  # one the time box cut is not kept whole: a rerun goes on from its steps
+        store.save_ablation(name, minimal, contributions)
+    return minimal, contributions
 
 
 def _confirmed(

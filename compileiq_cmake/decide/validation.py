@@ -16,7 +16,7 @@ from ..model.events import EventStream, Log, as_stream
 from ..model.records import Contribution, FlagSet, Validation
 from ..model.wording import plural
 from .ports import Build, Measures, Tree
-from .rounds import interleave
+from .rounds import Interleaved, interleave
 from .sequential import SequentialGainTest, comparisons, hopeless, rounds_rho, workload_rows
 from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, correlated_rounds, geomean_comparison
 
@@ -73,24 +73,7 @@ def validate(
     live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
     if "baseline" in live:
         test.close(live, inter.rounds)
-    log.info(
-        f"validation: {plural(len(candidates), 'candidate')} and the baseline, "
-        f"{plural(inter.rounds, 'interleaved round')}"
-        + (" (the time limit ended the rounds)" if inter.cut_short else ""),
-        stage="finalists",
-        candidates=len(candidates),
-        rounds=inter.rounds,
-        cut_short=inter.cut_short,
-        looks=[n for n in test.schedule if n <= inter.rounds],
-    )
-    if test.rho > RHO_PRIOR + 0.05:  # these rounds moved it: said (the prior's own allowance is docs/statistics.md's)
-        log.info(
-            f"validation: a build's runs are correlated from round to round (lag-1 r={test.rho:.2f}: the prior's "
-            f"{RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "
-            f"{correlated_rounds(test.rho, inter.rounds)[0]:.2g} times that of independent rounds",
-            stage="finalists",
-            rho=round(test.rho, 3),
-        )
+    _say_rounds(log, len(candidates), inter, test)
     measured = (
         test.verdicts(live, {label: fs for label, fs in zip(labels, candidates, strict=False) if label in live})
         if "baseline" in live
@@ -107,22 +90,45 @@ def validate(
         elif label in inter.failures:
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, inter.failures[label]))
         elif inter.cut_short and not measured[label].accepted and not hopeless(spec, live, label, min_gain, test.rho):
-            need = (
-                test.next_look(inter.rounds) if inter.rounds < test.schedule[-1] else spec.max_rounds
-            ) - inter.rounds
-            results.append(
-                replace(
-                    measured[label],
-                    reason=(
-                        f"{CUT}the time box ended the validation after {plural(inter.rounds, 'round')} "
-                        f"({measured[label].reason or 'not decided'}); about {math.ceil(need * per_round)} s more "
-                        f"({plural(need, 'round')}) would decide it"
-                    ),
-                )
-            )
+            results.append(_cut(measured[label], inter.rounds, test, spec.max_rounds, per_round))
         else:
             results.append(measured[label])
     return results
+
+
+def _say_rounds(log: EventStream, candidates: int, inter: Interleaved, test: SequentialGainTest) -> None:
+    """The validation's rounds said, and the correlation of a build's runs when these rounds moved it."""
+    log.info(
+        f"validation: {plural(candidates, 'candidate')} and the baseline, "
+        f"{plural(inter.rounds, 'interleaved round')}"
+        + (" (the time limit ended the rounds)" if inter.cut_short else ""),
+        stage="finalists",
+        candidates=candidates,
+        rounds=inter.rounds,
+        cut_short=inter.cut_short,
+        looks=[n for n in test.schedule if n <= inter.rounds],
+    )
+    if test.rho > RHO_PRIOR + 0.05:  # these rounds moved it: said (the prior's own allowance is docs/statistics.md's)
+        log.info(
+            f"validation: a build's runs are correlated from round to round (lag-1 r={test.rho:.2f}: the prior's "
+            f"{RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "
+            f"{correlated_rounds(test.rho, inter.rounds)[0]:.2g} times that of independent rounds",
+            stage="finalists",
+            rho=round(test.rho, 3),
+        )
+
+
+def _cut(measured: Validation, rounds: int, test: SequentialGainTest, max_rounds: int, per_round: float) -> Validation:
+    """A verdict the time box cut short: not decided, with the seconds and rounds that would decide it."""
+    need = (test.next_look(rounds) if rounds < test.schedule[-1] else max_rounds) - rounds
+    return replace(
+        measured,
+        reason=(
+            f"{CUT}the time box ended the validation after {plural(rounds, 'round')} "
+            f"({measured.reason or 'not decided'}); about {math.ceil(need * per_round)} s more "
+            f"({plural(need, 'round')}) would decide it"
+        ),
+    )
 
 
 def _progress(log: EventStream, max_rounds: int, schedule: tuple[int, ...]) -> Callable[[int, float], None]:
@@ -210,6 +216,13 @@ def confirm(
             confirmed=False,
         )
         return None
+    return _confirmation(runner, winner, rounds, inter, log)
+
+
+def _confirmation(
+    runner: Measures, winner: Validation, rounds: int, inter: Interleaved, log: EventStream
+) -> Validation:
+    """The winner with the confirmation's numbers (not accepted when significantly slower overall)."""
     base, cand = inter.samples["baseline"], inter.samples["winner"]
     # a few rounds of two variants tell little of the correlation: the validation's (more variants and rounds) is
     # the floor (the simulator: 93% coverage at rho 0.5 from the confirmation's own estimate alone)

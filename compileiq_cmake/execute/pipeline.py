@@ -156,35 +156,11 @@ class Pipeline:
         finally:
             self._free_trees.append(job.tree)
 
-    def _run(self, job: _Job, earlier: list[_Job], known: dict[str, Trial]) -> Finished:  # noqa: C901, PLR0912 (issue 53: to split)
+    def _run(self, job: _Job, earlier: list[_Job], known: dict[str, Trial]) -> Finished:
         start = time.perf_counter()
-        waited = 0.0
+        build = self._built(job, start)
         try:
-            build = self._build(job.tree, job.flagset, self._log)
-        except WorkerLost as exc:
-            build = BuildResult(
-                ok=False, seconds=time.perf_counter() - start, log_tail=f"the build's worker was lost: {exc}"
-            )
-        except BaseException as exc:
-            job.built.set_exception(exc)
-            job.measured.set_exception(exc)
-            raise
-        finally:
-            with self.in_flight.lock:
-                self.in_flight.building -= 1
-        job.built.set_result(build)
-        try:
-            twin = None
-            if build.ok and build.fingerprint:
-                twin = same_code(build, known)
-                if twin is None:
-                    w = time.perf_counter()
-                    for other in earlier:  # every earlier trial's build decides, in order (not the fastest one)
-                        other_build = other.built.result()
-                        if other_build.ok and other_build.fingerprint == build.fingerprint:
-                            twin = other.measured.result()
-                            break
-                    waited += time.perf_counter() - w
+            twin, waited = self._twin(build, earlier, known)
             if job.cancelled:
                 job.measured.set_result(None)
                 return self._cancelled(job, build, start)
@@ -208,6 +184,41 @@ class Pipeline:
         job.measured.set_result(trial if build.ok else None)
         driver = time.perf_counter() - start - build.seconds - trial.bench_seconds - waited
         return Finished(job.index, job.flagset, trial, build, None, max(0.0, driver))
+
+    def _built(self, job: _Job, start: float) -> BuildResult:
+        """The job's build (a failed one when its worker was lost), told to the jobs after it."""
+        try:
+            build = self._build(job.tree, job.flagset, self._log)
+        except WorkerLost as exc:
+            build = BuildResult(
+                ok=False, seconds=time.perf_counter() - start, log_tail=f"the build's worker was lost: {exc}"
+            )
+        except BaseException as exc:
+            job.built.set_exception(exc)
+            job.measured.set_exception(exc)
+            raise
+        finally:
+            with self.in_flight.lock:
+                self.in_flight.building -= 1
+        job.built.set_result(build)
+        return build
+
+    @staticmethod
+    def _twin(build: BuildResult, earlier: list[_Job], known: dict[str, Trial]) -> tuple[Trial | None, float]:
+        """A trial that built the same device code (a known one, else the first earlier job's in order, waited
+        for), and the seconds waited for it."""
+        if not (build.ok and build.fingerprint):
+            return None, 0.0
+        twin = same_code(build, known)
+        if twin is not None:
+            return twin, 0.0
+        w = time.perf_counter()
+        for other in earlier:  # every earlier trial's build decides, in order (not the fastest one)
+            other_build = other.built.result()
+            if other_build.ok and other_build.fingerprint == build.fingerprint:
+                twin = other.measured.result()
+                break
+        return twin, time.perf_counter() - w
 
     def _cancelled(self, job: _Job, build: BuildResult, start: float) -> Finished:
         trial = Trial(

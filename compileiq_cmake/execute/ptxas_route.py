@@ -41,6 +41,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 MEMO_SUFFIX = ".ciq"
 MEMO_FOLDER = "ptxas-route"  # under $SCCACHE_DIR
@@ -309,16 +310,29 @@ def _size(folder: Path) -> int:
         return 0
 
 
-def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path) -> str:  # noqa: C901, PLR0912 (issue 53: to split)
+def _run_steps(routed: list[str], steps: list[str], cwd: Path) -> tuple[str, bool]:
+    """The ptxas and fatbinary steps run, their output passed on: ("miss <why>" when one failed, else "";
+    whether they printed anything)."""
+    env = {**os.environ, "PATH": _tool_path(steps)}
+    printed = False
+    for line in routed:
+        proc = subprocess.run(["/bin/sh", "-c", line], cwd=cwd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return f"miss {line.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[:200]}", printed
+        for stream, text in ((sys.stdout, proc.stdout), (sys.stderr, proc.stderr)):  # (-Xptxas -v, warnings)
+            stream.write(text)
+        printed = printed or bool(proc.stdout or proc.stderr)
+    return "", printed
+
+
+def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path) -> str:
     """Serve the compile from the memo; HIT or HIT_REMEMBERED when done (ptxas ran, or its fatbin was the
     entry's), else "miss <why>" (the compile then runs whole)."""
     entry = memo.entry(steps)
     doc = memo.read(entry)
-    if doc is None or doc.get("steps") != memo.shared_steps(steps) or "depfile" not in doc:
-        return "miss no compile of these front-end and host steps remembered"
-    deps = {memo.local(p): digest for p, digest in doc.get("deps", {}).items()}
-    if not deps or _digests(list(deps), cwd) != deps:
-        return "miss a file of the dependency file changed"
+    changed = _unchanged(memo, steps, entry, doc, cwd)
+    if changed or doc is None:
+        return changed
     fatbins = [w.split("=", 1)[1].strip('"') for line in routed for w in line.split() if w.startswith("--create=")]
     objcopy = shutil.which("objcopy")
     if len(fatbins) != 1 or not routed[-1].startswith("fatbinary ") or objcopy is None:
@@ -327,25 +341,12 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
     memo.fresh_keep()
     host = memo.keep / "host.o"  # the entry copied first, then checked to be the one whose state was read: an
     shutil.copyfile(entry / "host.o", host)  # entry replaced by another tree meanwhile is not mixed with the old one
-    remembered = memo.device_code(entry, doc, routed)
-    try:
-        shutil.copyfile(remembered, fatbin)
-        served = HIT_REMEMBERED
-    except OSError:  # (none: these ptxas and fatbinary steps were not run on this entry's PTX before)
-        served = HIT
-        for ptx in entry.glob("*.ptx"):
-            shutil.copyfile(ptx, memo.keep / ptx.name)
+    served, remembered = _device_code(memo, entry, doc, routed, fatbin)
     if memo.read(entry) != doc:
         return "miss the remembered compile was replaced while it was read"
-    env = {**os.environ, "PATH": _tool_path(steps)}
-    printed = False
-    for line in routed if served == HIT else ():
-        proc = subprocess.run(["/bin/sh", "-c", line], cwd=cwd, env=env, capture_output=True, text=True)
-        if proc.returncode != 0:
-            return f"miss {line.split()[0]} failed: {(proc.stderr or proc.stdout).strip()[:200]}"
-        for stream, text in ((sys.stdout, proc.stdout), (sys.stderr, proc.stderr)):  # (-Xptxas -v, warnings)
-            stream.write(text)
-        printed = printed or bool(proc.stdout or proc.stderr)
+    failed, printed = _run_steps(routed if served == HIT else [], steps, cwd)
+    if failed:
+        return failed
     temp = obj.with_name(obj.name + ".ciq-tmp")
     proc = subprocess.run(
         [objcopy, f"--update-section=.nv_fatbin={fatbin}", str(host), str(temp)],
@@ -371,6 +372,30 @@ def serve(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: s
         pass
     memo.done()
     return served
+
+
+def _device_code(memo: Memo, entry: Path, doc: dict[str, Any], routed: list[str], fatbin: Path) -> tuple[str, Path]:
+    """The entry's fatbin of these steps copied into place (HIT_REMEMBERED), else its PTX (HIT: the steps run on
+    it); and where the remembered fatbin is."""
+    remembered = memo.device_code(entry, doc, routed)
+    try:
+        shutil.copyfile(remembered, fatbin)
+        return HIT_REMEMBERED, remembered
+    except OSError:  # (none: these ptxas and fatbinary steps were not run on this entry's PTX before)
+        for ptx in entry.glob("*.ptx"):
+            shutil.copyfile(ptx, memo.keep / ptx.name)
+        return HIT, remembered
+
+
+def _unchanged(memo: Memo, steps: list[str], entry: Path, doc: dict[str, Any] | None, cwd: Path) -> str:
+    """Why the memo's entry cannot serve these steps ("miss <why>"; "" when it can): none remembered for
+    them, or a file of its dependency file changed."""
+    if doc is None or doc.get("steps") != memo.shared_steps(steps) or "depfile" not in doc:
+        return "miss no compile of these front-end and host steps remembered"
+    deps = {memo.local(p): digest for p, digest in doc.get("deps", {}).items()}
+    if not deps or _digests(list(deps), cwd) != deps:
+        return "miss a file of the dependency file changed"
+    return ""
 
 
 def remember(memo: Memo, steps: list[str], routed: list[str], obj: Path, depfile: str, cwd: Path, quiet: bool) -> None:

@@ -178,7 +178,7 @@ class TargetFeatures:
         return shares[:n]
 
 
-def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:  # noqa: C901 (issue 53: to split)
+def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:
     """The functions of a `cuobjdump -sass -res-usage` dump with their instruction mix and resources."""
     resources = parse_res_usage(text, default_arch)
     counts: dict[str, Counter[str]] = {}
@@ -199,19 +199,9 @@ def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:  # no
         if name is None:
             continue
         m = _INSTR.match(raw)
-        if not m:
-            continue
-        op = m.group(1)
-        c = counts[name]
-        if op != "NOP":
-            c["_all"] += 1
-        cls = _CLASS_OF.get(op)
-        if cls:
-            c[cls] += 1
-        if op in _FMA:
-            c["fma"] += 1
-        if op == "CALL" and _FOREIGN_CALL.search(raw):
-            calls[name] += 1
+        if m:
+            _count(m.group(1), counts[name])
+            calls[name] += m.group(1) == "CALL" and bool(_FOREIGN_CALL.search(raw))
     bare = {k.split(":", 1)[-1]: v for k, v in resources.items()}  # a dump whose resources precede its arch line
     out = []
     for key, c in counts.items():
@@ -229,6 +219,17 @@ def parse_sass(text: str, default_arch: str = "") -> list[KernelFeatures]:  # no
             )
         )
     return out
+
+
+def _count(op: str, c: Counter[str]) -> None:
+    """One instruction of a function counted: in all (but NOP), in its class, as an FMA."""
+    if op != "NOP":
+        c["_all"] += 1
+    cls = _CLASS_OF.get(op)
+    if cls:
+        c[cls] += 1
+    if op in _FMA:
+        c["fma"] += 1
 
 
 def file_features(path: Path, nvcc_path: str | None = None, arch: str = "") -> list[KernelFeatures]:

@@ -132,56 +132,65 @@ def _section_name(line: str) -> str | None:
     return name.split("\t", 1)[0].split(" ", 1)[0].strip() or None
 
 
-def parse_elf(text: str) -> list[tuple[str, str, int]]:  # noqa: C901 (issue 53: to split)
+class _ElfFunctions:
+    """parse_elf's state: the section being read, the functions of the ELF being read, those found before."""
+
+    def __init__(self) -> None:
+        self.out: list[tuple[str, str, int]] = []
+        self.seen: dict[str, int] = {}
+        self.arch = ""
+        self.section: str | None = None
+        self.lines: list[str] = []
+        self.texts: dict[str, list[str]] = {}  # this ELF's functions, in order, with their code lines
+        self.relas: dict[str, list[str]] = {}
+
+    def open(self, section: str | None) -> None:
+        """The section before ends; `section` (None: none, e.g. a resource-usage line) begins."""
+        self.close_section()
+        self.section, self.lines = section, []
+
+    def close_section(self) -> None:
+        section, lines = self.section, self.lines
+        if section is not None and section.startswith(".text."):
+            self.texts[section[len(".text.") :]] = [ln for ln in lines if ln]
+        elif section is not None and section.startswith(".rela.text."):
+            self.relas[section[len(".rela.text.") :]] = sorted(ln for ln in lines if ln)  # listed in no fixed order
+
+    def close_elf(self) -> None:
+        self.close_section()
+        for name, code in self.texts.items():
+            words = sum(len(ln.split()) for ln in code if ln.startswith("0x"))
+            digest = hashlib.sha256("\n".join([*code, "rela", *self.relas.get(name, [])]).encode()).hexdigest()
+            self.out.append((unique_name(f"{self.arch}:{name}", self.seen), digest, words // 4))  # 128-bit instructions
+        self.texts.clear()
+        self.relas.clear()
+
+
+def parse_elf(text: str) -> list[tuple[str, str, int]]:
     """(key "sm_90:<function>", sha256 of its machine code, instruction count) per function of a
     `cuobjdump -elf` dump, in output order. A function's code is its `.text.<function>` words (the
     instruction encodings with their scheduling bits, which the SASS text does not show) and its relocations
     (`.rela.text.<function>`: what the code calls or reads); headers, the symbol table and the notes (which
     hold the ptxas command line and the source path) are not part of it."""
-    out: list[tuple[str, str, int]] = []
-    seen: dict[str, int] = {}
-    arch, section = "", None
-    lines: list[str] = []
-    texts: dict[str, list[str]] = {}  # this ELF's functions, in order, with their code lines
-    relas: dict[str, list[str]] = {}
-
-    def close_section() -> None:
-        if section is not None and section.startswith(".text."):
-            texts[section[len(".text.") :]] = [ln for ln in lines if ln]
-        elif section is not None and section.startswith(".rela.text."):
-            relas[section[len(".rela.text.") :]] = sorted(ln for ln in lines if ln)  # listed in no fixed order
-
-    def close_elf() -> None:
-        close_section()
-        for name, code in texts.items():
-            words = sum(len(ln.split()) for ln in code if ln.startswith("0x"))
-            digest = hashlib.sha256("\n".join([*code, "rela", *relas.get(name, [])]).encode()).hexdigest()
-            out.append((unique_name(f"{arch}:{name}", seen), digest, words // 4))  # 128-bit instructions
-        texts.clear()
-        relas.clear()
-
+    elf = _ElfFunctions()
     for raw in text.splitlines():
         if raw.startswith(("Fatbin ", "member ")):
-            close_elf()
-            arch, section, lines = "", None, []
+            elf.close_elf()
+            elf.arch, elf.section, elf.lines = "", None, []
             continue
-        m_arch = _ARCH.match(raw) or (None if arch else _ELF_ARCH.match(raw))  # a bare cubin has no header
-        if m_arch and section is None:
-            arch = m_arch.group(1) if m_arch.re is _ARCH else f"sm_{m_arch.group(1)}"
+        m_arch = _ARCH.match(raw) or (None if elf.arch else _ELF_ARCH.match(raw))  # a bare cubin has no header
+        if m_arch and elf.section is None:
+            elf.arch = m_arch.group(1) if m_arch.re is _ARCH else f"sm_{m_arch.group(1)}"
             continue
         name = _section_name(raw)
         if name is not None:
-            close_section()
-            section, lines = name, []
-            continue
-        if _RES_FUNCTION.match(raw) or raw.startswith("Resource usage"):
-            close_section()
-            section, lines = None, []
-            continue
-        if section is not None:
-            lines.append(re.sub(r"\s+", " ", raw.strip()))
-    close_elf()
-    return out
+            elf.open(name)
+        elif _RES_FUNCTION.match(raw) or raw.startswith("Resource usage"):
+            elf.open(None)
+        elif elf.section is not None:
+            elf.lines.append(re.sub(r"\s+", " ", raw.strip()))
+    elf.close_elf()
+    return elf.out
 
 
 def parse_res_usage(text: str, default_arch: str) -> dict[str, dict[str, int]]:

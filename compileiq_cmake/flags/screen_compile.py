@@ -60,7 +60,7 @@ def _arch_of_option(text: str) -> set[str]:
     return set(re.findall(r"(?:sm|compute|lto)_(\d+[a-z]?)", text))
 
 
-def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[str, ...]) -> list[str]:  # noqa: C901 (issue 53: to split)
+def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[str, ...]) -> list[str]:
     """The project's nvcc command rewritten to write one cubin for sm_<cuda_arch> with `flags` appended:
     -c, -o, dependency-file and architecture options removed, -dc turned into -rdc=true."""
     kept: list[str] = []
@@ -88,14 +88,16 @@ def cubin_command(command: list[str], out: Path, cuda_arch: str, flags: tuple[st
         if tok.startswith("-o") and len(tok) > 2 and not tok.startswith("--"):
             continue
         kept.append(tok)
-    if not cuda_arch:
-        real = {a for a in archs}
-        if len(real) != 1:
-            raise CompileIQError(
-                f"cannot tell which CUDA architecture to screen for ({sorted(real) or 'none'}); give --cuda-arch"
-            )
-        cuda_arch = real.pop()
-    return [*kept, f"-arch=sm_{cuda_arch}", "-cubin", "-o", str(out), *flags]
+    return [*kept, f"-arch=sm_{cuda_arch or _one_arch(archs)}", "-cubin", "-o", str(out), *flags]
+
+
+def _one_arch(archs: set[str]) -> str:
+    """The one CUDA architecture the command's own options name (else the user must say which)."""
+    if len(archs) != 1:
+        raise CompileIQError(
+            f"cannot tell which CUDA architecture to screen for ({sorted(archs) or 'none'}); give --cuda-arch"
+        )
+    return next(iter(archs))
 
 
 def _first_error(text: str) -> str:

@@ -186,7 +186,7 @@ def canonical_flags(flags: tuple[str, ...] | list[str], family: str = "nvcc") ->
     return tuple(out)
 
 
-def load_space(  # noqa: C901, PLR0912 (issue 53: to split)
+def load_space(
     family: str,
     compiler_id: str,
     compiler_version: str,
@@ -209,45 +209,13 @@ def load_space(  # noqa: C901, PLR0912 (issue 53: to split)
                 f"unknown flag dimension '{name}' for {family}; known: {', '.join(sorted(names))}, {', '.join(GROUPS)}"
             )
     version = _version_tuple(compiler_version)
-    selective = tuple(n for n in include if n != EXPERIMENTAL_GROUP)
     kept: list[Dimension] = []
     dropped: list[str] = []
     for d in data["dimension"]:
         name = d["name"]
-        unsafe = bool(d.get("unsafe_numerics", False))
-        experimental = bool(d.get("experimental", False))
-        archs = tuple(int(a) for a in d.get("archs", ()))
-        if (
-            selective
-            and name not in selective
-            and not (UNSAFE_GROUP in selective and unsafe)
-            and not (experimental and EXPERIMENTAL_GROUP in include)
-        ):
-            dropped.append(f"{name}: not in the include list")
-            continue
-        if experimental and name not in include and EXPERIMENTAL_GROUP not in include:
-            dropped.append(f"{name}: experimental (include it by name or with '{EXPERIMENTAL_GROUP}')")
-            continue
-        cpu_specific = bool(d.get("cpu_specific", False))
-        if (
-            name in exclude
-            or (unsafe and UNSAFE_GROUP in exclude)
-            or (experimental and EXPERIMENTAL_GROUP in exclude)
-            or (cpu_specific and HOST_SPECIFIC_GROUP in exclude)
-        ):
-            dropped.append(f"{name}: excluded")
-            continue
-        if compiler_id not in d.get("compilers", data["compilers"]):
-            dropped.append(f"{name}: not supported by {compiler_id}")
-            continue
-        if "min_version" in d and version < _version_tuple(d["min_version"]):
-            dropped.append(f"{name}: needs {compiler_id} >= {d['min_version']}")
-            continue
-        if "max_version" in d and version[: len(_version_tuple(d["max_version"]))] > _version_tuple(d["max_version"]):
-            dropped.append(f"{name}: needs {compiler_id} <= {d['max_version']}")
-            continue
-        if arch and archs and int(re.sub(r"\D", "", arch) or 0) not in archs:
-            dropped.append(f"{name}: does not apply to sm_{arch}")
+        why = _left_out(d, data["compilers"], compiler_id, version, include, exclude, arch)
+        if why:
+            dropped.append(f"{name}: {why}")
             continue
         values = tuple(tuple(v) for v in d["values"])
         if values[0] != ():
@@ -257,17 +225,60 @@ def load_space(  # noqa: C901, PLR0912 (issue 53: to split)
                 name=name,
                 help=d.get("help", ""),
                 values=values,
-                unsafe_numerics=unsafe,
+                unsafe_numerics=bool(d.get("unsafe_numerics", False)),
                 relaxes_numerics=bool(d.get("relaxes_numerics", False)),
-                experimental=experimental,
-                archs=archs,
-                cpu_specific=cpu_specific,
+                experimental=bool(d.get("experimental", False)),
+                archs=tuple(int(a) for a in d.get("archs", ())),
+                cpu_specific=bool(d.get("cpu_specific", False)),
             )
         )
     if not kept and not (set(include) & BUILD_MODE_DIMENSIONS.get(family, set()) or host_side_named(include)):
         # (a dimension the tune adds itself, device_lto or the host side, may be all that is asked for)
         raise CompileIQError("the flag space is empty after --include-flags/--exclude-flags; allow more flags")
     return FlagSpace(family=family, dimensions=tuple(kept), dropped=tuple(dropped))
+
+
+def _left_out(
+    d: dict[str, Any],
+    compilers: list[str],
+    compiler_id: str,
+    version: tuple[int, ...],
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    arch: str,
+) -> str:
+    """Why load_space leaves a catalogue dimension out ("" when it is kept): the include and exclude lists,
+    the compiler, its version, the CUDA architecture."""
+    name = d["name"]
+    unsafe = bool(d.get("unsafe_numerics", False))
+    experimental = bool(d.get("experimental", False))
+    archs = tuple(int(a) for a in d.get("archs", ()))
+    selective = tuple(n for n in include if n != EXPERIMENTAL_GROUP)
+    if (
+        selective
+        and name not in selective
+        and not (UNSAFE_GROUP in selective and unsafe)
+        and not (experimental and EXPERIMENTAL_GROUP in include)
+    ):
+        return "not in the include list"
+    if experimental and name not in include and EXPERIMENTAL_GROUP not in include:
+        return f"experimental (include it by name or with '{EXPERIMENTAL_GROUP}')"
+    if (
+        name in exclude
+        or (unsafe and UNSAFE_GROUP in exclude)
+        or (experimental and EXPERIMENTAL_GROUP in exclude)
+        or (bool(d.get("cpu_specific", False)) and HOST_SPECIFIC_GROUP in exclude)
+    ):
+        return "excluded"
+    if compiler_id not in d.get("compilers", compilers):
+        return f"not supported by {compiler_id}"
+    if "min_version" in d and version < _version_tuple(d["min_version"]):
+        return f"needs {compiler_id} >= {d['min_version']}"
+    if "max_version" in d and version[: len(_version_tuple(d["max_version"]))] > _version_tuple(d["max_version"]):
+        return f"needs {compiler_id} <= {d['max_version']}"
+    if arch and archs and int(re.sub(r"\D", "", arch) or 0) not in archs:
+        return f"does not apply to sm_{arch}"
+    return ""
 
 
 @functools.cache

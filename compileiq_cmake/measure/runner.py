@@ -199,7 +199,7 @@ class Runner:
     def _compare_file(self, tree: VariantTree) -> Path | None:
         return tree.path / self.spec.compare_file if self.spec.compare_file else None
 
-    def run(self, tree: VariantTree, workload: Workload) -> RunResult:  # noqa: C901, PLR0912 (issue 53: to split)
+    def run(self, tree: VariantTree, workload: Workload) -> RunResult:
         """One run in the tree; every check of its validity. The --compare-file is removed first, so that a
         run that does not write it is never compared with an earlier run's."""
         spec = self.spec
@@ -211,19 +211,7 @@ class Runner:
             except OSError as exc:
                 return RunResult(Status.RUN_FAILED, f"cannot remove {spec.compare_file} before the run: {exc}")
         argv = self.bench.for_tree(tree, workload)
-        energy = spec.objective == "energy"
-        for _attempt in range(2 if energy else 1):  # a counter that could not be read: the run once more
-            with self.holding():  # the energy counter is read while the run holds its GPU
-                outcome, joules, waited = measure_run(
-                    self.meter,
-                    lambda: run_benchmark(
-                        argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env, self.stop
-                    ),
-                    aligned=energy,
-                )
-            outcome = replace(outcome, seconds=outcome.seconds + waited) if waited else outcome
-            if joules is not None or outcome.status is not Status.OK:
-                break
+        outcome, joules = self._benchmark(tree, argv)
         if outcome.status is Status.CANCELLED:  # says nothing of the build: no failure log
             return RunResult(Status.CANCELLED, outcome.reason, seconds=outcome.seconds)
         if outcome.status is not Status.OK:
@@ -247,6 +235,32 @@ class Runner:
                     warnings=outcome.warnings,
                 )
             numbers = found
+        return self._checked(workload, where, outcome, joules, numbers)
+
+    def _benchmark(self, tree: VariantTree, argv: list[str]) -> tuple[RunOutcome, float | None]:
+        """The benchmark run once (with the energy objective: once more when the counter could not be read), and
+        the joules it used (None: not measured)."""
+        spec = self.spec
+        energy = spec.objective == "energy"
+        for _attempt in range(2 if energy else 1):  # a counter that could not be read: the run once more
+            with self.holding():  # the energy counter is read while the run holds its GPU
+                outcome, joules, waited = measure_run(
+                    self.meter,
+                    lambda: run_benchmark(
+                        argv, tree.path, spec.metric, spec.pass_regex, spec.timeout, self.pid_file, self.env, self.stop
+                    ),
+                    aligned=energy,
+                )
+            outcome = replace(outcome, seconds=outcome.seconds + waited) if waited else outcome
+            if joules is not None or outcome.status is not Status.OK:
+                break
+        return outcome, joules
+
+    def _checked(
+        self, workload: Workload, where: str, outcome: RunOutcome, joules: float | None, numbers: tuple[float, ...]
+    ) -> RunResult:
+        """A run that passed, checked: its numbers against the reference's, its energy read; the result."""
+        spec = self.spec
         reference = self.reference.get(workload)
         if self.compares and reference is not None:
             changed = numerics_changed(reference, numbers, spec.rtol, spec.atol)

@@ -194,8 +194,13 @@ class TuneSpec:
         )
         return tuple(name for name, value in named if value)
 
-    def _check_numbers(self) -> None:  # noqa: C901, PLR0912 (issue 53: to split)
+    def _check_numbers(self) -> None:
         """Every numeric and enumerated option, before anything runs (one line each, exit 2)."""
+        self._check_ranges()
+        self._check_choices()
+
+    def _check_ranges(self) -> None:
+        """The numeric options: whole numbers, seconds, tolerances, fractions and factors in range."""
         whole = (
             ("--budget", self.budget, 2),
             ("--per-file-budget", self.per_file_budget, 0),
@@ -225,6 +230,9 @@ class TuneSpec:
                 f"--max-compile-slowdown {self.max_compile_slowdown:g} is out of range: give a factor "
                 ">= 1, e.g. 2 (a winner's build at most twice as long as the project's own)"
             )
+
+    def _check_choices(self) -> None:
+        """The enumerated options, and the executor's with the options it excludes."""
         if self.cuda_arch is not None and not CUDA_ARCH.fullmatch(self.cuda_arch):
             raise UsageError(
                 f"--cuda-arch {self.cuda_arch!r} is not a CUDA architecture: give its number "
@@ -249,7 +257,8 @@ class TuneSpec:
                 "architecture; leave --cuda-arch out"
             )
 
-    def validate(self) -> TuneSpec:  # noqa: C901, PLR0912 (issue 53: to split)
+    def validate(self) -> TuneSpec:
+        """The spec checked before anything runs (one line each, exit 2); itself."""
         if self.build_dir.exists() and not self.build_dir.is_dir():
             raise UsageError(f"-B {self.build_dir} is not a directory; give the project's build directory")
         if self.replay is not None:
@@ -259,6 +268,16 @@ class TuneSpec:
                 )
             self._check_numbers()
             return self
+        self._check_project()
+        self._check_numbers()
+        self._check_inputs()
+        if self.output.exists() and self.output.is_dir():
+            raise UsageError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
+        self._check_outputs()
+        return self
+
+    def _check_project(self) -> None:
+        """The project (-S), the target and the benchmark a tune needs."""
         if self.source_dir.exists() and not self.source_dir.is_dir():
             raise UsageError(
                 f"-S {self.source_dir} is a file, not a directory; pass the project root (the folder "
@@ -274,7 +293,9 @@ class TuneSpec:
             raise UsageError("no benchmark command given; use --bench 'program args' (or BENCHMARK in CMake)")
         if self.budget < 2:
             raise UsageError(f"--budget {self.budget} is too small; it counts the baseline, use at least 2")
-        self._check_numbers()
+
+    def _check_inputs(self) -> None:
+        """The files and regexes the tune reads: warm starts, the output's patterns, control files."""
         for path in self.warm_start:
             if not Path(path).is_file():
                 raise UsageError(f"--warm-start {path} does not exist; give a compileiq.toml of an earlier tune")
@@ -290,6 +311,10 @@ class TuneSpec:
                 re.compile(self.pass_regex)
             except re.error as exc:
                 raise UsageError(f"--pass-regex {self.pass_regex!r} does not compile: {exc}") from None
+        self._check_acf()
+
+    def _check_acf(self) -> None:
+        """The Advanced Control File options."""
         for acf in self.acf_files:
             if not Path(acf).is_file():
                 raise UsageError(f"--acf {acf} is not a file; give an NVIDIA Advanced Control File")
@@ -297,10 +322,6 @@ class TuneSpec:
             raise UsageError(f"--acf-candidates {self.acf_candidates} is out of range; give 0 (none) to 4096")
         if self.acf_space not in ("default", "att", "nvcc"):
             raise UsageError(f"--acf-space {self.acf_space!r} is not a space: give default, att or nvcc")
-        if self.output.exists() and self.output.is_dir():
-            raise UsageError(f"--output {self.output} is a directory; give a file name such as compileiq.toml")
-        self._check_outputs()
-        return self
 
     def _check_outputs(self) -> None:
         """What the tune writes must not destroy what it reads or keeps: the summary is never the TOML, nothing

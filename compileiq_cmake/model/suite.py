@@ -119,82 +119,19 @@ def _in_range(where: str, key: str, value: Any, low: float, above: bool) -> floa
     return number
 
 
-def load_suite(path: Path) -> Suite:  # noqa: C901, PLR0912, PLR0915 (issue 53: to split)
+def load_suite(path: Path) -> Suite:
     """The suite file, checked: one line naming what is wrong (UsageError, exit 2)."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_SUITE_BYTES:
-            raise UsageError(
-                f"--suite {path}: {path.stat().st_size} bytes; a suite file is at most {MAX_SUITE_BYTES} bytes"
-            )
-        doc = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"--suite {path}: cannot read it ({exc.strerror or exc})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--suite {path}: not valid TOML ({exc})") from None
-    except RecursionError:
-        raise UsageError(f"--suite {path}: nested too deeply to be a suite file") from None
+    doc = _read(path)
     here = path.resolve().parent
-    unknown = sorted(set(doc) - {"suite", "target"})
-    if unknown:
-        raise UsageError(f"--suite {path}: unknown table '{unknown[0]}' (a suite has [suite] and [[target]])")
-    head = doc.get("suite", {})
-    if not isinstance(head, dict):
-        raise UsageError(f"--suite {path}: [suite] must be a table")
-    for key, value in head.items():
-        if key not in SUITE_KEYS:
-            close = difflib.get_close_matches(key, list(SUITE_KEYS), 1)
-            raise UsageError(
-                f"--suite {path}: unknown key '{key}' in [suite]"
-                + (f" (did you mean '{close[0]}'?)" if close else "")
-                + f"; known: {', '.join(SUITE_KEYS)}"
-            )
-        _typed(f"--suite {path} [suite]", key, value, SUITE_KEYS[key])
+    head = _head(path, doc)
     rows = doc.get("target", [])
     if not isinstance(rows, list) or not rows:
         raise UsageError(f"--suite {path}: no [[target]] table: name at least one target to tune")
-    targets = []
+    targets: list[SuiteTarget] = []
     seen: set[str] = set()
     for n, row in enumerate(rows, 1):
-        where = f"--suite {path} target {n}"
-        if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"]:
-            raise UsageError(f"{where}: 'name' (the CMake target) is required")
-        name = row["name"]
-        where = f"--suite {path} target {name}"
-        if name in seen:
-            raise UsageError(f"{where}: listed twice; give each target one [[target]] table")
-        seen.add(name)
-        options: dict[str, Any] = {}
-        for key, value in row.items():
-            if key in OWN_KEYS:
-                _typed(where, key, value, OWN_KEYS[key])
-                continue
-            if key not in TARGET_KEYS:
-                close = difflib.get_close_matches(key, [*OWN_KEYS, *TARGET_KEYS], 1)
-                raise UsageError(
-                    f"{where}: unknown key '{key}'"
-                    + (f" (did you mean '{close[0]}'?)" if close else "")
-                    + f"; known: {', '.join([*OWN_KEYS, *TARGET_KEYS])}"
-                )
-            kind, dest = TARGET_KEYS[key]
-            _typed(where, key, value, kind)
-            if kind is list and not all(isinstance(v, str) for v in value):
-                raise UsageError(f"{where}: '{key}' must be a list of strings")
-            if key == "replay":
-                value = str((here / value).resolve())
-            options[dest] = list(value) if isinstance(value, list) else value
-        _in_range(where, "priority", row.get("priority", 1.0), 0, True)  # exclude = true leaves a target out
-        if "min_seconds" in row:
-            _in_range(where, "min_seconds", row["min_seconds"], 0, False)
-        targets.append(
-            SuiteTarget(
-                name=name,
-                options=options,
-                priority=float(row.get("priority", 1.0)),
-                min_seconds=float(row["min_seconds"]) if "min_seconds" in row else None,
-                excluded=bool(row.get("exclude", False)),
-            )
-        )
+        targets.append(_target(path, here, n, row, seen))
     if not any(not t.excluded for t in targets):
         raise UsageError(f"--suite {path}: every target is excluded; nothing to tune")
     if "time_limit" in head:
@@ -215,3 +152,87 @@ def load_suite(path: Path) -> Suite:  # noqa: C901, PLR0912, PLR0915 (issue 53: 
         min_seconds=float(head.get("min_seconds", DEFAULT_MIN_SECONDS)),
         json_summary=resolved("json_summary"),
     )
+
+
+def _read(path: Path) -> dict[str, Any]:
+    """The suite file's TOML document (of a bounded size)."""
+    try:
+        if path.stat().st_size > MAX_SUITE_BYTES:
+            raise UsageError(
+                f"--suite {path}: {path.stat().st_size} bytes; a suite file is at most {MAX_SUITE_BYTES} bytes"
+            )
+        doc = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise UsageError(f"--suite {path}: cannot read it ({exc.strerror or exc})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--suite {path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise UsageError(f"--suite {path}: nested too deeply to be a suite file") from None
+    return doc
+
+
+def _head(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """The file's tables named, and its [suite] table checked: known keys of the right types."""
+    unknown = sorted(set(doc) - {"suite", "target"})
+    if unknown:
+        raise UsageError(f"--suite {path}: unknown table '{unknown[0]}' (a suite has [suite] and [[target]])")
+    head = doc.get("suite", {})
+    if not isinstance(head, dict):
+        raise UsageError(f"--suite {path}: [suite] must be a table")
+    for key, value in head.items():
+        if key not in SUITE_KEYS:
+            close = difflib.get_close_matches(key, list(SUITE_KEYS), 1)
+            raise UsageError(
+                f"--suite {path}: unknown key '{key}' in [suite]"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; known: {', '.join(SUITE_KEYS)}"
+            )
+        _typed(f"--suite {path} [suite]", key, value, SUITE_KEYS[key])
+    return head
+
+
+def _target(path: Path, here: Path, n: int, row: Any, seen: set[str]) -> SuiteTarget:
+    """The [[target]] table `n` checked (its name not in `seen`, added): its tune options by destination."""
+    where = f"--suite {path} target {n}"
+    if not isinstance(row, dict) or not isinstance(row.get("name"), str) or not row["name"]:
+        raise UsageError(f"{where}: 'name' (the CMake target) is required")
+    name = row["name"]
+    where = f"--suite {path} target {name}"
+    if name in seen:
+        raise UsageError(f"{where}: listed twice; give each target one [[target]] table")
+    seen.add(name)
+    options = _options(where, here, row)
+    _in_range(where, "priority", row.get("priority", 1.0), 0, True)  # exclude = true leaves a target out
+    if "min_seconds" in row:
+        _in_range(where, "min_seconds", row["min_seconds"], 0, False)
+    return SuiteTarget(
+        name=name,
+        options=options,
+        priority=float(row.get("priority", 1.0)),
+        min_seconds=float(row["min_seconds"]) if "min_seconds" in row else None,
+        excluded=bool(row.get("exclude", False)),
+    )
+
+
+def _options(where: str, here: Path, row: dict[str, Any]) -> dict[str, Any]:
+    """A [[target]] table's keys checked (known, of the right types), its tune options by destination."""
+    options: dict[str, Any] = {}
+    for key, value in row.items():
+        if key in OWN_KEYS:
+            _typed(where, key, value, OWN_KEYS[key])
+            continue
+        if key not in TARGET_KEYS:
+            close = difflib.get_close_matches(key, [*OWN_KEYS, *TARGET_KEYS], 1)
+            raise UsageError(
+                f"{where}: unknown key '{key}'"
+                + (f" (did you mean '{close[0]}'?)" if close else "")
+                + f"; known: {', '.join([*OWN_KEYS, *TARGET_KEYS])}"
+            )
+        kind, dest = TARGET_KEYS[key]
+        _typed(where, key, value, kind)
+        if kind is list and not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{where}: '{key}' must be a list of strings")
+        if key == "replay":
+            value = str((here / value).resolve())
+        options[dest] = list(value) if isinstance(value, list) else value
+    return options

@@ -116,64 +116,77 @@ def cmake_entries(
                 )
                 acf_files = ()
         e = replace(e, flags=flags)
-        args = [
-            "TARGET",
-            cmake_quote(e.target),
-            "LANGUAGE",
-            e.language,
-            "ARCH",
-            cmake_quote(e.arch),
-            "COMPILER_ID",
-            e.compiler_id,
-            "COMPILER_VERSION",
-            e.compiler_major_minor,
-            "COMPILER_VERSION_FULL",
-            cmake_quote(e.compiler_version),
-            "SOURCES_SHA256",
-            cmake_quote(e.sources_sha256),
-            *(["HEADERS", *(cmake_quote(h) for h in e.headers)] if e.headers else []),
-            *(["FLAGS_SHA256", cmake_quote(e.flags_sha256)] if e.flags_sha256 else []),
-            "DATE",
-            cmake_quote(e.date),
-            "CONFIG",
-            cmake_quote(e.build_type),
-            *(["DEVICE_LTO"] if e.device_lto else []),
-            *(["DEVICE_LINK", *(cmake_quote(t) for t in e.device_link)] if e.device_link else []),
-            *(["ARCH_SCOPE", e.arch_scope] if e.arch_scope != "all" else []),
-            *(["HOST_SIDE_ONLY"] if _host_side_only(e) else []),
-            *(["HAS_SOURCES"] if e.sources else []),
-            *_cpu_arguments(e, host),
-            "FLAGS",
-            *(cmake_quote(f) for f in e.flags),
-            *(["ACF_FILES", *(cmake_quote(f) for f in acf_files)] if acf_files else []),
-            *(["ACF_PTXAS", cmake_quote(e.acf_ptxas)] if e.acf_ptxas and acf_files and not here else []),
-            *(["ACF_PROBLEM", cmake_quote(problem)] if problem else []),
-        ]
-        lines.append("_compileiq_entry(" + " ".join(args) + ")")
-        for part in e.sources:
-            lines.append(
-                "_compileiq_source_flags("
-                + " ".join(
-                    [
-                        "TARGET",
-                        cmake_quote(e.target),
-                        "LANGUAGE",
-                        e.language,
-                        "ARCH",
-                        cmake_quote(e.arch),
-                        "CONFIG",
-                        cmake_quote(e.build_type),
-                        "SOURCE",
-                        cmake_quote(part["path"]),
-                        "FLAGS",
-                        *(cmake_quote(f) for f in part["flags"]),
-                    ]
-                )
-                + ")"
-            )
-        if e.sources:
-            lines.append(
-                f"_compileiq_source_flags_done(TARGET {cmake_quote(e.target)} LANGUAGE {e.language} "
-                f"ARCH {cmake_quote(e.arch)} COUNT {len(e.sources)})"
-            )
+        lines.append("_compileiq_entry(" + " ".join(_entry_arguments(e, host, acf_files, problem, here)) + ")")
+        lines += _source_calls(e)
     return "\n".join(lines) + "\n"
+
+
+def _entry_arguments(
+    e: FlagsEntry, host: HostFeatures | None, acf_files: tuple[str, ...], problem: str, here: str | None
+) -> list[str]:
+    """The arguments of an entry's _compileiq_entry() call (`here`: this build's ptxas version, when asked)."""
+    return [
+        "TARGET",
+        cmake_quote(e.target),
+        "LANGUAGE",
+        e.language,
+        "ARCH",
+        cmake_quote(e.arch),
+        "COMPILER_ID",
+        e.compiler_id,
+        "COMPILER_VERSION",
+        e.compiler_major_minor,
+        "COMPILER_VERSION_FULL",
+        cmake_quote(e.compiler_version),
+        "SOURCES_SHA256",
+        cmake_quote(e.sources_sha256),
+        *(["HEADERS", *(cmake_quote(h) for h in e.headers)] if e.headers else []),
+        *(["FLAGS_SHA256", cmake_quote(e.flags_sha256)] if e.flags_sha256 else []),
+        "DATE",
+        cmake_quote(e.date),
+        "CONFIG",
+        cmake_quote(e.build_type),
+        *(["DEVICE_LTO"] if e.device_lto else []),
+        *(["DEVICE_LINK", *(cmake_quote(t) for t in e.device_link)] if e.device_link else []),
+        *(["ARCH_SCOPE", e.arch_scope] if e.arch_scope != "all" else []),
+        *(["HOST_SIDE_ONLY"] if _host_side_only(e) else []),
+        *(["HAS_SOURCES"] if e.sources else []),
+        *_cpu_arguments(e, host),
+        "FLAGS",
+        *(cmake_quote(f) for f in e.flags),
+        *(["ACF_FILES", *(cmake_quote(f) for f in acf_files)] if acf_files else []),
+        *(["ACF_PTXAS", cmake_quote(e.acf_ptxas)] if e.acf_ptxas and acf_files and not here else []),
+        *(["ACF_PROBLEM", cmake_quote(problem)] if problem else []),
+    ]
+
+
+def _source_calls(e: FlagsEntry) -> list[str]:
+    """The _compileiq_source_flags() calls of an entry's files with their own flags, and the closing count."""
+    lines = []
+    for part in e.sources:
+        lines.append(
+            "_compileiq_source_flags("
+            + " ".join(
+                [
+                    "TARGET",
+                    cmake_quote(e.target),
+                    "LANGUAGE",
+                    e.language,
+                    "ARCH",
+                    cmake_quote(e.arch),
+                    "CONFIG",
+                    cmake_quote(e.build_type),
+                    "SOURCE",
+                    cmake_quote(part["path"]),
+                    "FLAGS",
+                    *(cmake_quote(f) for f in part["flags"]),
+                ]
+            )
+            + ")"
+        )
+    if e.sources:
+        lines.append(
+            f"_compileiq_source_flags_done(TARGET {cmake_quote(e.target)} LANGUAGE {e.language} "
+            f"ARCH {cmake_quote(e.arch)} COUNT {len(e.sources)})"
+        )
+    return lines

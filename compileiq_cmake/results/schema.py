@@ -1,17 +1,12 @@
 """The optimal-flags TOML's schema: the declarative dataclasses of an [[entry]] (FlagsEntry, its row tables),
-each field's type with what its value must satisfy in its metadata, the one checker of a TOML table against
-them (_table), and the rules no field's metadata can express (they relate fields, bound a list's length or
-check flags against the flag grammar): check_entry applies both."""
+each field's type with what its value must satisfy in its metadata, checked by the one checker of a TOML table
+against them (schema_types._table), and the rules no field's metadata can express (they relate fields, bound a
+list's length or check flags against the flag grammar): check_entry applies both."""
 
 from __future__ import annotations
 
-import difflib
-import functools
-import math
 import re
-import types
-import typing
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from ..flags import validate_flags
@@ -19,6 +14,7 @@ from ..flags.acf import acf_path
 from ..flags.portability import resolved_token_ok
 from ..model.errors import CompileIQError, ResultFileError
 from ..model.spec import OBJECTIVES
+from .schema_types import _table, short_repr
 
 SCHEMA_VERSION = 1
 MAX_FLAGS = 256  # per entry
@@ -216,121 +212,6 @@ def _acf_problem(flag: str) -> str:
         f"refusing flag {flag!r}: --apply-controls must name a relative path inside the source tree "
         "(e.g. --apply-controls=controls/fast.acf), not an absolute path or one with '..'"
     )
-
-
-def plain(value: object) -> object:
-    """Tuples to lists, recursively (TOML arrays)."""
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-@functools.cache
-def _types(cls: type) -> dict[str, object]:
-    return typing.get_type_hints(cls)
-
-
-def short_repr(value: object) -> str:
-    """repr() of a value, cut to 60 characters (for messages)."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _number_rule(meta: typing.Mapping) -> str:
-    bounds = [
-        f"above {meta['above']}" if "above" in meta else "",
-        f"at least {meta['min']}" if "min" in meta else "",
-        f"at most {meta['max']}" if "max" in meta else "",
-    ]
-    return " ".join(b for b in bounds if b)
-
-
-def _in_range(number: float, meta: typing.Mapping) -> bool:
-    return (
-        ("above" not in meta or number > meta["above"])
-        and ("min" not in meta or number >= meta["min"])
-        and ("max" not in meta or number <= meta["max"])
-    )
-
-
-def _value(value: object, hint: object, meta: typing.Mapping, what: str, name: str) -> object:  # noqa: C901, PLR0912 (issue 53: to split)
-    """value (from TOML) checked against a schema type and its metadata; the typed value (arrays -> tuples)."""
-
-    def wrong(expected: str) -> ResultFileError:
-        return ResultFileError(f"{what}: {name} must be {expected}, not {short_repr(value)}")
-
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):  # X | None: TOML has no None, so X
-        hint = next(a for a in typing.get_args(hint) if a is not type(None))
-
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise wrong("true or false")
-        return value
-    if hint is int or hint is float:
-        finite = hint is int or meta.get("finite", True)
-        expected = (
-            f"{'a whole number' if hint is int else 'a finite number' if finite else 'a number'} {_number_rule(meta)}"
-        )
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int if hint is int else (int, float))
-            or math.isnan(value)
-            or (finite and not math.isfinite(value))
-            or not _in_range(value, meta)
-        ):
-            raise wrong(expected.strip())
-        return float(value) if hint is float else value
-    if hint is str:
-        if not isinstance(value, str):
-            raise wrong("a string")
-        if "pattern" in meta and not meta["pattern"].match(value):
-            raise ResultFileError(f"{what}: refusing {name} = {value!r}: not a valid {name.replace('_', ' ')}")
-        if "one_of" in meta and value not in meta["one_of"]:
-            raise ResultFileError(f"{what}: {name} {value!r} is not one of {', '.join(meta['one_of'])}")
-        return value
-    if typing.get_origin(hint) is tuple:
-        args = typing.get_args(hint)
-        if not isinstance(value, list):
-            raise wrong("an array")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_value(v, args[0], meta, what, f"{name}[{i}]") for i, v in enumerate(value))
-        if len(value) != len(args):
-            raise wrong(f"an array of {len(args)} values")
-        return tuple(
-            _value(v, t, meta, what, f"{name}[{i}]") for i, (v, t) in enumerate(zip(value, args, strict=False))
-        )
-    if hint is dict:
-        if not isinstance(value, dict):
-            raise wrong("a table")
-        return plain(_table(value, meta["row"], f"{what}: {name}")) if "row" in meta else value
-    if isinstance(hint, type) and is_dataclass(hint):
-        if not isinstance(value, dict):
-            raise wrong("a table")
-        return hint(**_table(value, hint, f"{what}: {name}"))
-    return value  # a type the schema does not describe further
-
-
-def _table(raw: dict[str, typing.Any], cls: type, what: str) -> dict[str, typing.Any]:
-    """A TOML table checked against the schema dataclass cls: unknown keys named first (with the known key
-    they resemble), then missing ones, then each value's type and range; the typed values by key."""
-    known = [f.name for f in fields(cls)]
-    unknown = sorted(raw.keys() - set(known))
-    if unknown:
-        close = {k: difflib.get_close_matches(k, known, 1) for k in unknown}
-        named = [repr(k) + (f" (did you mean {close[k][0]!r}?)" if close[k] else "") for k in unknown]
-        raise ResultFileError(
-            f"{what} has unknown key{'s' if len(unknown) > 1 else ''} {', '.join(named)}"
-            + ("" if all(close.values()) else f" (known: {', '.join(known)})")
-        )
-    missing = [
-        f.name for f in fields(cls) if f.name not in raw and f.default is MISSING and f.default_factory is MISSING
-    ]
-    if missing:
-        raise ResultFileError(f"{what} lacks {', '.join(missing)}")
-    hints = _types(cls)
-    return {f.name: _value(raw[f.name], hints[f.name], f.metadata, what, f.name) for f in fields(cls) if f.name in raw}
 
 
 def _check_flags(typed: dict, where: str) -> None:

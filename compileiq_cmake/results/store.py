@@ -69,7 +69,7 @@ class _Damaged(Exception):
     """The store file is damaged; the message says how."""
 
 
-def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:  # noqa: C901 (issue 53: to split)
+def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:
     """The store with its schema; _Damaged when the file fails PRAGMA quick_check or is not a database;
     CompileIQError when it cannot be opened for another reason (locked, unreadable)."""
     db = sqlite3.connect(path, timeout=timeout)
@@ -83,18 +83,7 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:  # noqa: C9
             if _errorcode(exc) not in _BUSY_CODES:
                 raise
         db.executescript(_SCHEMA)
-        columns = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
-        if "fingerprint" not in columns:  # a store written by compileiq_cmake 0.1.0 before fingerprints
-            db.execute("ALTER TABLE trials ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
-            db.execute("ALTER TABLE trials ADD COLUMN same_code_as INTEGER")
-        if "kernels" not in columns:
-            db.execute("ALTER TABLE trials ADD COLUMN kernels TEXT NOT NULL DEFAULT '[]'")
-        if "gpu" not in columns:  # before several GPUs per tune
-            db.execute("ALTER TABLE trials ADD COLUMN gpu TEXT NOT NULL DEFAULT ''")
-        if "binary_bytes" not in columns:  # before the co-objectives
-            db.execute("ALTER TABLE trials ADD COLUMN binary_bytes INTEGER NOT NULL DEFAULT 0")
-        if "device_bytes" not in columns:  # before the device code's size
-            db.execute("ALTER TABLE trials ADD COLUMN device_bytes INTEGER NOT NULL DEFAULT 0")
+        _add_columns(db)
         db.commit()
         return db
     except sqlite3.DatabaseError as exc:
@@ -105,6 +94,22 @@ def _open_checked(path: Path, timeout: float) -> sqlite3.Connection:  # noqa: C9
     except _Damaged:
         db.close()
         raise
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    """The columns a store written by an earlier version lacks, added with their defaults."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(trials)")}
+    if "fingerprint" not in columns:  # a store written by compileiq_cmake 0.1.0 before fingerprints
+        db.execute("ALTER TABLE trials ADD COLUMN fingerprint TEXT NOT NULL DEFAULT ''")
+        db.execute("ALTER TABLE trials ADD COLUMN same_code_as INTEGER")
+    if "kernels" not in columns:
+        db.execute("ALTER TABLE trials ADD COLUMN kernels TEXT NOT NULL DEFAULT '[]'")
+    if "gpu" not in columns:  # before several GPUs per tune
+        db.execute("ALTER TABLE trials ADD COLUMN gpu TEXT NOT NULL DEFAULT ''")
+    if "binary_bytes" not in columns:  # before the co-objectives
+        db.execute("ALTER TABLE trials ADD COLUMN binary_bytes INTEGER NOT NULL DEFAULT 0")
+    if "device_bytes" not in columns:  # before the device code's size
+        db.execute("ALTER TABLE trials ADD COLUMN device_bytes INTEGER NOT NULL DEFAULT 0")
 
 
 def _errorcode(exc: sqlite3.Error) -> int:

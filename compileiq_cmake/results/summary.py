@@ -173,32 +173,7 @@ def build(
 ) -> dict:
     """`events`: the tune's notes, warnings and stage results as its event stream carried them (event_records)."""
     spec = setup.spec
-    trials = []
-    for t in sorted(result.trials, key=lambda t: t.index):
-        speed = speedup_of(t)
-        ci = interval_of(t)
-        trials.append(
-            {
-                "index": t.index,
-                "flags": list(t.flagset.flags),
-                "status": t.status.value,
-                "reason": t.reason,
-                "speedup": speed,
-                "ci": list(ci) if ci else None,
-                "medians": list(t.medians()) if t.valid else [],
-                "gpu": t.gpu or None,
-                "same_code_as": t.same_code_as,
-                "build_seconds": round(t.build_seconds, 3),
-                "bench_seconds": round(t.bench_seconds, 3),
-                "wall_seconds": round(t.wall_seconds, 3),
-                "binary_bytes": t.binary_bytes,
-                "device_bytes": t.device_bytes,
-                "energy_joules": t.joules_per_run(),
-                "metric_cost": _metric_cost(t, spec),
-                "throttled": any(m.throttled for m in t.measurements),
-                "kernels": [asdict(k) for k in t.kernels],
-            }
-        )
+    trials = [_trial(t, spec, speedup_of(t), interval_of(t)) for t in sorted(result.trials, key=lambda t: t.index)]
     w = result.winner
     return finite(
         {
@@ -217,18 +192,7 @@ def build(
             "executor": getattr(spec, "executor", "local"),
             "gpus": [g.device for g in setup.devices.gpus],
             "replay": setup.replay is not None,
-            "settings": {
-                "budget": spec.budget,
-                "seed": spec.seed,
-                "workers": spec.workers,
-                "repeats": spec.repeats,
-                "max_repeats": spec.max_repeats,
-                "warmup": spec.warmup,
-                "min_rounds": spec.min_rounds,
-                "max_rounds": spec.max_rounds,
-                "time_limit": spec.time_limit,
-                "per_file_budget": spec.per_file_budget,
-            },
+            "settings": _settings(spec),
             "metric": {
                 "name": spec.metric.name,
                 "pattern": spec.metric.label,
@@ -262,6 +226,46 @@ def build(
             "timings": {k: round(v, 3) if isinstance(v, float) else v for k, v in timings.items()},
         }
     )
+
+
+def _trial(t: Trial, spec: Any, speed: float | None, ci: tuple[float, float] | None) -> dict[str, Any]:
+    """One trial of the summary: its flags, outcome, speed-up and interval, times, sizes and kernels."""
+    return {
+        "index": t.index,
+        "flags": list(t.flagset.flags),
+        "status": t.status.value,
+        "reason": t.reason,
+        "speedup": speed,
+        "ci": list(ci) if ci else None,
+        "medians": list(t.medians()) if t.valid else [],
+        "gpu": t.gpu or None,
+        "same_code_as": t.same_code_as,
+        "build_seconds": round(t.build_seconds, 3),
+        "bench_seconds": round(t.bench_seconds, 3),
+        "wall_seconds": round(t.wall_seconds, 3),
+        "binary_bytes": t.binary_bytes,
+        "device_bytes": t.device_bytes,
+        "energy_joules": t.joules_per_run(),
+        "metric_cost": _metric_cost(t, spec),
+        "throttled": any(m.throttled for m in t.measurements),
+        "kernels": [asdict(k) for k in t.kernels],
+    }
+
+
+def _settings(spec: Any) -> dict[str, Any]:
+    """The tune's settings the summary records."""
+    return {
+        "budget": spec.budget,
+        "seed": spec.seed,
+        "workers": spec.workers,
+        "repeats": spec.repeats,
+        "max_repeats": spec.max_repeats,
+        "warmup": spec.warmup,
+        "min_rounds": spec.min_rounds,
+        "max_rounds": spec.max_rounds,
+        "time_limit": spec.time_limit,
+        "per_file_budget": spec.per_file_budget,
+    }
 
 
 KEPT_EVENTS = ("note", "warning", "stage")  # what of the event stream the summary keeps (progress is the trials),

@@ -22,7 +22,8 @@ import tomli_w
 from ..model.errors import CompileIQError, ResultFileError
 from ..model.events import as_stream
 from ..system.writable import check_creatable
-from .schema import NUMERICS_CHECKS, SCHEMA_VERSION, FlagsEntry, check_entry, numerics_checked, plain, short_repr
+from .schema import NUMERICS_CHECKS, SCHEMA_VERSION, FlagsEntry, check_entry, numerics_checked
+from .schema_types import plain, short_repr
 
 MAX_FILE_BYTES = 4 << 20
 _TOP_LEVEL = ("schema_version", "entry")

@@ -89,21 +89,84 @@ def _as_int(value: Any, source: str, what: str) -> int:
     return value
 
 
+def _header(doc: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """A landscape document's format, version and meta checked; its meta."""
+    if not isinstance(doc, Mapping):
+        raise _fail(source, "the top level must be a JSON object")
+    if doc.get("format") != FORMAT:
+        raise _fail(source, f"not a landscape file (format must be '{FORMAT}')")
+    if doc.get("version") not in SUPPORTED_VERSIONS:
+        raise _fail(source, f"unsupported version {doc.get('version')!r} (supported: {SUPPORTED_VERSIONS})")
+    meta = doc.get("meta", {})
+    if not isinstance(meta, Mapping):
+        raise _fail(source, "meta must be an object")
+    if meta.get("dry_run"):
+        raise _fail(source, "a dry-run file (no timings); record it on a GPU without --dry-run")
+    return dict(meta)
+
+
+def _values(src: str, d: Mapping[str, Any], tokens: set[str]) -> tuple[tuple[str, ...], ...]:
+    """A dimension's values checked: lists of flag tokens, the empty default first, no token in two values
+    (`tokens`: those of the dimensions read before, added to)."""
+    values = []
+    for v in d["values"]:
+        if not isinstance(v, list) or not all(isinstance(t, str) and t.strip() == t and t for t in v):
+            raise _fail(src, f"dimension {d['name']}: each value must be a list of flag tokens")
+        values.append(tuple(v))
+    if len(values) < 2 or values[0] != ():
+        raise _fail(src, f"dimension {d['name']}: values must start with the default [] and have 2 or more")
+    for v in values[1:]:
+        if not v:
+            raise _fail(src, f"dimension {d['name']}: only the first value may be empty")
+        for t in v:
+            if t in tokens:
+                raise _fail(src, f"flag token {t} appears in two values")
+            tokens.add(t)
+    return tuple(values)
+
+
+def _code(src: str, k: int, c: Any) -> LandscapeCode:
+    """Code `k` of a landscape, checked."""
+    if not isinstance(c, Mapping):
+        raise _fail(src, f"code {k} must be an object")
+    status = c.get("status")
+    if status not in STATUSES:
+        raise _fail(src, f"code {k}: status {status!r} is not one of {', '.join(STATUSES)}")
+    valid = c.get("valid")
+    if not isinstance(valid, bool) or valid != (status == "ok"):
+        raise _fail(src, f"code {k}: valid must be true exactly when status is 'ok'")
+    times = c.get("time_us", [])
+    if not isinstance(times, list) or not all(
+        isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0 for t in times
+    ):
+        raise _fail(src, f"code {k}: time_us must be a list of positive numbers")
+    if valid and not times:
+        raise _fail(src, f"code {k}: a valid code needs at least one time sample")
+    digest = c.get("digest")
+    if digest is not None and not isinstance(digest, str):
+        raise _fail(src, f"code {k}: digest must be a string or null")
+    if status != "build_failed" and not digest:
+        raise _fail(src, f"code {k}: only a build failure may lack a digest")
+    error = c.get("error")
+    if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float))):
+        raise _fail(src, f"code {k}: error must be a number or null")
+    return LandscapeCode(
+        id=k,
+        digest=digest,
+        status=status,
+        valid=valid,
+        time_us=tuple(float(t) for t in times),
+        error=None if error is None else float(error),
+        registers=c.get("regs"),
+        spill_bytes=c.get("spill"),
+        message=str(c.get("message", "")),
+    )
+
+
 class Landscape:
-    def __init__(self, doc: Mapping[str, Any], source: str = "<dict>"):  # noqa: C901 (issue 53: to split)
+    def __init__(self, doc: Mapping[str, Any], source: str = "<dict>"):
         self.source = source
-        if not isinstance(doc, Mapping):
-            raise _fail(source, "the top level must be a JSON object")
-        if doc.get("format") != FORMAT:
-            raise _fail(source, f"not a landscape file (format must be '{FORMAT}')")
-        if doc.get("version") not in SUPPORTED_VERSIONS:
-            raise _fail(source, f"unsupported version {doc.get('version')!r} (supported: {SUPPORTED_VERSIONS})")
-        meta = doc.get("meta", {})
-        if not isinstance(meta, Mapping):
-            raise _fail(source, "meta must be an object")
-        if meta.get("dry_run"):
-            raise _fail(source, "a dry-run file (no timings); record it on a GPU without --dry-run")
-        self.meta: dict = dict(meta)
+        self.meta: dict = _header(doc, source)
         self.kernel: str = str(doc.get("kernel", ""))
         self.family: str = str(doc.get("family", "nvcc"))
         metric = doc.get("metric", {"name": "kernel_time", "unit": "us", "higher_is_better": False})
@@ -123,7 +186,7 @@ class Landscape:
         if not default_code.valid or default_us is None:
             raise _fail(source, "the default point must be valid and timed")
         self._default_us: float = default_us
-        noise = meta.get("noise", {})
+        noise = self.meta.get("noise", {})
         rel_sd = noise.get("rel_sd") if isinstance(noise, Mapping) else None
         if isinstance(rel_sd, bool) or not isinstance(rel_sd, (int, float)) or not math.isfinite(rel_sd) or rel_sd < 0:
             raise _fail(source, "meta.noise.rel_sd (relative standard deviation of one sample) is missing or invalid")
@@ -134,11 +197,12 @@ class Landscape:
         self._ignored = self._rule_tokens()
 
     # ---- reading
-    def _read_dimensions(self, raw: Any) -> tuple[Dimension, ...]:  # noqa: C901, PLR0912 (issue 53: to split)
+    def _read_dimensions(self, raw: Any) -> tuple[Dimension, ...]:
         src = self.source
         if not isinstance(raw, list) or not raw:
             raise _fail(src, "dimensions must be a non-empty list")
-        dims, names, tokens = [], set(), set()
+        dims, names = [], set()
+        tokens: set[str] = set()
         catalogue = numerics_traits(self.family)  # the traits a dimension does not state itself
         for k, d in enumerate(raw):
             if (
@@ -150,20 +214,7 @@ class Landscape:
             if d["name"] in names:
                 raise _fail(src, f"dimension {d['name']} appears twice")
             names.add(d["name"])
-            values = []
-            for v in d["values"]:
-                if not isinstance(v, list) or not all(isinstance(t, str) and t.strip() == t and t for t in v):
-                    raise _fail(src, f"dimension {d['name']}: each value must be a list of flag tokens")
-                values.append(tuple(v))
-            if len(values) < 2 or values[0] != ():
-                raise _fail(src, f"dimension {d['name']}: values must start with the default [] and have 2 or more")
-            for v in values[1:]:
-                if not v:
-                    raise _fail(src, f"dimension {d['name']}: only the first value may be empty")
-                for t in v:
-                    if t in tokens:
-                        raise _fail(src, f"flag token {t} appears in two values")
-                    tokens.add(t)
+            values = _values(src, d, tokens)
             # a per-file dimension "<file>:<name>" (record_project.py) has the traits of the catalogue's <name>
             traits = list(catalogue.get(d["name"], catalogue.get(d["name"].rpartition(":")[2], (False, False))))
             for k, key in enumerate(("unsafe_numerics", "relaxes_numerics")):  # optional; default: catalogue
@@ -175,56 +226,18 @@ class Landscape:
                 Dimension(
                     name=d["name"],
                     help=str(d.get("help", "")),
-                    values=tuple(values),
+                    values=values,
                     unsafe_numerics=traits[0],
                     relaxes_numerics=traits[1],
                 )
             )
         return tuple(dims)
 
-    def _read_codes(self, raw: Any) -> tuple[LandscapeCode, ...]:  # noqa: C901 (issue 53: to split)
+    def _read_codes(self, raw: Any) -> tuple[LandscapeCode, ...]:
         src = self.source
         if not isinstance(raw, list) or not raw:
             raise _fail(src, "codes must be a non-empty list")
-        out = []
-        for k, c in enumerate(raw):
-            if not isinstance(c, Mapping):
-                raise _fail(src, f"code {k} must be an object")
-            status = c.get("status")
-            if status not in STATUSES:
-                raise _fail(src, f"code {k}: status {status!r} is not one of {', '.join(STATUSES)}")
-            valid = c.get("valid")
-            if not isinstance(valid, bool) or valid != (status == "ok"):
-                raise _fail(src, f"code {k}: valid must be true exactly when status is 'ok'")
-            times = c.get("time_us", [])
-            if not isinstance(times, list) or not all(
-                isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) and t > 0 for t in times
-            ):
-                raise _fail(src, f"code {k}: time_us must be a list of positive numbers")
-            if valid and not times:
-                raise _fail(src, f"code {k}: a valid code needs at least one time sample")
-            digest = c.get("digest")
-            if digest is not None and not isinstance(digest, str):
-                raise _fail(src, f"code {k}: digest must be a string or null")
-            if status != "build_failed" and not digest:
-                raise _fail(src, f"code {k}: only a build failure may lack a digest")
-            error = c.get("error")
-            if error is not None and (isinstance(error, bool) or not isinstance(error, (int, float))):
-                raise _fail(src, f"code {k}: error must be a number or null")
-            out.append(
-                LandscapeCode(
-                    id=k,
-                    digest=digest,
-                    status=status,
-                    valid=valid,
-                    time_us=tuple(float(t) for t in times),
-                    error=None if error is None else float(error),
-                    registers=c.get("regs"),
-                    spill_bytes=c.get("spill"),
-                    message=str(c.get("message", "")),
-                )
-            )
-        return tuple(out)
+        return tuple(_code(src, k, c) for k, c in enumerate(raw))
 
     def _read_points(self, raw: Any) -> dict[tuple[int, ...], int]:
         src = self.source

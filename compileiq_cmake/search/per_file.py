@@ -152,7 +152,7 @@ def _averaged(
     return out, sum(u for _, u in per_workload) / n
 
 
-def candidates(  # noqa: C901 (issue 53: to split)
+def candidates(
     context: PerFileContext, start: FlagSet, files: tuple[kernel_times.FileShare, ...], budget: int
 ) -> list[FlagSet]:
     """Single changes of the searched space for each file, on top of `start`: every value of a dimension
@@ -160,33 +160,8 @@ def candidates(  # noqa: C901 (issue 53: to split)
     not one the global flags make redundant, not one that static screening saw change none of the file's
     kernels), numerics-relaxing values first (with a prior: in order of its predicted score, confidently
     harmful ones last); the files take turns, largest share first, up to `budget`."""
-    chosen = dict(start.choices)
     screen = {key: frozenset(kernel_name(k) for k in names) for key, names in context.screen_kernels.items()}
-    per_file: list[list[FlagSet]] = []
-    prior = context.prior
-    for f in files:
-        mine: list[tuple[tuple, FlagSet]] = []
-        for n, d in enumerate(context.space.dimensions):
-            if d.build_mode or d.name == ACF_DIMENSION:  # device LTO, a control file: the whole target's, not a file's
-                continue
-            for i, value in enumerate(d.values[1:], start=1):
-                if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):
-                    continue
-                if set(canonical_flags(start.flags + value, context.space.family)) == set(
-                    canonical_flags(start.flags, context.space.family)
-                ):
-                    continue  # redundant next to the global flags (e.g. --ftz=true under --use_fast_math)
-                changed = screen.get((d.name, value))
-                if changed is not None and not changed & set(f.kernels):
-                    continue  # static screening: it changes no kernel of this file
-                tokens = tuple(build_flags.source_token(f.path, t) for t in value)
-                order = (
-                    (0 if d.relaxes_numerics else 1,)
-                    if prior is None
-                    else (prior.of(n, i).harmful, -prior.of(n, i).score, 0 if d.relaxes_numerics else 1)
-                )
-                mine.append((order, FlagSet(start.choices, start.flags + tokens)))
-        per_file.append([fs for _, fs in sorted(mine, key=lambda x: x[0])])
+    per_file = [_file_candidates(context, start, screen, f) for f in files]
     out: list[FlagSet] = []
     while len(out) < budget and any(per_file):
         for queue in per_file:
@@ -195,7 +170,55 @@ def candidates(  # noqa: C901 (issue 53: to split)
     return out
 
 
-def plan(  # noqa: C901 (issue 53: to split)
+def _file_candidates(
+    context: PerFileContext,
+    start: FlagSet,
+    screen: dict[tuple[str, tuple[str, ...]], frozenset[str]],
+    f: kernel_times.FileShare,
+) -> list[FlagSet]:
+    """The single changes for one file, in the order `candidates` proposes them."""
+    chosen = dict(start.choices)
+    prior = context.prior
+    mine: list[tuple[tuple, FlagSet]] = []
+    for n, d in enumerate(context.space.dimensions):
+        if d.build_mode or d.name == ACF_DIMENSION:  # device LTO, a control file: the whole target's, not a file's
+            continue
+        for i, value in enumerate(d.values[1:], start=1):
+            if i == chosen.get(d.name, 0) or any(t in start.flags for t in value):
+                continue
+            if set(canonical_flags(start.flags + value, context.space.family)) == set(
+                canonical_flags(start.flags, context.space.family)
+            ):
+                continue  # redundant next to the global flags (e.g. --ftz=true under --use_fast_math)
+            changed = screen.get((d.name, value))
+            if changed is not None and not changed & set(f.kernels):
+                continue  # static screening: it changes no kernel of this file
+            tokens = tuple(build_flags.source_token(f.path, t) for t in value)
+            order = (
+                (0 if d.relaxes_numerics else 1,)
+                if prior is None
+                else (prior.of(n, i).harmful, -prior.of(n, i).score, 0 if d.relaxes_numerics else 1)
+            )
+            mine.append((order, FlagSet(start.choices, start.flags + tokens)))
+    return [fs for _, fs in sorted(mine, key=lambda x: x[0])]
+
+
+def _not_applicable(context: PerFileContext, runner: Runner) -> str:
+    """Why the per-file stage cannot run in this CUDA tune ("" when it can)."""
+    if context.replay:
+        return "a replay has no kernel times"
+    if context.focused:
+        return "the hot-file focus tuned the flags of the target's hot files already"
+    if type(runner).run is not Runner.run:
+        return f"per-kernel times are measured by the local executor only (this tune runs on {type(runner).__name__})"
+    if len(context.cuda_sources) < 2:
+        return f"{context.target} has one CUDA translation unit (its flags are the global ones)"
+    if context.fingerprints is None:
+        return "kernels cannot be mapped to files without cuobjdump"
+    return ""
+
+
+def plan(
     context: PerFileContext,
     tree: VariantTree,
     build: Build,
@@ -216,18 +239,9 @@ def plan(  # noqa: C901 (issue 53: to split)
 
     if context.language != "CUDA" or budget <= 0:
         return None
-    if context.replay:
-        return skip("a replay has no kernel times")
-    if context.focused:
-        return skip("the hot-file focus tuned the flags of the target's hot files already")
-    if type(runner).run is not Runner.run:
-        return skip(
-            f"per-kernel times are measured by the local executor only (this tune runs on {type(runner).__name__})"
-        )
-    if len(context.cuda_sources) < 2:
-        return skip(f"{context.target} has one CUDA translation unit (its flags are the global ones)")
-    if context.fingerprints is None:
-        return skip("kernels cannot be mapped to files without cuobjdump")
+    why = _not_applicable(context, runner)
+    if why:
+        return skip(why)
     start = _start(trials, loss_of)
     try:
         collector = kernel_times.build_collector(context.nvcc, context.state_dir / "cupti")

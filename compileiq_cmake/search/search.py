@@ -30,11 +30,10 @@ the structure of a flag space:
    effects measured are the ones that matter for combinations with it.
 
 Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
-plain nevergrad optimizer or portfolio behind the same cache), kept for comparison."""
+plain nevergrad optimizer or portfolio behind the same cache, search/nevergrad_search.py), kept for comparison."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 from collections.abc import Callable, Iterable, Sequence
@@ -42,96 +41,17 @@ from dataclasses import replace
 
 from ..flags import FlagSpace
 from ..model.records import FlagSet
+from .nevergrad_search import INVALID_LOSS as INVALID_LOSS  # (named here: the tune's and the tests')
+from .nevergrad_search import PORTFOLIO as PORTFOLIO  # (named here: benchmarks/evaluation's)
+from .nevergrad_search import NevergradSearch
+from .nevergrad_search import _unseen_fallback as _unseen_fallback  # (named here: the tests')
 from .prior import SpacePrior
 
-# Portfolio members: two discrete (1+1) evolution strategies of different mutation laws and random search.
-PORTFOLIO = ("DiscreteLenglerOnePlusOne", "PortfolioDiscreteOnePlusOne", "RandomSearch")
-INVALID_LOSS = 10.0  # log-ratio loss given to failed trials: worse than any real slowdown
 SINGLES_SHARE = 0.6  # at most this share of the budget goes to single-flag changes
 EXPLORE_EVERY = 4  # after the singles, one proposal in this many comes from the nevergrad portfolio
 BIG_GAIN = 0.10  # a single flag value at least this much faster alone is a "big mover" ...
 BIG_EVERY = 2  # ... and then one proposal in this many keeps it and draws the other dimensions at random,
 BIG_MAX = 4  # ... at most this many times
-_MAX_REPEATS = 30
-_ENUMERATE_LIMIT = 20_000  # spaces up to this size are enumerated to find an unseen point (well under 1 s)
-
-
-def _unseen_fallback(space: FlagSpace, rng: random.Random, taken) -> dict[str, int] | None:
-    """An unseen point: random draws first, then (small spaces) enumeration, so a small space is exhausted."""
-    for _ in range(1000):
-        choice = {d.name: rng.randrange(len(d.values)) for d in space.dimensions}
-        if not taken(space.flagset(choice).key):
-            return choice
-    if space.size <= _ENUMERATE_LIMIT:
-        for combo in itertools.product(*(range(len(d.values)) for d in space.dimensions)):
-            choice = {d.name: i for d, i in zip(space.dimensions, combo, strict=False)}
-            if not taken(space.flagset(choice).key):
-                return choice
-    return None
-
-
-class NevergradSearch:
-    """A nevergrad optimizer (a registry name) or a ConfPortfolio of several behind the cache. The shipped
-    default before issue 5 was `NevergradSearch(..., optimizer=PORTFOLIO)`."""
-
-    def __init__(
-        self, space: FlagSpace, budget: int, seed: int, workers: int, *, optimizer: str | Sequence[str] = PORTFOLIO
-    ) -> None:
-        import nevergrad as ng  # noqa: PLC0415 (slow to import: only a search needs it, not every CLI command)
-
-        self.space = space
-        self._param = ng.p.Dict(**{d.name: ng.p.Choice(list(range(len(d.values)))) for d in space.dimensions})
-        self._param.random_state.seed(seed)
-        if isinstance(optimizer, str):
-            optimizer_cls = ng.optimizers.registry[optimizer]
-        else:
-            optimizer_cls = ng.optimizers.ConfPortfolio(optimizers=list(optimizer), warmup_ratio=0.0)
-        self._opt = optimizer_cls(self._param, budget=max(budget * 20, 100), num_workers=workers)
-        self._sizes = {d.name: len(d.values) for d in space.dimensions}
-        self._losses: dict[str, float] = {}
-        self._asked: dict[str, object] = {}
-        self._rng = random.Random(seed)
-
-    def seen(self, flagset: FlagSet) -> bool:
-        return flagset.key in self._losses
-
-    def tell(self, flagset: FlagSet, loss: float) -> None:
-        """Tell the optimizer a result: of a flag set it asked for, or of one it never proposed (the
-        baseline, trials restored from the store, points another strategy proposed)."""
-        loss = loss if math.isfinite(loss) else INVALID_LOSS
-        self._losses[flagset.key] = loss
-        cand = self._asked.pop(flagset.key, None)
-        chosen = dict(flagset.choices)
-        if cand is None and any(chosen.get(d.name, 0) >= self._sizes[d.name] for d in self.space.dimensions):
-            return  # a value added after it was made (FlagSearch.extend): outside its parametrization
-        if cand is None:
-            self._opt.suggest({d.name: chosen.get(d.name, 0) for d in self.space.dimensions})
-            cand = self._opt.ask()
-        self._opt.tell(cand, loss)
-
-    def ask(self, taken=None) -> FlagSet | None:
-        """A flag set neither measured nor already asked for (nor `taken(key)`); None when the space seems
-        exhausted."""
-        taken = taken or (lambda key: False)
-        busy = lambda key: key in self._losses or key in self._asked or taken(key)  # noqa: E731
-        for _ in range(_MAX_REPEATS):
-            cand = self._opt.ask()
-            flagset = self.space.flagset(dict(cand.value))
-            if flagset.key in self._losses:
-                self._opt.tell(cand, self._losses[flagset.key])
-                continue
-            if busy(flagset.key):
-                continue  # already being built: its result arrives later
-            self._asked[flagset.key] = cand
-            return flagset
-        # The optimizer keeps proposing known points: fall back to an unseen point.
-        choice = _unseen_fallback(self.space, self._rng, busy)
-        if choice is None:
-            return None
-        flagset = self.space.flagset(choice)
-        self._opt.suggest(choice)
-        self._asked[flagset.key] = self._opt.ask()
-        return flagset
 
 
 def prior_order(
@@ -201,6 +121,18 @@ class FlagSearch:
         self._big_max = big_max  # at most this many big-mover draws (0: no limit)
         self._big_drawn = 0
         self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
+        self._learned = prior
+        self._origin: dict[str, str] = {}  # key -> why the prior proposed it
+        # values the prior knows nothing of that the default measures early: before even the prior's combinations
+        self._front: set[tuple[int, int]] = set()
+        singles = self._ordered_singles(numerics_first, prior)
+        self._singles = singles[: max(1, math.ceil(singles_share * max(budget - 1, 1)))]
+        self._warm: list[tuple[int, ...]] = []
+        self._warm_start(warm_start, prior)
+
+    def _ordered_singles(self, numerics_first: bool, prior: SpacePrior | None) -> list[tuple[int, int]]:
+        """Every single-flag change (dimension, value) in the order they are measured: seeded, then the likely
+        big movers first; with a prior, in its order (what it knows nothing of that is measured early: `_front`)."""
         singles = [(d, i) for d, dim in enumerate(self._dims) for i in range(1, len(dim.values))]
         self._rng.shuffle(singles)
         # build modes (device LTO) first, then what the setup marked (an unoptimized build's -O level), then
@@ -214,10 +146,6 @@ class FlagSearch:
                 di[1] if di[1] <= self._dims[di[0]].leading else 0,
             )
         )
-        self._learned = prior
-        self._origin: dict[str, str] = {}  # key -> why the prior proposed it
-        # values the prior knows nothing of that the default measures early: before even the prior's combinations
-        self._front: set[tuple[int, int]] = set()
         if prior is not None:
             dims = self._dims
 
@@ -231,8 +159,10 @@ class FlagSearch:
                 )
 
             singles, self._front = prior_order(singles, prior, early)
-        self._singles = singles[: max(1, math.ceil(singles_share * max(budget - 1, 1)))]
-        self._warm: list[tuple[int, ...]] = []
+        return singles
+
+    def _warm_start(self, warm_start: Sequence[FlagSet], prior: SpacePrior | None) -> None:
+        """The warm start's flag sets mapped onto this space, then the prior's combinations (their origin said)."""
         for fs in warm_start:
             choice = self._map_flags(fs.flags)
             if any(choice) and choice not in self._warm:
@@ -406,26 +336,40 @@ class FlagSearch:
                 return fs
         return None
 
-    def ask(self) -> FlagSet | None:  # noqa: C901, PLR0912 (issue 53: to split)
+    def ask(self) -> FlagSet | None:
         """A flag set neither measured nor being built; None when the space is exhausted."""
-        if self._big_gain > 0:
-            self._big_asks += 1
-            big = (
-                self._big_movers()
-                if self._big_asks % self._big_every == 0 and (not self._big_max or self._big_drawn < self._big_max)
-                else []
-            )
-            if big:
-                fs = self._conditional(big)
-                if fs is not None:
-                    self._big_drawn += 1
-                    return fs
-        if self._explore_from_start and (self._warm or self._singles):
+        fs = self._ask_big() if self._big_gain > 0 else None
+        if fs is None and self._explore_from_start and (self._warm or self._singles):
             self._local_asks += 1
-            if self._explore_every and self._local_asks % self._explore_every == 0:
-                fs = self._explore()
-                if fs is not None:
-                    return fs
+            fs = self._explore_now()
+        if fs is None:
+            fs = self._ask_queued()
+        if fs is not None:
+            return fs
+        self._local_asks += 1
+        return self._explore_now() or self._local() or self._explore()
+
+    def _ask_big(self) -> FlagSet | None:
+        """Every `big_every`-th ask (at most `big_max` of them): a draw around the big movers' values."""
+        self._big_asks += 1
+        big = (
+            self._big_movers()
+            if self._big_asks % self._big_every == 0 and (not self._big_max or self._big_drawn < self._big_max)
+            else []
+        )
+        fs = self._conditional(big) if big else None
+        if fs is not None:
+            self._big_drawn += 1
+        return fs
+
+    def _explore_now(self) -> FlagSet | None:
+        """Every `explore_every`-th local ask: an exploring draw (None: not now, or nothing left)."""
+        if self._explore_every and self._local_asks % self._explore_every == 0:
+            return self._explore()
+        return None
+
+    def _ask_queued(self) -> FlagSet | None:
+        """The queued points: the singles the prior puts in front, the warm starts, the other singles."""
         while self._singles and self._singles[0] in self._front:
             fs = self._single(*self._singles.pop(0))
             if fs is not None:
@@ -439,12 +383,7 @@ class FlagSearch:
             fs = self._single(d, i)
             if fs is not None:
                 return fs
-        self._local_asks += 1
-        if self._explore_every and self._local_asks % self._explore_every == 0:
-            fs = self._explore()
-            if fs is not None:
-                return fs
-        return self._local() or self._explore()
+        return None
 
     def _pivot_base(self) -> tuple[int, ...] | None:
         """With `pivot`: the single-flag point of the strongest big mover, the base of the remaining singles."""

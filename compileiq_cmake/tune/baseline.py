@@ -14,7 +14,7 @@ from ..execute.executor import Executor
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
-from ..model.records import BuildResult, Status, Trial
+from ..model.records import BuildResult, FlagSet, Status, Trial
 from ..model.spec import TuneSpec
 from ..model.timebox import Interrupted
 from ..model.wording import plural
@@ -60,21 +60,14 @@ class Baseline:
         with ExitStack() as resources:  # the other GPUs' pool is closed on every path, also when a step raises
             return self._run(resources)
 
-    def _run(self, resources: ExitStack) -> Baselines:  # noqa: C901, PLR0912, PLR0915 (issue 53: to split)
+    def _run(self, resources: ExitStack) -> Baselines:
         setup, executor, store, log = self.setup, self.executor, self.store, self.log
         spec = setup.spec
         runner = executor.runner
         runners = executor.gpu_runners() if setup.devices.gpus else {}
         if runners:  # the baseline, validation and ablation run on the first GPU
             runner = runners[setup.devices.gpus[0].device]
-        restored = {t.flagset.key: t for t in store.load()}
-        if store.skipped_rows:
-            as_stream(log).warning(
-                f"{plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
-                "damaged by something else): left out, their trials are measured again"
-            )
-        if restored:
-            as_stream(log).info(f"resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
+        restored = self._restored()
         baseline_set = setup.space.baseline()
         baseline = restored.get(baseline_set.key)
         early: dict[str, Future] = {}  # the other GPUs' baselines, measured while the first GPU measures its own
@@ -83,37 +76,8 @@ class Baseline:
             if len(runners) > 1
             else None
         )
-        tree = setup.baseline_tree  # (a suite's target: its one baseline build; the build here does nothing)
         if baseline is None:
-            built = executor.build(tree, baseline_set)
-            if others is not None and built.ok:
-                early = {
-                    g.device: others.submit(
-                        run_trial,
-                        runners[g.device],
-                        setup,
-                        tree,
-                        0,
-                        baseline_set,
-                        BuildResult(ok=True, seconds=0.0),
-                        None,
-                        log,
-                    )
-                    for g in setup.devices.gpus[1:]
-                }
-            check = self.budget.first_run_check(built.seconds) if self.budget is not None else None
-            baseline = run_trial(runner, setup, tree, 0, baseline_set, built, log=log, after_first=check)
-            if baseline.status is Status.CANCELLED or built.cancelled:  # interrupted, or the box ended its runs
-                if others is not None:
-                    others.shutdown(wait=True)
-                if self.budget is None:
-                    raise Interrupted(baseline.reason)
-                self.budget.check()
-                raise self.budget.too_short(baseline)
-            if not baseline.valid:
-                if others is not None:
-                    others.shutdown(wait=True)
-                raise baseline_error(baseline, setup)
+            baseline, early = self._measured(baseline_set, runner, runners, others)
             store.save(baseline)
         elif not baseline.valid:
             raise baseline_error(baseline, setup)
@@ -145,6 +109,58 @@ class Baseline:
                 others.shutdown(wait=True)
             baseline = per_gpu[setup.devices.gpus[0].device]
         return Baselines(baseline, per_gpu, restored, runner, runners, noise, min_gain, references)
+
+    def _restored(self) -> dict[str, Trial]:
+        """The trials of an earlier run of this tune, by flag-set key (said when there are any)."""
+        store, log = self.store, self.log
+        restored = {t.flagset.key: t for t in store.load()}
+        if store.skipped_rows:
+            as_stream(log).warning(
+                f"{plural(store.skipped_rows, 'row')} of {store.path} are not trials (edited or "
+                "damaged by something else): left out, their trials are measured again"
+            )
+        if restored:
+            as_stream(log).info(f"resuming: {plural(len(restored), 'finished trial')} restored from {store.path}")
+        return restored
+
+    def _measured(
+        self, baseline_set: FlagSet, runner: Runner, runners: dict[str, Runner], others: ThreadPoolExecutor | None
+    ) -> tuple[Trial, dict[str, Future[Trial]]]:
+        """The project's own build, built and measured on the first GPU (the other GPUs' baselines started on
+        `others` meanwhile); raises when it is interrupted, cut by the box, or not valid."""
+        setup, log = self.setup, self.log
+        tree = setup.baseline_tree  # (a suite's target: its one baseline build; the build here does nothing)
+        built = self.executor.build(tree, baseline_set)
+        early: dict[str, Future[Trial]] = {}
+        if others is not None and built.ok:
+            early = {
+                g.device: others.submit(
+                    run_trial,
+                    runners[g.device],
+                    setup,
+                    tree,
+                    0,
+                    baseline_set,
+                    BuildResult(ok=True, seconds=0.0),
+                    None,
+                    log,
+                )
+                for g in setup.devices.gpus[1:]
+            }
+        check = self.budget.first_run_check(built.seconds) if self.budget is not None else None
+        baseline = run_trial(runner, setup, tree, 0, baseline_set, built, log=log, after_first=check)
+        if baseline.status is Status.CANCELLED or built.cancelled:  # interrupted, or the box ended its runs
+            if others is not None:
+                others.shutdown(wait=True)
+            if self.budget is None:
+                raise Interrupted(baseline.reason)
+            self.budget.check()
+            raise self.budget.too_short(baseline)
+        if not baseline.valid:
+            if others is not None:
+                others.shutdown(wait=True)
+            raise baseline_error(baseline, setup)
+        return baseline, early
 
 
 def check_comparison(spec: TuneSpec, baseline: Trial) -> None:

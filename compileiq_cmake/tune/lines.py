@@ -106,8 +106,6 @@ def final_table(
     """`restored`: trials of an earlier run restored from the store (a resume), counted apart; `needed`: see
     untried_line. The outcome (the winner and the written file, or why there is none) goes out as stage results."""
     spec = setup.spec
-    stream = as_stream(log)
-    lower = spec.lower_is_better
     valid = sum(1 for t in result.trials if t.valid)
     log("")
     as_stream(log).info(
@@ -116,6 +114,16 @@ def final_table(
         + (f"; {restored} restored from the store" if restored else "")
         + f") in {result.wall_seconds:.1f} s"
     )
+    _trial_table(setup, result, effects, log)
+    _outcome(setup, result, effects, log, needed)
+    for note in result.notes:
+        as_stream(log).info(f"{note}")
+
+
+def _trial_table(setup: TuneSetup, result: TuneResult, effects: list, log: Log) -> None:
+    """The best trials as a table, what its numbers mean, and the flag effects."""
+    spec = setup.spec
+    lower = spec.lower_is_better
     ranked = sorted(result.trials, key=lambda t: loss(t, result.baseline, lower))
     energy = spec.objective == "energy"
     measured = "joules per run" if energy else spec.metric.name
@@ -148,6 +156,12 @@ def final_table(
                 f"    {build_flags.shown(e.flag):<40} {e.speedup:.3f}x [{e.ci.low:.3f}..{e.ci.high:.3f}] in "
                 f"{plural(e.trials_with, 'trial')}"
             )
+
+
+def _outcome(setup: TuneSetup, result: TuneResult, effects: list, log: Log, needed: float) -> None:
+    """The ablation, and the outcome as stage results: the winner and the written file, or why there is none."""
+    spec = setup.spec
+    stream = as_stream(log)
     if result.contributions:
         log("  ablation of the winner (speedup of keeping each flag, 95% CI):")
         for c in result.contributions:
@@ -184,5 +198,3 @@ def final_table(
             f"significantly on every workload; no flags written for {spec.target}",
             flags=None,
         )
-    for note in result.notes:
-        as_stream(log).info(f"{note}")

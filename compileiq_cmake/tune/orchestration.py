@@ -20,7 +20,7 @@ from ..execute.shared import Lease
 from ..execute.step_cache import StepCache
 from ..measure.gpu import SIMULATE_VARIABLE
 from ..model.errors import CompileIQError
-from ..model.events import Log, Recorder, as_stream
+from ..model.events import EventStream, Log, Recorder, as_stream
 from ..model.records import Status, Trial, TuneResult
 from ..model.spec import TuneSpec
 from ..model.timebox import Stop, TimeBox, no_wait
@@ -42,7 +42,7 @@ from .setup import TuneSetup, replay_setup, setup
 from .tree_pool import TreePool
 
 
-def run_tune(  # noqa: C901, PLR0912 (issue 53: to split)
+def run_tune(
     spec: TuneSpec,
     log: Log,
     cluster: ClusterPlacement | None = None,
@@ -106,17 +106,7 @@ def run_tune(  # noqa: C901, PLR0912 (issue 53: to split)
                     close_step_cache(tune_setup.tools.step_cache, log)
     except CompileIQError as exc:
         if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays
-            for child in state_dir.iterdir() if state_dir.is_dir() else ():
-                if child.name == "logs" and child.is_dir():  # only the logs the error names stay
-                    for log_file in child.iterdir():
-                        if str(log_file) not in str(exc):
-                            log_file.unlink(missing_ok=True)
-                    if not any(child.iterdir()):
-                        child.rmdir()
-                else:
-                    shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
-            if state_dir.is_dir() and not any(state_dir.iterdir()):
-                state_dir.rmdir()
+            _remove_state(state_dir, str(exc))
         raise
     finally:
         if pool is not None:  # the next target of the suite configures them for itself
@@ -187,7 +177,22 @@ def _open_store(
     return store
 
 
-def _stages(  # noqa: PLR0915 (issue 53: to split)
+def _remove_state(state_dir: Path, error: str) -> None:
+    """The state folder a failed first tune made, removed but for the logs `error` names."""
+    for child in state_dir.iterdir() if state_dir.is_dir() else ():
+        if child.name == "logs" and child.is_dir():  # only the logs the error names stay
+            for log_file in child.iterdir():
+                if str(log_file) not in error:
+                    log_file.unlink(missing_ok=True)
+            if not any(child.iterdir()):
+                child.rmdir()
+        else:
+            shutil.rmtree(child, ignore_errors=True) if child.is_dir() else child.unlink(missing_ok=True)
+    if state_dir.is_dir() and not any(state_dir.iterdir()):
+        state_dir.rmdir()
+
+
+def _stages(
     setup: TuneSetup,
     store: TrialStore,
     log: Log,
@@ -204,43 +209,16 @@ def _stages(  # noqa: PLR0915 (issue 53: to split)
     tree, the pool trees' first configures, the one baseline build), plus what an interrupted
     earlier run spent of the same box; `deadline` (perf_counter) and `stop` are a suite's end and interrupt."""
     spec = setup.spec
-    if spec.keep_unchanged and not spec.replace and (kept := unchanged_entry(setup)) is not None:
-        why = (
-            f"{spec.target} is unchanged since its entry in {spec.output} was tuned ({kept.speedup:.4g}x, "
-            f"{kept.date}): the same sources with their headers, compile flags, compiler, build type and device; "
-            "it is not tuned again (--replace tunes it anyway)"
-        )
-        as_stream(log).stage_result("finalists", why, flags=list(kept.flags), speedup=kept.speedup, unchanged=True)
-        empty = Trial(0, setup.space.baseline(), Status.CANCELLED, why)
-        return TuneResult(
-            spec.target,
-            (),
-            empty,
-            None,
-            str(spec.output),
-            time.perf_counter() - started,
-            (why,),
-            language=setup.project.language,
-            unchanged=(kept.speedup, tuple(kept.flags)),
-        )
+    unchanged = _unchanged(setup, log, started)
+    if unchanged is not None:
+        return unchanged
     as_stream(log).info(
         f"tuning {spec.target} ({setup.project.language}, {setup.project.toolchain.compiler_id} "
         f"{setup.project.toolchain.version}"
         f"{', sm_' + setup.devices.cuda_arch if setup.devices.cuda_arch else ''}) on {setup.devices.device}; "
         f"flag space {len(setup.space.dimensions)} dimensions, {setup.space.size} points; budget {spec.budget}"
     )
-    box = TimeBox(
-        spec.time_limit,
-        started=started,
-        spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
-        waited=not_charged(lease.waited, shared, spec.time_limit) if lease is not None else shared,
-        deadline=deadline,
-    )
-    if box.spent_before:
-        as_stream(log).info(
-            f"time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
-            f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)"
-        )
+    box = _time_box(spec, store, log, started, lease, deadline, shared)
     budget = Budget(spec, box, Stop(box, parent=stop))
     executor = make_executor(
         setup.execution_plan, pid_file=setup.state_dir / "bench.pid", cluster=cluster, lease=lease, stop=budget.stop
@@ -255,29 +233,7 @@ def _stages(  # noqa: PLR0915 (issue 53: to split)
         try:
             base = Baseline(setup, executor, store, stream, budget).run()
         except TimeTooShort as exc:
-            stream.stage_result(
-                "finalists",
-                f"no flag set was measured within {budget.limit_text()}: {exc}",
-                flags=None,
-                needed=exc.needed,
-            )
-            if spec.time_limit is not None:
-                as_stream(log).info(
-                    f"time box: the whole tune took {time.perf_counter() - started:.1f} s of "
-                    f"--time-limit {spec.time_limit:g} s; it needs at least --time-limit {math.ceil(exc.needed)}"
-                )
-            empty = Trial(0, setup.space.baseline(), Status.CANCELLED, str(exc))
-            return TuneResult(
-                spec.target,
-                (),
-                empty,
-                None,
-                None,
-                time.perf_counter() - started,
-                (str(exc),),
-                language=setup.project.language,
-                needed=exc.needed,
-            )
+            return _too_short(setup, exc, budget, stream, log, started)
         setup = host_side.with_host_side(
             setup, base.runner, spec.excluded_flags, stream
         )  # host time dominates: host flags too
@@ -309,6 +265,86 @@ def _stages(  # noqa: PLR0915 (issue 53: to split)
     finally:
         stream.stage = was
         unsubscribe()
+
+
+def _unchanged(setup: TuneSetup, log: Log, started: float) -> TuneResult | None:
+    """With --keep-unchanged: the result of a target unchanged since its entry was tuned (not tuned again)."""
+    spec = setup.spec
+    if not spec.keep_unchanged or spec.replace or (kept := unchanged_entry(setup)) is None:
+        return None
+    why = (
+        f"{spec.target} is unchanged since its entry in {spec.output} was tuned ({kept.speedup:.4g}x, "
+        f"{kept.date}): the same sources with their headers, compile flags, compiler, build type and device; "
+        "it is not tuned again (--replace tunes it anyway)"
+    )
+    as_stream(log).stage_result("finalists", why, flags=list(kept.flags), speedup=kept.speedup, unchanged=True)
+    empty = Trial(0, setup.space.baseline(), Status.CANCELLED, why)
+    return TuneResult(
+        spec.target,
+        (),
+        empty,
+        None,
+        str(spec.output),
+        time.perf_counter() - started,
+        (why,),
+        language=setup.project.language,
+        unchanged=(kept.speedup, tuple(kept.flags)),
+    )
+
+
+def _time_box(
+    spec: TuneSpec,
+    store: TrialStore,
+    log: Log,
+    started: float,
+    lease: Lease | None,
+    deadline: float,
+    shared: Callable[[], float],
+) -> TimeBox:
+    """The tune's time box: from its start, less the suite's shared waits, plus an interrupted run's seconds."""
+    box = TimeBox(
+        spec.time_limit,
+        started=started,
+        spent_before=resumed_box(store.load_result(BOX_RESULT), spec),
+        waited=not_charged(lease.waited, shared, spec.time_limit) if lease is not None else shared,
+        deadline=deadline,
+    )
+    if box.spent_before:
+        as_stream(log).info(
+            f"time box: resuming a tune of --time-limit {spec.time_limit:g} s that had spent "
+            f"{box.spent_before:.0f} s of it; {box.remaining():.0f} s are left (finished stages are restored)"
+        )
+    return box
+
+
+def _too_short(
+    setup: TuneSetup, exc: TimeTooShort, budget: Budget, stream: EventStream, log: Log, started: float
+) -> TuneResult:
+    """The result of a tune whose box could not hold the baseline: nothing measured, and the limit it needs."""
+    spec = setup.spec
+    stream.stage_result(
+        "finalists",
+        f"no flag set was measured within {budget.limit_text()}: {exc}",
+        flags=None,
+        needed=exc.needed,
+    )
+    if spec.time_limit is not None:
+        as_stream(log).info(
+            f"time box: the whole tune took {time.perf_counter() - started:.1f} s of "
+            f"--time-limit {spec.time_limit:g} s; it needs at least --time-limit {math.ceil(exc.needed)}"
+        )
+    empty = Trial(0, setup.space.baseline(), Status.CANCELLED, str(exc))
+    return TuneResult(
+        spec.target,
+        (),
+        empty,
+        None,
+        None,
+        time.perf_counter() - started,
+        (str(exc),),
+        language=setup.project.language,
+        needed=exc.needed,
+    )
 
 
 def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:

@@ -28,7 +28,7 @@ from ..model.records import BuildResult
 from ..model.timebox import Stop
 from ..project import file_api
 from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree
-from ..project.file_api import CodeModel
+from ..project.file_api import CodeModel, Target
 from .suite_screen import AHEAD_CORE_SHARE, AHEAD_TARGET_SECONDS, ScreenAhead
 
 POOL_FOLDER = "trees"
@@ -61,6 +61,47 @@ class Baselines:
             "seconds": round(self.result.seconds, 3) if self.result is not None else 0.0,
             "why": self.why,
         }
+
+
+def _partly_built(
+    tree: BaselineTree,
+    result: BuildResult,
+    held: list[str],
+    built: tuple[str, ...],
+    pairs: dict[str, tuple[str, str]],
+    made: dict[str, Target],
+    started: float,
+) -> Baselines | tuple[list[str], tuple[str, ...], str]:
+    """A failed baseline build: the targets it built whole anyway (each and its benchmark's target: Ninja has
+    nothing left to do, or their artifacts are newer than the build's start), what is built, and why the others
+    build their own baselines; Baselines without a tree when it holds none of them (or was stopped)."""
+    first_line = (result.log_tail or "").strip().splitlines()
+    failed = "it failed" + (f" ({first_line[0][:200]})" if first_line else "")
+    if result.cancelled or result.failure is None or result.failure.exit_code is None:
+        return Baselines(None, (), built, result, failed)
+
+    def whole(name: str) -> bool:  # it and its benchmark's target are built (Ninja: nothing left to do)
+        said = tree.up_to_date(pairs[name])
+        if said is not None:
+            return said
+        return all(
+            n in made
+            and made[n].artifacts
+            and all(a.is_file() and a.stat().st_mtime >= started for a in made[n].artifacts)
+            for n in pairs[name]
+        )
+
+    broken = [n for n in held if not whole(n)]
+    held = [n for n in held if n not in broken]
+    fresh = {x for n in held for x in pairs[n]}
+    if not held:
+        return Baselines(None, (), built, result, failed)
+    why = (
+        f"{', '.join(broken)} did not build with the project's own flags ({failed}; log "
+        f"{tree.log_path('build')}): "
+        f"{'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}"
+    )
+    return held, tuple(n for n in built if n in fresh), why
 
 
 class TreePool:
@@ -176,7 +217,7 @@ class TreePool:
         self._charge(target, time.perf_counter() - t0)
         return base, made
 
-    def _build_baselines(  # noqa: C901 (issue 53: to split)
+    def _build_baselines(
         self,
         settings: VariantSettings,
         key: str,
@@ -186,22 +227,8 @@ class TreePool:
         logs: Path,
         progress: Callable[[str], object] | None,
     ) -> Baselines:
-        cuda = language == "CUDA"
-        held: list[str] = []
-        build: list[str] = []
-        pairs: dict[str, tuple[str, str]] = {}  # held target -> (itself, its benchmark's target)
-        for name in self.targets:
-            t = model.targets.get(name)
-            if t is None or (t.primary_language == "CUDA") != cuda:
-                continue
-            first, everything = self.benchmarks.get(name, ("", True))
-            owner = model.targets.get(first)
-            if everything or owner is None or not owner.artifacts:  # its builds build all, or a file: its own
-                continue
-            held.append(name)
-            build += [name, first]
-            pairs[name] = (name, first)
-        built = tuple(dict.fromkeys(build))
+        held, pairs = self._held(model, language == "CUDA")
+        built = tuple(dict.fromkeys(n for name in held for n in pairs[name]))
         if len(held) < 2:
             return Baselines(
                 None,
@@ -230,33 +257,10 @@ class TreePool:
             made = {}
         why = ""
         if not result.ok:
-            first_line = (result.log_tail or "").strip().splitlines()
-            failed = "it failed" + (f" ({first_line[0][:200]})" if first_line else "")
-            if result.cancelled or result.failure is None or result.failure.exit_code is None:
-                return Baselines(None, (), built, result, failed)
-
-            def whole(name: str) -> bool:  # it and its benchmark's target are built (Ninja: nothing left to do)
-                said = tree.up_to_date(pairs[name])
-                if said is not None:
-                    return said
-                return all(
-                    n in made
-                    and made[n].artifacts
-                    and all(a.is_file() and a.stat().st_mtime >= started for a in made[n].artifacts)
-                    for n in pairs[name]
-                )
-
-            broken = [n for n in held if not whole(n)]
-            held = [n for n in held if n not in broken]
-            fresh = {x for n in held for x in pairs[n]}
-            if not held:
-                return Baselines(None, (), built, result, failed)
-            built = tuple(n for n in built if n in fresh)
-            why = (
-                f"{', '.join(broken)} did not build with the project's own flags ({failed}; log "
-                f"{tree.log_path('build')}): "
-                f"{'it builds its own baseline' if len(broken) == 1 else 'they build their own baselines'}"
-            )
+            partial = _partly_built(tree, result, held, built, pairs, made, started)
+            if isinstance(partial, Baselines):
+                return partial
+            held, built, why = partial
             result = replace(result, ok=True)
         tree.built = frozenset(built)
         tree.estimate_seconds(
@@ -269,6 +273,23 @@ class TreePool:
             },
         )
         return Baselines(tree, tuple(held), built, result, why)
+
+    def _held(self, model: CodeModel, cuda: bool) -> tuple[list[str], dict[str, tuple[str, str]]]:
+        """The suite's targets of this language whose benchmark is built by one target of the project (the one
+        baseline build can hold them), each with (itself, its benchmark's target)."""
+        held: list[str] = []
+        pairs: dict[str, tuple[str, str]] = {}  # held target -> (itself, its benchmark's target)
+        for name in self.targets:
+            t = model.targets.get(name)
+            if t is None or (t.primary_language == "CUDA") != cuda:
+                continue
+            first, everything = self.benchmarks.get(name, ("", True))
+            owner = model.targets.get(first)
+            if everything or owner is None or not owner.artifacts:  # its builds build all, or a file: its own
+                continue
+            held.append(name)
+            pairs[name] = (name, first)
+        return held, pairs
 
     def begin(self, target: str) -> None:
         """`target`'s setup begins (the screening ahead leaves it to its own)."""

@@ -264,7 +264,7 @@ def _csv(groups: dict[str, list], names: dict[str, str]) -> None:
                 )
 
 
-def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None:  # noqa: C901, PLR0912 (issue 53: to split)
+def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None:
     """Every stored trial of a build tree: the tune's own store and a suite's (the CMake route's compileiq_tune
     keeps one per target under <build>/compileiq/suite/); each tune named by its target where its summary or
     suite folder says it."""
@@ -272,9 +272,24 @@ def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None
     stores = ([path] if path.is_file() else []) + sorted((build_dir / "compileiq" / "suite").glob("*/trials.sqlite"))
     if not stores:
         raise UsageError(f"{build_dir} holds no tune results ({path} does not exist); run a tune with -B {build_dir}")
+    groups, effects, names = _stored(stores, path)
+    if as_json:
+        print(json.dumps({spec: [t.as_dict() for t in trials] for spec, trials in groups.items()}, indent=1))
+        return
+    if as_csv:
+        _csv(groups, names)
+        return
+    for spec, trials in groups.items():
+        _print_trials(spec, names[spec], trials, effects[spec])
+
+
+def _stored(stores: list[Path], own: Path) -> tuple[dict[str, list], dict[str, list], dict[str, str]]:
+    """The trials of each tune of these stores by its spec, its flag effects, and the target it tuned (from its
+    summary, else its suite folder; "" for the tune's own store without one)."""
     groups: dict[str, list] = {}
     effects: dict[str, list] = {}
     names: dict[str, str] = {}
+    path = own
     for each in stores:
         store = TrialStore(each, "")
         if store.note:  # a damaged store was moved aside: say so instead of a traceback or an empty answer
@@ -296,32 +311,30 @@ def trials_command(build_dir: Path, as_json: bool, as_csv: bool = False) -> None
                 names[spec] = target or (each.parent.name if each != path else "")
         finally:
             store.close()
-    if as_json:
-        print(json.dumps({spec: [t.as_dict() for t in trials] for spec, trials in groups.items()}, indent=1))
-        return
-    if as_csv:
-        _csv(groups, names)
-        return
-    for spec, trials in groups.items():
-        named = f"{names[spec]} ({spec[:12]})" if names[spec] else spec
-        print(f"tune {named}: {plural(len(trials), 'trial')}")
-        for t in trials:
-            medians = " / ".join(f"{m:.4g}" for m in t.medians())
-            state = medians if t.valid else f"{t.status.value}: {' '.join(t.reason.split())}"  # whole, one line
-            same = f" (same device code as #{t.same_code_as})" if t.same_code_as is not None else ""
-            print(f"  #{t.index:<3} {state:<40} {t.flagset.describe()}{same}")
-            for k in t.kernels:
-                print(
-                    f"        {k.name.split(':', 1)[-1][:40]:<40} regs {k.registers}, spills {k.spill_bytes} B, "
-                    f"shared {k.shared_bytes} B, {k.instructions} instructions"
-                )
-        if effects[spec]:
-            print("  flag effects (least squares over the valid trials, 95% CI):")
-            for e in effects[spec]:
-                print(
-                    f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in "
-                    f"{plural(e['trials_with'], 'trial')}"
-                )
+    return groups, effects, names
+
+
+def _print_trials(spec: str, name: str, trials: list, effects: list) -> None:
+    """One tune's trials as lines (each kernel's resources below its trial), then its flag effects."""
+    named = f"{name} ({spec[:12]})" if name else spec
+    print(f"tune {named}: {plural(len(trials), 'trial')}")
+    for t in trials:
+        medians = " / ".join(f"{m:.4g}" for m in t.medians())
+        state = medians if t.valid else f"{t.status.value}: {' '.join(t.reason.split())}"  # whole, one line
+        same = f" (same device code as #{t.same_code_as})" if t.same_code_as is not None else ""
+        print(f"  #{t.index:<3} {state:<40} {t.flagset.describe()}{same}")
+        for k in t.kernels:
+            print(
+                f"        {k.name.split(':', 1)[-1][:40]:<40} regs {k.registers}, spills {k.spill_bytes} B, "
+                f"shared {k.shared_bytes} B, {k.instructions} instructions"
+            )
+    if effects:
+        print("  flag effects (least squares over the valid trials, 95% CI):")
+        for e in effects:
+            print(
+                f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in "
+                f"{plural(e['trials_with'], 'trial')}"
+            )
 
 
 class Visible:

@@ -71,10 +71,8 @@ def suite_command(args: argparse.Namespace, events: EventStream) -> int:
     )
 
 
-def suite_args(args: argparse.Namespace, events: EventStream) -> int:  # noqa: C901 (issue 53: to split)
-    """tune --suite-args FILE (the CMake route): each "[target]" block of FILE is one compileiq_tune() call's
-    tune arguments, parsed as the command line would; they run as one suite."""
-    path = Path(args.suite_args)
+def _blocks(path: Path) -> list[list[str]]:
+    """The "[target]" blocks of a --suite-args file: each one compileiq_tune() call's tune arguments."""
     try:
         text = path.read_text()
     except OSError as exc:
@@ -90,6 +88,14 @@ def suite_args(args: argparse.Namespace, events: EventStream) -> int:  # noqa: C
             blocks[-1].append(line)
     if not blocks:
         raise UsageError(f"{path} names no compileiq_tune() call; configure the project again with -DCOMPILEIQ_TUNE=ON")
+    return blocks
+
+
+def suite_args(args: argparse.Namespace, events: EventStream) -> int:
+    """tune --suite-args FILE (the CMake route): each "[target]" block of FILE is one compileiq_tune() call's
+    tune arguments, parsed as the command line would; they run as one suite."""
+    path = Path(args.suite_args)
+    blocks = _blocks(path)
     parser = build_parser()
     targets, namespaces = [], {}
     for argv in blocks:
