@@ -155,7 +155,7 @@ def test_search_space_not_found_offline_says_which_folder(tmp_path, monkeypatch)
 
 
 def test_the_engine_is_told_losses_and_compileiqs_failure_mark_for_what_failed_or_was_not_measured(monkeypatch):
-    """CompileIQSource.tell: a measured file's loss as it is; an invalid one (infinite loss) and one asked but
+    """CompileIQSource: the first candidates are wide samples of the space; tell: a measured file's loss as it is; an invalid one (infinite loss) and one asked but
     not measured get compileiq's own failure mark "*" (its engine replaces such a candidate), not a number that
     would rank as a real, very slow result."""
     _fake_compileiq(monkeypatch, lambda self: None)
@@ -175,6 +175,9 @@ def test_the_engine_is_told_losses_and_compileiqs_failure_mark_for_what_failed_o
         def tell(self, rows):
             told.extend(rows)
 
+        def sample(self, n):
+            return [bytes([200 + i]).hex() for i in range(n)]
+
     class Score:
         def __init__(self, score, param_id, num_objectives):
             self.score, self.param_id = score, param_id
@@ -185,6 +188,9 @@ def test_the_engine_is_told_losses_and_compileiqs_failure_mark_for_what_failed_o
     monkeypatch.setitem(sys.modules, "compileiq.utils", types.ModuleType("utils"))
     monkeypatch.setitem(sys.modules, "compileiq.utils.validation", types.SimpleNamespace(Score=Score))
     source = acf_compileiq.compileiq_source("13.3.73", "default", "ptxas", 16)
+    assert source.sample(2) == [bytes([200]), bytes([201])]  # wide samples, not the engine's generation
+    source.tell({bytes([200]): -0.1})  # nothing the engine asked: nothing told
+    assert told == []
     a, b, c = source.ask(16)
     source.tell({a: -0.05, b: float("inf")})
     assert {r.param_id: r.score for r in told} == {0: -0.05, 1: "*", 2: "*"}

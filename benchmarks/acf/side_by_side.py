@@ -1,7 +1,9 @@
 """Side by side on the GPU: CompileIQ's own engine (its defaults: pool 32, ask/tell, told the kernel time) and
 our Advanced Controls source (compileiq_cmake.flags.acf_compileiq.CompileIQSource with the tune's defaults:
 16 candidates per generation, told the log ratio to the project's own build, as tune/acf_engine.py does), one
-independent run of each per kernel and seed, the same generations in the same GPU calls.
+independent run of each per kernel and seed, the same generations in the same GPU calls. (Measured with the
+source as of commit d95efe7, whose `sample` was the engine's first generation; since then it is a wide sample
+of the space, which this comparison motivated: docs/benchmarks/acf.md.)
 
 Runs here, in a Python with compileiq installed (NVIDIA's licence: nothing of it enters the repository), as
 a background process that hands each generation to the GPU through files:
