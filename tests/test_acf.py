@@ -155,9 +155,9 @@ def test_search_space_not_found_offline_says_which_folder(tmp_path, monkeypatch)
 
 
 def test_the_engine_is_told_losses_and_compileiqs_failure_mark_for_what_failed_or_was_not_measured(monkeypatch):
-    """CompileIQSource: the first candidates are wide samples of the space; tell: a measured file's loss as it is; an invalid one (infinite loss) and one asked but
-    not measured get compileiq's own failure mark "*" (its engine replaces such a candidate), not a number that
-    would rank as a real, very slow result."""
+    """CompileIQSource: the first candidates are wide samples of the space; tell: a measured file's loss as it
+    is; an invalid one (infinite loss) and one asked but not measured get compileiq's own failure mark "*"
+    (its engine replaces such a candidate), not a number that would rank as a real, very slow result."""
     _fake_compileiq(monkeypatch, lambda self: None)
     told: list = []
 
