@@ -159,8 +159,6 @@ FUNCTIONS_OVER = {
     ("tune/setup.py", "setup"): 163,
     ("results/check.py", "run_check"): 130,
     ("results/check.py", "_remeasure"): 100,
-    # elsewhere: to split
-    ("ui/cli.py", "_main"): 116,
 }
 # the calls that build an argparse parser: a function made only of them is a table of options, exempt
 _PARSER_CALLS = {

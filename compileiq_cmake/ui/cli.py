@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from ..flags.portability import HostFeatures
@@ -85,84 +86,102 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = saved
 
 
-def _main(argv: list[str] | None = None) -> int:  # noqa: C901, PLR0912, PLR0915 (issue 53: to split)
+def _tune(args: argparse.Namespace) -> int:
+    """tune: a suite (--suite-args, the CMake route's; --suite FILE) or one target."""
+    if (args.suite_args or args.suite) and (args.toolkit or args.toolkit_prefix):
+        raise UsageError(
+            "--toolkit tunes one target (-S -B --target); for a suite, configure its build tree with the "
+            "-DCMAKE_CUDA_COMPILER= that `compileiq-cmake toolkit X.Y` prints"
+        )
+    if args.suite_args:
+        return suite_args(args, _events(args))
+    if args.suite:
+        return suite_command(args, _events(args))
+    _one_tune(args)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """check: the applied entries of a build checked (and with --remeasure measured again); the exit status."""
+    src = Path(args.source_dir).resolve()
+    if args.bench and args.bench_arg:
+        raise UsageError("give the benchmark as --bench or as --bench-arg, not both")
+    try:
+        bench = tuple(args.bench_arg) or tuple(shlex.split(args.bench or ""))
+    except ValueError as exc:
+        raise UsageError(f"cannot split --bench {args.bench!r}: {exc}") from None
+    ctest_gpu()  # run by CTest with a GPU of its resource spec: that GPU only
+    override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex, args.run_recorded)
+    events = _events(args)
+    checks = run_check(
+        Path(args.file) if args.file else src / "compileiq.toml",
+        src,
+        Path(os.path.abspath(args.build_dir)),
+        remeasure=args.remeasure,
+        override=override,
+        rounds=args.rounds,
+        min_gain=args.min_gain,
+        max_workloads=args.max_workloads,
+        build_timeout=args.build_timeout,
+        events=events,
+        only_target=args.only_target,
+        if_present=args.if_present,
+    )
+    if args.json:
+        doc = checks_document(checks, args.strict)
+        print(json.dumps(doc, indent=1))
+        return 0 if doc["passed"] else 1
+    return report_checks(checks, events, args.strict)
+
+
+def _report(args: argparse.Namespace) -> None:
+    if args.json:
+        print(summaries_json(Path(args.build_dir)))
+    else:
+        report_command(Path(args.build_dir), Path(args.output).resolve() if args.output else None, _events(args))
+
+
+def _cmake_entries(args: argparse.Namespace) -> None:
+    """cmake-entries (run by the CMake module at configure): the entries' CMake code written to --out."""
+    text = cmake_entries(
+        read_entries(Path(args.file)),
+        Path(args.file).resolve().parent,
+        HostFeatures(dict(args.compiler), args.host_features),
+        dict(args.compiler).get("CUDA", ""),
+    )
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+
+
+# the commands whose exit status is 0 when they return (tune and check say their own)
+_COMMANDS: dict[str, Callable[[argparse.Namespace], object]] = {
+    "toolkit": lambda args: toolkit_command(args.version, Path(args.prefix) if args.prefix else None),
+    "show": lambda args: show_command(Path(args.file)),
+    "space": lambda args: space_command(args.family, args.compiler_version, args, _events(args)),
+    "report": _report,
+    "prior": prior_command,
+    "trials": lambda args: trials_command(Path(args.build_dir), args.json, args.csv),
+    "cmake-entries": _cmake_entries,
+}
+
+
+def _main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if args.cmake_dir:
             print(cmake_dir())
             return 0
-        if args.command == "tune" and (args.suite_args or args.suite) and (args.toolkit or args.toolkit_prefix):
-            raise UsageError(
-                "--toolkit tunes one target (-S -B --target); for a suite, configure its build tree with the "
-                "-DCMAKE_CUDA_COMPILER= that `compileiq-cmake toolkit X.Y` prints"
-            )
-        if args.command == "tune" and args.suite_args:
-            return suite_args(args, _events(args))
-        elif args.command == "tune" and args.suite:
-            return suite_command(args, _events(args))
-        elif args.command == "tune":
-            _one_tune(args)
-        elif args.command == "toolkit":
-            toolkit_command(args.version, Path(args.prefix) if args.prefix else None)
-        elif args.command == "show":
-            show_command(Path(args.file))
-        elif args.command == "space":
-            space_command(args.family, args.compiler_version, args, _events(args))
-        elif args.command == "check":
-            src = Path(args.source_dir).resolve()
-            if args.bench and args.bench_arg:
-                raise UsageError("give the benchmark as --bench or as --bench-arg, not both")
-            try:
-                bench = tuple(args.bench_arg) or tuple(shlex.split(args.bench or ""))
-            except ValueError as exc:
-                raise UsageError(f"cannot split --bench {args.bench!r}: {exc}") from None
-            ctest_gpu()  # run by CTest with a GPU of its resource spec: that GPU only
-            override = BenchOverride(bench, args.metric, args.lower_is_better, args.pass_regex, args.run_recorded)
-            events = _events(args)
-            checks = run_check(
-                Path(args.file) if args.file else src / "compileiq.toml",
-                src,
-                Path(os.path.abspath(args.build_dir)),
-                remeasure=args.remeasure,
-                override=override,
-                rounds=args.rounds,
-                min_gain=args.min_gain,
-                max_workloads=args.max_workloads,
-                build_timeout=args.build_timeout,
-                events=events,
-                only_target=args.only_target,
-                if_present=args.if_present,
-            )
-            if args.json:
-                doc = checks_document(checks, args.strict)
-                print(json.dumps(doc, indent=1))
-                return 0 if doc["passed"] else 1
-            return report_checks(checks, events, args.strict)
-        elif args.command == "report":
-            if args.json:
-                print(summaries_json(Path(args.build_dir)))
-            else:
-                report_command(
-                    Path(args.build_dir), Path(args.output).resolve() if args.output else None, _events(args)
-                )
-        elif args.command == "prior":
-            prior_command(args)
-        elif args.command == "trials":
-            trials_command(Path(args.build_dir), args.json, args.csv)
-        elif args.command == "cmake-entries":
-            text = cmake_entries(
-                read_entries(Path(args.file)),
-                Path(args.file).resolve().parent,
-                HostFeatures(dict(args.compiler), args.host_features),
-                dict(args.compiler).get("CUDA", ""),
-            )
-            out = Path(args.out)
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text)
-        else:
+        if args.command == "tune":
+            return _tune(args)
+        if args.command == "check":
+            return _check(args)
+        command = _COMMANDS.get(args.command)
+        if command is None:
             parser.print_help()
             return 2
+        command(args)
     except CompileIQError as exc:
         print(render(exc), file=sys.stderr)
         return exit_code(exc)
