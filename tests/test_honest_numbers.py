@@ -258,3 +258,56 @@ def test_the_report_and_the_console_say_the_untested_flags(tmp_path):
     assert re.search(r'id="untested-flags">kept untested: ' + re.escape(" ".join(flags)), html)
     text = re.sub(r'src="data:[^"]*"', "", html)  # the words a person reads, not the plots' bytes
     assert "not confirmed" in text and not re.search(r"\bnan\b", text, re.I)
+
+
+@dataclass
+class Noisy(ByFlags):
+    """ByFlags with a larger run-to-run spread (`sigma`) in the confirmation's rounds than in the validation's
+    (`quiet` runs first): the confirmation's few rounds then tell little on their own."""
+
+    sigma: float = 0.03
+    quiet: int = 0
+
+    def run(self, tree, workload) -> RunResult:
+        t = 10.0 * math.prod(self.effect.get(f, 1.0) for f in self.built[tree.path.name].flags)
+        self.quiet -= 1
+        spread = 0.002 if self.quiet > 0 else self.sigma
+        return RunResult(Status.OK, "", t * (1 + self.rng.gauss(0, spread)), 0.0)
+
+
+@pytest.mark.unit
+def test_a_written_interval_means_faster_a_short_confirmation_is_pooled_with_the_validation(tmp_path):
+    """Issue 51: the confirmation's interval (3 rounds) held 1 for most written true winners; the number written
+    was that interval. Now a confirmation that cannot show the winner faster on its own is pooled with the rounds
+    that accepted it (estimate "validation and confirmation", said), and a winner is written only with an
+    interval above 1."""
+    from compileiq_cmake.decide.validation import POOLED
+
+    seen = set()
+    for seed in range(12):
+        fake, trees = _setup(tmp_path / str(seed), {f"t{i}": 1.0 for i in range(4)})
+        runner = Noisy(fake.spec, fake.times, effect={"-a": 0.97}, quiet=10**6)
+        runner.rng.seed(seed)
+        space = FlagSpace("gcc", (Dimension("a", "", ((), ("-a",))),))
+        context = ValidationContext(trees=trees, space=space, seed=seed)
+        events, recorder = recording()
+        limits = Limits(ablation_start=lambda: False)
+        runner.quiet = 10**6
+        original = runner.run
+
+        def switching(tree, workload, _orig=original, _rec=recorder, runner=runner):  # loud once validated
+            if any(e.text.startswith("validation:") or "accepted" in e.text for e in _rec):
+                runner.quiet = 0
+            return _orig(tree, workload)
+
+        runner.run = switching  # type: ignore[method-assign]
+        winner, _ = _decide(context, runner.build, runner, [space.flagset({"a": 1})], 0.005, events, None, limits)
+        if winner is None:
+            continue
+        seen.add(winner.estimate)
+        assert winner.geomean_ci_low > 1.0, (seed, winner.estimate, winner.geomean_ci_low)
+        if winner.estimate == POOLED:
+            said = [e.text for e in recorder if e.text.startswith("confirmation: its interval holds 1 on its own")]
+            assert len(said) == 1 and "those are the numbers written" in said[0]
+            assert min(len(w.baseline) for w in winner.workloads) > 3  # the validation's rounds and the 3 new ones
+    assert POOLED in seen, seen

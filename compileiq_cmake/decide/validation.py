@@ -241,6 +241,8 @@ def _confirmation(
         ci=(ci.low, ci.high),
         rounds=inter.rounds,
     )
+    if not slower and ci.low <= 1.0:
+        return _pooled(runner, winner, base, cand, rho, log)
     return Validation(
         winner.flagset,
         rows,
@@ -262,3 +264,47 @@ def verdict(v: Validation) -> str:
 def undecided(results: list[Validation]) -> bool:
     """Whether the box cut any verdict of a validation (then it is not stored: a rerun decides it)."""
     return any(v.reason.startswith(CUT) for v in results)
+
+
+POOLED = "validation and confirmation"  # Validation.estimate: the numbers of both series of rounds together
+
+
+def _pooled(
+    runner: Measures,
+    winner: Validation,
+    base: dict[tuple[str, ...], list[float]],
+    cand: dict[tuple[str, ...], list[float]],
+    rho: float,
+    log: EventStream,
+) -> Validation:
+    """A confirmation too short to show the winner faster on its own (its interval holds 1: with a few rounds
+    the t distribution's tail is wide): the numbers written are the validation's rounds and the confirmation's
+    together, each workload's pairs pooled, so that the written interval means "faster" or nothing is written.
+    Not written when even the pooled interval holds 1 (said in one line)."""
+    spec = runner.spec
+    kept = {row.workload: row for row in winner.workloads}
+    pb = {w: [*kept[w].baseline, *base[w]] if w in kept else list(base[w]) for w in spec.workloads}
+    pc = {w: [*kept[w].candidate, *cand[w]] if w in kept else list(cand[w]) for w in spec.workloads}
+    comps = comparisons(spec, pb, pc, rho)
+    geo, ci = geomean_comparison(comps)
+    faster = ci.low > 1.0
+    log.info(
+        f"confirmation: its interval holds 1 on its own; the validation's rounds and its own together: "
+        f"{geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
+        + ("; those are the numbers written" if faster else "; that does not show it faster: not written"),
+        stage="finalists",
+        confirmed=faster,
+        speedup=geo,
+        ci=(ci.low, ci.high),
+    )
+    return Validation(
+        winner.flagset,
+        workload_rows(spec, pb, pc, comps),
+        geo,
+        ci.low,
+        ci.high,
+        faster,
+        "" if faster else "confirmation: with the validation's rounds, the interval still holds 1",
+        POOLED,
+        rho,
+    )

@@ -206,11 +206,12 @@ def _workloads(plt, doc: dict) -> str | None:
     winner once (its finalist row when it is one, else a row of its own), accepted filled, rejected hollow."""
     rows = []
     winner = doc["winner"]
-    own_row = bool(winner) and (winner.get("source") == "minimal set" or winner.get("numbers") == "confirmation")
+    confirmed = bool(winner) and winner.get("numbers") in ("confirmation", "validation and confirmation")
+    own_row = bool(winner) and (winner.get("source") == "minimal set" or confirmed)
     if own_row:
         rows.append(
             (
-                f"written ({'confirmation' if winner.get('numbers') == 'confirmation' else 'minimal set'})",
+                f"written ({winner.get('numbers') if confirmed else 'minimal set'})",
                 winner,
                 True,
                 True,

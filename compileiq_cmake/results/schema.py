@@ -129,8 +129,11 @@ class FlagsEntry:
     untested_flags: tuple[str, ...] = ()
     # where speedup and its intervals come from: "confirmation" (rounds of the winner measured after every
     # decision, used for nothing else), "deciding rounds" (no time was left for a confirmation: the rounds
-    # that accepted it, a little optimistic), "" (entries written before it was recorded)
-    speedup_from: str = field(default="", metadata={"one_of": ("", "confirmation", "deciding rounds")})
+    # that accepted it, a little optimistic), "validation and confirmation" (a confirmation too short to show it
+    # faster alone, pooled with the rounds that accepted it), "" (entries written before it was recorded)
+    speedup_from: str = field(
+        default="", metadata={"one_of": ("", "confirmation", "deciding rounds", "validation and confirmation")}
+    )
     # provenance (measure/provenance.py): where the tune measured, beyond the device's name; "" = not read
     driver_version: str = field(default="", metadata={"pattern": _ONE_LINE})
     cuda_driver: str = field(default="", metadata={"pattern": _ONE_LINE})

@@ -106,7 +106,7 @@ def winner_source(winner: Validation, finalists: list[Validation]) -> str:
     "finalists" (its row of the finalists' validation) or "minimal set" (validated again after the ablation
     dropped flags: its own rounds, so its numbers differ from the full set's row). A confirmed winner's numbers
     are the confirmation's (winner_numbers); its source is the validation that accepted its flags."""
-    if winner.estimate == "confirmation":
+    if winner.estimate in ("confirmation", "validation and confirmation"):
         return (
             "finalists"
             if any(tuple(v.flagset.flags) == tuple(winner.flagset.flags) for v in finalists)

@@ -145,6 +145,7 @@ def show_command(path: Path) -> None:
             + {
                 "confirmation": " (a confirmation's rounds)",
                 "deciding rounds": " (the rounds that accepted it: not confirmed)",
+                "validation and confirmation": " (the rounds that accepted it and a confirmation's, together)",
             }.get(e.speedup_from, "")
         )
         if e.untested_flags:
