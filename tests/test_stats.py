@@ -126,3 +126,15 @@ def test_flag_effects_recover_known_main_effects():
     assert effects["-ffast-math"].ci.contains(math.exp(0.30))
     assert effects["-O3"].ci.contains(math.exp(0.10))
     assert effects["-funroll-loops"].ci.contains(1.0)
+
+
+@pytest.mark.unit
+def test_flag_effects_from_too_few_trials_get_no_interval():
+    """Issue 51: 4 trials for 2 flags (1 residual degree of freedom) printed `6.272x [0.000..14798549.423]`; with
+    fewer than MIN_EFFECT_DOF residual degrees of freedom there is no estimate, and the tune says why."""
+    from compileiq_cmake.decide.stats import MIN_EFFECT_DOF
+
+    rows = [((), 0.0), (("-a",), -1.8), (("-b",), 0.1), (("-a", "-b"), -2.5)]
+    assert flag_effects(rows) == []
+    more = rows * 2
+    assert len(more) - 3 >= MIN_EFFECT_DOF and {e.flag for e in flag_effects(more)} == {"-a", "-b"}

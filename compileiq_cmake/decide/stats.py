@@ -365,13 +365,16 @@ class FlagEffect:
     trials_with: int
 
 
+MIN_EFFECT_DOF = 3  # residual degrees of freedom below which flag effects get no interval (t(0.975, 1) = 12.7)
+
+
 def flag_effects(rows: list[tuple[tuple[str, ...], float]], confidence: float = 0.95) -> list[FlagEffect]:
     """Main effects of each flag on the log-ratio loss (negative = faster) by least squares over all
     valid trials: loss = b0 + sum_f b_f [f present]. Flags present in every or no trial are skipped."""
     flags = sorted({f for fs, _ in rows for f in fs})
     flags = [f for f in flags if 0 < sum(f in fs for fs, _ in rows) < len(rows)]
-    if not flags or len(rows) <= len(flags) + 1:
-        return []
+    if not flags or len(rows) - (len(flags) + 1) < MIN_EFFECT_DOF:
+        return []  # too few trials for an interval that says anything (the caller says "not enough trials")
     X = np.array([[1.0] + [1.0 if f in fs else 0.0 for f in flags] for fs, _ in rows])
     y = np.array([loss for _, loss in rows])
     beta, *_ = np.linalg.lstsq(X, y, rcond=None)

@@ -149,6 +149,8 @@ def _trial_table(setup: TuneSetup, result: TuneResult, effects: list, log: Log) 
         + f"; > 1 is {'less energy' if energy else 'faster'}. median: the trial's own runs, raw; the two differ "
         "when runs were paired" + (" or the GPUs differ" if on_gpu else "")
     )
+    if not effects and sum(1 for t in result.trials if t.valid) > 2:
+        log("  flag effects: not enough trials for 95% intervals (fewer than 3 more valid trials than flags varied)")
     if effects:
         log(f"  flag effects over all valid trials (least squares on log {'energy' if energy else 'time'}; 95% CI):")
         for e in effects[:6]:
