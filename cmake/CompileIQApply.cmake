@@ -72,6 +72,7 @@ function(_compileiq_apply_flags_file)
   else()
     set(toml "${CMAKE_SOURCE_DIR}/compileiq.toml")
     if(NOT EXISTS "${toml}")
+      message(STATUS "compileiq: no tuned flags applied: there is no ${toml} (a tune writes it)")
       return()
     endif()
   endif()
@@ -112,7 +113,8 @@ endfunction()
 #                    [ACF_FILES <absolute path>...] [ACF_PTXAS <x.y.z>] [ACF_PROBLEM <why>])
 # With a CONFIG the flags apply to that configuration only: a single-config
 # build of another CMAKE_BUILD_TYPE, or of none, does not get them, and a
-# multi-config generator gets them inside $<CONFIG:...>.  An entry tuned on
+# multi-config generator gets them inside $<CONFIG:...>; an empty CONFIG:
+# every build type gets them, and the status line says so.  An entry tuned on
 # other sources (SOURCES_SHA256 over the sources and the HEADERS they include),
 # on top of other CMAKE_<LANG>_FLAGS (FLAGS_SHA256) or with another compiler
 # patch version is still applied, with a status line that says so.
@@ -193,8 +195,10 @@ CONFIG;ARCH_SCOPE;TUNED_CPU;HOST_CHECK;ACF_PTXAS;ACF_PROBLEM"
 
   get_property(multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
   set(config "")
-  set(for_config "")
+  # an empty CONFIG (build_type = ""): every build type and configuration gets the flags, Debug included, said
+  set(for_config " for every build type (build_type is empty)")
   if(NOT "${arg_CONFIG}" STREQUAL "")
+    set(for_config "")
     if(multi_config)
       set(config "${arg_CONFIG}")
       set(for_config " for the ${arg_CONFIG} configuration")

@@ -434,7 +434,13 @@ def test_the_examples_say_when_the_package_is_not_found(tmp_path):
 
     src = tmp_path / "host_cpp"
     shutil.copytree(EXAMPLES / "host_cpp", src)
-    proc = configure(src, tmp_path / "b", "-DCMAKE_BUILD_TYPE=Release", f"-Dcompileiq_cmake_DIR={tmp_path / 'none'}")
+    proc = configure(
+        src,
+        tmp_path / "b",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-Dcompileiq_cmake_DIR={tmp_path / 'none'}",
+        "-DCMAKE_DISABLE_FIND_PACKAGE_compileiq_cmake=ON",  # nor found through the Python environment on PATH
+    )
     said = " ".join(proc.stdout.split())
     assert proc.returncode == 0 and "compileiq_cmake not found: no tuned flags are applied" in said, said[-2000:]
     assert "-Dcompileiq_cmake_DIR=$(compileiq-cmake --cmake-dir)" in said
