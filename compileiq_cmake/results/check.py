@@ -55,7 +55,7 @@ from ..project.cmake_project import (
 from ..project.file_api import read_codemodel, write_query
 from ..system.processes import run_process
 from ..system.resources import cmake_dir
-from .schema import FlagsEntry
+from .schema import FlagsEntry, duplicate_entries, duplicates_line
 from .toml_io import read_entries, write_entry
 
 # The defaults of the check's options (the command line reads them from here; decide.stats loads scipy only
@@ -64,6 +64,7 @@ ROUNDS = 9  # interleaved rounds per workload (--rounds)
 MAX_WORKLOADS = 8  # distinct workloads re-measured per entry at most (--max-workloads)
 REGEX_SECONDS = 2.0  # a regex of the TOML (metric, PASS_REGEX) matched under this time limit per run
 BUILD_TIMEOUT = 3600.0  # seconds for each configure and each build of the check's trees (--build-timeout)
+_NOT_RECORDED = ("not looked at by the apply (its language is not enabled?)", "comes from a replay (never applied)")
 
 
 @dataclass(frozen=True)
@@ -180,10 +181,12 @@ class EntryCheck:
     remeasure: dict | None = None
     # what differs on this machine from where the entry was tuned (driver, host compiler, clocks, ...)
     provenance: list[str] = field(default_factory=list)
+    duplicate: str = ""  # another entry of its key (schema.duplicate_entries): the line that says so; none applies
 
     def failures(self, strict: bool) -> list[str]:
-        """Why the gate fails on this entry: a re-measure that failed; with strict, also not applying or stale."""
-        out = [f"re-measured: {self.remeasure['reason']}"] if self.remeasure and not self.remeasure["passed"] else []
+        """Why the gate fails: another entry of its key, a failed re-measure; with strict, not applying or stale."""
+        out = [f"refused: {self.duplicate}"] if self.duplicate else []  # with or without strict
+        out += [f"re-measured: {self.remeasure['reason']}"] if self.remeasure and not self.remeasure["passed"] else []
         if strict and not self.applies:
             out.append(f"does not apply: {self.why}")
         if strict:
@@ -493,23 +496,21 @@ def run_check(  # noqa: C901, PLR0912, PLR0915 (issue 53: the three rooms, split
     _configure(source_dir, root / "tuned", user, cmake, toml, True, record, build_timeout)
     recorded = _records(record)
     checks = []
+    duplicated = duplicate_entries(entries)  # none of them applies (cmake_entries refuses them), and the gate fails
     for e in entries:
         rec = recorded.get((e.target, e.arch)) or recorded.get((e.target, ""))
-        why = (
-            "comes from a replay (never applied)"
-            if e.replay
-            else "not looked at by the apply (its language is not enabled?)"
-        )
+        why = _NOT_RECORDED[e.replay]
         checks.append(
             EntryCheck(
                 e.target,
                 e.arch,
                 list(e.flags),
-                bool(rec and rec["applies"]),
+                bool(rec and rec["applies"]) and e.key not in duplicated,
                 rec["why"] if rec else why,
                 rec["stale"] if rec else [],
                 rec["cpu"] if rec else (f"tuned on {e.tuned_cpu}" if e.tuned_cpu else ""),
                 rec["archs"] if rec else "",
+                duplicate=duplicates_line(entries, duplicated[e.key], toml.name) if e.key in duplicated else "",
             )
         )
     here = _here(user, entries)
@@ -607,8 +608,8 @@ def ctest_gpu() -> None:
 
 
 def check_status(checks: list[EntryCheck], strict: bool = False) -> int:
-    """The exit status: 1 when a re-measured entry failed (with strict, also when an entry does not apply or
-    is stale), else 0."""
+    """The exit status: 1 when an entry has another of its key or a re-measured entry failed (with strict, also
+    when an entry does not apply or is stale), else 0."""
     return 1 if any(c.failures(strict) for c in checks) else 0
 
 
@@ -659,8 +660,7 @@ def report_checks(checks: list[EntryCheck], events: EventStream, strict: bool = 
                 reason=r["reason"],
                 **who,
             )
-        if strict:
-            for f in c.failures(strict):
-                if not f.startswith("re-measured: "):
-                    events.stage_result("check", f"{where}: FAIL (--strict): {f}", failure=f, **who)
+        for f in (f for f in c.failures(strict) if not f.startswith("re-measured: ")):
+            mode = "" if f.startswith("refused: ") else " (--strict)"  # another entry of its key fails without it
+            events.stage_result("check", f"{where}: FAIL{mode}: {f}", failure=f, **who)
     return check_status(checks, strict)

@@ -200,6 +200,32 @@ def identity_of(
     )
 
 
+def duplicate_entries(entries: list[FlagsEntry]) -> dict[tuple[str, str, str], list[FlagsEntry]]:
+    """The keys (target, language, architecture or compiler) that more than one entry has, with those entries
+    in the file's order. One rule for them everywhere (the configure, check, show, the writer): none of them
+    applies, and a tune of the target replaces them all (duplicates_line says so)."""
+    by_key: dict[tuple[str, str, str], list[FlagsEntry]] = {}
+    for e in entries:
+        by_key.setdefault(e.key, []).append(e)
+    return {k: v for k, v in by_key.items() if len(v) > 1}
+
+
+def duplicates_line(entries: list[FlagsEntry], group: list[FlagsEntry], file: str = "compileiq.toml") -> str:
+    """One line naming every entry of one duplicated key (its place in the file, flags, build type, date), that
+    none of them applies and how to fix it."""
+    first = group[0]
+    where = f"{first.target} ({first.language} {'sm_' + first.arch if first.arch else first.compiler_id})"
+    places = [next(i for i, e in enumerate(entries, 1) if e is g) for g in group]
+    each = "; ".join(
+        f"#{i}: {' '.join(e.flags) or '(no flags)'}, {e.build_type or 'every build type'}, {e.date or 'undated'}"
+        for i, e in zip(places, group, strict=True)
+    )
+    return (
+        f"{file} has {len(group)} entries for {where} ({each}): none of them applies (one set of flags per target "
+        "and language); delete all but one, or re-run the tune, which replaces them"
+    )
+
+
 def numerics_checked(entry: FlagsEntry) -> bool:
     """Whether the tune that wrote the entry compared the program's numbers with the baseline's."""
     return any(c in NUMERICS_CHECKS for c in entry.checks)
