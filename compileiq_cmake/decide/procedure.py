@@ -49,6 +49,9 @@ class Limits:
     # the validation rounds the box can hold (None: the spec's --max-rounds): its looks are placed within them,
     # so a short box spends its error budget where its rounds are, not on looks it never reaches
     max_rounds: int | None = None
+    # the finalists' validation's share of the error budget (None: all of it; less after the bank's validations,
+    # stats.after_bank)
+    alpha: float | None = None
 
 
 NO_LIMITS = Limits()
@@ -134,8 +137,10 @@ def _validated(
     min_rounds: int | None = None,
     may_continue: Callable[[float], bool] | None = None,
     max_rounds: int | None = None,
+    alpha: float | None = None,
 ) -> list[Validation]:
-    name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *((gpu,) if gpu else ()))
+    extra = (*((gpu,) if gpu else ()), *((f"alpha={alpha:.3g}",) if alpha is not None else ()))
+    name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *extra)
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
         log.info(
@@ -156,6 +161,7 @@ def _validated(
         min_rounds=min_rounds,
         may_continue=may_continue,
         max_rounds=max_rounds,
+        **({"alpha": alpha} if alpha is not None else {}),
     )
     if store is not None and not undecided(results):  # a verdict the box cut is no decision: a rerun makes it
         store.save_validations(name, results)
@@ -191,6 +197,7 @@ def _decide(
             limits.min_rounds,
             may_continue,
             limits.max_rounds,
+            limits.alpha,
         )
 
     results = validated(finalists, context.seed, limits.validation_continue)

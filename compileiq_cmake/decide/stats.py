@@ -279,6 +279,24 @@ EFFECT_FLOOR = 0.2  # the smallest standardized effect (the paired d_z of the pe
 TAIL_SAFETY = 0.5
 
 
+# The bank (tune/bank.py) validates obvious wins during the search and writes them at once: its validations are
+# looks of the same procedure and spend BANK_SHARE of the tests' budget, its j-th (from 0) at half of what the
+# one before spent, so that whatever the number of bank validations, together they spend less than that share;
+# the finalists' validation spends the rest. By the union bound a false winner, banked or not, stays within
+# the budget (docs/statistics.md).
+BANK_SHARE = 0.25
+
+
+def bank_alpha(j: int) -> float:
+    """The level of the tune's j-th bank validation (j = 0, 1, ...)."""
+    return FALSE_ACCEPTANCE * TAIL_SAFETY * BANK_SHARE * 0.5 ** (j + 1)
+
+
+def after_bank(validations: int) -> float:
+    """The level left to the finalists' validation after `validations` bank validations."""
+    return FALSE_ACCEPTANCE * TAIL_SAFETY * (1.0 - BANK_SHARE * (1.0 - 0.5**validations))
+
+
 def looks(min_rounds: int, max_rounds: int) -> tuple[int, ...]:
     """The rounds at which a sequential comparison looks at its data (decides to stop, or accepts), fixed
     before the first round: min_rounds, then about 1.5 times the last, and max_rounds ("5, 8, 12, 15")."""

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..decide.procedure import ValidationContext
+from ..decide.stats import bank_alpha
 from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor
 from ..model.events import Log, as_stream
@@ -29,6 +30,7 @@ from .tune_setup import TuneSetup
 BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise
 NOISE_MARGIN = 4.0  # ... by this many times the trial's (or the baseline's) relative spread, on the log scale
 STORED = "banked"  # the trial store's name of the banked validation
+LOOKS = "bank validations"  # the trial store's count of this tune's bank validations (each spends its share)
 
 # the winner's entry written (tune.publish.BankWrite), with the trial count; False: not written (the file holds a
 # better entry of the same identity, kept)
@@ -48,6 +50,12 @@ class Bank:
     write: Write
     banked: Validation | None = None
     tried: set[str] = field(default_factory=set)  # flag sets validated here already (accepted or not)
+
+    @property
+    def validations(self) -> int:
+        """The bank validations this tune (resumed ones included) has run: each spent a share of the error
+        budget (stats.bank_alpha), which the finalists' validation no longer has (stats.after_bank)."""
+        return int(self.store.load_result(LOOKS) or 0)
 
     @staticmethod
     def restored(store: TrialStore) -> Validation | None:
@@ -100,6 +108,8 @@ class Bank:
             else None
         )
         context = ValidationContext(setup.trees_for(2), setup.space, spec.seed + 11)
+        looks = self.validations
+        self.store.save_result(LOOKS, looks + 1)  # spent before it runs: a kill meanwhile keeps the count
         (v,) = validate(
             self.base.runner,
             self.executor.build,
@@ -112,6 +122,7 @@ class Bank:
             min_rounds=limits.min_rounds if limits is not None else None,
             may_continue=limits.validation_continue if limits is not None else None,
             max_rounds=limits.max_rounds if limits is not None else None,
+            alpha=bank_alpha(looks),
         )
         stream.info(
             f"bank: {verdict(v)} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "

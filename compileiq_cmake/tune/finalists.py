@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..decide.procedure import NO_LIMITS, ValidationContext, validate_and_ablate
-from ..decide.stats import FlagEffect, auto_min_gain, flag_effects
+from ..decide.stats import FlagEffect, after_bank, auto_min_gain, flag_effects
 from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
 from ..execute.executor import Executor
 from ..flags.space import FlagSpace
@@ -54,6 +54,7 @@ class Finalists:
     trials: dict[str, Trial]
     budget: Budget
     banked: Validation | None = None  # the winner banked during the search (tune.bank), already written
+    bank_validations: int = 0  # the bank's validations in this tune: their share of the error budget is spent
 
     def run(self) -> Decision:
         setup, store, log, base, trials = self.setup, self.store, self.log, self.base, self.trials
@@ -110,6 +111,8 @@ class Finalists:
             finalists = finalists[: finish.finalists]
             confirm = confirm[: finish.confirmations]
             limits = budget.gates(trials, finish, _expected(setup.space, finalists[0], effects))
+        if self.bank_validations:
+            limits = replace(limits, alpha=after_bank(self.bank_validations))
         winner, contributions = validate_and_ablate(
             context, self.executor.build, base.runner, list(finalists), min_gain, log, store, confirm, limits
         )

@@ -254,7 +254,9 @@ def _stages(
             setup = replace(setup, space=search.space)
         stream.stage = "finalists"
         stream.phase("validation")
-        decision = Finalists(setup, executor, store, stream, base, search.trials, budget, bank.banked).run()
+        decision = Finalists(
+            setup, executor, store, stream, base, search.trials, budget, bank.banked, bank.validations
+        ).run()
         budget.check()  # an interrupt during the finalists: nothing is written after it
         prior_use.learn(setup, use, search.trials, base, store, stream)
         stream.stage = "publish"

@@ -1,0 +1,98 @@
+"""Issue 51: the bank's validations are looks of the one procedure and spend a stated share of its error budget
+(decide.stats.BANK_SHARE): its j-th validation runs at bank_alpha(j), and the finalists' validation at what is
+left (after_bank), so that a false winner, banked or not, stays within the budget (union bound)."""
+
+from __future__ import annotations
+
+import math
+import types
+
+import pytest
+
+from compileiq_cmake.decide.stats import BANK_SHARE, FALSE_ACCEPTANCE, TAIL_SAFETY, after_bank, bank_alpha
+from compileiq_cmake.model.records import FlagSet, Status, Trial, Validation
+from compileiq_cmake.tune import bank as bank_module
+
+pytestmark = pytest.mark.unit
+ALPHA = FALSE_ACCEPTANCE * TAIL_SAFETY
+
+
+@pytest.mark.parametrize("j", [0, 1, 2, 5, 20, 200])
+def test_the_bank_and_the_finalists_together_spend_at_most_the_budget(j):
+    spent = sum(bank_alpha(i) for i in range(j))
+    assert spent < BANK_SHARE * ALPHA
+    assert math.isclose(spent + after_bank(j), ALPHA, rel_tol=1e-12)
+    assert after_bank(0) == ALPHA and after_bank(j) >= (1 - BANK_SHARE) * ALPHA
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.results: dict[str, object] = {}
+
+    def load_result(self, name: str):
+        return self.results.get(name)
+
+    def save_result(self, name: str, value: object) -> None:
+        self.results[name] = value
+
+    def save_validations(self, name: str, values) -> None:
+        pass
+
+
+def test_each_bank_validation_runs_at_its_share_and_is_counted_in_the_store(monkeypatch):
+    levels: list[float] = []
+
+    def fake_validate(runner, build, trees, baseline, candidates, min_gain, seed, log, **kw):
+        levels.append(kw["alpha"])
+        return [Validation(candidates[0], (), 1.2, 1.1, 1.3, False, "rejected here")]
+
+    monkeypatch.setattr(bank_module, "validate", fake_validate)
+    spec = types.SimpleNamespace(seed=1, lower_is_better=True)
+    space = types.SimpleNamespace(baseline=lambda: FlagSet((), ()))
+    setup = types.SimpleNamespace(spec=spec, space=space, trees_for=lambda n: ("t0", "t1"))
+    base = types.SimpleNamespace(runner=None, min_gain=0.01, base_of=lambda t: None)
+    budget = types.SimpleNamespace(bounded=False)
+    store = _Store()
+    bank = bank_module.Bank(
+        setup, types.SimpleNamespace(build=None), store, lambda line: None, base, budget, lambda v, n: True
+    )
+    monkeypatch.setattr(bank_module, "loss", lambda trial, base, lower: -0.2)
+    for i in range(3):
+        trial = Trial(index=i, flagset=FlagSet((("a", i + 1),), (f"-a{i}",)), status=Status.OK)
+        assert bank.validate(trial, {}) is None
+    assert levels == [bank_alpha(0), bank_alpha(1), bank_alpha(2)]
+    assert bank.validations == 3 and store.results[bank_module.LOOKS] == 3
+    resumed = bank_module.Bank(
+        setup, types.SimpleNamespace(build=None), store, lambda line: None, base, budget, lambda v, n: True
+    )
+    assert resumed.validations == 3  # a resumed tune goes on spending from where the killed one was
+
+
+def test_the_finalists_validation_runs_at_the_level_the_bank_left(tmp_path, monkeypatch):
+    from compileiq_cmake.decide import procedure
+    from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
+    from compileiq_cmake.flags.space import Dimension, FlagSpace
+    from compileiq_cmake.model.events import recording
+
+    from test_hardening_validation import _setup
+
+    seen: list = []
+    real = procedure.validate
+
+    def spy(*args, **kw):
+        seen.append(kw.get("alpha"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(procedure, "validate", spy)
+    fake, trees = _setup(tmp_path, {"t0": 1.0, "t1": 0.9})
+    space = FlagSpace("gcc", (Dimension("a", "", ((), ("-a",))),))
+    context = ValidationContext(trees=trees, space=space, seed=1)
+    events, _ = recording()
+
+    def build(tree, flagset):
+        from compileiq_cmake.model.records import BuildResult
+
+        return BuildResult(ok=True, seconds=0.0)
+
+    _decide(context, build, fake, [space.flagset({"a": 1})], 0.01, events, None, Limits(alpha=after_bank(2)))
+    assert seen and seen[0] == after_bank(2)
