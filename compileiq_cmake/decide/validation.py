@@ -79,6 +79,9 @@ def validate(
         if "baseline" in live
         else {}
     )
+    # the box decided how many rounds there were: it ended them (cut short), or it placed the last look before
+    # the spec's --max-rounds and the rounds reached it; a verdict it left open is undecided, not a rejection
+    boxed = inter.cut_short or (top < spec.max_rounds and inter.rounds >= top)
     results = []
     for label, fs in zip(labels, candidates, strict=False):
         if not builds[label].ok:
@@ -89,7 +92,7 @@ def validate(
             )
         elif label in inter.failures:
             results.append(Validation(fs, (), 0.0, 0.0, 0.0, False, inter.failures[label]))
-        elif inter.cut_short and not measured[label].accepted and not hopeless(spec, live, label, min_gain, test.rho):
+        elif boxed and not measured[label].accepted and not hopeless(spec, live, label, min_gain, test.rho):
             results.append(_cut(measured[label], inter.rounds, test, spec.max_rounds, per_round))
         else:
             results.append(measured[label])
