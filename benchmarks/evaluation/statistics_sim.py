@@ -7,7 +7,11 @@ flag set a tree holds. A/A: every finalist's true time is the baseline's (any ac
 acceptance). Power: finalist 1 is truly faster by `gain` on every workload, the other two are not; the tune
 counts when it writes a winner that holds finalist 1's flag. Two workloads, the default --min-rounds and
 --max-rounds; --finalists, --workloads, --max-rounds and --cut change that shape (one finalist on one workload
-whose validation a time box ends after 6 rounds: the shape where the correlation is estimated from least).
+whose validation a time box ends after 6 rounds: the shape where the correlation is estimated from least);
+--bank N runs N bank validations (tune/bank.py: each of a flag without effect, fresh interleaved rounds, the
+real decide.validation.validate at its share stats.bank_alpha(j)) before the finalists, who then get what is
+left (stats.after_bank); --bank-full gives each bank validation the whole level, as before issue 51. A bank
+acceptance is a written winner (the bank writes at once).
 
 Noise models (each run's value is the true time times a random factor; `sigma` the run-to-run spread):
   gaussian    1 + N(0, sigma)
@@ -44,11 +48,19 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
-from compileiq_cmake.decide.stats import auto_min_gain, relative_spread
+from compileiq_cmake.decide.stats import (
+    FALSE_ACCEPTANCE,
+    TAIL_SAFETY,
+    after_bank,
+    auto_min_gain,
+    bank_alpha,
+    relative_spread,
+)
+from compileiq_cmake.decide.validation import validate
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.events import EventStream
@@ -135,6 +147,8 @@ class Shape:
     workloads: int = 2
     max_rounds: int = MAX_ROUNDS
     cut: int = 0
+    bank: int = 0  # bank validations before the finalists (tune/bank.py), each of a flag without effect
+    bank_full: bool = False  # each at the tests' whole level (before issue 51), not its share (stats.bank_alpha)
 
     def limits(self) -> Limits:
         if not self.cut:
@@ -174,7 +188,17 @@ def one_tune(args: tuple[str, float, float, int, Shape]) -> tuple[bool, bool, in
     noise = max(relative_spread([runner.run(trees[0], w).value for _ in range(3)]) for w in spec.workloads)
     runner.runs = 0
     min_gain = auto_min_gain(noise)
-    winner, _ = _decide(context, runner.build, runner, finalists, min_gain, EventStream(), None, shape.limits())
+    limits = shape.limits()
+    for j in range(shape.bank):  # the bank's validations during the search: A/A candidates, fresh rounds each
+        full = FALSE_ACCEPTANCE * TAIL_SAFETY
+        candidate = FlagSet((("bank", j + 1),), (f"-fbank{j}",))
+        (banked,) = validate(runner, runner.build, trees[:2], space.baseline(), [candidate], min_gain, seed + j,
+                             EventStream(), alpha=full if shape.bank_full else bank_alpha(j))
+        if banked.accepted:  # written at once: a false winner whatever the finalists do
+            return True, False, runner.runs, banked.geomean_speedup, banked.geomean_ci_low, banked.geomean_ci_high
+    if shape.bank and not shape.bank_full:
+        limits = replace(limits, alpha=after_bank(shape.bank))
+    winner, _ = _decide(context, runner.build, runner, finalists, min_gain, EventStream(), None, limits)
     wrote = winner is not None
     if not wrote:
         return False, False, runner.runs, math.nan, math.nan, math.nan
@@ -192,7 +216,8 @@ def upper95(k: int, n: int) -> float:
 def run(models: tuple[str, ...], tunes: int, power_tunes: int, gains: tuple[float, ...], sigma: float, jobs: int,
         seed: int, shape: Shape = Shape()) -> dict:
     out: dict = {"sigma": sigma, "tunes": tunes, "power_tunes": power_tunes, "models": {},
-                 "finalists": shape.finalists, "workloads": shape.workloads, "max_rounds": shape.max_rounds, "cut": shape.cut}
+                 "finalists": shape.finalists, "workloads": shape.workloads, "max_rounds": shape.max_rounds, "cut": shape.cut,
+                 "bank": shape.bank, "bank_full": shape.bank_full}
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for model in models:
             started = time.perf_counter()
@@ -247,6 +272,10 @@ def main() -> None:
                         help="the validation's most rounds (its looks)")
     parser.add_argument("--cut", type=int, default=0,
                         help="a time box ends the finalists' validation after this many rounds (0: none)")
+    parser.add_argument("--bank", type=int, default=0,
+                        help="bank validations (of flags without effect) before the finalists in every tune")
+    parser.add_argument("--bank-full", action="store_true",
+                        help="each bank validation at the tests' whole level (the behaviour before issue 51)")
     parser.add_argument("--json", help="write the raw counts here")
     parser.add_argument("--no-guard", action="store_true",
                         help="without the correlated-rounds guard (every test as if the rounds were independent)")
@@ -257,7 +286,7 @@ def main() -> None:
         sequential.rounds_correlation = lambda variants: 0.0
     doc = run(tuple(m for m in args.models.split(",") if m), args.tunes, args.power_tunes,
               tuple(float(g) for g in args.gains.split(",") if g), args.sigma, args.jobs, args.seed,
-              Shape(args.finalists, args.workloads, args.max_rounds, args.cut))
+              Shape(args.finalists, args.workloads, args.max_rounds, args.cut, args.bank, args.bank_full))
     doc["guard"] = not args.no_guard
     doc["seed"] = args.seed
     if args.json:
