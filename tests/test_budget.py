@@ -231,7 +231,7 @@ def test_a_banked_win_survives_a_kill_and_the_rerun_restores_it(tmp_path):
 @pytest.mark.unit
 def test_a_box_too_small_for_the_baselines_runs_stops_after_the_first_run_and_says_what_it_needs(tmp_path):
     """Runs of ~3 s in a 10 s box: the first run prices the rest (baseline, one trial, one validation), the
-    tune ends at once (exit 0, nothing written) with the --time-limit it would need."""
+    tune ends at once (exit 2: nothing measured; nothing written) with the --time-limit it would need."""
     env = {**os.environ, "COMPILEIQ_REPLAY_PACE": "3000"}
     started = time.monotonic()
     proc = subprocess.run(
@@ -243,7 +243,7 @@ def test_a_box_too_small_for_the_baselines_runs_stops_after_the_first_run_and_sa
         timeout=120,
     )
     wall = time.monotonic() - started
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert proc.returncode == 2 and "nothing was measured" in proc.stderr, proc.stdout[-2000:] + proc.stderr
     needed = re.search(r"stopped at once: give at least --time-limit (\d+)", proc.stdout)
     assert needed and int(needed.group(1)) > 10, proc.stdout[-2000:]
     assert not (tmp_path / "compileiq.toml").exists()

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .reading import read_regular_text
 
 SUITE_KEYS = {
     "source_dir": str,
@@ -156,15 +157,10 @@ def load_suite(path: Path) -> Suite:
 
 def _read(path: Path) -> dict[str, Any]:
     """The suite file's TOML document (of a bounded size)."""
+    text = read_regular_text(path, MAX_SUITE_BYTES, "--suite", UsageError, "suite file")  # no pipe, no device
     try:
-        if path.stat().st_size > MAX_SUITE_BYTES:
-            raise UsageError(
-                f"--suite {path}: {path.stat().st_size} bytes; a suite file is at most {MAX_SUITE_BYTES} bytes"
-            )
-        doc = tomllib.loads(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"--suite {path}: cannot read it ({exc.strerror or exc})") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"--suite {path}: not valid TOML ({exc})") from None
     except RecursionError:
         raise UsageError(f"--suite {path}: nested too deeply to be a suite file") from None

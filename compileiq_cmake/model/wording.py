@@ -32,3 +32,19 @@ def untested_line(
             f"; the search's trials measured {', '.join(slow)} with it: a tune with a longer --time-limit would test it"
         )
     return line
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)]} | {
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x09: "\\t",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def printable(text: object) -> str:
+    """Text from a file others wrote, as one line a person reads: every control character escaped (a newline
+    in a recorded tool_version, date or device must not forge a line of `show` or `check`, an escape sequence
+    must not rewrite the terminal)."""
+    return str(text).translate(_CONTROL)

@@ -17,6 +17,7 @@ from ..flags.probe import user_cache_dir
 from ..model.errors import CompileIQError, UsageError
 from ..search.prior import FORMAT, VERSION, Hyper, Observation, PriorModel
 from ..system.json_files import load_json
+from ..system.writable import check_output
 
 NO_LEARN_VARIABLE = "COMPILEIQ_NO_LEARN"
 _SAFE = str.maketrans({c: "_" for c in '/\\:*?"<>| '})
@@ -107,6 +108,10 @@ class LocalPrior:
         obs = self.observations()
         if path.exists() and path.is_dir():
             raise UsageError(f"--export {path}: is a directory; give a file name")
+        try:  # a new path or an export this tool wrote: never a device, a link or another's file
+            check_output(path, "--export", lambda _p, head: f'"format": "{FORMAT}"'.encode() in head, "a prior export")
+        except CompileIQError as exc:
+            raise UsageError(str(exc)) from None
         if not path.parent.is_dir():
             raise UsageError(
                 f"--export {path}: the folder {path.parent} does not exist; create it or give another path"

@@ -19,6 +19,7 @@ from ..model.errors import CompileIQError, UsageError
 from ..model.events import EventStream
 from ..model.wording import plural
 from ..system.resources import templates_dir
+from ..system.writable import check_output
 from .store import TrialStore
 from .summary import gpu_tune, write_whole
 
@@ -43,6 +44,7 @@ def _on_gpu(doc: dict) -> bool:
 
 SHORT = 38  # characters of a flag set's label in a plot (the tables give the whole)
 OUTLIER = 2.0  # a flag effect beyond 2x (or under 1/2x) puts the effects plot on a log axis
+GENERATOR = b'<meta name="generator" content="compileiq_cmake">'  # templates/report.html.j2's own mark
 
 
 def short_label(flags: list[str], width: int = SHORT) -> str:
@@ -374,7 +376,7 @@ def load_summaries(build_dir: Path) -> list[dict]:
         )
     docs = []
     for each in ([path] if path.is_file() else []) + suite_stores:
-        store = TrialStore(each, "")
+        store = TrialStore(each, "", reader=True)  # a read command: a damaged store is said and left
         if store.note:
             raise CompileIQError(store.note)
         try:
@@ -435,11 +437,9 @@ def summaries_json(build_dir: Path) -> str:
     return json.dumps(docs if len(docs) > 1 else docs[0], indent=1)
 
 
-def _is_html(path: Path) -> bool:
-    """Whether a file is an HTML document (what a report may overwrite)."""
-    with open(path, "rb") as f:
-        head = f.read(512).lstrip().lower()
-    return head.startswith((b"<!doctype html", b"<html"))
+def written_by_tool(_path: Path, head: bytes) -> bool:
+    """A report this tool wrote (its GENERATOR tag; an older one: its title): what `report -o` may replace."""
+    return GENERATOR in head or b"<title>compileiq: " in head[:4096]
 
 
 def report_command(build_dir: Path, output: Path | None, events: EventStream) -> list[Path]:
@@ -447,12 +447,11 @@ def report_command(build_dir: Path, output: Path | None, events: EventStream) ->
     <path>", data path), with several tunes first the naming rule (info)."""
     docs = load_summaries(build_dir)
     paths = report_paths(docs, output or build_dir / "compileiq" / "report.html")
-    for path in paths:  # checked before any is written
-        if path.is_file() and path.stat().st_size and not _is_html(path):
-            raise UsageError(
-                f"report -o: {path} exists and is not an HTML report: refusing to overwrite it; give "
-                "another file, such as report.html"
-            )
+    try:  # each checked before any is written
+        for path in paths if output is not None else ():
+            check_output(path, "report -o", written_by_tool, "an HTML report")
+    except CompileIQError as exc:
+        raise UsageError(str(exc)) from None
     if len(docs) > 1:
         events.info(f"report: {len(docs)} tunes stored in {build_dir}: {NAMING}", stage="report", tunes=len(docs))
     written = []

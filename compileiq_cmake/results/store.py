@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..model.errors import CompileIQError
+from ..model.errors import CompileIQError, one_line
 from ..model.records import (
     Contribution,
     FlagSet,
@@ -139,6 +139,16 @@ def move_aside(path: Path, label: str) -> Path:
     return dest
 
 
+def _damaged(path: Path, why: str, reader: bool) -> str:
+    """A damaged store: a read command says so and leaves it (CompileIQError); a tune moves it aside (the note)."""
+    if reader:
+        raise CompileIQError(
+            f"the trial store {path} is damaged ({one_line(why)}); left as it is: the next tune with this build "
+            "tree moves it aside and starts a new one"
+        )
+    return _move_aside(path, why)
+
+
 def _move_aside(path: Path, why: str) -> str:
     """Rename a damaged store (and its journal files) to <name>.damaged-<UTC time>; the note to print."""
     try:
@@ -219,23 +229,30 @@ def _trial(row: tuple) -> Trial:
 
 
 class TrialStore:
-    """`note` is "" or one line to print: the store was damaged and moved aside."""
+    """`note` is "" or one line to print: the store was damaged and moved aside. `reader`: opened by a read
+    command (`trials`, `report`), which never moves or changes a damaged store: CompileIQError in one line."""
 
     def __init__(
-        self, path: Path, spec_identity: str, timeout: float = 5.0, write_deadline: float = WRITE_DEADLINE
+        self,
+        path: Path,
+        spec_identity: str,
+        timeout: float = 5.0,
+        write_deadline: float = WRITE_DEADLINE,
+        reader: bool = False,
     ) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if not reader:
+            path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self.spec = spec_identity
         self.write_deadline = write_deadline
         self.note = ""
         self.skipped_rows = 0  # rows load_all left out (not trials)
         if path.exists() and path.stat().st_size == 0:  # not brand new: a store that lost its content
-            self.note = _move_aside(path, "the file is empty")
+            self.note = _damaged(path, "the file is empty", reader)
         try:
             self._db = _open_checked(path, timeout)
         except _Damaged as exc:
-            self.note = _move_aside(path, str(exc))
+            self.note = _damaged(path, str(exc), reader)
             self._db = _open_checked(path, timeout)
 
     def close(self) -> None:
@@ -280,6 +297,8 @@ class TrialStore:
                     time.sleep(0.25)
                     continue
                 why = f"another program held it locked for {self.write_deadline:.0f} s ({exc})" if busy else str(exc)
+                if _errorcode(exc) == sqlite3.SQLITE_FULL:
+                    why = f"the disk is full ({exc}): free some space"
                 raise CompileIQError(
                     f"{what} was not saved in the trial store {self.path}: {why}; what was saved before is kept "
                     "there: free the store and run the same command again to resume"

@@ -44,6 +44,7 @@ import datetime as _dt
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -291,6 +292,15 @@ def finite(value):
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
+
+
+OWN_MARK = re.compile(rb'\s*\{\s*"schema":\s*"compileiq-(?:summary|suite)/')  # a summary's first key
+
+
+def written_by_tool(_path: Path, head: bytes) -> bool:
+    """Whether a file's first bytes are a summary document this tool wrote (a tune's or a suite's: its "schema"
+    key comes first): the only JSON file a --json-summary may replace (system/writable.check_output)."""
+    return OWN_MARK.match(head) is not None
 
 
 def write_whole(path: Path, text: str) -> None:

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from ..model.errors import UsageError
+from ..model.reading import read_regular_text
 
 MAX_JSON_BYTES = 64 << 20  # the largest landscape shipped is under 2 MiB
 
@@ -18,16 +19,7 @@ def _no_constant(name: str) -> object:
 
 def load_json(path: Path | str, what: str, max_bytes: int = MAX_JSON_BYTES) -> object:
     """The document of `path`; `what` names the option it came from in the one-line error ("--replay x.json")."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise UsageError(f"{what}: {size} bytes; at most {max_bytes} are read")
-        text = path.read_text()
-    except OSError as exc:
-        raise UsageError(f"{what}: cannot read it ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{what}: not text ({exc.reason})") from None
+    text = read_regular_text(path, max_bytes, what, UsageError, "JSON file")  # no pipe, device or unbounded read
     try:
         return json.loads(text, parse_constant=_no_constant)
     except RecursionError:

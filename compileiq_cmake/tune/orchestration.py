@@ -25,12 +25,13 @@ from ..model.records import Status, Trial, TuneResult
 from ..model.spec import TuneSpec
 from ..model.timebox import Stop, TimeBox, no_wait
 from ..model.wording import plural
+from ..results import summary
 from ..results.schema import numerics_checked
 from ..results.store import TrialStore
 from ..results.toml_io import check_output_writable, read_entries
 from ..system.lock import TuneLock
 from ..system.processes import kill_leftovers
-from ..system.writable import check_creatable
+from ..system.writable import check_output, disk_full_error, disk_full_words
 from . import focus, host_side, prior_use
 from .bank import Bank
 from .baseline import Baseline
@@ -55,9 +56,8 @@ def run_tune(
     (run_ray_tune); None: this machine. `lease`: the slots it shares with a suite's other tunes in flight;
     `pool`: the suite's variant trees it borrows (given back when it ends) instead of trees of its own."""
     spec = spec.validate()
-    check_output_writable(spec.output)  # a result must not be lost at the end for want of a place to write it
-    if spec.json_summary:
-        check_creatable(Path(spec.json_summary), "--json-summary")
+    check_output_writable(spec.output, tune_inputs(spec))  # a result must not be lost for want of a place to write it
+    check_summary_writable(spec)
     started = time.perf_counter()
     state_dir = spec.state_dir
     fresh_state = not state_dir.exists()
@@ -104,7 +104,18 @@ def run_tune(
                 store.close()
                 if tune_setup.tools is not None and tune_setup.tools.step_cache_started:  # (a suite's: the suite)
                     close_step_cache(tune_setup.tools.step_cache, log)
+    except OSError as exc:  # a write that failed: a full disk is one line, the state and logs kept
+        full = disk_full_error(exc, state_dir)
+        if full is None:
+            raise
+        raise full from None
     except CompileIQError as exc:
+        full_disk = disk_full_words(state_dir)
+        if full_disk:  # e.g. "the configure step did not finish" for want of space: say so, keep what is there
+            raise CompileIQError(
+                f"{exc}; {full_disk}: free some space and run the same command again (the state and logs in "
+                f"{state_dir} are kept)"
+            ) from None
         if fresh_state and not stored_any:  # nothing earned: no half-made state, but a log the error names stays
             _remove_state(state_dir, str(exc))
         raise
@@ -349,12 +360,30 @@ def _too_short(
     )
 
 
+def tune_inputs(spec: TuneSpec) -> tuple[Path, ...]:
+    """The files a tune reads that its outputs must never replace."""
+    named = (*spec.warm_start, *spec.acf_files, spec.replay, spec.compare_file)
+    return tuple(Path(p) for p in named if p)
+
+
+def check_summary_writable(spec: TuneSpec) -> None:
+    """Before a tune spends time: its --json-summary is a new path or a summary this tool wrote, none of its
+    inputs, never a device, pipe or symbolic link (one line, exit 2, nothing written)."""
+    if spec.json_summary:
+        check_output(
+            Path(spec.json_summary),
+            "--json-summary",
+            summary.written_by_tool,
+            "a JSON summary",
+            (spec.output, *tune_inputs(spec)),
+        )
+
+
 def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:
     """Tune on a Ray cluster: each GPU type in turn (host targets: once), one TOML entry per architecture."""
     spec = spec.validate()  # bad input: one line and exit 2 before any cluster is joined
-    check_output_writable(spec.output)
-    if spec.json_summary:
-        check_creatable(Path(spec.json_summary), "--json-summary")
+    check_output_writable(spec.output, tune_inputs(spec))
+    check_summary_writable(spec)
     cluster = RayCluster(spec.ray_address, log)
     try:
         return tune_on_cluster(spec, log, cluster)

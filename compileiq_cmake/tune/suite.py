@@ -48,8 +48,8 @@ from ..model.spec import TuneSpec
 from ..model.suite import Suite, SuiteTarget
 from ..model.timebox import Stop
 from ..model.wording import plural
-from ..results import suite_summary
-from ..system.writable import check_creatable
+from ..results import suite_summary, summary
+from ..system.writable import check_output
 from .orchestration import close_step_cache, run_tune, tune_on_cluster
 from .suite_schedule import SETUP_MARGIN, Scheduler, allot, check_floors
 from .suite_state import TargetOutcome, _load_state, _save_state, state_path, tree_stamp
@@ -78,7 +78,9 @@ def run_suite(
     ones included)."""
     if json_summary is not None:
         try:
-            check_creatable(json_summary, "--json-summary")  # before hours of tuning, not after
+            check_output(  # before hours of tuning, not after; never the suite file, a device or another's file
+                json_summary, "--json-summary", summary.written_by_tool, "a suite summary", (suite.path,)
+            )
         except CompileIQError as exc:
             raise UsageError(str(exc)) from None
     if jobs is not None and jobs < 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
@@ -14,11 +15,14 @@ from pathlib import Path
 from ..flags.portability import HostFeatures
 from ..model.errors import CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError, one_line
 from ..model.events import EventStream
+from ..model.records import TuneResult
+from ..model.spec import TuneSpec
 from ..results.check import BenchOverride, checks_document, ctest_gpu, report_checks, run_check
 from ..results.cmake_entries import cmake_entries
 from ..results.report import report_command, summaries_json
 from ..results.toml_io import read_entries
 from ..system.resources import cmake_dir
+from ..system.writable import disk_full_error
 from ..tune.orchestration import run_ray_tune, run_tune
 from ..tune.with_toolkit import with_toolkit
 from .console import Console
@@ -71,10 +75,27 @@ def _one_tune(args: argparse.Namespace) -> None:
         spec = with_toolkit(spec, args.toolkit, Path(args.toolkit_prefix) if args.toolkit_prefix else None, events)
     elif args.toolkit_prefix:
         raise UsageError("--toolkit-prefix goes with --toolkit X.Y")
-    if spec.executor == "ray":
-        run_ray_tune(spec, events)
-    else:
-        run_tune(spec, events)
+    results = run_ray_tune(spec, events) if spec.executor == "ray" else [run_tune(spec, events)]
+    _check_measured(spec, results)
+
+
+def _check_measured(spec: TuneSpec, results: list[TuneResult]) -> None:
+    """A tune that measured no flag set is no success: CompileIQError in one line (exit 2), which says why."""
+    box = f" within --time-limit {spec.time_limit:g} s" if spec.time_limit is not None else ""
+    for result in results:
+        if not isinstance(result, TuneResult):  # (a stand-in tune of a test)
+            continue
+        if result.needed:  # the box held not even the baseline, one trial and its validation
+            raise CompileIQError(
+                f"{result.target}: nothing was measured{box}, nothing written; give at least "
+                f"--time-limit {math.ceil(result.needed)}"
+            )
+        untried = not any(t.index != result.baseline.index for t in result.trials)
+        if untried and result.winner is None and result.unchanged is None and result.toml_path is None:
+            raise CompileIQError(
+                f"{result.target}: no flag set was measured{box}, only the project's own build: nothing "
+                "compared, nothing written (the line above says what time it needs)"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -197,8 +218,20 @@ def _main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; finished trials are stored, rerun to resume", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `trials --json | head`: the reader left; no traceback
+    except OSError as exc:
+        return _os_error(exc)
+    return 0
+
+
+def _os_error(exc: OSError) -> int:
+    """The exit status for an OSError that reached the command line: `trials --json | head` (the reader left):
+    0, no traceback; a full disk (state, results, a report): one line naming the file, 2; any other: raised."""
+    if isinstance(exc, BrokenPipeError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # Python flushes stdout at exit: let that go nowhere
         return 0
-    return 0
+    full = disk_full_error(exc)
+    if full is None:
+        raise exc
+    print(render(full), file=sys.stderr)
+    return exit_code(full)

@@ -7,6 +7,7 @@ import sys
 from typing import TextIO
 
 from ..model.events import Event
+from ..model.wording import printable
 
 VERBOSITIES = ("quiet", "normal", "verbose")
 SHOWN = {  # the kinds each verbosity prints (errors are no events: the command line prints them on stderr)
@@ -19,7 +20,8 @@ SHOWN = {  # the kinds each verbosity prints (errors are no events: the command 
 class Console:
     """The event sink of the command line: prints each event's line that the verbosity shows (quiet: warnings
     and stage results; normal: all but details; verbose: all) on `out` (default: stdout at the time of the
-    event), flushed at once so that a tune's progress shows while it runs."""
+    event), flushed at once so that a tune's progress shows while it runs; every control character escaped
+    (model/wording.printable), so that no text can forge a line or move the cursor."""
 
     def __init__(self, verbosity: str = "normal", out: TextIO | None = None) -> None:
         if verbosity not in SHOWN:
@@ -33,4 +35,5 @@ class Console:
 
     def __call__(self, event: Event) -> None:
         if self.shows(event):
-            print(event.line(), file=self._out or sys.stdout, flush=True)
+            # one line each: control characters from files others wrote (a TOML's fields in `check`) escaped
+            print(printable(event.line()), file=self._out or sys.stdout, flush=True)
