@@ -33,8 +33,8 @@ def check_creatable(path: Path, option: str) -> None:
         os.unlink(tmp)
     except OSError as exc:
         raise CompileIQError(
-            f"cannot write in {directory} ({exc.strerror or exc}), so {path} could not be written "
-            f"after the tune; choose another {option} or fix the permissions"
+            f"cannot write {path}: cannot write in {directory} ({exc.strerror or exc}); choose another {option} "
+            "or fix the permissions"
         ) from None
 
 
