@@ -268,11 +268,13 @@ def test_check_gate_passes_a_fresh_entry_and_fails_one_the_source_made_useless(t
     proc = run_cli(*gate)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "gate_bench: applies: 1 tuned flag for CXX" in proc.stdout and "stale: its sources changed" in proc.stdout
-    proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "5", "--json")
+    # 15 rounds: beside other test processes on 2 cores 5 rounds of a 1.9x gain once gave [0.715..5.181]
+    proc = run_cli(*gate, "--remeasure", "--bench", "gate_bench", "--pass-regex", "PASS", "--rounds", "15", "--json")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 0 and doc["passed"], proc.stdout + proc.stderr
     r = doc["entries"][0]["remeasure"]
-    assert r["passed"] and r["speedup"] > 1.2 and r["ci"][0] > 1.0, r  # about 1.9x here (-O2 against -O0)
+    # about 1.9x here (-O2 against -O0); asserted as the tool's own verdict, which load does not move past a bound
+    assert r["passed"] and r["ci"][0] > 1 + r["min_gain"] and r["ci"][0] <= r["speedup"] <= r["ci"][1], r
     # the next revision: the loop's work is gone (a sleep dominates), so -O2 buys nothing any more
     main = src / "src" / "main.cpp"
     main.write_text(
@@ -360,9 +362,8 @@ def test_check_gate_on_the_host_example(tmp_path):
     )
     proc = run_cli(*gate)
     doc = json.loads(proc.stdout)
-    assert proc.returncode == 0 and doc["passed"] and doc["entries"][0]["remeasure"]["speedup"] > 1.5, (
-        proc.stdout + proc.stderr
-    )
+    r = doc["entries"][0]["remeasure"]  # passed: its interval above 1 + its minimum gain (no fixed speed bound)
+    assert proc.returncode == 0 and doc["passed"] and r["ci"][0] > 1 + r["min_gain"], proc.stdout + proc.stderr
     main = src / "src" / "main.cpp"
     main.write_text(
         '#pragma GCC optimize("O0")  // the next revision: this file is built unoptimized\n' + main.read_text()
