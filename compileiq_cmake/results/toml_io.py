@@ -11,7 +11,7 @@ import re
 import tempfile
 import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -21,7 +21,8 @@ import tomli_w
 
 from ..model.errors import CompileIQError, ResultFileError
 from ..model.events import as_stream
-from ..system.writable import check_creatable
+from ..model.reading import read_regular_text
+from ..system.writable import check_output
 from .schema import NUMERICS_CHECKS, SCHEMA_VERSION, FlagsEntry, check_entry, numerics_checked
 from .schema_types import plain, short_repr
 
@@ -32,14 +33,10 @@ _HEADER = "# Written by compileiq_cmake: tuned compiler flags. Commit it; config
 
 
 def _load_document(path: Path) -> dict:
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise ResultFileError(
-            f"{path} is {size} bytes; a compileiq.toml holds at most {MAX_FILE_BYTES >> 20} MiB: is it the right file?"
-        )
+    text = read_regular_text(path, MAX_FILE_BYTES, "", ResultFileError, "compileiq.toml")
     try:
-        return tomllib.loads(path.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return tomllib.loads(text)  # a leading byte-order mark removed by read_regular_text
+    except tomllib.TOMLDecodeError as exc:
         raise ResultFileError(f"{path} is not valid TOML: {exc}") from None
     except RecursionError:
         raise ResultFileError(
@@ -51,9 +48,14 @@ def _load_document(path: Path) -> dict:
 
 
 def read_entries(path: Path) -> list[FlagsEntry]:
-    if not path.is_file():
+    if not path.exists():
         raise ResultFileError(f"{path} does not exist; run a tune first or point to the file")
     data = _load_document(path)
+    if "schema_version" not in data:
+        raise ResultFileError(
+            f"{path}: schema_version is missing (a compileiq.toml starts with schema_version = {SCHEMA_VERSION}): "
+            "was it written by compileiq_cmake?"
+        )
     version = data.get("schema_version")
     if type(version) is not int or version != SCHEMA_VERSION:  # not `true`, which equals 1 in Python
         newer = type(version) is int and version > SCHEMA_VERSION
@@ -302,13 +304,18 @@ def write_entry(
     return decision
 
 
-def check_output_writable(path: Path) -> None:
+def check_output_writable(path: Path, inputs: Iterable[Path] = ()) -> None:
     """Before a tune spends time: CompileIQError unless its entry could be written to path. An existing file
     must be a valid compileiq.toml (not half-written, empty or of another schema), and its directory (a
-    symlink's target's; the nearest existing one for a new path) must let a file be created."""
+    symlink's target's; the nearest existing one for a new path) must let a file be created. Never a device, a
+    named pipe or one of this run's `inputs` (system/writable.check_output)."""
     target = _resolve(path)
     if target.is_dir():
         raise ResultFileError(f"--output {path} is a directory; give a file name such as compileiq.toml")
+    try:
+        check_output(path, "--output", lambda _p, _head: True, "a compileiq.toml", inputs, follow_link=True)
+    except CompileIQError as exc:
+        raise ResultFileError(str(exc)) from None
     if target.exists():
         try:
             read_entries(target)
@@ -319,4 +326,3 @@ def check_output_writable(path: Path) -> None:
         raise ResultFileError(
             f"the lock file {lock} is a directory, so {path} could not be written after the tune; remove it"
         )
-    check_creatable(target, "--output")

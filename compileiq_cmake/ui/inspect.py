@@ -18,7 +18,7 @@ from ..flags.screening import format_screen, screen_target
 from ..measure.gpu import detect_gpu
 from ..model.errors import CompileIQError, UsageError
 from ..model.events import EventStream
-from ..model.wording import plural, untested_line
+from ..model.wording import plural, printable, untested_line
 from ..results.prior_store import LocalPrior, prior_dir
 from ..results.store import TrialStore
 from ..results.toml_io import read_entries
@@ -115,31 +115,37 @@ def prior_command(args: argparse.Namespace) -> None:
 
 
 def show_command(path: Path) -> None:
+    """`show FILE`: each entry in a few lines; every value the file holds is escaped (printable), so that a
+    newline in a recorded field cannot forge a line."""
+
+    def say(line: str) -> None:
+        print(printable(line))
+
     entries = read_entries(path)
-    print(f"{path}: {plural(len(entries), 'entry', 'entries')}")
+    say(f"{path}: {plural(len(entries), 'entry', 'entries')}")
     for e in entries:
         where = f"sm_{e.arch}" if e.arch else "host"
         replay = "  [REPLAY: never applied]" if e.replay else ""
-        print(
+        say(
             f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, "
             f"{e.build_type or 'no build type'}){replay}"
         )
-        print(f"    flags:    {' '.join(e.flags) or '(none)'}")
-        print(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
+        say(f"    flags:    {' '.join(e.flags) or '(none)'}")
+        say(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
         if e.tuned_cpu:
-            print(
+            say(
                 f"    cpu:      tuned on {e.tuned_cpu}; needs {', '.join(e.cpu_features) or 'no recorded ISA features'}"
             )
         if e.arch_scope != "all":
-            print(f"    archs:    arch_scope {e.arch_scope}: applied only to builds of sm_{e.arch} alone")
+            say(f"    archs:    arch_scope {e.arch_scope}: applied only to builds of sm_{e.arch} alone")
         energy = e.objective == "energy"
-        print(
+        say(
             f"    metric:   {e.metric} ({'lower' if e.lower_is_better else 'higher'} is better)"
             + ("; tuned for energy: the numbers below are joules per run (the GPU's counter)" if energy else "")
         )
         for w, b, t in zip(e.workloads or ("",), e.baseline, e.tuned, strict=False):
-            print(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}{' J' if energy else ''}")
-        print(
+            say(f"    workload {w or '(default)'}: baseline {b:.6g} -> tuned {t:.6g}{' J' if energy else ''}")
+        say(
             f"    {'energy gain' if energy else 'speedup'}:  {e.speedup:.3f}x over {plural(e.trials, 'trial')}, "
             f"{e.date}, compileiq_cmake {e.tool_version}"
             + {
@@ -149,7 +155,7 @@ def show_command(path: Path) -> None:
             }.get(e.speedup_from, "")
         )
         if e.untested_flags:
-            print(f"    {untested_line(e.untested_flags)}")
+            say(f"    {untested_line(e.untested_flags)}")
 
 
 def space_command(
@@ -292,7 +298,7 @@ def _stored(stores: list[Path], own: Path) -> tuple[dict[str, list], dict[str, l
     names: dict[str, str] = {}
     path = own
     for each in stores:
-        store = TrialStore(each, "")
+        store = TrialStore(each, "", reader=True)  # a read command: a damaged store is said and left
         if store.note:  # a damaged store was moved aside: say so instead of a traceback or an empty answer
             raise CompileIQError(store.note)
         try:
