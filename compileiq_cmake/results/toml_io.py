@@ -101,9 +101,21 @@ def replacement(existing: list[FlagsEntry], new: FlagsEntry, replace: bool) -> R
     """Whether `new` replaces an entry of `existing`: an entry whose tune compared the program's numbers
     (numerics_checked) is replaced by one whose tune did not only with replace=True (--replace); an entry of
     another build type only with replace=True too (a tune of a Debug build, or of a misspelt --config, never
-    replaces a Release result silently)."""
-    old = next((e for e in existing if e.key == new.key), None)
+    replaces a Release result silently). More than one entry of the key (schema.duplicate_entries, which no
+    configure applies): each is asked as above, and unless one refuses, the new entry replaces them all, said."""
+    olds = [e for e in existing if e.key == new.key]
+    old = olds[0] if olds else None
     where = f"{new.target} ({new.language} {new.arch or new.compiler_id})"
+    if len(olds) > 1:
+        refused = [d for d in (replacement([o], new, replace) for o in olds) if not d.allowed and not d.kept]
+        if refused:
+            return refused[0]
+        return Replacement(
+            old,
+            True,
+            f"replacing the {len(olds)} entries for {where}, which applied none of them (one set of flags per "
+            f"target and language): {'; '.join(f'old: {_describe(o)}' for o in olds)}; new: {_describe(new)}",
+        )
     if old is None:
         return Replacement(None, True, f"new entry for {where}")
     change = f"{where} (old: {_describe(old)}; new: {_describe(new)})"

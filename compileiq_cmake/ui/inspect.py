@@ -20,6 +20,7 @@ from ..model.errors import CompileIQError, UsageError
 from ..model.events import EventStream
 from ..model.wording import plural, printable, untested_line
 from ..results.prior_store import LocalPrior, prior_dir
+from ..results.schema import duplicate_entries, duplicates_line
 from ..results.store import TrialStore
 from ..results.toml_io import read_entries
 from ..search.prior import space_prior
@@ -128,7 +129,7 @@ def show_command(path: Path) -> None:
         replay = "  [REPLAY: never applied]" if e.replay else ""
         say(
             f"- {e.target} ({e.language}, {where}, {e.compiler_id} {e.compiler_version}, "
-            f"{e.build_type or 'no build type'}){replay}"
+            f"{e.build_type or 'every build type'}){replay}"
         )
         say(f"    flags:    {' '.join(e.flags) or '(none)'}")
         say(f"    device:   {e.device}{' cc ' + e.compute_capability if e.compute_capability else ''}")
@@ -156,6 +157,8 @@ def show_command(path: Path) -> None:
         )
         if e.untested_flags:
             say(f"    {untested_line(e.untested_flags)}")
+    for group in duplicate_entries(entries).values():  # the one rule of the configure, check and the writer
+        say(f"refused: {duplicates_line(entries, group, path.name)}")
 
 
 def space_command(
@@ -181,8 +184,10 @@ def space_command(
         print("\n".join(_predictions(ts, args.jobs)))
         return
     if family is None:
-        raise UsageError("give a family (space nvcc|gcc) or a target (space -S src -B build --target T)")
-    compiler = "NVIDIA" if family == "nvcc" else "GNU"
+        raise UsageError("give a family (space nvcc|gcc|clang) or a target (space -S src -B build --target T)")
+    compiler = {"nvcc": "NVIDIA", "clang": "Clang"}.get(family, "GNU")
+    serves = {"gcc": " (GNU, Clang, AppleClang)", "clang": " (GNU, Clang, AppleClang; as Clang gets it)"}
+    serves_line, family = serves.get(family, ""), "nvcc" if family == "nvcc" else "gcc"  # gcc's serves Clang too
     space = load_space(
         family,
         compiler,
@@ -190,7 +195,9 @@ def space_command(
         _split(args.include_flags) if args else (),
         _split(args.exclude_flags) if args else (),
     )
-    print(f"{family} flag space: {plural(len(space.dimensions), 'dimension')}, {plural(space.size, 'point')}")
+    print(
+        f"{family} flag space{serves_line}: {plural(len(space.dimensions), 'dimension')}, {plural(space.size, 'point')}"
+    )
     when = applies_when(family)
     for d in space.dimensions:
         unsafe = "  [unsafe numerics]" if d.unsafe_numerics else ""

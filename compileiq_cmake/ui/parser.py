@@ -379,10 +379,11 @@ def build_parser() -> argparse.ArgumentParser:
     space = sub.add_parser(
         "space",
         help="print a flag space, or the screened space of a CUDA target",
-        description="'space nvcc|gcc' prints a catalogue; 'space -S src -B build --target T' "
-        "configures <build>/compileiq/worker-0 and prints the target's screened CUDA space.",
+        description="'space nvcc|gcc|clang' prints a catalogue (clang: the gcc space as Clang gets it); "
+        "'space -S src -B build --target T' configures <build>/compileiq/worker-0 and prints the target's "
+        "screened CUDA space.",
     )
-    space.add_argument("family", nargs="?", choices=["nvcc", "gcc"])
+    space.add_argument("family", nargs="?", choices=["nvcc", "gcc", "clang"])
     space.add_argument("--compiler-version", default="99")
     space.add_argument("-S", dest="source_dir", help="project source directory (with --target)")
     space.add_argument("-B", dest="build_dir", help="build directory (with --target)")
