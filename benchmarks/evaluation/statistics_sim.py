@@ -232,7 +232,10 @@ def run(models: tuple[str, ...], tunes: int, power_tunes: int, gains: tuple[floa
                                     chunksize=64))
                 right = [r for r in res if r[1]]
                 covered = sum(1 for r in right if r[4] <= 1.0 + g <= r[5])
+                written = [r for r in res if r[0]]
                 row[f"gain_{g:g}"] = {"accepted": len(right), "tunes": power_tunes, "rate": len(right) / power_tunes,
+                                      "written": len(written),
+                                      "written_low_at_most_1": sum(1 for r in written if r[4] <= 1.0),
                                       "runs": sum(r[2] for r in res) / power_tunes,
                                       "covered": covered, "coverage": covered / len(right) if right else None,
                                       "bias": (sum(r[3] for r in right) / len(right) - (1.0 + g)) if right else None}
