@@ -9,7 +9,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from ..decide.procedure import NO_LIMITS, ValidationContext, validate_and_ablate
+from ..decide.procedure import NO_LIMITS, Limits, ValidationContext, validate_and_ablate
 from ..decide.stats import FlagEffect, after_bank, auto_min_gain, flag_effects
 from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
 from ..execute.executor import Executor
@@ -97,7 +97,7 @@ class Finalists:
             setup.trees_for(len(finalists) + 1) if finalists else setup.trees[:2], setup.space, spec.seed
         )
         budget = self.budget
-        limits = NO_LIMITS
+        limits = self._share(NO_LIMITS)
         if budget.bounded and finalists:
             steps = len(finalists[0].choices) + len(_files_of(finalists[0]))
             finish = budget.finish(trials, len(finalists), steps, len(confirm))
@@ -110,9 +110,7 @@ class Finalists:
                 return self._banked(Decision(tuple(effects), finalists, min_gain, None, (), 0.0, budget.untested))
             finalists = finalists[: finish.finalists]
             confirm = confirm[: finish.confirmations]
-            limits = budget.gates(trials, finish, _expected(setup.space, finalists[0], effects))
-        if self.bank_validations:
-            limits = replace(limits, alpha=after_bank(self.bank_validations))
+            limits = self._share(budget.gates(trials, finish, _expected(setup.space, finalists[0], effects)))
         winner, contributions = validate_and_ablate(
             context, self.executor.build, base.runner, list(finalists), min_gain, log, store, confirm, limits
         )
@@ -137,6 +135,10 @@ class Finalists:
                 budget.untested,
             )
         )
+
+    def _share(self, limits: Limits) -> Limits:
+        """The limits with the error budget the bank's validations left (stats.after_bank)."""
+        return replace(limits, alpha=after_bank(self.bank_validations)) if self.bank_validations else limits
 
     def _banked(self, decision: Decision) -> Decision:
         """The decision with the banked winner (validated during the search, already written) kept where the

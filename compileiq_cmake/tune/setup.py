@@ -8,7 +8,6 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 from collections.abc import Callable
 from dataclasses import replace
@@ -45,8 +44,9 @@ from ..model.wording import plural
 from ..project import depscan
 from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree, read_cache
 from ..project.file_api import CodeModel, Target, Toolchain
-from ..project.nvcc_command import output_file, target_architectures, tokens
+from ..project.nvcc_command import output_file, target_architectures
 from ..search.landscape import Landscape
+from .compile_line import compile_line_evidence
 from .focus import many_files
 from .tree_pool import Baselines, TreePool
 from .tune_setup import CodeIdentity, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
@@ -319,8 +319,7 @@ def setup(  # noqa: C901, PLR0912, PLR0915 (issue 53: the three rooms, split nex
     device_link, space = _device_link(spec, target, owner, space, log)
     code = _code_identity(spec, first, target, log)
     own_commands = _own_commands(first, target, language)
-    space = _unoptimized_first(space, _own_levels(first, target, language), language, log)
-    _say_device_debug(own_commands, language, log)
+    space = compile_line_evidence(space, first, target, language, own_commands, log)
     return TuneSetup(
         spec=spec,
         state_dir=state_dir,
@@ -645,51 +644,6 @@ def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) 
         headers=scan.headers,
         commands_sha256=hashlib.sha256(json.dumps(commands).encode()).hexdigest(),
     )
-
-
-_LEVEL = re.compile(r"^-O(\d|s|z|g|fast)?$")
-_UNOPTIMIZED = ("-O0", "-Og", "-O1")  # what the compiler makes of a command whose last -O is one of these
-
-
-def _own_levels(tree: VariantTree, target: Target, language: str) -> dict[str, str]:
-    """Per source of the target's language: the optimization level its compile command ends up with, the last
-    -O in the command's order (`-O3 ... -O0`: CMake's Release flags, then a target_compile_options -O0, is -O0);
-    "-O0" when there is none (the compilers' default)."""
-    levels = {}
-    for entry in tree.compile_commands(target.sources_in(language), target.name):
-        found = [t for t in tokens(entry) if _LEVEL.match(t)]
-        level = found[-1] if found else "-O0"
-        levels[str(Path(entry["file"]).resolve())] = "-O1" if level == "-O" else level
-    return levels
-
-
-def _unoptimized_first(space: FlagSpace, levels: dict[str, str], language: str, log: Log) -> FlagSpace:
-    """A host target whose own compile commands optimize little (their last -O is -O0, -Og or -O1, or there is
-    none: a Debug build, or a target_compile_options(-O0) after CMake's -O3) has its optimization level measured
-    first: on such a build it is the big mover, and a short box (runs of seconds) may hold only a few trials
-    (issue 33: a -O0 project, ~4 s runs, a 150 s box; issue 52: -O0 after Release's -O3 was read as optimized)."""
-    if language not in ("C", "CXX") or not levels or any(v not in _UNOPTIMIZED for v in levels.values()):
-        return space
-    dims = tuple(replace(d, measured_first=True) if d.name == "opt_level" else d for d in space.dimensions)
-    if dims == space.dimensions:
-        return space
-    seen = sorted(set(levels.values()))
-    as_stream(log).info(
-        f"the project's own build compiles the target at {' / '.join(seen)} (the last -O of its compile "
-        "commands; none means -O0): the optimization level (-O2, -O3) is measured first"
-    )
-    return replace(space, dimensions=dims)
-
-
-def _say_device_debug(own: dict[str, frozenset[str]], language: str, log: Log) -> None:
-    """A CUDA target compiled with -G (device debug: ptxas optimizes no device code): said in one line, since
-    every flag is then measured on unoptimized kernels and the tune cannot take a project's own flag away."""
-    if language == "CUDA" and any("-G" in t or "--device-debug" in t for t in own.values()):
-        as_stream(log).note(
-            "the project's own CUDA compiles carry -G (device debug: no device code is optimized); the flags "
-            "are measured on top of it and the tune cannot remove it: drop -G from the build type you tune "
-            "(e.g. keep it for Debug only) for kernels worth tuning"
-        )
 
 
 def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
