@@ -52,8 +52,10 @@ def _tune(root: Path, limit: float, build_type: str = "Release", project: str = 
         str(root / "compileiq.toml"),
     )
     wall = time.monotonic() - started
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    return wall, proc.stdout, root / "compileiq.toml"
+    # a box too small to measure one flag set ends with exit 2 and its one line (issue 51), the others with 0
+    measured_nothing = "no flag set was measured within --time-limit" in proc.stderr + proc.stdout
+    assert proc.returncode == (2 if measured_nothing else 0), (proc.stdout + proc.stderr)[-3000:]
+    return wall, proc.stdout + proc.stderr, root / "compileiq.toml"
 
 
 def test_a_tune_keeps_its_time_limit_and_says_what_it_left_out(tmp_path):
