@@ -8,32 +8,32 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..flags.space import FlagSpace
 from ..model.events import Log, as_stream
-from ..project.cmake_project import VariantTree
-from ..project.file_api import Target
-from ..project.nvcc_command import tokens
+from ..project.nvcc_command import normalize, tokens
+
+Entry = dict[str, Any]  # a compile_commands.json entry
 
 
-def compile_line_evidence(
-    space: FlagSpace, tree: VariantTree, target: Target, language: str, own: dict[str, frozenset[str]], log: Log
-) -> FlagSpace:
-    """The space with what the project's compile line says applied (and said in one line each)."""
-    _say_device_debug(own, language, log)
-    return _unoptimized_first(space, _own_levels(tree, target, language), language, log)
+def compile_line_evidence(space: FlagSpace, entries: list[Entry], language: str, log: Log) -> FlagSpace:
+    """The space with what the project's compile line says applied (and said in one line each); `entries`: the
+    target's compile commands in its language (the project's own build)."""
+    _say_device_debug(entries, language, log)
+    return _unoptimized_first(space, _own_levels(entries), language, log)
 
 
 _LEVEL = re.compile(r"^-O(\d|s|z|g|fast)?$")
 _UNOPTIMIZED = ("-O0", "-Og", "-O1")  # what the compiler makes of a command whose last -O is one of these
 
 
-def _own_levels(tree: VariantTree, target: Target, language: str) -> dict[str, str]:
-    """Per source of the target's language: the optimization level its compile command ends up with, the last
+def _own_levels(entries: list[Entry]) -> dict[str, str]:
+    """Per source: the optimization level its compile command ends up with, the last
     -O in the command's order (`-O3 ... -O0`: CMake's Release flags, then a target_compile_options -O0, is -O0);
     "-O0" when there is none (the compilers' default)."""
     levels = {}
-    for entry in tree.compile_commands(target.sources_in(language), target.name):
+    for entry in entries:
         found = [t for t in tokens(entry) if _LEVEL.match(t)]
         level = found[-1] if found else "-O0"
         levels[str(Path(entry["file"]).resolve())] = "-O1" if level == "-O" else level
@@ -58,10 +58,10 @@ def _unoptimized_first(space: FlagSpace, levels: dict[str, str], language: str, 
     return replace(space, dimensions=dims)
 
 
-def _say_device_debug(own: dict[str, frozenset[str]], language: str, log: Log) -> None:
+def _say_device_debug(entries: list[Entry], language: str, log: Log) -> None:
     """A CUDA target compiled with -G (device debug: ptxas optimizes no device code): said in one line, since
     every flag is then measured on unoptimized kernels and the tune cannot take a project's own flag away."""
-    if language == "CUDA" and any("-G" in t or "--device-debug" in t for t in own.values()):
+    if language == "CUDA" and any({"-G", "--device-debug"} & set(normalize(tokens(e))) for e in entries):
         as_stream(log).note(
             "the project's own CUDA compiles carry -G (device debug: no device code is optimized); the flags "
             "are measured on top of it and the tune cannot remove it: drop -G from the build type you tune "

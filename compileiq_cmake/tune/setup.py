@@ -12,7 +12,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..execute.build import CoreShare, command_tokens
 from ..execute.replay import ReplayRunner
@@ -318,8 +318,8 @@ def setup(  # noqa: C901, PLR0912, PLR0915 (issue 53: the three rooms, split nex
     build_targets = _build_targets(spec, bench, owner)
     device_link, space = _device_link(spec, target, owner, space, log)
     code = _code_identity(spec, first, target, log)
-    own_commands = _own_commands(first, target, language)
-    space = compile_line_evidence(space, first, target, language, own_commands, log)
+    own_entries = first.compile_commands(target.sources_in(language), target.name)  # read once for both
+    own_commands, space = _own_commands(first, own_entries), compile_line_evidence(space, own_entries, language, log)
     return TuneSetup(
         spec=spec,
         state_dir=state_dir,
@@ -646,9 +646,7 @@ def _code_identity(spec: TuneSpec, tree: VariantTree, target: Target, log: Log) 
     )
 
 
-def _own_commands(tree: VariantTree, target: Target, language: str) -> dict[str, frozenset[str]]:
-    """Per source of the target's language: the tokens of its compile command with the project's own flags."""
-    return {
-        str(Path(entry["file"]).resolve()): command_tokens(tree, entry)
-        for entry in tree.compile_commands(target.sources_in(language), target.name)
-    }
+def _own_commands(tree: VariantTree, entries: list[dict[str, Any]]) -> dict[str, frozenset[str]]:
+    """Per source (its compile command among `entries`): the tokens of that command with the project's own
+    flags."""
+    return {str(Path(entry["file"]).resolve()): command_tokens(tree, entry) for entry in entries}
