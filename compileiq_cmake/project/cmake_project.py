@@ -462,7 +462,7 @@ class VariantTree:
                     None,
                     first_error_line(output),
                     log,
-                    _stopped(proc, timeout),
+                    stopped_reason(proc, timeout),
                 )
             )
         if proc.returncode != 0:
@@ -594,7 +594,7 @@ class VariantTree:
                 ok=False, seconds=time.perf_counter() - start, log_tail=proc.cancelled, cancelled=proc.cancelled
             )
         if proc.returncode is None:
-            stopped = f"build {_stopped(proc, timeout)}"
+            stopped = f"build {stopped_reason(proc, timeout)}"
             failure = CommandFailure(
                 f"the build of {', '.join(targets)} in the variant tree {self.path.name}",
                 tuple(cmd),
@@ -762,7 +762,7 @@ def _key_values(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
-def _stopped(proc: ProcessResult, timeout: float) -> str:
+def stopped_reason(proc: ProcessResult, timeout: float) -> str:
     """How a configure or build that compileiq stopped ended: "timed out after N s" or "stopped: printed too
     much output", and whether some of its processes could not be ended."""
     still = "" if proc.ended else "; some of its processes could not be ended"

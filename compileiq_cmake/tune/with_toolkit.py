@@ -18,7 +18,7 @@ from ..flags import toolkit
 from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
 from ..model.events import Log, as_stream
 from ..model.spec import TuneSpec
-from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache
+from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, stopped_reason
 from ..project.file_api import write_query
 from ..system.processes import run_process
 
@@ -75,17 +75,20 @@ def with_toolkit(spec: TuneSpec, version: str, prefix: Path | None, log: Log) ->
 
 
 def _step(cmd: list[str], tree: Path, what: str, timeout: float) -> None:
+    """A configure or build of the toolkit's tree; its failure (or compileiq stopping it: the time limit, too
+    much output) is one line that keeps the command's whole output in a log."""
     res = run_process(cmd, tree, max(timeout, 1.0))
+    if res.returncode == 0:
+        return
     log_path = tree / "compileiq-toolkit-logs" / f"{'build' if '--build' in cmd else 'configure'}.log"
-    if res.timed_out or res.returncode != 0:
-        raise ProjectCommandError(
-            CommandFailure(
-                what,
-                tuple(cmd),
-                None if res.timed_out else res.returncode,
-                "" if res.timed_out else first_error_line(res.output),
-                write_log(log_path, cmd, res.output),
-                f"did not finish within {timeout:.0f} s (--time-limit) and was stopped" if res.timed_out else "",
-            ),
-            "see the log; the project must configure and build with this toolkit",
-        )
+    raise ProjectCommandError(
+        CommandFailure(
+            what,
+            tuple(cmd),
+            res.returncode,
+            first_error_line(res.output),
+            write_log(log_path, cmd, res.output),
+            "" if res.returncode is not None else stopped_reason(res, timeout),
+        ),
+        "see the log; the project must configure and build with this toolkit (within --time-limit, when given)",
+    )
