@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import types
 from pathlib import Path
@@ -54,36 +55,41 @@ def curve(xs: list[float]) -> list[float]:
     return out
 
 
+def screened_order(gen: dict, k: str, shas: list[str]) -> list[str]:
+    """The files a tune measures of `shas`, in its order: the screening's ptxas compile drops failures and code
+    equal to none's or an earlier file's (not measured), then flags.screening.spills_first puts the files that
+    cut spill bytes first."""
+    none = gen["builds"][(k, "none")]
+    seen = {none.get("sass")}
+    kept = []
+    for s in shas:
+        b = gen["builds"][(k, s)]
+        if b["status"] != 0 or b.get("sass") in seen:
+            continue
+        seen.add(b.get("sass"))
+        kept.append(s)
+    token = {s: f"{PTXAS_ACF}/acf/{s}.acf" for s in kept}
+    dim = Dimension(name=ACF_DIMENSION, help="", values=((),) + tuple((token[s],) for s in kept))
+
+    def spills(b: dict) -> int:
+        return int(b.get("spill_st") or 0) + int(b.get("spill_ld") or 0)
+
+    rows = tuple(ScreenRow(ACF_DIMENSION, (token[s],), True, "changes the code", (KernelDelta(
+        f"k:{k}", (int(none.get("regs") or 0), int(gen["builds"][(k, s)].get("regs") or 0)),
+        (spills(none), spills(gen["builds"][(k, s)])),
+        (int(none.get("ninstr") or 0), int(gen["builds"][(k, s)].get("ninstr") or 0))),)) for s in kept)
+    ordered, _ = spills_first(FlagSpace("nvcc", (dim,)), types.SimpleNamespace(rows=rows))
+    back = {v: s for s, v in token.items()}
+    return [back[v[0]] for v in ordered.dimensions[0].values[1:]]
+
+
 def ours_sequence(gens: list[dict], k: str, seed: str) -> list[float]:
-    """The speed-ups of our measured trials in the tune's order."""
+    """The speed-ups of our measured trials in the tune's order (its first generation screened, the engine's
+    later ones joined as they come)."""
     seq: list[float] = []
     for g, gen in enumerate(gens):
         shas = gen["asked"]["ours"][k][seed]
-        if g > 0:
-            seq += [speedup(gen, k, s) for s in shas]
-            continue
-        none = gen["builds"][(k, "none")]
-        seen = {none.get("sass")}
-        kept = []
-        for s in shas:
-            b = gen["builds"][(k, s)]
-            if b["status"] != 0 or b.get("sass") in seen:
-                continue  # the screening's ptxas compile: not measured
-            seen.add(b.get("sass"))
-            kept.append(s)
-        token = {s: f"{PTXAS_ACF}/acf/{s}.acf" for s in kept}
-        dim = Dimension(name=ACF_DIMENSION, help="", values=((),) + tuple((token[s],) for s in kept))
-
-        def spills(b: dict) -> int:
-            return int(b.get("spill_st") or 0) + int(b.get("spill_ld") or 0)
-
-        rows = tuple(ScreenRow(ACF_DIMENSION, (token[s],), True, "changes the code", (KernelDelta(
-            f"k:{k}", (int(none.get("regs") or 0), int(gen["builds"][(k, s)].get("regs") or 0)),
-            (spills(none), spills(gen["builds"][(k, s)])),
-            (int(none.get("ninstr") or 0), int(gen["builds"][(k, s)].get("ninstr") or 0))),)) for s in kept)
-        ordered, _ = spills_first(FlagSpace("nvcc", (dim,)), types.SimpleNamespace(rows=rows))
-        back = {v: s for s, v in token.items()}
-        seq += [speedup(gen, k, back[v[0]]) for v in ordered.dimensions[0].values[1:]]
+        seq += [speedup(gen, k, s) for s in (screened_order(gen, k, shas) if g == 0 else shas)]
     return seq
 
 
@@ -144,24 +150,12 @@ def main() -> None:
 
 def wide_sample_order(first: dict, k: str, landscape: list[str], seed: int, n: int) -> list[float]:
     """What ours would measure if its candidates were n wide samples of the space (`Search.sample`, the
-    landscape's files) instead of the engine's generations: a seeded subset, spill cutters first."""
-    import random  # noqa: PLC0415
-
-    none = first["builds"][(k, "none")]
-
-    def spills(s: str) -> int:
-        b = first["builds"][(k, s)]
-        return int(b.get("spill_st") or 0) + int(b.get("spill_ld") or 0)
-
-    cut_of = int(none.get("spill_st") or 0) + int(none.get("spill_ld") or 0)
+    landscape's files) instead of the engine's generations: a seeded subset, screened and ordered as ours."""
     sub = random.Random(seed).sample(sorted(landscape), min(n, len(landscape)))
-    cut = sorted((s for s in sub if spills(s) < cut_of), key=spills)
-    return [speedup(first, k, s) for s in cut + [s for s in sub if s not in cut]]
+    return [speedup(first, k, s) for s in screened_order(first, k, sub)]
 
 
 def _shuffled(xs: list[str], seed: int) -> list[str]:
-    import random  # noqa: PLC0415
-
     ys = sorted(xs)
     random.Random(seed).shuffle(ys)
     return ys
