@@ -13,6 +13,7 @@
 # includes from outside its folder beside it (the include path in its CMakeLists.txt rewritten to them); the
 # executable and target are named PROJECT. Raw output under $OUT/PROJECT (several projects can run in one call).
 # Usage (repo root, .whl and .acfcarry2 carried): bash benchmarks/device/h200_acf_tune.sh BOX_SECONDS [PROJECT]
+# VARIANTS="joint" (or "public") runs one of the two; both by default.
 set -uo pipefail
 BOX=${1:-150}
 PROJ=${2:-spill_app}
@@ -35,7 +36,7 @@ for d in nvvm targets lib64 include lib; do [ -e "$C/$d" ] && ln -s "$C/$d" "$H/
 { $H/bin/nvcc --version | tail -1; $H/bin/ptxas --version | tail -1; } > "$O/toolkit.txt"
 ACFS=()
 for f in .acfcarry2/acf/*.acf; do ACFS+=(--acf "$PWD/$f"); done
-for variant in joint public; do
+for variant in ${VARIANTS:-joint public}; do
   P=/tmp/$variant/$PROJ
   rm -rf "$P" && mkdir -p /tmp/$variant && cp -a "benchmarks/acf/projects/$PROJ" "$P" || exit 1
   # shellcheck disable=SC2016  # the sed patterns are CMake's literal ${CMAKE_CURRENT_SOURCE_DIR}
