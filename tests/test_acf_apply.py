@@ -180,7 +180,7 @@ def test_tune_toolkit_configures_and_builds_a_tree_of_its_own_with_that_nvcc(tmp
     left of its time limit; a second tune reuses the tree; a tree of another compiler is configured afresh."""
     from compileiq_cmake.model.events import EventStream
     from compileiq_cmake.model.spec import MetricSpec, TuneSpec
-    from compileiq_cmake.project.cmake_project import read_cache
+    from compileiq_cmake.project.user_tree import read_cache
     from compileiq_cmake.tune.with_toolkit import tree_of, with_toolkit
 
     src = copy_project("acf_mixed", tmp_path / "acf_mixed")

@@ -10,7 +10,8 @@ import shutil
 
 import pytest
 
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.cmake_project import VariantTree
+from compileiq_cmake.project.variant_settings import VariantSettings
 from compileiq_cmake.results.check import run_check
 from compileiq_cmake.results.toml_io import write_entry
 

@@ -572,7 +572,7 @@ def test_check_says_what_differs_from_where_the_entry_was_tuned(tmp_path):
     tuned with another host compiler on another CPU is said to be so (one note each); an entry tuned here
     says nothing of the kind."""
     from compileiq_cmake.measure.provenance import collect
-    from compileiq_cmake.project.cmake_project import read_cache
+    from compileiq_cmake.project.user_tree import read_cache
     from compileiq_cmake.results.toml_io import write_entry
 
     src, build = _project(tmp_path)

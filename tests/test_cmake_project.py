@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree, cmake_quote, read_cache, render_fragment
+from compileiq_cmake.project.cmake_project import VariantTree
+from compileiq_cmake.project.fragment import cmake_quote, render_fragment
 from compileiq_cmake.project.nvcc_command import tokens
+from compileiq_cmake.project.user_tree import read_cache
+from compileiq_cmake.project.variant_settings import VariantSettings
 
 from conftest import EXAMPLES, configure, needs_nvcc
 

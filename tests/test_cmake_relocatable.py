@@ -12,7 +12,8 @@ import pytest
 from compileiq_cmake.flags.catalogue import add_device_lto_dimension
 from compileiq_cmake.flags.screening import project_flags
 from compileiq_cmake.flags.space import load_space
-from compileiq_cmake.project.cmake_project import VariantTree, render_fragment
+from compileiq_cmake.project.cmake_project import VariantTree
+from compileiq_cmake.project.fragment import render_fragment
 from compileiq_cmake.results.toml_io import write_entry
 
 from conftest import HAVE_NVCC, cmake_dir, compile_commands, configure, copy_project

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.flags.probe import probe_device_lto
-from compileiq_cmake.project.cmake_project import render_fragment
+from compileiq_cmake.project.fragment import render_fragment
 from compileiq_cmake.results.toml_io import write_entry
 
 from conftest import HAVE_NVCC, cmake_dir, compile_commands, configure, copy_project

@@ -188,6 +188,49 @@ def test_a_check_step_that_hangs_is_one_line_with_its_hint(tmp_path):
     assert line.endswith("; give it longer with --build-timeout") and "started" in caught.value.log.read_text()
 
 
+@pytest.mark.unit
+def test_a_failed_step_of_check_and_of_the_toolkit_tree_is_the_one_shared_error(tmp_path):
+    """Issue 53: check's configure/build and the --toolkit tree's raise project.step_error's error: what failed,
+    the exit status or why compileiq stopped it, the first error line, the log that keeps the whole output, and
+    each caller's hint."""
+    from compileiq_cmake.results.check import _run_step
+    from compileiq_cmake.tune.with_toolkit import _step
+
+    script = f"printf '%s\\n' {' '.join(f'early{i}' for i in range(30))}; echo 'x.cpp:1: error: boom'; exit 3"
+    check_tree = tmp_path / "build" / "compileiq" / "check" / "plain"
+    kit_tree = tmp_path / "build" / "compileiq" / "cuda-13.0"
+    caught = {}
+    for name, step, tree in (("check", _run_step, check_tree), ("toolkit", _step, kit_tree)):
+        tree.mkdir(parents=True)
+        with pytest.raises(ProjectCommandError) as error:
+            step(["sh", "-c", script, "--build"], tree, f"building {tree}", 60)
+        caught[name] = error.value
+    check_log = tmp_path / "build" / "compileiq" / "logs" / "check-plain-build.log"
+    kit_log = kit_tree / "compileiq-toolkit-logs" / "build.log"
+    assert (
+        str(caught["check"]) == f"building {check_tree} failed (exit 3): x.cpp:1: error: boom (full log: {check_log})"
+    )
+    assert str(caught["toolkit"]) == (
+        f"building {kit_tree} failed (exit 3): x.cpp:1: error: boom (full log: {kit_log}); see the log; the "
+        "project must configure and build with this toolkit (within --time-limit, when given)"
+    )
+    for exc, log in ((caught["check"], check_log), (caught["toolkit"], kit_log)):
+        assert exc.exit_code == 3 and exc.command[:2] == ("sh", "-c") and exc.log == log
+        text = log.read_text()
+        assert text.startswith("$ sh -c ") and "early0\n" in text and "early29\n" in text  # the whole output
+    hung = {}
+    for name, step, tree in (("check", _run_step, check_tree), ("toolkit", _step, kit_tree)):
+        with pytest.raises(ProjectCommandError) as error:
+            step(["sh", "-c", "echo started; sleep 30"], tree, f"configuring {tree}", 1)
+        hung[name] = error.value
+        assert hung[name].exit_code is None and hung[name].first_error == "started" and "\n" not in str(hung[name])
+    assert "failed (did not finish within 1 s and was stopped with everything it started): started" in str(
+        hung["check"]
+    )
+    assert str(hung["check"]).endswith("; give it longer with --build-timeout")
+    assert f"configuring {kit_tree} failed (timed out after 1 s): started (full log: " in str(hung["toolkit"])
+
+
 def _setup(target="app"):
     return SimpleNamespace(
         spec=SimpleNamespace(target=target, metric=MetricSpec.parse("t=([0-9.]+)", True), benchmark=("app",))
@@ -320,7 +363,8 @@ def _tiny(tmp_path: Path, source: str, extra_cmake: str = "") -> tuple[Path, Pat
 
 @pytest.mark.cmake
 def test_a_variant_configure_that_fails_is_a_project_command_error_with_its_log(tmp_path):
-    from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+    from compileiq_cmake.project.cmake_project import VariantTree
+    from compileiq_cmake.project.variant_settings import VariantSettings
 
     src, build = _tiny(
         tmp_path,
@@ -348,7 +392,8 @@ def test_a_variant_configure_that_fails_is_a_project_command_error_with_its_log(
 
 @pytest.mark.cmake
 def test_a_variant_build_that_fails_keeps_its_command_exit_code_and_full_log(tmp_path):
-    from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+    from compileiq_cmake.project.cmake_project import VariantTree
+    from compileiq_cmake.project.variant_settings import VariantSettings
 
     src, build = _tiny(tmp_path, "int main() { return undeclared_name_xyz; }\n")
     settings, _ = VariantSettings.from_user_tree(src, build, "")

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from compileiq_cmake.execute.build import not_compiled_again
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.project.nvcc_command import flags_files_read, source_flags_file_name, tokens
+from compileiq_cmake.project.variant_settings import VariantSettings
 
 from conftest import configure, needs_nvcc
 

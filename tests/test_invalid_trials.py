@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.cmake_project import VariantTree
+from compileiq_cmake.project.variant_settings import VariantSettings
 
 from conftest import configure, run_cli
 

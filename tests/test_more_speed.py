@@ -19,7 +19,7 @@ from compileiq_cmake.flags.space import load_space
 from compileiq_cmake.measure import kernel_times
 from compileiq_cmake.model import build_flags
 from compileiq_cmake.model.errors import CompileIQError
-from compileiq_cmake.project.cmake_project import render_fragment
+from compileiq_cmake.project.fragment import render_fragment
 from compileiq_cmake.search.per_file import PerFileContext, Proposals, candidates, kernel_name, plan
 from compileiq_cmake.search.search import FlagSearch
 from compileiq_cmake.tune.setup import command_tokens

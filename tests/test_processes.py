@@ -336,7 +336,8 @@ def test_a_variant_configure_that_hangs_is_stopped_after_its_timeout(tmp_path):
     import shutil
 
     from compileiq_cmake.model.errors import CompileIQError
-    from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+    from compileiq_cmake.project.cmake_project import VariantTree
+    from compileiq_cmake.project.variant_settings import VariantSettings
 
     from conftest import configure
 

@@ -23,8 +23,9 @@ from compileiq_cmake.execute.step_cache import (
 )
 from compileiq_cmake.flags.fingerprint import FingerprintCache, find_tool
 from compileiq_cmake.model.records import FlagSet
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.project.nvcc_command import output_file
+from compileiq_cmake.project.variant_settings import VariantSettings
 
 from conftest import REPO, configure, needs_nvcc
 

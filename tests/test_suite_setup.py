@@ -12,8 +12,9 @@ from compileiq_cmake.flags import load_space
 from compileiq_cmake.flags.fingerprint import find_tool
 from compileiq_cmake.flags.screening import prepare_cuda_space
 from compileiq_cmake.model.errors import UsageError
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree
+from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.project.nvcc_command import tokens
+from compileiq_cmake.project.variant_settings import VariantSettings
 from compileiq_cmake.tune.tree_pool import TreePool
 
 from conftest import configure, needs_nvcc
@@ -164,7 +165,7 @@ def test_the_screening_ahead_runs_its_compiles_at_a_lower_priority_than_the_tria
 def test_a_targets_baseline_build_is_priced_as_its_objects_in_parallel_then_its_link(tmp_path):
     """From Ninja's log of the one build: a target of four 10 s objects and a 1 s link, built 4 jobs at a time,
     costs about 11 s (not 41 s of summed steps); a target the log does not show gets the build's share."""
-    from compileiq_cmake.project.cmake_project import BaselineTree
+    from compileiq_cmake.project.baseline_tree import BaselineTree
 
     tree = BaselineTree(tmp_path, "base-x", "cmake")
     tree.path.mkdir()

@@ -231,7 +231,7 @@ def test_outputs_never_destroy_inputs_or_state(tmp_path):
 def test_a_misspelt_config_is_refused_and_another_build_types_entry_is_not_replaced(tmp_path):
     """--config Relase tuned an unoptimised build and replaced the Release entry: a configuration the tree does
     not have is refused naming those it has, and an entry of another build type is replaced only with --replace."""
-    from compileiq_cmake.project.cmake_project import VariantSettings
+    from compileiq_cmake.project.variant_settings import VariantSettings
     from compileiq_cmake.results.toml_io import replacement
 
     build = tmp_path / "build"

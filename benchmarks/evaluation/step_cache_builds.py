@@ -33,7 +33,9 @@ from compileiq_cmake.execute.build import BuildContext, build_variant, command_t
 from compileiq_cmake.execute import step_cache
 from compileiq_cmake.execute.step_cache import ROUTE, StepCache, find_sccache
 from compileiq_cmake.model.records import FlagSet
-from compileiq_cmake.project.cmake_project import VariantSettings, VariantTree, render_fragment
+from compileiq_cmake.project.cmake_project import VariantTree
+from compileiq_cmake.project.fragment import render_fragment
+from compileiq_cmake.project.variant_settings import VariantSettings
 
 STEPS = (("full build (own flags)", ()), ("ptxas-only: -Xptxas=-O1", ("-Xptxas=-O1",)),
          ("front end: --use_fast_math", ("--use_fast_math",)), ("ptxas-only: -Xptxas=-O2", ("-Xptxas=-O2",)))

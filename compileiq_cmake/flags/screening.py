@@ -21,8 +21,10 @@ from typing import Any
 
 from ..model.errors import CompileIQError
 from ..model.wording import plural
-from ..project.cmake_project import ApplyDecisions, VariantSettings, VariantTree
+from ..project.apply_decisions import ApplyDecisions
+from ..project.cmake_project import VariantTree
 from ..project.nvcc_command import project_flags
+from ..project.variant_settings import VariantSettings
 from ..system.lock import TuneLock
 from . import load_space
 from .acf import ACF_DIMENSION, AcfRequest, Candidates, Situation, SourceFactory, acf_dimension, acf_path, gather

@@ -1,136 +1,37 @@
-"""Variant build trees: configured once from the user's build settings, then rebuilt per trial after the
-trial's flag fragment (rendered from templates/) changes. The user's own build tree is only read."""
+"""Variant build trees: configured once from the user's build settings (project/variant_settings.py), then
+rebuilt per trial after the trial's flag fragment (project/fragment.py) changes. The user's own build tree is
+only read (project/user_tree.py)."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
 import re
 import shlex
-import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from ..model import build_flags
-from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
+from ..model.errors import CommandFailure, UsageError, first_error_line, write_log
 from ..model.records import BuildResult
 from ..model.timebox import Stop
-from ..system.processes import ProcessResult, run_process
-from ..system.resources import cmake_dir, templates_dir
+from ..system.processes import run_process
 from . import file_api
+from .apply_decisions import ApplyDecisions
+from .fragment import FRAGMENT_NAME, render_fragment
 from .nvcc_command import FLAGS_FILE_NAME, source_flags_file_name
 from .progress import BuildProgress
+from .step_error import step_error, stopped_reason
+from .user_tree import read_cache
+from .variant_settings import VariantSettings
 
-FRAGMENT_NAME = "compileiq_trial_flags.cmake"
 # seconds a variant tree's configure may take before it is stopped with everything it started (as a build is,
 # after its timeout: a configure that hangs, e.g. on a download, must not hang the tune)
 CONFIGURE_TIMEOUT = 3600.0
-_CACHE_LINE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.+-]*)(?::([A-Z]+))?=(.*)$")
 _COMPILED = re.compile(r"Building (?:CUDA|CXX|C) object (\S+)")
-_FORWARD_TYPES = {"BOOL", "STRING", "PATH", "FILEPATH", "UNINITIALIZED"}
-_NOT_FORWARDED = {
-    "CMAKE_PROJECT_TOP_LEVEL_INCLUDES",
-    "CMAKE_EXPORT_COMPILE_COMMANDS",
-    "CMAKE_CUDA_ARCHITECTURES",
-    "CMAKE_CACHEFILE_DIR",
-    "CMAKE_HOME_DIRECTORY",
-    "compileiq_cmake_DIR",
-}
-
-
-def cmake_quote(text: str) -> str:
-    """A quoted CMake argument that cannot end the string or expand variables."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(templates_dir())),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    env.filters["cmake_quote"] = cmake_quote
-    return env
-
-
-def render_fragment(
-    target: str,
-    language: str,
-    cuda_arch: str,
-    flags: tuple[str, ...],
-    device_link: tuple[str, ...] = (),
-    record: tuple[str, ...] = (),
-    flags_file: str = "",
-    source_files: tuple[tuple[str, str], ...] = (),
-) -> str:
-    """`flags`: a flag set's tokens (build_flags: target flags, -dlto, [path]flag). `device_link`: a static or
-    object library's consumers whose device link gets -dlto under device LTO (the benchmark's). `record`: the
-    targets whose apply decisions each configure records (a suite's shared trees). `source_files`: (path, file)
-    of the source files whose per-file trial flags nvcc reads from a file of their own."""
-    template = _environment().get_template("variant_flags.cmake.j2")
-    b = build_flags.split(flags)
-    return template.render(
-        target=target,
-        language=language,
-        cuda_arch=cuda_arch,
-        flags=list(b.target),
-        device_lto=b.device_lto,
-        device_link=list(device_link) if b.device_lto else [],
-        sources=[(p, list(f)) for p, f in b.sources],
-        record=list(record),
-        flags_file=flags_file,
-        source_files=[list(pair) for pair in source_files],
-    )
-
-
-def read_cache(build_dir: Path) -> dict[str, tuple[str, str]]:
-    """Entries of <build>/CMakeCache.txt as name -> (type, value); empty when the tree is not configured."""
-    cache = build_dir / "CMakeCache.txt"
-    entries: dict[str, tuple[str, str]] = {}
-    if not cache.is_file():
-        return entries
-    for line in cache.read_text(errors="replace").splitlines():
-        if not line or line.startswith(("#", "//")):
-            continue
-        m = _CACHE_LINE.match(line)
-        if m:
-            entries[m.group(1)] = (m.group(2) or "UNINITIALIZED", m.group(3))
-    return entries
-
-
-def host_compiler_of(cache: dict[str, tuple[str, str]]) -> str:
-    """The host compiler nvcc uses: CMAKE_CUDA_HOST_COMPILER of a tree's cache, else PATH's g++ or c++ ("": none)."""
-    return cache.get("CMAKE_CUDA_HOST_COMPILER", ("", ""))[1] or shutil.which("g++") or shutil.which("c++") or ""
-
-
-def find_cmake(user_cache: dict[str, tuple[str, str]]) -> str:
-    """The cmake that configured the user's tree, else the one installed beside this Python, else PATH's."""
-    configured = user_cache.get("CMAKE_COMMAND", ("", ""))[1]
-    if configured and Path(configured).is_file():
-        return configured
-    beside = Path(sys.executable).parent / "cmake"
-    if beside.is_file():
-        return str(beside)
-    found = shutil.which("cmake")
-    if not found:
-        raise UsageError("cmake not found; pip install cmake or put cmake on PATH")
-    return found
-
-
-def cmake_version(cmake: str) -> tuple[int, int]:
-    out = subprocess.run([cmake, "--version"], capture_output=True, text=True, check=False).stdout
-    m = re.search(r"(\d+)\.(\d+)", out)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
@@ -154,172 +55,6 @@ def _snapshot(source_dir: Path, build_dir: Path) -> dict[Path, tuple[int, int]]:
                 continue
             out[path] = (st.st_mtime_ns, st.st_size)
     return out
-
-
-@dataclass(frozen=True)
-class VariantSettings:
-    """How every variant tree of one tune is configured."""
-
-    source_dir: Path
-    cmake: str
-    generator: str
-    cmake_version: tuple[int, int]  # `cmake --version`, asked once (from_user_tree), not at every configure
-    cache: dict[str, tuple[str, str]] = field(default_factory=dict)
-    cuda_arch: str = ""
-    config: str = ""  # multi-config generators: the one configuration the variant trees have and build
-    user_cuda_architectures: str = ""  # the user's CMAKE_CUDA_ARCHITECTURES, used when no cuda_arch is forced
-    user_includes: str = ""  # the user's CMAKE_PROJECT_TOP_LEVEL_INCLUDES, kept before the tool's own
-    cuda_launcher: str = ""  # CMAKE_CUDA_COMPILER_LAUNCHER of the trees: the step cache's, else the user's own
-
-    @staticmethod
-    def from_user_tree(
-        source_dir: Path, build_dir: Path, cuda_arch: str, config: str | None = None
-    ) -> tuple[VariantSettings, list[str]]:
-        """Settings copied from the user's configured tree (generator, build type, compilers, options).
-        `config` picks the configuration to tune (default: the tree's CMAKE_BUILD_TYPE, else Release);
-        with a multi-config generator the variant trees get only that one configuration."""
-        notes: list[str] = []
-        user = read_cache(build_dir)
-        generator = user.get("CMAKE_GENERATOR", ("", ""))[1] or ("Ninja" if shutil.which("ninja") else "Unix Makefiles")
-        if config:
-            _check_config(config, user, generator)
-        cache = forwarded_cache(user)
-        chosen = ""
-        if is_multi_config(generator):
-            chosen = config or "Release"
-            cache["CMAKE_CONFIGURATION_TYPES"] = ("STRING", chosen)
-            cache.pop("CMAKE_BUILD_TYPE", None)
-            notes.append(
-                f"multi-config generator ({generator}): tuning the {chosen} configuration"
-                + ("" if config else " (--config to choose another)")
-            )
-        elif config:
-            own = cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
-            cache["CMAKE_BUILD_TYPE"] = ("STRING", config)
-            if own and own != config:
-                notes.append(f"tuning the {config} build type (--config) although the build tree is {own}")
-        elif lacks_build_type(cache, generator):
-            cache["CMAKE_BUILD_TYPE"] = ("STRING", DEFAULT_BUILD_TYPE)
-            notes.append(f"no CMAKE_BUILD_TYPE in the user's build tree: tuning a {DEFAULT_BUILD_TYPE} build")
-        cmake = find_cmake(user)
-        return VariantSettings(
-            source_dir=source_dir,
-            cmake=cmake,
-            generator=generator,
-            cache=cache,
-            cuda_launcher=user.get("CMAKE_CUDA_COMPILER_LAUNCHER", ("", ""))[1],
-            cuda_arch=cuda_arch,
-            config=chosen,
-            cmake_version=cmake_version(cmake),
-            user_cuda_architectures=user.get("CMAKE_CUDA_ARCHITECTURES", ("", ""))[1],
-            user_includes=user.get("CMAKE_PROJECT_TOP_LEVEL_INCLUDES", ("", ""))[1],
-        ), notes
-
-    def initial_cache_script(self) -> str:
-        return initial_cache_script(self.cache)
-
-
-STANDARD_CONFIGS = ("Debug", "Release", "RelWithDebInfo", "MinSizeRel")
-DEFAULT_BUILD_TYPE = "Release"  # what a tune (and check) of a single-config tree without a build type builds
-
-
-def lacks_build_type(cache: dict[str, tuple[str, str]], generator: str) -> bool:
-    """Whether a single-config tree has no CMAKE_BUILD_TYPE (then DEFAULT_BUILD_TYPE is tuned and checked)."""
-    return not is_multi_config(generator) and not cache.get("CMAKE_BUILD_TYPE", ("", ""))[1]
-
-
-def project_configs(user: dict[str, tuple[str, str]], generator: str) -> list[str]:
-    """The configurations a build tree has: a multi-config generator's CMAKE_CONFIGURATION_TYPES; else CMake's
-    four, the tree's CMAKE_BUILD_TYPE and every <CONFIG> of a CMAKE_<LANG>_FLAGS_<CONFIG> its cache defines."""
-    if is_multi_config(generator):
-        listed = [c for c in user.get("CMAKE_CONFIGURATION_TYPES", ("", ""))[1].split(";") if c]
-        return listed or list(STANDARD_CONFIGS)
-    found = list(STANDARD_CONFIGS)
-    own = user.get("CMAKE_BUILD_TYPE", ("", ""))[1]
-    for name in [own, *(m.group(1) for k in user if (m := re.match(r"CMAKE_(?:C|CXX|CUDA)_FLAGS_([A-Z0-9_]+)$", k)))]:
-        if name and name.upper() not in (c.upper() for c in found):
-            found.append(name)
-    return found
-
-
-def _check_config(config: str, user: dict[str, tuple[str, str]], generator: str) -> None:
-    """--config must name a configuration of the tree (case as CMake compares build types: insensitive)."""
-    known = project_configs(user, generator)
-    if config.upper() in (c.upper() for c in known):
-        return
-    close = difflib.get_close_matches(config, known, 1)
-    raise UsageError(
-        f"--config {config!r} is not a configuration of this build tree ({', '.join(known)})"
-        + (f": did you mean {close[0]!r}?" if close else "")
-    )
-
-
-def forwarded_cache(user: dict[str, tuple[str, str]], keep: frozenset[str] = frozenset()) -> dict[str, tuple[str, str]]:
-    """The user's cache entries another tree of the project is configured with (variant trees; `check`'s
-    trees, which `keep` CMAKE_CUDA_ARCHITECTURES): options, paths and compilers, not the tool's own."""
-    return {
-        name: entry
-        for name, entry in user.items()
-        if entry[0] in _FORWARD_TYPES
-        and (name not in _NOT_FORWARDED or name in keep)
-        and not name.startswith("COMPILEIQ_")
-    }
-
-
-def top_level_includes(user: str, own: Path) -> str:
-    """CMAKE_PROJECT_TOP_LEVEL_INCLUDES of another tree of the project: the user's own files (from their
-    cache: a dependency provider, ...) first, then the tool's `own` (CMake takes a list). The tool's files in
-    the user's list (a release tree that applies a compileiq.toml) are left out: `own` decides."""
-    tool = {"compileiq_apply.cmake", "compileiq_variant.cmake"}
-    return ";".join([*(p for p in user.split(";") if p and Path(p).name not in tool), str(own)])
-
-
-def initial_cache_script(cache: dict[str, tuple[str, str]]) -> str:
-    """A `cmake -C` script that sets these cache entries."""
-    lines = ["# written by compileiq_cmake: the user's cache entries, replayed in a variant tree"]
-    for name, (typ, value) in sorted(cache.items()):
-        typ = "STRING" if typ == "UNINITIALIZED" else typ
-        lines.append(f'set({name} {cmake_quote(value)} CACHE {typ} "" FORCE)')
-    return "\n".join(lines) + "\n"
-
-
-def is_multi_config(generator: str) -> bool:
-    """Generators that hold several configurations in one tree (build with --config)."""
-    return "Multi-Config" in generator or generator.startswith("Visual Studio") or generator == "Xcode"
-
-
-@dataclass(frozen=True)
-class ApplyDecisions:
-    """What the CMake module decided for the tuned target at a variant tree's last configure, read from
-    compileiq_variant_info.txt (its keys: "Files Read by the Tool" in cmake/CompileIQ.cmake). The apply rules
-    (build type, architectures, relocatable device code, device LTO, CMAKE_<LANG>_FLAGS[_<CONFIG>]) live in the
-    CMake module only; the tool reads their outcome here instead of re-deriving them."""
-
-    config: str  # the configuration the tree builds: the entry's build_type, which the apply compares
-    flags_sha256: str  # _compileiq_flags_sha256, which the apply compares (stale entries)
-    relocatable: bool  # _compileiq_relocatable: the target builds relocatable device code
-    device_lto_refusal: str  # _compileiq_device_lto_refusal: why the apply refuses device LTO ("" when it accepts it)
-    cuda_archs: tuple[str, ...]  # _compileiq_cuda_archs of the project's own build (before a tree forces its own)
-    cuda_archs_every: bool  # they are all / all-major: every entry's architecture matches
-
-    @staticmethod
-    def parse(info: dict[str, str], tree: str) -> ApplyDecisions:
-        """From compileiq_variant_info.txt's keys; a tree that recorded none refuses device LTO with a reason."""
-        return ApplyDecisions(
-            config=info.get("config", ""),
-            flags_sha256=info.get("flags_sha256", ""),
-            relocatable=info.get("relocatable") == "1",
-            device_lto_refusal=info.get(
-                "device_lto_refusal", f"the variant tree {tree} recorded no device-LTO decision"
-            ),
-            cuda_archs=tuple(a for a in info.get("cuda_archs", "").split(",") if a),
-            cuda_archs_every=info.get("cuda_archs_every") == "1",
-        )
-
-    def applies_to_arch(self, arch: str) -> bool:
-        """Whether the apply matches an entry of CUDA architecture `arch` with this build (its list, as the module
-        decided it)."""
-        return self.cuda_archs_every or arch in self.cuda_archs
 
 
 RECORDS_FOLDER = "compileiq_variant_records"  # per target of `record`: <target>.txt (decisions), .sources
@@ -451,30 +186,12 @@ class VariantTree:
         file_api.write_query(self.path)
         cmd = self._configure_command(settings)
         proc = run_process(cmd, None, timeout)
-        output = proc.output
-        log = write_log(self.log_path("configure"), cmd, output)
         self.configures += 1
-        if proc.returncode is None:
-            raise ProjectCommandError(
-                CommandFailure(
-                    f"configuring the variant tree {self.path.name}",
-                    tuple(cmd),
-                    None,
-                    first_error_line(output),
-                    log,
-                    stopped_reason(proc, timeout),
-                )
-            )
         if proc.returncode != 0:
-            raise ProjectCommandError(
-                CommandFailure(
-                    f"configuring the variant tree {self.path.name}",
-                    tuple(cmd),
-                    proc.returncode,
-                    first_error_line(output),
-                    log,
-                )
+            raise step_error(
+                f"configuring the variant tree {self.path.name}", cmd, proc, self.log_path("configure"), timeout
             )
+        write_log(self.log_path("configure"), cmd, proc.output)
         self._remember_cache()
         self._configured = self._configure_key(settings)
         return file_api.read_codemodel(self.path)
@@ -485,34 +202,7 @@ class VariantTree:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def _configure_command(self, settings: VariantSettings) -> list[str]:
-        init = self.path / "compileiq_init_cache.cmake"
-        includes = top_level_includes(settings.user_includes, cmake_dir() / "compileiq_variant.cmake")
-        cmd = [
-            self.cmake,
-            "-S",
-            str(settings.source_dir),
-            "-B",
-            str(self.path),
-            "-G",
-            settings.generator,
-            "-C",
-            str(init),
-            f"-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES={includes}",
-            f"-DCOMPILEIQ_VARIANT_FRAGMENT={self.fragment}",
-            f"-Dcompileiq_cmake_DIR={cmake_dir()}",
-            "-DCOMPILEIQ_TUNE=OFF",
-            "-DCOMPILEIQ_APPLY=OFF",
-            "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
-        ]
-        if settings.cuda_arch:
-            cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.cuda_arch}-real")
-        elif settings.user_cuda_architectures:
-            cmd.append(f"-DCMAKE_CUDA_ARCHITECTURES={settings.user_cuda_architectures}")
-        else:  # the project's own choice, not what an earlier configure of this tree (another target's) forced
-            cmd.append("-UCMAKE_CUDA_ARCHITECTURES")
-        # always named: a tree configured by an earlier run with the cache keeps no stale launcher
-        cmd.append(f"-DCMAKE_CUDA_COMPILER_LAUNCHER={settings.cuda_launcher}")
-        return cmd
+        return settings.configure_command(self.cmake, self.path, self.fragment)
 
     def _remember_cache(self) -> None:
         cache = self.path / "CMakeCache.txt"
@@ -661,95 +351,6 @@ class VariantTree:
         return file_api.read_codemodel(self.path)
 
 
-class BaselineTree(VariantTree):
-    """A suite's tree that holds the baselines of its targets, made by one parallel build of all of them
-    (tune.tree_pool.TreePool.baselines) and never built again. With no trial flags every target's baseline is
-    the same build whichever target the fragment names (the variant module sets the architecture of every
-    target), so the fragment stays as configured; a build of targets it holds does nothing, and a trial's
-    flags are refused (no trial is built in it)."""
-
-    def __init__(
-        self,
-        root: Path,
-        name: str,
-        cmake: str,
-        config: str = "",
-        logs: Path | None = None,
-        record: tuple[str, ...] = (),
-    ) -> None:
-        super().__init__(root, name, cmake, config, logs, record)
-        self.built: frozenset[str] = frozenset()  # the targets its one build made (empty: not built yet)
-        self.target_seconds: dict[str, float] = {}  # per target built: what building it alone would take
-
-    def write_flags(
-        self, target: str, language: str, cuda_arch: str, flags: tuple[str, ...], device_link: tuple[str, ...] = ()
-    ) -> bool:
-        if flags:
-            raise UsageError(
-                f"the variant tree {self.path.name} holds a suite's baselines; no trial flags are built in it"
-            )
-        if not self.built:  # its configure (a fragment of an earlier run may name a target gone since)
-            return super().write_flags(target, language, cuda_arch, flags, device_link)
-        self._target, self._language = target, language
-        return False
-
-    def build(
-        self,
-        targets: tuple[str, ...],
-        jobs: int,
-        timeout: float,
-        stop: Stop | None = None,
-        progress: Callable[[str], object] | None = None,
-        keep_going: bool = False,
-    ) -> BuildResult:
-        if not self.built:
-            return super().build(targets, jobs, timeout, stop, progress, keep_going)
-        missing = [t for t in targets if t not in self.built]
-        if missing:
-            return BuildResult(
-                ok=False,
-                seconds=0.0,
-                log_tail=f"the baselines tree {self.path.name} holds no build of {', '.join(missing)}",
-            )
-        return BuildResult(
-            ok=True, seconds=sum(self.target_seconds.get(t, 0.0) for t in dict.fromkeys(targets)), log_tail=""
-        )
-
-    def estimate_seconds(self, wall: float, jobs: int, artifacts: dict[str, tuple[Path, ...]]) -> None:
-        """What building each built target alone would take (a trial's build is priced by it): from the build
-        tool's own record of its steps (Ninja's .ninja_log: each output's start and end), the seconds of the
-        target's objects (CMakeFiles/<target>.dir/) and of its files (`artifacts`, its link); without that
-        record, the build's core-seconds shared out over the targets (`wall` x `jobs` / targets, at most
-        `wall`)."""
-        steps = _ninja_steps(self.path / ".ninja_log")
-        even = min(wall, wall * jobs / max(1, len(self.built)))
-        for name in self.built:
-            files = {f.as_posix() for f in artifacts.get(name, ())}
-            objects = [d for out, d in steps.items() if f"CMakeFiles/{name}.dir/" in out and out not in files]
-            links = [d for out, d in steps.items() if out in files]
-            if not objects and not links:
-                self.target_seconds[name] = even
-                continue
-            # its objects compile in parallel (`jobs` at a time, never faster than the longest), then the link
-            compile_s = max(max(objects, default=0.0), sum(objects) / max(1, jobs))
-            self.target_seconds[name] = compile_s + sum(links)
-
-
-def _ninja_steps(log: Path) -> dict[str, float]:
-    """Output -> seconds of its last build step, from a Ninja log (v5+: start, end in ms, mtime, output, hash);
-    empty when there is none (another generator)."""
-    try:
-        lines = log.read_text(errors="replace").splitlines()
-    except OSError:
-        return {}
-    steps: dict[str, float] = {}
-    for line in lines[1:] if lines and lines[0].startswith("# ninja log") else ():
-        parts = line.split("\t")
-        if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit():
-            steps[parts[3]] = (int(parts[1]) - int(parts[0])) / 1000.0
-    return steps
-
-
 def _write_whole(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
@@ -760,11 +361,3 @@ def _key_values(path: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
-
-
-def stopped_reason(proc: ProcessResult, timeout: float) -> str:
-    """How a configure or build that compileiq stopped ended: "timed out after N s" or "stopped: printed too
-    much output", and whether some of its processes could not be ended."""
-    still = "" if proc.ended else "; some of its processes could not be ended"
-    why = f"timed out after {timeout:.0f} s" if proc.timed_out else "stopped: printed too much output"
-    return why + still

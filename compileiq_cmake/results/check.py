@@ -37,22 +37,15 @@ from ..measure.bench import RunOutcome, run_benchmark, run_verify
 from ..measure.energy import EnergyMeter, energy_meter, measure_run
 from ..measure.gpu import visible_gpus
 from ..measure.provenance import Provenance, collect
-from ..model.errors import CommandFailure, CompileIQError, ProjectCommandError, UsageError, first_error_line, write_log
+from ..model.errors import CompileIQError, UsageError
 from ..model.events import EventStream
 from ..model.records import Status
 from ..model.spec import MetricSpec
 from ..model.wording import plural
-from ..project.cmake_project import (
-    DEFAULT_BUILD_TYPE,
-    find_cmake,
-    forwarded_cache,
-    host_compiler_of,
-    initial_cache_script,
-    lacks_build_type,
-    read_cache,
-    top_level_includes,
-)
 from ..project.file_api import read_codemodel, write_query
+from ..project.step_error import step_error
+from ..project.user_tree import DEFAULT_BUILD_TYPE, find_cmake, host_compiler_of, lacks_build_type, read_cache
+from ..project.variant_settings import forwarded_cache, initial_cache_script, top_level_includes
 from ..system.processes import run_process
 from ..system.resources import cmake_dir
 from .schema import FlagsEntry, duplicate_entries, duplicates_line
@@ -198,30 +191,19 @@ def _run_step(cmd: list[str], cwd: Path, what: str, timeout: float) -> None:
     """A configure or build: run in its own process group, which is killed (cmake, make/ninja, compilers,
     whatever they started) when it takes longer than timeout seconds."""
     res = run_process(cmd, cwd, timeout)
+    if res.returncode == 0:
+        return
     log_path = cwd.parent.parent / "logs" / f"check-{cwd.name}-{'configure' if '--build' not in cmd else 'build'}.log"
-    if res.timed_out:
-        raise ProjectCommandError(
-            CommandFailure(
-                what,
-                tuple(cmd),
-                None,
-                "",
-                write_log(log_path, cmd, res.output),
-                f"did not finish within {timeout:g} s and was stopped with everything it started",
-            ),
-            "give it longer with --build-timeout",
-        )
-    if res.returncode != 0:
-        raise ProjectCommandError(
-            CommandFailure(
-                what,
-                tuple(cmd),
-                res.returncode,
-                first_error_line(res.output),
-                write_log(log_path, cmd, res.output),
-                "stopped: it printed too much output",
-            )
-        )
+    stopped = f"did not finish within {timeout:g} s and was stopped with everything it started"
+    raise step_error(
+        what,
+        cmd,
+        res,
+        log_path,
+        timeout,
+        stopped=stopped if res.timed_out else "",
+        hint="give it longer with --build-timeout" if res.timed_out else "",
+    )
 
 
 def _configure(

@@ -16,7 +16,7 @@ from ..flags.portability import HostFeatures, host_specific
 from ..flags.probe import ptxas_version
 from ..flags.space import HOST_PREFIX
 from ..model.errors import CompileIQError
-from ..project.cmake_project import cmake_quote
+from ..project.fragment import cmake_quote
 from .schema import FlagsEntry, duplicate_entries, duplicates_line
 
 

@@ -22,7 +22,7 @@ from ..measure import kernel_times
 from ..measure.runner import Runner
 from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
-from ..project.cmake_project import read_cache
+from ..project.user_tree import read_cache
 from .tune_setup import TuneSetup, host_compiler_of
 
 

@@ -42,9 +42,12 @@ from ..model.events import Log, as_stream
 from ..model.spec import TuneSpec, compute_capability
 from ..model.wording import plural
 from ..project import depscan
-from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree, read_cache
+from ..project.baseline_tree import BaselineTree
+from ..project.cmake_project import VariantTree
 from ..project.file_api import CodeModel, Target, Toolchain
 from ..project.nvcc_command import output_file, target_architectures
+from ..project.user_tree import read_cache
+from ..project.variant_settings import VariantSettings
 from ..search.landscape import Landscape
 from .compile_line import compile_line_evidence
 from .focus import many_files

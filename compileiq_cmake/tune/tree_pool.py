@@ -27,8 +27,10 @@ from ..model.errors import CompileIQError
 from ..model.records import BuildResult
 from ..model.timebox import Stop
 from ..project import file_api
-from ..project.cmake_project import BaselineTree, VariantSettings, VariantTree
+from ..project.baseline_tree import BaselineTree
+from ..project.cmake_project import VariantTree
 from ..project.file_api import CodeModel, Target
+from ..project.variant_settings import VariantSettings
 from .suite_screen import AHEAD_CORE_SHARE, AHEAD_TARGET_SECONDS, ScreenAhead
 
 POOL_FOLDER = "trees"

@@ -23,8 +23,10 @@ from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.kernel_times import FileShare
 from ..measure.runner import BenchCommand
 from ..model.spec import TuneSpec
-from ..project.cmake_project import VariantSettings, VariantTree, host_compiler_of
+from ..project.cmake_project import VariantTree
 from ..project.file_api import Target, Toolchain
+from ..project.user_tree import host_compiler_of
+from ..project.variant_settings import VariantSettings
 from ..search.per_file import PerFileContext
 
 

@@ -15,11 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..flags import toolkit
-from ..model.errors import CommandFailure, ProjectCommandError, UsageError, first_error_line, write_log
+from ..model.errors import UsageError
 from ..model.events import Log, as_stream
 from ..model.spec import TuneSpec
-from ..project.cmake_project import find_cmake, forwarded_cache, initial_cache_script, read_cache, stopped_reason
 from ..project.file_api import write_query
+from ..project.step_error import step_error
+from ..project.user_tree import find_cmake, read_cache
+from ..project.variant_settings import forwarded_cache, initial_cache_script
 from ..system.processes import run_process
 
 STEP_TIMEOUT = 3600.0  # a configure or build of the toolkit's tree without a --time-limit
@@ -81,14 +83,11 @@ def _step(cmd: list[str], tree: Path, what: str, timeout: float) -> None:
     if res.returncode == 0:
         return
     log_path = tree / "compileiq-toolkit-logs" / f"{'build' if '--build' in cmd else 'configure'}.log"
-    raise ProjectCommandError(
-        CommandFailure(
-            what,
-            tuple(cmd),
-            res.returncode,
-            first_error_line(res.output),
-            write_log(log_path, cmd, res.output),
-            "" if res.returncode is not None else stopped_reason(res, timeout),
-        ),
-        "see the log; the project must configure and build with this toolkit (within --time-limit, when given)",
+    raise step_error(
+        what,
+        cmd,
+        res,
+        log_path,
+        timeout,
+        hint="see the log; the project must configure and build with this toolkit (within --time-limit, when given)",
     )
