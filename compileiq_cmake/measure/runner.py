@@ -4,6 +4,7 @@ state around the runs."""
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Callable
@@ -122,6 +123,11 @@ class TrialMeasurement:
     seconds: float
     warnings: tuple[str, ...] = ()  # each distinct warning of its runs, once
     failure: CommandFailure | None = None  # the failed run (benchmark or VERIFY) that made it invalid
+    stopped: str = ""  # why the runs stopped before `repeats` (racing: measure's `race`); "" when they did not
+    warm: tuple[float, ...] = ()  # each workload's first warm-up run's value (when all were measured)
+
+
+RaceLook = Callable[[tuple[Measurement, ...], int], str]  # racing's look after each round: a reason stops the runs
 
 
 def _exit_code(outcome: RunOutcome) -> int | None:
@@ -339,48 +345,87 @@ class Runner:
         warmup: int,
         reference: VariantTree | None = None,
         after_first: Callable[[float], None] | None = None,
+        race: RaceLook | None = None,
     ) -> TrialMeasurement:
         """Every workload: `warmup` discarded runs, then `repeats` measured ones (each next to a run of the
         baseline build in `reference`, when given); VERIFY at the end. The first invalid run ends the
         measurement with its reason. `after_first(seconds)`: called after the very first run with its
-        seconds (the time box's check that the runs fit; it may raise)."""
-        seconds, measurements, warnings = 0.0, [], {}
-        for workload in self.spec.workloads:
-            numbers: tuple[float, ...] | None = None
-            for _ in range(warmup):
-                res = self.run(tree, workload)
-                if after_first is not None and not seconds and res.ok:
-                    after_first(res.seconds)
-                seconds += res.seconds
-                warnings.update(dict.fromkeys(res.warnings))
-                if not res.ok:
-                    return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings), res.failure)
-                numbers = res.numbers if numbers is None else numbers
-            runs = _Runs()
-            failed, more, throttled, first = self._paired_samples(tree, workload, repeats, reference, runs, warnings)
-            seconds += more
-            if failed is not None:
-                return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)
-            measurements.append(
-                runs.measurement(
-                    workload, throttled, first if numbers is None else numbers, self.spec.objective == "energy"
+        seconds (the time box's check that the runs fit; it may raise). `race(measurements, rounds)`: the
+        runs go in rounds of one per workload, and after each round a non-empty answer (its reason) stops the
+        runs (the trial keeps what it has; TrialMeasurement.stopped); without it each workload's runs come
+        together, as before racing."""
+        seconds, warnings = 0.0, {}
+        workloads = list(self.spec.workloads)
+        runs = {w: _Runs() for w in workloads}
+        firsts: dict[Workload, tuple[float, ...] | None] = dict.fromkeys(workloads)
+        hot = dict.fromkeys(workloads, False)
+        warm: list[float] = []
+        batches = [1] * repeats if race is not None else [repeats]
+        stopped = ""
+        for done, batch in enumerate(batches, start=1):
+            for workload in workloads:
+                if done == 1 and warmup:
+                    bad, spent, numbers = self._warmups(tree, workload, warmup, after_first if not seconds else None)
+                    seconds += spent
+                    warnings.update(dict.fromkeys(w for r in bad for w in r.warnings))
+                    if bad and not bad[-1].ok:
+                        res = bad[-1]
+                        return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings), res.failure)
+                    firsts[workload] = numbers
+                    warm.append(bad[0].value if bad[0].value is not None else math.nan)
+                failed, more, throttled, first = self._paired_samples(
+                    tree, workload, batch, reference, runs[workload], warnings
                 )
-            )
-        if self.spec.verify:
-            argv = self.bench.verify_for_tree(tree)
-            with self.holding():
-                outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env, self.stop)
-            seconds += outcome.seconds
-            if outcome.status is not Status.OK:
-                return TrialMeasurement(
-                    outcome.status,
-                    outcome.reason,
-                    (),
-                    seconds,
-                    tuple(warnings),
-                    self._failure(tree, "verify", argv, outcome),
-                )
-        return TrialMeasurement(Status.OK, "", tuple(measurements), seconds, tuple(warnings))
+                seconds += more
+                if failed is not None:
+                    return TrialMeasurement(failed.status, failed.reason, (), seconds, tuple(warnings), failed.failure)
+                hot[workload] = hot[workload] or throttled
+                firsts[workload] = first if firsts[workload] is None else firsts[workload]
+            if race is not None and done < len(batches):
+                stopped = race(self._measurements(runs, hot, firsts), done)
+                if stopped:
+                    break
+        verify_failed, spent = self._verify(tree)
+        if verify_failed is not None:
+            return replace(verify_failed, seconds=seconds + spent, warnings=tuple(warnings))
+        measurements = self._measurements(runs, hot, firsts)
+        warmed = tuple(warm) if len(warm) == len(workloads) else ()
+        return TrialMeasurement(Status.OK, "", measurements, seconds + spent, tuple(warnings), None, stopped, warmed)
+
+    def _warmups(
+        self, tree: VariantTree, workload: Workload, warmup: int, after_first: Callable[[float], None] | None
+    ) -> tuple[list[RunResult], float, tuple[float, ...] | None]:
+        """`warmup` discarded runs of the workload (`after_first`: called after the first with its seconds); the
+        first failed run ends them (the last returned). Returns (the runs, seconds, the first's numbers)."""
+        done: list[RunResult] = []
+        seconds = 0.0
+        for _ in range(warmup):
+            res = self.run(tree, workload)
+            if after_first is not None and not done and res.ok:
+                after_first(res.seconds)
+            done.append(res)
+            seconds += res.seconds
+            if not res.ok:
+                break
+        return done, seconds, done[0].numbers if done and done[0].ok else None
+
+    def _verify(self, tree: VariantTree) -> tuple[TrialMeasurement | None, float]:
+        """VERIFY in the tree when the tune has one: (the failed measurement or None, seconds)."""
+        if not self.spec.verify:
+            return None, 0.0
+        argv = self.bench.verify_for_tree(tree)
+        with self.holding():
+            outcome = run_verify(argv, tree.path, self.spec.timeout, self.pid_file, self.env, self.stop)
+        if outcome.status is Status.OK:
+            return None, outcome.seconds
+        failure = self._failure(tree, "verify", argv, outcome)
+        return TrialMeasurement(outcome.status, outcome.reason, (), outcome.seconds, (), failure), outcome.seconds
+
+    def _measurements(
+        self, runs: dict[Workload, _Runs], hot: dict[Workload, bool], firsts: dict[Workload, tuple[float, ...] | None]
+    ) -> tuple[Measurement, ...]:
+        energy = self.spec.objective == "energy"
+        return tuple(r.measurement(w, hot[w], firsts[w] or (), energy) for w, r in runs.items())
 
     def extend(
         self,

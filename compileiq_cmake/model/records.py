@@ -105,6 +105,9 @@ class KernelResources:
     instructions: int
 
 
+RACED = "raced: "  # the reason of a valid trial whose runs racing stopped (decide.racing)
+
+
 @dataclass(frozen=True)
 class Trial:
     """One built and benchmarked flag set; invalid trials keep their reason and are never chosen."""
@@ -126,10 +129,18 @@ class Trial:
     device_bytes: int = 0  # the device code in those files (fatbinary sections), summed; 0: none or not known
     # an invalid trial's failed command (build, benchmark or VERIFY) with the log of its output; not stored
     failure: CommandFailure | None = field(default=None, compare=False)
+    # each workload's first warm-up run's value (the baseline's tells whether a first run is cold); not stored
+    warm: tuple[float, ...] = field(default=(), compare=False)
 
     @property
     def valid(self) -> bool:
         return self.status is Status.OK
+
+    @property
+    def raced(self) -> bool:
+        """A valid trial whose runs racing stopped early (its reason says after how many and why): told to
+        the search, never a finalist unless measured again."""
+        return self.valid and self.reason.startswith(RACED)
 
     def medians(self) -> tuple[float, ...]:
         return tuple(m.median for m in self.measurements)

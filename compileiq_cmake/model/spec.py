@@ -92,6 +92,7 @@ class TuneSpec:
     atol: float = 0.0
     warmup: int = 1  # runs per workload discarded before measuring
     max_repeats: int = 9  # search phase: promising trials are measured up to this many runs per workload
+    race: bool = True  # search phase: a trial shown unable to beat the best stops its runs early (decide.racing)
     min_rounds: int = 5  # validation: interleaved rounds at least ...
     max_rounds: int = 30  # ... and at most (close calls need them: docs/statistics.md)
     screen: bool = True  # CUDA: drop flag values that change no device code before the search
@@ -174,6 +175,7 @@ class TuneSpec:
             "keep_unchanged",
             "step_cache",
             "max_compile_slowdown",
+            "race",
         ):
             fields.pop(volatile)
         if not self.portable:  # the identity of tunes stored before the option existed stays the same

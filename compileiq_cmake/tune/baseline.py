@@ -5,10 +5,12 @@ smallest gain that counts, and on a noisy machine the reference trees measured n
 
 from __future__ import annotations
 
+import math
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 
+from ..decide.racing import cold_first_run
 from ..decide.stats import auto_min_gain, coarse_metric_warning, relative_spread
 from ..execute.executor import Executor
 from ..measure.runner import Runner
@@ -40,6 +42,7 @@ class Baselines:
     noise: float
     min_gain: float
     references: dict[str, VariantTree]
+    warmup: int | None = None  # the search trials' warm-up runs (None: the spec's; 0: the first run is not cold)
 
     def base_of(self, trial: Trial) -> Trial:
         """The baseline a trial is compared with: the one measured on the GPU it ran on."""
@@ -108,7 +111,8 @@ class Baseline:
                 assert others is not None  # (made for more than one runner)
                 others.shutdown(wait=True)
             baseline = per_gpu[setup.devices.gpus[0].device]
-        return Baselines(baseline, per_gpu, restored, runner, runners, noise, min_gain, references)
+        warmup = search_warmup(spec, baseline, noise, log)
+        return Baselines(baseline, per_gpu, restored, runner, runners, noise, min_gain, references, warmup)
 
     def _restored(self) -> dict[str, Trial]:
         """The trials of an earlier run of this tune, by flag-set key (said when there are any)."""
@@ -209,3 +213,27 @@ def other_baselines(
         )
         baselines[g.device] = other
     return baselines
+
+
+def search_warmup(spec: TuneSpec, baseline: Trial, noise: float, log: Log) -> int:
+    """The search trials' warm-up runs: the spec's, unless racing is on and the project's own build, measured
+    after its build as every trial is, showed a first run no slower than its others (decide.racing.
+    cold_first_run) on every workload; then none. Said once. Validation and ablation keep their warm-up round."""
+    if not spec.warmup or not spec.race:
+        return spec.warmup
+    pairs = list(zip(baseline.warm, baseline.measurements, strict=False))
+    cold = [cold_first_run(w, m.samples, noise, spec.lower_is_better) for w, m in pairs]
+    if len(pairs) != len(baseline.measurements) or any(c is not None and math.isnan(c) for c in cold):
+        return spec.warmup  # not known (restored from the store): kept
+    worst = max((c for c in cold if c is not None), default=None)
+    if worst is not None:
+        as_stream(log).info(
+            f"warm-up: the project's first run after a build was {100 * worst:.1f}% slower than its others: "
+            f"search trials keep {plural(spec.warmup, 'warm-up run')}"
+        )
+        return spec.warmup
+    as_stream(log).info(
+        "warm-up: the project's first run after a build measured like its others (within the noise): search "
+        "trials run without a warm-up run (validation keeps its warm-up round)"
+    )
+    return 0

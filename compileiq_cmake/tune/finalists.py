@@ -184,14 +184,15 @@ def pick(
     trials: dict[str, Trial], base: Baselines, lower_is_better: bool, max_slowdown: float | None = None
 ) -> tuple[tuple[FlagSet, ...], tuple[tuple[Trial, float], ...]]:
     """The finalists: the best trials that beat their baseline, one flag set per device code (the one with the
-    fewest flags), none with the baseline's code, at most FINALISTS; and the better ones kept out because
-    their build took more than `max_slowdown` x a typical build of the tune (trial.typical_build)."""
+    fewest flags), none with the baseline's code and none whose runs racing stopped (its few runs showed it out
+    of reach of the best), at most FINALISTS; and the better ones kept out because their build took more than
+    `max_slowdown` x a typical build of the tune (trial.typical_build)."""
 
     def loss_of(t: Trial) -> float:
         return loss(t, base.base_of(t), lower_is_better)
 
     ranked = sorted(
-        (t for t in trials.values() if t.valid and not t.flagset.is_baseline),
+        (t for t in trials.values() if t.valid and not t.raced and not t.flagset.is_baseline),
         key=lambda t: (loss_of(t), len(t.flagset.flags)),
     )
     finalists: list[FlagSet] = []

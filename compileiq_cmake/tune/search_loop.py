@@ -30,9 +30,8 @@ from .baseline import Baselines
 from .budget import BOX_RESULT, Budget
 from .lines import progress
 from .plan import Plan
-from .setup import FINALISTS
-from .trial import loss, measure_more_if_promising, noise_of_pairs, run_trial
-from .tune_setup import TuneSetup
+from .trial import loss, measure_more_if_promising, noise_of_pairs, race_look, run_trial
+from .tune_setup import FINALISTS, TuneSetup
 
 
 @dataclass(frozen=True)
@@ -159,15 +158,18 @@ class SearchLoop:
         setup, base, log = self.setup, self.base, self.log
         if on is None:
             return run_trial(base.runner, setup, tree, index, flagset, build, None, log)
-        reference = base.references.get(on.gpu.device if on.gpu is not None else "")  # this GPU's paired build
-        trial = run_trial(on, setup, tree, index, flagset, build, reference, log)
-        if len(base.runners) > 1:
-            assert on.gpu is not None  # (each of several runners has its GPU)
-            trial = replace(trial, gpu=on.gpu.device)
+        device = on.gpu.device if on.gpu is not None else ""
+        reference = base.references.get(device)  # this GPU's paired build
         floor = base.noise
         if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
             paired, n = noise_of_pairs(known.values())
             floor = paired if n >= 3 else base.noise
+        baseline = base.per_gpu.get(device, base.baseline) if len(base.runners) > 1 else base.baseline
+        race = race_look(setup, baseline, known, base.base_of, base.min_gain, floor)
+        trial = run_trial(on, setup, tree, index, flagset, build, reference, log, race=race, warmup=base.warmup)
+        if len(base.runners) > 1:
+            assert on.gpu is not None  # (each of several runners has its GPU)
+            trial = replace(trial, gpu=on.gpu.device)
         return measure_more_if_promising(
             on,
             setup,

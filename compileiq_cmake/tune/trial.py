@@ -11,6 +11,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from ..decide.racing import Race
 from ..decide.stats import relative_spread
 from ..execute.build import build_variant as _build_variant
 from ..execute.build import (
@@ -19,10 +20,10 @@ from ..execute.build import (
 )
 from ..execute.build import device_code as _device_code
 from ..flags.fingerprint import DeviceFingerprint
-from ..measure.runner import Runner
+from ..measure.runner import RaceLook, Runner
 from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
 from ..model.events import Log, as_stream
-from ..model.records import BuildResult, FlagSet, Status, Trial
+from ..model.records import BuildResult, FlagSet, Measurement, Status, Trial
 from ..project.cmake_project import VariantTree
 from ..search.search import INVALID_LOSS
 from .tune_setup import TuneSetup
@@ -55,9 +56,12 @@ def run_trial(
     reference: VariantTree | None = None,
     log: Log | None = None,
     after_first: Callable[[float], None] | None = None,
+    race: RaceLook | None = None,
+    warmup: int | None = None,
 ) -> Trial:
-    """A built flag set measured (`after_first`: see Runner.measure). A build or run the tune's stop token
-    ended gives a CANCELLED trial: it says nothing of the flags, and is neither stored nor told to the search."""
+    """A built flag set measured (`after_first`, `race`: see Runner.measure; a raced trial's reason says why
+    its runs stopped). A build or run the tune's stop token ended gives a CANCELLED trial: it says nothing of
+    the flags, and is neither stored nor told to the search."""
     start = time.perf_counter()
     if build.cancelled:
         return Trial(
@@ -73,11 +77,11 @@ def run_trial(
             wall_seconds=build.seconds,
             failure=build.failure,
         )
-    m = (
-        runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference, after_first)
-        if after_first
-        else runner.measure(tree, setup.spec.repeats, setup.spec.warmup, reference)
-    )
+    extra: dict = {"after_first": after_first} if after_first else {}
+    if race is not None:
+        extra["race"] = race
+    warm = setup.spec.warmup if warmup is None else warmup  # the search's: Baselines.warmup
+    m = runner.measure(tree, setup.spec.repeats, warm, reference, **extra)
     if log is not None:
         stream = as_stream(log)  # the tune's stream: each warning once per tune
         for warning in getattr(m, "warnings", ()):
@@ -87,7 +91,7 @@ def run_trial(
         index,
         flagset,
         m.status,
-        m.reason,
+        m.reason or getattr(m, "stopped", ""),
         m.measurements,
         build.seconds,
         m.seconds,
@@ -98,6 +102,7 @@ def run_trial(
         failure=getattr(m, "failure", None),
         binary_bytes=build.binary_bytes,
         device_bytes=build.device_bytes,
+        warm=getattr(m, "warm", ()),
     )
 
 
@@ -246,7 +251,7 @@ def measure_more_if_promising(
     `may_extend(seconds)`: the time box, asked before each batch of more runs with what the batch will take."""
     spec = setup.spec
     lower = spec.lower_is_better
-    if not trial.valid:
+    if not trial.valid or trial.raced:  # a raced trial's place is clear: out of reach of the best
         return trial
     baseline = base_of(trial)
     best = min(loss(t, base_of(t), lower) for t in trials.values())
@@ -270,3 +275,33 @@ def measure_more_if_promising(
             wall_seconds=current.wall_seconds + more.seconds,
         )
     return current
+
+
+def race_look(
+    setup: TuneSetup,
+    baseline: Trial,
+    known: dict[str, Trial],
+    base_of: Callable[[Trial], Trial],
+    min_gain: float,
+    noise: float,
+) -> RaceLook | None:
+    """Racing's look for a search trial measured against `baseline` (decide.racing): the best so far among the
+    `known` trials (the baseline's loss, 0, when none beat it), its runs, and the smallest gain that counts.
+    None when racing is off (--no-race) or a trial's runs are a single round anyway."""
+    spec = setup.spec
+    if not spec.race or spec.repeats < 2:
+        return None
+    lower = spec.lower_is_better
+    scored = [(loss(t, base_of(t), lower), t) for t in known.values() if t.valid and not t.raced]
+    best_loss, best = min(scored, key=lambda x: x[0], default=(0.0, baseline))
+    if best_loss > 0.0:
+        best_loss, best = 0.0, baseline
+    runs = min((len(m.samples) for m in best.measurements), default=0)
+    rule = Race(best_loss, runs, min_gain, noise)
+
+    def look(measurements: tuple[Measurement, ...], rounds: int) -> str:
+        partial = Trial(-1, baseline.flagset, Status.OK, measurements=measurements)
+        value = loss(partial, baseline, lower)
+        return rule.reason(value, rounds) if rule.hopeless(value, rounds) else ""
+
+    return look

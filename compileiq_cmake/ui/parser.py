@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import shlex
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from ..flags import acf
 from ..model.errors import UsageError
 from ..model.spec import OBJECTIVES, MetricSpec, TuneSpec
 from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS
+from .defaults import default_workers
 
 PROG = "compileiq-cmake"
 EPILOG = """\
@@ -295,6 +295,12 @@ def _add_tune(sub: argparse._SubParsersAction) -> None:
         "(unmeasured ones too); tuned: only builds of the tuned architecture alone",
     )
     p.add_argument(
+        "--no-race",
+        dest="race",
+        action="store_false",
+        help="every search trial gets all its runs (without it, a trial shown unable to beat the best stops early)",
+    )
+    p.add_argument(
         "--no-screen",
         dest="screen",
         action="store_false",
@@ -548,15 +554,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _default_workers() -> int:
-    env = os.environ.get("COMPILEIQ_WORKERS", "")
-    if env:
-        if not env.isdigit() or int(env) < 1:
-            raise UsageError(f"COMPILEIQ_WORKERS={env!r} must be a whole number >= 1")
-        return int(env)
-    return max(1, min(4, (os.cpu_count() or 1) // 4))
-
-
 def _spec_from_args(args: argparse.Namespace):
     if args.replay:
         args.metric = args.metric or "WALLTIME"
@@ -588,7 +585,7 @@ def _spec_from_args(args: argparse.Namespace):
         include_flags=_split(args.include_flags),
         exclude_flags=_split(args.exclude_flags),
         seed=args.seed,
-        workers=args.workers if args.workers is not None else _default_workers(),
+        workers=args.workers if args.workers is not None else default_workers(),
         repeats=args.repeats,
         timeout=args.timeout,
         min_gain=args.min_gain,
@@ -600,6 +597,7 @@ def _spec_from_args(args: argparse.Namespace):
         atol=args.atol,
         warmup=args.warmup,
         max_repeats=max(args.max_repeats, args.repeats),
+        race=args.race,
         max_rounds=max(args.max_rounds, 5),
         screen=args.screen,
         prior=args.prior,
