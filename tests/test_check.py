@@ -111,7 +111,7 @@ def test_the_pass_rule_on_recorded_numbers():
     (5 interleaved rounds) give 1.020x [1.004..1.036]: significantly faster than 1, its estimate above 1.01, but
     not significantly above 1.01, so the entry fails at a 1% minimum gain and passes at 0.2%."""
     from compileiq_cmake.decide.stats import compare_paired
-    from compileiq_cmake.results.check import verdict
+    from compileiq_cmake.results.check_remeasure import verdict
 
     plain = [10.30, 10.10, 10.35, 10.05, 10.20]
     tuned = [10.00, 10.00, 10.00, 10.00, 10.00]
@@ -129,7 +129,7 @@ def test_the_pass_rule_on_recorded_numbers():
 
 @pytest.mark.unit
 def test_workloads_are_deduplicated_and_capped_with_a_note():
-    from compileiq_cmake.results.check import select_workloads
+    from compileiq_cmake.results.check_remeasure import select_workloads
 
     from test_result_file import make_entry
 
@@ -473,7 +473,7 @@ def test_the_findings_are_events_with_their_values():
     (a stage result), each stale reason (a warning), the re-measurement and each --strict failure (stage results),
     with the values as data; the exit status as the gate decides."""
     from compileiq_cmake.model.events import recording
-    from compileiq_cmake.results.check import EntryCheck, check_status, checks_document, report_checks
+    from compileiq_cmake.results.check_report import EntryCheck, check_status, checks_document, report_checks
 
     remeasured = {
         "benchmark": ["./gate_bench"],
@@ -532,7 +532,7 @@ def test_the_findings_are_events_with_their_values():
 def test_a_remeasure_says_what_it_measures_and_each_workload_in_detail(monkeypatch, tmp_path):
     """The re-measurement's start is an info event with its counts (the console prints it; on stderr with
     --json), each workload's comparison a detail (--verbose) with its speedup as data."""
-    import compileiq_cmake.results.check as check
+    import compileiq_cmake.results.check_remeasure as check
     from compileiq_cmake.measure.runner import RunResult
     from compileiq_cmake.model.events import recording
     from compileiq_cmake.model.records import Status

@@ -157,7 +157,7 @@ def test_an_invalid_result_file_raises_result_file_error(tmp_path):
 @pytest.mark.unit
 def test_a_failing_check_step_names_exit_code_first_error_and_a_log_with_all_output(tmp_path):
     """check's configure/build pasted the last 15 output lines into the message; now one line and a log."""
-    from compileiq_cmake.results.check import _run_step
+    from compileiq_cmake.results.check_trees import run_step
 
     tree = tmp_path / "build" / "compileiq" / "check" / "tuned"
     tree.mkdir(parents=True)
@@ -165,7 +165,7 @@ def test_a_failing_check_step_names_exit_code_first_error_and_a_log_with_all_out
         f"printf '%s\\n' {' '.join(f'early{i}' for i in range(30))}; echo 'x.cpp:1: error: boom'; echo after; exit 3"
     )
     with pytest.raises(ProjectCommandError) as caught:
-        _run_step(["sh", "-c", script], tree, f"building {tree}", timeout=60)
+        run_step(["sh", "-c", script], tree, f"building {tree}", timeout=60)
     exc = caught.value
     log = tmp_path / "build" / "compileiq" / "logs" / "check-tuned-configure.log"
     assert exc.exit_code == 3 and exc.first_error == "x.cpp:1: error: boom" and exc.log == log
@@ -176,12 +176,12 @@ def test_a_failing_check_step_names_exit_code_first_error_and_a_log_with_all_out
 
 @pytest.mark.unit
 def test_a_check_step_that_hangs_is_one_line_with_its_hint(tmp_path):
-    from compileiq_cmake.results.check import _run_step
+    from compileiq_cmake.results.check_trees import run_step
 
     tree = tmp_path / "compileiq" / "check" / "plain"
     tree.mkdir(parents=True)
     with pytest.raises(ProjectCommandError) as caught:
-        _run_step(["sh", "-c", "echo started; sleep 30"], tree, f"configuring src into {tree}", timeout=1)
+        run_step(["sh", "-c", "echo started; sleep 30"], tree, f"configuring src into {tree}", timeout=1)
     line = str(caught.value)
     assert caught.value.exit_code is None and "\n" not in line
     assert "did not finish within 1 s and was stopped with everything it started" in line
@@ -193,14 +193,14 @@ def test_a_failed_step_of_check_and_of_the_toolkit_tree_is_the_one_shared_error(
     """Issue 53: check's configure/build and the --toolkit tree's raise project.step_error's error: what failed,
     the exit status or why compileiq stopped it, the first error line, the log that keeps the whole output, and
     each caller's hint."""
-    from compileiq_cmake.results.check import _run_step
+    from compileiq_cmake.results.check_trees import run_step
     from compileiq_cmake.tune.with_toolkit import _step
 
     script = f"printf '%s\\n' {' '.join(f'early{i}' for i in range(30))}; echo 'x.cpp:1: error: boom'; exit 3"
     check_tree = tmp_path / "build" / "compileiq" / "check" / "plain"
     kit_tree = tmp_path / "build" / "compileiq" / "cuda-13.0"
     caught = {}
-    for name, step, tree in (("check", _run_step, check_tree), ("toolkit", _step, kit_tree)):
+    for name, step, tree in (("check", run_step, check_tree), ("toolkit", _step, kit_tree)):
         tree.mkdir(parents=True)
         with pytest.raises(ProjectCommandError) as error:
             step(["sh", "-c", script, "--build"], tree, f"building {tree}", 60)
@@ -219,7 +219,7 @@ def test_a_failed_step_of_check_and_of_the_toolkit_tree_is_the_one_shared_error(
         text = log.read_text()
         assert text.startswith("$ sh -c ") and "early0\n" in text and "early29\n" in text  # the whole output
     hung = {}
-    for name, step, tree in (("check", _run_step, check_tree), ("toolkit", _step, kit_tree)):
+    for name, step, tree in (("check", run_step, check_tree), ("toolkit", _step, kit_tree)):
         with pytest.raises(ProjectCommandError) as error:
             step(["sh", "-c", "echo started; sleep 30"], tree, f"configuring {tree}", 1)
         hung[name] = error.value

@@ -157,12 +157,12 @@ def test_tune_passes_one_stream_with_the_console_at_the_asked_verbosity(flag, sh
 
 
 def test_check_json_keeps_stdout_for_the_document_and_says_the_rest_on_stderr(monkeypatch, capsys, tmp_path):
-    import compileiq_cmake.results.check as check
+    from compileiq_cmake.results.check_report import EntryCheck
 
     def fake_run_check(toml, source_dir, build_dir, *, events, **kw):
         events.info("check: re-measuring t: ./bench (WALLTIME), 1 workload, 9 rounds", stage="check")
         events.detail("round 1 of 9")
-        return [check.EntryCheck("t", "", ["-O2"], True, "1 tuned flag for CXX")]
+        return [EntryCheck("t", "", ["-O2"], True, "1 tuned flag for CXX")]
 
     monkeypatch.setattr(cli, "run_check", fake_run_check)
     assert cli.main(["check", "-S", str(tmp_path), "-B", str(tmp_path), "--json"]) == 0

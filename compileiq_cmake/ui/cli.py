@@ -17,7 +17,9 @@ from ..model.errors import CompileIQError, MeasurementError, ProjectCommandError
 from ..model.events import EventStream
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
-from ..results.check import BenchOverride, checks_document, ctest_gpu, report_checks, run_check
+from ..results.check import run_check
+from ..results.check_remeasure import BenchOverride, ctest_gpu
+from ..results.check_report import checks_document, report_checks
 from ..results.cmake_entries import cmake_entries
 from ..results.report import report_command, summaries_json
 from ..results.toml_io import read_entries
