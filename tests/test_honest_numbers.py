@@ -275,39 +275,94 @@ class Noisy(ByFlags):
         return RunResult(Status.OK, "", t * (1 + self.rng.gauss(0, spread)), 0.0)
 
 
+def _noisy_confirmation(tmp_path, seed: int, limits: Limits, store=None, sigma: float = 0.015):
+    """One finalist 3% faster, validated over quiet rounds (0.2% noise), confirmed over loud ones (`sigma`)."""
+    fake, trees = _setup(tmp_path / str(seed), {f"t{i}": 1.0 for i in range(4)})
+    runner = Noisy(fake.spec, fake.times, effect={"-a": 0.97}, quiet=10**6, sigma=sigma)
+    runner.rng.seed(seed)
+    space = FlagSpace("gcc", (Dimension("a", "", ((), ("-a",))),))
+    context = ValidationContext(trees=trees, space=space, seed=seed)
+    events, recorder = recording()
+    original = runner.run
+
+    def switching(tree, workload, _orig=original, _rec=recorder, runner=runner):  # loud once validated
+        if any(e.text.startswith("validation:") for e in _rec):
+            runner.quiet = 0
+        return _orig(tree, workload)
+
+    runner.run = switching  # type: ignore[method-assign]
+    winner, _ = _decide(context, runner.build, runner, [space.flagset({"a": 1})], 0.005, events, store, limits)
+    return winner, recorder
+
+
 @pytest.mark.unit
-def test_a_written_interval_means_faster_a_short_confirmation_is_pooled_with_the_validation(tmp_path):
-    """Issue 51: the confirmation's interval (3 rounds) held 1 for most written true winners; the number written
-    was that interval. Now a confirmation that cannot show the winner faster on its own is pooled with the rounds
-    that accepted it (estimate "validation and confirmation", said), and a winner is written only with an
-    interval above 1."""
-    from compileiq_cmake.decide.validation import POOLED
-
-    seen = set()
+def test_a_written_interval_means_faster_a_short_confirmation_goes_on_with_fresh_rounds(tmp_path):
+    """Issue 51: the confirmation's interval (3 rounds) held 1 for most written true winners. Pooling it with the
+    rounds that accepted the winner wrote intervals that covered the truth in 70-91% of tunes where the rounds'
+    noise carries over (those rounds stopped at a lucky look). Now a confirmation that cannot show the winner
+    faster on its own goes on, once, to as many rounds as the validation measured (said in one line): the
+    numbers written are its own rounds' only, and a winner is written only with an interval above 1."""
+    went_on = written = 0
     for seed in range(12):
-        fake, trees = _setup(tmp_path / str(seed), {f"t{i}": 1.0 for i in range(4)})
-        runner = Noisy(fake.spec, fake.times, effect={"-a": 0.97}, quiet=10**6)
-        runner.rng.seed(seed)
-        space = FlagSpace("gcc", (Dimension("a", "", ((), ("-a",))),))
-        context = ValidationContext(trees=trees, space=space, seed=seed)
-        events, recorder = recording()
-        limits = Limits(ablation_start=lambda: False)
-        runner.quiet = 10**6
-        original = runner.run
-
-        def switching(tree, workload, _orig=original, _rec=recorder, runner=runner):  # loud once validated
-            if any(e.text.startswith("validation:") or "accepted" in e.text for e in _rec):
-                runner.quiet = 0
-            return _orig(tree, workload)
-
-        runner.run = switching  # type: ignore[method-assign]
-        winner, _ = _decide(context, runner.build, runner, [space.flagset({"a": 1})], 0.005, events, None, limits)
+        winner, recorder = _noisy_confirmation(tmp_path, seed, Limits(ablation_start=lambda: False))
+        validated = [e.data["rounds"] for e in recorder if e.text.startswith("validation:") and "rounds" in e.data]
+        said = [e for e in recorder if "cannot show it faster on their own" in e.text]
+        confirmed = [e for e in recorder if e.text.startswith("confirmation of")]
+        assert len(said) <= 1 and len(confirmed) == 1
+        assert confirmed[0].data["rounds"] == (validated[0] if said else 3)
+        went_on += bool(said)
         if winner is None:
+            assert "not written" in confirmed[0].text
             continue
-        seen.add(winner.estimate)
-        assert winner.geomean_ci_low > 1.0, (seed, winner.estimate, winner.geomean_ci_low)
-        if winner.estimate == POOLED:
-            said = [e.text for e in recorder if e.text.startswith("confirmation: its interval holds 1 on its own")]
-            assert len(said) == 1 and "those are the numbers written" in said[0]
-            assert min(len(w.baseline) for w in winner.workloads) > 3  # the validation's rounds and the 3 new ones
-    assert POOLED in seen, seen
+        written += 1
+        assert winner.estimate == "confirmation" and winner.geomean_ci_low > 1.0, (seed, winner)
+        assert {len(w.baseline) for w in winner.workloads} == {confirmed[0].data["rounds"]}  # no deciding round
+    assert went_on >= 3 and written >= 3, (went_on, written)
+
+
+class _Store:
+    def __init__(self) -> None:
+        self.saved: dict[str, object] = {}
+
+    def load_validations(self, name):
+        return self.saved.get(name)
+
+    def save_validations(self, name, values) -> None:
+        self.saved[name] = values
+
+    def load_ablation(self, name):
+        return None
+
+    def load_ablation_steps(self, name):
+        return {}
+
+    def save_ablation_step(self, name, step, c) -> None:
+        pass
+
+    def save_ablation(self, name, minimal, contributions) -> None:
+        pass
+
+
+@pytest.mark.unit
+def test_a_confirmation_the_box_ends_before_it_shows_the_winner_faster_is_undecided_not_a_rejection(tmp_path):
+    """The box has room for the plan's rounds but not for more: a winner whose rounds hold 1 is not written,
+    and the confirmation is not stored (a rerun with more time confirms it again)."""
+    for seed in range(12):
+        asked = []
+
+        def room(seconds: float, asked=asked) -> bool:  # the plan's 3 rounds (asked before rounds 2 and 3), no more
+            asked.append(seconds)
+            return len(asked) <= 3
+
+        store = _Store()
+        winner, recorder = _noisy_confirmation(
+            tmp_path, seed, Limits(ablation_start=lambda: False, confirm_continue=room), store
+        )
+        if not any("cannot show it faster on their own" in e.text for e in recorder):
+            continue
+        assert winner is None
+        (confirmed,) = [e for e in recorder if e.text.startswith("confirmation of")]
+        assert confirmed.data["rounds"] == 3 and "not written" in confirmed.text
+        assert not any(name.startswith("confirmation:") for name in store.saved), store.saved.keys()
+        return
+    pytest.fail("no seed needed more confirmation rounds")

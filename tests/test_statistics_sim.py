@@ -63,3 +63,50 @@ def test_the_looks_and_their_shares_are_fixed_and_add_up():
     assert sum(weights) == pytest.approx(1.0) and list(weights) == sorted(weights)
     assert holm([0.001, 0.02, 0.004], 0.01) == [True, False, True]
     assert holm([0.02, 0.02], 0.01) == [False, False]
+
+
+def test_the_written_interval_covers_the_true_gain_where_a_builds_noise_carries_over():
+    """Issue 51, third pass: a confirmation too short to show the winner faster was pooled with the rounds that
+    accepted it; at a per-build correlation of 0.5 those rounds stopped at a lucky look, and the written interval
+    covered a true 1% gain in 91% of written tunes (70% at 0.5%; simulator, 1,000 tunes per gain). Now the
+    confirmation goes on with fresh rounds: 97-98%. Here 300 seeded tunes (before: 73 of 78 written covered,
+    93.6%; now 66 of 67); every written interval lies above 1."""
+    tunes, gain = 300, 0.01
+    results = [sim.one_tune(("ar1-build-0.5", 0.01, gain, 50_000 + i, sim.Shape())) for i in range(tunes)]
+    right = [r for r in results if r[1]]
+    covered = sum(1 for r in right if r[4] <= 1.0 + gain <= r[5])
+    assert len(right) >= 50, f"only {len(right)} of {tunes} tunes wrote the faster flag"
+    assert covered >= 0.95 * len(right), f"the written interval covered the truth in {covered} of {len(right)}"
+    assert all(r[4] > 1.0 for r in results if r[0])
+
+
+def test_fifteen_bank_validations_against_a_baseline_measured_slow_keep_the_budget():
+    """Issue 51: a baseline measured 12% slow at first (offset-12) made the bank validate about 15 trials per
+    tune, each at the whole level: 1.95-2.73% false winners. At their share (stats.bank_alpha) the simulator
+    shows 0.10-0.15% (docs/benchmarks/statistics.md); here a seeded handful writes none."""
+    tunes = 25
+    false = sum(sim.one_tune(("offset-12", 0.01, 0.0, 60_000 + i, sim.Shape(bank=15)))[0] for i in range(tunes))
+    assert false == 0, f"{false} of {tunes} A/A tunes with 15 bank validations wrote a winner"
+
+
+def test_the_offset_model_slows_the_baseline_s_first_runs_after_each_build():
+    import random
+    import tempfile
+    from pathlib import Path
+
+    from compileiq_cmake.model.records import FlagSet
+    from compileiq_cmake.project.cmake_project import VariantTree
+
+    tmp = Path(tempfile.gettempdir())
+    spec = sim._spec(tmp, sim.Shape())
+    runner = sim.NoiseRunner(spec, "offset-12", 0.0, {}, random.Random(1))
+    base, cand = VariantTree(tmp / "b", "t0", "cmake"), VariantTree(tmp / "b", "t1", "cmake")
+    workload = spec.workloads[0]
+    runner.build(base, FlagSet((), ()))
+    runner.build(cand, FlagSet((("a", 1),), ("-fa",)))
+    first = [runner.run(base, workload).value for _ in range(4)]  # the tune's first measurement of it: 3 slow
+    assert first == pytest.approx([11.2, 11.2, 11.2, 10.0])
+    assert {runner.run(cand, workload).value for _ in range(3)} == {10.0}
+    runner.build(base, FlagSet((), ()))
+    later = [runner.run(base, workload).value for _ in range(3)]  # a later build: its warm-up and one more
+    assert later == pytest.approx([11.2, 11.2, 10.0])

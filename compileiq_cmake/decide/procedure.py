@@ -308,9 +308,10 @@ def _confirmed(
     """The winner's numbers from fresh rounds: the rounds that accepted it stopped at the look that
     accepted it and it was picked as the best of the finalists, so their speed-up is a little high and their
     interval too narrow (docs/benchmarks/statistics.md). The confirmation re-builds the winner and the
-    baseline and measures a fixed number of interleaved rounds (the plan's, after a warm-up), used for nothing
-    but the numbers written; a winner it finds slower than the baseline is not written. When the box leaves
-    fewer than ROUNDS_FLOOR rounds, the deciding rounds' numbers stay, marked as such."""
+    baseline and measures the plan's interleaved rounds (after a warm-up), and as many as the validation
+    measured when those cannot show it faster, used for nothing but the numbers written; a winner they find
+    slower than the baseline, or do not show faster, is not written. When the box leaves fewer than
+    ROUNDS_FLOOR rounds, the deciding rounds' numbers stay, marked as such."""
     name = _result_name("confirmation", winner.flagset.key, context.seed + 4)
     kept = store.load_validations(name) if store is not None else None
     if kept:
@@ -330,6 +331,6 @@ def _confirmed(
     )
     if outcome is None:
         return winner
-    if store is not None:
+    if store is not None and not undecided([outcome]):  # one the box cut holding 1: a rerun confirms it again
         store.save_validations(name, [outcome])
     return outcome if outcome.accepted else None

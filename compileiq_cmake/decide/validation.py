@@ -18,7 +18,7 @@ from ..model.wording import plural
 from .ports import Build, Measures, Tree
 from .rounds import Interleaved, interleave
 from .sequential import SequentialGainTest, comparisons, hopeless, rounds_rho, workload_rows
-from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, correlated_rounds, geomean_comparison
+from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, Comparison, correlated_rounds, geomean_comparison
 
 UNDECIDED = "not decided within the time limit; kept"
 CUT = "undecided: "  # a validation verdict the time box cut before it was decided (never stored, never "rejected")
@@ -176,12 +176,15 @@ def confirm(
     log: EventStream,
     may_continue: Callable[[float], bool] | None = None,
 ) -> Validation | None:
-    """The winner re-built beside the baseline and measured for exactly `rounds` interleaved rounds (after the
+    """The winner re-built beside the baseline and measured for `rounds` interleaved rounds (after the
     warm-up): its speed-up and intervals from rounds that decided nothing (no look stopped them, nothing was
-    picked from them), so they cover the truth as often as they say. The winner with those numbers
-    (estimate "confirmation"); not accepted when the winner fails here or is significantly slower than the
-    baseline overall (the validation's verdict did not reproduce). None when the baseline cannot be re-built
-    or measured, or the box allowed fewer than ROUNDS_FLOOR rounds: the deciding rounds' numbers stay."""
+    picked from them), so they cover the truth as often as they say. When those rounds cannot show it faster
+    (their interval holds 1), the confirmation goes on to as many rounds as the validation that accepted it
+    measured (_extended), once, and its numbers are those of all its rounds. The winner with those numbers
+    (estimate "confirmation"); not accepted when the winner fails here, is significantly slower than the
+    baseline overall (the validation's verdict did not reproduce), or its rounds still do not show it faster.
+    None when the baseline cannot be re-built or measured, or the box allowed fewer than ROUNDS_FLOOR rounds:
+    the deciding rounds' numbers stay."""
     builds = [build(trees[0], baseline), build(trees[1], winner.flagset)]
     if not builds[1].ok:
         return replace(
@@ -197,16 +200,9 @@ def confirm(
             confirmed=False,
         )
         return None
-    inter = interleave(
-        runner,
-        {"baseline": trees[0], "winner": trees[1]},
-        rounds,
-        rounds,
-        seed,
-        lambda _: False,
-        required=("baseline", "winner"),
-        may_continue=may_continue,
-    )
+    pair = {"baseline": trees[0], "winner": trees[1]}
+    clock = time.perf_counter()
+    inter = interleave(runner, pair, rounds, rounds, seed, lambda _: False, ("baseline", "winner"), may_continue)
     if "winner" in inter.failures:
         return replace(
             winner, accepted=False, reason=f"confirmation: {inter.failures['winner']}", estimate="confirmation"
@@ -219,44 +215,92 @@ def confirm(
             confirmed=False,
         )
         return None
-    return _confirmation(runner, winner, rounds, inter, log)
+    per_round = (time.perf_counter() - clock) / max(1, inter.rounds)
+    inter = _extended(runner, pair, winner, inter, seed, may_continue, per_round, log)
+    if "winner" in inter.failures:
+        return replace(
+            winner, accepted=False, reason=f"confirmation: {inter.failures['winner']}", estimate="confirmation"
+        )
+    return _confirmation(runner, winner, inter, log)
 
 
-def _confirmation(
-    runner: Measures, winner: Validation, rounds: int, inter: Interleaved, log: EventStream
-) -> Validation:
-    """The winner with the confirmation's numbers (not accepted when significantly slower overall)."""
-    base, cand = inter.samples["baseline"], inter.samples["winner"]
-    # a few rounds of two variants tell little of the correlation: the validation's (more variants and rounds) is
-    # the floor (the simulator: 93% coverage at rho 0.5 from the confirmation's own estimate alone)
+def _numbers(runner: Measures, winner: Validation, inter: Interleaved) -> tuple[float, list[Comparison]]:
+    """The confirmation's correlation and comparisons: a few rounds of two variants tell little of the
+    correlation, so the validation's (more variants and rounds) is the floor (the simulator: 93% coverage at
+    rho 0.5 from the confirmation's own estimate alone)."""
     rho = max(winner.rho, rounds_rho(runner.spec, inter.samples))
-    comps = comparisons(runner.spec, base, cand, rho)
+    return rho, comparisons(runner.spec, inter.samples["baseline"], inter.samples["winner"], rho)
+
+
+def _extended(
+    runner: Measures,
+    pair: dict[str, Tree],
+    winner: Validation,
+    inter: Interleaved,
+    seed: int,
+    may_continue: Callable[[float], bool] | None,
+    per_round: float,
+    log: EventStream,
+) -> Interleaved:
+    """A confirmation whose rounds cannot show the winner faster on their own (their interval holds 1: with a
+    few rounds the t distribution's tail is wide, and correlated rounds count for fewer) goes on, once, to as
+    many rounds as the validation that accepted it measured (at most --max-rounds), on the same builds: fresh
+    rounds that decided nothing. (Pooling them with the accepting rounds instead wrote intervals that covered
+    the truth in 70-91% of tunes where the rounds' noise carries over: those rounds stopped at a lucky look.)
+    The time box may end them (said); what was measured is what the numbers come from."""
+    _, comps = _numbers(runner, winner, inter)
+    geo, ci = geomean_comparison(comps)
+    target = min(runner.spec.max_rounds, min((len(w.baseline) for w in winner.workloads), default=0))
+    if ci.low > 1.0 or ci.high < 1.0 or target <= inter.rounds:
+        return inter
+    more = target - inter.rounds
+    log.info(
+        f"confirmation: {plural(inter.rounds, 'round')} cannot show it faster on their own "
+        f"({geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]); {plural(more, 'more round')}, as many as the validation "
+        "measured",
+        stage="finalists",
+        rounds=inter.rounds,
+        more=more,
+    )
+    if may_continue is not None and not may_continue(per_round):
+        return replace(inter, cut_short=True)
+    extra = interleave(runner, pair, more, more, seed + 1, lambda _: False, tuple(pair), may_continue, warmup=0)
+    samples = {
+        label: {w: [*inter.samples[label][w], *extra.samples[label][w]] for w in runner.spec.workloads}
+        for label in pair
+    }
+    return Interleaved(samples, extra.failures, inter.rounds + extra.rounds, extra.cut_short)
+
+
+def _confirmation(runner: Measures, winner: Validation, inter: Interleaved, log: EventStream) -> Validation:
+    """The winner with the confirmation's numbers: not accepted when significantly slower overall or when its
+    interval still holds 1 (then undecided when the time box ended its rounds: a rerun measures it again)."""
+    base, cand = inter.samples["baseline"], inter.samples["winner"]
+    rho, comps = _numbers(runner, winner, inter)
     geo, ci = geomean_comparison(comps)
     rows = workload_rows(runner.spec, base, cand, comps)
-    slower = ci.high < 1.0
+    slower, unshown = ci.high < 1.0, ci.low <= 1.0 <= ci.high
+    if slower:
+        reason = "confirmation: significantly slower than the baseline"
+    elif unshown:
+        reason = (
+            f"{CUT if inter.cut_short else ''}confirmation: {plural(inter.rounds, 'round')} of its own do not show it "
+            "faster (the interval holds 1)" + ("; the time limit ended them" if inter.cut_short else "")
+        )
+    else:
+        reason = ""
     log.info(
         f"confirmation of {winner.flagset.describe()} ({plural(inter.rounds, 'round')} used for nothing else): "
         f"{geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
-        + ("; significantly slower than the baseline: not written" if slower else ""),
+        + ("; significantly slower than the baseline: not written" if slower else "")
+        + ("; that does not show it faster: not written" if unshown else ""),
         stage="finalists",
-        confirmed=not slower,
+        confirmed=not reason,
         speedup=geo,
         ci=(ci.low, ci.high),
         rounds=inter.rounds,
     )
-    if not slower and ci.low <= 1.0:
-        return _pooled(runner, winner, base, cand, rho, log)
-    return Validation(
-        winner.flagset,
-        rows,
-        geo,
-        ci.low,
-        ci.high,
-        not slower,
-        "confirmation: significantly slower than the baseline" if slower else "",
-        "confirmation",
-        rho,
-    )
+    return Validation(winner.flagset, rows, geo, ci.low, ci.high, not reason, reason, "confirmation", rho)
 
 
 def verdict(v: Validation) -> str:
@@ -267,47 +311,3 @@ def verdict(v: Validation) -> str:
 def undecided(results: list[Validation]) -> bool:
     """Whether the box cut any verdict of a validation (then it is not stored: a rerun decides it)."""
     return any(v.reason.startswith(CUT) for v in results)
-
-
-POOLED = "validation and confirmation"  # Validation.estimate: the numbers of both series of rounds together
-
-
-def _pooled(
-    runner: Measures,
-    winner: Validation,
-    base: dict[tuple[str, ...], list[float]],
-    cand: dict[tuple[str, ...], list[float]],
-    rho: float,
-    log: EventStream,
-) -> Validation:
-    """A confirmation too short to show the winner faster on its own (its interval holds 1: with a few rounds
-    the t distribution's tail is wide): the numbers written are the validation's rounds and the confirmation's
-    together, each workload's pairs pooled, so that the written interval means "faster" or nothing is written.
-    Not written when even the pooled interval holds 1 (said in one line)."""
-    spec = runner.spec
-    kept = {row.workload: row for row in winner.workloads}
-    pb = {w: [*kept[w].baseline, *base[w]] if w in kept else list(base[w]) for w in spec.workloads}
-    pc = {w: [*kept[w].candidate, *cand[w]] if w in kept else list(cand[w]) for w in spec.workloads}
-    comps = comparisons(spec, pb, pc, rho)
-    geo, ci = geomean_comparison(comps)
-    faster = ci.low > 1.0
-    log.info(
-        f"confirmation: its interval holds 1 on its own; the validation's rounds and its own together: "
-        f"{geo:.4f}x [{ci.low:.4f}..{ci.high:.4f}]"
-        + ("; those are the numbers written" if faster else "; that does not show it faster: not written"),
-        stage="finalists",
-        confirmed=faster,
-        speedup=geo,
-        ci=(ci.low, ci.high),
-    )
-    return Validation(
-        winner.flagset,
-        workload_rows(spec, pb, pc, comps),
-        geo,
-        ci.low,
-        ci.high,
-        faster,
-        "" if faster else "confirmation: with the validation's rounds, the interval still holds 1",
-        POOLED,
-        rho,
-    )
