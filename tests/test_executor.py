@@ -16,7 +16,7 @@ from compileiq_cmake.search.landscape import Landscape
 from compileiq_cmake.tune import baseline, publish, search_loop, trial
 from compileiq_cmake.tune import finalists as finalists_stage
 from compileiq_cmake.tune import orchestration as tune
-from compileiq_cmake.tune.setup import replay_setup
+from compileiq_cmake.tune.replay_setup import replay_setup
 
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 

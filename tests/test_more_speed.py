@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from compileiq_cmake.execute.build import command_tokens
 from compileiq_cmake.flags.catalogue import add_device_lto_dimension
 from compileiq_cmake.flags.space import load_space
 from compileiq_cmake.measure import kernel_times
@@ -22,7 +23,6 @@ from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.project.fragment import render_fragment
 from compileiq_cmake.search.per_file import PerFileContext, Proposals, candidates, kernel_name, plan
 from compileiq_cmake.search.search import FlagSearch
-from compileiq_cmake.tune.setup import command_tokens
 
 from conftest import HAVE_NVCC, PROJECTS, cmake_dir, compile_commands, configure, copy_project
 
@@ -394,7 +394,9 @@ def _host_setup(tmp_path, kind="walltime", include=()):
     from compileiq_cmake.model.spec import MetricSpec
 
     metric = MetricSpec(kind=kind, pattern="t=([0-9.]+)" if kind == "regex" else "", lower_is_better=True)
-    spec = SimpleNamespace(metric=metric, include_flags=include, workloads=(("--n", "1"), ("--n", "2")))
+    spec = SimpleNamespace(
+        metric=metric, include_flags=include, workloads=(("--n", "1"), ("--n", "2")), state_dir=tmp_path / "state"
+    )
     tree = SimpleNamespace(path=tmp_path / "tree")
     tree.path.mkdir(exist_ok=True)
     from compileiq_cmake.tune.tune_setup import Devices, ProjectModel, TuneSetup
@@ -402,7 +404,6 @@ def _host_setup(tmp_path, kind="walltime", include=()):
     project = ProjectModel(target=None, language="CUDA", toolchain=SimpleNamespace(path=NVCC or "nvcc"))
     return TuneSetup(
         spec=spec,
-        state_dir=tmp_path / "state",
         trees=(tree,),
         project=project,
         devices=Devices(),
@@ -705,18 +706,18 @@ def test_a_librarys_device_lto_is_measured_through_the_benchmarks_consumer_or_no
     later applied) at the one that builds the benchmark's program; with none known it is not offered, and the
     note says how to name one. Executables keep device LTO at their own link."""
     from compileiq_cmake.project.file_api import Target
-    from compileiq_cmake.tune.setup import _device_link
+    from compileiq_cmake.tune.setup_space import device_link
 
     space, _ = add_device_lto_dimension(_space(), ["-rdc=true"], True, "", True)
     spec = SimpleNamespace(target="devlib")
     lines: list[str] = []
     lib = Target("devlib", "STATIC_LIBRARY", ("CUDA",), (), (), ())
-    assert _device_link(spec, lib, "bench_a", space, lines.append) == (("bench_a",), space)
-    link, left = _device_link(spec, lib, None, space, lines.append)
+    assert device_link(spec, lib, "bench_a", space, lines.append) == (("bench_a",), space)
+    link, left = device_link(spec, lib, None, space, lines.append)
     assert link == () and not any(d.name == "device_lto" for d in left.dimensions)
     assert len(lines) == 1 and "devlib is a static library" in lines[0] and "--bench" in lines[0]
     exe = Target("devlib", "EXECUTABLE", ("CUDA",), (), (), ())
-    assert _device_link(spec, exe, None, space, lines.append) == ((), space)
+    assert device_link(spec, exe, None, space, lines.append) == ((), space)
 
 
 @pytest.mark.unit

@@ -379,7 +379,7 @@ esac
 
 @pytest.mark.unit
 def test_arch_scope_tuned_is_refused_for_a_host_target():
-    from compileiq_cmake.tune.setup import _check_arch_option
+    from compileiq_cmake.tune.setup_devices import _check_arch_option
 
     spec = TuneSpec(
         tempfile.gettempdir(),

@@ -314,7 +314,7 @@ def test_a_units_dependency_scan_is_remembered_until_one_of_its_files_changes(tm
 
 def test_the_tune_reads_recorded_kernel_times_for_the_screening_order(tmp_path: Path):
     from compileiq_cmake.measure.kernel_times import HEADER
-    from compileiq_cmake.tune.setup import _recorded_kernel_ns
+    from compileiq_cmake.tune.setup_space import _recorded_kernel_ns
 
     path = tmp_path / "cupti" / "kernel-times.tsv"
     assert _recorded_kernel_ns(path) == {}  # no earlier tune recorded any

@@ -279,8 +279,9 @@ def test_twenty_source_files_fingerprinted_in_parallel_from_a_cache(tmp_path):
     warm = time.perf_counter() - started
     assert len({k.name.split("#")[0] for k in code.kernels}) >= 19, "the kernels of all 19 kernel files"
     # unchanged objects come from the content cache: nothing is disassembled again
-    cached = len(ts.fingerprints._by_content)
-    assert _device_code(ts, ts.trees[0]).digest == code.digest and len(ts.fingerprints._by_content) == cached
+    fingerprints = ts.device_code.fingerprints
+    cached = len(fingerprints._by_content)
+    assert _device_code(ts, ts.trees[0]).digest == code.digest and len(fingerprints._by_content) == cached
     print(f"fingerprint of 20 objects from the cache: {1000 * warm:.0f} ms; flags {flagset.flags}")
     _apply(trap, tmp_path, ("--use_fast_math",), SM90)
 

@@ -151,7 +151,7 @@ def test_check_runs_nothing_the_toml_says_unless_told_and_its_regexes_are_bounde
 def test_a_bare_benchmark_name_is_a_program_on_path_never_a_file_of_the_working_directory(tmp_path, monkeypatch):
     """`--bench "python3 ..."` ran a ./python3 of the current directory; a bare name is looked up on PATH only
     (a file of the directory is named ./python3), and a name found nowhere says so."""
-    from compileiq_cmake.tune.setup import _resolve_benchmark
+    from compileiq_cmake.tune.setup_measured import resolve_benchmark
 
     fake = tmp_path / "python3"
     fake.write_text("#!/bin/sh\necho pwned\n")
@@ -164,11 +164,11 @@ def test_a_bare_benchmark_name_is_a_program_on_path_never_a_file_of_the_working_
     def spec(*argv):
         return SimpleNamespace(benchmark=argv, build_dir=tmp_path / "build", verify=())
 
-    bench, owner = _resolve_benchmark(spec("python3", "-c", "pass"), model, tree)
+    bench, owner = resolve_benchmark(spec("python3", "-c", "pass"), model, tree)
     assert bench.argv[0] == "python3" and owner is None  # PATH's, run as a bare name
     with pytest.raises(UsageError, match=r"a file of the current directory is \./only_here"):
-        _resolve_benchmark(spec("only_here"), model, tree)
-    bench, _ = _resolve_benchmark(spec("./only_here"), model, tree)
+        resolve_benchmark(spec("only_here"), model, tree)
+    bench, _ = resolve_benchmark(spec("./only_here"), model, tree)
     assert bench.argv[0] == str((tmp_path / "only_here").resolve())
 
 
@@ -451,7 +451,7 @@ def test_portable_with_a_pass_regex_does_not_claim_nothing_checks_the_results(tm
     """--portable --pass-regex PASS printed "nothing checks the benchmark's results": the line came whenever the
     excluded flags differed from --exclude-flags, which --portable's cpu_specific also does."""
     from compileiq_cmake.model.spec import MetricSpec, TuneSpec
-    from compileiq_cmake.tune.setup import unchecked_note
+    from compileiq_cmake.tune.setup_space import unchecked_note
 
     def spec(**kw):
         return TuneSpec(

@@ -43,7 +43,7 @@ from .plan import (
     plan_tune,
     tune_costs,
 )
-from .setup import FINALISTS
+from .tune_setup import FINALISTS
 
 BOX_RESULT = "time_box"  # the trial store's record of the box a tune spent (a resume counts it)
 

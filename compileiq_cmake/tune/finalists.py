@@ -21,9 +21,8 @@ from ..model.wording import plural
 from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
-from .setup import FINALISTS
 from .trial import compile_slowdown, loss, noise_of_pairs, typical_build
-from .tune_setup import TuneSetup
+from .tune_setup import FINALISTS, TuneSetup
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def hot_files(shares: tuple[kernel_times.FileShare, ...]) -> tuple[kernel_times.
 def _profile(setup: TuneSetup, runner: Runner) -> tuple[tuple[kernel_times.FileShare, ...], float]:
     """Kernel time by file of the project's own build (setup.baseline_tree: built by the baseline), over the
     workloads."""
-    if setup.fingerprints is None:
+    if setup.device_code.fingerprints is None:
         raise CompileIQError("kernels cannot be mapped to files without cuobjdump (pip install nvidia-cuda-cuobjdump)")
     if type(runner).run is not Runner.run:
         raise CompileIQError(

@@ -38,9 +38,11 @@ from .baseline import Baseline
 from .budget import BOX_RESULT, Budget, TimeTooShort, not_charged, resumed_box
 from .finalists import Finalists
 from .publish import BankWrite, Publish, unchanged_entry
+from .replay_setup import replay_setup
 from .search_loop import SearchLoop
-from .setup import TuneSetup, replay_setup, setup
+from .setup import setup
 from .tree_pool import TreePool
+from .tune_setup import TuneSetup
 
 
 def run_tune(

@@ -1,7 +1,8 @@
 """What setup makes of a tune, in typed parts: the tuned target as CMake builds it (ProjectModel), what the
-trials measure besides the flags (CodeIdentity), where the benchmarks run (Devices), the variant trees, the
-flag space and the benchmark. Each stage takes the parts it uses; the properties hand the executors and the
-per-file stage their own contexts."""
+trials measure besides the flags (CodeIdentity), where the benchmarks run (Devices), how the trials' device code
+is told apart (DeviceCode), the external programs (Tools), the variant trees, the flag space and the benchmark.
+Each stage takes the parts it uses; the properties hand the executors and the per-file stage their own
+contexts."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ from ..project.user_tree import host_compiler_of
 from ..project.variant_settings import VariantSettings
 from ..search.per_file import PerFileContext
 
+FINALISTS = 3  # candidates validated against the baseline at the end (a tune has a variant tree for each)
+
 
 @dataclass(frozen=True)
 class ProjectModel:
@@ -54,6 +57,17 @@ class CodeIdentity:
     headers: tuple[str, ...] = ()  # those headers, relative to the source directory
     commands_sha256: str = ""  # the target's compile commands in the project's own build (the trial store's key)
     flags_sha256: str = ""  # CMAKE_<LANG>_FLAGS[_<CONFIG>] as _compileiq_flags_sha256 hashes them (the apply checks it)
+
+
+@dataclass(frozen=True)
+class DeviceCode:
+    """CUDA: how the trials' device code is told apart: the device-code fingerprints (None when cuobjdump is
+    missing, a note said so) and, from the static screening, per kept (dimension, value) the kernels whose device
+    code it changes (as the fingerprints name them; empty when screening did not run). The per-file stage
+    proposes a value for a file only when it changes one of that file's kernels."""
+
+    fingerprints: FingerprintCache | None = None
+    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -169,8 +183,9 @@ class OnDemandTrees:
 
 @dataclass(frozen=True)
 class TuneSetup:
+    """What setup made of a tune (tune.setup, tune.replay_setup), in typed parts; the state folder is the spec's."""
+
     spec: TuneSpec
-    state_dir: Path
     trees: tuple[VariantTree, ...]
     project: ProjectModel
     devices: Devices
@@ -178,16 +193,17 @@ class TuneSetup:
     bench: BenchCommand
     code: CodeIdentity = CodeIdentity()
     replay: ReplayRunner | None = None  # answers builds and runs from a recorded landscape
-    fingerprints: FingerprintCache | None = None  # CUDA: None when cuobjdump is missing (a note said so)
-    # CUDA static screening: per kept (dimension, value), the kernels whose device code it changes (as the
-    # fingerprints name them); empty when screening did not run. The per-file stage proposes a value for a
-    # file only when it changes one of that file's kernels.
-    screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = field(default_factory=dict)
+    device_code: DeviceCode = field(default_factory=DeviceCode)  # CUDA: the fingerprints, the screened kernels
     later: OnDemandTrees | None = None  # configures the trees only the finalists need when they do
     tools: Tools | None = None  # the external programs, found once (None: a replay runs none)
     focus: Focus | None = None  # a target of many files: the hot files whose flags are tuned (tune.focus)
     cores: CoreShare = field(default_factory=CoreShare)  # the machine's cores, shared by the tune's builds
     base: VariantTree | None = None  # a suite's target: the tree of the suite's one baseline build holding its own
+
+    @property
+    def state_dir(self) -> Path:
+        """The tune's state folder (<build>/compileiq, or --state-dir): the spec's."""
+        return self.spec.state_dir
 
     @property
     def baseline_tree(self) -> VariantTree:
@@ -220,7 +236,7 @@ class TuneSetup:
             trees=len(self.trees),
             timeout=self.spec.timeout,
             own_commands=self.project.own_commands,
-            fingerprints=self.fingerprints,
+            fingerprints=self.device_code.fingerprints,
             objects=self.project.objects,
             artifacts=self.project.artifacts,
             device_link=self.project.device_link,
@@ -239,8 +255,8 @@ class TuneSetup:
             space=self.space,
             nvcc=self.project.toolchain.path,
             state_dir=self.state_dir,
-            fingerprints=self.fingerprints,
-            screen_kernels=self.screen_kernels,
+            fingerprints=self.device_code.fingerprints,
+            screen_kernels=self.device_code.screen_kernels,
             replay=self.replay is not None,
             focused=self.focus is not None,
         )
