@@ -145,7 +145,6 @@ MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 # Modules over the limit, each capped at its line count when this test came (it may shrink, never grow):
 MODULES_OVER = {
-    # the three rooms that grew back (issue 53): to be split along their concerns
     # over 450 since `ruff format` (one argument a line where a call does not fit in 120 columns); to split next
     "ui/parser.py": 622,  # the argparse tables
     "search/prior.py": 469,
@@ -154,9 +153,7 @@ MODULES_OVER = {
     "execute/ptxas_route.py": 485,
 }
 # Functions over the limit (module path, qualified name), capped likewise; the argparse tables need no entry.
-FUNCTIONS_OVER = {
-    # in the three rooms
-}
+FUNCTIONS_OVER: dict[tuple[str, str], int] = {}
 # the calls that build an argparse parser: a function made only of them is a table of options, exempt
 _PARSER_CALLS = {
     "ArgumentParser",
