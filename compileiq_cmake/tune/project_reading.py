@@ -8,10 +8,9 @@ take these records and read the project no more."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..model.events import Log, as_stream
 from ..model.spec import TuneSpec
@@ -23,8 +22,8 @@ from ..project.nvcc_command import CudaArchitectures, target_architectures
 from ..project.user_tree import read_cache
 from ..project.variant_settings import VariantSettings
 from .tree_pool import TreePool
+from .variant_trees import new_trees, pool_step
 
-T = TypeVar("T")
 Entry = dict[str, Any]  # a compile_commands.json entry
 
 
@@ -126,25 +125,6 @@ def read_variant_build(own: OwnBuild, settings: VariantSettings, tree_pool: Tree
         headers=scan,
         sources_sha256=depscan.sources_sha256(first.source_lines(), source_dir, scan.headers),
     )
-
-
-def new_trees(
-    spec: TuneSpec, settings: VariantSettings, tree_pool: TreePool | None, start: int, n: int
-) -> tuple[VariantTree, ...]:
-    """`n` variant trees of the tune (worker-<start> on), or a suite's, borrowed from its pool under the state
-    folder's name (the caller gives them back)."""
-    state_dir = spec.state_dir
-    if tree_pool is not None:
-        return tree_pool.take(str(state_dir), n, settings.cmake, settings.config, state_dir / "logs")
-    return tuple(
-        VariantTree(state_dir, f"worker-{i}", settings.cmake, settings.config) for i in range(start, start + n)
-    )
-
-
-def pool_step(tree_pool: TreePool | None, target: str, trees: tuple[VariantTree, ...], step: Callable[[], T]) -> T:
-    """A setup step that configures `trees` where needed; in a suite, its seconds are the suite's shared setup
-    when it configured one of the pool's trees for the first time in the run (TreePool.first_configures)."""
-    return step() if tree_pool is None else tree_pool.first_configures(target, trees, step)
 
 
 def _said_writes(spec: TuneSpec, written: list[Path], log: Log) -> None:

@@ -1,8 +1,8 @@
 """Tune stage 1, setup: the project read once into typed records (tune.project_reading: its own build as the
 user configured it, then the first variant tree configured for the tune), and what is decided from them: what is
 tuned for and where the benchmarks run (tune.setup_devices), the flag space (tune.setup_space: catalogue, probe,
-adaptation, screening), what the trials measure (tune.setup_measured: the benchmark resolved, the code identity).
-The same from a recorded landscape: tune.replay_setup."""
+adaptation, screening), the variant trees (tune.variant_trees), what the trials measure (tune.setup_measured: the
+benchmark resolved, the code identity). The same from a recorded landscape: tune.replay_setup."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ from ..model.events import Log, as_stream
 from ..model.spec import TuneSpec
 from ..model.wording import plural
 from ..project.baseline_tree import BaselineTree
-from ..project.cmake_project import VariantTree
 from ..project.file_api import CodeModel
 from ..project.variant_settings import VariantSettings
 from .compile_line import compile_line_evidence
-from .project_reading import OwnBuild, new_trees, pool_step, read_own_build, read_variant_build
+from .project_reading import read_own_build, read_variant_build
 from .setup_devices import check_target, run_energy_meter, step_cache, target_device, tune_gpus
 from .setup_measured import build_targets, code_identity, own_commands, resolve_benchmark
 from .setup_space import device_link, flag_space
 from .tree_pool import Baselines, TreePool
-from .tune_setup import FINALISTS, Devices, OnDemandTrees, ProjectModel, Tools, TuneSetup
+from .tune_setup import Devices, ProjectModel, Tools, TuneSetup
+from .variant_trees import variant_trees
 
 
 def setup(
@@ -65,7 +65,7 @@ def setup(
     gpus = tune_gpus(spec, language, log) if placement is None else placement.gpus
     if placement is not None and len(gpus) > 1:
         as_stream(log).info(f"benchmarks run on {len(gpus)} GPUs of the cluster in parallel, one run per GPU at a time")
-    trees, later = _variant_trees(spec, own, settings, tree_pool, len(gpus))
+    trees, later = variant_trees(spec, own.first, settings, language, bool(own.written), tree_pool, len(gpus))
     first = trees[0].path
     bench, owner = resolve_benchmark(spec, variant.model, trees[0])
     linked, space = device_link(spec, variant.target, owner, space, log)
@@ -102,20 +102,6 @@ def setup(
         base=base,
         cores=tree_pool.cores if tree_pool is not None else CoreShare(),
     )
-
-
-def _variant_trees(
-    spec: TuneSpec, own: OwnBuild, settings: VariantSettings, tree_pool: TreePool | None, gpus: int
-) -> tuple[tuple[VariantTree, ...], OnDemandTrees]:
-    """The tune's variant trees, the first one (the own build's) first, and those the search uses configured:
-    one per worker + 1 per GPU (the baseline build measured next to trials on a noisy machine); the rest (up to
-    one per finalist and the baseline) are configured when the finalists need them (OnDemandTrees)."""
-    searched = spec.workers + max(1, gpus)
-    n_trees = max(searched, FINALISTS + 1)
-    trees = (own.first, *new_trees(spec, settings, tree_pool, 1, n_trees - 1))
-    later = OnDemandTrees(trees, 1, settings, spec.target, own.language, one_at_a_time=bool(own.written))
-    pool_step(tree_pool, spec.target, trees[:searched], lambda: later.configure(searched))
-    return trees, later
 
 
 def _suite_baselines(
