@@ -28,9 +28,10 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
             ratios; geometric mean over workloads) against the baseline of the GPU the trial ran on;
             ci: 95% interval of the geometric-mean ratio (Welch on log values; paired t for paired runs);
             both null for an invalid trial
-    prior: null | {source, first: [[flag, ...]], values: [{dimension, value, known, predicted, sd, p_invalid,
-            measured, measured_invalid}]}   (the learned prior's prediction of each value alone: speedup - 1,
-            0.1 is 10% faster, sd relative; and what this tune measured of it, the same way: null when not measured)
+    prior: null | {source, confidence, first: [[flag, ...]], values: [{dimension, value, known, predicted, sd,
+            p_invalid, measured, measured_invalid}]}   (the learned prior's prediction of each value alone: speedup -
+            1, 0.1 is 10% faster, sd relative; and what this tune measured of it, the same way: null when not
+            measured; confidence 0..1: below 0.5 the search kept the default order)
     notes: [str]; toml: path or null
     events: [{kind, stage, text, data}]   (the tune's notes, warnings and stage results, as its event stream
             carried them up to the summary: kind note | warning | stage; stage baseline | search | finalists ...;

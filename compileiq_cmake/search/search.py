@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from ..flags import FlagSpace
@@ -45,38 +45,16 @@ from .nevergrad_search import INVALID_LOSS as INVALID_LOSS  # (named here: the t
 from .nevergrad_search import PORTFOLIO as PORTFOLIO  # (named here: benchmarks/evaluation's)
 from .nevergrad_search import NevergradSearch
 from .nevergrad_search import _unseen_fallback as _unseen_fallback  # (named here: the tests')
-from .prior import SpacePrior
+from .prior import LOW_CONFIDENCE, SpacePrior
+from .prior_plan import built_on
+from .prior_plan import prior_order as prior_order  # (named here: the tests')
 
 SINGLES_SHARE = 0.6  # at most this share of the budget goes to single-flag changes
 EXPLORE_EVERY = 4  # after the singles, one proposal in this many comes from the nevergrad portfolio
 BIG_GAIN = 0.10  # a single flag value at least this much faster alone is a "big mover" ...
 BIG_EVERY = 2  # ... and then one proposal in this many keeps it and draws the other dimensions at random,
 BIG_MAX = 4  # ... at most this many times
-
-
-def prior_order(
-    singles: list[tuple[int, int]], prior: SpacePrior, early: Callable[[tuple[int, int]], bool] = lambda di: False
-) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
-    """The single-flag changes in the prior's order where it knows them: a value it knows nothing of (a
-    dimension under a name no observation has: a user's --acf, a newer nvcc's flag) keeps the default's rules:
-    one the default measures early (`early`: a build mode, approximate arithmetic) comes first, the others keep
-    their place; the values it has observations of, predicted best first, fill the other places; values
-    confidently harmful go last. (Issue 36: a fast-math choice under another name went behind values predicted
-    slower with a large uncertainty: worse than no prior on 5 of 7 gainful kernels.) And the front: the
-    values it knows nothing of that come first (measured before even the prior's combinations)."""
-    first = [di for di in singles if not prior.of(*di).known and early(di)]
-    rest = [di for di in singles if di not in first]
-    known = [di for di in rest if prior.of(*di).known]
-    ranked = iter(sorted((di for di in known if not prior.of(*di).harmful), key=lambda di: -prior.of(*di).score))
-    out = list(first)
-    for di in rest:
-        if not prior.of(*di).known:
-            out.append(di)
-        else:
-            nxt = next(ranked, None)
-            if nxt is not None:
-                out.append(nxt)
-    return out + [di for di in known if prior.of(*di).harmful], set(first)
+MOVE_GAIN = 0.03  # with a prior: a value that moved the metric this much is in the prior's combinations
 
 
 class FlagSearch:
@@ -121,8 +99,12 @@ class FlagSearch:
         self._big_max = big_max  # at most this many big-mover draws (0: no limit)
         self._big_drawn = 0
         self._pivot = pivot  # once a big mover is known, the remaining singles are measured on top of it
+        if prior is not None and prior.confidence < LOW_CONFIDENCE:
+            prior = None  # a prior that knows too little (of this space, or at all) leaves the default order
         self._learned = prior
         self._origin: dict[str, str] = {}  # key -> why the prior proposed it
+        self._prior_firsts: dict[tuple[int, ...], str] = {}  # the prior's combinations -> why
+        self._one_value: set[str] = set()  # keys of points one value away from a measured one (singles)
         # values the prior knows nothing of that the default measures early: before even the prior's combinations
         self._front: set[tuple[int, int]] = set()
         singles = self._ordered_singles(numerics_first, prior)
@@ -171,7 +153,7 @@ class FlagSearch:
         for n, choice in enumerate(first):
             if choice not in self._warm:
                 self._warm.append(choice)
-                self._origin[self._flagset(choice).key] = (
+                self._prior_firsts[choice] = (
                     f"the {source}'s predicted best combination"
                     if n == 0
                     else f"the {source}'s combination of every value predicted faster"
@@ -375,8 +357,16 @@ class FlagSearch:
             if fs is not None:
                 return fs
         while self._warm:
-            fs = self._propose(self._warm.pop(0))
+            choice = self._warm.pop(0)
+            why = self._prior_firsts.get(choice)
+            if why is not None:  # the prior's: on top of what already moved the metric (a value it did not know)
+                moved = self._moved(MOVE_GAIN)
+                choice = built_on(choice, moved)
+                why += "" if moved is None or moved == choice else ", on the best measured so far"
+            fs = self._propose(choice)
             if fs is not None:
+                if why is not None:
+                    self._origin[fs.key] = why
                 return fs
         while self._singles:
             d, i = self._singles.pop(0)
@@ -389,42 +379,42 @@ class FlagSearch:
         """With `pivot`: the single-flag point of the strongest big mover, the base of the remaining singles."""
         if not self._pivot or self._big_gain <= 0:
             return None
+        if self._learned is not None:
+            return self._moved(self._big_gain)
         big = self._big_movers()
         if not big:
-            return self._prior_pivot()
+            return None
         d, i = self._strongest(big)
         base = [0] * len(self._dims)
         base[d] = i
         return tuple(base)
 
-    def _prior_pivot(self) -> tuple[int, ...] | None:
-        """With a prior: its first combination once measured at least `big_gain` faster and the best so far
-        (the prior found the big movers: the remaining singles are measured on top of it, not alone)."""
-        if self._learned is None:
-            return None
-        measured = [(self._losses[k], k) for k in self._origin if k in self._losses]
-        if not measured or not self._losses:
-            return None
-        loss, key = min(measured)
-        if loss >= -math.log1p(self._big_gain) or loss > min(self._losses.values()):
-            return None
-        return self._choice_of[key]
+    def _moved(self, gain: float) -> tuple[int, ...] | None:
+        """With a prior: the best valid point that one value (known to the prior or not) made at least `gain`
+        faster (a single, alone or on the pivot), or the prior's combination once at least `big_gain` faster.
+        The prior's combinations build on it from MOVE_GAIN, the remaining singles from `big_gain` (a smaller
+        gain can be the noise: measured on it, the value that reaches the best alone is missed)."""
+        ranked = [
+            (loss, key)
+            for key, loss in self._losses.items()
+            if loss < -math.log1p(max(gain, self._big_gain) if key in self._origin else gain)
+            and (key in self._one_value or key in self._origin)
+        ]
+        return self._choice_of[min(ranked)[1]] if ranked else None
 
     def _single(self, d: int, i: int) -> FlagSet | None:
-        """Value i of dimension d alone, or on top of the pivot (another value of the pivot's dimension: alone).
-        A value the prior knows nothing of is measured alone while the pivot is only the prior's combination
-        (made without it): as the default search would, before any single was a big mover."""
+        """Value i of dimension d alone, or on top of the pivot: without a prior, another value of the pivot's
+        dimension alone; with one, that value in the pivot's place (the pivot is what moved the metric)."""
         base = self._pivot_base()
-        if (
-            base is not None
-            and self._learned is not None
-            and not self._learned.of(d, i).known
-            and not self._big_movers()
-        ):
-            base = None
-        choice = list(base) if base is not None and base[d] == 0 else [0] * len(self._dims)
+        if base is not None and (base[d] == 0 or self._learned is not None):
+            choice = list(base)
+        else:
+            choice = [0] * len(self._dims)
         choice[d] = i
-        return self._propose(tuple(choice))
+        fs = self._propose(tuple(choice))
+        if fs is not None:
+            self._one_value.add(fs.key)
+        return fs
 
     def _prior(self, d: int, i: int, base: tuple[int, ...] | None) -> float:
         """Expected loss change of value i of dimension d: measured on the pivot `base` when it was, else

@@ -20,7 +20,7 @@ from ..model.records import Trial
 from ..model.wording import plural
 from ..results.prior_store import LocalPrior, learning_off, prior_dir
 from ..results.store import TrialStore
-from ..search.prior import Observation, SpacePrior, space_prior, value_key
+from ..search.prior import LOW_CONFIDENCE, Observation, SpacePrior, space_prior, value_key
 from .baseline import Baselines
 from .trial import loss
 from .tune_setup import TuneSetup
@@ -114,6 +114,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
         "prior",
         {
             "source": sp.source,
+            "confidence": sp.confidence,
             "first": [list(setup.space.flagset(dict(zip(names, c, strict=False))).flags) for c in sp.first],
             "values": [
                 {
@@ -137,6 +138,13 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
             "search starts as it does without one; this tune's results will be its first"
         )
         return PriorUse(sp, features, 0, 0)
+    if sp.confidence < LOW_CONFIDENCE:
+        as_stream(log).info(
+            f"prior: {plural(n_family, 'observation')} of {setup.space.family} flags predict {known} of the space's "
+            f"{plural(sum(len(d.values) - 1 for d in setup.space.dimensions), 'value')}: confidence "
+            f"{sp.confidence:.2f}, below {LOW_CONFIDENCE}: the search keeps the default order"
+        )
+        return PriorUse(sp, features, n_family, n_local)
     firsts, best = [], 0.0
     for choice in sp.first:
         fs = setup.space.flagset(dict(zip(names, choice, strict=False)))
@@ -146,9 +154,9 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
     as_stream(log).info(
         f"prior: {plural(n_family, 'observation')} of {setup.space.family} flags "
         f"({n_local} from your tunes) predict {known} of the space's "
-        f"{plural(sum(len(d.values) - 1 for d in setup.space.dimensions), 'value')}; "
+        f"{plural(sum(len(d.values) - 1 for d in setup.space.dimensions), 'value')} (confidence {sp.confidence:.2f}); "
         + (f"first trials from it: {'; '.join(firsts)}" if firsts else "it predicts no value faster: its order only")
-        + "; single-flag changes in order of predicted effect",
+        + "; single-flag changes: those predicted faster first, the others in the default order",
         predicted_speedup=math.exp(best),
         payload=PriorPrediction(math.exp(best)),
     )  # a suite's scheduler ranks a target by it before its trials speak
