@@ -244,8 +244,12 @@ def cmd_report(args) -> None:
         lines += [head, "|" + "---|" * (head.count("|") - 1)]
         for name, r in sorted(after["rows"].items(), key=lambda kv: -kv[1]["best"]):
             v = r["views"][view]
-            if r["best"] < GAINFUL and not args.all:
-                continue
+            moved = [statistics.median(v["runs"]["prior"]) != statistics.median(v["runs"]["default"])]
+            if before:
+                bv = before["rows"][name]["views"][view]
+                moved.append(statistics.median(bv["runs"]["prior"]) != statistics.median(bv["runs"]["default"]))
+            if r["best"] < GAINFUL and not any(moved) and not args.all:
+                continue  # nothing to gain and no difference: build 1 (the baseline) or the same either way
             pr, de = v["runs"]["prior"], v["runs"]["default"]
             cells = [name, f"{r['best']:.3f}x", ", ".join(v["hidden"]) or "-", _q(de)]
             if before:

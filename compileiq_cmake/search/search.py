@@ -28,6 +28,10 @@ the structure of a flag space:
    strongest big mover's single point) instead of alone, and the local search's priors use these
    conditional effects: under fast math, flags it implies cost no build (same canonical flags) and the
    effects measured are the ones that matter for combinations with it.
+7. with a learned prior (`prior`, search/prior_plan.py; issue 52: never worse than without it): the values it
+   predicts worth a build in its order, the others in the default's; its combinations first, built on a value
+   that already moved the metric; the pivot is the best point one value (known or not) made `big_gain` faster;
+   a prior of low confidence (`LOW_CONFIDENCE`) is not used: the default order.
 
 Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
 plain nevergrad optimizer or portfolio behind the same cache, search/nevergrad_search.py), kept for comparison."""
