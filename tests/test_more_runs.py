@@ -30,7 +30,9 @@ class _CountingRunner:
 
 
 def _setup():
-    spec = SimpleNamespace(metric=SimpleNamespace(lower_is_better=True), lower_is_better=True, max_repeats=9, repeats=3)
+    spec = SimpleNamespace(
+        metric=SimpleNamespace(lower_is_better=True), lower_is_better=True, max_repeats=9, repeats=3, race=False
+    )
     return SimpleNamespace(spec=spec)
 
 

@@ -27,7 +27,7 @@ from statistics import NormalDist
 from ..model.records import RACED
 
 RISK = 0.01  # the chance, per look, of dropping a trial at the threshold (Gaussian runs)
-NOISE_FLOOR = 0.005  # the per-run noise assumed at least: a 3-run baseline can look quieter than it is
+NOISE_FLOOR = 0.002  # the per-run noise assumed at least: a 3-run baseline can look quieter than it is
 MEDIAN_EFFICIENCY = 1.2533  # the standard error of a median of normal data / that of the mean
 
 

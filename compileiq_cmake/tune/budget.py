@@ -100,6 +100,7 @@ class Budget:
         self.stop = stop if stop is not None else Stop(box)
         self.gpus = 1
         self.paired = False
+        self.warmup: int | None = None  # the search trials' warm-up runs (None: the spec's)
         self.plan: Plan | None = None
         self.needed = 0.0  # the --time-limit one trial and its validation would need (0: not asked)
         self._reserve: float | None = None
@@ -128,12 +129,13 @@ class Budget:
             raise Interrupted(self.stop.reason())
 
     # the cost model ----------------------------------------------------------------------------------------
-    def measured_by(self, gpus: int, paired: bool) -> None:
-        """After the baseline: how many GPUs measure the search's trials and whether runs are paired."""
-        self.gpus, self.paired = max(1, gpus), paired
+    def measured_by(self, gpus: int, paired: bool, warmup: int | None = None) -> None:
+        """After the baseline: how many GPUs measure the search's trials, whether runs are paired, and the
+        search trials' warm-up runs (None: the spec's)."""
+        self.gpus, self.paired, self.warmup = max(1, gpus), paired, warmup
 
     def costs(self, trials) -> Costs:
-        return tune_costs(trials, self.spec, self.gpus, self.paired)
+        return tune_costs(trials, self.spec, self.gpus, self.paired, self.warmup)
 
     def eta(self, trials: dict[str, Trial], budget: int) -> tuple[float, float]:
         """(search seconds left, finalists' seconds): the plan's when there is one; else the search at the

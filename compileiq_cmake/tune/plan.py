@@ -32,12 +32,15 @@ class Costs:
     gpus: int = 1  # runs at once (search trials; validation runs on one GPU)
     paired: bool = False  # each measured run is next to a run of the project's own build (warm-ups are not)
     observed: float = 0.0  # the median wall seconds of the search trials so far, at their normal runs
+    raced: float | None = None  # measured runs per workload of a search trial so far, racing counted (mean)
 
     def trial(self) -> float:
         """Wall seconds one search trial adds: its build and runs (with several workers the builds overlap
         the runs and the slower of the two sets the pace), and never less than the trials so far took at
-        their normal runs (the extra runs of a promising trial are not what the next trial costs)."""
-        runs = (self.warmup + self.repeats * (2 if self.paired else 1)) * self.workloads * self.run
+        their normal runs (the extra runs of a promising trial are not what the next trial costs). The runs
+        are `repeats`, or the mean the search's trials got so far when racing stopped some early."""
+        repeats = self.repeats if self.raced is None else min(self.repeats, self.raced)
+        runs = (self.warmup + repeats * (2 if self.paired else 1)) * self.workloads * self.run
         if self.workers <= 1:
             formula = self.build + runs
         else:
@@ -231,16 +234,21 @@ def costs_from(
     gpus: int,
     fallback_build: float = 0.0,
     paired: bool = False,
+    baseline_warmup: int | None = None,
 ) -> Costs:
     """Costs as the trials so far measured them: the median build, the mean seconds of one benchmark run
-    (every run of a trial counted: warm-up, samples, paired reference runs) and the median wall seconds of a
-    search trial at its normal runs (search_wall; the baseline's and shared-code trials' left out)."""
+    (every run of a trial counted: warm-up, samples, paired reference runs; the baseline's warm-ups are
+    `baseline_warmup` when the search's differ) and the median wall seconds of a search trial at its normal runs
+    (search_wall; the baseline's and shared-code trials' left out), and the runs racing left them."""
     builds = sorted(t.build_seconds for t in trials if t.build_seconds > 0)
     build = builds[len(builds) // 2] if builds else fallback_build
     measured = [t for t in trials if t.valid and t.same_code_as is None and t.measurements]
-    runs = sum(_runs(t, warmup) for t in measured)
+    first = baseline_warmup if baseline_warmup is not None else warmup
+    runs = sum(_runs(t, first if t.flagset.is_baseline else warmup) for t in measured)
     run = sum(t.bench_seconds for t in measured) / runs if runs else 0.0
-    walls = sorted(search_wall(t, warmup, repeats) for t in measured if not t.flagset.is_baseline)
+    search = [t for t in measured if not t.flagset.is_baseline]
+    walls = sorted(search_wall(t, warmup, repeats) for t in search)
+    got = [min(len(m.samples), repeats) for t in search for m in t.measurements]
     return Costs(
         build=build,
         run=run,
@@ -251,6 +259,7 @@ def costs_from(
         gpus=max(1, gpus),
         paired=paired,
         observed=walls[len(walls) // 2] if walls else 0.0,
+        raced=sum(got) / len(got) if got and any(t.raced for t in search) else None,
     )
 
 
@@ -259,10 +268,19 @@ def _runs(trial: Trial, warmup: int) -> int:
     return sum(len(m.samples) + len(m.reference) + warmup for m in trial.measurements)
 
 
-def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool) -> Costs:
-    """costs_from with a tune's own runs per trial, workloads and workers (`gpus` measuring runners)."""
+def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool, warmup: int | None = None) -> Costs:
+    """costs_from with a tune's own runs per trial, workloads and workers (`gpus` measuring runners; `warmup`:
+    the search trials' warm-up runs when they differ from the spec's, Baselines.warmup)."""
+    search = spec.warmup if warmup is None else warmup
     return costs_from(
-        list(trials), spec.warmup, spec.repeats, len(spec.workloads), spec.workers, gpus or 1, paired=paired
+        list(trials),
+        search,
+        spec.repeats,
+        len(spec.workloads),
+        spec.workers,
+        gpus or 1,
+        paired=paired,
+        baseline_warmup=spec.warmup,
     )
 
 

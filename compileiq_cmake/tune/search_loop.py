@@ -109,7 +109,7 @@ class SearchLoop:
             and len(setup.project.target.sources_in("CUDA")) > 1,
             acf=AcfEngine.of(setup.tools.acf if setup.tools is not None else None, log),
         )
-        self.budget.measured_by(len(base.runners), bool(base.references))
+        self.budget.measured_by(len(base.runners), bool(base.references), base.warmup)
         state.plan = self._replan(trials, state.confirmations)
         if state.plan is not None:
             as_stream(log).info(f"{state.plan.describe()}")
@@ -180,6 +180,7 @@ class SearchLoop:
             floor,
             reference,
             self.budget.may_extend if self.budget.bounded else None,
+            race,
         )
 
     def _fill(self, state: _Loop, pipeline: Pipeline, ahead: int) -> None:

@@ -242,11 +242,13 @@ def measure_more_if_promising(
     noise: float,
     reference: VariantTree | None = None,
     may_extend: Callable[[float], bool] | None = None,
+    race: RaceLook | None = None,
 ) -> Trial:
     """A trial whose median is within the noise of the best so far gets more runs (up to max_repeats),
     so that the search's ranking of close candidates is not left to chance; one clearly slower or clearly
-    faster than the best gets none (on the H200 a trial measured 12.8x got 9 more paired runs, 67 s). `base_of`
-    gives the baseline a
+    faster than the best gets none (on the H200 a trial measured 12.8x got 9 more paired runs, 67 s), nor one
+    that racing's look (`race`) shows unable to beat the best by the smallest gain that counts (a tie with the
+    best: more runs would only rank it below what validation can tell apart). `base_of` gives the baseline a
     trial is compared with (the one of the GPU it ran on): the best so far is judged the same way.
     `may_extend(seconds)`: the time box, asked before each batch of more runs with what the batch will take."""
     spec = setup.spec
@@ -261,9 +263,12 @@ def measure_more_if_promising(
         if abs(loss(current, baseline, lower) - best) > 2 * spread:  # its place in the ranking is clear
             break
         done = len(current.measurements[0].samples)
-        if may_extend is not None and not may_extend(current.bench_seconds / max(1, done) * spec.repeats):
+        if race is not None and race(current.measurements, done):
             break
-        more = runner.extend(tree, current.measurements, spec.repeats, reference)
+        batch = 1 if spec.race else spec.repeats  # racing: a look after every run, not after every 3
+        if may_extend is not None and not may_extend(current.bench_seconds / max(1, done) * batch):
+            break
+        more = runner.extend(tree, current.measurements, batch, reference)
         if more.status is Status.CANCELLED:  # the box or an interrupt: the trial keeps the runs it has
             break
         if more.status is not Status.OK:
@@ -297,7 +302,14 @@ def race_look(
     if best_loss > 0.0:
         best_loss, best = 0.0, baseline
     runs = min((len(m.samples) for m in best.measurements), default=0)
-    rule = Race(best_loss, runs, min_gain, noise)
+    spreads = sorted(
+        relative_spread(m.ratios() if m.paired else m.samples) / (math.sqrt(2) if m.paired else 1.0)
+        for t in known.values()
+        if t.valid and t.same_code_as is None
+        for m in t.measurements
+        if len(m.samples) >= 3
+    )  # the noise the trials so far showed (with the baseline's): a 3-run baseline alone can look too quiet
+    rule = Race(best_loss, runs, min_gain, max(noise, spreads[len(spreads) // 2] if spreads else 0.0))
 
     def look(measurements: tuple[Measurement, ...], rounds: int) -> str:
         partial = Trial(-1, baseline.flagset, Status.OK, measurements=measurements)

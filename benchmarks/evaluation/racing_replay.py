@@ -1,0 +1,150 @@
+"""Racing (issue 54) on the project's recorded landscapes: the real tune (`compileiq_cmake tune --replay`, the
+replay runner answering every build and run from the landscape with its measured noise) with racing (today's
+default) and with `--no-race` (every search trial gets its warm-up and all its runs, as before), same seeds,
+same budget, both variants in the same run. Per tune, from its trial store and JSON summary: the search's
+trials, benchmark runs and GPU seconds (the recorded run times of the runs made: samples, paired runs and
+warm-ups), the finalists and the written winner, whose true speed-up is looked up in the landscape.
+
+    python3 benchmarks/evaluation/racing_replay.py run --seeds 10 --jobs 2 -o docs/benchmarks/raw/racing/replay.json
+    python3 benchmarks/evaluation/racing_replay.py table docs/benchmarks/raw/racing/replay.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from compileiq_cmake.search.landscape import Landscape  # noqa: E402
+
+LANDSCAPES = ("nbody", "sgemm", "softmax_rows", "stencil", "attn_prefill_tile", "blackscholes", "layernorm_gelu",
+              "spmv_csr", "conv2d_5x5", "rmsnorm")
+BUDGET = 30
+
+
+def one(args: tuple[str, int, bool]) -> dict:
+    name, seed, race = args
+    path = ROOT / "benchmarks" / "landscapes" / f"{name}.json"
+    with tempfile.TemporaryDirectory() as tmp:
+        t = Path(tmp)
+        (t / "src").mkdir()
+        cmd = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(t / "src"), "-B", str(t / "build"),
+               "--target", name, "--replay", str(path), "--budget", str(BUDGET), "--seed", str(seed),
+               "--output", str(t / "o.toml"), "--json-summary", str(t / "s.json"), "--no-prior"]
+        if not race:
+            cmd.append("--no-race")
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            return {"name": name, "seed": seed, "race": race, "error": (proc.stdout + proc.stderr)[-800:]}
+        doc = json.loads((t / "s.json").read_text())
+        db = sqlite3.connect(t / "build" / "compileiq" / "trials.sqlite")
+        rows = db.execute("SELECT idx, status, reason, measurements, same_code_as FROM trials").fetchall()
+        db.close()
+    no_warmup = "search trials run without a warm-up run" in proc.stdout + proc.stderr
+    runs = gpu = 0.0
+    raced = 0
+    for idx, status, reason, meas, same in rows:
+        if same is not None:
+            continue
+        raced += reason.startswith("raced:")
+        for m in json.loads(meas):
+            warm = 1 if idx == 0 or not no_warmup else 0
+            values = list(m["samples"]) + list(m.get("reference", []))
+            runs += len(values) + warm
+            gpu += sum(values) + warm * (statistics.median(m["samples"]) if m["samples"] else 0.0)
+    land = Landscape.load(path)
+    winner = doc.get("winner") or {}
+    flags = winner.get("flags") if winner else None
+    point = land.lookup(tuple(flags)) if flags else None
+    return {
+        "name": name, "seed": seed, "race": race, "trials": len(rows), "raced": raced, "runs": runs,
+        "gpu_seconds": gpu, "no_warmup": no_warmup, "winner": flags,
+        "winner_true": point.speedup if point is not None and point.valid else (1.0 if not flags else None),
+        "finalists": [f["flags"] for f in doc.get("finalists", [])], "best_true": land.best_valid().speedup,
+    }  # fmt: skip
+
+
+def run(seeds: int, jobs: int, out: Path, names: tuple[str, ...]) -> None:
+    work = [(n, s, r) for n in names for s in range(seeds) for r in (True, False)]
+    with ProcessPoolExecutor(jobs) as pool:
+        results = list(pool.map(one, work))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"budget": BUDGET, "seeds": seeds, "results": results}, indent=1) + "\n")
+    print(table(json.loads(out.read_text())))
+
+
+def table(doc: dict) -> str:
+    res = [r for r in doc["results"] if "error" not in r]
+    errors = [r for r in doc["results"] if "error" in r]
+    names = sorted({r["name"] for r in res})
+    lines = [
+        f"budget {doc['budget']} trials, {doc['seeds']} seeds per landscape, prior off; medians over seeds",
+        "",
+        "| landscape | runs per trial, race / no race | trials per GPU-minute, race / no race (ratio) | raced trials | "
+        "same winner flags | winner's true speed-up, race / no race | race's winner within 1% of no race's |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    tot = {"on_t": 0, "on_g": 0.0, "off_t": 0, "off_g": 0.0, "same": 0, "close": 0, "n": 0}
+    for name in names:
+        on = {r["seed"]: r for r in res if r["name"] == name and r["race"]}
+        off = {r["seed"]: r for r in res if r["name"] == name and not r["race"]}
+        seeds = sorted(set(on) & set(off))
+        rpt_on = statistics.median(on[s]["runs"] / on[s]["trials"] for s in seeds)
+        rpt_off = statistics.median(off[s]["runs"] / off[s]["trials"] for s in seeds)
+        tpm_on = sum(on[s]["trials"] for s in seeds) / (sum(on[s]["gpu_seconds"] for s in seeds) / 60)
+        tpm_off = sum(off[s]["trials"] for s in seeds) / (sum(off[s]["gpu_seconds"] for s in seeds) / 60)
+        same = sum(on[s]["winner"] == off[s]["winner"] for s in seeds)
+        close = sum((on[s]["winner_true"] or 0) >= 0.99 * (off[s]["winner_true"] or 0) for s in seeds)
+        raced = statistics.median(on[s]["raced"] for s in seeds)
+        w_on = statistics.median(on[s]["winner_true"] or 0 for s in seeds)
+        w_off = statistics.median(off[s]["winner_true"] or 0 for s in seeds)
+        lines.append(
+            f"| {name} | {rpt_on:.2f} / {rpt_off:.2f} | {tpm_on:.3g} / {tpm_off:.3g} ({tpm_on / tpm_off:.2f}x) | "
+            f"{raced:g} of {BUDGET} | {same}/{len(seeds)} | {w_on:.3f}x / {w_off:.3f}x | {close}/{len(seeds)} |"
+        )
+        for s in seeds:
+            tot["on_t"] += on[s]["trials"]
+            tot["on_g"] += on[s]["gpu_seconds"]
+            tot["off_t"] += off[s]["trials"]
+            tot["off_g"] += off[s]["gpu_seconds"]
+        tot["same"] += same
+        tot["close"] += close
+        tot["n"] += len(seeds)
+    if tot["n"]:
+        ratio = (tot["on_t"] / tot["on_g"]) / (tot["off_t"] / tot["off_g"])
+        lines.append(
+            f"| **all** | | **{ratio:.2f}x** trials per GPU-minute | | {tot['same']}/{tot['n']} | | "
+            f"**{tot['close']}/{tot['n']}** ({100 * tot['close'] / tot['n']:.1f}%) |"
+        )
+    if errors:
+        lines.append(f"\n{len(errors)} tunes failed: " + "; ".join(f"{e['name']} seed {e['seed']}" for e in errors))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--seeds", type=int, default=10)
+    r.add_argument("--jobs", type=int, default=2)
+    r.add_argument("--names", default=",".join(LANDSCAPES))
+    r.add_argument("-o", "--out", type=Path, required=True)
+    t = sub.add_parser("table")
+    t.add_argument("file", type=Path)
+    a = ap.parse_args()
+    if a.cmd == "run":
+        run(a.seeds, a.jobs, a.out, tuple(a.names.split(",")))
+    else:
+        print(table(json.loads(a.file.read_text())))
+
+
+if __name__ == "__main__":
+    main()
