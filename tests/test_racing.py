@@ -10,7 +10,7 @@ import random
 import sqlite3
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -166,7 +166,12 @@ def test_a_replayed_tune_races_stores_why_and_how_many_runs_and_never_picks_a_ra
         assert runs and all(n < 3 for n in runs) and f"after {runs[0]} run" in reason
     assert "raced (runs stopped once out of reach of the best)" in text
     assert "search trials run without a warm-up run" in text  # the replay's first runs are not cold
-    finalists = [f["flags"] for f in json.loads((tmp_path / "s.json").read_text())["finalists"]]
+    summary = json.loads((tmp_path / "s.json").read_text())
+    # the driver's own accounting of its per-trial work (search, statistics, store) on a replay: far under a
+    # stated bound of 100 ms per trial (about 4 ms on an idle 2-core machine)
+    timings = summary["timings"]
+    assert timings["overhead_seconds"] / max(1, len(rows) - 1) < 0.100, timings
+    finalists = [f["flags"] for f in summary["finalists"]]
     assert finalists and not any(flags in finalists for flags, _, _, _ in raced)
     off, rows_off = _replay_tune(tmp_path / "off", "--no-race")
     assert not any(r[2].startswith("raced") for r in rows_off)
@@ -174,3 +179,29 @@ def test_a_replayed_tune_races_stores_why_and_how_many_runs_and_never_picks_a_ra
     runs_on = int(text.split(" benchmark run")[0].rsplit(", ", 1)[1])
     runs_off = int(off.split(" benchmark run")[0].rsplit(", ", 1)[1])
     assert runs_on < runs_off, (runs_on, runs_off)
+
+
+@pytest.mark.unit
+def test_the_search_keeps_its_warm_up_only_where_the_baselines_first_run_was_cold(tmp_path):
+    from compileiq_cmake.model.events import EventStream
+    from compileiq_cmake.tune.baseline import search_warmup
+
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "b",
+        target="t",
+        benchmark=("b",),
+        metric=MetricSpec.parse(r"t=([0-9.]+)", True),
+        output=tmp_path / "o.toml",
+    )
+    said: list[str] = []
+    log = EventStream(lambda e: said.append(e.text))
+    samples = (Measurement((), (10.0, 10.1, 9.9)),)
+    warm = Trial(0, FlagSet((), ()), Status.OK, measurements=samples, warm=(10.05,))
+    cold = Trial(0, FlagSet((), ()), Status.OK, measurements=samples, warm=(13.0,))
+    restored = Trial(0, FlagSet((), ()), Status.OK, measurements=samples)  # from the store: not known
+    assert search_warmup(spec, warm, 0.01, log) == 0 and "run without a warm-up run" in said[-1]
+    assert search_warmup(spec, cold, 0.01, log) == 1 and "30.0% slower than its others" in said[-1]
+    n = len(said)
+    assert search_warmup(spec, restored, 0.01, log) == 1 and len(said) == n  # kept, nothing claimed
+    assert search_warmup(replace(spec, race=False), warm, 0.01, log) == 1  # --no-race: as before
