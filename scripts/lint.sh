@@ -2,7 +2,8 @@
 # The checks that fail CI (.ci/run runs this before the tests; .pre-commit-config.yaml runs the same tools):
 #   ruff check and ruff format --check (rules: pyproject.toml [tool.ruff]) on compileiq_cmake/, tests/, scripts/
 #   mypy (pyproject.toml [tool.mypy]: the package at default strictness, model/, decide/, flags/ strict)
-#   the shell scripts scripts/*.sh and .ci/run: ShellCheck
+#   the shell scripts scripts/*.sh, .ci/run and the GPU machine's benchmarks/device/*.sh: ShellCheck (-x: the
+#   files they source, e.g. benchmarks/device/lib.sh, followed from the repository root)
 #   cmake-lint (cmakelang; .cmake-format.yaml) on cmake/*.cmake
 # Every check runs; the exit status is 1 when any of them failed. Tools: the lint extra in .venv (pyproject.toml),
 # installed with the test extra when one is missing (as scripts/test.sh sets .venv up).
@@ -36,7 +37,7 @@ check() {
 check "ruff check" "$BIN/ruff" check -q "${PY_PATHS[@]}"
 check "ruff format" "$BIN/ruff" format --check -q "${PY_PATHS[@]}"
 check "mypy" "$BIN/mypy"
-check "shellcheck" "$BIN/shellcheck" scripts/*.sh .ci/run
+check "shellcheck" "$BIN/shellcheck" -x scripts/*.sh .ci/run benchmarks/device/*.sh
 check "cmake-lint" "$BIN/cmake-lint" --suppress-decorations cmake/*.cmake
 if [ ${#failed[@]} -gt 0 ]; then
   echo "lint: failed: ${failed[*]} (./scripts/lint.sh --fix fixes what ruff can)" >&2

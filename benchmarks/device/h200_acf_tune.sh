@@ -38,22 +38,22 @@ ACFS=()
 for f in .acfcarry2/acf/*.acf; do ACFS+=(--acf "$PWD/$f"); done
 for variant in ${VARIANTS:-joint public}; do
   P=/tmp/$variant/$PROJ
-  rm -rf "$P" && mkdir -p /tmp/$variant && cp -a "benchmarks/acf/projects/$PROJ" "$P" || exit 1
+  rm -rf "$P" && mkdir -p "/tmp/$variant" && cp -a "benchmarks/acf/projects/$PROJ" "$P" || exit 1
   # shellcheck disable=SC2016  # the sed patterns are CMake's literal ${CMAKE_CURRENT_SOURCE_DIR}
   case $PROJ in  # the sources from outside the folder beside the copy, the include path rewritten to them
     gemm_app)
-      mkdir -p /tmp/$variant/biglib/hot /tmp/$variant/biglib/include \
-        && cp benchmarks/projects/biglib/backend/hot/gemm_small.cu /tmp/$variant/biglib/hot/ \
-        && cp benchmarks/projects/biglib/backend/include/*.h /tmp/$variant/biglib/include/ \
+      mkdir -p "/tmp/$variant/biglib/hot" "/tmp/$variant/biglib/include" \
+        && cp benchmarks/projects/biglib/backend/hot/gemm_small.cu "/tmp/$variant/biglib/hot/" \
+        && cp benchmarks/projects/biglib/backend/include/*.h "/tmp/$variant/biglib/include/" \
         && sed -i 's|${CMAKE_CURRENT_SOURCE_DIR}/../../../projects/biglib/backend/|${CMAKE_CURRENT_SOURCE_DIR}/../biglib/|g' "$P/CMakeLists.txt" ;;
     *)
-      mkdir -p /tmp/$variant/kernels && cp "benchmarks/acf/kernels/${PROJ%_app}.cu" /tmp/$variant/kernels/ \
+      mkdir -p "/tmp/$variant/kernels" && cp "benchmarks/acf/kernels/${PROJ%_app}.cu" "/tmp/$variant/kernels/" \
         && sed -i 's|${CMAKE_CURRENT_SOURCE_DIR}/../../kernels|${CMAKE_CURRENT_SOURCE_DIR}/../kernels|' "$P/CMakeLists.txt" ;;
   esac || exit 1
   cmake -S "$P" -B "$P/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER=$H/bin/nvcc > "$O/$variant-configure.log" 2>&1
   cmake --build "$P/build" >> "$O/$variant-configure.log" 2>&1
   extra=()
-  [ $variant = joint ] && extra=("${ACFS[@]}")
+  [ "$variant" = joint ] && extra=("${ACFS[@]}")
   start=$(date +%s.%N)
   python3 -m compileiq_cmake tune -S "$P" -B "$P/build" --target "$PROJ" --bench "$PROJ" \
     --metric "time_ms=([0-9.eE+-]+)" --pass-regex PASS --compare-output "checksum=([0-9.eE+-]+)" \

@@ -26,7 +26,7 @@ if [ "$step" = build ]; then
   cmake -S "$W/src" -B "$W/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$raw/configure.log" 2>&1 \
     || { tail -20 "$raw/configure.log"; exit 1; }
   t=$(date +%s.%N); cmake --build "$W/build" -j 16 > "$raw/build.log" 2>&1 || { tail -20 "$raw/build.log"; exit 1; }
-  echo "biglib full build -j16: $(secs $t) s, $(grep -c 'Building CUDA object' "$raw/build.log") CUDA objects" | tee -a "$raw/machine.txt"
+  echo "biglib full build -j16: $(secs "$t") s, $(grep -c 'Building CUDA object' "$raw/build.log") CUDA objects" | tee -a "$raw/machine.txt"
   "$W/build/bench/biglib_bench" > "$raw/own-run.txt" 2>&1; echo "own run rc=$?" >> "$raw/machine.txt"
   exit 0
 fi
@@ -36,7 +36,7 @@ t=$(date +%s.%N)
 (cd /tmp && timeout "$call" python3 -m compileiq_cmake tune -S "$W/src" -B "$W/build" \
    --target biglib_cuda --bench biglib_bench --metric "total_us=([0-9.eE+-]+)" --pass-regex PASS \
    --time-limit "$box" --workers 8 --output "$raw/biglib.toml" --json-summary "$raw/biglib.json") >> "$raw/biglib.log" 2>&1
-echo "biglib tune call rc=$? wall=$(secs $t)" | tee -a "$raw/machine.txt"
+echo "biglib tune call rc=$? wall=$(secs "$t")" | tee -a "$raw/machine.txt"
 (cd /tmp && python3 -m compileiq_cmake trials -B "$W/build" --json) > "$raw/biglib-trials.json" 2>&1
 mkdir -p "$raw/biglib-compiled"; cp "$W"/build/compileiq/logs/*-compiled.log "$raw/biglib-compiled/" 2>/dev/null
 grep -E "focus|time box|resuming|search:|wrote|written|no significant|winner|step cache" "$raw/biglib.log" | cut -c1-300 | tail -12

@@ -46,7 +46,8 @@ for job in "$@"; do
   grep -E " -dlink |cmake_device_link" "$out/rel-tuned.log" > "$out/rel-tuned-device-links.txt"
   for b in "$bench" ${ALSO:-}; do
     [ -x "$work/rel-tuned/$b" ] || continue
-    for i in $(seq 1 "$ROUNDS"); do
+    for _ in $(seq 1 "$ROUNDS"); do
+      # shellcheck disable=SC2086  # $workload is the benchmark's arguments, several words (split on spaces)
       for t in plain tuned; do
         o=$("$work/rel-$t/$b" $workload | grep -E '^time_ms=|^PASS|^FAIL' | tr '\n' ' '); echo "$b $t $o"
       done

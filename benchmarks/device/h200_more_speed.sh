@@ -21,31 +21,33 @@ work=/tmp/more-speed
 
 if [ "$1" = check ]; then
   rm -rf "$work"; cp -r "$REPO/examples/cuda_multifile" "$work"
-  cd "$work"
+  cd "$work" || exit 1
   # 1. nvcc 13 at the device link under -dlto: which options act there (SASS of the linked code compared)
   {
     for f in src/*.cu; do nvcc -dc -gencode arch=compute_90,code=lto_90 -Iinclude -O3 "$f" -o "${f%.cu}.lto.o" & done; wait
     for f in src/*.cu; do nvcc -dc -gencode arch=compute_90,code=lto_90 -Iinclude -O3 -Xptxas=-O1 -maxrregcount=32 "$f" -o "${f%.cu}.ltoX.o" & done; wait
-    objs=$(ls src/*.lto.o); objsx=$(ls src/*.ltoX.o)
+    mapfile -t objs < <(ls src/*.lto.o); mapfile -t objsx < <(ls src/*.ltoX.o)  # the object files, one argument each
     link() { name=$1; shift; if nvcc -dlink -dlto -arch=sm_90 "$@" -o "dl_$name.o" > "dl_$name.log" 2>&1; then
         h=$(cuobjdump -sass "dl_$name.o" | grep -v -E '^\s*(code for|Fatbin|arch|code version|host|compile_size|\.)' | sha256sum | cut -c1-16)
         r=$(cuobjdump -res-usage "dl_$name.o" 2>/dev/null | grep -o 'REG:[0-9]*' | tr '\n' ' ')
-        echo "link $name: ok sass=$h $r"; else echo "link $name: FAILED: $(tail -2 dl_$name.log | tr '\n' ' ')"; fi; }
-    link plain $objs
-    link ptxasO1 -Xptxas=-O1 $objs
-    link maxreg32 -maxrregcount=32 $objs
-    link fastmath --use_fast_math $objs
-    link ftz --ftz=true $objs
-    link dlcm_cs -Xptxas=-dlcm=cs $objs
-    link compile_step_ptxas_only $objsx
+        echo "link $name: ok sass=$h $r"; else echo "link $name: FAILED: $(tail -2 "dl_$name.log" | tr '\n' ' ')"; fi; }
+    link plain "${objs[@]}"
+    link ptxasO1 -Xptxas=-O1 "${objs[@]}"
+    link maxreg32 -maxrregcount=32 "${objs[@]}"
+    link fastmath --use_fast_math "${objs[@]}"
+    link ftz --ftz=true "${objs[@]}"
+    link dlcm_cs -Xptxas=-dlcm=cs "${objs[@]}"
+    link compile_step_ptxas_only "${objsx[@]}"
   } > "$OUTDIR/dlink-check.txt" 2>&1
   cat "$OUTDIR/dlink-check.txt"
   # 2. the example as the user builds it, and its runs
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUTDIR/configure.log" 2>&1 && cmake --build build -j 16 >> "$OUTDIR/configure.log" 2>&1 || { tail -20 "$OUTDIR/configure.log"; exit 1; }
-  for i in 1 2 3; do /usr/bin/time -f "wall_s=%e" ./build/multi_bench $WORKLOAD; echo "rc=$?"; done > "$OUTDIR/runs.txt" 2>&1
+  { cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release > "$OUTDIR/configure.log" 2>&1 && cmake --build build -j 16 >> "$OUTDIR/configure.log" 2>&1; } || { tail -20 "$OUTDIR/configure.log"; exit 1; }
+  # shellcheck disable=SC2086  # $WORKLOAD is the benchmark's arguments, several words ('--size 2')
+  for _ in 1 2 3; do /usr/bin/time -f "wall_s=%e" ./build/multi_bench $WORKLOAD; echo "rc=$?"; done > "$OUTDIR/runs.txt" 2>&1
   ./build/multi_bench --size 1 >> "$OUTDIR/runs.txt" 2>&1; echo "rc=$?" >> "$OUTDIR/runs.txt"
   cat "$OUTDIR/runs.txt"
   # 3. per-kernel time: the tool's CUPTI collector, then ncu once as the second method
+  # shellcheck disable=SC2086  # $WORKLOAD is the benchmark's arguments, several words ('--size 2')
   python3 - "$OUTDIR" $WORKLOAD <<'PY'
 import json, os, shutil, subprocess, sys
 from pathlib import Path
@@ -63,6 +65,7 @@ json.dump([{"kernel": k.name, "launches": k.launches, "ns": k.ns, "share": k.ns 
           open(out / "cupti-shares.json", "w"), indent=1)
 print("cupti:", [(k.name[:30], k.launches, round(k.ns / total, 4)) for k in times])
 PY
+  # shellcheck disable=SC2086  # $WORKLOAD is the benchmark's arguments, several words ('--size 2')
   timeout 300 ncu --clock-control none --print-kernel-base mangled --metrics gpu__time_duration.sum --csv \
     ./build/multi_bench $WORKLOAD > "$OUTDIR/ncu.csv" 2> "$OUTDIR/ncu.err"; echo "ncu rc=$?"
   tail -3 "$OUTDIR/ncu.err"
@@ -87,6 +90,7 @@ if [ "$1" = tune ]; then
   METRIC=${METRIC:-^time_ms=([0-9.eE+-]+)}
   work=/tmp/more-speed-$name
   rm -rf "$work"; cp -r "$REPO/examples/$EXAMPLE" "$work"
+  # shellcheck disable=SC2086  # CMAKE_ARGS is several cmake arguments (or none)
   cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} > "$OUTDIR/tune-configure.log" 2>&1 || exit 1
   start=$(date +%s.%N)
   timeout "${TUNE_LIMIT:-3000}" python3 -m compileiq_cmake tune -S "$work" -B "$work/build" --target "$TARGET" --bench "$BENCH" \
@@ -104,13 +108,16 @@ if [ "$1" = tune ]; then
     CMAKE_DIR=$(cd /tmp && python3 -m compileiq_cmake --cmake-dir) || exit 1
     apply="-DCMAKE_PROJECT_TOP_LEVEL_INCLUDES=$CMAKE_DIR/compileiq_apply.cmake"
     rm -rf "$work/rel-plain" "$work/rel-tuned"
+    # shellcheck disable=SC2086  # CMAKE_ARGS is several cmake arguments (or none)
     cmake -S "$work" -B "$work/rel-plain" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} > "$OUTDIR/rel-plain.log" 2>&1
+    # shellcheck disable=SC2086  # CMAKE_ARGS is several cmake arguments (or none)
     cmake -S "$work" -B "$work/rel-tuned" -G Ninja -DCMAKE_BUILD_TYPE=Release ${CMAKE_ARGS:-} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON "$apply" > "$OUTDIR/rel-tuned.log" 2>&1
     cmake --build "$work/rel-plain" -j 8 >> "$OUTDIR/rel-plain.log" 2>&1 & cmake --build "$work/rel-tuned" -j 8 >> "$OUTDIR/rel-tuned.log" 2>&1; wait
     grep compileiq "$OUTDIR/rel-tuned.log" | head
     cp "$work/rel-tuned/compile_commands.json" "$OUTDIR/release-compile_commands.json"
     grep -n "dlto\|LINK_FLAGS" "$work/rel-tuned/build.ninja" | head -20 > "$OUTDIR/release-device-link.txt"
-    for i in $(seq 1 ${ROUNDS:-8}); do
+    for _ in $(seq 1 "${ROUNDS:-8}"); do
+      # shellcheck disable=SC2086  # $WORKLOAD is the benchmark's arguments, several words ('--size 2')
       for t in plain tuned; do  # the wall time of the run too (the metric of a WALLTIME tune)
         s=$EPOCHREALTIME; o=$("$work/rel-$t/$BENCH" $WORKLOAD | grep -E '^time_ms=|^PASS|^FAIL' | tr '\n' ' '); e=$EPOCHREALTIME
         echo "$t wall_s=$(python3 -c "print(round($e-$s, 4))") $o"; done

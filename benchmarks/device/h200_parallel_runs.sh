@@ -10,7 +10,7 @@ rm -rf "$work"; cp -r examples/cuda_stencil "$work"
 cmake -S "$work" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null && cmake --build "$work/build" -j 16 > /dev/null || exit 1
 exe=$work/build/stencil
 series() {  # $1 GPU, $2 label, $3 n argument: N runs, one wall time (s) per line
-  for i in $(seq "$N"); do
+  for _ in $(seq "$N"); do
     s=$(date +%s.%N); CUDA_VISIBLE_DEVICES=$1 "$exe" --n "$3" > /dev/null; e=$(date +%s.%N)
     echo "$2 gpu$1 n$3 $(python3 -c "print(round($e-$s,4))")"
   done

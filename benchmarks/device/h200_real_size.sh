@@ -26,13 +26,13 @@ cp -r "$REPO/benchmarks/projects/biglib" /tmp/bl/src
 cmake -S /tmp/bl/src -B /tmp/bl/build -G Ninja -DCMAKE_BUILD_TYPE=Release > "$raw/biglib-configure.log" 2>&1 \
   || { tail -20 "$raw/biglib-configure.log"; exit 1; }
 t=$(date +%s.%N); cmake --build /tmp/bl/build -j 16 > "$raw/biglib-build.log" 2>&1 || { tail -20 "$raw/biglib-build.log"; exit 1; }
-echo "biglib full build -j16: $(secs $t) s, $(grep -c 'Building CUDA object' "$raw/biglib-build.log") CUDA objects" | tee -a "$raw/machine.txt"
+echo "biglib full build -j16: $(secs "$t") s, $(grep -c 'Building CUDA object' "$raw/biglib-build.log") CUDA objects" | tee -a "$raw/machine.txt"
 /tmp/bl/build/bench/biglib_bench > "$raw/biglib-own-run.txt" 2>&1; echo "own run rc=$?" >> "$raw/machine.txt"
 t=$(date +%s.%N)
 (cd /tmp && timeout $((bl_box + 150)) python3 -m compileiq_cmake tune -S /tmp/bl/src -B /tmp/bl/build \
    --target biglib_cuda --bench biglib_bench --metric "total_us=([0-9.eE+-]+)" --pass-regex PASS \
    --time-limit "$bl_box" --workers 8 --output "$raw/biglib.toml" --json-summary "$raw/biglib.json") > "$raw/biglib.log" 2>&1
-echo "biglib tune rc=$? wall=$(secs $t)" | tee -a "$raw/machine.txt"
+echo "biglib tune rc=$? wall=$(secs "$t")" | tee -a "$raw/machine.txt"
 (cd /tmp && python3 -m compileiq_cmake trials -B /tmp/bl/build --json) > "$raw/biglib-trials.json" 2>&1
 mkdir -p "$raw/biglib-compiled"; cp /tmp/bl/build/compileiq/logs/*-compiled.log "$raw/biglib-compiled/" 2>/dev/null
 grep -E "focus|screening|time box|search:|written|no significant|winner|Winner" "$raw/biglib.log" | cut -c1-400 | tail -12
@@ -47,6 +47,6 @@ t=$(date +%s.%N)
 (cd /tmp && timeout $((suite_box + 120)) python3 -m compileiq_cmake tune --suite /tmp/s/src/suite.toml -S /tmp/s/src -B /tmp/s/build \
    --time-limit "$suite_box" --workers 8 --budget 200 --output "$raw/suite.toml.out" --json-summary "$raw/suite.json") \
    > "$raw/suite.log" 2>&1
-echo "suite rc=$? wall=$(secs $t)" | tee -a "$raw/machine.txt"
+echo "suite rc=$? wall=$(secs "$t")" | tee -a "$raw/machine.txt"
 grep -E "suite:|compile-step cache|variant trees" "$raw/suite.log" | cut -c1-300 | tail -8
 tar -C /tmp/rs-raw -czf "$OUTDIR/real-size.tar.gz" real-size

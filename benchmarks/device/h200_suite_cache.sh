@@ -48,7 +48,7 @@ t=$(date +%s.%N)
 (cd /tmp && timeout $((box + ${SUITE_GRACE:-120})) python3 -m compileiq_cmake tune --suite /tmp/s/src/suite.toml -S /tmp/s/src -B /tmp/s/build \
    --time-limit "$box" --workers 8 --budget 200 --output "$raw/suite.toml.out" --json-summary "$raw/suite.json" "${extra[@]}") \
    > "$raw/suite.log" 2>&1
-echo "suite rc=$? wall=$(secs $t)" | tee -a "$raw/machine.txt"
+echo "suite rc=$? wall=$(secs "$t")" | tee -a "$raw/machine.txt"
 for store in /tmp/s/build/compileiq/suite/*/trials.sqlite /tmp/s/build/compileiq/trials.sqlite; do
   [ -f "$store" ] && cp "$store" "$raw/$(basename "$(dirname "$store")")-trials.sqlite"
 done

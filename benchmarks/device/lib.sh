@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the device scripts (source it from the repository root): the carried wheels and the project
 # installed into the device machine's Python, and suite16's suite file made one for every program.
 
