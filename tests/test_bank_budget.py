@@ -9,7 +9,14 @@ import types
 
 import pytest
 
-from compileiq_cmake.decide.stats import BANK_SHARE, FALSE_ACCEPTANCE, TAIL_SAFETY, after_bank, bank_alpha
+from compileiq_cmake.decide.stats import (
+    BANK_RHO_FLOOR,
+    BANK_SHARE,
+    FALSE_ACCEPTANCE,
+    TAIL_SAFETY,
+    after_bank,
+    bank_alpha,
+)
 from compileiq_cmake.model.records import FlagSet, Status, Trial, Validation
 from compileiq_cmake.tune import bank as bank_module
 
@@ -41,9 +48,11 @@ class _Store:
 
 def test_each_bank_validation_runs_at_its_share_and_is_counted_in_the_store(monkeypatch):
     levels: list[float] = []
+    floors: list[float] = []
 
     def fake_validate(runner, build, trees, baseline, candidates, min_gain, seed, log, **kw):
         levels.append(kw["alpha"])
+        floors.append(kw["rho_floor"])
         return [Validation(candidates[0], (), 1.2, 1.1, 1.3, False, "rejected here")]
 
     monkeypatch.setattr(bank_module, "validate", fake_validate)
@@ -61,6 +70,7 @@ def test_each_bank_validation_runs_at_its_share_and_is_counted_in_the_store(monk
         trial = Trial(index=i, flagset=FlagSet((("a", i + 1),), (f"-a{i}",)), status=Status.OK)
         assert bank.validate(trial, {}) is None
     assert levels == [bank_alpha(0), bank_alpha(1), bank_alpha(2)]
+    assert floors == [BANK_RHO_FLOOR] * 3  # one candidate's rounds tell little of the correlation: at least this
     assert bank.validations == 3 and store.results[bank_module.LOOKS] == 3
     resumed = bank_module.Bank(
         setup, types.SimpleNamespace(build=None), store, lambda line: None, base, budget, lambda v, n: True
@@ -96,3 +106,27 @@ def test_the_finalists_validation_runs_at_the_level_the_bank_left(tmp_path, monk
 
     _decide(context, build, fake, [space.flagset({"a": 1})], 0.01, events, None, Limits(alpha=after_bank(2)))
     assert seen and seen[0] == after_bank(2)
+
+
+def test_a_validation_with_a_correlation_floor_allows_for_at_least_it():
+    """The bank's validations compare one candidate: the rounds' correlation read from 2 variants came out low
+    where the truth was 0.5, and those were the validations that accepted. With the floor the tests allow for
+    at least stats.BANK_RHO_FLOOR, whatever the rounds say."""
+    import random
+
+    from compileiq_cmake.decide.sequential import SequentialGainTest
+
+    from test_hardening_validation import _setup
+
+    fake, _ = _setup(__import__("pathlib").Path("/tmp"), {"t0": 1.0})
+    rng = random.Random(3)
+    samples = {
+        label: {w: [10.0 * (1 + 0.01 * rng.gauss(0, 1)) for _ in range(12)] for w in fake.spec.workloads}
+        for label in ("baseline", "c0")
+    }
+    plain = SequentialGainTest.planned(fake.spec, ("c0",), 0.01, 5, 12, 0.005)
+    floored = SequentialGainTest.planned(fake.spec, ("c0",), 0.01, 5, 12, 0.005, rho_floor=BANK_RHO_FLOOR)
+    plain.look(samples)
+    floored.look(samples)
+    assert plain.rho < BANK_RHO_FLOOR and floored.rho == BANK_RHO_FLOOR
+    assert floored.tests["c0"].rho == BANK_RHO_FLOOR and plain.tests["c0"].rho == plain.rho

@@ -10,8 +10,9 @@ counts when it writes a winner that holds finalist 1's flag. Two workloads, the 
 whose validation a time box ends after 6 rounds: the shape where the correlation is estimated from least);
 --bank N runs N bank validations (tune/bank.py: each of a flag without effect, fresh interleaved rounds, the
 real decide.validation.validate at its share stats.bank_alpha(j)) before the finalists, who then get what is
-left (stats.after_bank); --bank-full gives each bank validation the whole level, as before issue 51. A bank
-acceptance is a written winner (the bank writes at once).
+left (stats.after_bank), each allowing for at least stats.BANK_RHO_FLOOR of correlation, as tune/bank.py does;
+--bank-full gives each bank validation the whole level and no floor, as before issue 51. A bank acceptance is a
+written winner (the bank writes at once).
 
 Noise models (each run's value is the true time times a random factor; `sigma` the run-to-run spread):
   gaussian    1 + N(0, sigma)
@@ -52,6 +53,7 @@ import math
 import random
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -67,6 +69,11 @@ from compileiq_cmake.decide.stats import (
     relative_spread,
 )
 from compileiq_cmake.decide.validation import validate
+
+try:  # the bank's correlation floor (issue 51, third pass); absent from earlier decide/ (a "before" run)
+    from compileiq_cmake.decide.stats import BANK_RHO_FLOOR
+except ImportError:
+    BANK_RHO_FLOOR = None
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.events import EventStream
@@ -100,14 +107,16 @@ class NoiseRunner:
     state: dict = field(default_factory=dict)  # AR(1) noise carried over: (tree, workload) or "machine" -> last
     since_build: dict = field(default_factory=dict)  # (tree, workload) -> runs since the tree's last build
     baseline_builds: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)  # a validation builds its trees in threads
 
     def build(self, tree: VariantTree, flagset: FlagSet) -> BuildResult:
-        self.held[tree.path.name] = flagset
-        for key in [k for k in self.state if k[0] == tree.path.name]:  # a fresh build: its noise starts afresh
-            del self.state[key]
-        for key in [k for k in self.since_build if k[0] == tree.path.name]:
-            del self.since_build[key]
-        self.baseline_builds += not flagset.flags
+        with self.lock:
+            self.held[tree.path.name] = flagset
+            for key in [k for k in self.state if k[0] == tree.path.name]:  # a fresh build: its noise starts afresh
+                del self.state[key]
+            for key in [k for k in self.since_build if k[0] == tree.path.name]:
+                del self.since_build[key]
+            self.baseline_builds += not flagset.flags
         return BuildResult(ok=True, seconds=0.0)
 
     def _ar1(self, key, rho: float) -> float:
@@ -210,8 +219,9 @@ def one_tune(args: tuple[str, float, float, int, Shape]) -> tuple[bool, bool, in
     for j in range(shape.bank):  # the bank's validations during the search: A/A candidates, fresh rounds each
         full = FALSE_ACCEPTANCE * TAIL_SAFETY
         candidate = FlagSet((("bank", j + 1),), (f"-fbank{j}",))
+        floor = {} if shape.bank_full or BANK_RHO_FLOOR is None else {"rho_floor": BANK_RHO_FLOOR}
         (banked,) = validate(runner, runner.build, trees[:2], space.baseline(), [candidate], min_gain, seed + j,
-                             EventStream(), alpha=full if shape.bank_full else bank_alpha(j))
+                             EventStream(), alpha=full if shape.bank_full else bank_alpha(j), **floor)
         if banked.accepted:  # written at once: a false winner whatever the finalists do
             return True, False, runner.runs, banked.geomean_speedup, banked.geomean_ci_low, banked.geomean_ci_high
     if shape.bank and not shape.bank_full:

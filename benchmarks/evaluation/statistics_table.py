@@ -4,7 +4,11 @@ Clopper-Pearson bound), the power at each true gain, and the written interval's 
 speed-up's bias over the tunes that wrote the truly faster flag.
 
 Usage: python3 benchmarks/evaluation/statistics_table.py FILE.json [FILE.json ...]
-A later file's rows replace an earlier one's for the same model and seed (a re-run of some models)."""
+A later file's rows replace an earlier one's for the same model and seed (a re-run of some models).
+       python3 benchmarks/evaluation/statistics_table.py --compare BEFORE.json AFTER.json
+one run's rows before and after a change (same seeds and counts): per model the A/A false acceptances, and per
+true gain the tunes that wrote the faster flag, the written interval's coverage of the truth among them and the
+written intervals whose low end is at most 1 (issue 51)."""
 
 from __future__ import annotations
 
@@ -55,5 +59,42 @@ def tables(rows: dict) -> str:
     return "\n".join(out) + "\n\n" + "\n".join(cov)
 
 
+def _rate(k: int, n: int, digits: int = 1) -> str:
+    return f"{100 * k / n:.{digits}f}% ({k}/{n})" if n else "-"
+
+
+def compare(before: dict, after: dict) -> str:
+    """Two tables, before -> after row by row: A/A (with the after's 95% bound) and the power at each gain; the
+    written interval's coverage at each gain and the written intervals whose low end is at most 1."""
+    gains = sorted({k for row in after["models"].values() for k in row if k.startswith("gain_")},
+                   key=lambda k: float(k[5:]))
+    head = [f"true {100 * float(g[5:]):g}%" for g in gains]
+    power = ["| noise model | A/A before -> after (95% bound after) | "
+             + " | ".join(f"{h} written, before -> after" for h in head) + " |", "|" + "---|" * (2 + len(gains))]
+    cover = ["| noise model | " + " | ".join(f"coverage at {h}, before -> after" for h in head)
+             + " | written low end <= 1, before -> after |", "|" + "---|" * (2 + len(gains))]
+    for model, row in after["models"].items():
+        old = before["models"].get(model)
+        if old is None:
+            continue
+        aa, ab = row["aa"], old["aa"]
+        pcells = [model, f"{_rate(ab['false'], ab['tunes'], 2)} -> {_rate(aa['false'], aa['tunes'], 2)} "
+                         f"({100 * upper95(aa['false'], aa['tunes']):.2f}%)"]
+        ccells = [model]
+        for g in gains:
+            a, b = row[g], old[g]
+            pcells.append(f"{_rate(b['accepted'], b['tunes'])} -> {_rate(a['accepted'], a['tunes'])}; "
+                          f"runs {b['runs']:.0f} -> {a['runs']:.0f}")
+            ccells.append(f"{_rate(b['covered'], b['accepted'])} -> **{_rate(a['covered'], a['accepted'])}**")
+        low = [sum(r[g].get("written_low_at_most_1", 0) for g in gains) for r in (old, row)]
+        ccells.append(f"{low[0]} -> {low[1]}")
+        power.append("| " + " | ".join(pcells) + " |")
+        cover.append("| " + " | ".join(ccells) + " |")
+    return "\n".join(power) + "\n\n" + "\n".join(cover)
+
+
 if __name__ == "__main__":
-    print(tables(pool(sys.argv[1:])))
+    if sys.argv[1:2] == ["--compare"]:
+        print(compare(json.loads(open(sys.argv[2]).read()), json.loads(open(sys.argv[3]).read())))
+    else:
+        print(tables(pool(sys.argv[1:])))

@@ -84,14 +84,28 @@ class SequentialGainTest:
     rho: float = 0.0  # the last look's correlation estimate
     decided_at: int | None = None  # the look that decided every candidate (None: not decided)
     rounds: int = 0  # rounds seen by the last look or close
+    rho_floor: float = 0.0  # the least correlation the tests allow for (the bank's validations: stats.BANK_RHO_FLOOR)
 
     @classmethod
     def planned(
-        cls, spec: TuneSpec, labels: tuple[str, ...], min_gain: float, min_rounds: int, max_rounds: int, alpha: float
+        cls,
+        spec: TuneSpec,
+        labels: tuple[str, ...],
+        min_gain: float,
+        min_rounds: int,
+        max_rounds: int,
+        alpha: float,
+        rho_floor: float = 0.0,
     ) -> SequentialGainTest:
         """The test with its looks fixed before the first round: `looks(min_rounds, max_rounds)`."""
         return cls(
-            spec, labels, min_gain, looks(min_rounds, max_rounds), alpha, adjusted={label: 1.0 for label in labels}
+            spec,
+            labels,
+            min_gain,
+            looks(min_rounds, max_rounds),
+            alpha,
+            adjusted={label: 1.0 for label in labels},
+            rho_floor=rho_floor,
         )
 
     @property
@@ -99,7 +113,7 @@ class SequentialGainTest:
         return dict(zip(self.schedule, look_weights(self.schedule), strict=False))
 
     def _spend(self, samples: Samples, weight: float) -> None:
-        self.rho = rounds_rho(self.spec, samples)
+        self.rho = max(self.rho_floor, rounds_rho(self.spec, samples))
         for label in self.adjusted:
             if label in samples:
                 test = gain_test(
@@ -132,7 +146,7 @@ class SequentialGainTest:
         """The rounds ended after `rounds` (the time box, or --max-rounds): ended between looks, the next
         look's share is spent on them (one look more, never more than the schedule gave)."""
         self.rounds = rounds
-        self.rho = rounds_rho(self.spec, samples)
+        self.rho = max(self.rho_floor, rounds_rho(self.spec, samples))
         if rounds not in self.schedule:
             unspent = [n for n in self.schedule if n > rounds]
             if unspent:

@@ -287,6 +287,13 @@ TAIL_SAFETY = 0.5
 BANK_SHARE = 0.25
 
 
+# A bank validation compares one candidate with the baseline: from 2 variants the rounds' correlation is read from
+# little, and of a tune's many bank validations those whose estimate came out low are the ones that accept (the
+# simulator, rounds correlated at 0.5, 15 bank validations per A/A tune: 0.60% false winners, 5 of 6 from the
+# bank, accepted at estimates of 0.04-0.31). Its tests allow for at least the prior's upper end.
+BANK_RHO_FLOOR = RHO_PRIOR + RHO_PRIOR_SD
+
+
 def bank_alpha(j: int) -> float:
     """The level of the tune's j-th bank validation (j = 0, 1, ...)."""
     return FALSE_ACCEPTANCE * TAIL_SAFETY * BANK_SHARE * 0.5 ** (j + 1)

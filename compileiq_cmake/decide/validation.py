@@ -38,12 +38,14 @@ def validate(
     may_continue: Callable[[float], bool] | None = None,
     alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY,
     max_rounds: int | None = None,
+    rho_floor: float = 0.0,
 ) -> list[Validation]:
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
     workload, and compare each candidate with the baseline by the sequential gain test (sequential.py: its
     looks, their shares of `alpha`, Holm, the rules of a verdict). `min_rounds` (default the spec's): fewer
     when the time box's plan says so; `may_continue`: the time box (see rounds.interleave); `max_rounds`
-    (default and at most the spec's): the rounds the box can hold, within which the looks are placed. Until
+    (default and at most the spec's): the rounds the box can hold, within which the looks are placed;
+    `rho_floor`: the least rounds' correlation its tests allow for (the bank's, stats.BANK_RHO_FLOOR). Until
     every candidate is decided each is measured in every round, and each verdict uses every round measured."""
     log = as_stream(log)
     spec = runner.spec
@@ -55,7 +57,7 @@ def validate(
     if not builds["baseline"].ok:
         return [Validation(fs, (), 0.0, 0.0, 0.0, False, "the baseline failed to re-build") for fs in candidates]
     labels = tuple(f"c{i}" for i in range(len(candidates)))
-    test = SequentialGainTest.planned(spec, labels, min_gain, min_rounds, top, alpha)
+    test = SequentialGainTest.planned(spec, labels, min_gain, min_rounds, top, alpha, rho_floor)
     clock = time.perf_counter()
     inter = interleave(
         runner,
@@ -111,7 +113,9 @@ def _say_rounds(log: EventStream, candidates: int, inter: Interleaved, test: Seq
         cut_short=inter.cut_short,
         looks=[n for n in test.schedule if n <= inter.rounds],
     )
-    if test.rho > RHO_PRIOR + 0.05:  # these rounds moved it: said (the prior's own allowance is docs/statistics.md's)
+    if (
+        test.rho > max(RHO_PRIOR, test.rho_floor) + 0.05
+    ):  # these rounds moved it: said (the prior's own allowance is docs/statistics.md's)
         log.info(
             f"validation: a build's runs are correlated from round to round (lag-1 r={test.rho:.2f}: the prior's "
             f"{RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "

@@ -129,8 +129,9 @@ class FlagsEntry:
     untested_flags: tuple[str, ...] = ()
     # where speedup and its intervals come from: "confirmation" (rounds of the winner measured after every
     # decision, used for nothing else), "deciding rounds" (no time was left for a confirmation: the rounds
-    # that accepted it, a little optimistic), "validation and confirmation" (a confirmation too short to show it
-    # faster alone, pooled with the rounds that accepted it), "" (entries written before it was recorded)
+    # that accepted it, a little optimistic), "validation and confirmation" (entries of issue 51's second pass: a
+    # confirmation too short to show it faster alone, pooled with the rounds that accepted it; no longer written:
+    # such a confirmation now goes on with fresh rounds), "" (entries written before it was recorded)
     speedup_from: str = field(
         default="", metadata={"one_of": ("", "confirmation", "deciding rounds", "validation and confirmation")}
     )

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..decide.procedure import ValidationContext
-from ..decide.stats import bank_alpha
+from ..decide.stats import BANK_RHO_FLOOR, bank_alpha
 from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor
 from ..model.events import Log, as_stream
@@ -123,6 +123,7 @@ class Bank:
             may_continue=limits.validation_continue if limits is not None else None,
             max_rounds=limits.max_rounds if limits is not None else None,
             alpha=bank_alpha(looks),
+            rho_floor=BANK_RHO_FLOOR,
         )
         stream.info(
             f"bank: {verdict(v)} {v.flagset.describe()}: {v.geomean_speedup:.4f}x "
