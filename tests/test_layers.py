@@ -145,8 +145,6 @@ MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 # Modules over the limit, each capped at its line count when this test came (it may shrink, never grow):
 MODULES_OVER = {
-    # over 450 since `ruff format` (one argument a line where a call does not fit in 120 columns); to split next
-    "ui/parser.py": 622,  # the argparse tables
     "results/report.py": 464,
     # a standalone script (`python -I -S ptxas_route.py`: the standard library only, no sibling module to import)
     "execute/ptxas_route.py": 485,
@@ -202,18 +200,25 @@ def _argparse_table(node: ast.FunctionDef | ast.AsyncFunctionDef, tables: set[st
 def _sizes() -> tuple[dict[str, int], dict[tuple[str, str], int]]:
     """Each module's lines and each function's (the argparse tables left out), by path under the package."""
     modules, functions = {}, {}
+    found: dict[str, list] = {}
     for path in MODULES.values():
         rel = path.relative_to(ROOT).as_posix()
         text = path.read_text()
         modules[rel] = len(text.splitlines())
-        found = _functions(ast.parse(text))
-        tables: set[str] = set()
-        while True:  # a table may call another table
-            more = {name for name, node in found if name not in tables and _argparse_table(node, tables)}
-            if not more:
-                break
-            tables |= more
-        for name, node in found:
+        found[rel] = _functions(ast.parse(text))
+    tables: set[str] = set()
+    while True:  # a table may call another table, also one imported from another module (by its name)
+        more = {
+            name
+            for nodes in found.values()
+            for name, node in nodes
+            if name not in tables and _argparse_table(node, tables)
+        }
+        if not more:
+            break
+        tables |= more
+    for rel, nodes in found.items():
+        for name, node in nodes:
             if name not in tables:
                 functions[(rel, name)] = node.end_lineno - node.lineno + 1
     return modules, functions
@@ -254,7 +259,7 @@ def test_the_argparse_tables_are_found_and_a_long_function_is_caught(tmp_path, m
     """The checker itself: the parser's tables are exempt (and only they), and a made-up long module with a long
     function is caught."""
     _, functions = _sizes()
-    assert ("ui/parser.py", "build_parser") not in functions and ("ui/parser.py", "_add_tune") not in functions
+    assert ("ui/parser.py", "build_parser") not in functions and ("ui/tune_options.py", "add_tune") not in functions
     assert ("ui/parser.py", "_spec_from_args") in functions
     fake = ROOT / "model" / "too_long.py"
     body = "def f():\n" + "    x = 1\n" * 90 + "    return x\n" + "\n" * 400

@@ -24,7 +24,8 @@ from ..results.schema import duplicate_entries, duplicates_line
 from ..results.store import TrialStore
 from ..results.toml_io import read_entries
 from ..search.prior import space_prior
-from .parser import PROG, _split
+from .parser import PROG
+from .tune_options import split as _split
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
