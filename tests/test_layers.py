@@ -145,7 +145,6 @@ MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 # Modules over the limit, each capped at its line count when this test came (it may shrink, never grow):
 MODULES_OVER = {
-    "results/report.py": 464,
     # a standalone script (`python -I -S ptxas_route.py`: the standard library only, no sibling module to import)
     "execute/ptxas_route.py": 485,
 }

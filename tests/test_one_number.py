@@ -87,7 +87,8 @@ def test_every_place_quotes_the_written_sets_validated_number(tmp_path, seed, so
 
 
 def test_plot_labels_are_flags_shortened_and_empty_sections_say_why():
-    from compileiq_cmake.results.report import empty_sections, short_label
+    from compileiq_cmake.results.report import empty_sections
+    from compileiq_cmake.results.report_plots import short_label
 
     assert short_label([]) == "(project's own flags)" and short_label(["--use_fast_math"]) == "--use_fast_math"
     long = short_label(["-Xptxas=-O1", "-Xptxas=--register-usage-level=8", "-maxrregcount=64", "--use_fast_math"])

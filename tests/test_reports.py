@@ -379,7 +379,7 @@ def test_check_gate_on_the_host_example(tmp_path):
 def test_one_rule_says_whether_a_tune_was_on_gpus_for_the_console_and_the_report(replayed):
     """summary.gpu_tune: a CUDA target, GPUs given (simulated too) or a trial that ran on one; the console's
     table (the replayed tune on 2 simulated GPUs speaks of them) and the report (_on_gpu) ask it alike."""
-    from compileiq_cmake.results.report import _on_gpu
+    from compileiq_cmake.results.report_plots import _on_gpu
     from compileiq_cmake.results.summary import gpu_tune
 
     assert gpu_tune("CUDA", [], []) and gpu_tune("CXX", ["0"], []) and gpu_tune("CXX", [], [None, "1"])
