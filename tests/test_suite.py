@@ -339,7 +339,8 @@ def test_targets_in_flight_together_share_the_simulated_gpus_through_one_schedul
     assert all(b <= doc["wall_seconds"] + 0.5 for n, b in sched["busy_seconds"].items() if n != "build"), sched
     ran = doc["targets"]
     assert all(t["status"] in ("tuned", "no gain") and t["trials"] == 6 and t["device_seconds"] > 0 for t in ran)
-    assert sum(t["seconds"] for t in ran) > 1.3 * doc["wall_seconds"]  # in flight together
+    spans = sorted((t["started"], t["started"] + t["seconds"]) for t in ran)  # the tool's own timeline
+    assert any(b[0] < a[1] for a, b in zip(spans, spans[1:], strict=False)), spans  # in flight together
     for i in range(4):
         assert (tmp_path / "build" / "compileiq" / "suite" / f"t{i}" / "trials.sqlite").is_file()
     assert "[t0] " in proc.stdout and "3 targets at a time" in proc.stdout
