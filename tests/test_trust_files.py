@@ -494,3 +494,31 @@ def test_a_trial_store_write_on_a_full_disk_says_the_disk_is_full(tmp_path):
     with pytest.raises(CompileIQError) as exc:
         store.save_result("x", 1)
     _one_line(exc, str(tmp_path / "trials.sqlite"), "the disk is full")
+
+
+@pytest.mark.unit
+def test_an_acf_and_a_compare_file_are_read_as_regular_files_and_bounded(tmp_path, monkeypatch):
+    """Issue 51: the user's --acf files and the --compare-file a run writes are read like every other file
+    others wrote: a device (a link to /dev/zero) is one line, not a read forever; a file over the cap too."""
+    from compileiq_cmake.flags import acf
+    from compileiq_cmake.measure.numerics import read_file_numbers
+    from compileiq_cmake.model.errors import UsageError
+
+    zero = tmp_path / "zero.acf"
+    zero.symlink_to("/dev/zero")
+    with pytest.raises(UsageError, match=r"--acf: .*zero\.acf is a device, not a regular file"):
+        acf.user_files((zero,), tmp_path / "store")
+    big = tmp_path / "big.acf"
+    big.write_bytes(b"x" * 65)
+    monkeypatch.setattr(acf, "ACF_MAX_BYTES", 64)
+    with pytest.raises(UsageError, match="more than 64 bytes"):
+        acf.user_files((big,), tmp_path / "store")
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").iterdir())
+
+    out = tmp_path / "out.txt"
+    assert read_file_numbers(out) == "did not write"
+    out.symlink_to("/dev/zero")
+    assert "is a device, not a regular file" in str(read_file_numbers(out))
+    out.unlink()
+    out.write_text("1.5 2\n-3e2\n")
+    assert read_file_numbers(out) == (1.5, 2.0, -300.0)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..model.errors import CompileIQError
+from ..model.reading import read_regular
 from .space import Dimension, FlagSpace
 
 ACF_DIMENSION = "apply_controls"
@@ -106,14 +107,14 @@ def store(data: bytes, folder: Path, origin: str, kind: str = "ptxas") -> AcfFil
     return AcfFile(sha256=digest, path=path.resolve(), origin=origin, kind=kind)
 
 
+ACF_MAX_BYTES = 16 << 20  # an --acf file is read up to this many bytes (NVIDIA's are a few kilobytes)
+
+
 def user_files(paths: tuple[Path, ...], folder: Path) -> list[AcfFile]:
     """The user's --acf files, stored content-addressed beside the sampled ones (the user may edit theirs)."""
     out = []
-    for p in paths:
-        try:
-            data = Path(p).read_bytes()
-        except OSError as exc:
-            raise CompileIQError(f"advanced control file {p} cannot be read ({exc.strerror})") from None
+    for p in paths:  # the user's: a regular file, read up to ACF_MAX_BYTES (a link to /dev/zero ends), else exit 2
+        data = read_regular(p, ACF_MAX_BYTES, "--acf", noun="advanced control file (.acf)")
         out.append(store(data, folder, f"--acf {p}"))
     return out
 

@@ -7,6 +7,8 @@ import math
 import re
 from pathlib import Path
 
+from ..model.errors import MeasurementError
+from ..model.reading import read_regular
 from ..model.wording import plural
 
 _NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf(?:inity)?)", re.IGNORECASE)
@@ -30,11 +32,20 @@ def extract_numbers(text: str, line_regex: str | None) -> tuple[float, ...]:
     return tuple(numbers)
 
 
-def read_file_numbers(path: Path) -> tuple[float, ...] | None:
+COMPARE_FILE_MAX_BYTES = 1 << 30  # a --compare-file is read up to this many bytes (a link to /dev/zero ends)
+
+
+def read_file_numbers(path: Path) -> tuple[float, ...] | str:
+    """The numbers in the --compare-file a run wrote, or why there are none in one phrase ("did not write
+    it", a file that is not a regular one, one over COMPARE_FILE_MAX_BYTES): read as a regular file only and
+    bounded by the bytes actually read (model.reading)."""
+    if not path.exists() and not path.is_symlink():
+        return "did not write"
     try:
-        return extract_numbers(path.read_text(errors="replace"), None)
-    except OSError:
-        return None
+        data = read_regular(path, COMPARE_FILE_MAX_BYTES, "", MeasurementError, "file of numbers")
+    except MeasurementError as exc:
+        return str(exc)
+    return extract_numbers(data.decode("utf-8", errors="replace"), None)
 
 
 def numerics_changed(reference: tuple[float, ...], values: tuple[float, ...], rtol: float, atol: float) -> str | None:
