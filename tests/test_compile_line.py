@@ -66,9 +66,86 @@ def test_an_O0_after_releases_O3_is_read_as_O0_and_the_level_is_measured_first(t
     assert "compiles the target at -O0 (the last -O of its compile commands" in log, log
 
 
-def test_a_release_build_at_O3_keeps_the_order(tmp_path):
+def test_a_release_build_at_O3_keeps_the_level_where_it_is(tmp_path):
+    ts, log = _setup(tmp_path, _project(tmp_path, "-Wall -march=x86-64-v2"))
+    assert not _opt_first(ts) and "measured first" not in log, log  # an instruction set named: nothing first
+
+
+def _first(ts, name: str) -> bool:
+    return next(d for d in ts.space.dimensions if d.name == name).measured_first
+
+
+def test_a_target_that_names_no_instruction_set_has_march_native_measured_first(tmp_path):
     ts, log = _setup(tmp_path, _project(tmp_path, "-Wall"))
-    assert not _opt_first(ts) and "measured first" not in log, log
+    assert _first(ts, "march_native") and not _first(ts, "opt_level"), log
+    assert "names no instruction set (no -march/-mcpu/-mtune" in log and "-march=native is measured first" in log
+
+
+POPCOUNT = """#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <thread>
+#include <vector>
+int main() {
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a slow run: set-up the metric does not see
+  std::vector<std::uint64_t> v(1 << 18);
+  std::uint64_t x = 88172645463325252ull;
+  for (auto& e : v) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; e = x; }
+  auto t0 = std::chrono::steady_clock::now();
+  std::uint64_t s = 0;
+  for (int r = 0; r < 60; ++r)
+    for (auto e : v) s += __builtin_popcountll(e ^ static_cast<std::uint64_t>(r));
+  auto t1 = std::chrono::steady_clock::now();
+  std::printf("time_ms=%.3f\\nchecksum=%llu\\nPASS\\n", std::chrono::duration<double, std::milli>(t1 - t0).count(),
+              static_cast<unsigned long long>(s));
+}
+"""
+
+
+def _tune_three(tmp_path: Path, options: str) -> tuple[dict, list]:
+    """The popcount program (at -O3 a libgcc call per word; with this CPU's instructions one instruction, or
+    vectorized) built with `options` after CMake's Release flags, tuned with room for 3 trials."""
+    import json
+
+    from compileiq_cmake.results.toml_io import read_entries
+
+    from conftest import run_cli
+
+    src = tmp_path / "p"
+    src.mkdir()
+    (src / "main.cpp").write_text(POPCOUNT)
+    (src / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.20)\nproject(p LANGUAGES CXX)\nadd_executable(bench main.cpp)\n"
+        f"target_compile_options(bench PRIVATE {options})\n"
+    )
+    build = tmp_path / "build"
+    assert configure(src, build, "-DCMAKE_BUILD_TYPE=Release").returncode == 0
+    proc = run_cli(
+        "tune", "-S", str(src), "-B", str(build), "--target", "bench", "--bench", "bench",
+        "--metric", r"time_ms=([0-9.eE+-]+)", "--pass-regex", "PASS", "--compare-output", r"checksum=([0-9]+)",
+        "--budget", "4", "--workers", "1", "--no-learn", "--json-summary", str(tmp_path / "s.json"),
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    doc = json.loads((tmp_path / "s.json").read_text())
+    return doc, read_entries(src / "compileiq.toml")
+
+
+@pytest.mark.slow
+def test_an_O0_target_with_three_trials_measures_a_level_first_and_writes_its_win(tmp_path):
+    doc, entries = _tune_three(tmp_path, "-O0")
+    first = next(t for t in doc["trials"] if t["index"] == 1)
+    assert {"-O2", "-O3"} & set(first["flags"]), first
+    (entry,) = entries
+    assert {"-O2", "-O3"} & set(entry.flags) and entry.speedup_ci[0] > 1.5, entry
+
+
+@pytest.mark.slow
+def test_an_O3_target_that_gains_only_from_march_gets_it_within_three_trials(tmp_path):
+    doc, entries = _tune_three(tmp_path, "-Wall")
+    first = next(t for t in doc["trials"] if t["index"] == 1)
+    assert first["flags"] == ["-march=native"], first
+    (entry,) = entries
+    assert any(f.startswith("-march=") for f in entry.flags) and entry.speedup_ci[0] > 2.0, entry
 
 
 @pytest.mark.cuda

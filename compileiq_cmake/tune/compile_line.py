@@ -1,5 +1,6 @@
 """Tune stage, setup: the project's own compile line read as evidence before the search (issue 52): a host
-target built at a low optimization level has its level measured first; a CUDA target built with -G is said.
+target built at a low optimization level has its level measured first, one that names no instruction set
+-march=native; a CUDA target built with -G is said.
 (The optimization level is the command's last -O, in the command's order: CMake's Release -O3 followed by a
 target_compile_options(-O0) is -O0.)"""
 
@@ -21,7 +22,8 @@ def compile_line_evidence(space: FlagSpace, entries: list[Entry], language: str,
     """The space with what the project's compile line says applied (and said in one line each); `entries`: the
     target's compile commands in its language (the project's own build)."""
     _say_device_debug(entries, language, log)
-    return _unoptimized_first(space, _own_levels(entries), language, log)
+    space = _unoptimized_first(space, _own_levels(entries), language, log)
+    return _generic_isa_first(space, entries, language, log)
 
 
 _LEVEL = re.compile(r"^-O(\d|s|z|g|fast)?$")
@@ -54,6 +56,28 @@ def _unoptimized_first(space: FlagSpace, levels: dict[str, str], language: str, 
     as_stream(log).info(
         f"the project's own build compiles the target at {' / '.join(seen)} (the last -O of its compile "
         "commands; none means -O0): the optimization level (-O2, -O3) is measured first"
+    )
+    return replace(space, dimensions=dims)
+
+
+_ISA = ("-march=", "-mcpu=", "-mtune=", "-mavx", "-msse4", "-mpopcnt", "-mfma")
+
+
+def _generic_isa_first(space: FlagSpace, entries: list[Entry], language: str, log: Log) -> FlagSpace:
+    """A host target whose compile commands name no instruction set (no -march/-mcpu/-mtune, no -mavx...:
+    the compiler's generic one, SSE2 on x86-64) has -march=native measured first (after an unoptimized build's
+    level): this CPU's instructions are the next big mover of compute-bound code (a popcount loop at -O3: 35x
+    here), and a short box may hold only a few trials. `tune --portable` has no such dimension: nothing said."""
+    if language not in ("C", "CXX") or not entries:
+        return space
+    if any(t.startswith(_ISA) for e in entries for t in tokens(e)):
+        return space
+    dims = tuple(replace(d, measured_first=True) if d.name == "march_native" else d for d in space.dimensions)
+    if dims == space.dimensions:
+        return space
+    as_stream(log).info(
+        "the project's own build names no instruction set (no -march/-mcpu/-mtune: the compiler's generic "
+        "one): -march=native is measured first"
     )
     return replace(space, dimensions=dims)
 
