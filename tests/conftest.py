@@ -19,6 +19,27 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 PROJECTS = REPO / "tests" / "projects"
 HAVE_NVCC = shutil.which("nvcc") is not None
+SAMPLE_LANDSCAPE = REPO / "benchmarks" / "landscapes" / "sample_small.json"  # synthetic: no GPU, no compiler
+
+
+def replay_args(tmp_path: Path, *extra: str, landscape: Path = SAMPLE_LANDSCAPE) -> list[str]:
+    """The arguments of a replayed `tune` (`--replay` answers every build and run from `landscape`) of its
+    target in `tmp_path` (src/ made, build/, compileiq.toml), then `extra`."""
+    (tmp_path / "src").mkdir(parents=True, exist_ok=True)
+    return [
+        "tune",
+        "-S",
+        str(tmp_path / "src"),
+        "-B",
+        str(tmp_path / "build"),
+        "--target",
+        landscape.stem,
+        "--replay",
+        str(landscape),
+        "--output",
+        str(tmp_path / "compileiq.toml"),
+        *extra,
+    ]
 
 
 def run_cli(*args: str, cwd: Path | None = None, timeout: float = 900) -> subprocess.CompletedProcess:

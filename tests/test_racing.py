@@ -8,8 +8,6 @@ import json
 import math
 import random
 import sqlite3
-import subprocess
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -22,8 +20,7 @@ from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.tune.finalists import pick
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"
+from conftest import replay_args, run_cli
 
 
 @pytest.mark.unit
@@ -138,17 +135,10 @@ def test_a_raced_trial_is_never_a_finalist_even_when_it_looks_best():
 
 
 def _replay_tune(tmp_path: Path, *extra: str) -> tuple[str, list[tuple[list[str], str, str, list[int]]]]:
-    src = tmp_path / "src"
-    src.mkdir(parents=True, exist_ok=True)
-    build = tmp_path / "build"
-    proc = subprocess.run(
-        [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(src), "-B", str(build), "--target",
-         "sample_small", "--replay", str(SAMPLE), "--budget", "25", "--output", str(tmp_path / "o.toml"),
-         "--json-summary", str(tmp_path / "s.json"), *extra],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+    args = replay_args(tmp_path, "--budget", "25", "--json-summary", str(tmp_path / "s.json"), *extra)
+    proc = run_cli(*args, cwd=tmp_path, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    db = sqlite3.connect(build / "compileiq" / "trials.sqlite")
+    db = sqlite3.connect(tmp_path / "build" / "compileiq" / "trials.sqlite")
     rows = [
         (json.loads(flags), status, reason, [len(m["samples"]) for m in json.loads(meas)])
         for flags, status, reason, meas in db.execute("SELECT flags, status, reason, measurements FROM trials")

@@ -22,6 +22,7 @@ from compileiq_cmake.system.json_files import load_json
 from compileiq_cmake.tune.orchestration import check_summary_writable
 from compileiq_cmake.ui import cli
 
+from conftest import replay_args
 from test_result_file import make_entry
 
 pytestmark = pytest.mark.unit
@@ -369,28 +370,9 @@ def test_a_tune_that_measured_nothing_exits_non_zero(tmp_path):
     import subprocess
     import sys
 
-    landscape = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
-    (tmp_path / "src").mkdir()
     env = {**os.environ, "COMPILEIQ_REPLAY_PACE": "1500", "COMPILEIQ_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compileiq_cmake",
-            "tune",
-            "-S",
-            str(tmp_path / "src"),
-            "-B",
-            str(tmp_path / "build"),
-            "--target",
-            "sample_small",
-            "--replay",
-            str(landscape),
-            "--time-limit",
-            "1",
-            "--output",
-            str(tmp_path / "compileiq.toml"),
-        ],
+        [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path, "--time-limit", "1")],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -404,25 +386,6 @@ def test_a_tune_that_measured_nothing_exits_non_zero(tmp_path):
 
 
 # ---- a full disk -------------------------------------------------------------------------------------------
-
-SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
-
-
-def _replay_args(tmp_path: Path) -> list[str]:
-    (tmp_path / "src").mkdir(exist_ok=True)
-    return [
-        "tune",
-        "-S",
-        str(tmp_path / "src"),
-        "-B",
-        str(tmp_path / "build"),
-        "--target",
-        "sample_small",
-        "--replay",
-        str(SAMPLE),
-        "--output",
-        str(tmp_path / "compileiq.toml"),
-    ]
 
 
 def _fails_with(error: BaseException, state: Path):
@@ -446,7 +409,7 @@ def test_a_full_disk_during_a_tune_is_one_line_and_the_state_is_kept(tmp_path, c
     fragment = state / "worker-0" / "compileiq_trial_flags.cmake"
     full = OSError(errno.ENOSPC, "No space left on device", str(fragment))
     monkeypatch.setattr(orchestration, "replay_setup", _fails_with(full, state))
-    rc = cli.main(_replay_args(tmp_path))
+    rc = cli.main(replay_args(tmp_path))
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
     assert "the disk is full" in err[0] and str(fragment) in err[0] and "kept" in err[0], err[0]
@@ -466,7 +429,7 @@ def test_a_configure_that_failed_for_want_of_space_keeps_the_state_and_says_why(
     monkeypatch.setattr(orchestration, "replay_setup", _fails_with(failed, state))
     usage = namedtuple("usage", "total used free")
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage(1 << 30, (1 << 30) - (3 << 20), 3 << 20))
-    rc = cli.main(_replay_args(tmp_path))
+    rc = cli.main(replay_args(tmp_path))
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1, err
     assert "the configure step did not finish" in err[0] and "is full (3 MiB free)" in err[0], err[0]
@@ -516,7 +479,7 @@ def test_an_acf_and_a_compare_file_are_read_as_regular_files_and_bounded(tmp_pat
     assert not (tmp_path / "store").exists() or not any((tmp_path / "store").iterdir())
 
     out = tmp_path / "out.txt"
-    assert read_file_numbers(out) == "did not write"
+    assert read_file_numbers(out) is None
     out.symlink_to("/dev/zero")
     assert "is a device, not a regular file" in str(read_file_numbers(out))
     out.unlink()

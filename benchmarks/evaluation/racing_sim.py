@@ -15,7 +15,7 @@ import json
 import random
 import statistics
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,7 +40,6 @@ CASES = (("winner by 5%", 0.95), ("winner by 2%", 0.98), ("as fast as the best",
 class SimRunner(Runner):
     noise: NoiseRunner | None = None
     runs: int = 0
-    held: dict = field(default_factory=dict)
 
     def run(self, tree: VariantTree, workload: tuple[str, ...]) -> RunResult:
         assert self.noise is not None
@@ -64,7 +63,7 @@ def one(model: str, factor: float, seed: int, tmp: Path) -> tuple[bool, int]:
         trials[name] = Trial(len(trials), sets[name], Status.OK, measurements=m.measurements)
     base = trials["base"]
     level = max(relative_spread(m.samples) for m in base.measurements)
-    look = race_look(SimpleNamespace(spec=spec), base, {k: t for k, t in trials.items()}, lambda t: base,
+    look = race_look(SimpleNamespace(spec=spec), base, dict(trials), lambda t: base,
                      auto_min_gain(level), level)  # fmt: skip
     noise.build(trees["cand"], sets["cand"])
     before = runner.runs

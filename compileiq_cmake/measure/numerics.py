@@ -35,12 +35,12 @@ def extract_numbers(text: str, line_regex: str | None) -> tuple[float, ...]:
 COMPARE_FILE_MAX_BYTES = 1 << 30  # a --compare-file is read up to this many bytes (a link to /dev/zero ends)
 
 
-def read_file_numbers(path: Path) -> tuple[float, ...] | str:
-    """The numbers in the --compare-file a run wrote, or why there are none in one phrase ("did not write
-    it", a file that is not a regular one, one over COMPARE_FILE_MAX_BYTES): read as a regular file only and
+def read_file_numbers(path: Path) -> tuple[float, ...] | str | None:
+    """The numbers in the --compare-file a run wrote; None when it wrote none; else why it cannot be read in one
+    line (a file that is not a regular one, one over COMPARE_FILE_MAX_BYTES): read as a regular file only and
     bounded by the bytes actually read (model.reading)."""
     if not path.exists() and not path.is_symlink():
-        return "did not write"
+        return None
     try:
         data = read_regular(path, COMPARE_FILE_MAX_BYTES, "", MeasurementError, "file of numbers")
     except MeasurementError as exc:

@@ -233,10 +233,10 @@ class Runner:
             numbers = extract_numbers(outcome.output, spec.compare_output)
         elif compare_file is not None:
             found = read_file_numbers(compare_file)
-            if isinstance(found, str):
+            if not isinstance(found, tuple):
                 return RunResult(
                     Status.NUMERICS_CHANGED,
-                    f"did not write {spec.compare_file}{where}" if found == "did not write" else f"{found}{where}",
+                    f"did not write {spec.compare_file}{where}" if found is None else f"{found}{where}",
                     seconds=outcome.seconds,
                     warnings=outcome.warnings,
                 )

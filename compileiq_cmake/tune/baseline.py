@@ -42,11 +42,15 @@ class Baselines:
     noise: float
     min_gain: float
     references: dict[str, VariantTree]
-    warmup: int | None = None  # the search trials' warm-up runs (None: the spec's; 0: the first run is not cold)
+    warmup: int  # the search trials' warm-up runs (search_warmup: the spec's, or 0 when a first run is not cold)
+
+    def of_gpu(self, device: str) -> Trial:
+        """The baseline measured on the GPU `device` ("": the one GPU, or no GPU)."""
+        return self.per_gpu.get(device, self.baseline)
 
     def base_of(self, trial: Trial) -> Trial:
         """The baseline a trial is compared with: the one measured on the GPU it ran on."""
-        return self.per_gpu.get(trial.gpu, self.baseline)
+        return self.of_gpu(trial.gpu)
 
 
 @dataclass(frozen=True)

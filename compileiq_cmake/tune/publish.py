@@ -223,14 +223,13 @@ def _notes(
     with --time-limit, the whole tune's time against it and what the box left untested."""
     spec = setup.spec
     trials, timings = search.trials, search.timings
-    warm = spec.warmup if base.warmup is None else base.warmup  # the search trials' (the baseline's: the spec's)
     runs = sum(
-        len(m.samples) + len(m.reference) + (spec.warmup if t.flagset.is_baseline else warm)
+        len(m.samples) + len(m.reference) + (spec.warmup if t.flagset.is_baseline else base.warmup)
         for t in fresh
         if t.same_code_as is None
         for m in t.measurements
     )
-    saved = sum((spec.repeats + warm) * len(spec.workloads) for t in fresh if t.same_code_as is not None)
+    saved = sum((spec.repeats + base.warmup) * len(spec.workloads) for t in fresh if t.same_code_as is not None)
     raced = sum(1 for t in fresh if t.raced and t.same_code_as is None)
     notes = []
     shared = sum(1 for t in fresh if t.same_code_as is not None)

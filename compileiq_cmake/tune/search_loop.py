@@ -164,8 +164,7 @@ class SearchLoop:
         if reference is not None:  # once 3 paired trials show it, the noise pairing leaves
             paired, n = noise_of_pairs(known.values())
             floor = paired if n >= 3 else base.noise
-        baseline = base.per_gpu.get(device, base.baseline) if len(base.runners) > 1 else base.baseline
-        race = race_look(setup, baseline, known, base.base_of, base.min_gain, floor)
+        race = race_look(setup, base.of_gpu(device), known, base.base_of, base.min_gain, floor)
         trial = run_trial(on, setup, tree, index, flagset, build, reference, log, race=race, warmup=base.warmup)
         if len(base.runners) > 1:
             assert on.gpu is not None  # (each of several runners has its GPU)

@@ -77,11 +77,8 @@ def run_trial(
             wall_seconds=build.seconds,
             failure=build.failure,
         )
-    extra: dict = {"after_first": after_first} if after_first else {}
-    if race is not None:
-        extra["race"] = race
     warm = setup.spec.warmup if warmup is None else warmup  # the search's: Baselines.warmup
-    m = runner.measure(tree, setup.spec.repeats, warm, reference, **extra)
+    m = runner.measure(tree, setup.spec.repeats, warm, reference, after_first, race)
     if log is not None:
         stream = as_stream(log)  # the tune's stream: each warning once per tune
         for warning in getattr(m, "warnings", ()):
@@ -91,7 +88,7 @@ def run_trial(
         index,
         flagset,
         m.status,
-        m.reason or getattr(m, "stopped", ""),
+        m.reason or m.stopped,
         m.measurements,
         build.seconds,
         m.seconds,
@@ -102,7 +99,7 @@ def run_trial(
         failure=getattr(m, "failure", None),
         binary_bytes=build.binary_bytes,
         device_bytes=build.device_bytes,
-        warm=getattr(m, "warm", ()),
+        warm=m.warm,
     )
 
 
