@@ -6,6 +6,8 @@
 # after a cut resumes the tune from its store (its trials and the seconds it spent of the box).
 #   bash benchmarks/device/h200_biglib_box.sh build            # the project's own build (timed), once
 #   bash benchmarks/device/h200_biglib_box.sh tune <box> <call> # the tune, or its resume
+# BL_TAG=x keeps a variant's state apart (build-dev/blx, $OUT/biglib-box-x.tar.gz); TUNE_EXTRA adds tune options
+# (e.g. TUNE_EXTRA=--no-race for issue 54's comparison of the same box with and without racing).
 # Raw results: $OUT/biglib-box.tar.gz (machine.txt, biglib.log of every call, biglib.json, biglib-trials.json,
 # biglib-compiled/: what every build of each variant tree compiled, the TOML written).
 set -u -o pipefail
@@ -14,7 +16,7 @@ OUTDIR=${OUT:-/tmp/compileiq-out}; mkdir -p "$OUTDIR"
 REPO=$(pwd)
 . benchmarks/device/lib.sh
 install_wheels || exit 1
-W=$REPO/build-dev/bl; raw=$W/raw; mkdir -p "$raw"
+W=$REPO/build-dev/bl${BL_TAG:-}; raw=$W/raw; mkdir -p "$raw"
 export COMPILEIQ_CACHE_DIR=$W/cache COMPILEIQ_NO_LEARN=1
 secs() { python3 -c "import time; print(round(time.time() - $1, 2))"; }
 if [ "$step" = build ]; then
@@ -35,9 +37,9 @@ echo "=== call at $(date -u +%H:%M:%S), at most $call s" >> "$raw/biglib.log"
 t=$(date +%s.%N)
 (cd /tmp && timeout "$call" python3 -m compileiq_cmake tune -S "$W/src" -B "$W/build" \
    --target biglib_cuda --bench biglib_bench --metric "total_us=([0-9.eE+-]+)" --pass-regex PASS \
-   --time-limit "$box" --workers 8 --output "$raw/biglib.toml" --json-summary "$raw/biglib.json") >> "$raw/biglib.log" 2>&1
+   --time-limit "$box" --workers 8 --output "$raw/biglib.toml" --json-summary "$raw/biglib.json" ${TUNE_EXTRA:+"$TUNE_EXTRA"}) >> "$raw/biglib.log" 2>&1
 echo "biglib tune call rc=$? wall=$(secs "$t")" | tee -a "$raw/machine.txt"
 (cd /tmp && python3 -m compileiq_cmake trials -B "$W/build" --json) > "$raw/biglib-trials.json" 2>&1
 mkdir -p "$raw/biglib-compiled"; cp "$W"/build/compileiq/logs/*-compiled.log "$raw/biglib-compiled/" 2>/dev/null
 grep -E "focus|time box|resuming|search:|wrote|written|no significant|winner|step cache" "$raw/biglib.log" | cut -c1-300 | tail -12
-tar -C "$W" -czf "$OUTDIR/biglib-box.tar.gz" raw
+tar -C "$W" -czf "$OUTDIR/biglib-box${BL_TAG:+-$BL_TAG}.tar.gz" raw
