@@ -319,6 +319,29 @@ def test_a_freed_slot_goes_to_the_waiter_ranked_first_and_never_to_more_than_its
 
 
 @pytest.mark.unit
+def test_each_target_in_flight_runs_on_its_least_used_part_of_the_gpus():
+    """execute.shared.Lease.place: with 3 targets in flight on 4 GPUs each gets one GPU, none lent twice while
+    a free one is left; a GPU given back goes to the next target only after the GPUs that ran less; 2 in flight
+    on 4 GPUs get 2 each; one target alone, or one GPU, keeps every GPU (a plain tune's multi-GPU runs)."""
+    from compileiq_cmake.execute.shared import Lease, SharedSlots
+    from compileiq_cmake.measure.gpu import GpuSlot
+
+    gpus = tuple(GpuSlot(i, str(i), "sim") for i in range(4))
+    slots = SharedSlots({})
+    lent = {o: Lease(slots, o, sharing=3).place(gpus) for o in ("a", "b", "c")}
+    assert [[g.device for g in lent[o]] for o in "abc"] == [["0"], ["1"], ["2"]]
+    with slots.hold("gpu:3", "c"):  # GPU 3 ran something (more busy seconds than GPU 0, which never ran)
+        pass
+    Lease(slots, "a", sharing=3).end()
+    assert [g.device for g in Lease(slots, "d", sharing=3).place(gpus)] == ["0"]
+    assert [g.device for g in Lease(slots, "e", sharing=3).place(gpus)] == ["3"]  # the only one lent to nobody
+    two = SharedSlots({})
+    assert [[g.device for g in Lease(two, o, sharing=2).place(gpus)] for o in "xy"] == [["0", "1"], ["2", "3"]]
+    assert Lease(SharedSlots({}), "alone").place(gpus) == gpus
+    assert Lease(SharedSlots({}), "one", sharing=5).place(gpus[:1]) == gpus[:1]
+
+
+@pytest.mark.unit
 def test_targets_in_flight_together_share_the_simulated_gpus_through_one_scheduler(tmp_path, monkeypatch):
     """Four replayed targets, three at a time, on two simulated GPUs with runs that take time (a replay
     pace): the targets overlap in time (the suite takes less than their sum), each GPU is never held by two
@@ -336,6 +359,11 @@ def test_targets_in_flight_together_share_the_simulated_gpus_through_one_schedul
     sched = doc["scheduling"]
     assert sched["jobs"] == 3 and set(sched["idle_share"]) == {"gpu:0", "gpu:1"}, sched
     assert all(0.0 <= v < 1.0 for v in sched["idle_share"].values())
+    # 4 targets, 3 in flight: the GPUs' idle share while the fourth waited, from the spans each GPU was held
+    assert set(sched["idle_share_queued"]) == {"gpu:0", "gpu:1"} and all(
+        0.0 <= v < 1.0 for v in sched["idle_share_queued"].values()
+    ), sched
+    assert "while targets waited for a place in flight" in proc.stdout
     assert all(b <= doc["wall_seconds"] + 0.5 for n, b in sched["busy_seconds"].items() if n != "build"), sched
     ran = doc["targets"]
     assert all(t["status"] in ("tuned", "no gain") and t["trials"] == 6 and t["device_seconds"] > 0 for t in ran)
@@ -344,6 +372,7 @@ def test_targets_in_flight_together_share_the_simulated_gpus_through_one_schedul
     for i in range(4):
         assert (tmp_path / "build" / "compileiq" / "suite" / f"t{i}" / "trials.sqlite").is_file()
     assert "[t0] " in proc.stdout and "3 targets at a time" in proc.stdout
+    assert proc.stdout.count("1 GPU of the 2 for this target's runs") == 4  # each on its part, said once
     html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()
     assert 'id="devices"' in html and "gpu:1" in html
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,7 +50,7 @@ def run(label: str, targets: int, gpus: int, jobs: int, pace: float, budget: int
         suite = suite_file(folder, targets, budget)
         env = {**os.environ, "COMPILEIQ_SIMULATE_GPUS": str(gpus), "COMPILEIQ_REPLAY_PACE": str(pace),
                "COMPILEIQ_NO_LEARN": "1"}
-        t0 = time.perf_counter()
+        t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         if ray_address:
             env["COMPILEIQ_SIMULATE_GPUS"] = "1"
         extra = ["--executor", "ray", "--ray-address", ray_address] if ray_address else []
@@ -57,10 +58,13 @@ def run(label: str, targets: int, gpus: int, jobs: int, pace: float, budget: int
                                "--suite-jobs", str(jobs), "--no-prior", "--quiet", *extra], cwd=folder, env=env,
                               capture_output=True, text=True)
         wall = time.perf_counter() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the driver's CPU (Ray's workers are not its children)
+        driver_cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
         if proc.returncode != 0:
             raise SystemExit(f"{label}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
         doc = json.loads((folder / "suite.json").read_text())
     doc["process_wall_seconds"] = round(wall, 3)
+    doc["driver_cpu_seconds"] = round(driver_cpu, 3)
     doc["setting"] = {"targets": targets, "gpus": gpus, "jobs": jobs, "pace": pace, "budget": budget,
                       "ray": bool(ray_address)}
     out.mkdir(parents=True, exist_ok=True)
@@ -68,13 +72,24 @@ def run(label: str, targets: int, gpus: int, jobs: int, pace: float, budget: int
     return doc
 
 
+HEADER = ("| variant | targets at a time | wall s | device s (summed) | mean GPU idle | mean GPU idle while targets "
+          "waited | trials | driver CPU ms per trial | geomean | tuned/no gain/failed |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
+
+
 def row(label: str, doc: dict, gpus: int) -> str:
     device = sum(t.get("device_seconds") or 0.0 for t in doc["targets"])
     wall = doc["wall_seconds"]
     idle = doc["scheduling"].get("idle_share")
     mean_idle = statistics.mean(idle.values()) if idle else 1.0 - device / (gpus * wall) if device else float("nan")
+    queued = doc["scheduling"].get("idle_share_queued")
+    queued_idle = f"{100 * statistics.mean(queued.values()):.0f}%" if queued else "-"
+    trials = sum(t["trials"] for t in doc["targets"])
+    cpu = doc.get("driver_cpu_seconds")
+    per_trial = f"{1000 * cpu / trials:.0f}" if cpu is not None and trials else "-"
     return (f"| {label} | {doc['setting']['jobs']} | {wall:.1f} | {device:.1f} | {100 * mean_idle:.0f}% | "
-            f"{doc['geomean_speedup']:.3f}x | {doc['wins']}/{doc['ties']}/{doc['losses']} |")
+            f"{queued_idle} | {trials} | {per_trial} | {doc['geomean_speedup']:.3f}x | "
+            f"{doc['wins']}/{doc['ties']}/{doc['losses']} |")
 
 
 def main() -> None:
@@ -87,7 +102,15 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "raw" / "suite-scale")
     ap.add_argument("--ray-nodes", type=int, default=0)
     ap.add_argument("--skip-alone", action="store_true")
+    ap.add_argument("--label", default="", help="a prefix of the raw files and rows (e.g. the code's commit)")
+    ap.add_argument("--table", type=Path, nargs="+", help="only print the table of these raw files (<label>.json)")
     a = ap.parse_args()
+    if a.table:
+        print(HEADER)
+        for path in a.table:
+            doc = json.loads(path.read_text())
+            print(row(path.stem, doc, doc["setting"]["gpus"]))
+        return
     cluster, address = None, None
     if a.ray_nodes:
         from ray.cluster_utils import Cluster  # noqa: PLC0415 (the ray extra)
@@ -99,7 +122,7 @@ def main() -> None:
         cluster.wait_for_nodes()
         address = cluster.address
     try:
-        prefix = "ray-" if address else ""
+        prefix = a.label + ("ray-" if address else "")
         together = run(prefix + "scheduler", a.targets, a.gpus, a.jobs, a.pace, a.budget, a.out, address)
         alone = None if a.skip_alone else run(prefix + "one-after-another", a.targets, a.gpus, 1, a.pace, a.budget,
                                               a.out, address)
@@ -108,11 +131,10 @@ def main() -> None:
             cluster.shutdown()
     print(f"{a.targets} replayed targets, {a.gpus} simulated GPUs{' on Ray' if address else ''}, pace {a.pace:g}, "
           f"budget {a.budget}")
-    print("| variant | targets at a time | wall s | device s (summed) | mean GPU idle | geomean | tuned/no gain/failed |")
-    print("|---|---|---|---|---|---|---|")
-    print(row("one scheduler", together, a.gpus))
+    print(HEADER)
+    print(row(a.label + "one scheduler", together, a.gpus))
     if alone is not None:
-        print(row("one after another", alone, a.gpus))
+        print(row(a.label + "one after another", alone, a.gpus))
 
 if __name__ == "__main__":
     main()

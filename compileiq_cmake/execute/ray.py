@@ -150,7 +150,9 @@ class RayRunner(Runner):
     """A runner whose runs happen on one GPU worker of the cluster."""
 
     worker: Any = None  # the GPU worker's actor handle (Ray's, untyped)
-    base: Runner | None = None  # the tune's runner, sent with each run (workers shared by a suite's targets)
+    # the tune's runner for each run (workers shared by a suite's targets): put into Ray's object store once per
+    # tune, each run sends its reference (a replay's runner holds its landscape: tens of KB a run otherwise)
+    base: Any = None
 
     def run(self, tree: VariantTree, workload: Workload) -> RunResult:
         ray = _ray()
@@ -372,6 +374,7 @@ class RayCluster:
             _ray().get([w.pid.remote() for w in workers], timeout=600)
             if self.share_workers:
                 self._group_workers[group.accelerator] = workers
+        base_ref = _ray().put(base) if self.share_workers else None
         runners: dict[str, Runner] = {
             slot.device: RayRunner(
                 plan.spec,
@@ -380,10 +383,10 @@ class RayCluster:
                 inner.runner.reference,
                 None,
                 slot,
-                worker=w,
-                base=base if self.share_workers else None,
+                worker=workers[slot.ordinal],  # (the group's GPUs in the order of `placement`; a suite lends a part)
+                base=base_ref,
             )
-            for slot, w in zip(plan.gpus, workers, strict=False)
+            for slot in plan.gpus
         }
         first = next(iter(runners.values()))
         return RayExecutor(inner, first, runners)

@@ -12,10 +12,11 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
+from ..measure.gpu import GpuSlot
 from ..measure.runner import Runner
 from ..model.events import Log
 from ..model.records import BuildResult, FlagSet
@@ -33,11 +34,17 @@ def gpu_key(device: str) -> str:
 
 @dataclass
 class SlotUse:
-    """One slot's use: busy seconds in all and per owner, and how often each owner held it."""
+    """One slot's use: busy seconds in all and per owner, how often each owner held it, and when it was held
+    (perf_counter start and end of each hold)."""
 
     busy: float = 0.0
     by_owner: dict[str, float] = field(default_factory=dict)
     runs: dict[str, int] = field(default_factory=dict)
+    spans: list[tuple[float, float]] = field(default_factory=list)
+
+    def busy_within(self, start: float, end: float) -> float:
+        """Seconds it was held between `start` and `end` (perf_counter)."""
+        return sum(max(0.0, min(b, end) - max(a, start)) for a, b in self.spans)
 
 
 class SharedSlots:
@@ -55,6 +62,7 @@ class SharedSlots:
         self._blocked: dict[str, int] = {}  # owner -> its waiters now
         self._blocked_since: dict[str, float] = {}
         self._waited: dict[str, float] = {}
+        self._lent: dict[str, list[str]] = {}  # owner -> the GPU slots its runs use (Lease.place)
 
     def _first(self, name: str) -> tuple[int, str]:
         return max(self._waiting[name], key=lambda w: (self.priority(w[1]), -w[0]))
@@ -87,6 +95,7 @@ class SharedSlots:
                 use.busy += seconds
                 use.by_owner[owner] = use.by_owner.get(owner, 0.0) + seconds
                 use.runs[owner] = use.runs.get(owner, 0) + 1
+                use.spans.append((start, start + seconds))
                 self._cond.notify_all()
 
     def _block(self, owner: str, step: int) -> None:
@@ -106,6 +115,20 @@ class SharedSlots:
             since = self._blocked_since.get(owner)
             return self._waited.get(owner, 0.0) + (time.perf_counter() - since if since is not None else 0.0)
 
+    def lend(self, owner: str, offered: Sequence[str], count: int) -> list[str]:
+        """`count` of the `offered` GPU slots for `owner`'s runs: those lent to the fewest tunes now, then the
+        least busy so far, then in the order offered; they stay lent until `give_back`."""
+        with self._cond:
+            self._lent.pop(owner, None)
+            lent = [n for names in self._lent.values() for n in names]
+            load = {n: (lent.count(n), self.use[n].busy if n in self.use else 0.0) for n in offered}
+            self._lent[owner] = sorted(offered, key=load.__getitem__)[: max(1, count)]
+            return list(self._lent[owner])
+
+    def give_back(self, owner: str) -> None:
+        with self._cond:
+            self._lent.pop(owner, None)
+
     def capacity(self, name: str) -> int:
         with self._cond:
             return self._capacity.get(name, 1)
@@ -115,6 +138,19 @@ class SharedSlots:
         with self._cond:
             devices = [u for n, u in self.use.items() if n != BUILD]
             return sum(u.by_owner.get(owner, 0.0) for u in devices), sum(u.runs.get(owner, 0) for u in devices)
+
+    def idle_share_until(self, end: float) -> dict[str, float]:
+        """Per GPU (or host) slot used at all: the share of the seconds from the first run on any of them to `end`
+        (perf_counter) it was not running anything; {} when no run began before `end`."""
+        with self._cond:
+            devices = {n: u for n, u in sorted(self.use.items()) if n != BUILD and u.spans}
+            start = min((u.spans[0][0] for u in devices.values()), default=end)
+            if end <= start:
+                return {}
+            return {
+                n: max(0.0, 1.0 - u.busy_within(start, end) / (self._capacity.get(n, 1) * (end - start)))
+                for n, u in devices.items()
+            }
 
     def idle_share(self, wall: float) -> dict[str, float]:
         """Per GPU (or host) slot used at all: the share of `wall` seconds it was not running anything."""
@@ -128,10 +164,25 @@ class SharedSlots:
 
 @dataclass(frozen=True)
 class Lease:
-    """One tune's hold on the shared slots (a Runner's `lease`): `run(device)` around each run."""
+    """One tune's hold on the shared slots (a Runner's `lease`): `run(device)` around each run. `sharing`: the
+    tunes in flight that share the GPUs (a suite's targets at a time): `place` lends this tune its part."""
 
     slots: SharedSlots
     owner: str
+    sharing: int = 1
+
+    def place(self, gpus: tuple[GpuSlot, ...]) -> tuple[GpuSlot, ...]:
+        """The GPUs of `gpus` this tune's runs use: its part when several tunes share them (len // sharing,
+        at least one, the least used ones), all of them otherwise. A suite's target thus measures its baseline
+        on the GPUs it runs on, not on every GPU, and the targets' baselines and validations are spread."""
+        if self.sharing <= 1 or len(gpus) <= 1:
+            return gpus
+        lent = set(self.slots.lend(self.owner, [gpu_key(g.device) for g in gpus], len(gpus) // self.sharing))
+        return tuple(g for g in gpus if gpu_key(g.device) in lent)
+
+    def end(self) -> None:
+        """The tune ended: its GPUs count no more as lent to it."""
+        self.slots.give_back(self.owner)
 
     def run(self, device: str):
         return self.slots.hold(gpu_key(device), self.owner)

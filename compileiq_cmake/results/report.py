@@ -6,6 +6,7 @@ it into <build>/compileiq/report.html. Nothing here prints: `report_command` say
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections import Counter
@@ -77,27 +78,33 @@ def _resources(doc: dict) -> list[dict]:
     return rows
 
 
-def render(doc: dict) -> str:
-    """The HTML of one tune's summary document."""
+@functools.cache
+def _template() -> jinja2.Template:
+    """The report's template, compiled once per process (a suite renders one report per target)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())), autoescape=True, undefined=jinja2.StrictUndefined
     )
+    env.filters["f"] = _fmt
+    env.filters["flags"] = _label
+    env.filters["plural"] = plural
+    return env.get_template("report.html.j2")
+
+
+def _fmt(x, digits=3):  # never "nan" in what a person reads: a number not measured says so
+    if x is None:
+        return ""
+    return f"{x:.{digits}f}" if math.isfinite(x) else "not measured"
+
+
+def render(doc: dict) -> str:
+    """The HTML of one tune's summary document."""
     invalid = Counter(
         (t["status"], " ".join(t["reason"].split()))
         for t in doc["trials"]
         if t["speedup"] is None and t["status"] != "ok"
     )
     throttled = sum(1 for t in doc["trials"] if t["throttled"])
-
-    def fmt(x, digits=3):  # never "nan" in what a person reads: a number not measured says so
-        if x is None:
-            return ""
-        return f"{x:.{digits}f}" if math.isfinite(x) else "not measured"
-
-    env.filters["f"] = fmt
-    env.filters["flags"] = _label
-    env.filters["plural"] = plural
-    return env.get_template("report.html.j2").render(
+    return _template().render(
         doc=doc,
         plots=_plots(doc),
         empty=empty_sections(doc),

@@ -13,9 +13,6 @@ from .summary import gpu_tune
 def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
-
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
@@ -61,14 +58,14 @@ def pareto(trials: list[dict], cost: str) -> list[dict]:
     return front
 
 
-def _tradeoffs(plt, doc: dict) -> str | None:
+def _tradeoffs(figures, doc: dict) -> str | None:
     """The objective's gain against each co-objective (build seconds, sizes, energy or the metric), the Pareto set
     marked and joined."""
     panels = [(key, label) for key, label in TRADEOFFS if pareto(doc["trials"], key)]
     if not panels:
         return None
     energy = doc.get("objective") == "energy"
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    fig, axes = figures.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
     for ax, (key, label) in zip(axes[0], panels, strict=False):
         scale = 1024.0 if key in _KIB else 1.0
         valid = [t for t in doc["trials"] if t.get("speedup") is not None and t.get(key)]
@@ -93,32 +90,35 @@ def _tradeoffs(plt, doc: dict) -> str | None:
 
 def _plots(doc: dict) -> dict[str, str]:
     """Every plot the report shows, by name (a plot with nothing to draw is left out: `empty_sections` says why)."""
-    import matplotlib  # noqa: PLC0415
+    from matplotlib.figure import Figure  # noqa: PLC0415
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # noqa: PLC0415
+    class figures:  # pyplot's subplots without pyplot's global state: a suite's targets draw in threads at once
+        @staticmethod
+        def subplots(*args, figsize: tuple[float, float], **kwargs):
+            fig = Figure(figsize=figsize)
+            return fig, fig.subplots(*args, **kwargs)
 
-    plots = {"convergence": _convergence(plt, doc)}
-    workloads = _workloads(plt, doc)
+    plots = {"convergence": _convergence(figures, doc)}
+    workloads = _workloads(figures, doc)
     if workloads:
         plots["workloads"] = workloads
-    tradeoffs = _tradeoffs(plt, doc)
+    tradeoffs = _tradeoffs(figures, doc)
     if tradeoffs:
         plots["tradeoffs"] = tradeoffs
     for key, items, title in (
         ("effects", doc["flag_effects"], "flag effects over all valid trials (95% CI)"),
         ("ablation", doc["ablation"], "ablation: speedup of keeping each flag (95% CI)"),
     ):
-        png = _intervals(plt, items, title)
+        png = _intervals(figures, items, title)
         if png:
             plots[key] = png
     return plots
 
 
-def _convergence(plt, doc: dict) -> str:
+def _convergence(figures, doc: dict) -> str:
     """Every trial's speedup and the best so far, by unique build."""
     trials = doc["trials"]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = figures.subplots(figsize=(8, 3.6))
     best, xs, ys = 0.0, [], []
     for t in trials:
         if t["speedup"] is not None:
@@ -164,7 +164,7 @@ def _convergence(plt, doc: dict) -> str:
     return _png(fig)
 
 
-def _workloads(plt, doc: dict) -> str | None:
+def _workloads(figures, doc: dict) -> str | None:
     """The winner and the finalists per workload, with 95% intervals: each row labelled by its flags, the
     winner once (its finalist row when it is one, else a row of its own), accepted filled, rejected hollow."""
     rows = []
@@ -185,7 +185,7 @@ def _workloads(plt, doc: dict) -> str | None:
         rows.append(("winner" if is_winner else "finalist", v, v.get("accepted", False), is_winner))
     if not rows:
         return None
-    fig, ax = plt.subplots(figsize=(8, 0.9 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
+    fig, ax = figures.subplots(figsize=(8, 0.9 + 0.45 * len(rows) * max(1, len(doc["workloads"]))))
     labels, y = [], 0
     for kind, v, accepted, is_winner in rows:
         for w in v["workloads"]:
@@ -226,13 +226,13 @@ def _workloads(plt, doc: dict) -> str | None:
     return _png(fig)
 
 
-def _intervals(plt, items: list[dict], title: str) -> str | None:
+def _intervals(figures, items: list[dict], title: str) -> str | None:
     """Flag effects or ablation contributions with their 95% intervals (at most 12); None when none has an
     interval to draw (an open end: one run each, nothing decided; or no speedup)."""
     items = [i for i in items if i.get("speedup") is not None and None not in i["ci"]][:12]
     if not items:
         return None
-    fig, ax = plt.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
+    fig, ax = figures.subplots(figsize=(8, 0.6 + 0.35 * len(items)))
     names = [short_label([i["flag"]] if i.get("flag") else i["flags"]) for i in items]
     ax.errorbar(
         [i["speedup"] for i in items],

@@ -17,9 +17,11 @@ Schema "compileiq-suite/1":
     wins (an entry written), ties (no significant gain), losses (failed or skipped: nothing learned)
     seconds: {target: seconds spent}
     overhead_seconds: the suite's own seconds (wall time while no target of this run was tuned)
-    scheduling: {jobs, idle_share: {slot: share}, busy_seconds: {slot: s}, trees: {pool, lent_again, configures},
-               baseline_builds: [{tree, targets, built, ok, seconds, why}]}: targets
-               in flight together; trees: the variant trees the suite configured (its pool) and how many
+    scheduling: {jobs, idle_share: {slot: share}, idle_share_queued: {slot: share}, busy_seconds: {slot: s},
+               trees: {pool, lent_again, configures}, baseline_builds: [{tree, targets, built, ok, seconds, why}]}:
+               targets in flight together; idle_share_queued (only when more targets than fit in flight): each
+               GPU's idle share from the first run to the last target's start, while targets waited; trees:
+               the variant trees the suite configured (its pool) and how many
                times one was lent to a target after another target's tune; baseline_builds: the suite's one
                build of its targets' baselines per configuration (targets: whose baselines it holds)
 """
@@ -126,6 +128,12 @@ def table(doc: dict) -> list[str]:
             f"{'GPU ' + n[4:] if n.startswith('gpu:') else n} {100 * v:.0f}%" for n, v in sched["idle_share"].items()
         )
         lines.append(f"  {plural(sched['jobs'], 'target')} at a time; idle share of the wall time: {idle}")
+    if sched.get("idle_share_queued"):
+        queued = sched["idle_share_queued"]
+        lines.append(
+            f"  while targets waited for a place in flight (from the first run to the last target's start): the "
+            f"GPUs idle {100 * sum(queued.values()) / len(queued):.0f}% on average"
+        )
     if sched.get("trees"):
         lines.append(
             f"  variant trees: {sched['trees']['pool']} configured for the suite "

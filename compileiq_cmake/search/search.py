@@ -87,7 +87,9 @@ class FlagSearch:
         self._dims = space.dimensions
         self._names = [d.name for d in self._dims]
         self._rng = random.Random(seed)
-        self._explorer = NevergradSearch(space, budget, seed, workers)
+        self._explorer_args = (space, budget, seed, workers)
+        self._explorer: NevergradSearch | None = None  # made at its first ask (most tunes of a suite never ask it)
+        self._told: list[tuple[FlagSet, float]] = []  # what it is told at its making, in order
         self._losses: dict[str, float] = {}
         self._choice_of: dict[str, tuple[int, ...]] = {}  # key -> value index per dimension
         self._pending: set[str] = set()
@@ -229,7 +231,10 @@ class FlagSearch:
             flagset = FlagSet(choices=tuple(chosen.items()), flags=flagset.flags)
         self._choice_of.setdefault(flagset.key, tuple(chosen.get(n, 0) for n in self._names))
         self._losses[flagset.key] = loss
-        self._explorer.tell(flagset, loss)
+        if self._explorer is None:
+            self._told.append((flagset, loss))
+        else:
+            self._explorer.tell(flagset, loss)
 
     def _names_its_flags(self, chosen: dict[str, int], flags: tuple[str, ...]) -> bool:
         """Whether choices index values of this space, and a control file's value (its path, which no interaction
@@ -285,6 +290,11 @@ class FlagSearch:
         return None
 
     def _explore(self) -> FlagSet | None:
+        if self._explorer is None:  # the same calls in the same order as when it was made at once: the same asks
+            self._explorer = NevergradSearch(*self._explorer_args)
+            for told in self._told:
+                self._explorer.tell(*told)
+            self._told.clear()
         fs = self._explorer.ask(taken=self._taken)
         if fs is not None:
             self._pending.add(fs.key)

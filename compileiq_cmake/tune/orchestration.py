@@ -87,6 +87,7 @@ def run_tune(
             )
             if cluster:
                 cluster.cluster.check_shared(state_dir, tune_setup.programs)
+            tune_setup = _on_lent_gpus(tune_setup, lease, log)
             _check_replacement(tune_setup)
             store = _open_store(
                 state_dir / "trials.sqlite",
@@ -391,6 +392,20 @@ def run_ray_tune(spec: TuneSpec, log: Log) -> list[TuneResult]:
         return tune_on_cluster(spec, log, cluster)
     finally:
         cluster.close()
+
+
+def _on_lent_gpus(tune_setup: TuneSetup, lease: Lease | None, log: Log) -> TuneSetup:
+    """A suite's target runs on its part of the GPUs (Lease.place: the least used), said once."""
+    gpus = tune_setup.devices.gpus
+    lent = lease.place(gpus) if lease is not None else gpus
+    if lease is None or lent == gpus:
+        return tune_setup
+    as_stream(log).info(
+        f"suite: {plural(len(lent), 'GPU')} of the {len(gpus)} for this target's runs ("
+        + ", ".join(g.describe() for g in lent)
+        + f"; {lease.sharing} targets in flight share them, each its least used part)"
+    )
+    return replace(tune_setup, devices=replace(tune_setup.devices, gpus=lent))
 
 
 def tune_on_cluster(

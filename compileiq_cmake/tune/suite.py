@@ -317,7 +317,8 @@ class _SuiteRun:
         spec = self.make_spec(target, allotted) if allotted else self.specs[target.name]
         target_log = EventStream(self.stream.emit)  # its own stream (its own current stage), heard by the suite's
         self.scheduler.join(target, self.suite.floor(target))
-        lease = Lease(self.scheduler.slots, target.name)  # one at a time too: the slots count its device seconds
+        # (one at a time too: the slots count its device seconds; several at a time: each on its part of the GPUs)
+        lease = Lease(self.scheduler.slots, target.name, sharing=self.jobs)
         if self.jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
             spec = replace(
                 spec,
@@ -353,6 +354,8 @@ class _SuiteRun:
             self.stream.warning(f"suite: {target.name} failed: {outcome.reason}; the suite goes on", stage="suite")
         else:
             outcome = TargetOutcome.of(target.name, result, time.perf_counter() - t0, allotted)
+        finally:
+            lease.end()  # its GPUs go to the targets after it
         outcome = replace(
             outcome,
             started=round(t0 - self.started, 3),
@@ -394,6 +397,9 @@ def _summarize(
         "idle_share": {n: round(v, 4) for n, v in scheduler.slots.idle_share(wall).items()},
         "busy_seconds": {n: round(u.busy, 3) for n, u in sorted(scheduler.slots.use.items())},
     }
+    if len(suite.ordered) > run.jobs:  # targets waited for a place in flight: the GPUs' idle share meanwhile
+        last = run.started + max((r.started for r in rows if not r.resumed), default=0.0)
+        shared["idle_share_queued"] = {n: round(v, 4) for n, v in scheduler.slots.idle_share_until(last).items()}
     # how many variant trees the suite configured, how often one served another, and its configures in this run
     shared["trees"] = {
         "pool": run.tree_pool.configured(),
