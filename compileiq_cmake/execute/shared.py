@@ -56,7 +56,9 @@ class SharedSlots:
         self._held: dict[str, int] = {}
         self._waiting: dict[str, list[tuple[int, str]]] = {}
         self._ticket = itertools.count()
-        self._cond = threading.Condition()
+        self._lock = threading.RLock()  # (re-entered: the priority asks device_use while a waiter looks)
+        self._freed: dict[str, threading.Condition] = {}  # per slot name: its waiters, woken when it changes
+        self._device: dict[str, tuple[float, int]] = {}  # owner -> its seconds and runs on GPU/host slots
         self.priority: Priority = priority or (lambda owner: 0.0)
         self.use: dict[str, SlotUse] = {}
         self._blocked: dict[str, int] = {}  # owner -> its waiters now
@@ -69,8 +71,9 @@ class SharedSlots:
 
     @contextmanager
     def hold(self, name: str, owner: str) -> Iterator[None]:
-        with self._cond:
+        with self._lock:
             self._capacity.setdefault(name, 1)
+            freed = self._freed.setdefault(name, threading.Condition(self._lock))
             me = (next(self._ticket), owner)
             queue = self._waiting.setdefault(name, [])
             queue.append(me)
@@ -78,25 +81,28 @@ class SharedSlots:
             if blocked:
                 self._block(owner, +1)
             while self._held.get(name, 0) >= self._capacity[name] or self._first(name) != me:
-                self._cond.wait(timeout=1.0)  # ranks change as the tunes progress: look again now and then
+                freed.wait(timeout=1.0)  # ranks change as the tunes progress: look again now and then
             if blocked:
                 self._block(owner, -1)
             queue.remove(me)
             self._held[name] = self._held.get(name, 0) + 1
-            self._cond.notify_all()
+            freed.notify_all()  # (only this slot's waiters: the next in its queue may now be first)
         start = time.perf_counter()
         try:
             yield
         finally:
             seconds = time.perf_counter() - start
-            with self._cond:
+            with self._lock:
                 self._held[name] -= 1
                 use = self.use.setdefault(name, SlotUse())
                 use.busy += seconds
                 use.by_owner[owner] = use.by_owner.get(owner, 0.0) + seconds
                 use.runs[owner] = use.runs.get(owner, 0) + 1
                 use.spans.append((start, start + seconds))
-                self._cond.notify_all()
+                if name != BUILD:
+                    held, runs = self._device.get(owner, (0.0, 0))
+                    self._device[owner] = (held + seconds, runs + 1)
+                freed.notify_all()
 
     def _block(self, owner: str, step: int) -> None:
         """Count `owner`'s waits for a slot (under the lock): the union of the intervals it had a waiter."""
@@ -111,14 +117,14 @@ class SharedSlots:
     def waited(self, owner: str) -> float:
         """Seconds `owner` waited for slots other tunes held (intervals with a waiter of it, counted once):
         a suite's target is not charged for them (tune.budget)."""
-        with self._cond:
+        with self._lock:
             since = self._blocked_since.get(owner)
             return self._waited.get(owner, 0.0) + (time.perf_counter() - since if since is not None else 0.0)
 
     def lend(self, owner: str, offered: Sequence[str], count: int) -> list[str]:
         """`count` of the `offered` GPU slots for `owner`'s runs: those lent to the fewest tunes now, then the
         least busy so far, then in the order offered; they stay lent until `give_back`."""
-        with self._cond:
+        with self._lock:
             self._lent.pop(owner, None)
             lent = [n for names in self._lent.values() for n in names]
             load = {n: (lent.count(n), self.use[n].busy if n in self.use else 0.0) for n in offered}
@@ -126,23 +132,22 @@ class SharedSlots:
             return list(self._lent[owner])
 
     def give_back(self, owner: str) -> None:
-        with self._cond:
+        with self._lock:
             self._lent.pop(owner, None)
 
     def capacity(self, name: str) -> int:
-        with self._cond:
+        with self._lock:
             return self._capacity.get(name, 1)
 
     def device_use(self, owner: str) -> tuple[float, int]:
         """`owner`'s runs on the GPU (or host) slots: the seconds it held them, and how many runs."""
-        with self._cond:
-            devices = [u for n, u in self.use.items() if n != BUILD]
-            return sum(u.by_owner.get(owner, 0.0) for u in devices), sum(u.runs.get(owner, 0) for u in devices)
+        with self._lock:  # (kept as the runs end: the scheduler asks for every waiter each time it looks)
+            return self._device.get(owner, (0.0, 0))
 
     def idle_share_until(self, end: float) -> dict[str, float]:
         """Per GPU (or host) slot used at all: the share of the seconds from the first run on any of them to `end`
         (perf_counter) it was not running anything; {} when no run began before `end`."""
-        with self._cond:
+        with self._lock:
             devices = {n: u for n, u in sorted(self.use.items()) if n != BUILD and u.spans}
             start = min((u.spans[0][0] for u in devices.values()), default=end)
             if end <= start:
@@ -154,7 +159,7 @@ class SharedSlots:
 
     def idle_share(self, wall: float) -> dict[str, float]:
         """Per GPU (or host) slot used at all: the share of `wall` seconds it was not running anything."""
-        with self._cond:
+        with self._lock:
             return {
                 n: max(0.0, 1.0 - u.busy / (self._capacity.get(n, 1) * wall)) if wall > 0 else 0.0
                 for n, u in sorted(self.use.items())
