@@ -144,10 +144,7 @@ def test_the_decision_procedure_imports_neither_the_project_nor_the_measurement(
 MAX_MODULE_LINES = 450
 MAX_FUNCTION_LINES = 80
 # Modules over the limit, each capped at its line count when this test came (it may shrink, never grow):
-MODULES_OVER = {
-    # a standalone script (`python -I -S ptxas_route.py`: the standard library only, no sibling module to import)
-    "execute/ptxas_route.py": 485,
-}
+MODULES_OVER: dict[str, int] = {}
 # Functions over the limit (module path, qualified name), capped likewise; the argparse tables need no entry.
 FUNCTIONS_OVER: dict[tuple[str, str], int] = {}
 # the calls that build an argparse parser: a function made only of them is a table of options, exempt

@@ -58,7 +58,7 @@ def test_the_second_tune_starts_from_what_the_first_learned_and_no_prior_keeps_t
     added = re.search(r"prior: the effects of (\d+) flag values? measured by this tune added", out1)
     assert added and int(added.group(1)) >= 1, out1[-3000:]
 
-    out2, second, summary2 = _tune(host_example, tmp_path, "b2")
+    out2, second, summary2 = _tune(host_example, tmp_path, "b2", budget=2)  # its first trial is what is checked
     assert "prior: 1 observation of gcc flags (1 from your tunes)" in out2, out2[-3000:]
     proposed = [e for e in summary2["events"] if e.get("data", {}).get("prior")]
     assert proposed and proposed[0]["data"]["trial"] == 1, summary2["events"]

@@ -4,30 +4,28 @@ from a compile of the same object seen before runs ptxas and fatbinary and nothi
 nvcc compiles a .cu file in steps (`nvcc -dryrun` lists them): the host preprocessor and cudafe++, the front end
 (cicc: PTX), ptxas (PTX -> cubin), fatbinary (the cubins -> one fatbin) and the host compile, which embeds the
 fatbin in the object's `.nv_fatbin` section and nothing else of it (its code only refers to the section's
-start). So the object of a compile that differs from an earlier one only in its ptxas and fatbinary steps is
-the earlier object with that section replaced by the new fatbin. sccache (the rest of the step cache) serves
-such a compile the front end's PTX but runs the host compile again, whose input (the embedded fatbin) changed.
+start). So the object of a compile that differs from an earlier one only in its ptxas and fatbinary steps is the
+earlier object with that section replaced by the new fatbin. sccache (the rest of the step cache) serves such a
+compile the front end's PTX but runs the host compile again, whose input (the embedded fatbin) changed.
 
 Run by the step cache's launcher script for each CUDA compile that does not make LTO IR, as
 ``python -I -S ptxas_route.py <sccache> <nvcc> <args>...``; the standard library only (it starts per compile).
-Every compile it sees is remembered in ``$SCCACHE_DIR/ptxas-route/<key>/`` (shared by the variant trees of
-the build: a tune's trials go to whichever tree is free): the PTX nvcc kept (``--keep``, into
-``<object>.ciq/keep`` in the tree), the host object, the dependency file the compile wrote (a compile without
-one is not routed) and the SHA-256 of every file it names. The key is the hash of the compile's steps other than
-ptxas and fatbinary as `nvcc -dryrun` lists them, the route's own keep folder written as KEEP_MARK: the same
-file compiled alike in another tree has the same key, a compile whose steps name its tree otherwise (generated
-headers, a -D of a path) or that writes host debug information (which holds the working folder) one of its
-own. A compile is served by an entry when those steps are the entry's, word for word (the front end's and the
-host compile's options, the source, the compiler and its version) and no file of the dependency file changed:
-it runs its own ptxas and fatbinary steps exactly as nvcc would on the entry's PTX, writes the dependency file
-and the object (the entry's host object with the new fatbin as its ``.nv_fatbin``, `objcopy
---update-section`). The fatbin each ptxas and fatbinary steps made of the entry's PTX is remembered in the entry
-too (at most MAX_DEVICE_CODES per entry, keyed by those steps with the keep folder marked): a compile whose
-steps were all seen before (another tree's first build with the same flags, a finalist built again) runs no
-ptxas at all. Anything else (another front end, relocatable device code, an error of the route's own)
-goes through sccache (with ``--keep``) and is remembered. At most MAX_ENTRIES entries and MAX_BYTES bytes, the
-least recently used removed first. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log``
-("hit", "hit device code remembered" or "miss <why>"): the step cache's counts.
+Every compile it sees is remembered in ``$SCCACHE_DIR/ptxas-route/<key>/`` (shared by the build's variant trees:
+a trial goes to whichever tree is free): the PTX nvcc kept (``--keep``, into ``<object>.ciq/keep`` in the tree),
+the host object, the dependency file (a compile without one is not routed) and the SHA-256 of every file it
+names. The key hashes the compile's steps other than ptxas and fatbinary (`nvcc -dryrun`), the route's keep
+folder written as KEEP_MARK: the same file compiled alike in another tree has the same key; a compile whose steps
+name its tree otherwise (generated headers, a -D of a path) or that writes host debug information (which holds
+the working folder) has one of its own. An entry serves a compile whose steps are its own word for word (front
+end and host options, source, compiler and version) and none of whose dependency files changed: it runs the
+compile's ptxas and fatbinary steps as nvcc would on the entry's PTX, writes the dependency file and the object
+(the entry's host object with the new fatbin as ``.nv_fatbin``, `objcopy --update-section`). The fatbin made of
+the entry's PTX is remembered per ptxas and fatbinary steps (keep folder marked; at most MAX_DEVICE_CODES per
+entry): a compile whose steps were all seen before (another tree's first build with the same flags, a finalist
+built again) runs no ptxas at all. Anything else (another front end, relocatable device code, an error of the
+route's own) goes through sccache (with ``--keep``) and is remembered. At most MAX_ENTRIES entries and MAX_BYTES
+bytes, the least recently used out first. Each decision is appended to ``$SCCACHE_DIR/ptxas-route.log`` ("hit",
+"hit device code remembered" or "miss <why>"): the step cache's counts.
 """
 
 from __future__ import annotations
@@ -35,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,36 +54,10 @@ LOG_NAME = "ptxas-route.log"
 _ROUTED_STEPS = ("ptxas ", "fatbinary ")
 # device code that is linked later (relocatable, LTO IR) or a compile that is not one object of one source
 _NOT_ROUTED = {
-    "-rdc=true",
-    "--relocatable-device-code=true",
-    "-dc",
-    "--device-c",
-    "-dw",
-    "--device-w",
-    "-dlink",
-    "--device-link",
-    "-lib",
-    "--lib",
-    "-E",
-    "--preprocess",
-    "-M",
-    "--generate-dependencies",
-    "-ptx",
-    "--ptx",
-    "-cubin",
-    "--cubin",
-    "-fatbin",
-    "--fatbin",
-    "-dlto",
-    "--dlink-time-opt",
-    "-keep",
-    "--keep",
-    "-keep-dir",
-    "--keep-dir",
-    "-save-temps",
-    "--save-temps",
-    "-dryrun",
-    "--dryrun",
+    *("-rdc=true", "--relocatable-device-code=true", "-dc", "--device-c", "-dw", "--device-w", "-dlink"),
+    *("--device-link", "-lib", "--lib", "-E", "--preprocess", "-M", "--generate-dependencies", "-ptx", "--ptx"),
+    *("-cubin", "--cubin", "-fatbin", "--fatbin", "-dlto", "--dlink-time-opt", "-keep", "--keep", "-keep-dir"),
+    *("--keep-dir", "-save-temps", "--save-temps", "-dryrun", "--dryrun"),
 }
 
 
@@ -137,26 +110,9 @@ def depfile_paths(text: str) -> list[str]:
     body = text.replace("\\\n", " ").replace("\\\r\n", " ")
     paths: list[str] = []
     for rule in body.splitlines():
-        if ":" not in rule:
-            continue
-        rest = rule.split(": ", 1)[1] if ": " in rule else rule.split(":", 1)[1]
-        word = ""
-        i = 0
-        while i < len(rest):
-            ch = rest[i]
-            if ch == "\\" and i + 1 < len(rest) and rest[i + 1] == " ":
-                word += " "
-                i += 2
-                continue
-            if ch.isspace():
-                if word:
-                    paths.append(word)
-                word = ""
-            else:
-                word += ch
-            i += 1
-        if word:
-            paths.append(word)
+        if ":" in rule:
+            rest = rule.split(": ", 1)[1] if ": " in rule else rule.split(":", 1)[1]
+            paths += [word.replace("\\ ", " ") for word in re.findall(r"(?:\\ |\S)+", rest)]
     return paths
 
 
