@@ -372,7 +372,9 @@ def test_targets_in_flight_together_share_the_simulated_gpus_through_one_schedul
     for i in range(4):
         assert (tmp_path / "build" / "compileiq" / "suite" / f"t{i}" / "trials.sqlite").is_file()
     assert "[t0] " in proc.stdout and "3 targets at a time" in proc.stdout
-    assert proc.stdout.count("1 GPU of the 2 for this target's runs") == 4  # each on its part, said once
+    # each on its part, said once (the fourth shares the GPUs with the targets still in flight when it starts, or
+    # starts alone, with both, if the other three ended at once)
+    assert proc.stdout.count("1 GPU of the 2 for this target's runs") >= 3, proc.stdout[-3000:]
     html = (tmp_path / "build" / "compileiq" / "suite-report.html").read_text()
     assert 'id="devices"' in html and "gpu:1" in html
 

@@ -25,6 +25,7 @@ from .executor import Executor
 
 Priority = Callable[[str], float]  # owner -> rank (higher first)
 BUILD = "build"
+FREE_LOOK = 0.05  # seconds: a waiter for a free slot that another waiter ranks above looks again this soon
 
 
 def gpu_key(device: str) -> str:
@@ -73,7 +74,7 @@ class SharedSlots:
     def hold(self, name: str, owner: str) -> Iterator[None]:
         with self._lock:
             self._capacity.setdefault(name, 1)
-            freed = self._freed.setdefault(name, threading.Condition(self._lock))
+            freed = self._freed.get(name) or self._freed.setdefault(name, threading.Condition(self._lock))
             me = (next(self._ticket), owner)
             queue = self._waiting.setdefault(name, [])
             queue.append(me)
@@ -81,7 +82,10 @@ class SharedSlots:
             if blocked:
                 self._block(owner, +1)
             while self._held.get(name, 0) >= self._capacity[name] or self._first(name) != me:
-                freed.wait(timeout=1.0)  # ranks change as the tunes progress: look again now and then
+                # ranks change as the tunes progress: look again now and then, soon when the slot is free (two
+                # waiters that looked a moment apart may each have seen the other first)
+                free = self._held.get(name, 0) < self._capacity[name]
+                freed.wait(timeout=FREE_LOOK if free else 1.0)
             if blocked:
                 self._block(owner, -1)
             queue.remove(me)

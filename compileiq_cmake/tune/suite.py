@@ -72,10 +72,9 @@ def run_suite(
     ray_address: str | None = None,
 ) -> list[TargetOutcome]:
     """Every target of the suite, `jobs` at a time (None: default_jobs), sharing the build slots and each GPU
-    through one Scheduler. `on_ray`: on the Ray cluster at `ray_address` (None: a new local one), connected
-    once every target's options are checked, its GPU workers shared by the targets; each target is tuned on
-    each GPU type, its first type's tune in the outcome. Returns the outcomes in the suite's order (excluded
-    ones included)."""
+    through one Scheduler. `on_ray`: on the Ray cluster at `ray_address` (None: a new local one), connected once
+    every target's options are checked, its GPU workers shared by the targets; each target is tuned on each GPU
+    type, its first type's tune in the outcome. Returns the outcomes in the suite's order (excluded included)."""
     if json_summary is not None:
         try:
             check_output(  # before hours of tuning, not after; never the suite file, a device or another's file
@@ -317,8 +316,9 @@ class _SuiteRun:
         spec = self.make_spec(target, allotted) if allotted else self.specs[target.name]
         target_log = EventStream(self.stream.emit)  # its own stream (its own current stage), heard by the suite's
         self.scheduler.join(target, self.suite.floor(target))
-        # (one at a time too: the slots count its device seconds; several at a time: each on its part of the GPUs)
-        lease = Lease(self.scheduler.slots, target.name, sharing=self.jobs)
+        # its part of the GPUs: they are shared by the targets in flight or still to start (the slots count its seconds)
+        left = sum(t.name not in self.finished and t.name not in self.outcomes for t in self.suite.ordered)
+        lease = Lease(self.scheduler.slots, target.name, sharing=max(1, min(self.jobs, left)))
         if self.jobs > 1:  # its own state folder, and its share of the build slots in variant trees of its own
             spec = replace(
                 spec,
