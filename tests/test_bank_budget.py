@@ -59,7 +59,7 @@ def test_each_bank_validation_runs_at_its_share_and_is_counted_in_the_store(monk
     spec = types.SimpleNamespace(seed=1, lower_is_better=True)
     space = types.SimpleNamespace(baseline=lambda: FlagSet((), ()))
     setup = types.SimpleNamespace(spec=spec, space=space, trees_for=lambda n: ("t0", "t1"))
-    base = types.SimpleNamespace(runner=None, min_gain=0.01, base_of=lambda t: None)
+    base = types.SimpleNamespace(runner=None, min_gain=0.01, base_of=lambda t: None, references={})
     budget = types.SimpleNamespace(bounded=False)
     store = _Store()
     bank = bank_module.Bank(
@@ -130,3 +130,17 @@ def test_a_validation_with_a_correlation_floor_allows_for_at_least_it():
     floored.look(samples)
     assert plain.rho < BANK_RHO_FLOOR and floored.rho == BANK_RHO_FLOOR
     assert floored.tests["c0"].rho == BANK_RHO_FLOOR and plain.tests["c0"].rho == plain.rho
+
+
+def test_a_bank_validates_in_trees_that_are_not_the_paired_runs_reference_trees(tmp_path):
+    """On a noisy machine the search pairs each trial with runs of the project's own build in a reference tree
+    (trees[workers:workers+GPUs]); a bank's validation builds its candidate into its trees, so it must take two
+    others (once it took trees[1], the one reference of a --workers 1 tune: the next trials were paired with the
+    candidate's runs and measured 2.5x where they were 8.9x). The tune makes a tree more for it."""
+    from compileiq_cmake.project.cmake_project import VariantTree
+    from compileiq_cmake.tune.bank import clear_of
+
+    trees = tuple(VariantTree(tmp_path, f"worker-{i}", "cmake") for i in range(5))
+    assert [t.path.name for t in clear_of(trees, [trees[1]], 2)] == ["worker-0", "worker-2"]
+    assert [t.path.name for t in clear_of(trees, trees[1:4], 2)] == ["worker-0", "worker-4"]
+    assert clear_of(trees, [], 2) == trees[:2]  # a quiet machine: no reference tree, the first two as before

@@ -11,7 +11,7 @@ written."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from ..decide.procedure import ValidationContext
@@ -20,6 +20,7 @@ from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor
 from ..model.events import Log, as_stream
 from ..model.records import Trial, Validation
+from ..project.cmake_project import VariantTree
 from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
@@ -107,7 +108,8 @@ class Bank:
             if self.budget.bounded
             else None
         )
-        context = ValidationContext(setup.trees_for(2), setup.space, spec.seed + 11)
+        refs = list(self.base.references.values())  # (they hold the project's own build the search pairs with)
+        context = ValidationContext(clear_of(setup.trees_for(2 + len(refs)), refs, 2), setup.space, spec.seed + 11)
         looks = self.validations
         self.store.save_result(LOOKS, looks + 1)  # spent before it runs: a kill meanwhile keeps the count
         (v,) = validate(
@@ -141,3 +143,11 @@ class Bank:
         self.banked = v
         self.store.save_validations(STORED, [v])
         return v
+
+
+def clear_of(trees: Sequence[VariantTree], references: Iterable[VariantTree], n: int) -> tuple[VariantTree, ...]:
+    """The first `n` of `trees` that are no reference tree: a validation builds its candidates into its trees, and
+    a reference tree must keep the project's own build that the search's trials are paired with (a bank that
+    built its candidate there once made the next trials' paired runs those of the candidate)."""
+    held = list(references)
+    return tuple(t for t in trees if all(t is not r for r in held))[:n]

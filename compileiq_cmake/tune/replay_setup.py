@@ -46,7 +46,7 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
         )
     trees = tuple(
         VariantTree(spec.state_dir, f"replay-{i}", "cmake")
-        for i in range(max(spec.workers + max(1, len(gpus)), FINALISTS + 1))
+        for i in range(max(spec.workers + max(1, len(gpus)) + 1, FINALISTS + 1))  # (+1 as in variant_trees)
     )
     runner = ReplayRunner(
         spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed, pace=_replay_pace()

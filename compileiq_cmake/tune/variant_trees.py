@@ -49,7 +49,7 @@ def variant_trees(
     finalist and the baseline) are configured when the finalists need them (OnDemandTrees). `one_at_a_time`: the
     project's configure writes into its source tree."""
     searched = spec.workers + max(1, gpus)
-    n_trees = max(searched, FINALISTS + 1)
+    n_trees = max(searched + 1, FINALISTS + 1)  # (+1: a bank's validation needs two trees besides the references)
     trees = (first, *new_trees(spec, settings, tree_pool, 1, n_trees - 1))
     later = OnDemandTrees(trees, 1, settings, spec.target, language, one_at_a_time=one_at_a_time)
     pool_step(tree_pool, spec.target, trees[:searched], lambda: later.configure(searched))
