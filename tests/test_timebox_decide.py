@@ -5,7 +5,7 @@ and keeps what it did not test; an undecided step is kept and not stored (fake r
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -158,3 +158,33 @@ def test_one_run_each_decides_nothing():
         assert not c.faster(0.0) and not c.slower()
     speedup, ci = geomean_comparison([compare([10.0], [8.0]), compare([10.0, 10.1, 9.9], [8.0, 8.1, 7.9])])
     assert ci.low == 0.0 and ci.high == float("inf") and speedup > 1
+
+
+def test_an_advanced_controls_file_is_ablated_first_and_alone_and_dropped_when_it_does_not_matter(tmp_path):
+    """Issue 50 (H100, gemm_app in a 120 s box): the box ended the ablation before the winner's control file was
+    tried, so an ACF nobody had shown to matter was written. An opaque dimension (Dimension.ablated_first, the
+    Advanced Controls) now has the first step of its own, whatever the estimates and the room say."""
+    runner, build, builds, trees, space, winner = _world(tmp_path)
+    opaque = FlagSpace(
+        space.family, tuple(replace(d, ablated_first=d.name == "fa") for d in space.dimensions)
+    )  # -fa does nothing (EFFECT): the ACF that does not matter
+    winner = opaque.flagset({f[1:]: 1 for f in EFFECT})
+    expected = {"fa": 1.3, "fb": 1.02, "fc": 1.03, "fd": 1.25}  # the search thought fa mattered most
+    allowed = iter([True])  # room for one step only
+    minimal, contributions = ablate(
+        runner,
+        build,
+        trees,
+        opaque,
+        winner,
+        0.01,
+        0,
+        lambda _: None,
+        expected=expected,
+        steps=1,
+        may_start=lambda: next(allowed, False),
+    )
+    assert contributions[0].dimension == "fa" and not contributions[0].kept  # measured first, alone, dropped
+    assert "-fa" not in minimal.flags and all(c.kept for c in contributions[1:])  # the rest: not ablated, kept
+    plain = ablate(runner, build, trees, space, winner, 0.01, 0, lambda _: None, expected=expected, steps=1)
+    assert [c.dimension for c in plain[1]][-1] == "fa"  # without the mark: expected to matter most, so last

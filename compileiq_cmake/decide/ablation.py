@@ -99,19 +99,25 @@ def _own_sources(space: FlagSpace, current: FlagSet) -> tuple[tuple[str, tuple[s
 def _ablation_queue(
     space: FlagSpace, winner: FlagSet, min_gain: float, expected: dict[str, float] | None, steps: int | None
 ) -> list[tuple[tuple[str, ...], str | None]]:
-    """The ablation's steps in order, each (the dimensions it removes together, the file of a per-file step): the
-    dimensions expected to matter least first, those expected to give less than min_gain (or, with too few
-    `steps`, all but the one expected to matter most) as one group, then each file's own flags."""
-    dims = [dim for dim, _ in winner.choices]
+    """The ablation's steps in order, each (the dimensions it removes together, the file of a per-file step): an
+    opaque dimension (`Dimension.ablated_first`: an Advanced Controls file, which changes every kernel's code and
+    is written only where removing it costs speed) alone first; then the dimensions expected to matter least,
+    those expected to give less than min_gain (or, with too few `steps`, all but the one expected to matter
+    most) as one group; then each file's own flags."""
+    opaque = {d.name for d in space.dimensions if d.ablated_first}
+    first = [dim for dim, _ in winner.choices if dim in opaque]  # each alone, before anything else
+    dims = [dim for dim, _ in winner.choices if dim not in opaque]
     if expected:
         dims.sort(key=lambda d: expected.get(d, math.inf))
         useless = [d for d in dims if expected.get(d, math.inf) < 1.0 + min_gain]
     else:
         useless = []
-    if steps is not None and steps < len(dims) and len(dims) > 2 and len(useless) < len(dims) - 1:
+    room = None if steps is None else steps - len(first)
+    if room is not None and room < len(dims) and len(dims) > 2 and len(useless) < len(dims) - 1:
         useless = dims[:-1]  # too little time for one step per dimension: all but the most expected at once
     files = [path for path, _ in _own_sources(space, winner)]
-    queue: list[tuple[tuple[str, ...], str | None]] = [(tuple(useless), None)] if len(useless) > 1 else []
+    queue: list[tuple[tuple[str, ...], str | None]] = [((d,), None) for d in first]
+    queue += [(tuple(useless), None)] if len(useless) > 1 else []
     queue += [((d,), None) for d in dims if len(useless) <= 1 or d not in useless]
     queue += [((f"per-file {path}",), path) for path in files]
     return queue

@@ -179,7 +179,10 @@ def acf_dimension(space: FlagSpace, files: list[AcfFile]) -> FlagSpace:
         return space
     values: list[tuple[str, ...]] = [()] + [(f.token,) for f in seen.values()]
     dim = Dimension(
-        name=ACF_DIMENSION, help="NVIDIA Advanced Control Files (ptxas --apply-controls)", values=tuple(values)
+        name=ACF_DIMENSION,
+        help="NVIDIA Advanced Control Files (ptxas --apply-controls)",
+        values=tuple(values),
+        ablated_first=True,  # opaque: written only where removing it was measured to cost speed
     )
     kept = tuple(d for d in space.dimensions if d.name != ACF_DIMENSION)
     return replace(space, dimensions=(*kept, dim))

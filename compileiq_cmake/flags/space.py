@@ -53,6 +53,7 @@ class Dimension:
     cpu_specific: bool = False  # its code needs the tuning host's CPU (-march=native): tune --portable drops it
     measured_first: bool = False  # its singles come right after the build modes' (an unoptimized build's -O level)
     leading: int = 0  # its values 1..leading come first among the singles, in this order (ACFs that cut spills)
+    ablated_first: bool = False  # opaque (an Advanced Controls file): a winner's own ablation step for it comes first
 
     def labels(self) -> list[str]:
         return ["default"] + [" ".join(v) for v in self.values[1:]]
