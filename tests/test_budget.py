@@ -30,7 +30,7 @@ from compileiq_cmake.model.timebox import Stop, TimeBox
 from compileiq_cmake.results.toml_io import read_entries
 from compileiq_cmake.tune.plan import Costs, plan_tune
 
-from conftest import REPO
+from conftest import REPO, replay_args
 
 SAMPLE = REPO / "benchmarks" / "landscapes" / "sample_small.json"  # runs of ~1 ms: pace 1000 -> ~1 s a run
 BLACKSCHOLES = REPO / "benchmarks" / "landscapes" / "blackscholes.json"
@@ -168,26 +168,7 @@ def test_the_conveyor_cancels_queued_trials_and_never_measures_them():
 
 
 def _replay_tune(tmp_path: Path, *extra: str, landscape: Path = SAMPLE) -> list[str]:
-    (tmp_path / "src").mkdir(exist_ok=True)
-    return [
-        sys.executable,
-        "-m",
-        "compileiq_cmake",
-        "tune",
-        "-S",
-        str(tmp_path / "src"),
-        "-B",
-        str(tmp_path / "build"),
-        "--target",
-        landscape.stem,
-        "--replay",
-        str(landscape),
-        "--output",
-        str(tmp_path / "compileiq.toml"),
-        "--seed",
-        "2",
-        *extra,
-    ]
+    return [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path, "--seed", "2", *extra, landscape=landscape)]
 
 
 def _until(proc: subprocess.Popen, log: Path, needle: str, seconds: float) -> str:

@@ -18,9 +18,10 @@ from compileiq_cmake.model.events import Event, EventStream, as_stream, recordin
 from compileiq_cmake.ui import cli
 from compileiq_cmake.ui.console import Console
 
+from conftest import replay_args
+
 pytestmark = pytest.mark.unit
 
-SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 PROGRESS = re.compile(r"^\[\s*\d+/\d+\]")
 
 
@@ -174,27 +175,8 @@ def test_check_json_keeps_stdout_for_the_document_and_says_the_rest_on_stderr(mo
 
 
 def _replay(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess:
-    (tmp_path / "src").mkdir(parents=True, exist_ok=True)
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compileiq_cmake",
-            "tune",
-            "-S",
-            str(tmp_path / "src"),
-            "-B",
-            str(tmp_path / "build"),
-            "--target",
-            "sample_small",
-            "--replay",
-            str(SAMPLE),
-            "--budget",
-            "8",
-            "--output",
-            str(tmp_path / "compileiq.toml"),
-            *flags,
-        ],
+        [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path, "--budget", "8", *flags)],
         cwd=tmp_path,
         capture_output=True,
         text=True,

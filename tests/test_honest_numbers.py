@@ -216,32 +216,15 @@ def test_the_report_and_the_console_say_the_untested_flags(tmp_path):
 
     from compileiq_cmake.results.report import render
 
-    from conftest import REPO  # noqa: PLC0415
+    from conftest import replay_args  # noqa: PLC0415
 
-    (tmp_path / "src").mkdir()
     summary = tmp_path / "summary.json"
     tune = subprocess.run(
         [
             sys.executable,
             "-m",
             "compileiq_cmake",
-            "tune",
-            "-S",
-            str(tmp_path / "src"),
-            "-B",
-            str(tmp_path / "build"),
-            "--target",
-            "sample_small",
-            "--replay",
-            str(REPO / "benchmarks" / "landscapes" / "sample_small.json"),
-            "--budget",
-            "10",
-            "--output",
-            str(tmp_path / "c.toml"),
-            "--json-summary",
-            str(summary),
-            "--seed",
-            "1",
+            *replay_args(tmp_path, "--budget", "10", "--json-summary", str(summary), "--seed", "1"),
         ],
         cwd=tmp_path,
         capture_output=True,

@@ -14,6 +14,8 @@ from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 from compileiq_cmake.results.store import TrialStore
 
+from conftest import replay_args
+
 
 def _trial(i: int) -> Trial:
     fs = FlagSet(choices=(("opt_level", i),), flags=(f"-O{i}",) if i else ())
@@ -208,25 +210,8 @@ def test_a_replayed_tune_runs_on_while_another_program_reads_its_store(tmp_path)
     flight. A replayed tune (no compiler, no GPU) resumes and adds trials while a reader holds one open."""
     import subprocess
     import sys
-    from pathlib import Path
 
-    sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
-    args = [
-        sys.executable,
-        "-m",
-        "compileiq_cmake",
-        "tune",
-        "-S",
-        str(tmp_path),
-        "-B",
-        str(tmp_path / "build"),
-        "--target",
-        "sample_small",
-        "--replay",
-        str(sample),
-        "--output",
-        str(tmp_path / "compileiq.toml"),
-    ]
+    args = [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path)]
     first = subprocess.run([*args, "--budget", "6"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     db = tmp_path / "build" / "compileiq" / "trials.sqlite"

@@ -15,7 +15,7 @@ import pytest
 from compileiq_cmake.measure.gpu import visible_gpus
 from compileiq_cmake.model.errors import CompileIQError
 
-from conftest import configure, run_cli
+from conftest import configure, replay_args, run_cli
 
 BENCH = """
 import fcntl, json, os, random, sys, time
@@ -150,35 +150,12 @@ def test_the_winner_is_confirmed_on_every_other_gpu(tmp_path):
     """Validation and ablation run on the first GPU; the winner is then validated on each other GPU before it
     is written (replay: a recorded landscape answers builds and runs, on 2 simulated GPUs)."""
     import subprocess
-    from pathlib import Path
 
     from compileiq_cmake.results.toml_io import read_entries
 
-    sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
-    src = tmp_path / "src"
-    src.mkdir()
     out = tmp_path / "compileiq.toml"
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compileiq_cmake",
-            "tune",
-            "-S",
-            str(src),
-            "-B",
-            str(tmp_path / "build"),
-            "--target",
-            "sample_small",
-            "--replay",
-            str(sample),
-            "--budget",
-            "25",
-            "--workers",
-            "2",
-            "--output",
-            str(out),
-        ],
+        [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path, "--budget", "25", "--workers", "2")],
         cwd=tmp_path,
         capture_output=True,
         text=True,

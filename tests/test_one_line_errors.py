@@ -15,10 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAVE_NVCC, PROJECTS, configure, one_line_error, run_cli
+from conftest import HAVE_NVCC, PROJECTS, configure, one_line_error, replay_args, run_cli
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"
 UNWRITABLE = Path("/proc/compileiq-test-no-such-dir")  # nobody, root included, can create files in /proc
 
 
@@ -27,24 +25,7 @@ def _one_line(proc, *needles) -> str:
 
 
 def _replay_args(tmp_path, *extra):
-    src = tmp_path / "src"
-    src.mkdir(exist_ok=True)
-    return [
-        "tune",
-        "-S",
-        str(src),
-        "-B",
-        str(tmp_path / "build"),
-        "--target",
-        "sample_small",
-        "--replay",
-        str(SAMPLE),
-        "--budget",
-        "6",
-        "--output",
-        str(tmp_path / "compileiq.toml"),
-        *extra,
-    ]
+    return replay_args(tmp_path, "--budget", "6", *extra)
 
 
 @contextmanager

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.unit
+from conftest import replay_args
 
-SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+pytestmark = pytest.mark.unit
 
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
@@ -33,28 +33,8 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("seed,source", [("1", "finalists"), ("3", "minimal set")])
 def test_every_place_quotes_the_written_sets_validated_number(tmp_path, seed, source):
     """Seed 1 writes a finalist as it was validated; seed 3's ablation drops a flag and writes the minimal set."""
-    (tmp_path / "src").mkdir()
     toml, summary = tmp_path / "compileiq.toml", tmp_path / "summary.json"
-    tune = _cli(
-        tmp_path,
-        "tune",
-        "-S",
-        str(tmp_path / "src"),
-        "-B",
-        str(tmp_path / "build"),
-        "--target",
-        "sample_small",
-        "--replay",
-        str(SAMPLE),
-        "--budget",
-        "10",
-        "--output",
-        str(toml),
-        "--json-summary",
-        str(summary),
-        "--seed",
-        seed,
-    )
+    tune = _cli(tmp_path, *replay_args(tmp_path, "--budget", "10", "--json-summary", str(summary), "--seed", seed))
     assert tune.returncode == 0, (tune.stdout + tune.stderr)[-3000:]
     doc = json.loads(summary.read_text())
     winner = doc["winner"]

@@ -22,7 +22,7 @@ from ray.cluster_utils import Cluster
 from compileiq_cmake.model.errors import CompileIQError
 from compileiq_cmake.results.toml_io import read_entries
 
-from conftest import configure, host_suite, run_cli
+from conftest import configure, host_suite, replay_args, run_cli
 
 LANDSCAPE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 SMALL_STORE = 80 * 1024 * 1024  # object store per node: the tests move flag sets and results only
@@ -55,27 +55,9 @@ def _tune(cluster, *args: str, cwd: Path, timeout: float = 900) -> subprocess.Co
 @pytest.mark.cmake
 @pytest.mark.ray
 def test_each_gpu_type_gets_its_own_entry(cluster, tmp_path):
-    src = tmp_path / "src"
-    src.mkdir()
     out = tmp_path / "compileiq.toml"
-    proc = _tune(
-        cluster,
-        "-S",
-        str(src),
-        "-B",
-        str(tmp_path / "build"),
-        "--target",
-        "sample_small",
-        "--replay",
-        str(LANDSCAPE),
-        "--budget",
-        "10",
-        "--workers",
-        "2",
-        "--output",
-        str(out),
-        cwd=tmp_path,
-    )
+    args = replay_args(tmp_path, "--budget", "10", "--workers", "2")[1:]  # less its "tune": _tune adds it
+    proc = _tune(cluster, *args, cwd=tmp_path)
     text = proc.stdout + proc.stderr
     assert proc.returncode == 0, text[-4000:]
     assert "4 nodes" in text and "3 GPUs" in text, text[:2000]

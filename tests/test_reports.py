@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import replay_args, run_cli
 
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 KEYS = {
@@ -57,30 +57,9 @@ KEYS = {
 def replayed(tmp_path_factory):
     """A replayed tune on 2 simulated GPUs (winner, finalists, ablation, a confirmation, invalid trials)."""
     root = tmp_path_factory.mktemp("replayed")
-    (root / "src").mkdir()
+    args = replay_args(root, "--budget", "20", "--workers", "2", "--json-summary", str(root / "summary.json"))
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compileiq_cmake",
-            "tune",
-            "-S",
-            str(root / "src"),
-            "-B",
-            str(root / "build"),
-            "--target",
-            "sample_small",
-            "--replay",
-            str(SAMPLE),
-            "--budget",
-            "20",
-            "--workers",
-            "2",
-            "--output",
-            str(root / "compileiq.toml"),
-            "--json-summary",
-            str(root / "summary.json"),
-        ],
+        [sys.executable, "-m", "compileiq_cmake", *args],
         cwd=root,
         capture_output=True,
         text=True,

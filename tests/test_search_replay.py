@@ -13,6 +13,8 @@ from compileiq_cmake.results.toml_io import read_entries
 from compileiq_cmake.search.landscape import Landscape
 from compileiq_cmake.search.search import INVALID_LOSS, FlagSearch
 
+from conftest import replay_args
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"
 BUDGET = 25  # unique builds, the baseline included (as --budget counts)
@@ -82,28 +84,9 @@ def test_same_seed_same_path_on_a_landscape():
 
 @pytest.mark.cmake
 def test_replay_tune_cli_labels_and_writes_a_replay_entry(tmp_path):
-    src = tmp_path / "src"
-    src.mkdir()
     out = tmp_path / "compileiq.toml"
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compileiq_cmake",
-            "tune",
-            "-S",
-            str(src),
-            "-B",
-            str(tmp_path / "build"),
-            "--target",
-            "sample_small",
-            "--replay",
-            str(SAMPLE),
-            "--budget",
-            "25",
-            "--output",
-            str(out),
-        ],
+        [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path, "--budget", "25")],
         cwd=tmp_path,
         capture_output=True,
         text=True,
@@ -124,27 +107,8 @@ def test_replay_tune_cli_labels_and_writes_a_replay_entry(tmp_path):
 def test_a_rerun_restores_validation_and_ablation_instead_of_measuring_again(tmp_path):
     """Hardening (issue 10): validation and ablation outcomes are kept in the trial store, so a rerun (after
     a kill at the write, say) does not repeat them; it reaches the same winner."""
-    src = tmp_path / "src"
-    src.mkdir()
     out = tmp_path / "compileiq.toml"
-    args = [
-        sys.executable,
-        "-m",
-        "compileiq_cmake",
-        "tune",
-        "-S",
-        str(src),
-        "-B",
-        str(tmp_path / "build"),
-        "--target",
-        "sample_small",
-        "--replay",
-        str(SAMPLE),
-        "--budget",
-        "25",
-        "--output",
-        str(out),
-    ]
+    args = [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path, "--budget", "25")]
     first = subprocess.run(args, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     assert "restored from the trial store" not in first.stdout and "interleaved rounds" in first.stdout
@@ -163,28 +127,8 @@ def test_a_tune_that_measured_no_flag_set_says_so_and_what_time_it_needs(tmp_pat
     """A time limit that ends the search after the baseline: the tune says that no flag set was measured and
     the --time-limit one trial and its validation would need (the plan's estimate), never that no flag set beat
     the project's own build."""
-    (tmp_path / "src").mkdir()
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "compileiq_cmake",
-            "tune",
-            "-S",
-            str(tmp_path / "src"),
-            "-B",
-            str(tmp_path / "build"),
-            "--target",
-            "sample_small",
-            "--replay",
-            str(SAMPLE),
-            "--budget",
-            "8",
-            "--time-limit",
-            "0.001",
-            "--output",
-            str(tmp_path / "compileiq.toml"),
-        ],
+        [sys.executable, "-m", "compileiq_cmake", *replay_args(tmp_path, "--budget", "8", "--time-limit", "0.001")],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -21,35 +21,15 @@ from compileiq_cmake.results.toml_io import read_entries, write_entry
 from compileiq_cmake.tune import finalists as finalists_stage
 from compileiq_cmake.ui import cli
 
-from conftest import one_line_error
+from conftest import one_line_error, replay_args
 from test_result_file import make_entry
-
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "benchmarks" / "landscapes" / "sample_small.json"
 
 
 @pytest.fixture
 def replay(tmp_path):
-    src = tmp_path / "src"
-    src.mkdir()
     out = tmp_path / "compileiq.toml"
     build = tmp_path / "build"
-    args = [
-        "tune",
-        "-S",
-        str(src),
-        "-B",
-        str(build),
-        "--target",
-        "sample_small",
-        "--replay",
-        str(SAMPLE),
-        "--budget",
-        "8",
-        "--output",
-        str(out),
-    ]
-    return out, build, args
+    return out, build, replay_args(tmp_path, "--budget", "8")
 
 
 def _during_tune(monkeypatch, action):
