@@ -152,7 +152,7 @@ def evaluate_kernel(name: str, prior_path: str, seeds: int, views: tuple[str, ..
                  "seeds": seeds, "hyper": {f: h.as_dict() for f, h in model.hyper.items()}, "views": {}}
     for view in views:
         space, hidden = view_space(land, base_space, view)
-        sp = space_prior(model, space, held.features, "90")
+        sp = space_prior(model, space, held.features, held.arch)  # "90" for the CUDA kernels, "" for host ones
         runs = {
             "prior": [builds_to(land, space, FlagSearch(space, budget, s, 1, prior=sp), s, budget, 0.99 * best)
                       for s in range(seeds)],

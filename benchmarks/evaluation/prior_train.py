@@ -15,8 +15,12 @@ meta.target set; per-file landscapes are left out):
    the landscape's medians, 0 when its device code is the default's, None when it is invalid;
 3. fit: PriorModel.fit (leave-one-out choice of bandwidth, shrink and features).
 
+Host kernels (benchmarks/landscapes/host, g++ flags measured on a CPU) give gcc observations: features from
+their object's instruction mix (compileiq_cmake/flags/host_features.py), effects as above; kept only with
+--families nvcc,gcc (the evaluation's file; not the shipped one, see --families).
+
 Usage: .venv/bin/python benchmarks/evaluation/prior_train.py [--out compileiq_cmake/search/prior_data.json]
-       [--exclude k1,k2] (needs nvcc, cuobjdump, cmake and ninja; no GPU)
+       [--exclude k1,k2] [--families nvcc|nvcc,gcc] (needs nvcc, cuobjdump, g++, objdump, cmake and ninja; no GPU)
 """
 
 from __future__ import annotations
@@ -35,10 +39,12 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compileiq_cmake.flags.features import TargetFeatures, file_features, target_features  # noqa: E402
+from compileiq_cmake.flags.host_features import object_features  # noqa: E402
 from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 from compileiq_cmake.search.prior import Observation, PriorModel, SHIPPED, value_key  # noqa: E402
 
 LANDSCAPES = ROOT / "benchmarks" / "landscapes"
+HOST = LANDSCAPES / "host"  # host (g++) kernels' landscapes, recorded on a CPU (benchmarks/landscapes/host/README.md)
 ORIGIN = {  # which batch a kernel came from (leave-one-source-out groups)
     **dict.fromkeys(("nbody", "stencil", "sgemm", "blackscholes", "spmv_csr", "rk4_oscillators", "softmax_rows",
                      "layernorm_gelu", "conv2d_5x5"), "own-v1"),
@@ -59,9 +65,14 @@ def is_project_learning(meta: dict) -> bool:
     return str(meta.get("sampling", "")).startswith("learn") and bool(meta.get("target"))
 
 
+def is_host(meta: dict) -> bool:
+    """A host kernel's landscape (record_host.py: g++ flags, measured on a CPU)."""
+    return str(meta.get("source", "")).startswith("benchmarks/landscapes/host/kernels/")
+
+
 def recorded() -> list[Path]:
     out = []
-    for path in sorted(LANDSCAPES.glob("*.json")):
+    for path in [*sorted(LANDSCAPES.glob("*.json")), *sorted(HOST.glob("*.json"))]:
         doc = json.loads(path.read_text())
         meta = doc.get("meta", {})
         if doc.get("format") != "compileiq-landscape" or meta.get("synthetic") or meta.get("dry_run"):
@@ -70,7 +81,7 @@ def recorded() -> list[Path]:
             if doc.get("kernel") not in PROJECTS:
                 raise SystemExit(f"{path}: a project landscape of the learning design whose project is unknown: add "
                                  f"{doc.get('kernel')!r} to PROJECTS in {Path(__file__).name}")
-        elif not str(meta.get("source", "")).startswith("benchmarks/landscapes/kernels/"):
+        elif not str(meta.get("source", "")).startswith("benchmarks/landscapes/kernels/") and not is_host(meta):
             continue  # other whole projects (per-file dimensions) are not single kernels
         out.append(path)
     return out
@@ -89,9 +100,12 @@ def landscape_path(kernel: str) -> Path:
 
 def origin(name: str) -> str:
     """own-v1 (the first nine kernels), own-llm / own-hpc (inputs_llm.py / inputs_hpc.py), own-project (a
-    target of benchmarks/projects), own-example (a target of examples/), else other."""
+    target of benchmarks/projects), own-example (a target of examples/), own-host (a host kernel of
+    landscapes/host/), else other."""
     if name in ORIGIN:
         return ORIGIN[name]
+    if (HOST / f"{name}.json").is_file():
+        return "own-host"
     sys.path.insert(0, str(LANDSCAPES))
     import inputs_hpc  # noqa: PLC0415
     import inputs_llm  # noqa: PLC0415
@@ -99,6 +113,11 @@ def origin(name: str) -> str:
 
 
 def kernel_features(land: Landscape, meta: dict, work: Path) -> dict[str, float]:
+    if is_host(meta):  # as a tune computes a host target's (tune/prior_use.py): its object's instruction mix
+        obj = work / f"{land.kernel}.o"
+        cmd = ["g++", *meta["base_flags"], "-c", str(ROOT / meta["source"]), "-o", str(obj)]
+        subprocess.run(cmd, check=True, capture_output=True, text=True)
+        return TargetFeatures(kernels=tuple(object_features([obj])), units=1, arch="").vector()
     src = ROOT / meta["source"]
     cubin = work / f"{land.kernel}.cubin"
     cmd = ["nvcc", "-cubin", "-arch=sm_90", "-O3", *meta.get("extra_flags", []), str(src), "-o", str(cubin)]
@@ -179,13 +198,19 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(SHIPPED))
     ap.add_argument("--exclude", default="", help="comma-separated kernels left out")
+    ap.add_argument("--families", default="nvcc", help="the flag families whose observations are kept (nvcc,gcc); "
+                    "the shipped file holds nvcc only: the host (gcc) prior was significantly worse than none on "
+                    "2 of 13 held-out host kernels (docs/benchmarks/prior.md, 'A host prior')")
     args = ap.parse_args()
-    obs = observations({k for k in args.exclude.split(",") if k})
+    families = set(args.families.split(","))
+    obs = [o for o in observations({k for k in args.exclude.split(",") if k}) if o.family in families]
     model = PriorModel(obs, provenance={
         "made_by": "benchmarks/evaluation/prior_train.py", "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d"),
         "commit": commit(), "landscapes": [o.id.split(":", 1)[1] for o in obs],
         "note": "features from nvcc 13.0 sm_90 default builds (a project's target: its objects); effects from "
-                "H200 landscapes (benchmarks/landscapes)"})
+                "H200 landscapes (benchmarks/landscapes); gcc: host kernels' effects over g++ -O3 -DNDEBUG, "
+                "measured on a 2-core x86-64 CPU (benchmarks/landscapes/host), features from the g++ object's "
+                "instruction mix (flags/host_features.py)"})
     report = model.fit()
     model.provenance["fit"] = report
     model.save(args.out)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..flags.features import FEATURE_NAMES, TargetFeatures, target_features
+from ..flags.host_features import object_features
 from ..model.errors import CompileIQError
 from ..model.events import Log, PriorPrediction, as_stream
 from ..model.records import Trial
@@ -38,7 +39,7 @@ class PriorUse:
 
 def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dict[str, float] | None:
     """The target's feature vector: CUDA from the baseline build's objects (computed once, kept in the store
-    for a resume), a host target from its source count, a replay from nothing (all zero)."""
+    for a resume), a host target from its objects' instruction mix, a replay from nothing (all zero)."""
     stored = store.load_result("prior_features")
     if isinstance(stored, dict) and set(FEATURE_NAMES) <= set(stored):
         return {k: float(stored[k]) for k in FEATURE_NAMES}
@@ -49,8 +50,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
         )
         return None
     if setup.project.language != "CUDA":
-        units = len(setup.project.target.sources_in(setup.project.language)) or 1
-        vec = TargetFeatures(kernels=(), units=units, arch="").vector()
+        vec = _host_features(setup, log)
     else:
         if not fresh:
             as_stream(log).note(
@@ -86,6 +86,24 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
         vec = tf.vector()
     store.save_result("prior_features", vec)
     return vec
+
+
+def _host_features(setup: TuneSetup, log: Log) -> dict[str, float]:
+    """A host target's instruction mix from the baseline build's objects (flags/host_features.py); without
+    them (objdump missing, nothing built afresh), only its source count, said in one line."""
+    units = len(setup.project.target.sources_in(setup.project.language)) or 1
+    tree = setup.baseline_tree
+    objects = [tree.path / o for o in setup.project.objects if (tree.path / o).is_file()]
+    why = "" if objects else "no object file of the target's baseline build was found"
+    if objects:
+        try:
+            return TargetFeatures(kernels=tuple(object_features(objects)), units=units, arch="").vector()
+        except CompileIQError as exc:
+            why = str(exc)
+    as_stream(log).note(
+        f"prior: the host code's instruction mix is unknown ({why}); the prior reads its source count only"
+    )
+    return TargetFeatures(kernels=(), units=units, arch="").vector()
 
 
 def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> PriorUse:

@@ -78,8 +78,17 @@ def flag_space(
             )
         space, device_code, objects, acf = _cuda_space(spec, variant, tools, arch, space, log)
         tools = replace(tools, acf=acf)
+    else:  # the prior reads the instruction mix of a host target's objects (flags/host_features.py)
+        objects = _target_objects(variant)
     _require_dimensions(spec, space, language)
     return space, tools, device_code, objects
+
+
+def _target_objects(variant: VariantBuild) -> tuple[Path, ...]:
+    """The object files the target's compile commands write, relative to the variant tree."""
+    tree = variant.tree.path
+    outputs = (output_file(e) for e in variant.commands)
+    return tuple(o.relative_to(tree) for o in outputs if o is not None and o.resolve().is_relative_to(tree.resolve()))
 
 
 def _recorded_kernel_ns(path: Path) -> dict[str, int]:
@@ -99,7 +108,7 @@ def _cuda_space(
     fingerprints = None
     screen_kernels: dict[tuple[str, tuple[str, ...]], frozenset[str]] = {}
     objects: tuple[Path, ...] = ()
-    target, tree, entries = variant.target, variant.tree, variant.commands  # (CUDA: the target's CUDA sources')
+    target, entries = variant.target, variant.commands  # (CUDA: the target's CUDA sources')
     lto = device_lto_wanted(spec.include_flags, spec.excluded_flags)
     screen_off = ""
     # every value x every file: hours on a library; unless the focus cannot run (no cuobjdump, another executor)
@@ -151,11 +160,7 @@ def _cuda_space(
         )
     else:
         fingerprints = FingerprintCache(tools.compiler, arch=arch)
-        objects = tuple(
-            o.relative_to(tree.path)
-            for o in (output_file(e) for e in entries)
-            if o is not None and o.resolve().is_relative_to(tree.path.resolve())
-        )
+        objects = _target_objects(variant)
     return prepared.space, DeviceCode(fingerprints, screen_kernels), objects, prepared.acf
 
 

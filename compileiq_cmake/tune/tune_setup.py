@@ -43,7 +43,7 @@ class ProjectModel:
     build_targets: tuple[str, ...] = ()  # what a variant build builds (the target, the benchmark's owner, or all)
     build_type: str = ""  # the configuration tuned (recorded in the TOML; empty for a replay)
     artifacts: tuple[Path, ...] = ()  # the tuned target's files, relative to a variant tree
-    objects: tuple[Path, ...] = ()  # CUDA: the target's object files, relative to a variant tree
+    objects: tuple[Path, ...] = ()  # the target's object files, relative to a variant tree
     own_commands: dict[str, frozenset[str]] = field(default_factory=dict)  # source -> its own compile flags
     device_link: tuple[str, ...] = ()  # a static/object library: the consumer whose device link is measured
 
