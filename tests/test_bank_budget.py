@@ -144,3 +144,30 @@ def test_a_bank_validates_in_trees_that_are_not_the_paired_runs_reference_trees(
     assert [t.path.name for t in clear_of(trees, [trees[1]], 2)] == ["worker-0", "worker-2"]
     assert [t.path.name for t in clear_of(trees, trees[1:4], 2)] == ["worker-0", "worker-4"]
     assert clear_of(trees, [], 2) == trees[:2]  # a quiet machine: no reference tree, the first two as before
+
+
+def test_after_a_bank_every_trial_is_still_paired_with_runs_of_the_projects_own_build(tmp_path):
+    """The same defect end to end: a replayed tune on a landscape whose runs spread 3% (so every trial is measured
+    next to runs of the project's own build) banks --use_fast_math (about 1.25x) early; every trial after it
+    must still be paired with the project's own build (about 1.0 ms here), never with the banked candidate's
+    runs (about 0.8 ms), which made the later trials' speed-ups 1.25x too small."""
+    import json
+    import statistics
+
+    from conftest import SAMPLE_LANDSCAPE, replay_args, run_cli
+
+    doc = json.loads(SAMPLE_LANDSCAPE.read_text())
+    doc["meta"]["noise"]["rel_sd"] = 0.03
+    landscape = tmp_path / "noisy_small.json"
+    landscape.write_text(json.dumps(doc))
+    proc = run_cli(*replay_args(tmp_path, "--budget", "20", "--seed", "1", landscape=landscape))
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "every trial is measured next to runs of the project's own build" in out
+    assert "bank: accepted" in out, out  # the case: a bank validation in the middle of the search
+    listing = run_cli("trials", "-B", str(tmp_path / "build"), "--json")
+    trials = next(iter(json.loads(listing.stdout).values()))
+    base = statistics.median(trials[0]["measurements"][0]["samples"])
+    refs = [statistics.fmean(m["reference"]) for t in trials for m in t["measurements"] if m.get("reference")]
+    assert len(refs) >= 5
+    assert all(abs(r / base - 1) < 0.12 for r in refs), [round(r / base, 3) for r in refs]
