@@ -63,6 +63,9 @@ sys.path.insert(0, str(ROOT))  # the repository's package when it is not install
 from compileiq_cmake.flags.space import canonical_flags, load_space  # noqa: E402
 from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 
+sys.path.insert(0, str(HERE.parent))  # benchmarks/landscapes: the CUDA recorder's file writer
+from record import write_landscape  # noqa: E402
+
 FORMAT = "compileiq-landscape"
 FORMAT_VERSION = 1
 FAMILY = "gcc"
@@ -408,24 +411,6 @@ def record_run(plan: KernelPlan, k: int, r: Run, first: bool) -> None:
 
 
 # ---------------------------------------------------------------- writing
-
-def write_landscape(doc: dict, path: Path) -> None:
-    """Compact JSON, one point / one code per line (as record.py writes it)."""
-    parts = ["{"]
-    keys = list(doc)
-    for n, k in enumerate(keys):
-        sep = "," if n < len(keys) - 1 else ""
-        v = doc[k]
-        if k in ("points", "codes", "dimensions"):
-            rows = [json.dumps(x, separators=(",", ":")) for x in v]
-            parts.append(f'"{k}":[\n' + ",\n".join(rows) + "\n]" + sep)
-        else:
-            parts.append(f"{json.dumps(k)}:{json.dumps(v, separators=(',', ':'))}{sep}")
-    parts.append("}")
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("\n".join(parts) + "\n")
-    os.replace(tmp, path)
-
 
 def cpu_info() -> dict:
     model, flags = "", []
