@@ -684,6 +684,7 @@ def test_a_winner_whose_build_is_too_slow_is_kept_out_of_the_toml(tmp_path):
         and "a typical build of this tune" in out
         and "--max-compile-slowdown 2)" in out
     ), out[-3000:]
+    assert (src / "compileiq.toml").is_file(), out[-3000:]
     (entry,) = read_entries(src / "compileiq.toml")
     assert entry.flags == ("-O3",)  # the faster-building winner, not -O2
     bad = run_cli(

@@ -195,3 +195,27 @@ def test_the_search_keeps_its_warm_up_only_where_the_baselines_first_run_was_col
     n = len(said)
     assert search_warmup(spec, restored, 0.01, log) == 1 and len(said) == n  # kept, nothing claimed
     assert search_warmup(replace(spec, race=False), warm, 0.01, log) == 1  # --no-race: as before
+
+
+@pytest.mark.unit
+def test_a_trial_whose_build_is_too_slow_is_not_the_best_the_others_race_against():
+    """test_check's --max-compile-slowdown case, flaky in CI: when -O2 (a 4 s build, kept out of the finalists)
+    was measured before -O3, -O3 (as fast) was raced against it, could never be a finalist either, and the tune
+    wrote nothing. The best so far racing compares with is a trial that may still be a finalist."""
+    import types
+
+    from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
+    from compileiq_cmake.tune.trial import race_look
+
+    def trial(i: int, flags: tuple[str, ...], ms: float, build: float) -> Trial:
+        runs = (Measurement((), (ms, ms * 1.001, ms * 0.999)),)
+        return Trial(i, FlagSet((), flags), Status.OK, measurements=runs, build_seconds=build)
+
+    base = trial(0, (), 30.0, 1.0)
+    slow = trial(1, ("-O2",), 10.0, 5.0)  # 3x faster, its build 5x the typical one
+    known = {"b": base, "s": slow, "o": trial(2, ("-O1",), 29.0, 1.0)}
+    as_fast = (Measurement((), (10.0,)),)  # -O3's first run: as fast as -O2
+    for limit, dropped in ((None, True), (2.0, False)):
+        spec = types.SimpleNamespace(race=True, repeats=3, lower_is_better=True, max_compile_slowdown=limit)
+        look = race_look(types.SimpleNamespace(spec=spec), base, known, lambda t: base, 0.01, 0.001)
+        assert look is not None and bool(look(as_fast, 1)) == dropped, (limit, look(as_fast, 1))

@@ -288,13 +288,20 @@ def race_look(
     noise: float,
 ) -> RaceLook | None:
     """Racing's look for a search trial measured against `baseline` (decide.racing): the best so far among the
-    `known` trials (the baseline's loss, 0, when none beat it), its runs, and the smallest gain that counts.
+    `known` trials that may be finalists (not raced, a build within --max-compile-slowdown; the baseline's loss,
+    0, when none beat it), its runs, and the smallest gain that counts.
     None when racing is off (--no-race) or a trial's runs are a single round anyway."""
     spec = setup.spec
     if not spec.race or spec.repeats < 2:
         return None
     lower = spec.lower_is_better
-    scored = [(loss(t, base_of(t), lower), t) for t in known.values() if t.valid and not t.raced]
+    limit, typical = spec.max_compile_slowdown, typical_build(known)
+    eligible = [
+        t
+        for t in known.values()
+        if t.valid and not t.raced and (limit is None or compile_slowdown(t, typical) <= limit)
+    ]  # a trial whose build is too slow is never a finalist (tune/finalists.pick): nothing to beat
+    scored = [(loss(t, base_of(t), lower), t) for t in eligible]
     best_loss, best = min(scored, key=lambda x: x[0], default=(0.0, baseline))
     if best_loss > 0.0:
         best_loss, best = 0.0, baseline
