@@ -90,7 +90,7 @@ def _features(setup: TuneSetup, store: TrialStore, fresh: bool, log: Log) -> dic
 
 def _host_features(setup: TuneSetup, log: Log) -> dict[str, float]:
     """A host target's instruction mix from the baseline build's objects (flags/host_features.py); without
-    them (objdump missing, nothing built afresh), only its source count, said in one line."""
+    them (objdump missing, no object file found), only its source count, said in one line."""
     units = len(setup.project.target.sources_in(setup.project.language)) or 1
     tree = setup.baseline_tree
     objects = [tree.path / o for o in setup.project.objects if (tree.path / o).is_file()]
