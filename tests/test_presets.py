@@ -57,8 +57,11 @@ def test_the_example_presets_tune_as_one_workflow_and_release_applies_and_gates(
         "entry"
     ):
         assert "applied" in out and "tuned flag" in out, out[-3000:]
-    else:
+    elif (host_example / "compileiq.toml").is_file():
         assert "nothing applied, nothing to re-measure" in out or "has no entry" in out, out[-3000:]
+    else:  # the tune found nothing significantly faster (a loaded machine, 3 trials): no file, said by the configure
+        assert "no tuned flags applied: there is no" in out, out[-3000:]
+        assert "a tune writes it when it finds flags significantly faster" in out, out[-3000:]
 
 
 def _tuned_and_applied(src: Path, build: Path, configure_again: list[str]) -> None:
