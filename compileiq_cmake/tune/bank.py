@@ -25,7 +25,7 @@ from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
 from .plan import least_finish
-from .trial import compile_slowdown, loss, trial_spread, typical_build
+from .trial import build_too_slow, loss, trial_spread, typical_build
 from .tune_setup import TuneSetup
 
 BANK_GAIN = 0.05  # banked: at least this much faster than the baseline and than the banked result, past the noise
@@ -77,8 +77,7 @@ class Bank:
             return False
         if len(self.base.runners) > 1:
             return False
-        limit = self.setup.spec.max_compile_slowdown
-        if limit is not None and compile_slowdown(trial, typical_build(trials)) > limit:
+        if build_too_slow(trial, typical_build(trials), self.setup.spec.max_compile_slowdown):
             return False  # never written (the finalists say why)
         lower = self.setup.spec.lower_is_better
         gain = -loss(trial, self.base.base_of(trial), lower)  # log speedup

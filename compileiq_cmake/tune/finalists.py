@@ -21,7 +21,7 @@ from ..model.wording import plural
 from ..results.store import TrialStore
 from .baseline import Baselines
 from .budget import Budget
-from .trial import compile_slowdown, loss, noise_of_pairs, typical_build
+from .trial import build_too_slow, compile_slowdown, loss, noise_of_pairs, typical_build
 from .tune_setup import FINALISTS, TuneSetup
 
 
@@ -203,9 +203,8 @@ def pick(
             break
         if t.fingerprint and t.fingerprint in codes:
             continue
-        ratio = compile_slowdown(t, typical)
-        if max_slowdown is not None and ratio > max_slowdown:
-            slow.append((t, ratio))
+        if build_too_slow(t, typical, max_slowdown):
+            slow.append((t, compile_slowdown(t, typical)))
             continue
         codes.add(t.fingerprint)
         finalists.append(t.flagset)

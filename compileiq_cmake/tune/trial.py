@@ -119,6 +119,13 @@ def compile_slowdown(trial: Trial, typical: float) -> float:
     return trial.build_seconds / typical
 
 
+def build_too_slow(trial: Trial, typical: float, limit: float | None) -> bool:
+    """Whether the trial's build took more than --max-compile-slowdown (`limit`; None: no limit) times a typical
+    build: such a trial is never a finalist (tune/finalists.pick), never banked and never the best a search trial
+    races against."""
+    return limit is not None and compile_slowdown(trial, typical) > limit
+
+
 def loss(trial: Trial, baseline: Trial, lower_is_better: bool) -> float:
     """Mean log ratio against the baseline over the workloads (negative = better): per workload the median
     of the per-pair ratios when the trial was measured next to the baseline build, else the ratio of the
@@ -297,9 +304,7 @@ def race_look(
     lower = spec.lower_is_better
     limit, typical = spec.max_compile_slowdown, typical_build(known)
     eligible = [
-        t
-        for t in known.values()
-        if t.valid and not t.raced and (limit is None or compile_slowdown(t, typical) <= limit)
+        t for t in known.values() if t.valid and not t.raced and not build_too_slow(t, typical, limit)
     ]  # a trial whose build is too slow is never a finalist (tune/finalists.pick): nothing to beat
     scored = [(loss(t, base_of(t), lower), t) for t in eligible]
     best_loss, best = min(scored, key=lambda x: x[0], default=(0.0, baseline))
