@@ -13,7 +13,7 @@
 # includes from outside its folder beside it (the include path in its CMakeLists.txt rewritten to them); the
 # executable and target are named PROJECT. Raw output under $OUT/PROJECT (several projects can run in one call).
 # Usage (repo root, .whl and .acfcarry2 carried): bash benchmarks/device/h200_acf_tune.sh BOX_SECONDS [PROJECT]
-# VARIANTS="joint" (or "public") runs one of the two; both by default.
+# VARIANTS="joint" (or "public") runs one of the two; both by default. SEED=N: the tunes' --seed (default: the tool's).
 set -uo pipefail
 BOX=${1:-150}
 PROJ=${2:-spill_app}
@@ -57,7 +57,7 @@ for variant in ${VARIANTS:-joint public}; do
   start=$(date +%s.%N)
   python3 -m compileiq_cmake tune -S "$P" -B "$P/build" --target "$PROJ" --bench "$PROJ" \
     --metric "time_ms=([0-9.eE+-]+)" --pass-regex PASS --compare-output "checksum=([0-9.eE+-]+)" \
-    --time-limit "$BOX" --acf-candidates 0 "${extra[@]}" --json-summary "$O/$variant-summary.json" \
+    --time-limit "$BOX" --acf-candidates 0 ${SEED:+--seed "$SEED"} "${extra[@]}" --json-summary "$O/$variant-summary.json" \
     > "$O/$variant-tune.log" 2>&1
   echo "$variant tune rc=$? wall=$(python3 -c "import sys; print(round(float(sys.argv[1]) - float(sys.argv[2]), 1))" "$(date +%s.%N)" "$start")" >> "$O/walls.txt"
   cp "$P/compileiq.toml" "$O/$variant-compileiq.toml" 2>/dev/null
