@@ -8,6 +8,7 @@ import json
 import math
 import random
 import sqlite3
+import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.tune.finalists import pick
+from compileiq_cmake.tune.trial import race_look
 
 from conftest import replay_args, run_cli
 
@@ -202,10 +204,6 @@ def test_a_trial_whose_build_is_too_slow_is_not_the_best_the_others_race_against
     """test_check's --max-compile-slowdown case, flaky in CI: when -O2 (a 4 s build, kept out of the finalists)
     was measured before -O3, -O3 (as fast) was raced against it, could never be a finalist either, and the tune
     wrote nothing. The best so far racing compares with is a trial that may still be a finalist."""
-    import types
-
-    from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
-    from compileiq_cmake.tune.trial import race_look
 
     def trial(i: int, flags: tuple[str, ...], ms: float, build: float) -> Trial:
         runs = (Measurement((), (ms, ms * 1.001, ms * 0.999)),)
