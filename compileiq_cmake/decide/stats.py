@@ -102,9 +102,11 @@ def printed_step(values: list[float]) -> float:
     values = [abs(float(x)) for x in values if x]
     if not values:
         return 0.0
-    places = max(decimals(x) for x in values)
-    if places >= 15:
-        return 0.0
+    places = 0
+    for x in values:  # stops at the first computed value: nothing to widen (a tune's rounds call this often)
+        places = max(places, decimals(x))
+        if places >= 15:
+            return 0.0
     if places > 0:
         return 10.0**-places
     step = 1.0

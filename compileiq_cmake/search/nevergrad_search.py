@@ -15,7 +15,7 @@ from ..model.records import FlagSet
 # Portfolio members: two discrete (1+1) evolution strategies of different mutation laws and random search.
 PORTFOLIO = ("DiscreteLenglerOnePlusOne", "PortfolioDiscreteOnePlusOne", "RandomSearch")
 INVALID_LOSS = 10.0  # log-ratio loss given to failed trials: worse than any real slowdown
-_MAX_REPEATS = 30
+_MAX_REPEATS = 10
 _ENUMERATE_LIMIT = 20_000  # spaces up to this size are enumerated to find an unseen point (well under 1 s)
 
 
