@@ -49,10 +49,15 @@ def test_a_short_validation_of_one_finalist_keeps_one_percent_where_a_builds_noi
 
 
 def test_a_large_gain_at_large_noise_is_delivered_from_a_short_validation():
-    """The CI failure: a 20x gain at 30% run-to-run noise, 6 rounds. Before: written in 78% of tunes."""
+    """The CI failure: a 20x gain at 30% run-to-run noise, 6 rounds. Before: written in 78% of tunes; with the
+    correlation read from the rounds and a prior, 190 of these 200. Since the written interval allows for how
+    little 5 or 6 rounds tell of the correlation (issue 51: it covered the truth in 90-92% of written tunes at a
+    true 0.5), 187: the same 9 undecided by the validation, and 4 confirmations of 5 rounds (was 1) whose
+    interval holds 1 (values clipped at a twentieth of the truth: e.g. [0.86..458]). Not writing those is what
+    lets "faster" in the TOML be bet on; a larger box writes them."""
     tunes = 200
     found = sum(sim.one_tune(("gaussian", 0.3, 19.0, 40_000 + i, SHORT))[1] for i in range(tunes))
-    assert found >= 0.95 * tunes, f"a 20x gain was written in {found} of {tunes} tunes"
+    assert found >= 0.92 * tunes, f"a 20x gain was written in {found} of {tunes} tunes"
 
 
 def test_the_looks_and_their_shares_are_fixed_and_add_up():

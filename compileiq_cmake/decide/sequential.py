@@ -27,22 +27,32 @@ from .stats import (
     holm,
     look_weights,
     looks,
-    rounds_correlation,
+    rounds_posterior,
 )
 
 Samples = dict[str, dict[Workload, list[float]]]
 
 
 def comparisons(
-    spec: TuneSpec, base: dict[Workload, list[float]], cand: dict[Workload, list[float]], rho: float = 0.0
+    spec: TuneSpec,
+    base: dict[Workload, list[float]],
+    cand: dict[Workload, list[float]],
+    rho: float = 0.0,
+    rho_sd: float = 0.0,
 ) -> list[Comparison]:
-    """Each workload's paired comparison of `cand` with `base` (the rounds' correlation `rho` allowed for)."""
-    return [compare_paired(base[w], cand[w], spec.lower_is_better, rho=rho) for w in spec.workloads]
+    """Each workload's paired comparison of `cand` with `base` (the rounds' correlation `rho` +- `rho_sd`
+    allowed for)."""
+    return [compare_paired(base[w], cand[w], spec.lower_is_better, rho=rho, rho_sd=rho_sd) for w in spec.workloads]
 
 
 def rounds_rho(spec: TuneSpec, samples: Samples) -> float:
     """The rounds' serial correlation over every variant measured (stats.rounds_correlation)."""
-    return rounds_correlation([[s[w] for w in spec.workloads] for s in samples.values()])
+    return rounds_posterior_of(spec, samples)[0]
+
+
+def rounds_posterior_of(spec: TuneSpec, samples: Samples) -> tuple[float, float]:
+    """(mean, sd) of the rounds' serial correlation over every variant measured (stats.rounds_posterior)."""
+    return rounds_posterior([[s[w] for w in spec.workloads] for s in samples.values()])
 
 
 def workload_rows(
@@ -82,6 +92,7 @@ class SequentialGainTest:
     adjusted: dict[str, float] = field(default_factory=dict)  # label -> smallest p/weight so far
     tests: dict[str, GainTest] = field(default_factory=dict)  # label -> the last look's test
     rho: float = 0.0  # the last look's correlation estimate
+    rho_sd: float = 0.0  # and its posterior sd (the written intervals allow for it)
     decided_at: int | None = None  # the look that decided every candidate (None: not decided)
     rounds: int = 0  # rounds seen by the last look or close
     rho_floor: float = 0.0  # the least correlation the tests allow for (the bank's validations: stats.BANK_RHO_FLOOR)
@@ -112,8 +123,12 @@ class SequentialGainTest:
     def weights(self) -> dict[int, float]:
         return dict(zip(self.schedule, look_weights(self.schedule), strict=False))
 
+    def _correlation(self, samples: Samples) -> None:
+        mean, self.rho_sd = rounds_posterior_of(self.spec, samples)
+        self.rho = max(self.rho_floor, mean)
+
     def _spend(self, samples: Samples, weight: float) -> None:
-        self.rho = max(self.rho_floor, rounds_rho(self.spec, samples))
+        self._correlation(samples)
         for label in self.adjusted:
             if label in samples:
                 test = gain_test(
@@ -146,7 +161,7 @@ class SequentialGainTest:
         """The rounds ended after `rounds` (the time box, or --max-rounds): ended between looks, the next
         look's share is spent on them (one look more, never more than the schedule gave)."""
         self.rounds = rounds
-        self.rho = max(self.rho_floor, rounds_rho(self.spec, samples))
+        self._correlation(samples)
         if rounds not in self.schedule:
             unspent = [n for n in self.schedule if n > rounds]
             if unspent:
@@ -186,7 +201,7 @@ class SequentialGainTest:
         test: GainTest,
     ) -> Validation:
         spec, min_gain = self.spec, self.min_gain
-        comps = comparisons(spec, base, cand, self.rho)
+        comps = comparisons(spec, base, cand, self.rho, self.rho_sd)
         geo, geo_ci = geomean_comparison(comps)
         rows = workload_rows(spec, base, cand, comps)
         slower = [" ".join(w) or "default" for w, c in zip(spec.workloads, comps, strict=False) if c.slower()]
@@ -204,4 +219,6 @@ class SequentialGainTest:
             reason = f"effect size d={test.effect:.2f} is below {EFFECT_FLOOR:g} (the gain is small next to the noise)"
         else:
             reason = ""
-        return Validation(flagset, rows, geo, geo_ci.low, geo_ci.high, not reason, reason, rho=self.rho)
+        return Validation(
+            flagset, rows, geo, geo_ci.low, geo_ci.high, not reason, reason, rho=self.rho, rho_sd=self.rho_sd
+        )

@@ -202,12 +202,20 @@ def _t_comparison(
 
 
 def compare_paired(
-    baseline: Values, candidate: Values, lower_is_better: bool = True, confidence: float = 0.95, rho: float = 0.0
+    baseline: Values,
+    candidate: Values,
+    lower_is_better: bool = True,
+    confidence: float = 0.95,
+    rho: float = 0.0,
+    rho_sd: float = 0.0,
 ) -> Comparison:
     """Paired t-test and interval on per-round log ratios (baseline[i] and candidate[i] measured in the
     same interleaved round): drift between rounds cancels. `rho`: the rounds' serial correlation
     (rounds_correlation); the variance and degrees of freedom are those of correlated rounds
-    (correlated_rounds). Falls back to :func:`compare` when the samples do not pair up."""
+    (correlated_rounds). `rho_sd` > 0: the correlation is known only to +- rho_sd (rounds_posterior), and
+    the interval's half-width is its mean over that posterior (:func:`_rho_averaged`), wider than at the mean
+    correlation alone since the variance grows faster than linearly with it. Falls back to :func:`compare`
+    when the samples do not pair up."""
     if len(baseline) != len(candidate) or len(baseline) < 3:
         return compare(baseline, candidate, lower_is_better, confidence)
     d = np.log(np.asarray(baseline, dtype=float)) - np.log(np.asarray(candidate, dtype=float))
@@ -215,6 +223,8 @@ def compare_paired(
         d = -d
     n = len(d)
     factor, dof = correlated_rounds(rho, n)
+    if rho_sd > 0.0:
+        factor = _rho_averaged(rho, rho_sd, n, confidence, dof)
     return _t_comparison(
         float(d.mean()),
         float(d.std(ddof=1)) * math.sqrt(factor / n),
@@ -233,7 +243,12 @@ RHO_PRIOR, RHO_PRIOR_SD = 0.2, 0.2  # what the rounds' correlation is taken to b
 
 
 def rounds_correlation(variants: list[list[list[float]]]) -> float:
-    """The serial correlation of a build's runs from round to round (a build whose noise carries over: its
+    """The posterior mean of :func:`rounds_posterior`: the correlation the tests allow for."""
+    return rounds_posterior(variants)[0]
+
+
+def rounds_posterior(variants: list[list[list[float]]]) -> tuple[float, float]:
+    """(mean, sd) of the serial correlation of a build's runs from round to round (a build whose noise carries over: its
     layout, its memory placement), pooled over every variant and workload: `variants[v][w]` holds variant v's
     values on workload w, round by round. Each round's mean over the variants is taken out first (what hits
     every variant alike, drift or a machine-wide slow phase, cancels in the paired ratios and is no
@@ -244,10 +259,11 @@ def rounds_correlation(variants: list[list[list[float]]]) -> float:
     gain from 6 rounds; read as 0 when it comes out low, it let 2.5% of A/A tunes through at a true 0.5), so
     it updates a prior instead: RHO_PRIOR +- RHO_PRIOR_SD (the simulator's models span 0 to 0.5), weighted by
     their precisions (:func:`_updated`); many rounds over several variants and workloads end near the data's
-    own estimate. Kept in [0, RHO_CAP]; the prior's value with fewer than 4 rounds or 2 variants."""
+    own estimate. The mean is kept in [0, RHO_CAP]; the prior with fewer than 4 rounds or 2 variants. The sd
+    says how little a few rounds tell: the written interval allows for it (:func:`compare_paired`)."""
     n = min((len(series) for v in variants for series in v), default=0) if len(variants) >= 2 else 0
     if n < 4:
-        return RHO_PRIOR
+        return RHO_PRIOR, RHO_PRIOR_SD
     lag = total = 0.0
     for w in range(len(variants[0])):
         logs = np.log(np.array([v[w][:n] for v in variants], dtype=float))  # variants x rounds
@@ -256,18 +272,19 @@ def rounds_correlation(variants: list[list[list[float]]]) -> float:
         lag += float((resid[:, 1:] * resid[:, :-1]).sum())
         total += float((resid * resid).sum())
     if total <= 0.0:
-        return RHO_PRIOR
+        return RHO_PRIOR, RHO_PRIOR_SD
     corrected = (n * lag / total + 1.0) / (n - 3.0)
     # independent lag pairs: the variants' residuals add up to 0 in each round, so v variants hold v - 1 series
     pairs = (len(variants) - 1) * len(variants[0]) * (n - 1)
-    return min(RHO_CAP, max(0.0, _updated(corrected, n / (n - 3.0) / math.sqrt(pairs))))
+    mean, sd = _updated(corrected, n / (n - 3.0) / math.sqrt(pairs))
+    return min(RHO_CAP, max(0.0, mean)), sd
 
 
-def _updated(estimate: float, noise: float) -> float:
+def _updated(estimate: float, noise: float) -> tuple[float, float]:
     """The prior RHO_PRIOR +- RHO_PRIOR_SD updated by an estimate with standard error `noise` (the normal
-    posterior mean: the two weighted by their precisions)."""
+    posterior's mean and sd: the two weighted by their precisions)."""
     weight = RHO_PRIOR_SD**2 / (RHO_PRIOR_SD**2 + noise * noise)
-    return RHO_PRIOR + weight * (estimate - RHO_PRIOR)
+    return RHO_PRIOR + weight * (estimate - RHO_PRIOR), math.sqrt(weight) * noise
 
 
 def correlated_rounds(rho: float, n: int) -> tuple[float, float]:
@@ -281,6 +298,22 @@ def correlated_rounds(rho: float, n: int) -> tuple[float, float]:
     rho = min(rho, RHO_CAP)
     g = 1.0 + 2.0 * sum((1.0 - k / n) * rho**k for k in range(1, n))
     return g * (n - 1.0) / (n - g), max(1.0, n / g - 1.0)
+
+
+_NODES = 9  # Gauss-Hermite nodes of the average over the correlation's posterior
+
+
+def _rho_averaged(rho: float, rho_sd: float, n: int, confidence: float, dof: float) -> float:
+    """The variance factor whose t interval at `dof` has the posterior mean half-width of correlated rounds:
+    each node of rho ~ N(rho, rho_sd) (kept in [0, RHO_CAP]) gives its own factor and degrees of freedom."""
+    x, w = np.polynomial.hermite_e.hermegauss(_NODES)
+    tail = 0.5 + confidence / 2
+    half = 0.0
+    for xi, wi in zip(x, w, strict=True):
+        f, k = correlated_rounds(min(RHO_CAP, max(0.0, rho + rho_sd * float(xi))), n)
+        half += float(wi) * t_ppf(tail, k) * math.sqrt(f)
+    half /= float(w.sum())
+    return (half / t_ppf(tail, dof)) ** 2
 
 
 def geomean_comparison(comparisons: list[Comparison]) -> tuple[float, Interval]:

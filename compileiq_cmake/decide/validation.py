@@ -17,7 +17,7 @@ from ..model.records import Contribution, FlagSet, Validation
 from ..model.wording import plural
 from .ports import Build, Measures, Tree
 from .rounds import Interleaved, interleave
-from .sequential import SequentialGainTest, comparisons, hopeless, rounds_rho, workload_rows
+from .sequential import SequentialGainTest, comparisons, hopeless, rounds_posterior_of, workload_rows
 from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, Comparison, correlated_rounds, geomean_comparison
 
 UNDECIDED = "not decided within the time limit; kept"
@@ -228,12 +228,13 @@ def confirm(
     return _confirmation(runner, winner, inter, log)
 
 
-def _numbers(runner: Measures, winner: Validation, inter: Interleaved) -> tuple[float, list[Comparison]]:
-    """The confirmation's correlation and comparisons: a few rounds of two variants tell little of the
-    correlation, so the validation's (more variants and rounds) is the floor (the simulator: 93% coverage at
-    rho 0.5 from the confirmation's own estimate alone)."""
-    rho = max(winner.rho, rounds_rho(runner.spec, inter.samples))
-    return rho, comparisons(runner.spec, inter.samples["baseline"], inter.samples["winner"], rho)
+def _numbers(runner: Measures, winner: Validation, inter: Interleaved) -> tuple[float, float, list[Comparison]]:
+    """The confirmation's correlation (mean, sd) and comparisons: a few rounds of two variants tell little of
+    the correlation, so the validation's (more variants and rounds) is the floor (the simulator: 93% coverage
+    at rho 0.5 from the confirmation's own estimate alone); the interval allows for the sd of the one used."""
+    mean, sd = rounds_posterior_of(runner.spec, inter.samples)
+    rho, rho_sd = (winner.rho, winner.rho_sd) if winner.rho >= mean else (mean, sd)
+    return rho, rho_sd, comparisons(runner.spec, inter.samples["baseline"], inter.samples["winner"], rho, rho_sd)
 
 
 def _extended(
@@ -252,7 +253,7 @@ def _extended(
     rounds that decided nothing. (Pooling them with the accepting rounds instead wrote intervals that covered
     the truth in 70-91% of tunes where the rounds' noise carries over: those rounds stopped at a lucky look.)
     The time box may end them (said); what was measured is what the numbers come from."""
-    _, comps = _numbers(runner, winner, inter)
+    _, _, comps = _numbers(runner, winner, inter)
     geo, ci = geomean_comparison(comps)
     target = min(runner.spec.max_rounds, min((len(w.baseline) for w in winner.workloads), default=0))
     if ci.low > 1.0 or ci.high < 1.0 or target <= inter.rounds:
@@ -280,7 +281,7 @@ def _confirmation(runner: Measures, winner: Validation, inter: Interleaved, log:
     """The winner with the confirmation's numbers: not accepted when significantly slower overall or when its
     interval still holds 1 (then undecided when the time box ended its rounds: a rerun measures it again)."""
     base, cand = inter.samples["baseline"], inter.samples["winner"]
-    rho, comps = _numbers(runner, winner, inter)
+    rho, rho_sd, comps = _numbers(runner, winner, inter)
     geo, ci = geomean_comparison(comps)
     rows = workload_rows(runner.spec, base, cand, comps)
     slower, unshown = ci.high < 1.0, ci.low <= 1.0 <= ci.high
@@ -304,7 +305,7 @@ def _confirmation(runner: Measures, winner: Validation, inter: Interleaved, log:
         ci=(ci.low, ci.high),
         rounds=inter.rounds,
     )
-    return Validation(winner.flagset, rows, geo, ci.low, ci.high, not reason, reason, "confirmation", rho)
+    return Validation(winner.flagset, rows, geo, ci.low, ci.high, not reason, reason, "confirmation", rho, rho_sd)
 
 
 def verdict(v: Validation) -> str:

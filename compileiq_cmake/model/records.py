@@ -220,6 +220,7 @@ class Validation:
     # make them a little optimistic); "confirmation" fresh rounds of the winner, not used to decide anything
     estimate: str = ""
     rho: float = 0.0  # the rounds' serial correlation its tests allowed for (decide.stats.rounds_correlation)
+    rho_sd: float = 0.0  # how well the rounds told it (decide.stats.rounds_posterior): its intervals allow for it
 
 
 @dataclass(frozen=True)
