@@ -12,17 +12,16 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 
-from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
-from compileiq_cmake.decide.rounds import interleave
-from compileiq_cmake.decide.stats import (
+from compileiq_cmake.decide.correlation import (
     RHO_PRIOR,
     RHO_PRIOR_SD,
-    compare_paired,
     correlated_rounds,
-    gain_test,
     rounds_correlation,
     rounds_posterior,
 )
+from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
+from compileiq_cmake.decide.rounds import interleave
+from compileiq_cmake.decide.stats import compare_paired, gain_test
 from compileiq_cmake.decide.validation import NOT_ABLATED, untested_flags
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.runner import RunResult

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from ..model.records import FlagSet, Validation, WorkloadComparison
 from ..model.spec import TuneSpec
+from .correlation import rounds_posterior
 from .ports import Workload
 from .stats import (
     EFFECT_FLOOR,
@@ -27,7 +28,6 @@ from .stats import (
     holm,
     look_weights,
     looks,
-    rounds_posterior,
 )
 
 Samples = dict[str, dict[Workload, list[float]]]

@@ -15,10 +15,11 @@ from dataclasses import replace
 from ..model.events import EventStream, Log, as_stream
 from ..model.records import Contribution, FlagSet, Validation
 from ..model.wording import plural
+from .correlation import RHO_PRIOR, correlated_rounds
 from .ports import Build, Measures, Tree
 from .rounds import Interleaved, interleave
 from .sequential import SequentialGainTest, comparisons, hopeless, rounds_posterior_of, workload_rows
-from .stats import FALSE_ACCEPTANCE, RHO_PRIOR, TAIL_SAFETY, Comparison, correlated_rounds, geomean_comparison
+from .stats import FALSE_ACCEPTANCE, TAIL_SAFETY, Comparison, geomean_comparison
 
 UNDECIDED = "not decided within the time limit; kept"
 CUT = "undecided: "  # a validation verdict the time box cut before it was decided (never stored, never "rejected")
