@@ -5,20 +5,29 @@
 #                                all cores (pytest-xdist, -n $TEST_JOBS, default: the number of CPUs) and, beside
 #                                it in one process of their own, those (time boxes, kills at a moment, Ray)
 #   ./scripts/test.sh --fast     the unit tier only (-m unit: no cmake, compiler, GPU, Ray or browser), with two
-#                                workers per CPU (-n $FAST_JOBS): its tests wait on sleeping programs, kills and
-#                                locks much of the time (2 cores: 90 s with -n 2, 68 s with -n 4)
+#                                workers per CPU (-n $FAST_JOBS), an idle worker taking tests queued for a busy one
+#                                (--dist worksteal): its tests wait on sleeping programs, kills and locks much of
+#                                the time (2 cores: about 60 s)
 #   ./scripts/test.sh ARGS       with a test path, -k or -m in ARGS: plain `pytest ARGS`, one process
 # Markers: pyproject.toml.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check '.[test]'
+# (re)installed when what goes into the wheel changed since the last install (a stamp of its files' contents in
+# .venv): a run after a change always tests the change, a second run skips pip's 4 s
+stamp=$(find compileiq_cmake cmake templates CMakeLists.txt pyproject.toml README.md -type f \
+  ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)
+if [ "$(cat .venv/.compileiq-installed 2> /dev/null)" != "$stamp" ]; then
+  rm -f .venv/.compileiq-installed
+  .venv/bin/python -m pip install -q --disable-pip-version-check '.[test]'
+  echo "$stamp" > .venv/.compileiq-installed
+fi
 export PATH="$PWD/.venv/bin:$PATH"
 JOBS=${TEST_JOBS:-$(nproc)}
 if [ "${1:-}" = "--fast" ]; then
   shift
-  exec pytest -n "${FAST_JOBS:-$((2 * JOBS))}" -m unit "$@"
+  exec pytest -n "${FAST_JOBS:-$((2 * JOBS))}" --dist worksteal -m unit "$@"
 fi
 for arg in "$@"; do
   case "$arg" in
