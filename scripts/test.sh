@@ -2,7 +2,7 @@
 # The test command: sets up .venv (Python >= 3.11), installs the package with its test extra, and runs
 # pytest on tests/ against the installed package. Extra arguments go to pytest.
 #   ./scripts/test.sh            the full suite in two phases: every test but the `serial` and `ray` ones on
-#                                all cores (pytest-xdist, -n $TEST_JOBS, default: the number of CPUs) and, beside
+#                                all cores (pytest-xdist, -n $TEST_JOBS, default: the number of CPUs, worksteal) and, beside
 #                                it in one process of their own, those (time boxes, kills at a moment, Ray)
 #   ./scripts/test.sh --fast     the unit tier only (-m unit: no cmake, compiler, GPU, Ray or browser), with two
 #                                workers per CPU (-n $FAST_JOBS), an idle worker taking tests queued for a busy one
@@ -42,7 +42,7 @@ trap 'rm -f "$serial_log"' EXIT
 pytest -m "serial or ray" "$@" > "$serial_log" 2>&1 &
 serial_pid=$!
 status=0
-pytest -n "$JOBS" -m "not serial and not ray" "$@" || status=$?
+pytest -n "$JOBS" --dist worksteal -m "not serial and not ray" "$@" || status=$?
 serial_status=0
 wait "$serial_pid" || serial_status=$?
 echo "---- the serial phase (ran beside the parallel one):"
