@@ -46,12 +46,12 @@ def comparisons(
 
 
 def rounds_rho(spec: TuneSpec, samples: Samples) -> float:
-    """The rounds' serial correlation over every variant measured (stats.rounds_correlation)."""
+    """The rounds' serial correlation over every variant measured (correlation.rounds_correlation)."""
     return rounds_posterior_of(spec, samples)[0]
 
 
 def rounds_posterior_of(spec: TuneSpec, samples: Samples) -> tuple[float, float]:
-    """(mean, sd) of the rounds' serial correlation over every variant measured (stats.rounds_posterior)."""
+    """(mean, sd) of the rounds' serial correlation over every variant measured (correlation.rounds_posterior)."""
     return rounds_posterior([[s[w] for w in spec.workloads] for s in samples.values()])
 
 

@@ -219,8 +219,8 @@ class Validation:
     # where the numbers come from: "" the rounds that decided it (the accepting look and the pick of the best
     # make them a little optimistic); "confirmation" fresh rounds of the winner, not used to decide anything
     estimate: str = ""
-    rho: float = 0.0  # the rounds' serial correlation its tests allowed for (decide.stats.rounds_correlation)
-    rho_sd: float = 0.0  # how well the rounds told it (decide.stats.rounds_posterior): its intervals allow for it
+    rho: float = 0.0  # the rounds' serial correlation its tests allowed for (decide.correlation.rounds_correlation)
+    rho_sd: float = 0.0  # how well the rounds told it (decide.correlation.rounds_posterior): its intervals allow for it
 
 
 @dataclass(frozen=True)
