@@ -2,8 +2,9 @@
 # The test command: sets up .venv (Python >= 3.11), installs the package with its test extra, and runs
 # pytest on tests/ against the installed package. Extra arguments go to pytest.
 #   ./scripts/test.sh            the full suite in two phases: every test but the `serial` and `ray` ones on
-#                                all cores (pytest-xdist, -n $TEST_JOBS, default: the number of CPUs, worksteal) and, beside
-#                                it in one process of their own, those (time boxes, kills at a moment, Ray)
+#                                all cores (pytest-xdist, -n $TEST_JOBS, default: the number of CPUs; worksteal)
+#                                and, beside it in one process of their own, those (time boxes, kills at a moment,
+#                                Ray)
 #   ./scripts/test.sh --fast     the unit tier only (-m unit: no cmake, compiler, GPU, Ray or browser), with two
 #                                workers per CPU (-n $FAST_JOBS), an idle worker taking tests queued for a busy one
 #                                (--dist worksteal): its tests wait on sleeping programs, kills and locks much of
