@@ -18,7 +18,13 @@ than the observations' widens sd by ARCH_WIDEN, and where some observations are 
 others weigh OTHER_ARCH_WEIGHT. Pure numpy, no pickle: the model is its observations and
 hyper-parameters in a versioned JSON file (`prior_data.json` in this package, made by
 benchmarks/evaluation/prior_train.py),
-plus the user's own tunes (results/prior_store.py). Inference is a few small matrix products."""
+plus the user's own tunes (results/prior_store.py). Inference is a few small matrix products.
+
+An Advanced Controls file is opaque and one tune's own (a content-addressed path in its state), so the prior
+learns the dimension, not the file (issue 52): every ptxas control file is the one value "a ptxas control
+file" of `apply_controls` (nvcc's the same), a tune records the best effect one of its files had alone, and
+a new kernel's prediction says how much a control file helped kernels like it: every candidate gets it (their
+place among the singles), none enters the prior's combinations (which file would it be)."""
 
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..flags.acf import ACF_DIMENSION, PTXAS_ACF, acf_path
 from ..flags.features import FEATURE_NAMES
 from ..flags.space import FlagSpace
 from ..model.errors import CompileIQError
@@ -50,8 +57,18 @@ LOW_CONFIDENCE = 0.5  # a prior less confident than this leaves the default orde
 
 
 def value_key(family: str, dimension: str, tokens: Sequence[str]) -> str:
-    """The key of one value of one dimension: "nvcc:use_fast_math=--use_fast_math"."""
-    return f"{family}:{dimension}={' '.join(tokens)}"
+    """The key of one value of one dimension: "nvcc:use_fast_math=--use_fast_math"; any control file of one kind
+    "nvcc:apply_controls=<a ptxas control file>"."""
+    kind = acf_kind(dimension, tokens)
+    return f"{family}:{dimension}={kind or ' '.join(tokens)}"
+
+
+def acf_kind(dimension: str, tokens: Sequence[str]) -> str:
+    """What the prior knows an Advanced Controls value as ("<a ptxas control file>"); "" for any other value."""
+    if dimension != ACF_DIMENSION or len(tokens) != 1:
+        return ""
+    kind = "ptxas" if tokens[0].startswith(PTXAS_ACF) else "nvcc" if acf_path(tokens[0]) is not None else ""
+    return f"<a {kind} control file>" if kind else ""
 
 
 @dataclass(frozen=True)
@@ -309,7 +326,8 @@ def space_prior(
     is confidently positive (effect - sd > 0) and rarely invalid, (2) per dimension the value of best score
     when positive; each added only when it builds other flags than the default and the ones before (with
     --use_fast_math, --prec-div=false adds nothing: the second would be the first again) and its values
-    together are predicted to gain at least FIRST_GAIN."""
+    together are predicted to gain at least FIRST_GAIN. Never a control file (`apply_controls`: its prediction is
+    the dimension's, not one file's)."""
     by_name = model.predict_space(space, features, arch)
     names = [d.name for d in space.dimensions]
     preds = {(names.index(n), i): p for (n, i), p in by_name.items()}
@@ -323,7 +341,7 @@ def space_prior(
         choice = []
         for d, dim in enumerate(space.dimensions):
             ok = [(preds[(d, i)].score, i) for i in range(1, len(dim.values)) if rule(preds[(d, i)])]
-            choice.append(max(ok)[1] if ok else 0)
+            choice.append(max(ok)[1] if ok and dim.name != ACF_DIMENSION else 0)  # (no file is the dimension's)
         t = tuple(choice)
         key = space.flagset(dict(zip(names, t, strict=False))).key
         predicted = sum(preds[(d, i)].effect for d, i in enumerate(t) if i)

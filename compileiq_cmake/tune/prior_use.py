@@ -191,7 +191,8 @@ RIDGE = 0.05  # the combinations' least squares: a value seen in few trials is p
 
 def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines) -> dict[str, float | None]:
     """Per value of the space the tune learned something of: its effect alone (minus its loss) when a trial
-    changed it alone, None when that trial was invalid; for values only tried in combinations, their
+    changed it alone, None when that trial was invalid (control files: the best valid file's, see
+    search/prior.py); for values only tried in combinations, their
     additive effect by ridge least squares over the valid trials (loss = sum of the values' effects)."""
     lower = setup.spec.lower_is_better
     dims = {d.name: d for d in setup.space.dimensions}
@@ -211,8 +212,11 @@ def tune_effects(setup: TuneSetup, trials: Mapping[str, Trial], base: Baselines)
             continue  # a value outside this space (per-file proposals, another space)
         if trial.valid:
             rows.append((keys, -loss(trial, base.base_of(trial), lower)))
-        if len(keys) == 1:
-            out[keys[0]] = rows[-1][1] if trial.valid else None
+        if len(keys) == 1:  # several files of one control-file kind are one key: the best one alone counts
+            effect = rows[-1][1] if trial.valid else None
+            known = out.get(keys[0])
+            if keys[0] not in out or (effect is not None and (known is None or effect > known)):
+                out[keys[0]] = effect
     columns = sorted({k for ks, _ in rows for k in ks} - set(out))
     if columns:
         X = np.array([[1.0 if c in ks else 0.0 for c in columns] for ks, _ in rows])
