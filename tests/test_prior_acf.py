@@ -15,7 +15,7 @@ from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 from compileiq_cmake.search.prior import Observation, PriorModel, space_prior, value_key
 from compileiq_cmake.search.search import FlagSearch
-from compileiq_cmake.tune.prior_use import tune_effects
+from compileiq_cmake.tune.prior_use import prior_rows, tune_effects
 
 FAST = value_key("nvcc", "use_fast_math", ("--use_fast_math",))
 ACF = value_key("nvcc", ACF_DIMENSION, (PTXAS_ACF + "/any/state/acf/0.acf",))
@@ -125,3 +125,19 @@ def test_a_tune_records_what_its_best_control_file_did_alone():
     # every file of the tune invalid: the kind is recorded invalid
     only_bad = tune_effects(setup, {"c": trials["c"]}, base)
     assert only_bad == {ACF: None}
+
+
+@pytest.mark.unit
+def test_the_summarys_prior_table_has_one_row_for_the_control_files_and_one_per_public_value():
+    space = _space(3)
+    sp = space_prior(_model(), space, {n: 0.0 for n in FEATURE_NAMES} | {"spills": 6.2}, "90")
+    rows = prior_rows(space, sp)
+    assert [(r["dimension"], r["value"]) for r in rows] == [
+        ("use_fast_math", "--use_fast_math"),
+        ("restrict", "--restrict"),
+        (ACF_DIMENSION, "<a ptxas control file>"),
+    ]
+    # learn() reads a row's key back from its dimension and value: the kind's key, where the tune's best file is
+    acf = rows[-1]
+    assert value_key("nvcc", acf["dimension"], tuple(acf["value"].split())) == ACF
+    assert acf["known"] and acf["predicted"] == pytest.approx(sp.of(2, 1).gain)

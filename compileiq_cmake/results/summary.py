@@ -31,7 +31,8 @@ Schema "compileiq-summary/1" (every key always present; null where it does not a
     prior: null | {source, confidence, first: [[flag, ...]], values: [{dimension, value, known, predicted, sd,
             p_invalid, measured, measured_invalid}]}   (the learned prior's prediction of each value alone: speedup -
             1, 0.1 is 10% faster, sd relative; and what this tune measured of it, the same way: null when not
-            measured; confidence 0..1: below 0.5 the search kept the default order)
+            measured; confidence 0..1: below 0.5 the search kept the default order; Advanced Controls files are one
+            row per kind, value "<a ptxas control file>", measured as the best file alone)
     notes: [str]; toml: path or null
     events: [{kind, stage, text, data}]   (the tune's notes, warnings and stage results, as its event stream
             carried them up to the summary: kind note | warning | stage; stage baseline | search | finalists ...;

@@ -15,13 +15,14 @@ import numpy as np
 
 from ..flags.features import FEATURE_NAMES, TargetFeatures, target_features
 from ..flags.host_features import object_features
+from ..flags.space import FlagSpace
 from ..model.errors import CompileIQError
 from ..model.events import Log, PriorPrediction, as_stream
 from ..model.records import Trial
 from ..model.wording import plural
 from ..results.prior_store import LocalPrior, learning_off, prior_dir
 from ..results.store import TrialStore
-from ..search.prior import LOW_CONFIDENCE, Observation, SpacePrior, space_prior, value_key
+from ..search.prior import LOW_CONFIDENCE, Observation, SpacePrior, acf_kind, space_prior, value_key
 from .baseline import Baselines
 from .trial import loss
 from .tune_setup import TuneSetup
@@ -134,20 +135,7 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
             "source": sp.source,
             "confidence": sp.confidence,
             "first": [list(setup.space.flagset(dict(zip(names, c, strict=False))).flags) for c in sp.first],
-            "values": [
-                {
-                    "dimension": d.name,
-                    "value": " ".join(d.values[i]),
-                    "known": sp.of(n, i).known,
-                    "predicted": sp.of(n, i).gain,
-                    "sd": sp.of(n, i).sd,
-                    "p_invalid": sp.of(n, i).p_invalid,
-                    "measured": None,
-                    "measured_invalid": False,
-                }
-                for n, d in enumerate(setup.space.dimensions)
-                for i in range(1, len(d.values))
-            ],
+            "values": prior_rows(setup.space, sp),
         },
     )
     if not n_family:
@@ -179,6 +167,29 @@ def prepare(setup: TuneSetup, store: TrialStore, base: Baselines, log: Log) -> P
         payload=PriorPrediction(math.exp(best)),
     )  # a suite's scheduler ranks a target by it before its trials speak
     return PriorUse(sp, features, n_family, n_local)
+
+
+def prior_rows(space: FlagSpace, sp: SpacePrior) -> list[dict]:
+    """The summary's prior table before the search: one row per value the prior tells apart (every control file
+    of one kind is one row, "<a ptxas control file>", measured as the best of them: `tune_effects`)."""
+    rows: dict[str, dict] = {}
+    for n, d in enumerate(space.dimensions):
+        for i in range(1, len(d.values)):
+            key = value_key(space.family, d.name, d.values[i])
+            rows.setdefault(
+                key,
+                {
+                    "dimension": d.name,
+                    "value": acf_kind(d.name, d.values[i]) or " ".join(d.values[i]),
+                    "known": sp.of(n, i).known,
+                    "predicted": sp.of(n, i).gain,
+                    "sd": sp.of(n, i).sd,
+                    "p_invalid": sp.of(n, i).p_invalid,
+                    "measured": None,
+                    "measured_invalid": False,
+                },
+            )
+    return list(rows.values())
 
 
 def observation_id(setup: TuneSetup) -> str:
