@@ -95,65 +95,265 @@ class KernelSpec:
     tolerance_why: str
 
 
-KERNELS = {k.name: k for k in (
-    KernelSpec("matmul_naive_f32", "gemm", "matmul",
-               "compute with strided access: i-j-k triple loop, the inner k loop a float dot product whose B "
-               "operand strides by a row", "C = A B, 640 x 640 float, A and B uniform in [-1, 1)",
-               FLOAT_TOL, "float reduction (the k sum)"),
-    KernelSpec("matmul_blocked_f64", "gemm", "matmul_blocked",
-               "compute-bound: 64x64x64 cache blocks, i-k-j order (contiguous inner loop, no reduction)",
-               "C += A B, 896 x 896 double, A and B uniform in [-1, 1)",
-               DOUBLE_TOL, "double, no reordered reduction (FMA contraction only)"),
-    KernelSpec("stencil2d_f32", "stencil", "jacobi_step",
-               "memory / streaming: 5-point Jacobi, ping-pong buffers, vectorizable",
-               "1024 x 1024 float grid in [0, 1), fixed boundary, 500 steps, out = 0.2 in + 0.2 (4 neighbours)",
-               FLOAT_TOL, "float arithmetic over 500 steps (reassociation, FMA contraction)"),
-    KernelSpec("nbody_f32", "nbody", "accelerations",
-               "math: all-pairs forces with 1/sqrtf of the softened distance, float sums over j",
-               "4096 bodies (SoA float), eps2 = 1e-2, 4 leapfrog steps of dt = 1e-3",
-               FLOAT_TOL, "float reductions and sqrt/division (reciprocal approximations under fast math)"),
-    KernelSpec("dot_reduce_f32", "reduction", "dot",
-               "reduction: one float dot product of 16384 per lag (cross-correlation), L2-resident",
-               "signal 36864 floats in [0, 1), template 16384 floats in [-0.5, 0.5), 20480 lags",
-               FLOAT_TOL, "float reduction (its order is what -ffast-math changes)"),
-    KernelSpec("transcend_f32", "transcendental", "evaluate",
-               "transcendental: expf, sinf, logf, sqrtf per element (libm-call bound)",
-               "1 Mi floats in [0, 8), 10 passes of exp(-d t) sin(f t) + log(1 + t) / 4 + sqrt(t) / 8",
-               FLOAT_TOL, "float transcendentals (vector libm under fast math)"),
-    KernelSpec("hamming_popcount_u64", "bitops", "search",
-               "integer bit operations: popcount of xor over 64-bit fingerprints, integer sums",
-               "16384 database fingerprints x 4096 queries, radius 12",
-               INT_TOL, "integer results: exact"),
-    KernelSpec("insertion_sort_i32", "sort", "insertion_sort",
-               "branchy: insertion sort of small int arrays and binary searches (unpredictable branches)",
-               "160000 arrays of 48 ints in [0, 100000), 8 binary searches each",
-               INT_TOL, "integer results: exact"),
-    KernelSpec("spmv_csr_f32", "spmv", "spmv",
-               "irregular memory: CSR gathers through column indices, float row sums",
-               "131072 x 131072 CSR, 8..40 random columns per row (~3.1 M nonzeros), 56 products x <- A x / 12",
-               FLOAT_TOL, "float reductions (row sums)"),
-    KernelSpec("bytes_crc_runs", "bytes", "crc32",
-               "byte processing: ASCII lower-casing and a run-length scan (vectorizable), table-driven CRC-32 "
-               "(a serial lookup chain)", "8 MiB pseudo-text, 8 passes",
-               INT_TOL, "integer results: exact"),
-    KernelSpec("saxpy_alias_f32", "axpy", "saxpy",
-               "streaming FMA through possibly aliasing float pointers (runtime alias check or scalar code)",
-               "4 vectors of 3000 floats in one buffer (y0, y1 accumulate, x2, x3 fixed), 600000 calls y += a x "
-               "with a = +-2^-10", FLOAT_TOL, "float arithmetic (FMA contraction)"),
-    KernelSpec("fft_radix2_c64", "fft", "fft",
-               "complex double arithmetic: iterative radix-2 FFT over std::complex<double> (the complex "
-               "multiply's NaN/Inf recovery path unless -ffast-math)",
-               "2^16 points, 20 forward + inverse transforms with 1/n scaling",
-               DOUBLE_TOL, "double FFT: rounding only (no reordered reduction across the data)"),
-    KernelSpec("kahan_sum_f32", "reduction", "kahan_moments",
-               "compensated reduction: Kahan sums of x and x*x in float (a serial chain of dependent adds); "
-               "reassociation (-ffast-math) deletes the compensation",
-               "4 Mi floats 100 + U[0, 1), 32 windows of 2 Mi: mean and variance",
-               FLOAT_TOL, "float sums, kept accurate by the compensation: a result that lost it is wrong"),
-)}
+KERNELS = {
+    k.name: k
+    for k in (
+        KernelSpec(
+            "matmul_naive_f32",
+            "gemm",
+            "matmul",
+            "compute with strided access: i-j-k triple loop, the inner k loop a float dot product whose B "
+            "operand strides by a row",
+            "C = A B, 640 x 640 float, A and B uniform in [-1, 1)",
+            FLOAT_TOL,
+            "float reduction (the k sum)",
+        ),
+        KernelSpec(
+            "matmul_blocked_f64",
+            "gemm",
+            "matmul_blocked",
+            "compute-bound: 64x64x64 cache blocks, i-k-j order (contiguous inner loop, no reduction)",
+            "C += A B, 896 x 896 double, A and B uniform in [-1, 1)",
+            DOUBLE_TOL,
+            "double, no reordered reduction (FMA contraction only)",
+        ),
+        KernelSpec(
+            "stencil2d_f32",
+            "stencil",
+            "jacobi_step",
+            "memory / streaming: 5-point Jacobi, ping-pong buffers, vectorizable",
+            "1024 x 1024 float grid in [0, 1), fixed boundary, 500 steps, out = 0.2 in + 0.2 (4 neighbours)",
+            FLOAT_TOL,
+            "float arithmetic over 500 steps (reassociation, FMA contraction)",
+        ),
+        KernelSpec(
+            "nbody_f32",
+            "nbody",
+            "accelerations",
+            "math: all-pairs forces with 1/sqrtf of the softened distance, float sums over j",
+            "4096 bodies (SoA float), eps2 = 1e-2, 4 leapfrog steps of dt = 1e-3",
+            FLOAT_TOL,
+            "float reductions and sqrt/division (reciprocal approximations under fast math)",
+        ),
+        KernelSpec(
+            "dot_reduce_f32",
+            "reduction",
+            "dot",
+            "reduction: one float dot product of 16384 per lag (cross-correlation), L2-resident",
+            "signal 36864 floats in [0, 1), template 16384 floats in [-0.5, 0.5), 20480 lags",
+            FLOAT_TOL,
+            "float reduction (its order is what -ffast-math changes)",
+        ),
+        KernelSpec(
+            "transcend_f32",
+            "transcendental",
+            "evaluate",
+            "transcendental: expf, sinf, logf, sqrtf per element (libm-call bound)",
+            "1 Mi floats in [0, 8), 10 passes of exp(-d t) sin(f t) + log(1 + t) / 4 + sqrt(t) / 8",
+            FLOAT_TOL,
+            "float transcendentals (vector libm under fast math)",
+        ),
+        KernelSpec(
+            "hamming_popcount_u64",
+            "bitops",
+            "search",
+            "integer bit operations: popcount of xor over 64-bit fingerprints, integer sums",
+            "16384 database fingerprints x 4096 queries, radius 12",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "insertion_sort_i32",
+            "sort",
+            "insertion_sort",
+            "branchy: insertion sort of small int arrays and binary searches (unpredictable branches)",
+            "160000 arrays of 48 ints in [0, 100000), 8 binary searches each",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "spmv_csr_f32",
+            "spmv",
+            "spmv",
+            "irregular memory: CSR gathers through column indices, float row sums",
+            "131072 x 131072 CSR, 8..40 random columns per row (~3.1 M nonzeros), 56 products x <- A x / 12",
+            FLOAT_TOL,
+            "float reductions (row sums)",
+        ),
+        KernelSpec(
+            "bytes_crc_runs",
+            "bytes",
+            "crc32",
+            "byte processing: ASCII lower-casing and a run-length scan (vectorizable), table-driven CRC-32 "
+            "(a serial lookup chain)",
+            "8 MiB pseudo-text, 8 passes",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "saxpy_alias_f32",
+            "axpy",
+            "saxpy",
+            "streaming FMA through possibly aliasing float pointers (runtime alias check or scalar code)",
+            "4 vectors of 3000 floats in one buffer (y0, y1 accumulate, x2, x3 fixed), 600000 calls y += a x "
+            "with a = +-2^-10",
+            FLOAT_TOL,
+            "float arithmetic (FMA contraction)",
+        ),
+        KernelSpec(
+            "fft_radix2_c64",
+            "fft",
+            "fft",
+            "complex double arithmetic: iterative radix-2 FFT over std::complex<double> (the complex "
+            "multiply's NaN/Inf recovery path unless -ffast-math)",
+            "2^16 points, 20 forward + inverse transforms with 1/n scaling",
+            DOUBLE_TOL,
+            "double FFT: rounding only (no reordered reduction across the data)",
+        ),
+        KernelSpec(
+            "kahan_sum_f32",
+            "reduction",
+            "kahan_moments",
+            "compensated reduction: Kahan sums of x and x*x in float (a serial chain of dependent adds); "
+            "reassociation (-ffast-math) deletes the compensation",
+            "4 Mi floats 100 + U[0, 1), 32 windows of 2 Mi: mean and variance",
+            FLOAT_TOL,
+            "float sums, kept accurate by the compensation: a result that lost it is wrong",
+        ),
+        KernelSpec(
+            "histogram_u8",
+            "histogram",
+            "histogram",
+            "scatter increments: one ++bins[byte] per byte (a dependency through memory when consecutive bytes repeat)",
+            "16 MiB of skewed bytes with runs of repeats, 256 uint32 bins, 23 passes",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "prefix_scan_f32",
+            "scan",
+            "inclusive_scan",
+            "serial float dependency: segmented inclusive prefix sum (one loop-carried add per element; not "
+            "vectorized, no reduction for -ffast-math to reorder)",
+            "4 Mi floats in [-1, 1), rows of 1024 each scanned from zero, 44 passes",
+            FLOAT_TOL,
+            "float sums (rounding only: the scan's order is fixed)",
+        ),
+        KernelSpec(
+            "conv2d_3x3_f32",
+            "convolution",
+            "conv3x3",
+            "compute-bound float multiply-adds: 3x3 convolution layer, 4 to 4 channels (144 per output pixel), "
+            "vectorizable along a row, ping-pong buffers",
+            "512 x 512 x 4 channels in [0, 1), positive weights summing to 1 per output channel, 56 steps",
+            FLOAT_TOL,
+            "float 9-term sums over 56 steps (FMA contraction, reassociation)",
+        ),
+        KernelSpec(
+            "horner_poly_f64",
+            "polynomial",
+            "horner",
+            "double multiply-add chains: Horner's rule of degree 20 per point, independent points "
+            "(vectorizable across them)",
+            "1 Mi points in [-1, 1), 21 polynomials (coefficients 1 + U(-1, 1) / (2 (k + 1))), summed per point",
+            DOUBLE_TOL,
+            "double, no reordered reduction (FMA contraction only)",
+        ),
+        KernelSpec(
+            "mandelbrot_f32",
+            "escape_time",
+            "mandelbrot",
+            "branchy float iteration: z <- z^2 + c per pixel until |z|^2 > 4 (a data-dependent exit, not vectorized)",
+            "1280 x 928 pixels over [-2.2, 0.8] x [-1, 1], at most 160 iterations",
+            FLOAT_TOL,
+            "escape counts of float iterations: FMA contraction and -ffast-math change a few "
+            "boundary pixels' counts (relative checksum change up to 2.9e-5 measured)",
+        ),
+        KernelSpec(
+            "substring_search_u8",
+            "string_search",
+            "find_all",
+            "branchy byte comparisons: naive substring search, early exit at the first mismatch (a 4-letter "
+            "alphabet: partial matches are common)",
+            "4.25 MiB DNA-like text with planted copies, 12 patterns of 8..30 bytes",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "hash_probe_u64",
+            "hash_table",
+            "lookup_all",
+            "random memory access and branchy probe loops: open addressing, linear probing, inserts then lookups",
+            "2^20 slots (12 MiB), 5 rounds of 600000 inserts and 1.2 M lookups (half present)",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "thomas_heat_f64",
+            "tridiagonal",
+            "heat_step",
+            "double recurrences with division: Thomas algorithm per implicit step, 8 interleaved systems (the "
+            "system loop contiguous and vectorizable, each sweep serial along its rod)",
+            "8 rods x 2048 points, diffusion numbers 5..50, fixed ends 1 and 0, 2800 backward Euler steps",
+            DOUBLE_TOL,
+            "double, no reduction (FMA contraction, reciprocals under -ffast-math: rounding only)",
+        ),
+        KernelSpec(
+            "bitonic_sort_i32",
+            "sorting_network",
+            "bitonic_sort",
+            "branch-free integer min/max: bitonic network over contiguous halves (vectorizable; a packed "
+            "signed 32-bit min/max needs SSE4.1)",
+            "7680 blocks of 1024 random int32",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "lu_nopivot_f64",
+            "factorization",
+            "lu_solve",
+            "dense double row updates with shrinking trip counts: LU without pivoting (k-i-j), then column "
+            "oriented triangular solves (axpys, no reductions)",
+            "64 x 64 strictly diagonally dominant matrices (16 stored), 7600 factorizations and solves",
+            DOUBLE_TOL,
+            "double, no reordered reduction (FMA contraction, the pivot's reciprocal: rounding only)",
+        ),
+        KernelSpec(
+            "chacha20_u32",
+            "cipher",
+            "chacha20_xor",
+            "integer add-rotate-xor rounds: the ChaCha20 block function over uint32_t[16] (four independent "
+            "quarter-rounds, SLP-vectorizable; rotates)",
+            "4 MiB buffer, 23 passes with a new nonce each",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "divmod_digits_u64",
+            "integer_division",
+            "divmod",
+            "integer division: base-10 digit sums (division by the constant 10: multiply-high) and Euclid's gcd "
+            "(chains of hardware divisions by a variable divisor)",
+            "1.25 Mi pairs of 64-bit values below 2^48 with shared factors",
+            INT_TOL,
+            "integer results: exact",
+        ),
+        KernelSpec(
+            "mat4_aos_f32",
+            "matvec4",
+            "transform",
+            "array-of-structures float: a 4x4 matrix times each float4 and a division by the new w (SLP "
+            "vectorization; a reciprocal under -ffast-math)",
+            "512 Ki float4 points, 220 passes in place, each a rotation + small translation + projective row",
+            FLOAT_TOL,
+            "float 4-term dot products and a division over 220 passes (FMA contraction, reciprocals)",
+        ),
+    )
+}
 
 
 # ---------------------------------------------------------------- the space and its points
+
 
 def gxx_version() -> tuple[str, str]:
     line = subprocess.run([COMPILER, "--version"], capture_output=True, text=True, check=True).stdout.splitlines()[0]
@@ -186,8 +386,10 @@ def learn_points(dims, n_random: int, seed: int) -> tuple[list[tuple[int, ...]],
     target = len(chosen) + n_random
     while len(chosen) < target:
         chosen[tuple(rng.randrange(s) for s in sizes)] = None
-    sampling = (f"learn: the full product of the core values ({n_core} points: {', '.join(CORE)}), every single "
-                f"change and {n_random} uniform random points, {len(chosen)} of {math.prod(sizes)}")
+    sampling = (
+        f"learn: the full product of the core values ({n_core} points: {', '.join(CORE)}), every single "
+        f"change and {n_random} uniform random points, {len(chosen)} of {math.prod(sizes)}"
+    )
     return sorted(chosen), sampling, n_core
 
 
@@ -196,6 +398,7 @@ def point_flags(dims, point: tuple[int, ...]) -> tuple[str, ...]:
 
 
 # ---------------------------------------------------------------- builds and fingerprints
+
 
 @dataclass
 class Build:
@@ -221,17 +424,17 @@ def elf_digests(path: Path) -> tuple[str, str, int]:
     data = path.read_bytes()
     if data[:4] != b"\x7fELF" or data[4] != 2:
         raise ValueError(f"{path}: not an ELF64 file")
-    shoff, = struct.unpack_from("<Q", data, 0x28)
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
     headers = []
     for k in range(shnum):
         name, stype, flags, addr, offset, size = struct.unpack_from("<IIQQQQ", data, shoff + k * shentsize)
         headers.append((name, stype, flags, addr, offset, size))
     strtab_off, strtab_size = headers[shstrndx][4], headers[shstrndx][5]
-    strtab = data[strtab_off:strtab_off + strtab_size]
+    strtab = data[strtab_off : strtab_off + strtab_size]
 
     def name_of(off: int) -> str:
-        return strtab[off:strtab.index(b"\0", off)].decode()
+        return strtab[off : strtab.index(b"\0", off)].decode()
 
     whole, text = hashlib.sha256(), hashlib.sha256()
     text_bytes = 0
@@ -239,7 +442,7 @@ def elf_digests(path: Path) -> tuple[str, str, int]:
         name = name_of(name_off)
         if not flags & 0x2 or name.startswith(".note"):  # SHF_ALLOC only; build-id and ABI notes left out
             continue
-        content = b"" if stype == 8 else data[offset:offset + size]  # SHT_NOBITS (.bss): its size only
+        content = b"" if stype == 8 else data[offset : offset + size]  # SHT_NOBITS (.bss): its size only
         whole.update(f"{name}:{addr:x}:{size:x}\n".encode())
         whole.update(content)
         if name == ".text":
@@ -261,6 +464,7 @@ def build_one(source: Path, b: Build) -> None:
 
 # ---------------------------------------------------------------- running
 
+
 @dataclass
 class Run:
     ok: bool
@@ -277,8 +481,11 @@ def run_exe(exe: Path, timeout: float) -> Run:
     try:
         proc = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        return Run(False, wall_s=time.perf_counter() - t0, why=f"timeout: still running after {timeout:.1f} s "
-                                                                f"(10x the default's run time)")
+        return Run(
+            False,
+            wall_s=time.perf_counter() - t0,
+            why=f"timeout: still running after {timeout:.1f} s (10x the default's run time)",
+        )
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         rc = proc.returncode
@@ -297,8 +504,14 @@ def run_exe(exe: Path, timeout: float) -> Run:
     t = float(m_time.group(1))
     if not (math.isfinite(t) and t > 0):
         return Run(False, wall_s=wall, why=f"time_ms not positive: {t}")
-    return Run(True, time_ms=t, cpu_ms=float(m_cpu.group(1)) if m_cpu else None, checksum=checksum,
-               checksum_text=m_sum.group(1), wall_s=wall)
+    return Run(
+        True,
+        time_ms=t,
+        cpu_ms=float(m_cpu.group(1)) if m_cpu else None,
+        checksum=checksum,
+        checksum_text=m_sum.group(1),
+        wall_s=wall,
+    )
 
 
 def rel_error(c: float, c0: float) -> float:
@@ -308,6 +521,7 @@ def rel_error(c: float, c0: float) -> float:
 
 
 # ---------------------------------------------------------------- statistics
+
 
 def _median(xs) -> float:
     return float(statistics.median(xs))
@@ -342,6 +556,7 @@ def mad_rel(xs: list[float]) -> float | None:
 
 # ---------------------------------------------------------------- per-kernel state
 
+
 @dataclass
 class KernelPlan:
     spec: KernelSpec
@@ -374,16 +589,38 @@ def group_codes(plan: KernelPlan) -> None:
             continue
         code_of[key] = len(plan.codes)
         if b.error is None:
-            plan.codes.append({"digest": b.digest, "status": "untimed", "valid": False, "error": None,
-                               "time_us": [], "cpu_us": [], "checksum": None, "flags": list(b.flags),
-                               "text_digest": b.text_digest, "text_bytes": b.text_bytes})
+            plan.codes.append(
+                {
+                    "digest": b.digest,
+                    "status": "untimed",
+                    "valid": False,
+                    "error": None,
+                    "time_us": [],
+                    "cpu_us": [],
+                    "checksum": None,
+                    "flags": list(b.flags),
+                    "text_digest": b.text_digest,
+                    "text_bytes": b.text_bytes,
+                }
+            )
             plan.code_exe.append(b.exe)
         else:
-            plan.codes.append({"digest": None, "status": "build_failed", "valid": False, "error": None,
-                               "time_us": [], "message": b.error, "flags": list(b.flags)})
+            plan.codes.append(
+                {
+                    "digest": None,
+                    "status": "build_failed",
+                    "valid": False,
+                    "error": None,
+                    "time_us": [],
+                    "message": b.error,
+                    "flags": list(b.flags),
+                }
+            )
             plan.code_exe.append(None)
-    plan.rows = [[*p, code_of[b.digest if b.error is None else "error:" + b.error]]
-                 for p, b in zip(plan.points, plan.builds, strict=True)]
+    plan.rows = [
+        [*p, code_of[b.digest if b.error is None else "error:" + b.error]]
+        for p, b in zip(plan.points, plan.builds, strict=True)
+    ]
     plan.default_code = 0
 
 
@@ -400,17 +637,23 @@ def record_run(plan: KernelPlan, k: int, r: Run, first: bool) -> None:
         ok = err <= plan.spec.tolerance
         c["status"], c["valid"] = ("ok", True) if ok else ("wrong_result", False)
         if not ok:
-            c["message"] = (f"checksum {r.checksum_text} vs the default's {plan.reference_text}: relative error "
-                            f"{err:.3g} > tolerance {plan.spec.tolerance:g}")
+            c["message"] = (
+                f"checksum {r.checksum_text} vs the default's {plan.reference_text}: relative error "
+                f"{err:.3g} > tolerance {plan.spec.tolerance:g}"
+            )
     elif r.checksum_text != c["checksum"]:  # the same executable must print the same checksum every round
-        c.update(status="wrong_result", valid=False,
-                 message=f"checksum not reproducible: {c['checksum']} then {r.checksum_text}")
+        c.update(
+            status="wrong_result",
+            valid=False,
+            message=f"checksum not reproducible: {c['checksum']} then {r.checksum_text}",
+        )
     c["time_us"].append(round(r.time_ms * 1000.0, 1))
     if r.cpu_ms is not None:
         c["cpu_us"].append(round(r.cpu_ms * 1000.0, 1))
 
 
 # ---------------------------------------------------------------- writing
+
 
 def cpu_info() -> dict:
     model, flags = "", []
@@ -424,16 +667,30 @@ def cpu_info() -> dict:
         pass
     native = ""
     try:
-        out = subprocess.run([COMPILER, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
-                             check=False).stdout
+        out = subprocess.run(
+            [COMPILER, "-march=native", "-Q", "--help=target"], capture_output=True, text=True, check=False
+        ).stdout
         m = re.search(r"^\s*-march=\s+(\S+)", out, re.M)
         native = m.group(1) if m else ""
     except OSError:
         pass
-    isa = [f for f in ("sse4_2", "popcnt", "avx", "avx2", "fma", "bmi2", "avx512f", "avx512bw", "avx512vl",
-                       "avx512_vpopcntdq") if f in flags]
-    return {"model": model, "cores": os.cpu_count(), "machine": platform.machine(), "march_native": native,
-            "isa": isa}
+    isa = [
+        f
+        for f in (
+            "sse4_2",
+            "popcnt",
+            "avx",
+            "avx2",
+            "fma",
+            "bmi2",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512_vpopcntdq",
+        )
+        if f in flags
+    ]
+    return {"model": model, "cores": os.cpu_count(), "machine": platform.machine(), "march_native": native, "isa": isa}
 
 
 def document(plan: KernelPlan, ctx: dict, rounds_done: int, load: list, truncated: bool) -> dict:
@@ -457,30 +714,41 @@ def document(plan: KernelPlan, ctx: dict, rounds_done: int, load: list, truncate
         "compiler_version": ctx["version"],
         "base_flags": list(BASE_FLAGS),
         "compile_command": f"{COMPILER} {' '.join(BASE_FLAGS)} <point's flags> <source> -o <exe>",
-        "host": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine(),
-                 "kernel": platform.release()},
+        "host": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "kernel": platform.release(),
+        },
         "date": ctx["date"],
         "command": ctx["command"],
         "sampling": plan.sampling,
         "core": {name: [list(v) for v in values] for name, values in plan.dims if name in CORE},
         "space_size": math.prod(len(v) for _, v in plan.dims),
-        "tolerance": {"metric": "relative checksum error |c - c0| / max(|c0|, 1e-300) vs the default build's "
-                                "checksum (the program's %.17g checksum line)",
-                      "max": spec.tolerance, "why": spec.tolerance_why},
+        "tolerance": {
+            "metric": "relative checksum error |c - c0| / max(|c0|, 1e-300) vs the default build's "
+            "checksum (the program's %.17g checksum line)",
+            "max": spec.tolerance,
+            "why": spec.tolerance_why,
+        },
         "digest": "sha256 over the executable's loaded (SHF_ALLOC) sections except .note.* (name, address, "
-                  "size and bytes of each); text_digest: sha256 of .text alone",
-        "timing": ("one sample = the program's time_ms line (std::chrono::steady_clock around its compute part, "
-                   "one run of a fixed amount of work, in a fresh process), stored in microseconds; cpu_us: the "
-                   "process CPU time (std::clock) over the same part, printed on stderr; interleaved rounds: each "
-                   "round runs every code of every kernel once in its own random order, the default code of "
-                   "each kernel also at the start and end of the round (default_anchors_us); no pinning, no "
-                   "priority change: the machine is shared (load_avg)"),
+        "size and bytes of each); text_digest: sha256 of .text alone",
+        "timing": (
+            "one sample = the program's time_ms line (std::chrono::steady_clock around its compute part, "
+            "one run of a fixed amount of work, in a fresh process), stored in microseconds; cpu_us: the "
+            "process CPU time (std::clock) over the same part, printed on stderr; interleaved rounds: each "
+            "round runs every code of every kernel once in its own random order, the default code of "
+            "each kernel also at the start and end of the round (default_anchors_us); no pinning, no "
+            "priority change: the machine is shared (load_avg)"
+        ),
         "rounds": rounds_done,
         "truncated": truncated,
         "timeout_s": round(plan.timeout, 2),
         "seconds": {"build_mean": round(plan.build_seconds / max(1, len(plan.builds)), 3)},
-        "noise": {**noise_estimate(valid_series),
-                  "method": "relative difference of consecutive rounds' samples per valid code (wall time_ms)"},
+        "noise": {
+            **noise_estimate(valid_series),
+            "method": "relative difference of consecutive rounds' samples per valid code (wall time_ms)",
+        },
         "noise_cpu": {**noise_estimate(cpu_series), "method": "the same over cpu_us"},
         "default_mad_rel": mad_rel(dflt["time_us"]),
         "default_mad_rel_cpu": mad_rel(dflt.get("cpu_us", [])),
@@ -502,8 +770,17 @@ def document(plan: KernelPlan, ctx: dict, rounds_done: int, load: list, truncate
     }
 
 
-def write_all(plans: dict[str, KernelPlan], out_dir: Path, ctx: dict, rounds_done: int, load: list,
-              truncated: bool, check: bool, log, dry_run: bool = False) -> None:
+def write_all(
+    plans: dict[str, KernelPlan],
+    out_dir: Path,
+    ctx: dict,
+    rounds_done: int,
+    load: list,
+    truncated: bool,
+    check: bool,
+    log,
+    dry_run: bool = False,
+) -> None:
     for name, plan in plans.items():
         doc = document(plan, ctx, rounds_done, load, truncated)
         doc["meta"]["dry_run"] = dry_run  # a dry run's file (one round) is for a look only: the loader refuses it
@@ -537,18 +814,26 @@ def cpu_variant(src_dir: Path, out_dir: Path, log) -> int:
         meta = doc["meta"]
         valid = [c["time_us"] for c in doc["codes"] if c["valid"] and len(c["time_us"]) >= 2]
         dflt = doc["codes"][doc["default_code"]]
-        meta["noise_wall"], meta["noise"] = meta["noise"], {
-            **noise_estimate(valid), "method": "relative difference of consecutive rounds' samples per valid code "
-                                               "(process CPU time)"}
+        meta["noise_wall"], meta["noise"] = (
+            meta["noise"],
+            {
+                **noise_estimate(valid),
+                "method": "relative difference of consecutive rounds' samples per valid code (process CPU time)",
+            },
+        )
         meta.pop("noise_cpu", None)
         meta["default_mad_rel_wall"], meta["default_mad_rel"] = meta["default_mad_rel"], mad_rel(dflt["time_us"])
         meta.pop("default_mad_rel_cpu", None)
-        meta["default_anchors_wall_us"], meta["default_anchors_us"] = (meta["default_anchors_us"],
-                                                                       meta.pop("default_anchors_cpu_us"))
+        meta["default_anchors_wall_us"], meta["default_anchors_us"] = (
+            meta["default_anchors_us"],
+            meta.pop("default_anchors_cpu_us"),
+        )
         meta["sample"] = "cpu"
-        meta["timing"] = ("one sample = the process CPU time (std::clock) over the program's compute part, in "
-                          "microseconds (the program prints it on stderr as cpu_ms); wall_us: its time_ms line. "
-                          f"Made by --cpu-from from {path.name}: " + meta["timing"])
+        meta["timing"] = (
+            "one sample = the process CPU time (std::clock) over the program's compute part, in "
+            "microseconds (the program prints it on stderr as cpu_ms); wall_us: its time_ms line. "
+            f"Made by --cpu-from from {path.name}: " + meta["timing"]
+        )
         target = out_dir / path.name
         write_landscape(doc, target)
         log(f"  {Landscape.load(target).describe()}")
@@ -558,61 +843,44 @@ def cpu_variant(src_dir: Path, out_dir: Path, log) -> int:
 
 # ---------------------------------------------------------------- main
 
-def main(argv: list[str] | None = None) -> int:
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="folder for <kernel>.json and record.log")
     ap.add_argument("--kernels", default=",".join(KERNELS), help=f"comma-separated, of {', '.join(KERNELS)}")
     ap.add_argument("--rounds", type=int, default=5, help="timing rounds (each runs every code once)")
-    ap.add_argument("--deadline", type=float, default=0.0,
-                    help="seconds from the start after which no further round starts (0: none; 3 rounds at least)")
+    ap.add_argument(
+        "--deadline",
+        type=float,
+        default=0.0,
+        help="seconds from the start after which no further round starts (0: none; 3 rounds at least)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="parallel builds")
     ap.add_argument("--learn-random", type=int, default=16, help="uniform random points of the whole space")
     ap.add_argument("--seed", type=int, default=20261215)
     ap.add_argument("--work", default="", help="folder for the executables (default: a temporary folder)")
-    ap.add_argument("--dry-run", action="store_true",
-                    help="build, fingerprint and time one round; writes <kernel>.dryrun.json (the loader "
-                         "refuses those)")
-    ap.add_argument("--cpu-from", default="", metavar="DIR",
-                    help="record nothing: write DIR's landscapes to --out with the CPU time as the sample")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="build, fingerprint and time one round; writes <kernel>.dryrun.json (the loader refuses those)",
+    )
+    ap.add_argument(
+        "--cpu-from",
+        default="",
+        metavar="DIR",
+        help="record nothing: write DIR's landscapes to --out with the CPU time as the sample",
+    )
     args = ap.parse_args(argv)
-    t_start = time.perf_counter()
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if args.cpu_from:
-        n = cpu_variant(Path(args.cpu_from), out_dir, print)
-        print(f"wrote {n} landscapes to {out_dir}")
-        return 0
-    log_file = (out_dir / "record.log").open("a")
+    args.kernel_list = [k.strip() for k in args.kernels.split(",") if k.strip()]
+    if not args.cpu_from:
+        for k in args.kernel_list:
+            if k not in KERNELS:
+                ap.error(f"unknown kernel {k}; known: {', '.join(KERNELS)}")
+    return args
 
-    def log(msg: str) -> None:
-        line = f"[{time.perf_counter() - t_start:7.1f}s] {msg}"
-        print(line, flush=True)
-        log_file.write(line + "\n")
-        log_file.flush()
 
-    kernels = [k.strip() for k in args.kernels.split(",") if k.strip()]
-    for k in kernels:
-        if k not in KERNELS:
-            ap.error(f"unknown kernel {k}; known: {', '.join(KERNELS)}")
-    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="host-landscape-"))
-    work.mkdir(parents=True, exist_ok=True)
-    version, version_line = gxx_version()
-    dims = gcc_dimensions(version)
-    try:
-        rel_cmd = Path(__file__).resolve().relative_to(ROOT)
-    except ValueError:
-        rel_cmd = Path(__file__)
-    ctx = {
-        "version": version, "compiler_line": version_line, "cpu": cpu_info(),
-        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "command": f"python {rel_cmd} "
-                   + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
-    }
-    log(f"{version_line}; CPU {ctx['cpu']['model']} ({ctx['cpu']['cores']} cores, -march=native = "
-        f"{ctx['cpu']['march_native']}); load {os.getloadavg()}; work folder {work}")
-    log(f"gcc space: {', '.join(f'{n} ({len(v)})' for n, v in dims)}; kernels {kernels}")
-
-    # ---- plan and build
+def plan_and_build(kernels: list[str], dims, args: argparse.Namespace, work: Path, log) -> dict[str, KernelPlan]:
+    """Every kernel's points, built --jobs at a time and grouped into codes."""
     plans: dict[str, KernelPlan] = {}
     jobs: list[tuple[Path, Build]] = []
     for name in kernels:
@@ -639,18 +907,61 @@ def main(argv: list[str] | None = None) -> int:
         group_codes(plan)
         n_ok = sum(1 for c in plan.codes if c["digest"])
         log(f"{plan.spec.name}: {len(plan.points)} points -> {n_ok} codes, {len(plan.codes) - n_ok} build-error kinds")
+    return plans
 
-    # ---- the reference run of each default (checksum, run time -> timeout); its sample is not kept
+
+def reference_runs(plans: dict[str, KernelPlan], log) -> None:
+    """The reference run of each default (checksum, run time -> timeout); its sample is not kept."""
     for plan in plans.values():
         r = run_exe(plan.code_exe[plan.default_code], 120.0)
         if not r.ok:
             raise SystemExit(f"{plan.spec.name}: the default build does not run: {r.why}")
         plan.reference, plan.reference_text = r.checksum, r.checksum_text
         plan.timeout = max(5.0, 10.0 * r.wall_s)
-        log(f"{plan.spec.name}: default time_ms {r.time_ms:.1f} (cpu {r.cpu_ms:.1f}, process {r.wall_s:.2f} s), "
-            f"checksum {r.checksum_text}")
+        log(
+            f"{plan.spec.name}: default time_ms {r.time_ms:.1f} (cpu {r.cpu_ms:.1f}, process {r.wall_s:.2f} s), "
+            f"checksum {r.checksum_text}"
+        )
 
-    # ---- interleaved rounds
+
+def run_anchor(plan: KernelPlan) -> None:
+    """One run of a kernel's default code as a drift anchor."""
+    r = run_exe(plan.code_exe[plan.default_code], plan.timeout)
+    if r.ok:
+        plan.anchors_us.append(round(r.time_ms * 1000.0, 1))
+        if r.cpu_ms is not None:
+            plan.anchors_cpu_us.append(round(r.cpu_ms * 1000.0, 1))
+
+
+def one_round(plans: dict[str, KernelPlan], rnd: int, seed: int, log) -> int:
+    """Round rnd: the anchors, every runnable code of every kernel once in a random order, the anchors again;
+    returns the number of code runs."""
+    order = [
+        (name, k)
+        for name, plan in plans.items()
+        for k, c in enumerate(plan.codes)
+        if c["digest"] and c["status"] != "launch_failed"
+    ]
+    random.Random(seed + rnd).shuffle(order)
+    anchor_order = list(plans)
+    random.Random(seed + 1000 + rnd).shuffle(anchor_order)
+    for name in anchor_order:
+        run_anchor(plans[name])
+    for name, k in order:
+        plan = plans[name]
+        r = run_exe(plan.code_exe[k], plan.timeout)
+        record_run(plan, k, r, first=(rnd == 0))
+        if not r.ok:
+            log(f"  {name} code {k} ({' '.join(plan.codes[k]['flags']) or 'default'}): {r.why}")
+    for name in reversed(anchor_order):
+        run_anchor(plans[name])
+    return len(order)
+
+
+def run_rounds(
+    plans: dict[str, KernelPlan], args: argparse.Namespace, ctx: dict, out_dir: Path, t_start: float, log
+) -> int:
+    """The interleaved rounds (files rewritten after each); returns the number of rounds made."""
     load: list[dict] = []
     rounds_done, truncated, last_round = 0, False, 0.0
     n_rounds = 1 if args.dry_run else max(3, args.rounds)
@@ -658,52 +969,38 @@ def main(argv: list[str] | None = None) -> int:
         elapsed = time.perf_counter() - t_start
         if rnd >= 3 and args.deadline and elapsed + last_round > args.deadline:
             truncated = True
-            log(f"deadline: round {rnd + 1} would end after {elapsed + last_round:.0f} s > {args.deadline:.0f} s; "
-                f"stopping after {rounds_done} rounds")
+            log(
+                f"deadline: round {rnd + 1} would end after {elapsed + last_round:.0f} s > {args.deadline:.0f} s; "
+                f"stopping after {rounds_done} rounds"
+            )
             break
         t_round = time.perf_counter()
         load_start = os.getloadavg()
-        order = [(name, k) for name, plan in plans.items() for k, c in enumerate(plan.codes)
-                 if c["digest"] and c["status"] != "launch_failed"]
-        random.Random(args.seed + rnd).shuffle(order)
-        anchor_order = list(plans)
-        random.Random(args.seed + 1000 + rnd).shuffle(anchor_order)
-
-        def anchor(name: str) -> None:
-            p = plans[name]
-            r = run_exe(p.code_exe[p.default_code], p.timeout)
-            if r.ok:
-                p.anchors_us.append(round(r.time_ms * 1000.0, 1))
-                if r.cpu_ms is not None:
-                    p.anchors_cpu_us.append(round(r.cpu_ms * 1000.0, 1))
-
-        for name in anchor_order:
-            anchor(name)
-        for name, k in order:
-            plan = plans[name]
-            r = run_exe(plan.code_exe[k], plan.timeout)
-            record_run(plan, k, r, first=(rnd == 0))
-            if not r.ok:
-                log(f"  {name} code {k} ({' '.join(plan.codes[k]['flags']) or 'default'}): {r.why}")
-        for name in reversed(anchor_order):
-            anchor(name)
+        n_runs = one_round(plans, rnd, args.seed, log)
         rounds_done += 1
         last_round = time.perf_counter() - t_round
-        load.append({"round": rnd + 1, "start": [round(x, 2) for x in load_start],
-                     "end": [round(x, 2) for x in os.getloadavg()], "seconds": round(last_round, 1)})
-        log(f"round {rnd + 1}: {len(order)} runs + {2 * len(anchor_order)} anchors in {last_round:.0f} s "
-            f"(load {load_start[0]:.2f} -> {os.getloadavg()[0]:.2f})")
-        write_all(plans, out_dir, ctx, rounds_done, load, truncated, check=not args.dry_run, log=log,
-                  dry_run=args.dry_run)
+        load.append(
+            {
+                "round": rnd + 1,
+                "start": [round(x, 2) for x in load_start],
+                "end": [round(x, 2) for x in os.getloadavg()],
+                "seconds": round(last_round, 1),
+            }
+        )
+        log(
+            f"round {rnd + 1}: {n_runs} runs + {2 * len(plans)} anchors in {last_round:.0f} s "
+            f"(load {load_start[0]:.2f} -> {os.getloadavg()[0]:.2f})"
+        )
+        write_all(
+            plans, out_dir, ctx, rounds_done, load, truncated, check=not args.dry_run, log=log, dry_run=args.dry_run
+        )
+    return rounds_done
 
-    # ---- summary (console and record.log)
-    def table(line: str) -> None:
-        print(line)
-        log_file.write(line + "\n")
 
+def summary(plans: dict[str, KernelPlan], table) -> None:
+    """The closing table (console and record.log)."""
     table("")
-    table(f"{'kernel':22} {'points':>6} {'codes':>5} {'invalid':>7} {'default':>9} {'mad':>6} {'best':>7} "
-          f"{'noise':>6}")
+    table(f"{'kernel':22} {'points':>6} {'codes':>5} {'invalid':>7} {'default':>9} {'mad':>6} {'best':>7} {'noise':>6}")
     for name, plan in plans.items():
         dflt = plan.codes[plan.default_code]
         d_us = _median(dflt["time_us"]) if dflt["time_us"] else None
@@ -712,9 +1009,61 @@ def main(argv: list[str] | None = None) -> int:
         n_inv = sum(1 for row in plan.rows if not plan.codes[row[-1]]["valid"])
         noise = noise_estimate([c["time_us"] for c in valid if len(c["time_us"]) >= 2])["rel_sd"]
         mad = mad_rel(dflt["time_us"])
-        table(f"{name:22} {len(plan.points):6d} {sum(1 for c in plan.codes if c['digest']):5d} {n_inv:7d} "
-              f"{(d_us or 0) / 1000:7.1f}ms {f'{100 * mad:.1f}%' if mad is not None else '-':>6} "
-              f"{f'{best:.3f}x' if best else '-':>7} {100 * noise:5.1f}%")
+        table(
+            f"{name:22} {len(plan.points):6d} {sum(1 for c in plan.codes if c['digest']):5d} {n_inv:7d} "
+            f"{(d_us or 0) / 1000:7.1f}ms {f'{100 * mad:.1f}%' if mad is not None else '-':>6} "
+            f"{f'{best:.3f}x' if best else '-':>7} {100 * noise:5.1f}%"
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t_start = time.perf_counter()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.cpu_from:
+        n = cpu_variant(Path(args.cpu_from), out_dir, print)
+        print(f"wrote {n} landscapes to {out_dir}")
+        return 0
+    log_file = (out_dir / "record.log").open("a")
+
+    def log(msg: str) -> None:
+        line = f"[{time.perf_counter() - t_start:7.1f}s] {msg}"
+        print(line, flush=True)
+        log_file.write(line + "\n")
+        log_file.flush()
+
+    def table(line: str) -> None:
+        print(line)
+        log_file.write(line + "\n")
+
+    kernels = args.kernel_list
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="host-landscape-"))
+    work.mkdir(parents=True, exist_ok=True)
+    version, version_line = gxx_version()
+    dims = gcc_dimensions(version)
+    try:
+        rel_cmd = Path(__file__).resolve().relative_to(ROOT)
+    except ValueError:
+        rel_cmd = Path(__file__)
+    ctx = {
+        "version": version,
+        "compiler_line": version_line,
+        "cpu": cpu_info(),
+        "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "command": f"python {rel_cmd} "
+        + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+    }
+    log(
+        f"{version_line}; CPU {ctx['cpu']['model']} ({ctx['cpu']['cores']} cores, -march=native = "
+        f"{ctx['cpu']['march_native']}); load {os.getloadavg()}; work folder {work}"
+    )
+    log(f"gcc space: {', '.join(f'{n} ({len(v)})' for n, v in dims)}; kernels {kernels}")
+
+    plans = plan_and_build(kernels, dims, args, work, log)
+    reference_runs(plans, log)
+    rounds_done = run_rounds(plans, args, ctx, out_dir, t_start, log)
+    summary(plans, table)
     total = time.perf_counter() - t_start
     log(f"done: {rounds_done} rounds, total {total:.0f} s")
     if not args.work:
