@@ -15,7 +15,7 @@ from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
 from compileiq_cmake.search.prior import Observation, PriorModel, space_prior, value_key
 from compileiq_cmake.search.search import FlagSearch
-from compileiq_cmake.tune.prior_use import prior_rows, tune_effects
+from compileiq_cmake.tune.prior_use import prior_rows, row_keys, tune_effects
 
 FAST = value_key("nvcc", "use_fast_math", ("--use_fast_math",))
 ACF = value_key("nvcc", ACF_DIMENSION, (PTXAS_ACF + "/any/state/acf/0.acf",))
@@ -139,5 +139,6 @@ def test_the_summarys_prior_table_has_one_row_for_the_control_files_and_one_per_
     ]
     # learn() reads a row's key back from its dimension and value: the kind's key, where the tune's best file is
     acf = rows[-1]
-    assert value_key("nvcc", acf["dimension"], tuple(acf["value"].split())) == ACF
+    assert row_keys(space)[(acf["dimension"], acf["value"])] == ACF
+    assert row_keys(space)[("restrict", "--restrict")] == value_key("nvcc", "restrict", ("--restrict",))
     assert acf["known"] and acf["predicted"] == pytest.approx(sp.of(2, 1).gain)

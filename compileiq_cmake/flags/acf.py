@@ -88,6 +88,12 @@ def acf_path(flag: str) -> str | None:
     return None
 
 
+def acf_kind_of(flag: str) -> str:
+    """Which compiler reads the file of an --apply-controls flag ("ptxas" or "nvcc", as `AcfFile.kind`); "" for
+    any other flag."""
+    return "ptxas" if flag.startswith(PTXAS_ACF) else "nvcc" if flag.startswith(NVCC_ACF) else ""
+
+
 def store(data: bytes, folder: Path, origin: str, kind: str = "ptxas") -> AcfFile:
     """`data` as `<folder>/<sha256>.acf` (written atomically; an existing file of that name is the same bytes)."""
     if not data:

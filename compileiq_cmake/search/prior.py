@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..flags.acf import ACF_DIMENSION, PTXAS_ACF, acf_path
+from ..flags.acf import ACF_DIMENSION, acf_kind_of
 from ..flags.features import FEATURE_NAMES
 from ..flags.space import FlagSpace
 from ..model.errors import CompileIQError
@@ -65,9 +65,7 @@ def value_key(family: str, dimension: str, tokens: Sequence[str]) -> str:
 
 def acf_kind(dimension: str, tokens: Sequence[str]) -> str:
     """What the prior knows an Advanced Controls value as ("<a ptxas control file>"); "" for any other value."""
-    if dimension != ACF_DIMENSION or len(tokens) != 1:
-        return ""
-    kind = "ptxas" if tokens[0].startswith(PTXAS_ACF) else "nvcc" if acf_path(tokens[0]) is not None else ""
+    kind = acf_kind_of(tokens[0]) if dimension == ACF_DIMENSION and len(tokens) == 1 else ""
     return f"<a {kind} control file>" if kind else ""
 
 

@@ -180,7 +180,7 @@ def prior_rows(space: FlagSpace, sp: SpacePrior) -> list[dict]:
                 key,
                 {
                     "dimension": d.name,
-                    "value": acf_kind(d.name, d.values[i]) or " ".join(d.values[i]),
+                    "value": row_value(d.name, d.values[i]),
                     "known": sp.of(n, i).known,
                     "predicted": sp.of(n, i).gain,
                     "sd": sp.of(n, i).sd,
@@ -190,6 +190,21 @@ def prior_rows(space: FlagSpace, sp: SpacePrior) -> list[dict]:
                 },
             )
     return list(rows.values())
+
+
+def row_value(dimension: str, tokens: tuple[str, ...]) -> str:
+    """A value as the prior table shows it: its flags, or the kind of a control file ("<a ptxas control file>")."""
+    return acf_kind(dimension, tokens) or " ".join(tokens)
+
+
+def row_keys(space: FlagSpace) -> dict[tuple[str, str], str]:
+    """(dimension, shown value) of a prior table's row -> the prior's key of that value (learn() reads the table
+    back by it: a shown kind is no flag to re-key)."""
+    return {
+        (d.name, row_value(d.name, v)): value_key(space.family, d.name, v)
+        for d in space.dimensions
+        for v in d.values[1:]
+    }
 
 
 def observation_id(setup: TuneSetup) -> str:
@@ -252,8 +267,9 @@ def learn(
     doc = store.load_result("prior")
     measured = tune_effects(setup, trials, base) if doc or use.features is not None else {}
     if isinstance(doc, dict):
+        keys = row_keys(setup.space)
         for v in doc.get("values", []):
-            key = value_key(setup.space.family, v["dimension"], tuple(v["value"].split()))
+            key = keys.get((v["dimension"], v["value"]))
             if key in measured:
                 m = measured[key]
                 v["measured"], v["measured_invalid"] = (None, True) if m is None else (math.expm1(m), False)
