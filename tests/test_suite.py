@@ -581,7 +581,11 @@ def test_a_suite_configures_each_variant_tree_once_for_all_its_targets(host_exam
     names = sorted(p.name for p in pool.iterdir() if (p / "CMakeCache.txt").is_file())
     assert any(n.startswith("own-") for n in names) and len(names) >= 3, names
     assert trees["configures"] == len(names), (trees, names)  # one configure per tree, the own tree included
-    assert trees["lent_again"] >= 2 * (len(names) - 1) - 2, trees  # the later targets borrowed configured trees
+    # the later targets borrowed configured trees: each target's setup configures the search's pool tree (one
+    # worker, one GPU slot: `variant_trees` configures its trees[:2], the first being the own tree), so each of
+    # the two later targets borrowed at least that one already configured; the finalists' trees are configured
+    # on demand, so how many more were configured before a later target took them depends on the machine's load
+    assert trees["lent_again"] >= 2, trees
     assert all(t["status"] in ("tuned", "no gain") and t["trials"] >= 1 for t in doc["targets"]), doc["targets"]
     # the baselines of all three targets in one build, on every core, in a tree of their own; each target
     # measured its baseline there and built none of its own (no tree of the pool compiled a target's
