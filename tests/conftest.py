@@ -188,10 +188,20 @@ def host_example(tmp_path: Path) -> Path:
 needs_nvcc = pytest.mark.skipif(not HAVE_NVCC, reason="nvcc is not installed")
 
 
+@pytest.fixture(scope="session")
+def _probe_cache(tmp_path_factory) -> Path:
+    """The nvcc flag probes of this test process (flags.probe.default_cache_path): what a toolkit accepts is
+    the same for every test, as it is for every tune of a user, so the tests of one process share them."""
+    return tmp_path_factory.mktemp("probe-cache")
+
+
 @pytest.fixture(autouse=True)
-def _private_user_cache(tmp_path_factory, monkeypatch) -> None:
-    """Each test its own user cache directory (the screening cache): none reads the user's, or another test's."""
-    monkeypatch.setenv("COMPILEIQ_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
+def _private_user_cache(tmp_path_factory, monkeypatch, _probe_cache) -> None:
+    """Each test its own user cache directory (the screening cache, the local prior): none reads the user's,
+    or another test's; only its probe/ folder (what the installed nvcc accepts) is the process's shared one."""
+    cache = tmp_path_factory.mktemp("user-cache")
+    (cache / "probe").symlink_to(_probe_cache, target_is_directory=True)
+    monkeypatch.setenv("COMPILEIQ_CACHE_DIR", str(cache))
 
 
 TIERS = ("unit", "cmake", "cuda", "ray", "browser")

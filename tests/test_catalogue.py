@@ -235,3 +235,41 @@ def test_restrict_survives_extra_device_vectorization(tmp_path: Path):
     # nvcc 13.0: cicc's -extra-device-vectorization takes the next argument (-kernel-params-are-restrict)
     # as its value, so the raw pair loses --restrict; the canonical flags restate it at the end
     assert any("CONSTANT" in op for op in loads(canonical_flags(raw)))
+
+
+FAKE_NVCC = """#!/bin/sh
+# a stand-in nvcc: its version, and a 'compile' that writes the cubin, counts itself and rejects -bogus
+if [ "$1" = "--version" ]; then echo "Cuda compilation tools, release 13.0, V13.0.88"; exit 0; fi
+echo compiled >> "$(dirname "$0")/compiles.log"
+for a in "$@"; do
+  case "$a" in -bogus) echo "nvcc fatal   : Unknown option '-bogus'" >&2; exit 1 ;; esac
+done
+while [ $# -gt 0 ]; do [ "$1" = "-o" ] && : > "$2"; shift; done
+"""
+
+
+@pytest.mark.unit
+def test_the_probes_of_an_nvcc_are_kept_for_every_build_tree_of_the_user(tmp_path: Path, monkeypatch):
+    """What a toolkit accepts does not depend on the project: the probes live in the user cache directory
+    (flags.probe.default_cache_path takes no build tree), so a tune of a second project or build tree compiles
+    no probe again, and two tunes probing at once keep both their outcomes (the store merges under a lock)."""
+    from compileiq_cmake.flags.probe import _load_cache, _store_cache, default_cache_path
+
+    nvcc = tmp_path / "toolkit" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text(FAKE_NVCC)
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("COMPILEIQ_CACHE_DIR", str(tmp_path / "user-cache"))
+    path = default_cache_path(str(nvcc))
+    assert path.parent == tmp_path / "user-cache" / "probe"
+    dim = Dimension(name="opt", help="", values=((), ("-Xptxas=-O1",), ("-bogus",)))
+    space = FlagSpace(family="nvcc", dimensions=(dim,))
+    probed, notes = probe_space(space, str(nvcc), "90", path)
+    log = nvcc.parent / "compiles.log"
+    assert len(log.read_text().splitlines()) == 3  # the probe kernel alone, then the two non-empty values
+    assert probed.dimensions[0].values == ((), ("-Xptxas=-O1",)) and len(notes) == 1 and "-bogus" in notes[0]
+    again, notes2 = probe_space(space, str(nvcc), "90", default_cache_path(str(nvcc)))  # another build tree's tune
+    assert (again, notes2) == (probed, notes) and len(log.read_text().splitlines()) == 3
+    key = f"{nvcc.resolve()}|13.0.88"
+    _store_cache(path, key, str(nvcc), "13.0.88", {"sm_80|-Xptxas=-O2": {"ok": True, "message": ""}})
+    assert set(_load_cache(path, key)) == {"sm_90|-Xptxas=-O1", "sm_90|-bogus", "sm_80|-Xptxas=-O2"}

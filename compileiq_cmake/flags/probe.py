@@ -1,9 +1,10 @@
 """Probe a flag space against the installed nvcc: one tiny compile to cubin per flag value (in parallel);
 a value that nvcc rejects, or that a tool warns it ignores, is dropped with a note. Results are cached in a
-JSON file keyed by the nvcc path and version."""
+JSON file of the user cache directory keyed by the nvcc path and version (default_cache_path)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -103,14 +104,19 @@ def _load_cache(path: Path | None, key: str) -> dict[str, dict[str, Any]]:
 
 
 def _store_cache(path: Path | None, key: str, nvcc: str, version: str, results: dict[str, dict[str, Any]]) -> None:
+    """Adds `results` to the cache file, under a lock: every tune and build tree of the user shares it (two
+    tunes probing at once keep both their outcomes)."""
     if path is None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-    tmp.write_text(
-        json.dumps({"key": key, "nvcc": nvcc, "version": version, "results": results}, indent=1, sort_keys=True)
-    )
-    os.replace(tmp, path)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        merged = {**_load_cache(path, key), **results}
+        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+        tmp.write_text(
+            json.dumps({"key": key, "nvcc": nvcc, "version": version, "results": merged}, indent=1, sort_keys=True)
+        )
+        os.replace(tmp, path)
 
 
 def probe_values(
@@ -229,11 +235,14 @@ def probe_space(
     return replace(space, dimensions=tuple(dims), dropped=tuple(dropped + notes)), notes
 
 
-def default_cache_path(build_dir: Path, nvcc_path: str) -> Path:
+def default_cache_path(nvcc_path: str, cache_dir: Path | None = None) -> Path:
+    """Where the probes of one nvcc are kept: the user cache directory's probe/ (`cache_dir`: another cache
+    directory), one file per nvcc path, its contents keyed by the path and nvcc's version. What a toolkit
+    accepts does not depend on the project, so every tune and build tree of the user reads the same file."""
     import hashlib
 
     digest = hashlib.sha256(str(Path(nvcc_path).resolve()).encode()).hexdigest()[:12]
-    return build_dir / "compileiq" / f"probe-{digest}.json"
+    return (cache_dir or user_cache_dir()) / "probe" / f"nvcc-{digest}.json"
 
 
 CACHE_DIR_VARIABLE = "COMPILEIQ_CACHE_DIR"  # overrides the user cache directory (tests, shared machines)

@@ -127,7 +127,7 @@ def prepare_cuda_space(
     stored in <build>/compileiq/acf and screened like every value (same code as another: dropped)."""
     notes: list[str] = []
     started = time.perf_counter()
-    space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path), jobs)
+    space, probe_notes = probe_space(space, nvcc_path, cuda_arch, default_cache_path(nvcc_path, cache_dir), jobs)
     probe_seconds = time.perf_counter() - started
     notes += probe_notes
     if entries:
@@ -167,7 +167,7 @@ def prepare_cuda_space(
                 space, leading = spills_first(space, result)
                 notes.append(acf_note + (f"; the {leading} that cut spill bytes are measured first" if leading else ""))
     if entries:  # a build mode, not a compile flag: after the screening, never screened
-        space, lto_notes = _with_device_lto(space, entries, nvcc_path, cuda_arch, build_dir, device_lto, decisions)
+        space, lto_notes = _with_device_lto(space, entries, nvcc_path, cuda_arch, cache_dir, device_lto, decisions)
         notes += lto_notes
     return CudaSpace(space=space, notes=tuple(notes), screen=result, probe_seconds=probe_seconds, acf=candidates)
 
@@ -213,16 +213,17 @@ def _with_device_lto(
     entries: list[dict[str, Any]],
     nvcc_path: str,
     cuda_arch: str,
-    build_dir: Path,
+    cache_dir: Path | None,
     device_lto: bool,
     decisions: ApplyDecisions | None,
 ) -> tuple[FlagSpace, list[str]]:
     """The device_lto dimension where the apply accepts it and a device link with -dlto works (a build mode,
-    not a compile flag: added after the screening, never screened), or why not."""
+    not a compile flag: added after the screening, never screened), or why not (the link's probe cached in
+    `cache_dir`, default the user cache directory, with the flag probes)."""
     decided = decisions or ApplyDecisions.parse({}, "(none)")
     refusal = decided.device_lto_refusal
     if device_lto and not refusal and decided.relocatable:
-        linked = probe_device_lto(nvcc_path, cuda_arch, default_cache_path(build_dir, nvcc_path))
+        linked = probe_device_lto(nvcc_path, cuda_arch, default_cache_path(nvcc_path, cache_dir))
         if not linked.ok:
             refusal = f"a device link with -dlto fails with this toolkit ({linked.message})"
     return add_device_lto_dimension(space, project_flags(entries), device_lto, refusal, decided.relocatable)
