@@ -43,6 +43,43 @@ def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tm
 
 
 @pytest.mark.unit
+def test_a_replays_noise_stream_can_be_another_than_its_seeds(tmp_path, monkeypatch):
+    """COMPILEIQ_REPLAY_NOISE_SEED: the same search seed measured with other noise (benchmarks: how often a tune
+    agrees with itself); unset, the seed's stream; not an integer, a usage error naming it."""
+    from compileiq_cmake.model.errors import UsageError
+    from compileiq_cmake.tune.replay_setup import NOISE_VARIABLE
+
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target="sample_small",
+        benchmark=("replay",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "compileiq.toml",
+        replay=str(SAMPLE),
+        seed=3,
+    )
+
+    def runs() -> list[float]:
+        ts = replay_setup(spec, lambda line: None)
+        executor = make_executor(ts.execution_plan)
+        best = Landscape.load(SAMPLE).best_valid()
+        assert executor.build(ts.trees[0], ts.space.flagset_from_flags(list(best.flags))).ok
+        return [executor.runner.run(ts.trees[0], ()).value for _ in range(4)]
+
+    first = runs()
+    assert runs() == first  # the seed's stream, again
+    monkeypatch.setenv(NOISE_VARIABLE, "3")
+    assert runs() == first
+    monkeypatch.setenv(NOISE_VARIABLE, "10003")
+    other = runs()
+    assert other != first and len(set(other)) == 4
+    monkeypatch.setenv(NOISE_VARIABLE, "x")
+    with pytest.raises(UsageError, match="COMPILEIQ_REPLAY_NOISE_SEED='x' is not an integer"):
+        replay_setup(spec, lambda line: None)
+
+
+@pytest.mark.unit
 def test_local_executor_wraps_the_variant_trees():
     executor = LocalExecutor(context=None, runner=None)
     assert executor.name == "local" and callable(executor.build)

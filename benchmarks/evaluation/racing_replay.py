@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -25,23 +26,55 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from compileiq_cmake.search.landscape import Landscape  # noqa: E402
 
-LANDSCAPES = ("nbody", "sgemm", "softmax_rows", "stencil", "attn_prefill_tile", "blackscholes", "layernorm_gelu",
-              "spmv_csr", "conv2d_5x5", "rmsnorm")
+LANDSCAPES = (
+    "nbody",
+    "sgemm",
+    "softmax_rows",
+    "stencil",
+    "attn_prefill_tile",
+    "blackscholes",
+    "layernorm_gelu",
+    "spmv_csr",
+    "conv2d_5x5",
+    "rmsnorm",
+)
 BUDGET = 30
 
 
-def one(args: tuple[str, int, bool]) -> dict:
-    name, seed, race = args
+def one(args: tuple[str, int, bool] | tuple[str, int, bool, int]) -> dict:
+    name, seed, race = args[:3]
+    noise = args[3] if len(args) > 3 else None  # the replayed runs' noise stream (default: the seed's)
     path = ROOT / "benchmarks" / "landscapes" / f"{name}.json"
     with tempfile.TemporaryDirectory() as tmp:
         t = Path(tmp)
         (t / "src").mkdir()
-        cmd = [sys.executable, "-m", "compileiq_cmake", "tune", "-S", str(t / "src"), "-B", str(t / "build"),
-               "--target", name, "--replay", str(path), "--budget", str(BUDGET), "--seed", str(seed),
-               "--output", str(t / "o.toml"), "--json-summary", str(t / "s.json"), "--no-prior"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "compileiq_cmake",
+            "tune",
+            "-S",
+            str(t / "src"),
+            "-B",
+            str(t / "build"),
+            "--target",
+            name,
+            "--replay",
+            str(path),
+            "--budget",
+            str(BUDGET),
+            "--seed",
+            str(seed),
+            "--output",
+            str(t / "o.toml"),
+            "--json-summary",
+            str(t / "s.json"),
+            "--no-prior",
+        ]
         if not race:
             cmd.append("--no-race")
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        env = dict(os.environ, COMPILEIQ_REPLAY_NOISE_SEED=str(noise)) if noise is not None else None
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
         if proc.returncode != 0:
             return {"name": name, "seed": seed, "race": race, "error": (proc.stdout + proc.stderr)[-800:]}
         doc = json.loads((t / "s.json").read_text())
@@ -65,7 +98,8 @@ def one(args: tuple[str, int, bool]) -> dict:
     flags = winner.get("flags") if winner else None
     point = land.lookup(tuple(flags)) if flags else None
     return {
-        "name": name, "seed": seed, "race": race, "trials": len(rows), "raced": raced, "runs": runs,
+        "name": name, "seed": seed, "race": race, "noise": seed if noise is None else noise,
+        "trials": len(rows), "raced": raced, "runs": runs,
         "gpu_seconds": gpu, "no_warmup": no_warmup, "winner": flags,
         "winner_true": point.speedup if point is not None and point.valid else (1.0 if not flags else None),
         "finalists": [f["flags"] for f in doc.get("finalists", [])], "best_true": land.best_valid().speedup,
@@ -79,6 +113,68 @@ def run(seeds: int, jobs: int, out: Path, names: tuple[str, ...]) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"budget": BUDGET, "seeds": seeds, "results": results}, indent=1) + "\n")
     print(table(json.loads(out.read_text())))
+
+
+NOISE_B = 10_000  # the second noise stream of `aa`: seed + NOISE_B
+
+
+def run_aa(seeds: int, jobs: int, out: Path, names: tuple[str, ...]) -> None:
+    """Each tune of `run` under two noise streams (the seed's and seed + NOISE_B), same search seed: how often
+    the tool writes the same flags when it measures the same landscape twice, with and without racing (the
+    reference for "the same winners")."""
+    work = [(n, s, r, s + k) for n in names for s in range(seeds) for r in (True, False) for k in (0, NOISE_B)]
+    with ProcessPoolExecutor(jobs) as pool:
+        results = list(pool.map(one, work))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"budget": BUDGET, "seeds": seeds, "results": results}, indent=1) + "\n")
+    print(aa_table(json.loads(out.read_text())))
+
+
+def aa_table(doc: dict) -> str:
+    """Per landscape: identical written flags (and winners within 1% in true speed-up) between the two noise
+    streams of one seed: no race vs no race, race vs race, and race vs no race in each stream."""
+    res = [r for r in doc["results"] if "error" not in r]
+    key = {(r["name"], r["seed"], r["race"], r["noise"] != r["seed"]): r for r in res}
+    names = sorted({r["name"] for r in res})
+    pairs = {
+        "no race A / no race B": (False, False, False, True),
+        "race A / race B": (True, False, True, True),
+        "race A / no race A": (True, False, False, False),
+        "race B / no race B": (True, True, False, True),
+    }
+    lines = [
+        f"budget {doc['budget']} trials, {doc['seeds']} seeds per landscape, prior off; A: the seed's noise "
+        f"stream, B: seed + {NOISE_B}'s; identical written flags (winner within 1% of the other's true speed-up)",
+        "",
+        "| landscape | " + " | ".join(pairs) + " |",
+        "| --- |" + " --- |" * len(pairs),
+    ]
+    tot = {p: [0, 0, 0] for p in pairs}
+    for name in names:
+        cells = []
+        for label, (r1, b1, r2, b2) in pairs.items():
+            same = close = n = 0
+            for s in range(doc["seeds"]):
+                x, y = key.get((name, s, r1, b1)), key.get((name, s, r2, b2))
+                if x is None or y is None:
+                    continue
+                n += 1
+                same += x["winner"] == y["winner"]
+                wx, wy = x["winner_true"] or 0, y["winner_true"] or 0
+                close += wx >= 0.99 * wy and wy >= 0.99 * wx
+            cells.append(f"{same}/{n} ({close}/{n})")
+            for i, v in enumerate((same, close, n)):
+                tot[label][i] += v
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines.append(
+        "| **all** | "
+        + " | ".join(f"**{a}/{n}** ({c}/{n}; {100 * a / max(n, 1):.1f}%)" for a, c, n in tot.values())
+        + " |"
+    )
+    errors = [r for r in doc["results"] if "error" in r]
+    if errors:
+        lines.append(f"\n{len(errors)} tunes failed: " + "; ".join(f"{e['name']} seed {e['seed']}" for e in errors))
+    return "\n".join(lines)
 
 
 def table(doc: dict) -> str:
@@ -137,11 +233,22 @@ def main() -> None:
     r.add_argument("--jobs", type=int, default=2)
     r.add_argument("--names", default=",".join(LANDSCAPES))
     r.add_argument("-o", "--out", type=Path, required=True)
+    aa = sub.add_parser("aa", help="each tune under two noise streams: the winners' agreement with itself")
+    aa.add_argument("--seeds", type=int, default=8)
+    aa.add_argument("--jobs", type=int, default=2)
+    aa.add_argument("--names", default=",".join(LANDSCAPES))
+    aa.add_argument("-o", "--out", type=Path, required=True)
     t = sub.add_parser("table")
     t.add_argument("file", type=Path)
+    ta = sub.add_parser("aa-table")
+    ta.add_argument("file", type=Path)
     a = ap.parse_args()
     if a.cmd == "run":
         run(a.seeds, a.jobs, a.out, tuple(a.names.split(",")))
+    elif a.cmd == "aa":
+        run_aa(a.seeds, a.jobs, a.out, tuple(a.names.split(",")))
+    elif a.cmd == "aa-table":
+        print(aa_table(json.loads(a.file.read_text())))
     else:
         print(table(json.loads(a.file.read_text())))
 

@@ -19,6 +19,9 @@ from ..search.landscape import Landscape
 from .tune_setup import FINALISTS, Devices, ProjectModel, TuneSetup
 
 PACE_VARIABLE = "COMPILEIQ_REPLAY_PACE"  # simulations: a replayed run sleeps its recorded time x this
+# simulations: the replayed runs' noise drawn from another stream than --seed gives (the search's proposals keep
+# --seed): the same tune measured twice, as two live tunes of one seed would be
+NOISE_VARIABLE = "COMPILEIQ_REPLAY_NOISE_SEED"
 
 
 def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -> TuneSetup:
@@ -49,7 +52,12 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
         for i in range(max(spec.workers + max(1, len(gpus)) + 1, FINALISTS + 1))  # (+1 as in variant_trees)
     )
     runner = ReplayRunner(
-        spec, BenchCommand((), (), spec.build_dir), None, landscape=landscape, seed=spec.seed, pace=_replay_pace()
+        spec,
+        BenchCommand((), (), spec.build_dir),
+        None,
+        landscape=landscape,
+        seed=_noise_seed(spec.seed),
+        pace=_replay_pace(),
     )
     version = landscape.compiler_version
     return TuneSetup(
@@ -83,3 +91,14 @@ def _replay_pace() -> float:
             f"{PACE_VARIABLE}={text!r} is not a factor >= 0 (a replayed run sleeps its recorded time x it)"
         )
     return pace
+
+
+def _noise_seed(seed: int) -> int:
+    """The replay runner's noise stream: --seed's, or NOISE_VARIABLE's when set."""
+    text = os.environ.get(NOISE_VARIABLE, "")
+    if not text:
+        return seed
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"{NOISE_VARIABLE}={text!r} is not an integer (the replayed runs' noise seed)") from None
