@@ -21,9 +21,8 @@ from compileiq_cmake.tune.replay_setup import replay_setup
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 
 
-@pytest.mark.unit
-def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tmp_path):
-    spec = TuneSpec(
+def _replay_spec(tmp_path: Path, seed: int = 0) -> TuneSpec:
+    return TuneSpec(
         source_dir=tmp_path,
         build_dir=tmp_path / "build",
         target="sample_small",
@@ -31,7 +30,13 @@ def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tm
         metric=MetricSpec.parse("WALLTIME", True),
         output=tmp_path / "compileiq.toml",
         replay=str(SAMPLE),
+        seed=seed,
     )
+
+
+@pytest.mark.unit
+def test_replay_setup_gets_the_replay_executor_and_it_answers_builds_and_runs(tmp_path):
+    spec = _replay_spec(tmp_path)
     ts = replay_setup(spec, lambda line: None)
     executor = make_executor(ts.execution_plan)
     assert isinstance(executor, ReplayExecutor) and executor.name == "replay"
@@ -49,16 +54,7 @@ def test_a_replays_noise_stream_can_be_another_than_its_seeds(tmp_path, monkeypa
     from compileiq_cmake.model.errors import UsageError
     from compileiq_cmake.tune.replay_setup import NOISE_VARIABLE
 
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "build",
-        target="sample_small",
-        benchmark=("replay",),
-        metric=MetricSpec.parse("WALLTIME", True),
-        output=tmp_path / "compileiq.toml",
-        replay=str(SAMPLE),
-        seed=3,
-    )
+    spec = _replay_spec(tmp_path, seed=3)
 
     def runs() -> list[float]:
         ts = replay_setup(spec, lambda line: None)
