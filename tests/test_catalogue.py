@@ -273,3 +273,7 @@ def test_the_probes_of_an_nvcc_are_kept_for_every_build_tree_of_the_user(tmp_pat
     key = f"{nvcc.resolve()}|13.0.88"
     _store_cache(path, key, str(nvcc), "13.0.88", {"sm_80|-Xptxas=-O2": {"ok": True, "message": ""}})
     assert set(_load_cache(path, key)) == {"sm_90|-Xptxas=-O1", "sm_90|-bogus", "sm_80|-Xptxas=-O2"}
+    (tmp_path / "not-a-folder").write_text("")  # a cache directory that cannot be made: nothing kept, same outcomes
+    monkeypatch.setenv("COMPILEIQ_CACHE_DIR", str(tmp_path / "not-a-folder" / "cache"))
+    third = probe_space(space, str(nvcc), "90", default_cache_path(str(nvcc)))
+    assert third == (probed, notes) and len(log.read_text().splitlines()) == 6

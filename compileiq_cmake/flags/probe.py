@@ -105,18 +105,21 @@ def _load_cache(path: Path | None, key: str) -> dict[str, dict[str, Any]]:
 
 def _store_cache(path: Path | None, key: str, nvcc: str, version: str, results: dict[str, dict[str, Any]]) -> None:
     """Adds `results` to the cache file, under a lock: every tune and build tree of the user shares it (two
-    tunes probing at once keep both their outcomes)."""
+    tunes probing at once keep both their outcomes). A cache directory that cannot be written (a read-only
+    home) keeps nothing: the probes are compiled again next time, with the same outcomes."""
     if path is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        merged = {**_load_cache(path, key), **results}
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(
-            json.dumps({"key": key, "nvcc": nvcc, "version": version, "results": merged}, indent=1, sort_keys=True)
-        )
-        os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path.with_name(path.name + ".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            merged = {**_load_cache(path, key), **results}
+            tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+            doc = {"key": key, "nvcc": nvcc, "version": version, "results": merged}
+            tmp.write_text(json.dumps(doc, indent=1, sort_keys=True))
+            os.replace(tmp, path)
+    except OSError:
+        return
 
 
 def probe_values(
