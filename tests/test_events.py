@@ -136,7 +136,9 @@ def test_tune_passes_one_stream_with_the_console_at_the_asked_verbosity(flag, sh
         got.append(log)
         _one_of_each(log)
 
-    monkeypatch.setattr(cli, "run_tune", fake_run_tune)  # cli imports it at its top
+    from compileiq_cmake.tune import orchestration
+
+    monkeypatch.setattr(orchestration, "run_tune", fake_run_tune)  # cli imports it when `tune` runs
     rc = cli.main(
         [
             "tune",
@@ -165,7 +167,9 @@ def test_check_json_keeps_stdout_for_the_document_and_says_the_rest_on_stderr(mo
         events.detail("round 1 of 9")
         return [EntryCheck("t", "", ["-O2"], True, "1 tuned flag for CXX")]
 
-    monkeypatch.setattr(cli, "run_check", fake_run_check)
+    from compileiq_cmake.results import check
+
+    monkeypatch.setattr(check, "run_check", fake_run_check)  # cli imports it when `check` runs
     assert cli.main(["check", "-S", str(tmp_path), "-B", str(tmp_path), "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["passed"] is True

@@ -36,17 +36,13 @@ from ..measure.provenance import Provenance, collect
 from ..model.errors import CompileIQError
 from ..model.events import EventStream
 from ..project.user_tree import DEFAULT_BUILD_TYPE, find_cmake, host_compiler_of, lacks_build_type, read_cache
+from .check_defaults import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS
 from .check_remeasure import BenchOverride, RemeasureOptions, remeasure_entries
 from .check_report import EntryCheck
 from .check_trees import CheckTrees, read_records
 from .schema import FlagsEntry, duplicate_entries, duplicates_line
 from .toml_io import read_entries
 
-# The defaults of the check's options (the command line reads them from here; decide.stats loads scipy only
-# when a comparison is made, so reading them costs the command line no start-up time)
-ROUNDS = 9  # interleaved rounds per workload (--rounds)
-MAX_WORKLOADS = 8  # distinct workloads re-measured per entry at most (--max-workloads)
-BUILD_TIMEOUT = 3600.0  # seconds for each configure and each build of the check's trees (--build-timeout)
 _NO_OVERRIDE = BenchOverride()  # each entry's recorded benchmark, and nothing it records runs (--bench needed)
 _NOT_RECORDED = ("not looked at by the apply (its language is not enabled?)", "comes from a replay (never applied)")
 

@@ -1,5 +1,9 @@
 """The command line: `main`, the dispatch of each command to its module (parser: the argument tables; inspect:
-show, space, trials, prior; suite_command: tune --suite), and the exit codes (0 ok, 2 bad input or environment)."""
+show, space, trials, prior; suite_command: tune --suite), and the exit codes (0 ok, 2 bad input or environment).
+
+A command's modules are imported when it runs, not here: every configure of a project with a flags file runs
+`cmake-entries`, and every tune is a process of its own; neither should pay for the others' imports (the
+tuner, the check's re-measuring, the report's plots)."""
 
 from __future__ import annotations
 
@@ -12,25 +16,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..flags.portability import HostFeatures
 from ..model.errors import CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError, one_line
 from ..model.events import EventStream
 from ..model.records import TuneResult
 from ..model.spec import TuneSpec
-from ..results.check import run_check
-from ..results.check_remeasure import BenchOverride, ctest_gpu
-from ..results.check_report import checks_document, report_checks
-from ..results.cmake_entries import cmake_entries
-from ..results.report import report_command, summaries_json
-from ..results.toml_io import read_entries
 from ..system.resources import cmake_dir
 from ..system.writable import disk_full_error
-from ..tune.orchestration import run_ray_tune, run_tune
-from ..tune.with_toolkit import with_toolkit
-from .console import Console
-from .inspect import Visible, prior_command, show_command, space_command, toolkit_command, trials_command
+from .console import Console, Visible
 from .parser import PROG, _spec_from_args, build_parser
-from .suite_command import suite_args, suite_command
 
 # Exit status per kind of error (the first class the error is an instance of). Every kind exits 2 as the
 # README documents ("exit status 2 and one line on stderr"); `check` exits 1 on its own (a gate that fails).
@@ -71,6 +64,9 @@ def _one_tune(args: argparse.Namespace) -> None:
     ]
     if missing:
         raise UsageError(f"tune needs {', '.join(missing)} (or --suite FILE)")
+    from ..tune.orchestration import run_ray_tune, run_tune
+    from ..tune.with_toolkit import with_toolkit
+
     spec = _spec_from_args(args)
     events = _events(args)
     if args.toolkit:
@@ -116,6 +112,8 @@ def _tune(args: argparse.Namespace) -> int:
             "--toolkit tunes one target (-S -B --target); for a suite, configure its build tree with the "
             "-DCMAKE_CUDA_COMPILER= that `compileiq-cmake toolkit X.Y` prints"
         )
+    from .suite_command import suite_args, suite_command
+
     if args.suite_args:
         return suite_args(args, _events(args))
     if args.suite:
@@ -126,6 +124,10 @@ def _tune(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     """check: the applied entries of a build checked (and with --remeasure measured again); the exit status."""
+    from ..results.check import run_check
+    from ..results.check_remeasure import BenchOverride, ctest_gpu
+    from ..results.check_report import checks_document, report_checks
+
     src = Path(args.source_dir).resolve()
     if args.bench and args.bench_arg:
         raise UsageError("give the benchmark as --bench or as --bench-arg, not both")
@@ -158,6 +160,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> None:
+    from ..results.report import report_command, summaries_json
+
     if args.json:
         print(summaries_json(Path(args.build_dir)))
     else:
@@ -166,6 +170,10 @@ def _report(args: argparse.Namespace) -> None:
 
 def _cmake_entries(args: argparse.Namespace) -> None:
     """cmake-entries (run by the CMake module at configure): the entries' CMake code written to --out."""
+    from ..flags.portability import HostFeatures
+    from ..results.cmake_entries import cmake_entries
+    from ..results.toml_io import read_entries
+
     text = cmake_entries(
         read_entries(Path(args.file)),
         Path(args.file).resolve().parent,
@@ -178,13 +186,29 @@ def _cmake_entries(args: argparse.Namespace) -> None:
 
 
 # the commands whose exit status is 0 when they return (tune and check say their own)
+def _inspect(args: argparse.Namespace) -> None:
+    """toolkit, show, space, prior, trials (ui.inspect)."""
+    from . import inspect
+
+    if args.command == "toolkit":
+        inspect.toolkit_command(args.version, Path(args.prefix) if args.prefix else None)
+    elif args.command == "show":
+        inspect.show_command(Path(args.file))
+    elif args.command == "space":
+        inspect.space_command(args.family, args.compiler_version, args, _events(args))
+    elif args.command == "prior":
+        inspect.prior_command(args)
+    else:
+        inspect.trials_command(Path(args.build_dir), args.json, args.csv)
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], object]] = {
-    "toolkit": lambda args: toolkit_command(args.version, Path(args.prefix) if args.prefix else None),
-    "show": lambda args: show_command(Path(args.file)),
-    "space": lambda args: space_command(args.family, args.compiler_version, args, _events(args)),
+    "toolkit": _inspect,
+    "show": _inspect,
+    "space": _inspect,
     "report": _report,
-    "prior": prior_command,
-    "trials": lambda args: trials_command(Path(args.build_dir), args.json, args.csv),
+    "prior": _inspect,
+    "trials": _inspect,
     "cmake-entries": _cmake_entries,
 }
 

@@ -3,6 +3,7 @@ through)."""
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import TextIO
 
@@ -37,3 +38,21 @@ class Console:
         if self.shows(event):
             # one line each: control characters from files others wrote (a TOML's fields in `check`) escaped
             print(printable(event.line()), file=self._out or sys.stdout, flush=True)
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+class Visible:
+    """A text stream that writes control characters (an escape sequence of a file's name or id, a NUL, a
+    carriage return) as \\xNN: what the tool prints comes partly from files others wrote, and none of it
+    may move the cursor, recolour the terminal or forge a line. Newlines and tabs pass."""
+
+    def __init__(self, out) -> None:
+        self._out = out
+
+    def write(self, text: str) -> int:
+        return self._out.write(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+    def __getattr__(self, name: str):
+        return getattr(self._out, name)

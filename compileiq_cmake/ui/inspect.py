@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import sys
 from pathlib import Path
@@ -26,8 +25,6 @@ from ..results.toml_io import read_entries
 from ..search.prior import space_prior
 from .parser import PROG
 from .tune_options import split as _split
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def _predictions(ts, jobs: int | None) -> list[str]:
@@ -350,21 +347,6 @@ def _print_trials(spec: str, name: str, trials: list, effects: list) -> None:
                 f"    {e['flag']:<40} {e['speedup']:.3f}x [{e['ci'][0]:.3f}..{e['ci'][1]:.3f}] in "
                 f"{plural(e['trials_with'], 'trial')}"
             )
-
-
-class Visible:
-    """A text stream that writes control characters (an escape sequence of a file's name or id, a NUL, a
-    carriage return) as \\xNN: what the tool prints comes partly from files others wrote, and none of it
-    may move the cursor, recolour the terminal or forge a line. Newlines and tabs pass."""
-
-    def __init__(self, out) -> None:
-        self._out = out
-
-    def write(self, text: str) -> int:
-        return self._out.write(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
-
-    def __getattr__(self, name: str):
-        return getattr(self._out, name)
 
 
 def toolkit_command(version: str, prefix: Path | None) -> None:

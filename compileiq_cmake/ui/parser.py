@@ -11,7 +11,7 @@ from pathlib import Path
 from .. import __version__
 from ..model.errors import UsageError
 from ..model.spec import MetricSpec, TuneSpec
-from ..results.check import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS
+from ..results.check_defaults import BUILD_TIMEOUT, MAX_WORKLOADS, ROUNDS
 from .defaults import default_workers
 from .tune_options import add_tune, add_verbosity, split
 
