@@ -108,8 +108,9 @@ def test_no_function_imports_a_module_of_the_package():
 
 
 def test_the_command_line_starts_without_the_tuner():
-    """`python -m compileiq_cmake cmake-entries` (every configure with a flags file) imports neither the tuner,
-    the check's re-measuring, the report's plots nor numpy."""
+    """Importing the command line, which every command pays before it runs (`cmake-entries` at every configure
+    with a flags file among them), loads neither the tuner, the check's re-measuring, the report's plots nor
+    numpy."""
     import subprocess
     import sys
 

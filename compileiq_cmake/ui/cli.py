@@ -15,6 +15,7 @@ import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 from ..model.errors import CompileIQError, MeasurementError, ProjectCommandError, ResultFileError, UsageError, one_line
 from ..model.events import EventStream
@@ -185,30 +186,21 @@ def _cmake_entries(args: argparse.Namespace) -> None:
     out.write_text(text)
 
 
-# the commands whose exit status is 0 when they return (tune and check say their own)
-def _inspect(args: argparse.Namespace) -> None:
-    """toolkit, show, space, prior, trials (ui.inspect)."""
+def _inspect() -> ModuleType:
+    """ui.inspect (toolkit, show, space, prior, trials), imported when one of its commands runs."""
     from . import inspect
 
-    if args.command == "toolkit":
-        inspect.toolkit_command(args.version, Path(args.prefix) if args.prefix else None)
-    elif args.command == "show":
-        inspect.show_command(Path(args.file))
-    elif args.command == "space":
-        inspect.space_command(args.family, args.compiler_version, args, _events(args))
-    elif args.command == "prior":
-        inspect.prior_command(args)
-    else:
-        inspect.trials_command(Path(args.build_dir), args.json, args.csv)
+    return inspect
 
 
+# the commands whose exit status is 0 when they return (tune and check say their own)
 _COMMANDS: dict[str, Callable[[argparse.Namespace], object]] = {
-    "toolkit": _inspect,
-    "show": _inspect,
-    "space": _inspect,
+    "toolkit": lambda args: _inspect().toolkit_command(args.version, Path(args.prefix) if args.prefix else None),
+    "show": lambda args: _inspect().show_command(Path(args.file)),
+    "space": lambda args: _inspect().space_command(args.family, args.compiler_version, args, _events(args)),
     "report": _report,
-    "prior": _inspect,
-    "trials": _inspect,
+    "prior": lambda args: _inspect().prior_command(args),
+    "trials": lambda args: _inspect().trials_command(Path(args.build_dir), args.json, args.csv),
     "cmake-entries": _cmake_entries,
 }
 
