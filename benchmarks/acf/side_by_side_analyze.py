@@ -112,11 +112,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("raw", nargs="?", type=Path, default=RAW)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--reach", choices=("gain", "speed"), default="gain",
+                    help="gain: within 1%% of CompileIQ's best gain (the default, stricter); speed: at least 99%% of its "
+                    "best speed-up (the issue's 'builds to 99%% of the best')")
     args = ap.parse_args()
     gens = load(args.raw)
     first = gens[0]
     out = {}
-    print(f"{len(gens)} generations; builds to CompileIQ's best = within 1% of its gain; median [IQR] over seeds")
+    what = "within 1% of its gain" if args.reach == "gain" else "at least 99% of its speed-up"
+    print(f"{len(gens)} generations; builds to CompileIQ's best = {what}; median [IQR] over seeds")
     for k in first["asked"]["ciq"]:
         seeds = sorted(first["asked"]["ciq"][k], key=int)
         landscape = [s for (kk, s) in first["builds"] if kk == k and s != "none"
@@ -126,7 +130,7 @@ def main() -> None:
             theirs = [speedup(gen, k, s) for gen in gens for s in gen["asked"]["ciq"][k][seed]]
             ours = ours_sequence(gens, k, seed)
             best = max([1.0, *theirs])
-            target = 1 + 0.99 * (best - 1)
+            target = 1 + 0.99 * (best - 1) if args.reach == "gain" else 0.99 * best
             rnd = [speedup(first, k, s) for s in _shuffled(landscape, int(seed))]
             wide = wide_sample_order(first, k, landscape, int(seed), len(ours))
             half = len(theirs) // 2
