@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -51,20 +52,36 @@ def _runner(tmp_path: Path) -> tuple[Runner, VariantTree, VariantTree, Path]:
 
 
 @pytest.mark.unit
-def test_paired_runs_alternate_which_goes_first_and_cancel_drift(tmp_path):
+@pytest.mark.parametrize(
+    ("race", "first", "then"),
+    [
+        (  # racing (the default): each trial starts with its own run, so that one of 1 or 3 pairs ends with the
+            # baseline's, which the next trial on the GPU may share (measure.shared_reference)
+            True,
+            ["trial", "trial", "reference", "reference", "trial", "trial", "reference", "reference", "trial"],
+            ["trial", "reference", "reference", "trial"],
+        ),
+        (  # --no-race: the order of before
+            False,
+            ["trial", "reference", "trial", "trial", "reference", "reference", "trial", "trial", "reference"],
+            ["reference", "trial", "trial", "reference"],
+        ),
+    ],
+)
+def test_paired_runs_alternate_which_goes_first_and_cancel_drift(tmp_path, race, first, then):
     runner, trial, reference, log = _runner(tmp_path)
+    runner = replace(runner, spec=replace(runner.spec, race=race))
     m = runner.measure(trial, repeats=4, warmup=1, reference=reference)
     assert m.status.value == "ok", m.reason
-    order = log.read_text().split()
-    assert order == ["trial", "reference", "trial", "trial", "reference", "reference", "trial", "trial", "reference"]
+    assert log.read_text().split() == first
     (meas,) = m.measurements
-    assert meas.paired and len(meas.samples) == len(meas.reference) == 4
+    assert meas.paired and len(meas.samples) == len(meas.reference) == 4 and meas.shared == 0
     # unpaired, drift makes the trial look like anything; paired ratios stay near the true 0.8
     assert 0.75 < statistics.median(meas.ratios()) < 0.85
     more = runner.extend(trial, m.measurements, 2, reference)
     (meas,) = more.measurements
     assert len(meas.samples) == len(meas.reference) == 6
-    assert log.read_text().split()[9:] == ["reference", "trial", "trial", "reference"]
+    assert log.read_text().split()[9:] == then
 
 
 @pytest.mark.unit

@@ -41,8 +41,18 @@ LANDSCAPES = (
 BUDGET = 30
 
 
-def one(args: tuple[str, int, bool] | tuple[str, int, bool, int]) -> dict:
-    name, seed, race = args[:3]
+# the tune with racing but without baseline runs shared between trials (shared_baseline_replay.py): the
+# package's rule patched in the tune's own process, nothing else changed
+NO_SHARE = (
+    "import runpy, compileiq_cmake.measure.shared_reference as s; "
+    "s.ReferenceRuns.take = lambda self, *a: None; runpy.run_module('compileiq_cmake', run_name='__main__')"
+)
+
+
+def one(args: tuple[str, int, bool | str] | tuple[str, int, bool | str, int]) -> dict:
+    """One replayed tune; `race`: True, False (--no-race) or "noshare" (racing, no baseline run shared)."""
+    name, seed, variant = args[:3]
+    race = bool(variant)
     noise = args[3] if len(args) > 3 else None  # the replayed runs' noise stream (default: the seed's)
     path = ROOT / "benchmarks" / "landscapes" / f"{name}.json"
     with tempfile.TemporaryDirectory() as tmp:
@@ -50,15 +60,14 @@ def one(args: tuple[str, int, bool] | tuple[str, int, bool, int]) -> dict:
         (t / "src").mkdir()
         cmd = [
             sys.executable,
-            "-m",
-            "compileiq_cmake",
+            *(["-c", NO_SHARE] if variant == "noshare" else ["-m", "compileiq_cmake"]),
             "tune",
             "-S",
             str(t / "src"),
             "-B",
             str(t / "build"),
             "--target",
-            name,
+            Path(name).name,
             "--replay",
             str(path),
             "--budget",
@@ -76,7 +85,7 @@ def one(args: tuple[str, int, bool] | tuple[str, int, bool, int]) -> dict:
         env = dict(os.environ, COMPILEIQ_REPLAY_NOISE_SEED=str(noise)) if noise is not None else None
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
         if proc.returncode != 0:
-            return {"name": name, "seed": seed, "race": race, "error": (proc.stdout + proc.stderr)[-800:]}
+            return {"name": name, "seed": seed, "race": variant, "error": (proc.stdout + proc.stderr)[-800:]}
         doc = json.loads((t / "s.json").read_text())
         db = sqlite3.connect(t / "build" / "compileiq" / "trials.sqlite")
         rows = db.execute("SELECT idx, status, reason, measurements, same_code_as FROM trials").fetchall()
@@ -90,7 +99,8 @@ def one(args: tuple[str, int, bool] | tuple[str, int, bool, int]) -> dict:
         raced += reason.startswith("raced:")
         for m in json.loads(meas):
             warm = 1 if idx == 0 or not no_warmup else 0
-            values = list(m["samples"]) + list(m.get("reference", []))
+            # a baseline run shared with the trial before (measure.shared_reference) was counted there
+            values = list(m["samples"]) + list(m.get("reference", []))[m.get("shared", 0) :]
             runs += len(values) + warm
             gpu += sum(values) + warm * (statistics.median(m["samples"]) if m["samples"] else 0.0)
     land = Landscape.load(path)
@@ -98,7 +108,7 @@ def one(args: tuple[str, int, bool] | tuple[str, int, bool, int]) -> dict:
     flags = winner.get("flags") if winner else None
     point = land.lookup(tuple(flags)) if flags else None
     return {
-        "name": name, "seed": seed, "race": race, "noise": seed if noise is None else noise,
+        "name": name, "seed": seed, "race": variant, "noise": seed if noise is None else noise,
         "trials": len(rows), "raced": raced, "runs": runs,
         "gpu_seconds": gpu, "no_warmup": no_warmup, "winner": flags,
         "winner_true": point.speedup if point is not None and point.valid else (1.0 if not flags else None),

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from ..model.spec import TuneSpec
 
-Workload = tuple[str, ...]  # one workload's arguments (measure.runner.Workload)
+Workload = tuple[str, ...]  # one workload's arguments (measure.runs.Workload)
 Tree = Any  # a variant tree (project.cmake_project.VariantTree): where one flag set is built and run
 
 

@@ -13,7 +13,8 @@ from typing import Protocol
 
 from ..measure.energy import EnergyMeter
 from ..measure.gpu import GpuMonitor, GpuSlot
-from ..measure.runner import BenchCommand, Runner
+from ..measure.runner import Runner
+from ..measure.runs import BenchCommand
 from ..model.errors import CompileIQError
 from ..model.events import Log
 from ..model.records import BuildResult, FlagSet

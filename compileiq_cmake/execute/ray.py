@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from ..measure.gpu import SIMULATE_VARIABLE, GpuMonitor, GpuSlot, Placement, detect_gpu, visible_gpus
-from ..measure.runner import Runner, RunResult, Workload
+from ..measure.runner import Runner
+from ..measure.runs import RunResult, Workload
 from ..model.errors import CompileIQError, UsageError
 from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet

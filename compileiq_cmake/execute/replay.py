@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..measure.runner import Runner, RunResult, Workload
+from ..measure.runner import Runner
+from ..measure.runs import RunResult, Workload
 from ..model.records import BuildResult, FlagSet, KernelResources, Status
 from ..project.cmake_project import VariantTree
 from ..search.landscape import Landscape

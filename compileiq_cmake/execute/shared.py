@@ -66,6 +66,7 @@ class SharedSlots:
         self._blocked_since: dict[str, float] = {}
         self._waited: dict[str, float] = {}
         self._lent: dict[str, list[str]] = {}  # owner -> the GPU slots its runs use (Lease.place)
+        self._starts: dict[str, int] = {}  # slot name -> runs that took it (measure.shared_reference)
 
     def _first(self, name: str) -> tuple[int, str]:
         return max(self._waiting[name], key=lambda w: (self.priority(w[1]), -w[0]))
@@ -90,6 +91,7 @@ class SharedSlots:
                 self._block(owner, -1)
             queue.remove(me)
             self._held[name] = self._held.get(name, 0) + 1
+            self._starts[name] = self._starts.get(name, 0) + 1
             freed.notify_all()  # (only this slot's waiters: the next in its queue may now be first)
         start = time.perf_counter()
         try:
@@ -138,6 +140,11 @@ class SharedSlots:
     def give_back(self, owner: str) -> None:
         with self._lock:
             self._lent.pop(owner, None)
+
+    def starts(self, name: str) -> int:
+        """How many holds of the slot have begun, by any owner."""
+        with self._lock:
+            return self._starts.get(name, 0)
 
     def capacity(self, name: str) -> int:
         with self._lock:
@@ -195,6 +202,11 @@ class Lease:
 
     def run(self, device: str):
         return self.slots.hold(gpu_key(device), self.owner)
+
+    def started(self, device: str) -> int:
+        """Runs begun on the device's slot by any tune of the suite (a baseline run shared between two trials
+        must be the last run there: measure.shared_reference)."""
+        return self.slots.starts(gpu_key(device))
 
     def build(self):
         return self.slots.hold(BUILD, self.owner)

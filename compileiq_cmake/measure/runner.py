@@ -22,112 +22,8 @@ from .bench import RunOutcome, run_benchmark, run_verify
 from .energy import EnergyMeter, measure_run
 from .gpu import GpuMonitor, GpuSlot
 from .numerics import extract_numbers, numerics_changed, read_file_numbers
-
-Workload = tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class BenchCommand:
-    """The benchmark (and VERIFY) command, with paths of the user's build tree mapped into a variant tree."""
-
-    argv: tuple[str, ...]
-    verify: tuple[str, ...]
-    user_build_dir: Path
-
-    def _map(self, arg: str, tree: VariantTree) -> str:
-        prefix = str(self.user_build_dir)
-        if arg == prefix or arg.startswith(prefix + "/"):
-            return str(tree.path) + arg[len(prefix) :]
-        return arg
-
-    def for_tree(self, tree: VariantTree, workload: Workload) -> list[str]:
-        return [self._map(a, tree) for a in self.argv] + list(workload)
-
-    def verify_for_tree(self, tree: VariantTree) -> list[str]:
-        return [self._map(a, tree) for a in self.verify]
-
-    def relative(self, argv: tuple[str, ...]) -> tuple[str, ...]:
-        """argv with paths in the user's build tree made relative to it ("./bin/nbody"), as an entry records
-        the command: every run has its tree as the working directory, so it runs in any tree of the project."""
-        prefix = str(self.user_build_dir)
-        return tuple(
-            "./" + a[len(prefix) + 1 :] if a.startswith(prefix + "/") else "." if a == prefix else a for a in argv
-        )
-
-
-@dataclass(frozen=True)
-class RunResult:
-    status: Status
-    reason: str
-    value: float | None = None
-    seconds: float = 0.0
-    numbers: tuple[float, ...] = ()
-    printed: str = ""  # the metric as the program printed it (regex metrics)
-    throttled: bool = False
-    warnings: tuple[str, ...] = ()  # e.g. the metric printed with different values; same text every run
-    failure: CommandFailure | None = None  # a failed run: its command, exit status and the log of its output
-    joules: float | None = None  # the GPU's energy over the run (None: not measured)
-    metric: float | None = None  # the program's metric (= value unless the objective is energy)
-
-    @property
-    def ok(self) -> bool:
-        return self.status is Status.OK
-
-
-@dataclass
-class _Runs:
-    """What the measured runs of one workload gave: the objective's values, the paired baseline's, and the
-    co-objectives of each candidate run (energy, the metric)."""
-
-    samples: list[float] = field(default_factory=list)
-    paired: list[float] = field(default_factory=list)
-    joules: list[float | None] = field(default_factory=list)
-    metric: list[float] = field(default_factory=list)
-
-    def add(self, res: RunResult) -> None:
-        assert res.value is not None  # (only valid runs are added)
-        self.samples.append(res.value)
-        self.joules.append(res.joules)
-        self.metric.append(res.metric if res.metric is not None else res.value)
-
-    def measurement(
-        self, workload: Workload, throttled: bool, numbers: tuple[float, ...], energy_objective: bool
-    ) -> Measurement:
-        joules = tuple(j for j in self.joules if j is not None)
-        joules = joules if self.joules and len(joules) == len(self.joules) else ()
-        return Measurement(
-            workload,
-            tuple(self.samples),
-            throttled,
-            numbers,
-            tuple(self.paired),
-            joules,
-            tuple(self.metric) if energy_objective else (),
-        )
-
-    @staticmethod
-    def of(m: Measurement) -> _Runs:
-        return _Runs(
-            list(m.samples),
-            list(m.reference),
-            list(m.joules) if m.joules else [None] * len(m.samples),
-            list(m.metric or m.samples),
-        )
-
-
-@dataclass(frozen=True)
-class TrialMeasurement:
-    status: Status
-    reason: str
-    measurements: tuple[Measurement, ...]
-    seconds: float
-    warnings: tuple[str, ...] = ()  # each distinct warning of its runs, once
-    failure: CommandFailure | None = None  # the failed run (benchmark or VERIFY) that made it invalid
-    stopped: str = ""  # why the runs stopped before `repeats` (racing: measure's `race`); "" when they did not
-    warm: tuple[float, ...] = ()  # each workload's first warm-up run's value (when all were measured)
-
-
-RaceLook = Callable[[tuple[Measurement, ...], int], str]  # racing's look after each round: a reason stops the runs
+from .runs import BenchCommand, RaceLook, RunResult, TrialMeasurement, Workload, WorkloadRuns
+from .shared_reference import ReferenceRuns
 
 
 def _exit_code(outcome: RunOutcome) -> int | None:
@@ -142,6 +38,8 @@ class RunLease(Protocol):
     """A hold on the device a run uses, shared with other tunes (execute.shared.Lease: a suite's targets)."""
 
     def run(self, device: str) -> AbstractContextManager: ...
+
+    def started(self, device: str) -> int: ...
 
 
 @dataclass
@@ -159,10 +57,23 @@ class Runner:
     lease: RunLease | None = None  # each run holds its device's slot (a suite's tunes share the GPUs)
     stop: Stop | None = None  # the tune's stop token: a run under way when it is set (or the box ends) is killed
     meter: EnergyMeter | None = None  # the GPU's energy counter, read around each run (None: energy not measured)
+    # the baseline runs a trial may share with the one measured before it on its GPU (kept by every copy)
+    shared: ReferenceRuns = field(default_factory=ReferenceRuns)
+
+    @property
+    def _device(self) -> str:
+        return self.gpu.device if self.gpu is not None else ""
 
     def holding(self) -> AbstractContextManager:
-        """The device's slot for one run (nothing to hold outside a suite)."""
-        return self.lease.run(self.gpu.device if self.gpu is not None else "") if self.lease else nullcontext()
+        """The device's slot for one run (nothing to hold outside a suite, where the run is counted here)."""
+        if self.lease is not None:
+            return self.lease.run(self._device)
+        self.shared.note_start(self._device)
+        return nullcontext()
+
+    def _runs_started(self) -> int:
+        """Runs begun on this runner's GPU so far (by every tune of a suite)."""
+        return self.lease.started(self._device) if self.lease is not None else self.shared.started(self._device)
 
     @property
     def env(self) -> dict[str, str] | None:
@@ -305,17 +216,19 @@ class Runner:
         workload: Workload,
         repeats: int,
         reference: VariantTree | None,
-        runs: _Runs,
+        runs: WorkloadRuns,
         warnings: dict[str, None],
     ) -> tuple[RunResult | None, float, bool, tuple[float, ...]]:
         """`repeats` more runs of `tree` added to `runs` (and, when `reference` is given, a run of the baseline
         build in it next to each, alternating which goes first, added to its paired values); the runs'
-        warnings are added to `warnings` (an ordered set).
+        warnings are added to `warnings` (an ordered set). With racing on, a new trial's first run may be paired
+        with the baseline run just before it on the GPU (measure.shared_reference), and each unshared trial
+        starts with its own run, so that a trial of one or three pairs ends with a baseline run the next may share.
         Returns (the first failed run or None, seconds, throttled, numbers printed by the first run)."""
         seconds, throttled, numbers = 0.0, False, None
         start = len(runs.samples)
         for i in range(repeats):
-            order = [tree] if reference is None else ([reference, tree] if (start + i) % 2 == 0 else [tree, reference])
+            order = self._pair_order(tree, workload, start + i, reference, runs)
             for which in order:
                 res = self.run(which, workload)
                 seconds += res.seconds
@@ -332,11 +245,31 @@ class Runner:
                 if which is reference:
                     assert res.value is not None  # (a valid run)
                     runs.paired.append(res.value)
+                    if self.spec.race:
+                        self.shared.keep(
+                            self._device, which.path, workload, res.value, res.seconds, self._runs_started()
+                        )
                 else:
                     runs.add(res)
                     numbers = res.numbers if numbers is None else numbers
                 throttled = throttled or res.throttled
         return None, seconds, throttled, numbers or ()
+
+    def _pair_order(
+        self, tree: VariantTree, workload: Workload, pair: int, reference: VariantTree | None, runs: WorkloadRuns
+    ) -> list[VariantTree]:
+        """The runs of a trial's pair `pair` in their order; a shared baseline run's value goes to `runs` here."""
+        if reference is None:
+            return [tree]
+        if not self.spec.race:  # as before racing: the baseline first in even pairs
+            return [reference, tree] if pair % 2 == 0 else [tree, reference]
+        if pair == 0:
+            value = self.shared.take(self._device, reference.path, workload, self._runs_started())
+            if value is not None:
+                runs.paired.append(value)
+                runs.shared += 1
+                return [tree]
+        return [tree, reference] if pair % 2 == 0 else [reference, tree]
 
     def measure(
         self,
@@ -356,14 +289,16 @@ class Runner:
         together, as before racing."""
         seconds, warnings = 0.0, {}
         workloads = list(self.spec.workloads)
-        runs = {w: _Runs() for w in workloads}
+        runs = {w: WorkloadRuns() for w in workloads}
         firsts: dict[Workload, tuple[float, ...] | None] = dict.fromkeys(workloads)
         hot = dict.fromkeys(workloads, False)
         warm: list[float] = []
         batches = [1] * repeats if race is not None else [repeats]
         stopped = ""
+        last = self.shared.last_workload(self._device) if reference is not None and self.spec.race else None
+        turn = workloads.index(last) if last in workloads else 0  # first the workload whose baseline run may be shared
         for done, batch in enumerate(batches, start=1):
-            for workload in workloads:
+            for workload in workloads[turn:] + workloads[:turn]:
                 if done == 1 and warmup:
                     bad, spent, numbers = self._warmups(tree, workload, warmup, after_first if not seconds else None)
                     seconds += spent
@@ -422,7 +357,10 @@ class Runner:
         return TrialMeasurement(outcome.status, outcome.reason, (), outcome.seconds, (), failure), outcome.seconds
 
     def _measurements(
-        self, runs: dict[Workload, _Runs], hot: dict[Workload, bool], firsts: dict[Workload, tuple[float, ...] | None]
+        self,
+        runs: dict[Workload, WorkloadRuns],
+        hot: dict[Workload, bool],
+        firsts: dict[Workload, tuple[float, ...] | None],
     ) -> tuple[Measurement, ...]:
         energy = self.spec.objective == "energy"
         return tuple(r.measurement(w, hot[w], firsts[w] or (), energy) for w, r in runs.items())
@@ -439,7 +377,7 @@ class Runner:
         seconds, out = 0.0, []
         warnings: dict[str, None] = {}
         for m in measurements:
-            runs = _Runs.of(m)
+            runs = WorkloadRuns.of(m)
             failed, more, hot, _ = self._paired_samples(
                 tree, m.workload, repeats, reference if m.paired else None, runs, warnings
             )

@@ -59,6 +59,9 @@ class Measurement:
     joules: tuple[float, ...] = ()
     # the metric of each measured run when the samples are not the metric (--objective energy), else ()
     metric: tuple[float, ...] = ()
+    # how many of `reference` were the baseline run just before the trial on its GPU, shared with the trial
+    # measured before it (measure.shared_reference): the first pair's, 0 or 1
+    shared: int = 0
 
     @property
     def median(self) -> float:
@@ -179,6 +182,7 @@ class Trial:
                     **({"reference": list(m.reference)} if m.reference else {}),
                     **({"joules": list(m.joules)} if m.joules else {}),
                     **({"metric": list(m.metric)} if m.metric else {}),
+                    **({"shared": m.shared} if m.shared else {}),
                 }
                 for m in self.measurements
             ],

@@ -202,6 +202,7 @@ def _trial(row: tuple) -> Trial:
             reference=tuple(m.get("reference", ())),
             joules=tuple(float(x) for x in m.get("joules", ())),
             metric=tuple(float(x) for x in m.get("metric", ())),
+            shared=int(m.get("shared", 0)),
         )
         for m in json.loads(meas)
     )
@@ -382,6 +383,7 @@ class TrialStore:
                     "reference": list(m.reference),
                     **({"joules": list(m.joules)} if m.joules else {}),
                     **({"metric": list(m.metric)} if m.metric else {}),
+                    **({"shared": m.shared} if m.shared else {}),
                 }
                 for m in trial.measurements
             ]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..execute.replay import ReplayRunner
 from ..measure.gpu import SIMULATE_VARIABLE, Placement, visible_gpus
-from ..measure.runner import BenchCommand
+from ..measure.runs import BenchCommand
 from ..model.errors import UsageError
 from ..model.events import Log, as_stream
 from ..model.spec import TuneSpec, compute_capability
@@ -60,6 +60,8 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
         pace=_replay_pace(),
     )
     version = landscape.compiler_version
+    # a host compiler's landscape (family gcc) replays a C++ target: its entry is checked as gcc flags
+    language, compiler = ("CXX", "GNU") if landscape.family == "gcc" else ("CUDA", "NVIDIA")
     return TuneSetup(
         spec=spec,
         trees=trees,
@@ -67,9 +69,9 @@ def replay_setup(spec: TuneSpec, log: Log, placement: Placement | None = None) -
         bench=runner.bench,
         replay=runner,
         project=ProjectModel(
-            target=Target(spec.target, "REPLAY", ("CUDA",), (), (), ()),
-            language="CUDA",
-            toolchain=Toolchain("CUDA", "NVIDIA", version, ""),
+            target=Target(spec.target, "REPLAY", (language,), (), (), ()),
+            language=language,
+            toolchain=Toolchain(language, compiler, version, ""),
         ),
         devices=Devices(
             cuda_arch=arch,

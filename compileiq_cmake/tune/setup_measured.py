@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 from ..execute.build import command_tokens
-from ..measure.runner import BenchCommand
+from ..measure.runs import BenchCommand
 from ..model.errors import UsageError
 from ..model.events import Log, as_stream
 from ..model.spec import TuneSpec

@@ -20,7 +20,8 @@ from ..execute.build import (
 )
 from ..execute.build import device_code as _device_code
 from ..flags.fingerprint import DeviceFingerprint
-from ..measure.runner import RaceLook, Runner
+from ..measure.runner import Runner
+from ..measure.runs import RaceLook
 from ..model.errors import CommandFailure, CompileIQError, MeasurementError, ProjectCommandError, UsageError
 from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet, Measurement, Status, Trial

@@ -22,7 +22,7 @@ from ..flags.fingerprint import FingerprintCache, find_tool
 from ..measure.energy import EnergyMeter
 from ..measure.gpu import GpuMonitor, GpuSlot
 from ..measure.kernel_times import FileShare
-from ..measure.runner import BenchCommand
+from ..measure.runs import BenchCommand
 from ..model.spec import TuneSpec
 from ..project.cmake_project import VariantTree
 from ..project.file_api import Target, Toolchain
