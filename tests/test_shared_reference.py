@@ -109,7 +109,7 @@ def test_nothing_is_shared_across_a_warm_up_another_run_or_an_idle_gpu(tmp_path)
     (md,) = runner.measure(t["b"], 1, 0, t["ref"]).measurements
     assert md.shared == 0
     ends_with_a_baseline_run()
-    clock.now += SHARE_GAP + 0.01  # the GPU idled longer than the baseline run took (0.01 s) and SHARE_GAP
+    clock.now += SHARE_GAP + 0.01  # the GPU idled longer than SHARE_GAP and twice the baseline run (0.01 s)
     (mf,) = runner.measure(t["b"], 1, 0, t["ref"]).measurements
     assert mf.shared == 0
     ends_with_a_baseline_run()
@@ -194,3 +194,24 @@ def test_a_replayed_tune_on_a_noisy_machine_shares_baseline_runs_and_a_host_land
     assert all(m.get("shared", 0) <= 1 and len(m["reference"]) == len(m["samples"]) for m in paired)
     entries = tomllib.loads((tmp_path / "compileiq.toml").read_text())["entry"]
     assert [e["language"] for e in entries] == ["CXX"], entries
+
+
+@pytest.mark.unit
+def test_a_long_baseline_run_may_be_shared_after_a_gap_of_up_to_twice_its_length():
+    clock = Clock()
+    kept = ReferenceRuns(clock)
+    tree = Path("/b/ref")
+    kept.note_start("0")
+    kept.keep("0", tree, (), 5.0, 0.8, kept.started("0"))
+    clock.now += 1.5  # under 2 x 0.8 s
+    assert kept.take("0", tree, (), kept.started("0")) == 5.0
+    assert kept.take("0", tree, (), kept.started("0")) is None  # paired twice already
+    kept.note_start("0")
+    kept.keep("0", tree, (), 6.0, 0.8, kept.started("0"))
+    clock.now += 1.7
+    assert kept.take("0", tree, (), kept.started("0")) is None
+    kept.keep("1", tree, (), 7.0, 0.1, kept.started("1"))
+    assert kept.take("0", tree, (), kept.started("0")) is None  # another GPU's run is not this one's
+    assert kept.take("1", Path("/b/other"), (), kept.started("1")) is None  # nor another baseline tree's
+    assert kept.take("1", tree, ("x",), kept.started("1")) is None  # nor another workload's
+    assert kept.take("1", tree, (), kept.started("1")) == 7.0

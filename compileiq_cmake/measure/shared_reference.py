@@ -5,8 +5,10 @@ On a noisy machine every run of a search trial is paired with a run of the proje
 the same GPU (tune.trial.reference_trees), which doubles the runs. Two trials measured one after the other on a
 GPU may share the baseline run that lies between them, on three conditions that keep the pair as close as one of
 the trial's own: nothing else ran on that GPU since (no other trial's run, warm-up, VERIFY or another tune's
-run: every run is counted where it takes its GPU), the GPU idled no longer than that baseline run itself took
-(`SHARE_GAP` at least), and the run was paired once only, with another trial. Within one trial every pair has a
+run: every run is counted where it takes its GPU), the GPU idled no longer than two of that baseline run's
+length (`SHARE_GAP` at least: the driver's work and the next build between two trials; the drift that pairing
+cancels, of clocks, heat and background load, moves over seconds), and the run was paired once only, with
+another trial. Within one trial every pair has a
 baseline run of its own, so a trial's ratios stay independent of each other; only neighbouring trials' ratios
 share one run's noise, which cancels when they are compared with each other."""
 
@@ -18,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-SHARE_GAP = 0.25  # seconds the GPU may idle between the shared baseline run and the trial's run, at least
+SHARE_GAP = 1.0  # seconds the GPU may idle between the shared baseline run and the trial's run, at least
 
 
 @dataclass
@@ -71,7 +73,7 @@ class ReferenceRuns:
     def take(self, device: str, tree: Path, workload: tuple[str, ...], serial: int) -> float | None:
         """The last baseline run on `device` for a trial's first pair, when it may be shared (see the module):
         the same baseline tree and workload, no run since (`serial`: the GPU's run count now), not idle longer
-        than the run took, paired once so far. None: the trial runs the baseline itself."""
+        than twice the run took (SHARE_GAP at least), paired once so far. None: the trial runs the baseline itself."""
         with self._lock:
             kept = self._last.get(device)
             if (
@@ -80,7 +82,7 @@ class ReferenceRuns:
                 or kept.tree != tree
                 or kept.workload != workload
                 or kept.serial != serial
-                or self._clock() - kept.ended > max(SHARE_GAP, kept.seconds)
+                or self._clock() - kept.ended > max(SHARE_GAP, 2 * kept.seconds)
             ):
                 return None
             kept.shares += 1
