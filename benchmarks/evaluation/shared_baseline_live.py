@@ -1,9 +1,10 @@
-"""Baseline runs shared between trials (issue 54), live: real tunes of one host kernel (benchmarks/projects/host_kernels,
-real g++ builds and runs on this machine, whose load makes the tune pair every trial run with a run of the
-project's own build), racing with shared baseline runs (today's default) and without (racing_replay.NO_SHARE:
-the package's rule patched in the tune's own process), alternating, the same box, seeds and budget. Per tune,
-from its trial store: the search trials measured, their measured runs (a shared baseline run counted once,
-in the trial that ran it), their benchmark seconds, trials per minute of benchmark time, and the written entry.
+"""Baseline runs shared between trials (issue 54), live: real tunes of one host kernel
+(benchmarks/projects/host_kernels, real g++ builds and runs on this machine, whose load makes the tune pair
+every trial run with a run of the project's own build), racing with shared baseline runs (today's default) and
+without (racing_replay.NO_SHARE: the package's rule patched in the tune's own process), alternating, the same
+box, seeds and budget. Per tune, from its trial store: the search trials measured, their measured runs (a
+shared baseline run counted once, in the trial that ran it), their benchmark seconds, trials per minute of
+benchmark time, the written entry, and whether a shared baseline run makes a trial's first ratio stray.
 
     python3 benchmarks/evaluation/shared_baseline_live.py run --kernel matmul_naive_f32 --box 150 --pairs 2 \
         -o docs/benchmarks/raw/racing/shared-live.json
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,6 +58,7 @@ def tune(kernel: str, box: int, share: bool, seed: int) -> dict:
             "index": idx, "status": status, "reason": reason[:120], "same_code_as": same, "bench_seconds": bench,
             "samples": [len(m["samples"]) for m in ms], "reference": [len(m.get("reference", [])) for m in ms],
             "shared": [m.get("shared", 0) for m in ms],
+            "values": [[m["samples"], m.get("reference", [])] for m in ms],
         })  # fmt: skip
     return {
         "kernel": kernel, "box": box, "share": share, "seed": seed, "rc": proc.returncode,
@@ -72,6 +76,20 @@ def summary(r: dict) -> dict:
         "measured": len(search), "runs": runs, "shared": sum(sum(t["shared"]) for t in search),
         "seconds": seconds, "per_minute": len(search) / (seconds / 60) if seconds else 0.0,
     }  # fmt: skip
+
+
+def first_pair_deviation(doc: dict, shared: bool) -> list[float]:
+    """|log(first pair's ratio) - median log ratio of the trial's other pairs|, for the trials of >= 3 pairs whose
+    first pair shared a baseline run (`shared`) or not: does a shared baseline run make the first ratio stray?"""
+    out = []
+    for r in doc["results"]:
+        for t in r["trials"]:
+            for (samples, reference), n in zip(t.get("values", []), t["shared"], strict=False):
+                if len(reference) != len(samples) or len(samples) < 3 or bool(n) != shared:
+                    continue
+                logs = [math.log(a / b) for a, b in zip(samples, reference, strict=True)]
+                out.append(abs(logs[0] - statistics.median(logs[1:])))
+    return out
 
 
 def table(doc: dict) -> str:
@@ -95,6 +113,13 @@ def table(doc: dict) -> str:
         lines.append(
             f"| all | {'shared' if share else 'no sharing'} | | {n} | {runs} | {runs / max(1, n):.2f} | {sec:.1f} | "
             f"{n / (sec / 60) if sec else 0:.2f} | |"
+        )
+    on, off = first_pair_deviation(doc, True), first_pair_deviation(doc, False)
+    if on and off:
+        lines.append(
+            f"\nthe first pair's ratio against the trial's others, median |log difference|: shared baseline run "
+            f"{100 * statistics.median(on):.2f}% ({len(on)} trials), own baseline run "
+            f"{100 * statistics.median(off):.2f}% ({len(off)} trials)"
         )
     return "\n".join(lines)
 

@@ -6,7 +6,8 @@ patched in the tune's own process: racing_replay.NO_SHARE), and `--no-race`. Per
 trials, measured runs (a shared baseline run counted once, in the trial that ran it), the recorded time of
 those runs, the written winner and its true speed-up in the landscape.
 
-    python3 benchmarks/evaluation/shared_baseline_replay.py run --seeds 4 --jobs 2 -o docs/benchmarks/raw/racing/shared.json
+    python3 benchmarks/evaluation/shared_baseline_replay.py run --seeds 4 --jobs 2 \
+        -o docs/benchmarks/raw/racing/shared.json
     python3 benchmarks/evaluation/shared_baseline_replay.py table docs/benchmarks/raw/racing/shared.json
 """
 
