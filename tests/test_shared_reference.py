@@ -154,6 +154,34 @@ def test_in_a_suite_another_tunes_run_on_the_gpu_between_two_trials_stops_the_sh
     assert md.shared == 0
 
 
+@dataclass
+class _Contended(_Logged):
+    """Another tune's run takes the GPU the moment this tune's baseline run gives it back, before this tune has
+    even looked at the run's result (the window in which a suite's waiting target wakes)."""
+
+    other: Lease | None = None
+
+    def run(self, tree: VariantTree, workload: tuple[str, ...]) -> RunResult:
+        res = super().run(tree, workload)
+        if tree.path.name == "ref" and self.other is not None:
+            with self.other.run(""):
+                self.log.append(("other", ""))
+        return res
+
+
+@pytest.mark.unit
+def test_a_run_of_another_tune_right_after_the_baseline_run_is_seen_however_soon_it_came(tmp_path):
+    slots = SharedSlots({})
+    runner, t = _setup(tmp_path)
+    runner = _Contended(
+        runner.spec, runner.bench, lease=Lease(slots, "one"), shared=runner.shared, other=Lease(slots, "other")
+    )
+    runner.measure(t["a"], 1, 0, t["ref"])
+    b = runner.measure(t["b"], 1, 0, t["ref"])
+    assert [n for n, _ in runner.log] == ["a", "ref", "other", "b", "ref", "other"]
+    assert b.measurements[0].shared == 0
+
+
 @pytest.mark.unit
 def test_a_stored_trial_says_which_of_its_baseline_runs_was_shared(tmp_path):
     runner, t = _setup(tmp_path)
@@ -201,17 +229,30 @@ def test_a_long_baseline_run_may_be_shared_after_a_gap_of_up_to_twice_its_length
     clock = Clock()
     kept = ReferenceRuns(clock)
     tree = Path("/b/ref")
-    kept.note_start("0")
-    kept.keep("0", tree, (), 5.0, 0.8, kept.started("0"))
-    clock.now += 1.5  # under 2 x 0.8 s
-    assert kept.take("0", tree, (), kept.started("0")) == 5.0
-    assert kept.take("0", tree, (), kept.started("0")) is None  # paired twice already
-    kept.note_start("0")
-    kept.keep("0", tree, (), 6.0, 0.8, kept.started("0"))
-    clock.now += 1.7
-    assert kept.take("0", tree, (), kept.started("0")) is None
-    kept.keep("1", tree, (), 7.0, 0.1, kept.started("1"))
-    assert kept.take("0", tree, (), kept.started("0")) is None  # another GPU's run is not this one's
-    assert kept.take("1", Path("/b/other"), (), kept.started("1")) is None  # nor another baseline tree's
-    assert kept.take("1", tree, ("x",), kept.started("1")) is None  # nor another workload's
-    assert kept.take("1", tree, (), kept.started("1")) == 7.0
+
+    def baseline_run(device: str, value: float, seconds: float) -> None:
+        kept.began(device, kept.count_start(device))
+        clock.now += seconds
+        kept.keep(device, tree, (), value, seconds)
+
+    def trial_run(device: str, after: float) -> None:
+        clock.now += after
+        kept.began(device, kept.count_start(device))
+
+    baseline_run("0", 5.0, 0.8)
+    trial_run("0", 1.5)  # under 2 x 0.8 s
+    assert kept.take("0", tree, ()) == 5.0
+    assert kept.take("0", tree, ()) is None  # paired twice already
+    baseline_run("0", 6.0, 0.8)
+    trial_run("0", 1.7)
+    assert kept.take("0", tree, ()) is None
+    baseline_run("1", 7.0, 0.1)
+    trial_run("1", 0.0)
+    assert kept.take("1", Path("/b/other"), ()) is None  # another baseline tree's
+    assert kept.take("1", tree, ("x",)) is None  # another workload's
+    assert kept.take("1", tree, ()) == 7.0
+    baseline_run("1", 8.0, 0.1)
+    trial_run("1", 0.0)
+    trial_run("1", 0.0)  # a second run since the baseline's
+    assert kept.take("1", tree, ()) is None
+    assert kept.take("2", tree, ()) is None  # a GPU with no baseline run

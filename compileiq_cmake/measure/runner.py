@@ -7,8 +7,8 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -64,16 +64,15 @@ class Runner:
     def _device(self) -> str:
         return self.gpu.device if self.gpu is not None else ""
 
-    def holding(self) -> AbstractContextManager:
-        """The device's slot for one run (nothing to hold outside a suite, where the run is counted here)."""
-        if self.lease is not None:
-            return self.lease.run(self._device)
-        self.shared.note_start(self._device)
-        return nullcontext()
-
-    def _runs_started(self) -> int:
-        """Runs begun on this runner's GPU so far (by every tune of a suite)."""
-        return self.lease.started(self._device) if self.lease is not None else self.shared.started(self._device)
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """The device's slot for one run (nothing to hold outside a suite), the run counted once it holds it (a
+        suite's lease counts every tune's runs; measure.shared_reference)."""
+        device = self._device
+        with self.lease.run(device) if self.lease is not None else nullcontext():
+            count = self.lease.started(device) if self.lease is not None else self.shared.count_start(device)
+            self.shared.began(device, count)
+            yield
 
     @property
     def env(self) -> dict[str, str] | None:
@@ -228,8 +227,8 @@ class Runner:
         seconds, throttled, numbers = 0.0, False, None
         start = len(runs.samples)
         for i in range(repeats):
-            order = self._pair_order(tree, workload, start + i, reference, runs)
-            for which in order:
+            pair = start + i
+            for which in self._pair_order(tree, pair, reference):
                 res = self.run(which, workload)
                 seconds += res.seconds
                 warnings.update(dict.fromkeys(res.warnings))
@@ -242,33 +241,35 @@ class Runner:
                             failure=res.failure,
                         )
                     return res, seconds, throttled, ()
+                throttled = throttled or res.throttled
+                assert res.value is not None  # (a valid run)
                 if which is reference:
-                    assert res.value is not None  # (a valid run)
                     runs.paired.append(res.value)
                     if self.spec.race:
-                        self.shared.keep(
-                            self._device, which.path, workload, res.value, res.seconds, self._runs_started()
-                        )
-                else:
-                    runs.add(res)
-                    numbers = res.numbers if numbers is None else numbers
-                throttled = throttled or res.throttled
+                        self.shared.keep(self._device, which.path, workload, res.value, res.seconds)
+                    continue
+                runs.add(res)
+                numbers = res.numbers if numbers is None else numbers
+                shared = self._shared_before(reference, workload) if pair == 0 else None
+                if shared is not None:  # the pair is whole: the baseline run just before this one
+                    runs.paired.append(shared)
+                    runs.shared += 1
+                    break
         return None, seconds, throttled, numbers or ()
 
-    def _pair_order(
-        self, tree: VariantTree, workload: Workload, pair: int, reference: VariantTree | None, runs: WorkloadRuns
-    ) -> list[VariantTree]:
-        """The runs of a trial's pair `pair` in their order; a shared baseline run's value goes to `runs` here."""
+    def _shared_before(self, reference: VariantTree | None, workload: Workload) -> float | None:
+        """The baseline run just before a trial's first run (just made), when it may pair with it (racing only)."""
+        if reference is None or not self.spec.race:
+            return None
+        return self.shared.take(self._device, reference.path, workload)
+
+    def _pair_order(self, tree: VariantTree, pair: int, reference: VariantTree | None) -> list[VariantTree]:
+        """The runs of a trial's pair `pair` in their order. With racing a trial starts with its own run (whose
+        pair may then take the baseline run before it instead of the one after)."""
         if reference is None:
             return [tree]
         if not self.spec.race:  # as before racing: the baseline first in even pairs
             return [reference, tree] if pair % 2 == 0 else [tree, reference]
-        if pair == 0:
-            value = self.shared.take(self._device, reference.path, workload, self._runs_started())
-            if value is not None:
-                runs.paired.append(value)
-                runs.shared += 1
-                return [tree]
         return [tree, reference] if pair % 2 == 0 else [reference, tree]
 
     def measure(
@@ -292,7 +293,7 @@ class Runner:
         runs = {w: WorkloadRuns() for w in workloads}
         firsts: dict[Workload, tuple[float, ...] | None] = dict.fromkeys(workloads)
         hot = dict.fromkeys(workloads, False)
-        warm: list[float] = []
+        warm: dict[Workload, float] = {}  # each workload's first warm-up run's value
         batches = [1] * repeats if race is not None else [repeats]
         stopped = ""
         last = self.shared.last_workload(self._device) if reference is not None and self.spec.race else None
@@ -307,7 +308,7 @@ class Runner:
                         res = bad[-1]
                         return TrialMeasurement(res.status, res.reason, (), seconds, tuple(warnings), res.failure)
                     firsts[workload] = numbers
-                    warm.append(bad[0].value if bad[0].value is not None else math.nan)
+                    warm[workload] = bad[0].value if bad[0].value is not None else math.nan
                 failed, more, throttled, first = self._paired_samples(
                     tree, workload, batch, reference, runs[workload], warnings
                 )
@@ -324,7 +325,7 @@ class Runner:
         if verify_failed is not None:
             return replace(verify_failed, seconds=seconds + spent, warnings=tuple(warnings))
         measurements = self._measurements(runs, hot, firsts)
-        warmed = tuple(warm) if len(warm) == len(workloads) else ()
+        warmed = tuple(warm[w] for w in workloads) if len(warm) == len(workloads) else ()
         return TrialMeasurement(Status.OK, "", measurements, seconds + spent, tuple(warnings), None, stopped, warmed)
 
     def _warmups(

@@ -29,40 +29,43 @@ class _Kept:
     workload: tuple[str, ...]
     value: float
     seconds: float
-    serial: int  # the GPU's run count when it ran: another run started since if the count moved
+    serial: int  # the GPU's run count when it took the GPU: the next run there takes serial + 1
     ended: float
     shares: int = 1
 
 
 class ReferenceRuns:
-    """Per GPU (its device string): how many runs have started there (outside a suite, where no lease counts
-    them) and the last baseline run a paired measurement kept. Driver-side state: a copy sent to another process
-    (a Ray worker) starts empty."""
+    """Per GPU (its device string): how many runs have begun there (outside a suite, where no lease counts
+    them), the count and time at which this tune's last run there took the GPU, and the last baseline run a
+    paired measurement kept. Driver-side state: a copy sent to another process (a Ray worker) starts empty."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
         self._started: dict[str, int] = {}
+        self._mine: dict[str, tuple[int, float]] = {}  # device -> (the GPU's run count, time) at my last run's start
         self._last: dict[str, _Kept] = {}
 
     def __reduce__(self):  # (holds a lock: a pickled runner gets a fresh, empty one)
         return (ReferenceRuns, ())
 
-    def note_start(self, device: str) -> None:
-        """A run takes the GPU (Runner.holding, outside a suite)."""
+    def count_start(self, device: str) -> int:
+        """A run takes the GPU outside a suite (Runner.holding): counted here; the count now."""
         with self._lock:
             self._started[device] = self._started.get(device, 0) + 1
+            return self._started[device]
 
-    def started(self, device: str) -> int:
+    def began(self, device: str, count: int) -> None:
+        """This tune's run has just taken the GPU, the `count`-th run begun there (Runner.holding, inside the hold:
+        in a suite no other tune's run can begin in between)."""
         with self._lock:
-            return self._started.get(device, 0)
+            self._mine[device] = (count, self._clock())
 
-    def keep(
-        self, device: str, tree: Path, workload: tuple[str, ...], value: float, seconds: float, serial: int
-    ) -> None:
-        """A baseline run just paired with a trial's run on `device` (`serial`: the GPU's run count now)."""
+    def keep(self, device: str, tree: Path, workload: tuple[str, ...], value: float, seconds: float) -> None:
+        """The baseline run just made on `device` (this tune's last run there), paired with a trial's run."""
         with self._lock:
-            self._last[device] = _Kept(tree, workload, value, seconds, serial, self._clock())
+            count, _ = self._mine.get(device, (-1, 0.0))
+            self._last[device] = _Kept(tree, workload, value, seconds, count, self._clock())
 
     def last_workload(self, device: str) -> tuple[str, ...] | None:
         """The workload of the last baseline run kept on `device` (a trial may start with it to share it)."""
@@ -70,19 +73,22 @@ class ReferenceRuns:
             kept = self._last.get(device)
             return kept.workload if kept is not None else None
 
-    def take(self, device: str, tree: Path, workload: tuple[str, ...], serial: int) -> float | None:
-        """The last baseline run on `device` for a trial's first pair, when it may be shared (see the module):
-        the same baseline tree and workload, no run since (`serial`: the GPU's run count now), not idle longer
-        than twice the run took (SHARE_GAP at least), paired once so far. None: the trial runs the baseline itself."""
+    def take(self, device: str, tree: Path, workload: tuple[str, ...]) -> float | None:
+        """For a trial's first run on `device`, just made (this tune's last run there): the baseline run before
+        it, when it may be shared (see the module): the same baseline tree and workload, the run right before
+        this one on the GPU (its count one less: no other run, of this tune or another, began in between), the
+        GPU idle between them no longer than twice the baseline run took (SHARE_GAP at least), paired once so
+        far. None: the trial's pair needs a baseline run of its own."""
         with self._lock:
             kept = self._last.get(device)
+            count, began = self._mine.get(device, (-1, 0.0))
             if (
                 kept is None
                 or kept.shares != 1
                 or kept.tree != tree
                 or kept.workload != workload
-                or kept.serial != serial
-                or self._clock() - kept.ended > max(SHARE_GAP, 2 * kept.seconds)
+                or count != kept.serial + 1
+                or began - kept.ended > max(SHARE_GAP, 2 * kept.seconds)
             ):
                 return None
             kept.shares += 1

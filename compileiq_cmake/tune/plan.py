@@ -264,8 +264,9 @@ def costs_from(
 
 
 def _runs(trial: Trial, warmup: int) -> int:
-    """Every benchmark run of a trial: its warm-ups, samples and paired reference runs, over its workloads."""
-    return sum(len(m.samples) + len(m.reference) + warmup for m in trial.measurements)
+    """Every benchmark run of a trial: its warm-ups, samples and paired reference runs (not a shared one, which
+    the trial before it ran), over its workloads."""
+    return sum(len(m.samples) + len(m.reference) - m.shared + warmup for m in trial.measurements)
 
 
 def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool, warmup: int | None = None) -> Costs:
@@ -290,5 +291,7 @@ def search_wall(trial: Trial, warmup: int, repeats: int) -> float:
     first trial with 6 extra paired runs took 27 s and a normal one 11 s: counted as the next trial's cost, it
     stopped the search after 2 trials where the box had room for 3."""
     runs = _runs(trial, warmup)
-    normal = sum(min(len(m.samples), repeats) + min(len(m.reference), repeats) + warmup for m in trial.measurements)
+    normal = sum(
+        min(len(m.samples), repeats) + min(len(m.reference), repeats) - m.shared + warmup for m in trial.measurements
+    )
     return trial.wall_seconds - trial.bench_seconds * (runs - normal) / runs if runs else trial.wall_seconds
