@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 PROJECTS = REPO / "tests" / "projects"
@@ -265,3 +267,17 @@ def lto_nvcc(tmp_path_factory) -> str:
     if not outcome.ok:
         pytest.skip(f"no nvcc here device-links with -dlto ({outcome.message})")
     return repaired
+
+
+def scripted_spec(tmp_path: Path, workloads=((),), **fields) -> TuneSpec:
+    """The spec of a tune whose runner is scripted in the test (no project, no process): `t=<value>` runs."""
+    return TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target="t",
+        benchmark=("bench",),
+        metric=MetricSpec.parse(r"t=([0-9.]+)", True),
+        output=tmp_path / "o.toml",
+        workloads=tuple(workloads),
+        **fields,
+    )

@@ -22,7 +22,7 @@ from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.tune.finalists import pick
 from compileiq_cmake.tune.trial import race_look
 
-from conftest import replay_args, run_cli
+from conftest import replay_args, run_cli, scripted_spec
 
 
 @pytest.mark.unit
@@ -73,15 +73,7 @@ class _Scripted(Runner):
 
 
 def _scripted(tmp_path: Path, values: dict[tuple[str, ...], list[float]]) -> tuple[_Scripted, VariantTree]:
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "build",
-        target="t",
-        benchmark=("bench",),
-        metric=MetricSpec.parse(r"t=([0-9.]+)", True),
-        output=tmp_path / "o.toml",
-        workloads=tuple(values),
-    )
+    spec = scripted_spec(tmp_path, values)
     tree = VariantTree(tmp_path / "build" / "compileiq", "trial", "cmake")
     return _Scripted(spec, BenchCommand(spec.benchmark, (), tmp_path / "build"), values=dict(values)), tree
 

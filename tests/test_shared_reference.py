@@ -17,11 +17,10 @@ from compileiq_cmake.execute.shared import Lease, SharedSlots
 from compileiq_cmake.measure.runner import BenchCommand, Runner, RunResult
 from compileiq_cmake.measure.shared_reference import SHARE_GAP, ReferenceRuns
 from compileiq_cmake.model.records import FlagSet, Status, Trial
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.results.store import TrialStore
 
-from conftest import REPO, replay_args, run_cli
+from conftest import REPO, replay_args, run_cli, scripted_spec
 
 
 class Clock:
@@ -46,16 +45,7 @@ class _Logged(Runner):
 
 
 def _setup(tmp_path: Path, workloads=((),), race=True, clock=None) -> tuple[_Logged, dict[str, VariantTree]]:
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "build",
-        target="t",
-        benchmark=("bench",),
-        metric=MetricSpec.parse(r"t=([0-9.]+)", True),
-        output=tmp_path / "o.toml",
-        workloads=tuple(workloads),
-        race=race,
-    )
+    spec = scripted_spec(tmp_path, workloads, race=race)
     trees = {n: VariantTree(tmp_path / "build" / "compileiq", n, "cmake") for n in ("a", "b", "c", "ref")}
     runner = _Logged(spec, BenchCommand(spec.benchmark, (), tmp_path / "build"), shared=ReferenceRuns(clock or Clock()))
     return runner, trees
