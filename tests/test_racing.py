@@ -17,7 +17,6 @@ import pytest
 from compileiq_cmake.decide.racing import RISK, Race, cold_first_run
 from compileiq_cmake.measure.runner import BenchCommand, Runner, RunResult
 from compileiq_cmake.model.records import FlagSet, Measurement, Status, Trial
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
 from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.tune.finalists import pick
 from compileiq_cmake.tune.trial import race_look
@@ -170,14 +169,7 @@ def test_the_search_keeps_its_warm_up_only_where_the_baselines_first_run_was_col
     from compileiq_cmake.model.events import EventStream
     from compileiq_cmake.tune.baseline import search_warmup
 
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "b",
-        target="t",
-        benchmark=("b",),
-        metric=MetricSpec.parse(r"t=([0-9.]+)", True),
-        output=tmp_path / "o.toml",
-    )
+    spec = scripted_spec(tmp_path)
     said: list[str] = []
     log = EventStream(lambda e: said.append(e.text))
     samples = (Measurement((), (10.0, 10.1, 9.9)),)

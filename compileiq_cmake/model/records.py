@@ -73,6 +73,12 @@ class Measurement:
         return statistics.median(self.metric or self.samples)
 
     @property
+    def runs(self) -> int:
+        """The benchmark runs these samples took: each sample's and each paired baseline run this trial made
+        (not the shared one, which the trial before it made)."""
+        return len(self.samples) + len(self.reference) - self.shared
+
+    @property
     def paired(self) -> bool:
         return len(self.reference) == len(self.samples) > 0
 

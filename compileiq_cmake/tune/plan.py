@@ -266,7 +266,7 @@ def costs_from(
 def _runs(trial: Trial, warmup: int) -> int:
     """Every benchmark run of a trial: its warm-ups, samples and paired reference runs (not a shared one, which
     the trial before it ran), over its workloads."""
-    return sum(len(m.samples) + len(m.reference) - m.shared + warmup for m in trial.measurements)
+    return sum(m.runs + warmup for m in trial.measurements)
 
 
 def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool, warmup: int | None = None) -> Costs:

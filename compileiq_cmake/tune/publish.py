@@ -224,7 +224,7 @@ def _notes(
     spec = setup.spec
     trials, timings = search.trials, search.timings
     runs = sum(
-        len(m.samples) + len(m.reference) - m.shared + (spec.warmup if t.flagset.is_baseline else base.warmup)
+        m.runs + (spec.warmup if t.flagset.is_baseline else base.warmup)
         for t in fresh
         if t.same_code_as is None
         for m in t.measurements
