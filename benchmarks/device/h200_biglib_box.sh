@@ -7,7 +7,8 @@
 #   bash benchmarks/device/h200_biglib_box.sh build            # the project's own build (timed), once
 #   bash benchmarks/device/h200_biglib_box.sh tune <box> <call> # the tune, or its resume
 # BL_TAG=x keeps a variant's state apart (build-dev/blx, $OUT/biglib-box-x.tar.gz); TUNE_EXTRA adds tune options
-# (e.g. TUNE_EXTRA=--no-race for issue 54's comparison of the same box with and without racing).
+# (e.g. TUNE_EXTRA=--no-race for issue 54's comparison of the same box with and without racing); TRACE=1 runs the
+# tune under benchmarks/evaluation/pipeline_trace.py (the conveyor's events timed: raw/trace.jsonl).
 # Raw results: $OUT/biglib-box.tar.gz (machine.txt, biglib.log of every call, biglib.json, biglib-trials.json,
 # biglib-compiled/: what every build of each variant tree compiled, the TOML written).
 set -u -o pipefail
@@ -35,7 +36,9 @@ fi
 box=$2; call=$3
 echo "=== call at $(date -u +%H:%M:%S), at most $call s" >> "$raw/biglib.log"
 t=$(date +%s.%N)
-(cd /tmp && timeout "$call" python3 -m compileiq_cmake tune -S "$W/src" -B "$W/build" \
+tune_py=(python3 -m compileiq_cmake)
+[ -n "${TRACE:-}" ] && tune_py=(python3 "$REPO/benchmarks/evaluation/pipeline_trace.py" --trace "$raw/trace.jsonl" --)
+(cd /tmp && timeout "$call" "${tune_py[@]}" tune -S "$W/src" -B "$W/build" \
    --target biglib_cuda --bench biglib_bench --metric "total_us=([0-9.eE+-]+)" --pass-regex PASS \
    --time-limit "$box" --workers 8 --output "$raw/biglib.toml" --json-summary "$raw/biglib.json" ${TUNE_EXTRA:+"$TUNE_EXTRA"}) >> "$raw/biglib.log" 2>&1
 echo "biglib tune call rc=$? wall=$(secs "$t")" | tee -a "$raw/machine.txt"
