@@ -29,7 +29,8 @@ def _install(path: Path) -> None:
 
     def event(kind: str, index: int | None, **more) -> None:
         with lock:
-            out.write(json.dumps({"t": round(time.perf_counter() - t0, 4), "event": kind, "trial": index, **more}) + "\n")
+            record = {"t": round(time.perf_counter() - t0, 4), "event": kind, "trial": index, **more}
+            out.write(json.dumps(record) + "\n")
             out.flush()
 
     P = conveyor.Pipeline
