@@ -22,6 +22,7 @@ from ..model import build_flags
 from ..model.errors import CompileIQError
 from ..model.events import Log, as_stream
 from ..project import file_api
+from ..project.cmake_project import VariantTree
 from ..search import per_file
 from .tune_setup import Focus, TuneSetup
 
@@ -41,6 +42,14 @@ def many_files(target: file_api.Target) -> bool:
 def wanted(setup: TuneSetup) -> bool:
     """Whether the target is one the focus is for (CUDA, at least FOCUS_FILES files, built, not replayed)."""
     return setup.project.language == "CUDA" and setup.replay is None and many_files(setup.project.target)
+
+
+def ahead_trees(setup: TuneSetup) -> tuple[VariantTree, ...]:
+    """The trees the search will use under the focus besides the baseline's, built beside the baseline's runs
+    (tune.tree_warm); none for a target the focus is not for."""
+    if not wanted(setup):
+        return ()
+    return tuple(t for t in setup.trees[: min(setup.spec.workers, FOCUS_WORKERS)] if t is not setup.baseline_tree)
 
 
 def hot_files(shares: tuple[kernel_times.FileShare, ...]) -> tuple[kernel_times.FileShare, ...]:

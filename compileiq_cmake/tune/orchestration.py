@@ -42,6 +42,7 @@ from .replay_setup import replay_setup
 from .search_loop import SearchLoop
 from .setup import setup
 from .tree_pool import TreePool
+from .tree_warm import WarmTrees
 from .tune_setup import TuneSetup
 
 
@@ -241,11 +242,12 @@ def _stages(
     recorder = Recorder()  # the summary's subscriber: the tune's notes, warnings and stage results
     unsubscribe = stream.subscribe(recorder)
     was = stream.stage
+    warm = WarmTrees(focus.ahead_trees(setup), executor, setup.space.baseline(), stream)  # (the focus's trees)
     try:
         stream.stage = "baseline"
         stream.phase("baseline")
         try:
-            base = Baseline(setup, executor, store, stream, budget).run()
+            base = Baseline(setup, executor, store, stream, budget, after_build=warm.start).run()
         except TimeTooShort as exc:
             return _too_short(setup, exc, budget, stream, log, started)
         setup = host_side.with_host_side(
@@ -256,14 +258,16 @@ def _stages(
         stream.stage = "search"
         stream.phase("search")
         use = prior_use.prepare(setup, store, base, stream)
-        bank = Bank(setup, executor, store, stream, base, budget, BankWrite(setup, stream), Bank.restored(store))
+        searching = warm.waiting(executor)
+        bank = Bank(setup, searching, store, stream, base, budget, BankWrite(setup, stream), Bank.restored(store))
         if bank.banked is not None:
             stream.info(
                 f"bank: {bank.banked.flagset.describe()} ({bank.banked.geomean_speedup:.4f}x) validated by the "
                 "earlier run of this tune: restored",
                 stage="search",
             )
-        search = SearchLoop(setup, executor, store, stream, started, base, budget, use.prior, bank).run()
+        search = SearchLoop(setup, searching, store, stream, started, base, budget, use.prior, bank).run()
+        warm.close()
         if search.space is not None and search.space != setup.space:  # control files an engine added
             setup = replace(setup, space=search.space)
         stream.stage = "finalists"
@@ -279,6 +283,7 @@ def _stages(
         store.save_result(BOX_RESULT, budget.record(finished=True))
         return result
     finally:
+        warm.close()
         stream.stage = was
         unsubscribe()
 
