@@ -5,6 +5,11 @@ trials), writes them as JSON lines, and summarises how much of the search loop h
 
     python3 benchmarks/evaluation/pipeline_trace.py --trace trace.jsonl -- tune -S ... -B ... --target T ...
     python3 benchmarks/evaluation/pipeline_trace.py --summary trace.jsonl
+    COMPILEIQ_REPLAY_PACE=6.5 python3 benchmarks/evaluation/pipeline_trace.py --trace t.jsonl --build-seconds 1.9 \
+        -- tune --replay benchmarks/landscapes/attn_decode_f16.json --workers 2 ...   (the conveyor without a GPU)
+
+`--build-seconds S`: a replay's builds (instant otherwise) take S seconds each, so that the conveyor can be
+watched with a GPU trial's build and run times on this machine (COMPILEIQ_REPLAY_PACE sets the runs').
 
 The product is not changed: the events are taken by wrapping the conveyor's methods in this process only.
 """
@@ -12,6 +17,7 @@ The product is not changed: the events are taken by wrapping the conveyor's meth
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import threading
@@ -19,9 +25,19 @@ import time
 from pathlib import Path
 
 
-def _install(path: Path) -> None:
+def _install(path: Path, build_seconds: float = 0.0) -> None:
     from compileiq_cmake.execute import pipeline as conveyor
+    from compileiq_cmake.execute import replay
     from compileiq_cmake.tune import search_loop
+
+    if build_seconds > 0:
+        replayed = replay.ReplayRunner.build
+
+        def slow_build(self, tree, flagset):
+            time.sleep(build_seconds)
+            return dataclasses.replace(replayed(self, tree, flagset), seconds=build_seconds)
+
+        replay.ReplayRunner.build = slow_build
 
     out = path.open("w")
     lock = threading.Lock()
@@ -147,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trace", type=Path, help="write the events here and run the command after --")
     parser.add_argument("--summary", type=Path, help="summarise a trace written before")
+    parser.add_argument("--build-seconds", type=float, default=0.0, help="a replay's builds take this long")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.summary is not None:
@@ -155,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.trace is None or not args.command:
         parser.error("--trace FILE -- <compileiq-cmake arguments>, or --summary FILE")
     command = args.command[1:] if args.command[0] == "--" else args.command
-    _install(args.trace)
+    _install(args.trace, args.build_seconds)
     from compileiq_cmake.ui.cli import main as cli
 
     rc = cli(command)
