@@ -25,20 +25,19 @@ import time
 from pathlib import Path
 
 
-def _install(path: Path, build_seconds: float = 0.0) -> None:
-    from compileiq_cmake.execute import pipeline as conveyor
+def _slow_builds(build_seconds: float) -> None:
     from compileiq_cmake.execute import replay
-    from compileiq_cmake.tune import search_loop
 
-    if build_seconds > 0:
-        replayed = replay.ReplayRunner.build
+    replayed = replay.ReplayRunner.build
 
-        def slow_build(self, tree, flagset):
-            time.sleep(build_seconds)
-            return dataclasses.replace(replayed(self, tree, flagset), seconds=build_seconds)
+    def slow_build(self, tree, flagset):
+        time.sleep(build_seconds)
+        return dataclasses.replace(replayed(self, tree, flagset), seconds=build_seconds)
 
-        replay.ReplayRunner.build = slow_build
+    replay.ReplayRunner.build = slow_build
 
+
+def _recorder(path: Path):
     out = path.open("w")
     lock = threading.Lock()
     t0 = time.perf_counter()
@@ -48,6 +47,20 @@ def _install(path: Path, build_seconds: float = 0.0) -> None:
             record = {"t": round(time.perf_counter() - t0, 4), "event": kind, "trial": index, **more}
             out.write(json.dumps(record) + "\n")
             out.flush()
+
+    return event
+
+
+def _install(path: Path, build_seconds: float = 0.0) -> None:
+    if build_seconds > 0:
+        _slow_builds(build_seconds)
+    event = _recorder(path)
+    _wrap_conveyor(event)
+    _wrap_stages(event)
+
+
+def _wrap_conveyor(event) -> None:
+    from compileiq_cmake.execute import pipeline as conveyor
 
     P = conveyor.Pipeline
     built, free_runner, measure_on, nxt, submit = P._built, P._free_runner, P._measure_on_free_gpu, P.next, P.submit
@@ -87,6 +100,11 @@ def _install(path: Path, build_seconds: float = 0.0) -> None:
         _next,
         _submit,
     )
+
+
+def _wrap_stages(event) -> None:
+    from compileiq_cmake.tune import bank, search_loop
+
     finished = search_loop.SearchLoop._finished
 
     def _finished(self, state, pipeline):
@@ -97,6 +115,16 @@ def _install(path: Path, build_seconds: float = 0.0) -> None:
             event("finished_end", None)
 
     search_loop.SearchLoop._finished = _finished
+    validate = bank.Bank.validate
+
+    def _validate(self, trial, trials):
+        event("bank_begin", trial.index)
+        try:
+            return validate(self, trial, trials)
+        finally:
+            event("bank_end", trial.index)
+
+    bank.Bank.validate = _validate
 
 
 def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -118,14 +146,14 @@ def _intersect(xs: list[tuple[float, float]], ys: list[tuple[float, float]]) -> 
 
 
 def summary(path: Path) -> dict:
-    """Seconds of the loop (first submit to last take) with a build, with runs, with both, with neither; the
-    driver's own seconds (its work between taking a trial and asking for the next)."""
+    """Seconds of the loop (first submit to last take) with a build, with a trial's runs, with both, with the
+    bank validating a win (its rounds on the GPU, nothing in flight), with none of these."""
     events = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     starts: dict[tuple[str, int], float] = {}
-    builds, runs, driver = [], [], []
+    builds, runs, driver, banked = [], [], [], []
     for e in events:
         key = e["trial"]
-        if e["event"] in ("build_start", "gpu_taken", "finished_begin"):
+        if e["event"] in ("build_start", "gpu_taken", "finished_begin", "bank_begin"):
             starts[(e["event"], key)] = e["t"]
         elif e["event"] == "build_end" and ("build_start", key) in starts:
             builds.append((starts.pop(("build_start", key)), e["t"]))
@@ -133,6 +161,8 @@ def summary(path: Path) -> dict:
             runs.append((starts.pop(("gpu_taken", key)), e["t"]))
         elif e["event"] == "finished_end" and ("finished_begin", key) in starts:
             driver.append((starts.pop(("finished_begin", key)), e["t"]))
+        elif e["event"] == "bank_end" and ("bank_begin", key) in starts:
+            banked.append((starts.pop(("bank_begin", key)), e["t"]))
     first = min((e["t"] for e in events if e["event"] == "submit"), default=0.0)
     last = max((e["t"] for e in events if e["event"] == "driver_takes"), default=first)
     b, r = _union(builds), _union(runs)
@@ -145,7 +175,8 @@ def summary(path: Path) -> dict:
         "build_seconds": round(_length(b), 2),
         "run_seconds": round(_length(r), 2),
         "build_beside_run_seconds": round(both, 2),
-        "neither_seconds": round(loop - _length(b) - _length(r) + both, 2),
+        "bank_validation_seconds": round(_length(banked), 2),
+        "neither_seconds": round(loop - _length(_union(builds + runs + banked)), 2),
         "most_builds_at_once": _most_at_once(builds),
     }
 
