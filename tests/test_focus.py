@@ -124,8 +124,8 @@ def test_a_focus_trial_of_a_many_file_target_rebuilds_only_its_hot_files(tmp_pat
         f"2 trials in flight instead of 3 (--workers): a variant tree's first build compiles all {FILES + 1} files"
         in out
     )
-    # the search's other tree was built with the project's own flags while the baseline ran (tune.tree_warm)
-    assert "hot-file focus ahead: worker-1 built with the project's own flags while the GPU measures" in out
+    # the search's other tree was built with the project's own flags before the search (tune.tree_warm)
+    assert "hot-file focus ahead: worker-1 built with the project's own flags while the GPU profiles" in out
     assert "hot-file focus ahead: 1 variant tree built in " in out, out[-3000:]
     trials = next(iter(json.loads(run_cli("trials", "-B", str(build), "--json").stdout).values()))
     searched = [t for t in trials if t["flags"]]

@@ -6,7 +6,6 @@ smallest gain that counts, and on a noisy machine the reference trees measured n
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -63,7 +62,6 @@ class Baseline:
     store: TrialStore
     log: Log
     budget: Budget | None = None  # the tune's seconds: the first run prices the rest (None: no box)
-    after_build: Callable[[], object] | None = None  # called once its own build is done, before its runs
 
     def run(self) -> Baselines:
         with ExitStack() as resources:  # the other GPUs' pool is closed on every path, also when a step raises
@@ -141,8 +139,6 @@ class Baseline:
         setup, log = self.setup, self.log
         tree = setup.baseline_tree  # (a suite's target: its one baseline build; the build here does nothing)
         built = self.executor.build(tree, baseline_set)
-        if built.ok and self.after_build is not None:
-            self.after_build()  # (the focus's trees, built while the GPU runs: tune.tree_warm)
         early: dict[str, Future[Trial]] = {}
         if others is not None and built.ok:
             early = {

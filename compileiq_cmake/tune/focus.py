@@ -44,12 +44,21 @@ def wanted(setup: TuneSetup) -> bool:
     return setup.project.language == "CUDA" and setup.replay is None and many_files(setup.project.target)
 
 
-def ahead_trees(setup: TuneSetup) -> tuple[VariantTree, ...]:
-    """The trees the search will use under the focus besides the baseline's, built beside the baseline's runs
-    (tune.tree_warm); none for a target the focus is not for."""
-    if not wanted(setup):
+def ahead_trees(setup: TuneSetup, runner: Runner) -> tuple[VariantTree, ...]:
+    """The trees the search will use under the focus besides the baseline's, built before the search
+    (tune.tree_warm): none for a target the focus is not for, cannot profile, or has no search trial for."""
+    if not wanted(setup) or _cannot_profile(setup, runner) or setup.spec.budget < 2:
         return ()
     return tuple(t for t in setup.trees[: min(setup.spec.workers, FOCUS_WORKERS)] if t is not setup.baseline_tree)
+
+
+def _cannot_profile(setup: TuneSetup, runner: Runner) -> str:
+    """Why the kernel time cannot be profiled by file ("" when it can)."""
+    if setup.device_code.fingerprints is None:
+        return "kernels cannot be mapped to files without cuobjdump (pip install nvidia-cuda-cuobjdump)"
+    if type(runner).run is not Runner.run:
+        return f"per-kernel times are measured by the local executor only (this tune runs on {type(runner).__name__})"
+    return ""
 
 
 def hot_files(shares: tuple[kernel_times.FileShare, ...]) -> tuple[kernel_times.FileShare, ...]:
@@ -65,12 +74,9 @@ def hot_files(shares: tuple[kernel_times.FileShare, ...]) -> tuple[kernel_times.
 def _profile(setup: TuneSetup, runner: Runner) -> tuple[tuple[kernel_times.FileShare, ...], float]:
     """Kernel time by file of the project's own build (setup.baseline_tree: built by the baseline), over the
     workloads."""
-    if setup.device_code.fingerprints is None:
-        raise CompileIQError("kernels cannot be mapped to files without cuobjdump (pip install nvidia-cuda-cuobjdump)")
-    if type(runner).run is not Runner.run:
-        raise CompileIQError(
-            f"per-kernel times are measured by the local executor only (this tune runs on {type(runner).__name__})"
-        )
+    why = _cannot_profile(setup, runner)
+    if why:
+        raise CompileIQError(why)
     collector = kernel_times.build_collector(setup.project.toolchain.path, setup.state_dir / "cupti")
     return per_file.measured_shares(setup.per_file_context, setup.baseline_tree, runner, collector)
 

@@ -242,18 +242,18 @@ def _stages(
     recorder = Recorder()  # the summary's subscriber: the tune's notes, warnings and stage results
     unsubscribe = stream.subscribe(recorder)
     was = stream.stage
-    warm = WarmTrees(focus.ahead_trees(setup), executor, setup.space.baseline(), stream)  # (the focus's trees)
+    warm = WarmTrees()  # the focus's other trees, built before the search (tune.tree_warm)
     try:
         stream.stage = "baseline"
         stream.phase("baseline")
         try:
-            base = Baseline(setup, executor, store, stream, budget, after_build=warm.start).run()
+            base = Baseline(setup, executor, store, stream, budget).run()
         except TimeTooShort as exc:
             return _too_short(setup, exc, budget, stream, log, started)
-        setup = host_side.with_host_side(
-            setup, base.runner, spec.excluded_flags, stream
-        )  # host time dominates: host flags too
+        setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates
+        warm.start(setup, base.runner, budget.stop, stream)
         setup = focus.with_focus(setup, base.runner, stream)  # a target of many files: its hot files' flags
+        warm.keep(setup.focus is not None)
         budget.spec = setup.spec  # (the focus may have fewer trials in flight: the plan's costs per trial)
         stream.stage = "search"
         stream.phase("search")
@@ -283,7 +283,7 @@ def _stages(
         store.save_result(BOX_RESULT, budget.record(finished=True))
         return result
     finally:
-        warm.close()
+        warm.close(stopping="the tune ended before its search")  # (a no-op once the search closed it)
         stream.stage = was
         unsubscribe()
 

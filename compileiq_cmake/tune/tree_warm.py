@@ -1,75 +1,114 @@
-"""Tune setup, the search's trees built while the GPU measures the baseline (issue 54, builds beside runs).
+"""Tune setup, the search's other tree built before the search (issue 54, builds beside runs).
 
 Under the hot-file focus a trial rebuilds a few files and relinks, but a variant tree's first build compiles
 every file of the target: on the H100 the 125-file library's second tree took 28.6 s for its first trial
-against 1.9 s for a later one, and since the conveyor takes its trials back in order (execute.pipeline) the
-other tree ran one trial in that time and then waited. After the baseline's own build the CPUs are idle while
-the GPU runs the project's build, measures its hot files (CUPTI) and checks its warm-up: the other trees the
-search will use (tune.focus.ahead_trees) are built then, in the background, with the project's own flags, and
-a build in such a tree first waits for that one (it then recompiles only what its flags change).
+against 1.9 s for a later one, and since the conveyor hands trials back in the order they were asked
+(execute.pipeline) the other tree ran one trial in that time and then waited. Once the baseline is measured
+(its runs and the host-side check are not disturbed by it), the search's other trees (tune.focus.ahead_trees:
+only where the focus can apply) are built in the background with the project's own flags while the GPU
+profiles the hot files; a build of the search in such a tree first waits for that build (and then recompiles
+only what its flags change). When the focus turns out off (no file holds the kernel time) the warm build is
+stopped: every trial then recompiles the target anyway.
 
-A warm build that fails is said in a note; a trial's build in that tree then builds everything, as before.
+The warm builds have a stop token of their own under the tune's (an interrupt, the box's end or a tune that
+ends before its search stops them); one that fails is said in a note, and a trial there builds everything.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 
+from ..execute.build import build_variant
 from ..execute.executor import Executor
 from ..measure.runner import Runner
 from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet
+from ..model.timebox import Stop
 from ..model.wording import plural
 from ..project.cmake_project import VariantTree
+from .focus import ahead_trees
+from .tune_setup import TuneSetup
 
 
 class WarmTrees:
-    """The first builds of `trees` with `flagset` (the project's own flags), started by `start()` (the baseline
-    calls it once its own build is done) in one background thread, one tree after another."""
+    """The background first builds of the focus's other trees; `start` once the baseline is measured, `keep`
+    once the focus is decided, `waiting` for the search's executor, `close` when the search ends (or the tune)."""
 
-    def __init__(self, trees: tuple[VariantTree, ...], executor: Executor, flagset: FlagSet, log: Log) -> None:
-        self.trees, self._executor, self._flagset, self._log = trees, executor, flagset, log
+    def __init__(self) -> None:
         self._futures: dict[str, Future[BuildResult]] = {}
         self._pool: ThreadPoolExecutor | None = None
-        self._started = 0.0
+        self._stop: Stop | None = None
+        self._log: Log | None = None
+        self._waited = 0.0
+        self._said = False
 
-    def start(self) -> None:
-        if not self.trees or self._pool is not None:
+    def start(self, setup: TuneSetup, runner: Runner, parent: Stop | None, log: Log) -> None:
+        """The focus's other trees (none where it cannot apply) built with the project's own flags."""
+        trees = ahead_trees(setup, runner)
+        if not trees:
             return
+        stop = Stop(parent=parent)
+        context = replace(setup.build_context, stop=stop)
+        flagset = setup.space.baseline()
+        self.begin(trees, lambda tree: build_variant(context, tree, flagset, None), stop, log)
+
+    def begin(
+        self, trees: tuple[VariantTree, ...], build: Callable[[VariantTree], BuildResult], stop: Stop, log: Log
+    ) -> None:
+        """`build(tree)` for each of `trees`, one after another in a background thread; `stop` ends them."""
+        if not trees or self._pool is not None:
+            return
+        self._stop, self._log = stop, log
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="compileiq-warm")
-        self._started = time.perf_counter()
-        for tree in self.trees:
-            self._futures[str(tree.path)] = self._pool.submit(self._executor.build, tree, self._flagset, None)
-        as_stream(self._log).info(
-            f"hot-file focus ahead: {', '.join(t.path.name for t in self.trees)} built with the project's own "
-            "flags while the GPU measures the baseline (a variant tree's first build compiles every file; a "
-            "trial's there then only what its flags change)",
+        for tree in trees:
+            self._futures[str(tree.path)] = self._pool.submit(build, tree)
+        as_stream(log).info(
+            f"hot-file focus ahead: {', '.join(t.path.name for t in trees)} built with the project's own flags "
+            "while the GPU profiles the hot files (a variant tree's first build compiles every file; a trial's "
+            "there then only what its flags change)",
             stage="baseline",
         )
 
-    def wait(self, tree: VariantTree) -> None:
-        """Returns once `tree`'s warm build (if any) has ended, whatever its outcome (close() says it)."""
+    def keep(self, focused: bool) -> None:
+        """The focus is decided: without it a trial recompiles the whole target anyway, so the warm builds stop."""
+        if not focused and self._pool is not None:
+            self.close(stopping="the hot-file focus is off")
+
+    def wait(self, tree: VariantTree) -> float:
+        """Returns once `tree`'s warm build (if any) has ended, whatever its outcome; the seconds waited."""
         future = self._futures.get(str(tree.path))
-        if future is not None:
-            future.exception()
+        if future is None or future.done():
+            return 0.0
+        t0 = time.perf_counter()
+        future.exception()
+        waited = time.perf_counter() - t0
+        self._waited += waited
+        return waited
 
     def waiting(self, executor: Executor) -> Executor:
-        """`executor`, its builds first waiting for their tree's warm build (itself when nothing was started)."""
-        return _Waiting(executor, self) if self._futures else executor
+        """`executor`, its builds first waiting for their tree's warm build (itself when none is under way)."""
+        return _Waiting(executor, self) if self._pool is not None else executor
 
-    def close(self) -> None:
-        """Waits for every warm build and says once what they did."""
+    def close(self, stopping: str = "") -> None:
+        """Waits for the warm builds (`stopping`: stopped first, for that reason) and says once what they did."""
         if self._pool is None:
             return
+        if stopping and self._stop is not None:
+            self._stop.cancel(stopping)
         self._pool.shutdown(wait=True)
         self._pool = None
+        if self._said or self._log is None or stopping:
+            return
+        self._said = True
         failed, seconds = [], 0.0
         for path, future in self._futures.items():
             error = future.exception()
             result = future.result() if error is None else None
-            if result is not None and result.ok:
-                seconds += result.seconds
+            if result is not None and (result.ok or result.cancelled):
+                seconds += result.seconds if result.ok else 0.0
                 continue
             why = str(error) if error is not None else (result.log_tail if result is not None else "")
             lines = why.strip().splitlines()
@@ -84,13 +123,14 @@ class WarmTrees:
         if len(failed) < len(self._futures):
             stream.info(
                 f"hot-file focus ahead: {plural(len(self._futures) - len(failed), 'variant tree')} built in "
-                f"{seconds:.1f} s beside the baseline's runs",
+                f"{seconds:.1f} s before its first trial; the search's builds waited {self._waited:.1f} s for it",
                 stage="search",
             )
 
 
 class _Waiting:
-    """An executor whose builds wait for their tree's warm build (WarmTrees.waiting)."""
+    """An executor whose builds wait for their tree's warm build (WarmTrees.waiting); a build's seconds include
+    that wait (its trial's build, from the trial's side: not the driver's overhead)."""
 
     def __init__(self, inner: Executor, warm: WarmTrees) -> None:
         self._inner, self._warm = inner, warm
@@ -104,11 +144,9 @@ class _Waiting:
         return self._inner.runner
 
     def build(self, tree: VariantTree, flagset: FlagSet, log: Log | None = None) -> BuildResult:
-        self._warm.wait(tree)
-        return self._inner.build(tree, flagset, log)
+        waited = self._warm.wait(tree)
+        result = self._inner.build(tree, flagset, log)
+        return replace(result, seconds=result.seconds + waited) if waited else result
 
     def gpu_runners(self) -> dict[str, Runner]:
         return self._inner.gpu_runners()
-
-    def __getattr__(self, name: str):
-        return getattr(self._inner, name)
