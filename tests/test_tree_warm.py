@@ -76,7 +76,9 @@ def test_a_build_in_a_warm_tree_waits_for_its_warm_build_and_the_others_do_not(t
     assert trial.seconds > 0.3  # its wait is the trial's build time (not the driver's overhead)
     lines = [e.text for e in recorder.events]
     assert any(t.startswith("hot-file focus ahead: worker-1 built with the project's own flags") for t in lines)
-    assert any("1 variant tree built in 0.4 s before its first trial; the search's builds waited 0." in t for t in lines)
+    assert any(
+        "1 variant tree built in 0.4 s before its first trial; the search's builds waited 0." in t for t in lines
+    )
 
 
 def test_a_warm_build_that_fails_is_said_and_the_trial_still_builds(tmp_path):
