@@ -164,7 +164,8 @@ def summary(path: Path) -> dict:
         elif e["event"] == "bank_end" and ("bank_begin", key) in starts:
             banked.append((starts.pop(("bank_begin", key)), e["t"]))
     first = min((e["t"] for e in events if e["event"] == "submit"), default=0.0)
-    last = max((e["t"] for e in events if e["event"] == "driver_takes"), default=first)
+    # the loop ends at the driver's last take, or after a bank's validation that came after it
+    last = max((e["t"] for e in events if e["event"] in ("driver_takes", "bank_end")), default=first)
     b, r = _union(builds), _union(runs)
     both = _intersect(b, r)
     loop = last - first
