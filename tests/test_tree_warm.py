@@ -3,6 +3,7 @@ build of the search in that tree waits for it, one that fails is said, and it st
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -129,3 +130,27 @@ def test_no_tree_no_thread(tmp_path):
     warm.begin((), lambda t: builds.build(t, OWN), Stop(), EventStream())
     warm.close()
     assert warm.waiting(builds) is builds and builds.done == []  # type: ignore[arg-type]
+
+
+def test_in_a_suite_the_warm_build_takes_the_suites_build_slot_as_every_build_does(tmp_path):
+    from compileiq_cmake.execute.shared import BUILD, Lease, SharedExecutor, SharedSlots
+    from compileiq_cmake.tune.tree_warm import build_slot
+
+    slots = SharedSlots({BUILD: 1})
+    builds = _Builds()
+    suite = SharedExecutor(builds, Lease(slots, "one"))  # type: ignore[arg-type]
+    assert isinstance(build_slot(builds), contextlib.nullcontext)  # type: ignore[arg-type]  # alone: nothing to hold
+    order: list[str] = []
+    with Lease(slots, "other").build():  # another target's build holds the one slot
+        warm = WarmTrees()
+
+        def build(tree):
+            with build_slot(suite):
+                order.append("warm")
+                return builds.build(tree, OWN)
+
+        warm.begin(_trees(tmp_path, "worker-1"), build, Stop(), EventStream())
+        time.sleep(0.2)
+        order.append("other done")
+    warm.close()
+    assert order == ["other done", "warm"]

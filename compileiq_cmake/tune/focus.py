@@ -49,7 +49,12 @@ def ahead_trees(setup: TuneSetup, runner: Runner) -> tuple[VariantTree, ...]:
     (tune.tree_warm): none for a target the focus is not for, cannot profile, or has no search trial for."""
     if not wanted(setup) or _cannot_profile(setup, runner) or setup.spec.budget < 2:
         return ()
-    return tuple(t for t in setup.trees[: min(setup.spec.workers, FOCUS_WORKERS)] if t is not setup.baseline_tree)
+    return tuple(t for t in setup.trees[: _workers(setup)] if t is not setup.baseline_tree)
+
+
+def _workers(setup: TuneSetup) -> int:
+    """Trials in flight under the focus (each needs its variant tree)."""
+    return min(setup.spec.workers, FOCUS_WORKERS)
 
 
 def _cannot_profile(setup: TuneSetup, runner: Runner) -> str:
@@ -117,7 +122,7 @@ def with_focus(setup: TuneSetup, runner: Runner, log: Log) -> TuneSetup:
             continue
         values = tuple(tuple(build_flags.source_token(f.path, t) for f in files for t in value) for value in d.values)
         dims.append(replace(d, values=values))
-    workers = min(setup.spec.workers, FOCUS_WORKERS)
+    workers = _workers(setup)
     space = replace(
         setup.space,
         dimensions=tuple(dims),

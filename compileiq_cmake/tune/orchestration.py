@@ -251,7 +251,7 @@ def _stages(
         except TimeTooShort as exc:
             return _too_short(setup, exc, budget, stream, log, started)
         setup = host_side.with_host_side(setup, base.runner, spec.excluded_flags, stream)  # host time dominates
-        warm.start(setup, base.runner, budget.stop, stream)
+        warm.start(setup, executor, base.runner, budget.stop, stream)
         setup = focus.with_focus(setup, base.runner, stream)  # a target of many files: its hot files' flags
         warm.keep(setup.focus is not None)
         budget.spec = setup.spec  # (the focus may have fewer trials in flight: the plan's costs per trial)

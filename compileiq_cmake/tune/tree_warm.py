@@ -19,10 +19,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from ..execute.build import build_variant
 from ..execute.executor import Executor
+from ..execute.shared import SharedExecutor
 from ..measure.runner import Runner
 from ..model.events import Log, as_stream
 from ..model.records import BuildResult, FlagSet
@@ -43,17 +45,22 @@ class WarmTrees:
         self._stop: Stop | None = None
         self._log: Log | None = None
         self._waited = 0.0
-        self._said = False
 
-    def start(self, setup: TuneSetup, runner: Runner, parent: Stop | None, log: Log) -> None:
-        """The focus's other trees (none where it cannot apply) built with the project's own flags."""
+    def start(self, setup: TuneSetup, executor: Executor, runner: Runner, parent: Stop | None, log: Log) -> None:
+        """The focus's other trees (none where it cannot apply) built with the project's own flags, each in a
+        suite's build slot as the executor's builds are (its stop token is its own, so not through it)."""
         trees = ahead_trees(setup, runner)
         if not trees:
             return
         stop = Stop(parent=parent)
         context = replace(setup.build_context, stop=stop)
         flagset = setup.space.baseline()
-        self.begin(trees, lambda tree: build_variant(context, tree, flagset, None), stop, log)
+
+        def build(tree: VariantTree) -> BuildResult:
+            with build_slot(executor):
+                return build_variant(context, tree, flagset, None)
+
+        self.begin(trees, build, stop, log)
 
     def begin(
         self, trees: tuple[VariantTree, ...], build: Callable[[VariantTree], BuildResult], stop: Stop, log: Log
@@ -100,9 +107,8 @@ class WarmTrees:
             self._stop.cancel(stopping)
         self._pool.shutdown(wait=True)
         self._pool = None
-        if self._said or self._log is None or stopping:
+        if self._log is None or stopping:  # (a stopped build says nothing: the reason is the stop's)
             return
-        self._said = True
         failed, seconds = [], 0.0
         for path, future in self._futures.items():
             error = future.exception()
@@ -126,6 +132,11 @@ class WarmTrees:
                 f"{seconds:.1f} s before its first trial; the search's builds waited {self._waited:.1f} s for it",
                 stage="search",
             )
+
+
+def build_slot(executor: Executor) -> AbstractContextManager:
+    """The build slot the executor's builds take (a suite's shared one: SharedExecutor), else nothing to hold."""
+    return executor.lease.build() if isinstance(executor, SharedExecutor) else nullcontext()
 
 
 class _Waiting:
