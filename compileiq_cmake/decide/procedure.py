@@ -1,17 +1,20 @@
 """The decision procedure over the finalists (the tune's finalists stage, tune/finalists.py, picks them and
 sizes the stage): validation against the baseline, ablation of the best, validation of the minimal set and
 the winner's confirmation (fresh rounds whose numbers are written), on one GPU; with several GPUs the winner is
-then confirmed on each other one. Every outcome is kept in the trial store as soon as it is decided."""
+then confirmed on each other one, all at the same time. Every outcome is kept in the trial store as soon as it
+is decided."""
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ..flags.space import FlagSpace
 from ..model.events import EventStream, Lines, as_stream
-from ..model.records import Contribution, FlagSet, Validation
+from ..model.records import BuildResult, Contribution, FlagSet, Validation
 from .ablation import ablate
 from .ports import Build, DecisionStore, Measures, Tree
 from .validation import CUT, NOT_ABLATED, ROUNDS_FLOOR, UNDECIDED, confirm, undecided, validate, verdict
@@ -74,54 +77,100 @@ def validate_and_ablate(
     limits: Limits = NO_LIMITS,
 ) -> tuple[Validation | None, tuple[Contribution, ...]]:
     """Validation of the finalists, ablation of the best, validation of the minimal set, on `runner`'s GPU;
-    then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline): a
-    winner that is not is not written. Each outcome is kept in the trial store as soon as it is decided, so
-    that a rerun (after a kill) does not measure it again. `log`: the tune's event stream (or a function of a
-    line)."""
+    then the winner is confirmed on each GPU of `confirm_on` (validated there against the baseline, all at
+    the same time): a winner that is not is not written. Each outcome is kept in the trial store as soon as it
+    is decided, so that a rerun (after a kill) does not measure it again. `log`: the tune's event stream (or a
+    function of a line)."""
     log = as_stream(log)
     if store is not None:
         store.save_validations("finalists", [])
         store.save_validations("confirmations", [])
     winner, contributions = _decide(context, build, runner, finalists, min_gain, log, store, limits)
-    confirmations = []
-    for other in confirm_on if winner is not None else ():
-        assert winner is not None  # (the loop runs only then)
-        where = other.gpu.describe() if other.gpu is not None else "another GPU"
+    if winner is None or not confirm_on:
+        return winner, contributions
+    if not _confirmed_elsewhere(context, build, confirm_on, winner, min_gain, log, store, limits):
+        return None, ()
+    return winner, contributions
+
+
+def _confirmed_elsewhere(
+    context: ValidationContext,
+    build: Build,
+    others: tuple[Measures, ...],
+    winner: Validation,
+    min_gain: float,
+    log: EventStream,
+    store: DecisionStore | None,
+    limits: Limits,
+) -> bool:
+    """The winner validated against the baseline on each GPU of `others`, all at the same time (each
+    comparison paired on its own GPU, so the stage takes one confirmation's time, not one per GPU: issue 54).
+    The trees are shared: the winner's confirmation left both builds in them, and a build here takes a lock
+    (one tree, one build at a time; a re-build of what a tree holds only checks it). Whether every GPU
+    confirmed it; each GPU's outcome said and kept in GPU order. The trial store is used from this thread only
+    (what a GPU decided before a kill is restored, not measured again)."""
+    lock = threading.Lock()
+    devices = [other.gpu.device if other.gpu is not None else "" for other in others]
+    names = [_validation_name([winner.flagset], min_gain, context.seed + 3, device) for device in devices]
+    kept = [store.load_validations(name) if store is not None else None for name in names]
+    for other, restored in zip(others, kept, strict=True):
+        if restored:
+            where = other.gpu.describe() if other.gpu is not None else "another GPU"
+            log.info(f"confirmation on {where}: restored from the trial store", stage="finalists", restored=True)
+
+    def one_at_a_time(tree: Tree, flagset: FlagSet) -> BuildResult:
+        with lock:
+            return build(tree, flagset)
+
+    def on(i: int) -> Validation:
+        restored = kept[i]
+        if restored:
+            return restored[0]
         (check,) = _validated(
             context,
-            build,
-            other,
+            one_at_a_time,
+            others[i],
             [winner.flagset],
             min_gain,
             context.seed + 3,
             log,
-            store,
-            other.gpu.device if other.gpu is not None else "",
+            None,
+            devices[i],
             limits.min_rounds,
             limits.final_continue,
         )
-        confirmations.append(check)
-        if store is not None:
-            store.save_validations("confirmations", confirmations)
-        if not check.accepted:
-            log.info(
-                f"{winner.flagset.describe()} is not confirmed on {where}: {check.geomean_speedup:.4f}x "
-                f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]; {check.reason or 'not significant'}",
-                stage="finalists",
-                gpu=where,
-                confirmed=False,
-                speedup=check.geomean_speedup,
-            )
-            return None, ()
-        log.info(
-            f"confirmed on {where}: {check.geomean_speedup:.4f}x "
-            f"[{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]",
-            stage="finalists",
-            gpu=where,
-            confirmed=True,
-            speedup=check.geomean_speedup,
+        return check
+
+    with ThreadPoolExecutor(len(others), thread_name_prefix="compileiq-confirm") as pool:
+        checks = list(pool.map(on, range(len(others))))
+    if store is not None:
+        for name, restored, check in zip(names, kept, checks, strict=True):
+            if not restored and not undecided([check]):  # (as _validated keeps a decided one)
+                store.save_validations(name, [check])
+        store.save_validations("confirmations", checks)
+    return all([_say_confirmation(winner, other, check, log) for other, check in zip(others, checks, strict=True)])
+
+
+def _say_confirmation(winner: Validation, other: Measures, check: Validation, log: EventStream) -> bool:
+    """One line of the winner's confirmation on another GPU; whether it confirmed it."""
+    where = other.gpu.describe() if other.gpu is not None else "another GPU"
+    interval = f"{check.geomean_speedup:.4f}x [{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]"
+    said = (
+        f"confirmed on {where}: {interval}"
+        if check.accepted
+        else (
+            f"{winner.flagset.describe()} is not confirmed on {where}: {interval}; {check.reason or 'not significant'}"
         )
-    return winner, contributions
+    )
+    log.info(said, stage="finalists", gpu=where, confirmed=check.accepted, speedup=check.geomean_speedup)
+    return check.accepted
+
+
+def _validation_name(
+    candidates: list[FlagSet], min_gain: float, seed: int, gpu: str = "", alpha: float | None = None
+) -> str:
+    extra = (*((gpu,) if gpu else ()), *((f"alpha={alpha:.3g}",) if alpha is not None else ()))
+    return _result_name("validation", [c.key for c in candidates], min_gain, seed, *extra)
 
 
 def _validated(
@@ -139,8 +188,7 @@ def _validated(
     max_rounds: int | None = None,
     alpha: float | None = None,
 ) -> list[Validation]:
-    extra = (*((gpu,) if gpu else ()), *((f"alpha={alpha:.3g}",) if alpha is not None else ()))
-    name = _result_name("validation", [c.key for c in candidates], min_gain, seed, *extra)
+    name = _validation_name(candidates, min_gain, seed, gpu, alpha)
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
         log.info(

@@ -283,7 +283,7 @@ class Budget:
             self.box,
             finish.seconds - costs.validation(finish.finalists, finish.rounds),
             one,
-            (2 if finish.confirm else 1) * one + finish.confirmations * one + WRITE_SECONDS,
+            (2 if finish.confirm else 1) * one + (one if finish.confirmations else 0.0) + WRITE_SECONDS,
         )
         # the rounds the validation could hold before its gate says no (the looks are placed within them)
         per_round = costs.round(finish.finalists + 1)
