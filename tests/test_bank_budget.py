@@ -79,21 +79,22 @@ def test_each_bank_validation_runs_at_its_share_and_is_counted_in_the_store(monk
 
 
 def test_the_finalists_validation_runs_at_the_level_the_bank_left(tmp_path, monkeypatch):
-    from compileiq_cmake.decide import procedure
-    from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
+    from compileiq_cmake.decide import decided
+    from compileiq_cmake.decide.decided import Limits, ValidationContext
+    from compileiq_cmake.decide.procedure import _decide
     from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.model.events import recording
 
     from test_hardening_validation import _setup
 
     seen: list = []
-    real = procedure.validate
+    real = decided.validate
 
     def spy(*args, **kw):
         seen.append(kw.get("alpha"))
         return real(*args, **kw)
 
-    monkeypatch.setattr(procedure, "validate", spy)
+    monkeypatch.setattr(decided, "validate", spy)
     fake, trees = _setup(tmp_path, {"t0": 1.0, "t1": 0.9})
     space = FlagSpace("gcc", (Dimension("a", "", ((), ("-a",))),))
     context = ValidationContext(trees=trees, space=space, seed=1)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from compileiq_cmake.decide.procedure import ValidationContext, _validated
+from compileiq_cmake.decide.decided import ValidationContext
+from compileiq_cmake.decide.decided import validated as _validated
 from compileiq_cmake.decide.validation import CUT, validate
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.model.events import recording

@@ -19,8 +19,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from compileiq_cmake.decide import procedure
-from compileiq_cmake.decide.procedure import ValidationContext
+from compileiq_cmake.decide import decided
+from compileiq_cmake.decide.decided import ValidationContext
 from compileiq_cmake.decide.validation import CUT, validate
 from compileiq_cmake.execute.pipeline import Pipeline
 from compileiq_cmake.execute.shared import Lease, SharedSlots
@@ -131,11 +131,11 @@ def test_a_validation_the_box_cut_is_undecided_never_rejected_and_never_stored(t
     space = SimpleNamespace(baseline=lambda: FlagSet((), ()))
     rounds.clear()
     context = ValidationContext(("base", "cand"), space, 3)
-    (again,) = procedure._validated(
+    (again,) = decided.validated(
         context, build, runner, [candidate], 0.002, 3, lambda line: None, store, may_continue=cut
     )
     assert again.reason.startswith(CUT)
-    name = procedure._result_name("validation", [candidate.key], 0.002, 3)
+    name = decided.result_name("validation", [candidate.key], 0.002, 3)
     assert store.load_validations(name) is None, "a verdict the box cut is no decision: a rerun makes it"
     store.close()
 

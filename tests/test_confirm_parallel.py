@@ -1,7 +1,7 @@
-"""Issue 54, decisions per GPU-second: with several GPUs the winner is confirmed on each other GPU at the same
-time (each comparison paired on its own GPU), the builds of the shared trees one at a time, the trial store
-used from the tune's thread only, and the plan prices the confirmations as one validation (fake runners: no
-CMake, no processes)."""
+"""Issue 54, decisions per GPU-second: with several GPUs the winner's confirmation on the first GPU and its
+validation on each other GPU run at the same time (each comparison paired on its own GPU), the builds of the
+shared trees one at a time, the trial store used from the tune's thread only, and the plan prices them as one
+validation (fake runners: no CMake, no processes)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from compileiq_cmake.decide.procedure import ValidationContext, validate_and_ablate
+from compileiq_cmake.decide.decided import ValidationContext
+from compileiq_cmake.decide.procedure import validate_and_ablate
 from compileiq_cmake.flags.space import Dimension, FlagSpace
 from compileiq_cmake.measure.gpu import GpuSlot
 from compileiq_cmake.measure.runner import RunResult
@@ -35,11 +36,13 @@ class Gpus:
     spans: list[tuple[str, float, float]] = field(default_factory=list)
     building: dict[str, int] = field(default_factory=dict)  # per tree, its builds under way
     most_building: int = 0  # the most builds under way in one tree at one moment
+    builds: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def build(self, tree: VariantTree, flagset: FlagSet) -> BuildResult:
         name = tree.path.name
         with self.lock:
+            self.builds += 1
             self.building[name] = self.building.get(name, 0) + 1
             self.most_building = max(self.most_building, self.building[name])
         time.sleep(0.002)
@@ -58,10 +61,16 @@ class OnGpu:
     gpus: Gpus
     winner_time: float = 8.0
     rng: random.Random = field(default_factory=lambda: random.Random(7))
+    fail_after: int | None = None  # this GPU's run number that raises (a lost worker, say)
+    runs: int = 0
+    seconds: float = RUN_SECONDS
 
     def run(self, tree: VariantTree, workload) -> RunResult:
         start = time.perf_counter()
-        time.sleep(RUN_SECONDS)
+        self.runs += 1
+        if self.fail_after is not None and self.runs >= self.fail_after:
+            raise RuntimeError(f"GPU {self.gpu.device} was lost")
+        time.sleep(self.seconds)
         value = self.winner_time if self.gpus.built[tree.path.name].flags else 10.0
         with self.gpus.lock:
             self.gpus.spans.append((self.gpu.device, start, time.perf_counter()))
@@ -103,7 +112,7 @@ class MainThreadStore:
         return {}
 
 
-def _setup(tmp_path: Path, winner_times: tuple[float, ...]) -> tuple[ValidationContext, Gpus, list[OnGpu]]:
+def _setup(tmp_path: Path, winner_times: tuple[float, ...], **fields) -> tuple[ValidationContext, Gpus, list[OnGpu]]:
     spec = TuneSpec(
         source_dir=tmp_path,
         build_dir=tmp_path / "b",
@@ -111,8 +120,7 @@ def _setup(tmp_path: Path, winner_times: tuple[float, ...]) -> tuple[ValidationC
         benchmark=("x",),
         metric=MetricSpec.parse("WALLTIME", True),
         output=tmp_path / "o.toml",
-        min_rounds=3,
-        max_rounds=8,
+        **{"min_rounds": 3, "max_rounds": 8, **fields},
     )
     trees = tuple(VariantTree(tmp_path / "b" / "compileiq", f"worker-{i}", "cmake") for i in range(3))
     space = FlagSpace("nvcc", (Dimension("use_fast_math", "", ((), ("--use_fast_math",))),))
@@ -146,6 +154,8 @@ def test_the_other_gpus_confirm_the_winner_at_the_same_time_and_the_store_stays_
     # both other GPUs measured, and at the same time: their runs overlap (one after the other they never do)
     assert {d for d, _, _ in gpus.spans} == {"0", "1", "2"}
     assert _most_at_once(gpus.spans, {"1", "2"}) == 2, "the confirmations on the other GPUs ran one after another"
+    # and beside the winner's own confirmation on the first GPU (its numbers are the ones written)
+    assert _most_at_once(gpus.spans, {"0", "1", "2"}) == 3, "the first GPU's confirmation ran before the others"
     assert gpus.most_building == 1, "two builds ran at once in one tree"
     confirmations = store.validations["confirmations"]
     assert [c.accepted for c in confirmations] == [True, True]
@@ -179,10 +189,128 @@ def test_a_gpus_confirmation_kept_in_the_store_is_not_measured_again(tmp_path):
 
 
 @pytest.mark.unit
-def test_the_plan_prices_the_confirmations_on_other_gpus_as_one_validation():
+def test_the_plan_prices_the_confirmations_on_every_gpu_as_one_validation():
     costs = Costs(build=1.0, run=0.5, workloads=2)
-    none = finish_cost(costs, 1, 5, 0, 0)
-    one = finish_cost(costs, 1, 5, 0, 1)
-    seven = finish_cost(costs, 1, 5, 0, 7)
-    assert one > none and seven == pytest.approx(one)
-    assert one - none == pytest.approx(costs.validation(1, 5))
+    one = costs.validation(1, 5)
+    # with the winner's confirmation on the first GPU: the other GPUs' run beside it, at no extra time
+    alone = finish_cost(costs, 1, 5, 0, 0)
+    assert finish_cost(costs, 1, 5, 0, 1) == pytest.approx(alone) == pytest.approx(finish_cost(costs, 1, 5, 0, 7))
+    # without it (the box left no room): the other GPUs' confirmations cost one validation, however many
+    bare = finish_cost(costs, 1, 5, 0, 0, confirm=False)
+    assert alone - bare == pytest.approx(one)
+    assert finish_cost(costs, 1, 5, 0, 7, confirm=False) - bare == pytest.approx(one)
+
+
+@pytest.mark.unit
+def test_the_other_gpus_reuse_the_two_builds_of_the_confirmation(tmp_path):
+    context, gpus, (first, *others) = _setup(tmp_path, (8.0, 8.0, 8.0))
+    events, _ = recording_stream()
+    validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, MainThreadStore(), ())
+    alone = gpus.builds
+    context, gpus, (first, *others) = _setup(tmp_path, (8.0, 8.0, 8.0))
+    validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, MainThreadStore(), tuple(others))
+    assert gpus.builds == alone, "the other GPUs built the trees again"
+
+
+@pytest.mark.unit
+def test_with_a_compare_file_in_the_tree_the_gpus_take_their_turns(tmp_path):
+    """A benchmark that writes its --compare-file into the tree cannot share the tree with a run on another
+    GPU (one run would remove or read the other's file): one GPU after another, said."""
+    context, gpus, (first, *others) = _setup(tmp_path, (8.0, 8.0, 8.0), compare_file="out.txt")
+    events, recorder = recording_stream()
+    winner, _ = validate_and_ablate(
+        context, gpus.build, first, [WINNER], 0.01, events, MainThreadStore(), tuple(others)
+    )
+    assert winner is not None
+    assert _most_at_once(gpus.spans, {"0", "1", "2"}) == 1
+    assert any("one GPU after another" in e.text and "out.txt" in e.text for e in recorder.of("info"))
+
+
+def _confirming(context: ValidationContext, gpus: Gpus, first: OnGpu, store: MainThreadStore) -> None:
+    """The stage up to its confirmation decided and kept, the confirmation taken out of the store again (so
+    that a second `_decide` restores the rest and measures the confirmations only)."""
+    from compileiq_cmake.decide.procedure import _decide
+
+    events, _ = recording_stream()
+    _decide(context, gpus.build, first, [WINNER], 0.01, events, store)
+    store.validations = {k: v for k, v in store.validations.items() if not k.startswith("confirmation")}
+
+
+@pytest.mark.unit
+def test_a_gpu_lost_mid_stage_stops_the_others_at_their_next_round(tmp_path):
+    from compileiq_cmake.decide.procedure import _decide
+
+    context, gpus, (first, one, two) = _setup(tmp_path, (8.0, 10.0, 8.0), max_rounds=30)
+    store = MainThreadStore()
+    _confirming(context, gpus, first, store)
+    one.seconds, two.fail_after = 0.1, 3  # GPU 1: no faster, slow runs (many rounds); GPU 2 lost at once
+    events, _ = recording_stream()
+    with pytest.raises(RuntimeError, match="GPU 2 was lost"):
+        _decide(context, gpus.build, first, [WINNER], 0.01, events, store, others=(one, two))
+    # its warm-up round and the round under way when GPU 2 was lost (at least 3 rounds more without the stop)
+    assert one.runs <= 6, f"GPU 1 ran on after GPU 2 was lost: {one.runs} runs"
+
+
+@pytest.mark.unit
+def test_what_a_gpu_decided_is_kept_when_another_is_lost_later(tmp_path):
+    from compileiq_cmake.decide.procedure import _decide
+
+    context, gpus, (first, one, two) = _setup(tmp_path, (8.0, 8.0, 10.0), max_rounds=30)
+    store = MainThreadStore()
+    _confirming(context, gpus, first, store)
+    before = set(store.validations)
+    two.seconds, two.fail_after = 0.2, 7  # GPU 2: slow runs, lost well after GPU 1 and the first GPU decided
+    events, _ = recording_stream()
+    with pytest.raises(RuntimeError, match="GPU 2 was lost"):
+        _decide(context, gpus.build, first, [WINNER], 0.01, events, store, others=(one, two))
+    new = {k: v for k, v in store.validations.items() if k not in before}
+    assert any(k.startswith("confirmation:") for k in new), "the first GPU's confirmation was not kept"
+    assert any(k.startswith("validation:") and v[0].accepted for k, v in new.items()), "GPU 1's was not kept"
+    assert [c.accepted for c in new["confirmations"]] == [True]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("compare_file", [None, "out.txt"])
+def test_the_other_gpus_baselines_wait_for_the_first_only_with_a_compare_file(tmp_path, monkeypatch, compare_file):
+    """The baseline stage measures the other GPUs' baselines while the first GPU measures its own, all in the
+    one baseline tree; a benchmark that writes its --compare-file there cannot share it, so they then come
+    after the first's (replay on 2 simulated GPUs, runs of a few ms; stopped after the baselines)."""
+    from compileiq_cmake.model.errors import CompileIQError
+    from compileiq_cmake.tune import baseline as baseline_stage
+    from compileiq_cmake.tune import orchestration as tune
+
+    sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
+    monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
+    monkeypatch.setenv("COMPILEIQ_REPLAY_PACE", "0.2")
+    spans: list[tuple[str, float, float]] = []
+    real = baseline_stage.run_trial
+
+    def timed(runner, *args, **kwargs):
+        start = time.perf_counter()
+        trial = real(runner, *args, **kwargs)
+        spans.append((runner.gpu.device if runner.gpu is not None else "", start, time.perf_counter()))
+        return trial
+
+    def stop(*args, **kwargs):
+        raise CompileIQError("stopped after the baselines")
+
+    monkeypatch.setattr(baseline_stage, "run_trial", timed)
+    monkeypatch.setattr(baseline_stage, "check_comparison", lambda spec, baseline: None)  # (a replay writes none)
+    monkeypatch.setattr(baseline_stage, "search_warmup", stop)  # (the next step after every GPU's baseline)
+    spec = TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target="sample_small",
+        benchmark=("replay",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "compileiq.toml",
+        replay=str(sample),
+        workers=2,
+        budget=5,
+        compare_file=compare_file,
+    )
+    with pytest.raises(CompileIQError, match="stopped after the baselines"):
+        tune.run_tune(spec, lambda line: None)
+    assert {d for d, _, _ in spans} == {"0", "1"}, spans
+    overlap = _most_at_once(spans, {"0", "1"}) == 2
+    assert overlap == (compare_file is None), spans

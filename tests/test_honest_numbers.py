@@ -19,7 +19,8 @@ from compileiq_cmake.decide.correlation import (
     rounds_correlation,
     rounds_posterior,
 )
-from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
+from compileiq_cmake.decide.decided import Limits, ValidationContext
+from compileiq_cmake.decide.procedure import _decide
 from compileiq_cmake.decide.rounds import interleave
 from compileiq_cmake.decide.stats import compare_paired, gain_test
 from compileiq_cmake.decide.validation import NOT_ABLATED, untested_flags

@@ -139,7 +139,8 @@ def test_a_killed_ablation_resumes_after_its_finished_steps(tmp_path):
     is now kept as it finishes; the rerun measures only the steps left."""
     from dataclasses import dataclass
 
-    from compileiq_cmake.decide.procedure import ValidationContext, _decide
+    from compileiq_cmake.decide.decided import ValidationContext
+    from compileiq_cmake.decide.procedure import _decide
     from compileiq_cmake.flags.space import Dimension, FlagSpace
     from compileiq_cmake.measure.runner import RunResult
     from compileiq_cmake.model.events import recording

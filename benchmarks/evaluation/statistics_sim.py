@@ -59,7 +59,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from compileiq_cmake.decide.procedure import Limits, ValidationContext, _decide
+from compileiq_cmake.decide.decided import Limits, ValidationContext
+from compileiq_cmake.decide.procedure import _decide
 from compileiq_cmake.decide.stats import (
     FALSE_ACCEPTANCE,
     TAIL_SAFETY,

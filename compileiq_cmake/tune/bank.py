@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from ..decide.procedure import ValidationContext
+from ..decide.decided import ValidationContext
 from ..decide.stats import BANK_RHO_FLOOR, bank_alpha
 from ..decide.validation import CUT, validate, verdict
 from ..execute.executor import Executor

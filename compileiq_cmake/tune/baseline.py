@@ -140,7 +140,9 @@ class Baseline:
         tree = setup.baseline_tree  # (a suite's target: its one baseline build; the build here does nothing)
         built = self.executor.build(tree, baseline_set)
         early: dict[str, Future[Trial]] = {}
-        if others is not None and built.ok:
+        # (a benchmark that writes its --compare-file into the tree cannot run there on two GPUs at once: the
+        # other GPUs' baselines then come after the first's, one after another, in other_baselines)
+        if others is not None and built.ok and setup.spec.compare_file is None:
             early = {
                 g.device: others.submit(
                     run_trial,

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
-from ..decide.procedure import NO_LIMITS, Limits
+from ..decide.decided import NO_LIMITS, Limits
 from ..decide.rounds import WARMUP
 from ..model.errors import CompileIQError
 from ..model.records import Trial
@@ -61,8 +61,9 @@ class TimeTooShort(CompileIQError):
 class FinishGates:
     """The finalists' stage's questions to the box, each keeping the time of what must still follow:
     validation keeps the ablation's, the minimal set's, the confirmation's and the write's; an ablation step
-    the minimal set's, the confirmation's and the write's; the minimal set and the other GPUs' confirmations
-    the winner's confirmation's and the write's; the confirmation the write's. A removal nobody validates is lost:
+    the minimal set's, the confirmation's and the write's; the minimal set the confirmation's and the write's;
+    the confirmation (on the first GPU and the others', at the same time) the write's. A removal nobody
+    validates is lost:
     on the H200 an unplanned step left the minimal set one round, 0..inf."""
 
     box: TimeBox
@@ -79,7 +80,7 @@ class FinishGates:
     def ablation_continue(self, seconds: float) -> bool:
         return self.box.fits(seconds, self.tail)
 
-    def final_continue(self, seconds: float) -> bool:  # the minimal set, other GPUs: the winner's confirmation follows
+    def final_continue(self, seconds: float) -> bool:  # the minimal set: the confirmations follow
         return self.box.fits(seconds, self.one + WRITE_SECONDS)
 
     def confirm_continue(self, seconds: float) -> bool:
@@ -283,7 +284,7 @@ class Budget:
             self.box,
             finish.seconds - costs.validation(finish.finalists, finish.rounds),
             one,
-            (2 if finish.confirm else 1) * one + (one if finish.confirmations else 0.0) + WRITE_SECONDS,
+            one + (one if finish.confirm or finish.confirmations else 0.0) + WRITE_SECONDS,
         )
         # the rounds the validation could hold before its gate says no (the looks are placed within them)
         per_round = costs.round(finish.finalists + 1)
@@ -294,8 +295,9 @@ class Budget:
             validation_continue=gates.validation_continue,
             ablation_start=gates.ablation_start,
             ablation_continue=gates.ablation_continue,
-            final_continue=gates.final_continue if finish.confirm else gates.confirm_continue,
+            final_continue=gates.final_continue if finish.confirm or finish.confirmations else gates.confirm_continue,
             confirm_continue=gates.confirm_continue if finish.confirm else _never,
+            elsewhere_continue=gates.confirm_continue,
             expected=expected,
             ablation_steps=finish.ablation_steps,
             max_rounds=horizon,

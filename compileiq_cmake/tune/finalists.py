@@ -9,7 +9,8 @@ import math
 import time
 from dataclasses import dataclass, replace
 
-from ..decide.procedure import NO_LIMITS, Limits, ValidationContext, validate_and_ablate
+from ..decide.decided import NO_LIMITS, Limits, ValidationContext
+from ..decide.procedure import validate_and_ablate
 from ..decide.stats import FlagEffect, after_bank, auto_min_gain, flag_effects
 from ..decide.validation import CUT, NOT_ABLATED, UNDECIDED
 from ..execute.executor import Executor

@@ -93,14 +93,14 @@ def finish_cost(
 ) -> float:
     """Seconds of the finalists' stage: validation, ablation steps (each: the set with and without, re-built
     and interleaved), the minimal set's validation when ablation may drop something, the winner's
-    confirmation (the rounds whose numbers are written; `confirm`), the confirmations on other GPUs (all at
-    the same time, one on each: one validation's seconds however many) and the write."""
+    confirmation (the rounds whose numbers are written; `confirm`) and the confirmations on other GPUs (all
+    at the same time, one on each GPU: one validation's seconds however many, with or without the first), and
+    the write."""
     if finalists <= 0:
         return WRITE_SECONDS
-    seconds = costs.validation(finalists, rounds) + (costs.validation(1, rounds) if confirm else 0.0)
+    seconds = costs.validation(finalists, rounds) + (costs.validation(1, rounds) if confirm or confirmations else 0.0)
     if ablation_steps:
         seconds += ablation_steps * costs.validation(1, rounds) + costs.validation(1, rounds)
-    seconds += costs.validation(1, rounds) if confirmations else 0.0
     return seconds + WRITE_SECONDS
 
 

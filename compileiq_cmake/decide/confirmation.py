@@ -1,0 +1,217 @@
+"""The last step of the finalists' stage (decide/procedure.py): the winner's confirmation on the first GPU (fresh
+rounds whose numbers are written) and, with several GPUs, its validation against the baseline on each other
+GPU, all at the same time, one on each GPU (issue 54: on 8 GPUs they took 8 validations end to end while the
+other GPUs idled). Each comparison is paired on its own GPU, so the statistics are those of one GPU at a time.
+
+What the GPUs share: the two variant trees (the project's own build and the winner), built once here before any
+run; each GPU then runs in them. A benchmark that writes its --compare-file into the tree cannot share a tree
+with a run on another GPU, so with --compare-file the GPUs take their turns (said once). The trial store is
+used from the calling thread only: each GPU's decision is kept as soon as it is made, so that a rerun after a
+kill restores it. An interrupt or a failure on one GPU stops the others at their next round."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from functools import partial
+
+from ..model.events import EventStream
+from ..model.records import BuildResult, FlagSet, Validation
+from .decided import Limits, ValidationContext, result_name, validated, validation_name
+from .ports import Build, DecisionStore, Measures, Tree
+from .validation import ROUNDS_FLOOR, confirm, undecided
+
+SEED_STEP = 7919  # each other GPU's rounds in an order of their own (a variant is not run on every GPU at once)
+
+
+def confirmed(
+    context: ValidationContext,
+    build: Build,
+    runner: Measures,
+    others: tuple[Measures, ...],
+    winner: Validation,
+    min_gain: float,
+    log: EventStream,
+    store: DecisionStore | None,
+    limits: Limits,
+) -> Validation | None:
+    """The winner with the confirmation's numbers (the deciding rounds' where none could be made: the box, a
+    baseline that cannot be measured), None when its fresh rounds or one of the `others` GPUs does not
+    confirm it."""
+    own_name, own, rounds = _own_confirmation(context, runner, winner, log, store, limits)
+    if own is None:  # (restored: its fresh rounds did not confirm it)
+        return None
+    devices = [other.gpu.device if other.gpu is not None else "" for other in others]
+    seeds = [context.seed + 3 + SEED_STEP * i for i in range(len(others))]
+    names = [validation_name([winner.flagset], min_gain, s, d) for s, d in zip(seeds, devices, strict=True)]
+    checks = _kept_elsewhere(others, names, log, store)
+    if not rounds and all(c is not None for c in checks):
+        return own if all(_said(winner, others, checks, log)) else None
+    built = _built_once(context, build, winner.flagset)
+    stop = threading.Event()  # an interrupt or a failure: the other GPUs stop at their next round
+
+    def gate(may: Callable[[float], bool] | None) -> Callable[[float], bool]:
+        return lambda seconds: not stop.is_set() and (may is None or may(seconds))
+
+    def on(i: int) -> Validation:
+        (check,) = validated(
+            context, built, others[i], [winner.flagset], min_gain, seeds[i], log, None, devices[i],
+            limits.min_rounds, gate(limits.elsewhere_continue),
+        )  # fmt: skip
+        return check
+
+    turns = runner.spec.compare_file is not None and bool(others)
+    if turns:
+        log.info(
+            f"confirmation: one GPU after another (the benchmark writes --compare-file {runner.spec.compare_file} "
+            "into the tree every GPU runs in)",
+            stage="finalists",
+        )
+    tasks: dict[int, Callable[[], Validation | None]] = {}  # -1: the first GPU's confirmation, i: others[i]
+    if rounds:
+        baseline = context.space.baseline()
+        args = (runner, built, context.trees, baseline, winner, rounds, context.seed + 4, log)
+        tasks[-1] = lambda: confirm(*args, gate(limits.confirm_continue))
+    tasks |= {i: partial(on, i) for i in range(len(others)) if checks[i] is None}
+
+    def done(i: int, outcome: Validation | None) -> None:  # (on this thread: the store is used here only)
+        nonlocal own
+        if i < 0:
+            own = _keep_own(own_name, own, outcome, store)
+        elif outcome is not None:
+            checks[i] = outcome
+            _keep_elsewhere(names[i], outcome, checks, store)
+
+    _at_once(tasks, 1 if turns else len(tasks), stop, done)
+    everywhere = all(_said(winner, others, checks, log))
+    return own if everywhere and own is not None else None
+
+
+def _at_once(
+    tasks: dict[int, Callable[[], Validation | None]],
+    workers: int,
+    stop: threading.Event,
+    done: Callable[[int, Validation | None], None],
+) -> None:
+    """Each task on a thread (`workers` at a time) and `done(key, outcome)` on this thread as each ends. A
+    failure or an interrupt sets `stop` (the other tasks end at their next round) and is raised once they
+    have ended."""
+    pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="compileiq-confirm")
+    pending = {pool.submit(task): key for key, task in tasks.items()}
+    try:
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_EXCEPTION)
+            for future in finished:
+                done(pending.pop(future), future.result())  # (raises a task's failure here)
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _own_confirmation(
+    context: ValidationContext,
+    runner: Measures,
+    winner: Validation,
+    log: EventStream,
+    store: DecisionStore | None,
+    limits: Limits,
+) -> tuple[str, Validation | None, int]:
+    """What the winner's confirmation on the first GPU needs: its store name, the winner as it stands without
+    it, the rounds to measure (0 when restored or when no time is left). Its numbers are from fresh rounds:
+    the rounds that accepted it stopped at the look that accepted it and it was picked as the best of the
+    finalists, so their speed-up is a little high and their interval too narrow (docs/benchmarks/statistics.md).
+    The confirmation (validation.confirm) measures the plan's interleaved rounds (after a warm-up), and as many
+    as the validation measured when those cannot show it faster, used for nothing but the numbers written; a
+    winner they find slower than the baseline, or do not show faster, is not written. When the box leaves fewer
+    than ROUNDS_FLOOR rounds, the deciding rounds' numbers stay, marked as such."""
+    name = result_name("confirmation", winner.flagset.key, context.seed + 4)
+    kept = store.load_validations(name) if store is not None else None
+    if kept:
+        log.info("confirmation: restored from the trial store", stage="finalists", restored=True)
+        return name, kept[0] if kept[0].accepted else None, 0
+    may = limits.confirm_continue
+    if may is not None and not may(0.0):
+        log.info(
+            "confirmation: no time left; the numbers written are the deciding rounds' (a little optimistic)",
+            stage="finalists",
+            confirmed=False,
+        )
+        return name, winner, 0
+    return name, winner, max(ROUNDS_FLOOR, limits.min_rounds or runner.spec.min_rounds)
+
+
+def _built_once(context: ValidationContext, build: Build, winner: FlagSet) -> Build:
+    """The project's own build and the winner built in the first two trees now, once for every GPU; the
+    returned build hands those results back (a build of anything else builds it, one at a time)."""
+    baseline = context.space.baseline()
+    results = {0: build(context.trees[0], baseline), 1: build(context.trees[1], winner)}
+    wanted = {0: baseline.key, 1: winner.key}
+    lock = threading.Lock()
+
+    def built(tree: Tree, flagset: FlagSet) -> BuildResult:
+        for i in (0, 1):
+            if tree is context.trees[i] and flagset.key == wanted[i]:
+                return results[i]
+        with lock:
+            return build(tree, flagset)
+
+    return built
+
+
+def _keep_own(
+    name: str, own: Validation | None, outcome: Validation | None, store: DecisionStore | None
+) -> Validation | None:
+    """The winner after its first GPU's confirmation (None: no numbers from it, the deciding rounds' stay),
+    kept in the store once decided (one the box cut holding 1 is not: a rerun confirms it again)."""
+    if outcome is None:
+        return own
+    if store is not None and not undecided([outcome]):
+        store.save_validations(name, [outcome])
+    return outcome if outcome.accepted else None
+
+
+def _keep_elsewhere(name: str, check: Validation, checks: list[Validation | None], store: DecisionStore | None) -> None:
+    """One other GPU's decision kept as soon as it is made, and the confirmations so far (GPU order)."""
+    if store is None:
+        return
+    if not undecided([check]):  # (as decided.validated keeps a decided one)
+        store.save_validations(name, [check])
+    store.save_validations("confirmations", [c for c in checks if c is not None])
+
+
+def _kept_elsewhere(
+    others: tuple[Measures, ...], names: list[str], log: EventStream, store: DecisionStore | None
+) -> list[Validation | None]:
+    """Per GPU of `others`, the winner's validation there that a run before a kill kept (None: to measure)."""
+    kept: list[Validation | None] = []
+    for other, name in zip(others, names, strict=True):
+        restored = store.load_validations(name) if store is not None else None
+        kept.append(restored[0] if restored else None)
+        if restored:
+            where = other.gpu.describe() if other.gpu is not None else "another GPU"
+            log.info(f"confirmation on {where}: restored from the trial store", stage="finalists", restored=True)
+    return kept
+
+
+def _said(
+    winner: Validation, others: tuple[Measures, ...], checks: list[Validation | None], log: EventStream
+) -> list[bool]:
+    """One line per other GPU of the winner's validation there; whether each confirmed it."""
+    said = []
+    for other, check in zip(others, checks, strict=True):
+        if check is None:
+            continue
+        where = other.gpu.describe() if other.gpu is not None else "another GPU"
+        interval = f"{check.geomean_speedup:.4f}x [{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]"
+        line = (
+            f"confirmed on {where}: {interval}"
+            if check.accepted
+            else f"{winner.flagset.describe()} is not confirmed on {where}: {interval}; "
+            f"{check.reason or 'not significant'}"
+        )
+        log.info(line, stage="finalists", gpu=where, confirmed=check.accepted, speedup=check.geomean_speedup)
+        said.append(check.accepted)
+    return said
