@@ -64,11 +64,13 @@ class OnGpu:
     fail_after: int | None = None  # this GPU's run number that raises (a lost worker, say)
     runs: int = 0
     seconds: float = RUN_SECONDS
+    failed_at: float = 0.0
 
     def run(self, tree: VariantTree, workload) -> RunResult:
         start = time.perf_counter()
         self.runs += 1
         if self.fail_after is not None and self.runs >= self.fail_after:
+            self.failed_at = time.perf_counter()
             raise RuntimeError(f"GPU {self.gpu.device} was lost")
         time.sleep(self.seconds)
         value = self.winner_time if self.gpus.built[tree.path.name].flags else 10.0
@@ -83,6 +85,7 @@ class MainThreadStore:
     def __init__(self) -> None:
         self.owner = threading.get_ident()
         self.validations: dict[str, list[Validation]] = {}
+        self.saved_at: dict[str, float] = {}
         self.ablations: dict[str, tuple] = {}
 
     def _here(self) -> None:
@@ -91,6 +94,7 @@ class MainThreadStore:
     def save_validations(self, name, validations):
         self._here()
         self.validations[name] = list(validations)
+        self.saved_at[name] = time.perf_counter()
 
     def load_validations(self, name):
         self._here()
@@ -151,6 +155,8 @@ def test_the_other_gpus_confirm_the_winner_at_the_same_time_and_the_store_stays_
     texts = [e.text for e in recorder.of("info")]
     assert any(t.startswith("confirmed on GPU 1 (fake GPU)") for t in texts), texts
     assert any(t.startswith("confirmed on GPU 2 (fake GPU)") for t in texts), texts
+    # each other GPU's validation line names its GPU (they come from several threads at once)
+    assert any(t.startswith("validation on GPU 1 (fake GPU): 1 candidate and the baseline") for t in texts), texts
     # both other GPUs measured, and at the same time: their runs overlap (one after the other they never do)
     assert {d for d, _, _ in gpus.spans} == {"0", "1", "2"}
     assert _most_at_once(gpus.spans, {"1", "2"}) == 2, "the confirmations on the other GPUs ran one after another"
@@ -266,6 +272,8 @@ def test_what_a_gpu_decided_is_kept_when_another_is_lost_later(tmp_path):
     new = {k: v for k, v in store.validations.items() if k not in before}
     assert any(k.startswith("confirmation:") for k in new), "the first GPU's confirmation was not kept"
     assert any(k.startswith("validation:") and v[0].accepted for k, v in new.items()), "GPU 1's was not kept"
+    # kept as soon as decided, not when the stage ended (a kill meanwhile would have lost them)
+    assert all(store.saved_at[k] < two.failed_at for k in new if k != "confirmations"), "kept only at the end"
     assert [c.accepted for c in new["confirmations"]] == [True]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from functools import partial
 
 from ..model.events import EventStream
@@ -101,9 +101,12 @@ def _at_once(
     pending = {pool.submit(task): key for key, task in tasks.items()}
     try:
         while pending:
-            finished, _ = wait(pending, return_when=FIRST_EXCEPTION)
-            for future in finished:
-                done(pending.pop(future), future.result())  # (raises a task's failure here)
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            failed = [f for f in finished if f.exception() is not None]
+            for future in (f for f in finished if f not in failed):  # (what ended well is kept first)
+                done(pending.pop(future), future.result())
+            if failed:
+                failed[0].result()  # (raises the task's failure)
     except BaseException:
         stop.set()
         raise

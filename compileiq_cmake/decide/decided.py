@@ -83,6 +83,9 @@ def validated(
     max_rounds: int | None = None,
     alpha: float | None = None,
 ) -> list[Validation]:
+    """The candidates validated against the baseline on `runner` (decide.validation.validate), or restored from
+    the store where a run before a kill decided them; kept in the store once decided. `gpu`: the device of a
+    validation on another GPU than the first (in its store name and its lines)."""
     name = validation_name(candidates, min_gain, seed, gpu, alpha)
     kept = store.load_validations(name) if store is not None else None
     if kept is not None:
@@ -104,6 +107,7 @@ def validated(
         min_rounds=min_rounds,
         may_continue=may_continue,
         max_rounds=max_rounds,
+        where=f" on {runner.gpu.describe()}" if gpu and runner.gpu is not None else "",
         **({"alpha": alpha} if alpha is not None else {}),
     )
     if store is not None and not undecided(results):  # a verdict the box cut is no decision: a rerun makes it

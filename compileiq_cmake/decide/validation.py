@@ -40,13 +40,15 @@ def validate(
     alpha: float = FALSE_ACCEPTANCE * TAIL_SAFETY,
     max_rounds: int | None = None,
     rho_floor: float = 0.0,
+    where: str = "",
 ) -> list[Validation]:
     """Re-build the baseline and each candidate in its own tree, measure them interleaved on every
     workload, and compare each candidate with the baseline by the sequential gain test (sequential.py: its
     looks, their shares of `alpha`, Holm, the rules of a verdict). `min_rounds` (default the spec's): fewer
     when the time box's plan says so; `may_continue`: the time box (see rounds.interleave); `max_rounds`
     (default and at most the spec's): the rounds the box can hold, within which the looks are placed;
-    `rho_floor`: the least rounds' correlation its tests allow for (the bank's, stats.BANK_RHO_FLOOR). Until
+    `rho_floor`: the least rounds' correlation its tests allow for (the bank's, stats.BANK_RHO_FLOOR);
+    `where`: the GPU its lines name (" on GPU 1 (...)", when several validate at once). Until
     every candidate is decided each is measured in every round, and each verdict uses every round measured."""
     log = as_stream(log)
     spec = runner.spec
@@ -70,13 +72,13 @@ def validate(
         required=("baseline",),
         may_continue=may_continue,
         at=test.schedule,
-        progress=_progress(log, spec.max_rounds, test.schedule),
+        progress=_progress(log, spec.max_rounds, test.schedule, where),
     )
     per_round = (time.perf_counter() - clock) / max(1, inter.rounds)
     live = {label: s for label, s in inter.samples.items() if label not in inter.failures}
     if "baseline" in live:
         test.close(live, inter.rounds)
-    _say_rounds(log, len(candidates), inter, test)
+    _say_rounds(log, len(candidates), inter, test, where)
     measured = (
         test.verdicts(live, {label: fs for label, fs in zip(labels, candidates, strict=False) if label in live})
         if "baseline" in live
@@ -102,10 +104,12 @@ def validate(
     return results
 
 
-def _say_rounds(log: EventStream, candidates: int, inter: Interleaved, test: SequentialGainTest) -> None:
+def _say_rounds(
+    log: EventStream, candidates: int, inter: Interleaved, test: SequentialGainTest, where: str = ""
+) -> None:
     """The validation's rounds said, and the correlation of a build's runs when these rounds moved it."""
     log.info(
-        f"validation: {plural(candidates, 'candidate')} and the baseline, "
+        f"validation{where}: {plural(candidates, 'candidate')} and the baseline, "
         f"{plural(inter.rounds, 'interleaved round')}"
         + (" (the time limit ended the rounds)" if inter.cut_short else ""),
         stage="finalists",
@@ -118,8 +122,8 @@ def _say_rounds(log: EventStream, candidates: int, inter: Interleaved, test: Seq
         test.rho > max(RHO_PRIOR, test.rho_floor) + 0.05
     ):  # these rounds moved it: said (the prior's own allowance is docs/statistics.md's)
         log.info(
-            f"validation: a build's runs are correlated from round to round (lag-1 r={test.rho:.2f}: the prior's "
-            f"{RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "
+            f"validation{where}: a build's runs are correlated from round to round (lag-1 r={test.rho:.2f}: the "
+            f"prior's {RHO_PRIOR:g} updated by these rounds): the tests allow for it, a variance "
             f"{correlated_rounds(test.rho, inter.rounds)[0]:.2g} times that of independent rounds",
             stage="finalists",
             rho=round(test.rho, 3),
@@ -139,7 +143,9 @@ def _cut(measured: Validation, rounds: int, test: SequentialGainTest, max_rounds
     )
 
 
-def _progress(log: EventStream, max_rounds: int, schedule: tuple[int, ...]) -> Callable[[int, float], None]:
+def _progress(
+    log: EventStream, max_rounds: int, schedule: tuple[int, ...], where: str = ""
+) -> Callable[[int, float], None]:
     """The validation's progress line, said when 5 s or more passed since the last one."""
     last_said = [time.perf_counter()]
 
@@ -147,7 +153,7 @@ def _progress(log: EventStream, max_rounds: int, schedule: tuple[int, ...]) -> C
         if time.perf_counter() - last_said[0] >= 5.0:
             last_said[0] = time.perf_counter()
             log.info(
-                f"validation: round {rounds} of at most {max_rounds} done ({seconds:.0f} s; the verdicts "
+                f"validation{where}: round {rounds} of at most {max_rounds} done ({seconds:.0f} s; the verdicts "
                 f"are looked at after rounds {', '.join(str(n) for n in schedule if n >= rounds)})",
                 stage="finalists",
                 round=rounds,
