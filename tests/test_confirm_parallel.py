@@ -21,8 +21,9 @@ from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.events import recording as recording_stream
 from compileiq_cmake.model.records import BuildResult, FlagSet, Status, Validation
 from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.model.timebox import Interrupted, Stop
 from compileiq_cmake.project.cmake_project import VariantTree
-from compileiq_cmake.tune.plan import Costs, finish_cost
+from compileiq_cmake.tune.plan import Costs, finish_cost, plan_finish
 
 RUN_SECONDS = 0.01
 WINNER = FlagSet((("use_fast_math", 1),), ("--use_fast_math",))
@@ -65,10 +66,19 @@ class OnGpu:
     runs: int = 0
     seconds: float = RUN_SECONDS
     failed_at: float = 0.0
+    stop: Stop | None = None  # the tune's stop token, as a live Runner has it: a run under it is cancelled
+    interrupt_at: int | None = None  # this GPU's run number at which Ctrl-C arrives (in its thread)
+    stop_at: tuple[int, str] | None = None  # this GPU's run number at which the token is set from outside
 
     def run(self, tree: VariantTree, workload) -> RunResult:
         start = time.perf_counter()
         self.runs += 1
+        if self.stop_at is not None and self.runs >= self.stop_at[0] and self.stop is not None:
+            self.stop.cancel(self.stop_at[1])
+        if self.interrupt_at is not None and self.runs >= self.interrupt_at:
+            raise KeyboardInterrupt
+        if self.stop is not None and self.stop.reason():
+            return RunResult(Status.CANCELLED, self.stop.reason())
         if self.fail_after is not None and self.runs >= self.fail_after:
             self.failed_at = time.perf_counter()
             raise RuntimeError(f"GPU {self.gpu.device} was lost")
@@ -282,14 +292,14 @@ def test_what_a_gpu_decided_is_kept_when_another_is_lost_later(tmp_path):
 def test_the_other_gpus_baselines_wait_for_the_first_only_with_a_compare_file(tmp_path, monkeypatch, compare_file):
     """The baseline stage measures the other GPUs' baselines while the first GPU measures its own, all in the
     one baseline tree; a benchmark that writes its --compare-file there cannot share it, so they then come
-    after the first's (replay on 2 simulated GPUs, runs of a few ms; stopped after the baselines)."""
+    after the first's (replay on 2 simulated GPUs, a baseline of about 0.2 s; stopped after the baselines)."""
     from compileiq_cmake.model.errors import CompileIQError
     from compileiq_cmake.tune import baseline as baseline_stage
     from compileiq_cmake.tune import orchestration as tune
 
     sample = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
     monkeypatch.setenv("COMPILEIQ_SIMULATE_GPUS", "2")
-    monkeypatch.setenv("COMPILEIQ_REPLAY_PACE", "0.2")
+    monkeypatch.setenv("COMPILEIQ_REPLAY_PACE", "50")
     spans: list[tuple[str, float, float]] = []
     real = baseline_stage.run_trial
 
@@ -322,3 +332,84 @@ def test_the_other_gpus_baselines_wait_for_the_first_only_with_a_compare_file(tm
     assert {d for d, _, _ in spans} == {"0", "1"}, spans
     overlap = _most_at_once(spans, {"0", "1"}) == 2
     assert overlap == (compare_file is None), spans
+
+
+def _with_token(runners: list[OnGpu]) -> Stop:
+    token = Stop()
+    for r in runners:
+        r.stop = token
+    return token
+
+
+@pytest.mark.unit
+def test_ctrl_c_on_one_gpu_cancels_the_tunes_runs_under_way_and_is_raised(tmp_path):
+    from compileiq_cmake.decide.procedure import _decide
+
+    context, gpus, (first, one, two) = _setup(tmp_path, (8.0, 10.0, 8.0), max_rounds=30)
+    store = MainThreadStore()
+    _confirming(context, gpus, first, store)
+    token = _with_token([first, one, two])
+    one.seconds, two.interrupt_at = 0.05, 3
+    events, _ = recording_stream()
+    with pytest.raises(KeyboardInterrupt):
+        _decide(context, gpus.build, first, [WINNER], 0.01, events, store, others=(one, two))
+    assert token.interrupted, token.reason()  # the runs under way and to come are cancelled, as in the search
+    assert not [k for k in store.validations if k.startswith("validation:") and "confirm" not in k][2:]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("why", ["interrupted by the suite", "stopped at the end of the time box"])
+def test_runs_cancelled_from_outside_are_no_verdict_and_nothing_of_them_is_kept(tmp_path, why):
+    """A suite's Ctrl-C or the box's end cancels the runs through the tune's token: a validation whose runs
+    were cancelled is no rejection (a rerun would restore it and drop the winner for good)."""
+    from compileiq_cmake.decide.procedure import _decide
+
+    context, gpus, (first, one, two) = _setup(tmp_path, (8.0, 8.0, 10.0), max_rounds=30)
+    store = MainThreadStore()
+    _confirming(context, gpus, first, store)
+    before = set(store.validations)
+    _with_token([first, one, two])
+    two.seconds, two.stop_at = 0.05, (3, why)
+    events, recorder = recording_stream()
+    if why.startswith("interrupted"):
+        with pytest.raises(Interrupted):
+            _decide(context, gpus.build, first, [WINNER], 0.01, events, store, others=(one, two))
+    else:
+        winner, _ = _decide(context, gpus.build, first, [WINNER], 0.01, events, store, others=(one, two))
+        assert winner is None  # not confirmed on GPU 2: no verdict there
+        assert any(
+            "is not confirmed on GPU 2 (fake GPU): its validation was stopped" in e.text for e in recorder.of("info")
+        )
+    new = {k: v for k, v in store.validations.items() if k not in before and k != "confirmations"}
+    assert not any(not v[0].accepted for v in new.values()), "a cancelled validation was kept as a rejection"
+
+
+@pytest.mark.unit
+def test_the_confirmations_list_survives_a_rerun_that_restores_them(tmp_path):
+    context, gpus, (first, *others) = _setup(tmp_path, (8.0, 8.0, 8.0))
+    store = MainThreadStore()
+    events, _ = recording_stream()
+    validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))
+    assert len(store.validations["confirmations"]) == 2
+    validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))
+    assert len(store.validations["confirmations"]) == 2, "the summary lost the other GPUs' confirmations"
+
+
+@pytest.mark.unit
+def test_the_plan_never_leaves_out_the_winners_confirmation_when_other_gpus_confirm_anyway():
+    """Beside the other GPUs' validations the first GPU's confirmation costs nothing more: a box that holds
+    them holds it (it used to be the first thing cut, leaving the deciding rounds' optimistic numbers)."""
+    costs = Costs(build=20, run=2, workloads=2)
+    for seconds in (150.0, 300.0, 530.1, 800.0):
+        plan = plan_finish(seconds, costs, 3, 5, 4, confirmations=1)
+        assert plan.confirmations == 0 or plan.confirm, (seconds, plan)
+
+
+@pytest.mark.unit
+def test_with_a_compare_file_the_plan_prices_each_gpus_turn():
+    from dataclasses import replace
+
+    at_once = Costs(build=1.0, run=0.5, workloads=2)
+    turns = replace(at_once, confirm_at_once=False)
+    one = at_once.validation(1, 5)
+    assert finish_cost(turns, 1, 5, 0, 3) - finish_cost(at_once, 1, 5, 0, 3) == pytest.approx(3 * one)

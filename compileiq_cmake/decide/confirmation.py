@@ -18,6 +18,7 @@ from functools import partial
 
 from ..model.events import EventStream
 from ..model.records import BuildResult, FlagSet, Validation
+from ..model.timebox import Interrupted
 from .decided import Limits, ValidationContext, result_name, validated, validation_name
 from .ports import Build, DecisionStore, Measures, Tree
 from .validation import ROUNDS_FLOOR, confirm, undecided
@@ -46,13 +47,13 @@ def confirmed(
     seeds = [context.seed + 3 + SEED_STEP * i for i in range(len(others))]
     names = [validation_name([winner.flagset], min_gain, s, d) for s, d in zip(seeds, devices, strict=True)]
     checks = _kept_elsewhere(others, names, log, store)
+    if store is not None and any(c is not None for c in checks):  # (the summary's list, as before the kill)
+        store.save_validations("confirmations", [c for c in checks if c is not None])
     if not rounds and all(c is not None for c in checks):
         return own if all(_said(winner, others, checks, log)) else None
     built = _built_once(context, build, winner.flagset)
-    stop = threading.Event()  # an interrupt or a failure: the other GPUs stop at their next round
-
-    def gate(may: Callable[[float], bool] | None) -> Callable[[float], bool]:
-        return lambda seconds: not stop.is_set() and (may is None or may(seconds))
+    kept = _Kept(store, own_name, own, names, checks, runner, others)
+    gate = kept.gate
 
     def on(i: int) -> Validation:
         (check,) = validated(
@@ -70,45 +71,97 @@ def confirmed(
         )
     tasks: dict[int, Callable[[], Validation | None]] = {}  # -1: the first GPU's confirmation, i: others[i]
     if rounds:
-        baseline = context.space.baseline()
-        args = (runner, built, context.trees, baseline, winner, rounds, context.seed + 4, log)
+        args = (runner, built, context.trees, context.space.baseline(), winner, rounds, context.seed + 4, log)
         tasks[-1] = lambda: confirm(*args, gate(limits.confirm_continue))
     tasks |= {i: partial(on, i) for i in range(len(others)) if checks[i] is None}
+    _at_once(tasks, 1 if turns else len(tasks), kept)
+    stopped = kept.stopped()
+    if kept.interrupted():
+        raise Interrupted(stopped)
+    everywhere = all(_said(winner, others, checks, log)) and _all_measured(winner, others, checks, stopped, log)
+    return kept.own if everywhere else None
 
-    def done(i: int, outcome: Validation | None) -> None:  # (on this thread: the store is used here only)
-        nonlocal own
+
+class _Kept:
+    """What the stage decided so far (the first GPU's winner, each other GPU's verdict), kept in the store as
+    each ends (`done`, on the tune's thread: the store is used there only); the stop of the other GPUs' rounds
+    (`gate`) and of the tune's runs under way (`failed`). The tune's stop tokens are the runners' `stop`
+    (decide/ does not import measure/): set from outside (a suite's Ctrl-C, the box's end) they cancel runs,
+    whose verdicts are then no decisions and are not kept."""
+
+    def __init__(
+        self,
+        store: DecisionStore | None,
+        own_name: str,
+        own: Validation | None,
+        names: list[str],
+        checks: list[Validation | None],
+        runner: Measures,
+        others: tuple[Measures, ...],
+    ) -> None:
+        self.store, self.own_name, self.own, self.names, self.checks = store, own_name, own, names, checks
+        runners = (runner, *others)
+        self.tokens = list({id(t): t for r in runners if (t := getattr(r, "stop", None)) is not None}.values())
+        self.stop = threading.Event()  # a failure or an interrupt here: the other GPUs stop at their next round
+
+    def gate(self, may: Callable[[float], bool] | None) -> Callable[[float], bool]:
+        return lambda seconds: not self.stop.is_set() and (may is None or may(seconds))
+
+    def stopped(self) -> str:
+        return next((t.reason() for t in self.tokens if t.reason()), "")
+
+    def interrupted(self) -> bool:
+        return any(t.interrupted for t in self.tokens)
+
+    def done(self, i: int, outcome: Validation | None) -> None:
+        if self.stopped():  # runs cancelled: no verdict, nothing kept (a rerun measures it)
+            return
         if i < 0:
-            own = _keep_own(own_name, own, outcome, store)
+            self.own = _keep_own(self.own_name, self.own, outcome, self.store)
         elif outcome is not None:
-            checks[i] = outcome
-            _keep_elsewhere(names[i], outcome, checks, store)
+            self.checks[i] = outcome
+            _keep_elsewhere(self.names[i], outcome, self.checks, self.store)
 
-    _at_once(tasks, 1 if turns else len(tasks), stop, done)
-    everywhere = all(_said(winner, others, checks, log))
-    return own if everywhere and own is not None else None
+    def failed(self, exc: BaseException) -> None:
+        self.stop.set()
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"cancelled: {type(exc).__name__}"
+        for token in self.tokens:
+            token.cancel(why)
 
 
-def _at_once(
-    tasks: dict[int, Callable[[], Validation | None]],
-    workers: int,
-    stop: threading.Event,
-    done: Callable[[int, Validation | None], None],
-) -> None:
-    """Each task on a thread (`workers` at a time) and `done(key, outcome)` on this thread as each ends. A
-    failure or an interrupt sets `stop` (the other tasks end at their next round) and is raised once they
-    have ended."""
+def _all_measured(
+    winner: Validation, others: tuple[Measures, ...], checks: list[Validation | None], stopped: str, log: EventStream
+) -> bool:
+    """Whether every other GPU has a verdict; one line for each that has none (its runs were stopped)."""
+    for other, check in zip(others, checks, strict=True):
+        if check is None:
+            where = other.gpu.describe() if other.gpu is not None else "another GPU"
+            log.info(
+                f"{winner.flagset.describe()} is not confirmed on {where}: its validation was stopped "
+                f"({stopped or 'no verdict'})",
+                stage="finalists",
+                gpu=where,
+                confirmed=False,
+            )
+    return all(c is not None for c in checks)
+
+
+def _at_once(tasks: dict[int, Callable[[], Validation | None]], workers: int, kept: _Kept) -> None:
+    """Each task on a thread (`workers` at a time) and `kept.done(key, outcome)` on this thread as each ends
+    (what ended well before a failure first). A failure or an interrupt stops the others (`kept.failed`: at
+    their next round, the runs under way at once) and is raised once they have ended."""
     pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="compileiq-confirm")
     pending = {pool.submit(task): key for key, task in tasks.items()}
     try:
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-            failed = [f for f in finished if f.exception() is not None]
-            for future in (f for f in finished if f not in failed):  # (what ended well is kept first)
-                done(pending.pop(future), future.result())
-            if failed:
-                failed[0].result()  # (raises the task's failure)
-    except BaseException:
-        stop.set()
+            bad = [f for f in finished if f.exception() is not None]
+            for future in (f for f in finished if f not in bad):
+                kept.done(pending.pop(future), future.result())
+            if bad:
+                bad[0].result()  # (raises the task's failure)
+    except BaseException as exc:
+        kept.failed(exc)
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

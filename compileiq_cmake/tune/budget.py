@@ -36,6 +36,7 @@ from .plan import (
     Costs,
     FinishPlan,
     Plan,
+    confirmation_cost,
     finish_cost,
     finish_reserve,
     least_finish,
@@ -70,6 +71,7 @@ class FinishGates:
     after_validation: float
     one: float  # one validation of one candidate at the plan's rounds
     tail: float  # after an ablation step: the minimal set's validation, the confirmations and the write
+    confirmations: float = 0.0  # the confirmation stage (plan.confirmation_cost; 0: one validation's)
 
     def validation_continue(self, seconds: float) -> bool:
         return self.box.fits(seconds, self.after_validation)
@@ -81,7 +83,7 @@ class FinishGates:
         return self.box.fits(seconds, self.tail)
 
     def final_continue(self, seconds: float) -> bool:  # the minimal set: the confirmations follow
-        return self.box.fits(seconds, self.one + WRITE_SECONDS)
+        return self.box.fits(seconds, (self.confirmations or self.one) + WRITE_SECONDS)
 
     def confirm_continue(self, seconds: float) -> bool:
         return self.box.fits(seconds, WRITE_SECONDS)
@@ -284,7 +286,8 @@ class Budget:
             self.box,
             finish.seconds - costs.validation(finish.finalists, finish.rounds),
             one,
-            one + (one if finish.confirm or finish.confirmations else 0.0) + WRITE_SECONDS,
+            one + confirmation_cost(costs, finish.rounds, finish.confirmations, finish.confirm) + WRITE_SECONDS,
+            confirmation_cost(costs, finish.rounds, finish.confirmations, finish.confirm),
         )
         # the rounds the validation could hold before its gate says no (the looks are placed within them)
         per_round = costs.round(finish.finalists + 1)

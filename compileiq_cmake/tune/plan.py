@@ -6,7 +6,7 @@ arithmetic: the stages ask it, the clock is model.timebox.TimeBox."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..decide.rounds import WARMUP
 from ..model.records import Trial
@@ -33,6 +33,9 @@ class Costs:
     paired: bool = False  # each measured run is next to a run of the project's own build (warm-ups are not)
     observed: float = 0.0  # the median wall seconds of the search trials so far, at their normal runs
     raced: float | None = None  # measured runs per workload of a search trial so far, racing counted (mean)
+    # the winner's confirmations on every GPU at the same time (decide/confirmation.py); False: one GPU after
+    # another (a --compare-file the benchmark writes into the tree they share)
+    confirm_at_once: bool = True
 
     def trial(self) -> float:
         """Wall seconds one search trial adds: its build and runs (with several workers the builds overlap
@@ -98,10 +101,19 @@ def finish_cost(
     the write."""
     if finalists <= 0:
         return WRITE_SECONDS
-    seconds = costs.validation(finalists, rounds) + (costs.validation(1, rounds) if confirm or confirmations else 0.0)
+    seconds = costs.validation(finalists, rounds) + confirmation_cost(costs, rounds, confirmations, confirm)
     if ablation_steps:
         seconds += ablation_steps * costs.validation(1, rounds) + costs.validation(1, rounds)
     return seconds + WRITE_SECONDS
+
+
+def confirmation_cost(costs: Costs, rounds: int, confirmations: int, confirm: bool = True) -> float:
+    """Seconds of the winner's confirmation (`confirm`) and of its validation on `confirmations` other GPUs:
+    one validation when they run at the same time, one each when they take turns."""
+    one = costs.validation(1, rounds)
+    if costs.confirm_at_once:
+        return one if confirm or confirmations else 0.0
+    return (int(confirm) + confirmations) * one
 
 
 def least_finish(costs: Costs, min_rounds: int) -> float:
@@ -127,6 +139,7 @@ def plan_finish(
         ladder.append((1, r, 0, confirmations, False))
     ladder.append((1, floor, 0, 0, False))
     for f, r, a, c, confirm in ladder:
+        confirm = confirm or (costs.confirm_at_once and c > 0)  # (beside the other GPUs' it costs nothing more)
         cost = finish_cost(costs, f, r, a, c, confirm)
         if cost <= seconds:
             cut = _cut(finalists, min_rounds, flags, confirmations, f, r, a, c) + (
@@ -271,9 +284,10 @@ def _runs(trial: Trial, warmup: int) -> int:
 
 def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool, warmup: int | None = None) -> Costs:
     """costs_from with a tune's own runs per trial, workloads and workers (`gpus` measuring runners; `warmup`:
-    the search trials' warm-up runs when they differ from the spec's, Baselines.warmup)."""
+    the search trials' warm-up runs when they differ from the spec's, Baselines.warmup), and whether its
+    confirmations run on every GPU at once (not with a --compare-file)."""
     search = spec.warmup if warmup is None else warmup
-    return costs_from(
+    costs = costs_from(
         list(trials),
         search,
         spec.repeats,
@@ -283,6 +297,7 @@ def tune_costs(trials, spec: TuneSpec, gpus: int, paired: bool, warmup: int | No
         paired=paired,
         baseline_warmup=spec.warmup,
     )
+    return replace(costs, confirm_at_once=spec.compare_file is None)
 
 
 def search_wall(trial: Trial, warmup: int, repeats: int) -> float:
