@@ -269,6 +269,20 @@ def lto_nvcc(tmp_path_factory) -> str:
     return repaired
 
 
+def replay_spec(tmp_path: Path, landscape: Path = SAMPLE_LANDSCAPE, **fields) -> TuneSpec:
+    """The spec of a tune of `landscape`'s target replayed in `tmp_path` (no CMake, no GPU), with `fields`."""
+    return TuneSpec(
+        source_dir=tmp_path,
+        build_dir=tmp_path / "build",
+        target=landscape.stem,
+        benchmark=("replay",),
+        metric=MetricSpec.parse("WALLTIME", True),
+        output=tmp_path / "compileiq.toml",
+        replay=str(landscape),
+        **fields,
+    )
+
+
 def scripted_spec(tmp_path: Path, workloads=((),), **fields) -> TuneSpec:
     """The spec of a tune whose runner is scripted in the test (no project, no process): `t=<value>` runs."""
     return TuneSpec(

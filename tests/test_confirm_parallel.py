@@ -20,10 +20,12 @@ from compileiq_cmake.measure.gpu import GpuSlot
 from compileiq_cmake.measure.runner import RunResult
 from compileiq_cmake.model.events import recording as recording_stream
 from compileiq_cmake.model.records import BuildResult, FlagSet, Status, Validation
-from compileiq_cmake.model.spec import MetricSpec, TuneSpec
+from compileiq_cmake.model.spec import TuneSpec
 from compileiq_cmake.model.timebox import Interrupted, Stop
 from compileiq_cmake.project.cmake_project import VariantTree
 from compileiq_cmake.tune.plan import Costs, finish_cost, plan_finish
+
+from conftest import replay_spec, scripted_spec
 
 RUN_SECONDS = 0.01
 WINNER = FlagSet((("use_fast_math", 1),), ("--use_fast_math",))
@@ -127,15 +129,7 @@ class MainThreadStore:
 
 
 def _setup(tmp_path: Path, winner_times: tuple[float, ...], **fields) -> tuple[ValidationContext, Gpus, list[OnGpu]]:
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "b",
-        target="t",
-        benchmark=("x",),
-        metric=MetricSpec.parse("WALLTIME", True),
-        output=tmp_path / "o.toml",
-        **{"min_rounds": 3, "max_rounds": 8, **fields},
-    )
+    spec = scripted_spec(tmp_path, **{"min_rounds": 3, "max_rounds": 8, **fields})
     trees = tuple(VariantTree(tmp_path / "b" / "compileiq", f"worker-{i}", "cmake") for i in range(3))
     space = FlagSpace("nvcc", (Dimension("use_fast_math", "", ((), ("--use_fast_math",))),))
     gpus = Gpus()
@@ -201,6 +195,7 @@ def test_a_gpus_confirmation_kept_in_the_store_is_not_measured_again(tmp_path):
     events, recorder = recording_stream()  # a rerun after a kill: every decision restored
     winner, _ = validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))
     assert winner is not None and measured > 0 and gpus.spans == []
+    assert len(store.validations["confirmations"]) == 2, "the summary lost the other GPUs' confirmations"
     assert sum("restored from the trial store" in e.text for e in recorder.of("info")) >= 3
 
 
@@ -315,18 +310,7 @@ def test_the_other_gpus_baselines_wait_for_the_first_only_with_a_compare_file(tm
     monkeypatch.setattr(baseline_stage, "run_trial", timed)
     monkeypatch.setattr(baseline_stage, "check_comparison", lambda spec, baseline: None)  # (a replay writes none)
     monkeypatch.setattr(baseline_stage, "search_warmup", stop)  # (the next step after every GPU's baseline)
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "build",
-        target="sample_small",
-        benchmark=("replay",),
-        metric=MetricSpec.parse("WALLTIME", True),
-        output=tmp_path / "compileiq.toml",
-        replay=str(sample),
-        workers=2,
-        budget=5,
-        compare_file=compare_file,
-    )
+    spec = replay_spec(tmp_path, sample, workers=2, budget=5, compare_file=compare_file)
     with pytest.raises(CompileIQError, match="stopped after the baselines"):
         tune.run_tune(spec, lambda line: None)
     assert {d for d, _, _ in spans} == {"0", "1"}, spans
@@ -382,17 +366,6 @@ def test_runs_cancelled_from_outside_are_no_verdict_and_nothing_of_them_is_kept(
         )
     new = {k: v for k, v in store.validations.items() if k not in before and k != "confirmations"}
     assert not any(not v[0].accepted for v in new.values()), "a cancelled validation was kept as a rejection"
-
-
-@pytest.mark.unit
-def test_the_confirmations_list_survives_a_rerun_that_restores_them(tmp_path):
-    context, gpus, (first, *others) = _setup(tmp_path, (8.0, 8.0, 8.0))
-    store = MainThreadStore()
-    events, _ = recording_stream()
-    validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))
-    assert len(store.validations["confirmations"]) == 2
-    validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))
-    assert len(store.validations["confirmations"]) == 2, "the summary lost the other GPUs' confirmations"
 
 
 @pytest.mark.unit

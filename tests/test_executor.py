@@ -18,20 +18,13 @@ from compileiq_cmake.tune import finalists as finalists_stage
 from compileiq_cmake.tune import orchestration as tune
 from compileiq_cmake.tune.replay_setup import replay_setup
 
+from conftest import replay_spec
+
 SAMPLE = Path(__file__).resolve().parents[1] / "benchmarks" / "landscapes" / "sample_small.json"
 
 
 def _replay_spec(tmp_path: Path, seed: int = 0) -> TuneSpec:
-    return TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "build",
-        target="sample_small",
-        benchmark=("replay",),
-        metric=MetricSpec.parse("WALLTIME", True),
-        output=tmp_path / "compileiq.toml",
-        replay=str(SAMPLE),
-        seed=seed,
-    )
+    return replay_spec(tmp_path, SAMPLE, seed=seed)
 
 
 @pytest.mark.unit
@@ -97,18 +90,7 @@ def test_eta_counts_the_finalists_and_invalid_reasons_are_whole(tmp_path):
     from compileiq_cmake.tune.budget import Budget
     from compileiq_cmake.tune.lines import progress
 
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "build",
-        target="sample_small",
-        benchmark=("replay",),
-        metric=MetricSpec.parse("WALLTIME", True),
-        output=tmp_path / "compileiq.toml",
-        replay=str(SAMPLE),
-        workloads=(("--n", "1"), ("--n", "2")),
-        repeats=3,
-        workers=1,
-    )
+    spec = replay_spec(tmp_path, SAMPLE, workloads=(("--n", "1"), ("--n", "2")), repeats=3, workers=1)
     ts = replay_setup(spec, lambda line: None)
     base = Trial(
         0,

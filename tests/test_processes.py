@@ -18,6 +18,8 @@ from compileiq_cmake.model.records import Status
 from compileiq_cmake.model.spec import MetricSpec
 from compileiq_cmake.system.processes import KEEP_BYTES
 
+from conftest import replay_spec
+
 PY = sys.executable
 REGEX = MetricSpec.parse(r"time_ms=(\S+)", lower_is_better=True)
 
@@ -102,7 +104,6 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
     import threading
 
     from compileiq_cmake.model.errors import CompileIQError
-    from compileiq_cmake.model.spec import TuneSpec
     from compileiq_cmake.tune import baseline as baseline_stage
     from compileiq_cmake.tune import orchestration as tune
 
@@ -113,17 +114,7 @@ def test_the_other_gpus_baseline_pool_is_shut_down_when_a_later_setup_step_raise
         raise CompileIQError("a setup step after the baselines failed")
 
     monkeypatch.setattr(baseline_stage, "reference_trees", broken)
-    spec = TuneSpec(
-        source_dir=tmp_path,
-        build_dir=tmp_path / "build",
-        target="sample_small",
-        benchmark=("replay",),
-        metric=MetricSpec.parse("WALLTIME", True),
-        output=tmp_path / "compileiq.toml",
-        replay=str(sample),
-        workers=2,
-        budget=5,
-    )
+    spec = replay_spec(tmp_path, sample, workers=2, budget=5)
     before = {t.ident for t in threading.enumerate()}
     lines: list[str] = []
     # the error is held (as a caller that reports it does): its traceback keeps the tune's frames alive,
