@@ -50,7 +50,7 @@ def confirmed(
     if store is not None and any(c is not None for c in checks):  # (the summary's list, as before the kill)
         store.save_validations("confirmations", [c for c in checks if c is not None])
     if not rounds and all(c is not None for c in checks):
-        return own if all(_said(winner, others, checks, log)) else None
+        return own if _said(winner, others, checks, "", log) else None
     built = _built_once(context, build, winner.flagset)
     kept = _Kept(store, own_name, own, names, checks, runner, others)
     gate = kept.gate
@@ -78,8 +78,7 @@ def confirmed(
     stopped = kept.stopped()
     if kept.interrupted():
         raise Interrupted(stopped)
-    everywhere = all(_said(winner, others, checks, log)) and _all_measured(winner, others, checks, stopped, log)
-    return kept.own if everywhere else None
+    return kept.own if _said(winner, others, checks, stopped, log) else None
 
 
 class _Kept:
@@ -127,23 +126,6 @@ class _Kept:
         why = "interrupted" if isinstance(exc, KeyboardInterrupt) else f"cancelled: {type(exc).__name__}"
         for token in self.tokens:
             token.cancel(why)
-
-
-def _all_measured(
-    winner: Validation, others: tuple[Measures, ...], checks: list[Validation | None], stopped: str, log: EventStream
-) -> bool:
-    """Whether every other GPU has a verdict; one line for each that has none (its runs were stopped)."""
-    for other, check in zip(others, checks, strict=True):
-        if check is None:
-            where = other.gpu.describe() if other.gpu is not None else "another GPU"
-            log.info(
-                f"{winner.flagset.describe()} is not confirmed on {where}: its validation was stopped "
-                f"({stopped or 'no verdict'})",
-                stage="finalists",
-                gpu=where,
-                confirmed=False,
-            )
-    return all(c is not None for c in checks)
 
 
 def _at_once(tasks: dict[int, Callable[[], Validation | None]], workers: int, kept: _Kept) -> None:
@@ -247,20 +229,34 @@ def _kept_elsewhere(
         restored = store.load_validations(name) if store is not None else None
         kept.append(restored[0] if restored else None)
         if restored:
-            where = other.gpu.describe() if other.gpu is not None else "another GPU"
-            log.info(f"confirmation on {where}: restored from the trial store", stage="finalists", restored=True)
+            log.info(
+                f"confirmation on {_where(other)}: restored from the trial store", stage="finalists", restored=True
+            )
     return kept
 
 
+def _where(other: Measures) -> str:
+    return other.gpu.describe() if other.gpu is not None else "another GPU"
+
+
 def _said(
-    winner: Validation, others: tuple[Measures, ...], checks: list[Validation | None], log: EventStream
-) -> list[bool]:
-    """One line per other GPU of the winner's validation there; whether each confirmed it."""
-    said = []
+    winner: Validation, others: tuple[Measures, ...], checks: list[Validation | None], stopped: str, log: EventStream
+) -> bool:
+    """One line per other GPU of the winner's validation there (None: its runs were stopped, no verdict);
+    whether every one confirmed it."""
+    everywhere = True
     for other, check in zip(others, checks, strict=True):
+        where = _where(other)
         if check is None:
+            everywhere = False
+            log.info(
+                f"{winner.flagset.describe()} is not confirmed on {where}: its validation was stopped "
+                f"({stopped or 'no verdict'})",
+                stage="finalists",
+                gpu=where,
+                confirmed=False,
+            )
             continue
-        where = other.gpu.describe() if other.gpu is not None else "another GPU"
         interval = f"{check.geomean_speedup:.4f}x [{check.geomean_ci_low:.4f}..{check.geomean_ci_high:.4f}]"
         line = (
             f"confirmed on {where}: {interval}"
@@ -269,5 +265,5 @@ def _said(
             f"{check.reason or 'not significant'}"
         )
         log.info(line, stage="finalists", gpu=where, confirmed=check.accepted, speedup=check.geomean_speedup)
-        said.append(check.accepted)
-    return said
+        everywhere = everywhere and check.accepted
+    return everywhere

@@ -63,15 +63,14 @@ class FinishGates:
     """The finalists' stage's questions to the box, each keeping the time of what must still follow:
     validation keeps the ablation's, the minimal set's, the confirmation's and the write's; an ablation step
     the minimal set's, the confirmation's and the write's; the minimal set the confirmation's and the write's;
-    the confirmation (on the first GPU and the others', at the same time) the write's. A removal nobody
-    validates is lost:
-    on the H200 an unplanned step left the minimal set one round, 0..inf."""
+    the confirmation (on the first GPU and the others') the write's. A removal nobody validates is lost: on
+    the H200 an unplanned step left the minimal set one round, 0..inf."""
 
     box: TimeBox
     after_validation: float
     one: float  # one validation of one candidate at the plan's rounds
     tail: float  # after an ablation step: the minimal set's validation, the confirmations and the write
-    confirmations: float = 0.0  # the confirmation stage (plan.confirmation_cost; 0: one validation's)
+    confirmations: float  # the confirmation stage (plan.confirmation_cost)
 
     def validation_continue(self, seconds: float) -> bool:
         return self.box.fits(seconds, self.after_validation)
@@ -83,7 +82,7 @@ class FinishGates:
         return self.box.fits(seconds, self.tail)
 
     def final_continue(self, seconds: float) -> bool:  # the minimal set: the confirmations follow
-        return self.box.fits(seconds, (self.confirmations or self.one) + WRITE_SECONDS)
+        return self.box.fits(seconds, self.confirmations + WRITE_SECONDS)
 
     def confirm_continue(self, seconds: float) -> bool:
         return self.box.fits(seconds, WRITE_SECONDS)
@@ -282,12 +281,13 @@ class Budget:
             return replace(NO_LIMITS, expected=expected)
         costs = self.costs(trials.values())
         one = costs.validation(1, finish.rounds)
+        confirmations = confirmation_cost(costs, finish.rounds, finish.confirmations, finish.confirm)
         gates = FinishGates(
             self.box,
             finish.seconds - costs.validation(finish.finalists, finish.rounds),
             one,
-            one + confirmation_cost(costs, finish.rounds, finish.confirmations, finish.confirm) + WRITE_SECONDS,
-            confirmation_cost(costs, finish.rounds, finish.confirmations, finish.confirm),
+            one + confirmations + WRITE_SECONDS,
+            confirmations,
         )
         # the rounds the validation could hold before its gate says no (the looks are placed within them)
         per_round = costs.round(finish.finalists + 1)

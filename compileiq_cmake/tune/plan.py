@@ -87,7 +87,7 @@ class FinishPlan:
             else "no ablation"
         )
         if self.confirmations:
-            parts.append(f"confirmed on {self.confirmations} other GPU{'s at once' if self.confirmations != 1 else ''}")
+            parts.append(f"confirmed on {self.confirmations} other GPU{'s' if self.confirmations != 1 else ''}")
         return ", ".join(parts)
 
 
@@ -96,9 +96,8 @@ def finish_cost(
 ) -> float:
     """Seconds of the finalists' stage: validation, ablation steps (each: the set with and without, re-built
     and interleaved), the minimal set's validation when ablation may drop something, the winner's
-    confirmation (the rounds whose numbers are written; `confirm`) and the confirmations on other GPUs (all
-    at the same time, one on each GPU: one validation's seconds however many, with or without the first), and
-    the write."""
+    confirmation (the rounds whose numbers are written; `confirm`) and the confirmations on other GPUs
+    (confirmation_cost), and the write."""
     if finalists <= 0:
         return WRITE_SECONDS
     seconds = costs.validation(finalists, rounds) + confirmation_cost(costs, rounds, confirmations, confirm)
