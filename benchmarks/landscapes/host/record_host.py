@@ -26,7 +26,7 @@ full product of the core values (CORE below) and --learn-random uniform random p
      recording leaves complete files of the rounds made), and checked with Landscape.load.
 
 Usage: python record_host.py --out DIR [--kernels a,b] [--rounds N] [--deadline SECONDS] [--jobs N]
-       [--learn-random N] [--seed N] [--work DIR] [--dry-run]
+       [--pin-core N] [--learn-random N] [--seed N] [--work DIR] [--dry-run]
        python record_host.py --cpu-from DIR --out DIR2   (DIR's landscapes with the CPU time as the sample)
 (--dry-run: builds, fingerprints and one timed round; writes <kernel>.dryrun.json, which Landscape.load refuses)
 """
@@ -738,8 +738,12 @@ def document(plan: KernelPlan, ctx: dict, rounds_done: int, load: list, truncate
             "one run of a fixed amount of work, in a fresh process), stored in microseconds; cpu_us: the "
             "process CPU time (std::clock) over the same part, printed on stderr; interleaved rounds: each "
             "round runs every code of every kernel once in its own random order, the default code of "
-            "each kernel also at the start and end of the round (default_anchors_us); no pinning, no "
-            "priority change: the machine is shared (load_avg)"
+            "each kernel also at the start and end of the round (default_anchors_us); "
+            + (
+                f"every run on CPU core {ctx['pin_core']} only (sched_setaffinity), no priority change"
+                if ctx.get("pin_core", -1) >= 0
+                else "no pinning, no priority change: the machine is shared (load_avg)"
+            )
         ),
         "rounds": rounds_done,
         "truncated": truncated,
@@ -856,6 +860,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="seconds from the start after which no further round starts (0: none; 3 rounds at least)",
     )
     ap.add_argument("--jobs", type=int, default=2, help="parallel builds")
+    ap.add_argument(
+        "--pin-core",
+        type=int,
+        default=-1,
+        help="after the builds, run every timed code on this CPU core only (sched_setaffinity; -1: any core)",
+    )
     ap.add_argument("--learn-random", type=int, default=16, help="uniform random points of the whole space")
     ap.add_argument("--seed", type=int, default=20261215)
     ap.add_argument("--work", default="", help="folder for the executables (default: a temporary folder)")
@@ -1050,6 +1060,7 @@ def main(argv: list[str] | None = None) -> int:
         "version": version,
         "compiler_line": version_line,
         "cpu": cpu_info(),
+        "pin_core": args.pin_core,
         "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "command": f"python {rel_cmd} "
         + " ".join(shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
@@ -1061,6 +1072,9 @@ def main(argv: list[str] | None = None) -> int:
     log(f"gcc space: {', '.join(f'{n} ({len(v)})' for n, v in dims)}; kernels {kernels}")
 
     plans = plan_and_build(kernels, dims, args, work, log)
+    if args.pin_core >= 0:  # the runs (children inherit it) on one core; the builds used every core
+        os.sched_setaffinity(0, {args.pin_core})
+        log(f"timing on core {args.pin_core} only")
     reference_runs(plans, log)
     rounds_done = run_rounds(plans, args, ctx, out_dir, t_start, log)
     summary(plans, table)
