@@ -99,3 +99,27 @@ def test_a_prior_of_low_confidence_leaves_the_default_order():
     )
     assert mostly_unknown.confidence < LOW_CONFIDENCE
     assert _flags(FlagSearch(space, 20, 5, 1, prior=mostly_unknown), 6) == default
+
+
+@pytest.mark.unit
+def test_what_the_compile_line_marks_comes_before_the_priors_combination_even_where_the_prior_knows_it():
+    """A -O0 target with a host prior: the prior's observations are of optimized builds (it predicts -O2 slower
+    than their -O3), but the project's own line says the level is what matters here; the level first, then the
+    prior's combination built on the level that moved the metric."""
+    from dataclasses import replace  # noqa: PLC0415
+
+    space = _space()
+    dims = list(space.dimensions)
+    dims[3] = replace(dims[3], measured_first=True)  # (ptxas_opt_level standing in for a host -O level)
+    space = replace(space, dimensions=tuple(dims))
+    sp = SpacePrior(KNOWN, "prior", ((0, 1, 1, 0),))  # it knows (3, 1): confidently slower, and proposes a combination
+    order, front = prior_order([(1, 1), (3, 1), (2, 1)], sp, evidence=lambda di: di[0] == 3)
+    assert order[0] == (3, 1) and (3, 1) in front
+    level = lambda fs: -math.log(8.0) if "-Xptxas=-O1" in fs.flags else 0.0  # noqa: E731
+    asked = _flags(FlagSearch(space, 20, 3, 1, prior=sp, big_every=100), 3, level)
+    assert asked[0] == ("-Xptxas=-O1",)  # the marked level, not the prior's combination
+    assert asked[1] == ("--use_fast_math", "-Xptxas=-O1")  # (unknown approximate arithmetic, on top of the level)
+    assert asked[2] == ("--use_fast_math", "-Xptxas=-dlcm=cg", "--restrict", "-Xptxas=-O1")  # the combination on it
+    # without the mark, the prior's combination comes first and the level it predicts slower last
+    asked = _flags(FlagSearch(_space(), 20, 3, 1, prior=sp), 1)
+    assert asked[0] != ("-Xptxas=-O1",)

@@ -10,7 +10,10 @@ from .prior import SpacePrior
 
 
 def prior_order(
-    singles: list[tuple[int, int]], prior: SpacePrior, early: Callable[[tuple[int, int]], bool] = lambda di: False
+    singles: list[tuple[int, int]],
+    prior: SpacePrior,
+    early: Callable[[tuple[int, int]], bool] = lambda di: False,
+    evidence: Callable[[tuple[int, int]], bool] = lambda di: False,
 ) -> tuple[list[tuple[int, int]], set[tuple[int, int]]]:
     """The single-flag changes in the prior's order where it has something to say, in the default's order
     where it has not: the values it knows nothing of (a dimension under a name no observation has: a user's
@@ -18,10 +21,12 @@ def prior_order(
     come first (the front, measured before even the prior's combinations); the values it predicts worth a
     build (a positive score: faster, or maybe faster within half an sd), best first, fill the places the
     default gives them; every other value (unknown, or predicted slower but not confidently) keeps its place
-    in the default order, interleaved; values confidently harmful go last. (Issue 36: a fast-math choice under
+    in the default order, interleaved; values confidently harmful go last. What the project's own compile line
+    marks (`evidence`: an unoptimized target's -O level) comes first whatever the prior knows: its observations
+    are of optimized builds, so it cannot say what a level does to this one. (Issue 36: a fast-math choice under
     another name went behind values predicted slower with a large uncertainty; issue 52: the one value that
     gained, predicted -6% +/- 9%, was measured last: worse than no prior on such kernels.)"""
-    first = [di for di in singles if not prior.of(*di).known and early(di)]
+    first = [di for di in singles if evidence(di) or (not prior.of(*di).known and early(di))]
     rest = [di for di in singles if di not in first]
     worth = [di for di in rest if prior.of(*di).known and not prior.of(*di).harmful and prior.of(*di).score > 0]
     ranked = iter(sorted(worth, key=lambda di: -prior.of(*di).score))

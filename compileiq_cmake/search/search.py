@@ -31,7 +31,8 @@ the structure of a flag space:
 7. with a learned prior (`prior`, search/prior_plan.py; issue 52: never worse than without it): the values it
    predicts worth a build in its order, the others in the default's; its combinations first, built on a value
    that already moved the metric; the pivot is the best point one value (known or not) made `big_gain` faster;
-   a prior of low confidence (`LOW_CONFIDENCE`) is not used: the default order.
+   a prior of low confidence (`LOW_CONFIDENCE`) is not used: the default order. What the project's compile
+   line marks (`measured_first`: an unoptimized target's -O level) comes first whatever the prior knows.
 
 Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
 plain nevergrad optimizer or portfolio behind the same cache, search/nevergrad_search.py), kept for comparison."""
@@ -146,7 +147,7 @@ class FlagSearch:
                     or (numerics_first and dim.relaxes_numerics)
                 )
 
-            singles, self._front = prior_order(singles, prior, early)
+            singles, self._front = prior_order(singles, prior, early, lambda di: dims[di[0]].measured_first)
         return singles
 
     def _warm_start(self, warm_start: Sequence[FlagSet], prior: SpacePrior | None) -> None:
