@@ -25,7 +25,7 @@ for ((p = 0; p < PARTS; p++)); do
   part=()
   for ((i = p; i < ${#all[@]}; i += PARTS)); do part+=("${all[i]}"); done
   [ ${#part[@]} -gt 0 ] || continue
-  core=$(( (p * ncpu / PARTS) ))  # spread over the machine: one core per group, far apart
+  core=$(( p * ncpu / PARTS ))  # spread over the machine: one core per group, far apart
   dir="$OUT/part$p"; mkdir -p "$dir"
   list=$(IFS=,; echo "${part[*]}")
   ( cd benchmarks/landscapes/host && \
