@@ -4,13 +4,16 @@
 # "A host prior"). The kernels are split into PARTS groups, one record_host.py per group, each timing
 # its runs on its own core (--pin-core) after building on its share of the cores: the runs of one group never share a
 # core with another group's, and every group times its codes in interleaved random rounds as record_host.py
-# always does. Raw files (landscapes, record.log, machine facts) go to $OUT/host-record/part<N>/.
+# always does. Raw files (landscapes, record.log, machine facts) go to $OUT/host-record.tgz (one file: the
+# device tool brings back only a few files per call), part<N>/ inside.
 #
 # Usage (repository root, on the device machine): bash benchmarks/device/host_record.sh
 #   PARTS=4 (groups = cores used for timing), DEADLINE=420 (seconds after which no round starts),
 #   ROUNDS=12, KERNELS=a,b,... (default: all of record_host.py's)
 set -u -o pipefail
-OUT=${OUT:-/tmp/compileiq-out}/host-record
+FINAL_OUT=${OUT:-/tmp/compileiq-out}
+OUT=/tmp/host-record-raw/host-record
+rm -rf "$OUT"
 PARTS=${PARTS:-4}
 DEADLINE=${DEADLINE:-420}
 ROUNDS=${ROUNDS:-12}
@@ -36,4 +39,5 @@ for ((p = 0; p < PARTS; p++)); do
 done
 for pid in "${pids[@]}"; do wait "$pid"; done
 uptime >> "$OUT/machine.txt"
-cat "$OUT/parts.txt"; tail -n 12 "$OUT"/part*/console.log
+mkdir -p "$FINAL_OUT" && tar -C "$(dirname "$OUT")" -czf "$FINAL_OUT/host-record.tgz" host-record
+cat "$OUT/parts.txt"; tail -n 8 "$OUT"/part*/console.log
