@@ -386,3 +386,28 @@ def test_with_a_compare_file_the_plan_prices_each_gpus_turn():
     turns = replace(at_once, confirm_at_once=False)
     one = at_once.validation(1, 5)
     assert finish_cost(turns, 1, 5, 0, 3) - finish_cost(at_once, 1, 5, 0, 3) == pytest.approx(3 * one)
+
+
+@pytest.mark.unit
+def test_a_gpu_that_rejects_the_winner_stops_the_others_early(tmp_path):
+    """The winner is not written when one GPU does not confirm it, so the other GPUs' rounds would decide
+    nothing: they stop at their next round, say why, and nothing of their cut rounds is kept."""
+
+    def slow_gpu2_runs(winner_on_1: float) -> tuple[int, list[str], MainThreadStore, Validation | None]:
+        context, gpus, (first, *others) = _setup(tmp_path, (8.0, winner_on_1, 9.9), max_rounds=40)
+        others[1].seconds = 0.03  # GPU 2: slow runs, and a 1% gain that needs many rounds to decide
+        store = MainThreadStore()
+        events, recorder = recording_stream()
+        winner, _ = validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))
+        return others[1].runs, [e.text for e in recorder.of("info")], store, winner
+
+    alone, _, _, _ = slow_gpu2_runs(8.0)  # GPU 1 confirms: GPU 2 measures until it decides
+    stopped, texts, store, winner = slow_gpu2_runs(12.0)  # GPU 1: the winner is slower there, rejected early
+    assert winner is None
+    assert any("is not confirmed on GPU 1 (fake GPU)" in t for t in texts), texts
+    assert any(
+        "is not confirmed on GPU 2 (fake GPU): its validation was stopped (GPU 1 (fake GPU) did not confirm it)" in t
+        for t in texts
+    ), texts
+    assert stopped < alone / 2, (stopped, alone)
+    assert [c.accepted for c in store.validations["confirmations"]] == [False]  # GPU 2's cut rounds: not kept

@@ -7,7 +7,8 @@ What the GPUs share: the two variant trees (the project's own build and the winn
 run; each GPU then runs in them. A benchmark that writes its --compare-file into the tree cannot share a tree
 with a run on another GPU, so with --compare-file the GPUs take their turns (said once). The trial store is
 used from the calling thread only: each GPU's decision is kept as soon as it is made, so that a rerun after a
-kill restores it. An interrupt or a failure on one GPU stops the others at their next round."""
+kill restores it. An interrupt or a failure on one GPU stops the others at their next round, and so does one
+GPU's rejection of the winner (it is not written whatever the others find: their rounds would be time lost)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,9 @@ def confirmed(
     kept = _Kept(store, own_name, own, names, checks, runner, others)
     gate = kept.gate
 
-    def on(i: int) -> Validation:
+    def on(i: int) -> Validation | None:
+        if kept.stop.is_set():  # (a turn after another GPU did not confirm it: nothing to decide)
+            return None
         (check,) = validated(
             context, built, others[i], [winner.flagset], min_gain, seeds[i], log, None, devices[i],
             limits.min_rounds, gate(limits.elsewhere_continue),
@@ -72,13 +75,13 @@ def confirmed(
     tasks: dict[int, Callable[[], Validation | None]] = {}  # -1: the first GPU's confirmation, i: others[i]
     if rounds:
         args = (runner, built, context.trees, context.space.baseline(), winner, rounds, context.seed + 4, log)
-        tasks[-1] = lambda: confirm(*args, gate(limits.confirm_continue))
+        tasks[-1] = lambda: None if kept.stop.is_set() else confirm(*args, gate(limits.confirm_continue))
     tasks |= {i: partial(on, i) for i in range(len(others)) if checks[i] is None}
     _at_once(tasks, 1 if turns else len(tasks), kept)
     stopped = kept.stopped()
     if kept.interrupted():
         raise Interrupted(stopped)
-    return kept.own if _said(winner, others, checks, stopped, log) else None
+    return kept.own if _said(winner, others, checks, stopped or kept.rejected, log) else None
 
 
 class _Kept:
@@ -101,7 +104,9 @@ class _Kept:
         self.store, self.own_name, self.own, self.names, self.checks = store, own_name, own, names, checks
         runners = (runner, *others)
         self.tokens = list({id(t): t for r in runners if (t := getattr(r, "stop", None)) is not None}.values())
-        self.stop = threading.Event()  # a failure or an interrupt here: the other GPUs stop at their next round
+        self.stop = threading.Event()  # a failure, an interrupt or a rejection: the others stop at their next round
+        self.rejected = ""  # which GPU did not confirm the winner (then the others' rounds would decide nothing)
+        self.where = [_where(runner) if runner.gpu is not None else "the first GPU", *(_where(o) for o in others)]
 
     def gate(self, may: Callable[[float], bool] | None) -> Callable[[float], bool]:
         return lambda seconds: not self.stop.is_set() and (may is None or may(seconds))
@@ -113,13 +118,20 @@ class _Kept:
         return any(t.interrupted for t in self.tokens)
 
     def done(self, i: int, outcome: Validation | None) -> None:
+        """One GPU's outcome kept; a decided rejection stops the others (the winner is not written whatever they
+        find), whose verdicts the stop cut are then none (not kept: a rerun decides them if it must)."""
         if self.stopped():  # runs cancelled: no verdict, nothing kept (a rerun measures it)
             return
+        if outcome is not None and self.rejected and undecided([outcome]):
+            outcome = None
         if i < 0:
             self.own = _keep_own(self.own_name, self.own, outcome, self.store)
         elif outcome is not None:
             self.checks[i] = outcome
             _keep_elsewhere(self.names[i], outcome, self.checks, self.store)
+        if outcome is not None and not outcome.accepted and not undecided([outcome]) and not self.rejected:
+            self.rejected = f"{self.where[i + 1]} did not confirm it"
+            self.stop.set()
 
     def failed(self, exc: BaseException) -> None:
         self.stop.set()
