@@ -411,3 +411,29 @@ def test_a_gpu_that_rejects_the_winner_stops_the_others_early(tmp_path):
     ), texts
     assert stopped < alone / 2, (stopped, alone)
     assert [c.accepted for c in store.validations["confirmations"]] == [False]  # GPU 2's cut rounds: not kept
+
+
+@pytest.mark.unit
+def test_another_gpus_validation_places_its_looks_within_the_rounds_the_box_holds(tmp_path):
+    """As the finalists' validation does (Limits.max_rounds): a box that holds 6 more rounds spends the other
+    GPUs' error budget on looks up to 6, not on looks up to --max-rounds that it never reaches."""
+    from compileiq_cmake.decide.decided import Limits  # noqa: PLC0415
+
+    def looks_on_gpu1(limits: Limits) -> list[int]:
+        context, gpus, (first, *others) = _setup(tmp_path, (8.0, 9.9), max_rounds=40)
+        events, recorder = recording_stream()
+        validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, None, tuple(others), limits)
+        (line,) = [e for e in recorder.of("info") if e.text.startswith("validation on GPU 1 (fake GPU):")]
+        return list(line.data["looks"])
+
+    asked: list[int] = []
+
+    def six() -> int:
+        asked.append(6)
+        return 6
+
+    boxed = looks_on_gpu1(Limits(elsewhere_rounds=six))
+    free = looks_on_gpu1(Limits())
+    assert asked == [6], "the horizon is asked once, when the GPU's validation starts"
+    assert boxed and max(boxed) <= 6, boxed
+    assert max(free) > 6, free  # (a 1% gain: without a horizon it takes more rounds than that)

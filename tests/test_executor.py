@@ -166,6 +166,17 @@ def test_the_finalists_limits_place_the_validations_looks_within_the_rounds_the_
         assert costs.validation(1, limits.max_rounds) + after <= budget.remaining() + 1e-9
         assert costs.validation(1, limits.max_rounds + 1) + after > budget.remaining()
         assert rounds[0] <= limits.max_rounds <= rounds[1], limits.max_rounds
+        # another GPU's validation of the winner: the rounds left when it starts (after the builds, before the write)
+        from compileiq_cmake.decide.rounds import WARMUP  # noqa: PLC0415
+        from compileiq_cmake.tune.plan import WRITE_SECONDS  # noqa: PLC0415
+
+        held, pair = limits.elsewhere_rounds(), costs.round(2)
+        assert held >= finish.rounds
+        if held > finish.rounds:
+            room = budget.remaining() - WRITE_SECONDS
+            assert pair * (held + WARMUP) <= room + 1e-9 < pair * (held + 1 + WARMUP), (held, room, pair)
+        now[0] += 20.0  # later: fewer
+        assert limits.elsewhere_rounds() < held or held == finish.rounds
     assert Budget(spec, TimeBox(None)).gates({"b": base}, finish, {}).max_rounds is None  # no box: the spec's
 
 

@@ -59,9 +59,10 @@ def confirmed(
     def on(i: int) -> Validation | None:
         if kept.stop.is_set():  # (a turn after another GPU did not confirm it: nothing to decide)
             return None
+        horizon = limits.elsewhere_rounds() if limits.elsewhere_rounds is not None else None
         (check,) = validated(
             context, built, others[i], [winner.flagset], min_gain, seeds[i], log, None, devices[i],
-            limits.min_rounds, gate(limits.elsewhere_continue),
+            limits.min_rounds, gate(limits.elsewhere_continue), horizon,
         )  # fmt: skip
         return check
 

@@ -51,6 +51,9 @@ class Limits:
     alpha: float | None = None
     # the winner's validation on the other GPUs, beside its confirmation (only the write follows them)
     elsewhere_continue: Callable[[float], bool] | None = None
+    # the rounds such a validation can hold when it starts (None: the spec's --max-rounds): its looks are placed
+    # within them, as the finalists' are within max_rounds
+    elsewhere_rounds: Callable[[], int | None] | None = None
 
 
 NO_LIMITS = Limits()

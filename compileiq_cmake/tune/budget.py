@@ -293,6 +293,12 @@ class Budget:
         per_round = costs.round(finish.finalists + 1)
         room = self.remaining() - gates.after_validation - costs.builds(finish.finalists + 1)
         horizon = max(finish.rounds, math.floor(room / per_round) - WARMUP) if per_round > 0 else None
+        pair = costs.round(2)  # another GPU's validation of the winner: its rounds when it starts (builds made)
+
+        def elsewhere_rounds() -> int | None:
+            room = self.remaining() - WRITE_SECONDS
+            return max(finish.rounds, math.floor(room / pair) - WARMUP) if pair > 0 else None
+
         return Limits(
             min_rounds=finish.rounds,
             validation_continue=gates.validation_continue,
@@ -301,6 +307,7 @@ class Budget:
             final_continue=gates.final_continue if finish.confirm or finish.confirmations else gates.confirm_continue,
             confirm_continue=gates.confirm_continue if finish.confirm else _never,
             elsewhere_continue=gates.confirm_continue,
+            elsewhere_rounds=elsewhere_rounds,
             expected=expected,
             ablation_steps=finish.ablation_steps,
             max_rounds=horizon,
