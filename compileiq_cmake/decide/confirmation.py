@@ -107,7 +107,8 @@ class _Kept:
         self.tokens = list({id(t): t for r in runners if (t := getattr(r, "stop", None)) is not None}.values())
         self.stop = threading.Event()  # a failure, an interrupt or a rejection: the others stop at their next round
         self.rejected = ""  # which GPU did not confirm the winner (then the others' rounds would decide nothing)
-        self.where = [_where(runner) if runner.gpu is not None else "the first GPU", *(_where(o) for o in others)]
+        first = _where(runner) if getattr(runner, "gpu", None) is not None else "the first GPU"
+        self.where = [first, *(_where(o) for o in others)]
 
     def gate(self, may: Callable[[float], bool] | None) -> Callable[[float], bool]:
         return lambda seconds: not self.stop.is_set() and (may is None or may(seconds))
