@@ -153,56 +153,8 @@ def moved_over(self, gain):  # noqa: ANN001, ANN201
     return self._choice_of[min(ranked)[1]] if ranked else None
 
 
-def ask_queued_defer(self):  # noqa: ANN001, ANN201
-    """DEFER=1: the prior's combinations wait until a value measured moved the metric (MOVE_GAIN) or the singles
-    are done; built on it, without the values measured alone invalid or not faster."""
-    while self._singles and self._singles[0] in self._front:
-        fs = self._single(*self._singles.pop(0))
-        if fs is not None:
-            return fs
-    while self._warm:
-        choice = self._warm[0]
-        why = self._prior_firsts.get(choice)
-        if why is not None:
-            moved = self._moved(ss.MOVE_GAIN)
-            if moved is None and self._singles:
-                break
-            self._warm.pop(0)
-            choice = tuple(0 if c and self._single_measured(d, c) is not None and self._single_measured(d, c) >= 0 else c
-                           for d, c in enumerate(choice))
-            choice = ss.built_on(choice, moved)
-        else:
-            self._warm.pop(0)
-        fs = self._propose(choice)
-        if fs is not None:
-            if why is not None:
-                self._origin[fs.key] = why
-            return fs
-    while self._singles:
-        d, i = self._singles.pop(0)
-        fs = self._single(d, i)
-        if fs is not None:
-            return fs
-    while self._warm:
-        fs = self._propose(self._warm.pop(0))
-        if fs is not None:
-            self._origin.setdefault(fs.key, "prior")
-            return fs
-    return None
-
-
-def single_measured(self, d, i):  # noqa: ANN001, ANN201
-    choice = [0] * len(self._dims)
-    choice[d] = i
-    return self._losses.get(self._flagset(tuple(choice)).key)
-
-
 def main() -> None:
     import prior_heldout  # noqa: PLC0415
-
-    if os.environ.get("DEFER") == "1":
-        ss.FlagSearch._ask_queued = ask_queued_defer
-        ss.FlagSearch._single_measured = single_measured
 
     pr.space_prior = space_prior
     prior_heldout.space_prior = space_prior
