@@ -63,6 +63,8 @@ def _opt_first(ts) -> bool:
 def test_an_O0_after_releases_O3_is_read_as_O0_and_the_level_is_measured_first(tmp_path):
     ts, log = _setup(tmp_path, _project(tmp_path, "-O0"))
     assert _opt_first(ts), log
+    # and unlike a learned prior's observations (optimized builds): first even where the prior predicts otherwise
+    assert next(d for d in ts.space.dimensions if d.name == "opt_level").unlike_observed
     assert "compiles the target at -O0 (the last -O of its compile commands" in log, log
 
 
@@ -78,6 +80,7 @@ def _first(ts, name: str) -> bool:
 def test_a_target_that_names_no_instruction_set_has_march_native_measured_first(tmp_path):
     ts, log = _setup(tmp_path, _project(tmp_path, "-Wall"))
     assert _first(ts, "march_native") and not _first(ts, "opt_level"), log
+    assert not any(d.unlike_observed for d in ts.space.dimensions)  # (the prior's observations name none either)
     assert "names no instruction set (no -march/-mcpu/-mtune" in log and "-march=native is measured first" in log
 
 

@@ -21,6 +21,7 @@ log-gain that the prior's first combination (proposed before anything of the ker
 
 Usage: .venv/bin/python benchmarks/evaluation/prior_heldout.py run --seeds 30 --jobs 2 --json docs/benchmarks/raw/prior-52/after.json
            [--kernels a,b] [--views catalogue,hidden2] [--hyper docs/benchmarks/raw/prior-52/hyper.json] [--save-hyper FILE]
+           [--mark-first march_native]
        .venv/bin/python benchmarks/evaluation/prior_heldout.py report --json ... [--before ...]
 """
 
@@ -137,14 +138,20 @@ def loko_model(name: str, observations, hyper: dict | None) -> PriorModel:
     return model
 
 
-def evaluate_kernel(name: str, prior_path: str, seeds: int, views: tuple[str, ...], hyper: dict | None) -> dict:
-    """One held-out kernel, every view: builds to 99% per seed with and without the prior."""
+def evaluate_kernel(
+    name: str, prior_path: str, seeds: int, views: tuple[str, ...], hyper: dict | None, mark_first: tuple[str, ...] = ()
+) -> dict:
+    """One held-out kernel, every view: builds to 99% per seed with and without the prior. `mark_first`: dimensions
+    measured first in both searches, as a tune's compile line marks them (tune/compile_line.py: `march_native` for
+    a host target whose line names no instruction set, as these kernels' -O3 -DNDEBUG does not)."""
     t0 = time.perf_counter()
     obs = PriorModel.load(prior_path).observations
     held = next(o for o in obs if o.id == f"landscape:{name}")
     path = prior_train.landscape_path(name)
     land = Landscape.load(path)
     base_space = prior_eval.eval_space(land, json.loads(path.read_text())["meta"])
+    base_space = replace(base_space, dimensions=tuple(replace(d, measured_first=True) if d.name in mark_first else d
+                                                      for d in base_space.dimensions))
     model = loko_model(name, obs, hyper)
     best = prior_eval.space_best(land, base_space)
     budget = min(BUDGET, max(2, base_space.size))
@@ -207,7 +214,8 @@ def cmd_run(args) -> None:
     rows = {}
     t0 = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {k: pool.submit(evaluate_kernel, k, args.prior, args.seeds, views, hyper) for k in names}
+        mark = tuple(m for m in args.mark_first.split(",") if m)
+        futures = {k: pool.submit(evaluate_kernel, k, args.prior, args.seeds, views, hyper, mark) for k in names}
         for name, fut in futures.items():
             rows[name] = row = fut.result()
             cells = []
@@ -286,6 +294,8 @@ def main() -> None:
     r.add_argument("--prior", default=str(SHIPPED))
     r.add_argument("--hyper", default="", help="recorded leave-one-kernel-out hyper-parameters (kernel -> family -> hyper)")
     r.add_argument("--save-hyper", default="")
+    r.add_argument("--mark-first", default="", help="dimensions measured first in both searches, as a compile line "
+                   "marks them (march_native: a host target naming no instruction set)")
     r.add_argument("--label", default="")
     r.add_argument("--json", required=True)
     p = sub.add_parser("report")

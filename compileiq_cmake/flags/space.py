@@ -52,6 +52,9 @@ class Dimension:
     build_mode: bool = False  # not a compile flag (device LTO, build_flags): measured first among the singles
     cpu_specific: bool = False  # its code needs the tuning host's CPU (-march=native): tune --portable drops it
     measured_first: bool = False  # its singles come right after the build modes' (an unoptimized build's -O level)
+    # the project's build is unlike the prior's observations in it (an unoptimized target's -O level: the
+    # observations are of optimized builds): marked first, it stays first whatever the prior predicts of it
+    unlike_observed: bool = False
     leading: int = 0  # its values 1..leading come first among the singles, in this order (ACFs that cut spills)
     ablated_first: bool = False  # opaque (an Advanced Controls file): a winner's own ablation step for it comes first
 

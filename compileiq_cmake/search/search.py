@@ -31,8 +31,9 @@ the structure of a flag space:
 7. with a learned prior (`prior`, search/prior_plan.py; issue 52: never worse than without it): the values it
    predicts worth a build in its order, the others in the default's; its combinations first, built on a value
    that already moved the metric; the pivot is the best point one value (known or not) made `big_gain` faster;
-   a prior of low confidence (`LOW_CONFIDENCE`) is not used: the default order. What the project's compile
-   line marks (`measured_first`: an unoptimized target's -O level) comes first whatever the prior knows.
+   a prior of low confidence (`LOW_CONFIDENCE`) is not used: the default order. An unoptimized target's -O level
+   (`unlike_observed`: the compile line's mark where the prior's observations, of optimized builds, cannot know
+   it) comes first whatever the prior predicts, unless one of its combinations holds it (then that one is first).
 
 Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
 plain nevergrad optimizer or portfolio behind the same cache, search/nevergrad_search.py), kept for comparison."""
@@ -147,7 +148,10 @@ class FlagSearch:
                     or (numerics_first and dim.relaxes_numerics)
                 )
 
-            singles, self._front = prior_order(singles, prior, early, lambda di: dims[di[0]].measured_first)
+            def evidence(di: tuple[int, int]) -> bool:  # the compile line's mark, where the prior cannot know it
+                return dims[di[0]].unlike_observed and not any(c[di[0]] == di[1] for c in prior.first)
+
+            singles, self._front = prior_order(singles, prior, early, evidence)
         return singles
 
     def _warm_start(self, warm_start: Sequence[FlagSet], prior: SpacePrior | None) -> None:

@@ -38,6 +38,7 @@ def compile_line_evidence(space: FlagSpace, entries: list[Entry], language: str,
             log,
             f"the project's own build compiles the target at {' / '.join(sorted(set(levels.values())))} (the last "
             "-O of its compile commands; none means -O0): the optimization level (-O2, -O3) is measured first",
+            unlike_observed=True,  # (a learned prior's -O observations are of optimized builds)
         )
     if not any(t.startswith(_ISA) for _, toks in commands for t in toks):
         space = _measured_first(
@@ -68,10 +69,12 @@ def _own_levels(commands: list[tuple[str, list[str]]]) -> dict[str, str]:
     return levels
 
 
-def _measured_first(space: FlagSpace, name: str, log: Log, said: str) -> FlagSpace:
+def _measured_first(space: FlagSpace, name: str, log: Log, said: str, unlike_observed: bool = False) -> FlagSpace:
     """The space with dimension `name`'s values measured first (after the build modes'), and `said` once; the
-    space as it is when it has no such dimension (`tune --portable` has no march_native) or it is first already."""
-    dims = tuple(replace(d, measured_first=True) if d.name == name else d for d in space.dimensions)
+    space as it is when it has no such dimension (`tune --portable` has no march_native) or it is first already.
+    `unlike_observed`: first even where a learned prior predicts otherwise (flags/space.Dimension)."""
+    mark = {"measured_first": True} | ({"unlike_observed": True} if unlike_observed else {})
+    dims = tuple(replace(d, **mark) if d.name == name else d for d in space.dimensions)
     if dims == space.dimensions:
         return space
     as_stream(log).info(said)
