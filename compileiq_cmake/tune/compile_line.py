@@ -73,8 +73,10 @@ def _measured_first(space: FlagSpace, name: str, log: Log, said: str, unlike_obs
     """The space with dimension `name`'s values measured first (after the build modes'), and `said` once; the
     space as it is when it has no such dimension (`tune --portable` has no march_native) or it is first already.
     `unlike_observed`: first even where a learned prior predicts otherwise (flags/space.Dimension)."""
-    mark = {"measured_first": True} | ({"unlike_observed": True} if unlike_observed else {})
-    dims = tuple(replace(d, **mark) if d.name == name else d for d in space.dimensions)
+    dims = tuple(
+        replace(d, measured_first=True, unlike_observed=d.unlike_observed or unlike_observed) if d.name == name else d
+        for d in space.dimensions
+    )
     if dims == space.dimensions:
         return space
     as_stream(log).info(said)
