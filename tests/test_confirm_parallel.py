@@ -437,3 +437,23 @@ def test_another_gpus_validation_places_its_looks_within_the_rounds_the_box_hold
     assert asked == [6], "the horizon is asked once, when the GPU's validation starts"
     assert boxed and max(boxed) <= 6, boxed
     assert max(free) > 6, free  # (a 1% gain: without a horizon it takes more rounds than that)
+
+
+@pytest.mark.unit
+def test_a_rerun_that_restores_a_gpus_rejection_measures_nothing_more(tmp_path):
+    """A kill after GPU 1 rejected the winner, before the rest was decided: the rerun restores the rejection and
+    neither builds nor runs anything of the stage (the winner is not written whatever the others would find);
+    the first GPU's confirmation the stop cut was not kept."""
+    context, gpus, (first, *others) = _setup(tmp_path, (8.0, 12.0, 8.0))  # GPU 1: the winner is slower there
+    first.seconds = 0.05  # (its confirmation is still under way when GPU 1 rejects the winner)
+    store = MainThreadStore()
+    events, _ = recording_stream()
+    assert validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))[0] is None
+    assert not [n for n in store.validations if n.startswith("confirmation:")], "a confirmation the stop cut was kept"
+    gpus.spans.clear()
+    builds = gpus.builds
+    events, recorder = recording_stream()
+    assert validate_and_ablate(context, gpus.build, first, [WINNER], 0.01, events, store, tuple(others))[0] is None
+    assert gpus.spans == [] and gpus.builds == builds, "the rerun measured the stage again"
+    texts = [e.text for e in recorder.of("info")]
+    assert any("is not confirmed on GPU 1 (fake GPU)" in t for t in texts), texts

@@ -128,6 +128,13 @@ def test_an_unoptimized_targets_level_comes_before_the_priors_combination_even_w
     holding = SpacePrior(KNOWN, "prior", ((0, 1, 1, 1),))
     asked = _flags(FlagSearch(space, 20, 3, 1, prior=holding, big_every=100), 2, level)
     assert asked == [("--use_fast_math",), ("-Xptxas=-dlcm=cg", "--restrict", "-Xptxas=-O1")]
+    # a dimension of two levels (-O2, -O3) whose one value a combination holds: neither alone before it (the other
+    # measured first would become the incumbent the combination is built on, and replace the prior's value)
+    two = list(space.dimensions)
+    two[1] = replace(two[1], measured_first=True, unlike_observed=True)
+    two[3] = replace(two[3], measured_first=False, unlike_observed=False)
+    asked = _flags(FlagSearch(replace(space, dimensions=tuple(two)), 20, 3, 1, prior=sp, big_every=100), 2)
+    assert asked[1] == ("-Xptxas=-dlcm=cg", "--restrict") and ("-Xptxas=-dlcm=cs",) not in asked
     # marked first only (-march=native where no instruction set is named: the prior's observations are like it)
     dims[3] = replace(dims[3], unlike_observed=False)
     asked = _flags(FlagSearch(replace(space, dimensions=tuple(dims)), 20, 3, 1, prior=sp, big_every=100), 1, level)

@@ -52,6 +52,10 @@ def confirmed(
         store.save_validations("confirmations", [c for c in checks if c is not None])
     if not rounds and all(c is not None for c in checks):
         return own if _said(winner, others, checks, "", log) else None
+    refused = next((i for i, c in enumerate(checks) if c is not None and _rejects(c)), None)
+    if refused is not None:  # (restored: a GPU did not confirm it, so nothing more would decide anything)
+        _said(winner, others, checks, f"{_where(others[refused])} did not confirm it", log)
+        return None
     built = _built_once(context, build, winner.flagset)
     kept = _Kept(store, own_name, own, names, checks, runner, others)
     gate = kept.gate
@@ -124,14 +128,14 @@ class _Kept:
         find), whose verdicts the stop cut are then none (not kept: a rerun decides them if it must)."""
         if self.stopped():  # runs cancelled: no verdict, nothing kept (a rerun measures it)
             return
-        if outcome is not None and self.rejected and undecided([outcome]):
-            outcome = None
+        if outcome is not None and self.rejected and (i < 0 or undecided([outcome])):
+            outcome = None  # (cut by the stop: the first GPU's fixed rounds too, even where they decided)
         if i < 0:
             self.own = _keep_own(self.own_name, self.own, outcome, self.store)
         elif outcome is not None:
             self.checks[i] = outcome
             _keep_elsewhere(self.names[i], outcome, self.checks, self.store)
-        if outcome is not None and not outcome.accepted and not undecided([outcome]) and not self.rejected:
+        if outcome is not None and _rejects(outcome) and not self.rejected:
             self.rejected = f"{self.where[i + 1]} did not confirm it"
             self.stop.set()
 
@@ -247,6 +251,11 @@ def _kept_elsewhere(
                 f"confirmation on {_where(other)}: restored from the trial store", stage="finalists", restored=True
             )
     return kept
+
+
+def _rejects(outcome: Validation) -> bool:
+    """A decided verdict that does not confirm the winner (one the box cut is no verdict)."""
+    return not outcome.accepted and not undecided([outcome])
 
 
 def _where(other: Measures) -> str:

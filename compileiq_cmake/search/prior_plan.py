@@ -22,11 +22,11 @@ def prior_order(
     build (a positive score: faster, or maybe faster within half an sd), best first, fill the places the
     default gives them; every other value (unknown, or predicted slower but not confidently) keeps its place
     in the default order, interleaved; values confidently harmful go last. What the project's own compile line
-    marks (`evidence`: an unoptimized target's -O level, where no combination of the prior holds it) comes first
-    whatever the prior predicts: observations of optimized builds cannot say what a level does to this one.
-    (Issue 36: a fast-math choice under
-    another name went behind values predicted slower with a large uncertainty; issue 52: the one value that
-    gained, predicted -6% +/- 9%, was measured last: worse than no prior on such kernels.)"""
+    marks (`evidence`: an unoptimized target's -O level, where no combination of the prior holds a value of it)
+    comes first whatever the prior predicts: observations of optimized builds cannot say what a level does to
+    this one. (Issue 36: a fast-math choice under another name went behind values predicted slower with a large
+    uncertainty; issue 52: the one value that gained, predicted -6% +/- 9%, was measured last: worse than no
+    prior on such kernels.)"""
     first = [di for di in singles if evidence(di) or (not prior.of(*di).known and early(di))]
     rest = [di for di in singles if di not in first]
     worth = [di for di in rest if prior.of(*di).known and not prior.of(*di).harmful and prior.of(*di).score > 0]

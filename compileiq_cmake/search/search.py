@@ -33,7 +33,8 @@ the structure of a flag space:
    that already moved the metric; the pivot is the best point one value (known or not) made `big_gain` faster;
    a prior of low confidence (`LOW_CONFIDENCE`) is not used: the default order. An unoptimized target's -O level
    (`unlike_observed`: the compile line's mark where the prior's observations, of optimized builds, cannot know
-   it) comes first whatever the prior predicts, unless one of its combinations holds it (then that one is first).
+   it) comes first whatever the prior predicts, unless one of its combinations holds a value of it (then that
+   one is first).
 
 Invalid trials get `INVALID_LOSS` and are never an incumbent. `NevergradSearch` is the earlier default (a
 plain nevergrad optimizer or portfolio behind the same cache, search/nevergrad_search.py), kept for comparison."""
@@ -149,7 +150,7 @@ class FlagSearch:
                 )
 
             def evidence(di: tuple[int, int]) -> bool:  # the compile line's mark, where the prior cannot know it
-                return dims[di[0]].unlike_observed and not any(c[di[0]] == di[1] for c in prior.first)
+                return dims[di[0]].unlike_observed and not any(c[di[0]] for c in prior.first)
 
             singles, self._front = prior_order(singles, prior, early, evidence)
         return singles
