@@ -60,9 +60,7 @@ def confirmed(
     kept = _Kept(store, own_name, own, names, checks, runner, others)
     gate = kept.gate
 
-    def on(i: int) -> Validation | None:
-        if kept.stop.is_set():  # (a turn after another GPU did not confirm it: nothing to decide)
-            return None
+    def on(i: int) -> Validation:
         horizon = limits.elsewhere_rounds() if limits.elsewhere_rounds is not None else None
         (check,) = validated(
             context, built, others[i], [winner.flagset], min_gain, seeds[i], log, None, devices[i],
@@ -80,7 +78,7 @@ def confirmed(
     tasks: dict[int, Callable[[], Validation | None]] = {}  # -1: the first GPU's confirmation, i: others[i]
     if rounds:
         args = (runner, built, context.trees, context.space.baseline(), winner, rounds, context.seed + 4, log)
-        tasks[-1] = lambda: None if kept.stop.is_set() else confirm(*args, gate(limits.confirm_continue))
+        tasks[-1] = lambda: confirm(*args, gate(limits.confirm_continue))
     tasks |= {i: partial(on, i) for i in range(len(others)) if checks[i] is None}
     _at_once(tasks, 1 if turns else len(tasks), kept)
     stopped = kept.stopped()
@@ -111,8 +109,7 @@ class _Kept:
         self.tokens = list({id(t): t for r in runners if (t := getattr(r, "stop", None)) is not None}.values())
         self.stop = threading.Event()  # a failure, an interrupt or a rejection: the others stop at their next round
         self.rejected = ""  # which GPU did not confirm the winner (then the others' rounds would decide nothing)
-        first = _where(runner) if getattr(runner, "gpu", None) is not None else "the first GPU"
-        self.where = [first, *(_where(o) for o in others)]
+        self.where = [_where(runner, "the first GPU"), *(_where(o) for o in others)]
 
     def gate(self, may: Callable[[float], bool] | None) -> Callable[[float], bool]:
         return lambda seconds: not self.stop.is_set() and (may is None or may(seconds))
@@ -149,9 +146,14 @@ class _Kept:
 def _at_once(tasks: dict[int, Callable[[], Validation | None]], workers: int, kept: _Kept) -> None:
     """Each task on a thread (`workers` at a time) and `kept.done(key, outcome)` on this thread as each ends
     (what ended well before a failure first). A failure or an interrupt stops the others (`kept.failed`: at
-    their next round, the runs under way at once) and is raised once they have ended."""
+    their next round, the runs under way at once) and is raised once they have ended; a task that would start
+    after the stop (a turn after another GPU did not confirm the winner) has nothing to decide: None."""
     pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="compileiq-confirm")
-    pending = {pool.submit(task): key for key, task in tasks.items()}
+
+    def unless_stopped(task: Callable[[], Validation | None]) -> Validation | None:
+        return None if kept.stop.is_set() else task()
+
+    pending = {pool.submit(unless_stopped, task): key for key, task in tasks.items()}
     try:
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -258,8 +260,9 @@ def _rejects(outcome: Validation) -> bool:
     return not outcome.accepted and not undecided([outcome])
 
 
-def _where(other: Measures) -> str:
-    return other.gpu.describe() if other.gpu is not None else "another GPU"
+def _where(runner: Measures, unnamed: str = "another GPU") -> str:
+    gpu = getattr(runner, "gpu", None)  # (a runner may have none)
+    return gpu.describe() if gpu is not None else unnamed
 
 
 def _said(

@@ -93,6 +93,11 @@ def _never(seconds: float) -> bool:
     return False
 
 
+def _rounds_within(room: float, per_round: float, least: int) -> int | None:
+    """The validation rounds `room` seconds hold after the warm-up, at least `least` (None: rounds cost nothing)."""
+    return max(least, math.floor(room / per_round) - WARMUP) if per_round > 0 else None
+
+
 class Budget:
     """One tune's seconds (see the module's docstring). Thread-safe where the conveyor's threads ask it."""
 
@@ -292,12 +297,11 @@ class Budget:
         # the rounds the validation could hold before its gate says no (the looks are placed within them)
         per_round = costs.round(finish.finalists + 1)
         room = self.remaining() - gates.after_validation - costs.builds(finish.finalists + 1)
-        horizon = max(finish.rounds, math.floor(room / per_round) - WARMUP) if per_round > 0 else None
+        horizon = _rounds_within(room, per_round, finish.rounds)
         pair = costs.round(2)  # another GPU's validation of the winner: its rounds when it starts (builds made)
 
         def elsewhere_rounds() -> int | None:
-            room = self.remaining() - WRITE_SECONDS
-            return max(finish.rounds, math.floor(room / pair) - WARMUP) if pair > 0 else None
+            return _rounds_within(self.remaining() - WRITE_SECONDS, pair, finish.rounds)
 
         return Limits(
             min_rounds=finish.rounds,
